@@ -13,7 +13,8 @@ $(BIN)/roost: pyproject.toml
 venv: $(BIN)/roost
 
 demo: venv
-	$(BIN)/python -m roost.demo
+	$(BIN)/roost classad match examples/classad/job.ad examples/classad/machines.ads
+	$(BIN)/roost submit -dry-run examples/submit/sweep.sub | head -40
 
 test: venv
 	$(BIN)/ruff check src tests bench

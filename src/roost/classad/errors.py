@@ -26,6 +26,14 @@ class ClassAdSyntaxError(ValueError):
         self.file = file
         super().__init__(self._format())
 
+    def with_file(self, file: str | None) -> ClassAdSyntaxError:
+        """A copy naming ``file``, for callers that parse a file's text and know its name."""
+        return type(self)(self.message, text=self.text, line=self.line, column=self.column, file=file)
+
+    def with_position(self, text: str, line: int, column: int) -> ClassAdSyntaxError:
+        """A copy re-anchored in a larger ``text`` (e.g. a value parsed out of a file)."""
+        return type(self)(self.message, text=text, line=line, column=column, file=self.file)
+
     @property
     def excerpt(self) -> str:
         lines = self.text.splitlines() or [""]

@@ -79,3 +79,24 @@ class RelTime:
 
     def __repr__(self) -> str:
         return f"RelTime({self.secs!r})"
+
+
+class RelTimeLiteral(RelTime):
+    """``relTime("1:00")`` as the parser reads it: a relative-time *literal*.
+
+    HTCondor quirk: such a literal evaluates to a real (its seconds), while a
+    relative time computed at run time (``relTime(60)``), even when made a
+    literal again (flatten), stays a relative time. It prints as ``relTime("...")``.
+    Only ever the value of a parsed Literal node, never a runtime value.
+    """
+
+    __slots__ = ()
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is RelTimeLiteral and self.secs == other.secs
+
+    def __hash__(self) -> int:
+        return hash(("reltime-literal", self.secs))
+
+    def __repr__(self) -> str:
+        return f"RelTimeLiteral({self.secs!r})"

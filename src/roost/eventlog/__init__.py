@@ -1,0 +1,84 @@
+"""HTCondor's job event log (user log) text format: typed events, a writer, a reader.
+
+Writing: ``EventLogWriter(path).write(SubmitEvent(12, 0, time.time(), submit_host=...))``.
+Reading: ``read_events(path)`` or ``EventLogFollower(path).poll()``.  Events expose
+the attribute names ``htcondor2.JobEvent`` uses (``event["ReturnValue"]``).
+"""
+
+from roost.eventlog.errors import EventLogError
+from roost.eventlog.events import Event, EventType, UnknownEvent
+from roost.eventlog.exit_events import (
+    CheckpointedEvent,
+    EvictedEvent,
+    NodeTerminatedEvent,
+    PostScriptTerminatedEvent,
+    ShadowExceptionEvent,
+    TerminatedEvent,
+)
+from roost.eventlog.queue_events import (
+    AbortedEvent,
+    AttributeUpdateEvent,
+    GenericEvent,
+    HeldEvent,
+    JobAdInformationEvent,
+    ReleasedEvent,
+    SubmitEvent,
+)
+from roost.eventlog.reader import EventLogFollower, EventParser, parse_events, read_events
+from roost.eventlog.registry import EVENT_CLASSES
+from roost.eventlog.run_events import (
+    DisconnectedEvent,
+    ExecutableErrorEvent,
+    ExecuteEvent,
+    FileTransferEvent,
+    FileTransferType,
+    ImageSizeEvent,
+    NodeExecuteEvent,
+    ReconnectedEvent,
+    RemoteErrorEvent,
+    SuspendedEvent,
+    UnsuspendedEvent,
+)
+from roost.eventlog.textformat import Resource, Usage
+from roost.eventlog.writer import EventFormatter, EventLogWriter, format_event
+
+__all__ = [
+    "EVENT_CLASSES",
+    "AbortedEvent",
+    "AttributeUpdateEvent",
+    "CheckpointedEvent",
+    "DisconnectedEvent",
+    "Event",
+    "EventFormatter",
+    "EventLogError",
+    "EventLogFollower",
+    "EventLogWriter",
+    "EventParser",
+    "EventType",
+    "EvictedEvent",
+    "ExecutableErrorEvent",
+    "ExecuteEvent",
+    "FileTransferEvent",
+    "FileTransferType",
+    "GenericEvent",
+    "HeldEvent",
+    "ImageSizeEvent",
+    "JobAdInformationEvent",
+    "NodeExecuteEvent",
+    "NodeTerminatedEvent",
+    "PostScriptTerminatedEvent",
+    "ReconnectedEvent",
+    "ReleasedEvent",
+    "RemoteErrorEvent",
+    "Resource",
+    "ShadowExceptionEvent",
+    "SubmitEvent",
+    "SuspendedEvent",
+    "TerminatedEvent",
+    "UnknownEvent",
+    "UnsuspendedEvent",
+    "Usage",
+    "format_event",
+    "parse_events",
+    "read_events",
+]

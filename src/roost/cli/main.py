@@ -1,0 +1,52 @@
+"""The `roost` command: dispatches `roost <subcommand> ...` to the module that owns it.
+
+Subcommand modules are imported only when used, so `roost q` never pays for
+importing the submit language and vice versa.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+SUBCOMMANDS: dict[str, tuple[str, str]] = {
+    "classad": ("roost.cli.classad_cmd", "evaluate, match and convert ClassAds"),
+    "submit": ("roost.cli.submit_cmd", "turn a submit description into jobs (-dry-run)"),
+    "config": ("roost.cli.config_cmd", "show effective configuration values"),
+}
+
+
+def usage() -> str:
+    lines = ["usage: roost <command> [args...]", "", "commands:"]
+    lines += [f"  {name:<10} {help_}" for name, (_, help_) in SUBCOMMANDS.items()]
+    lines.append("\n`roost <command> -help` describes one command.")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    if not args or args[0] in ("-h", "-help", "--help", "help"):
+        print(usage())
+        return 0
+    if args[0] in ("-version", "--version"):
+        from roost import __version__
+
+        print(f"roost {__version__}")
+        return 0
+    entry = SUBCOMMANDS.get(args[0])
+    if entry is None:
+        print(f"roost: unknown command '{args[0]}'\n\n{usage()}", file=sys.stderr)
+        return 2
+    module = importlib.import_module(entry[0])
+    try:
+        # A module serving several commands (rm/hold/release) has main_<command>.
+        entry_point = getattr(module, f"main_{args[0]}", None) or module.main
+        return int(entry_point(args[1:]) or 0)
+    except BrokenPipeError:
+        return 0
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,98 @@
+"""``roost submit``: turn a submit description into job ads.
+
+``-dry-run`` prints the ads it would submit (one JSON object per proc,
+cluster attributes merged, as ``condor_q -json`` prints them) without any
+daemon; sending to a schedd comes with the schedd.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+
+from roost.submit import SubmitError, parse_submit
+from roost.submit.jobads import iter_json
+
+
+def _file_size(path: str) -> int:
+    try:
+        return os.path.getsize(path)
+    except OSError:
+        return 0
+
+
+def main(argv: list[str]) -> int:
+    p = argparse.ArgumentParser(prog="roost submit", description="Submit jobs described by an HTCondor submit file.",
+                                add_help=False)
+    p.add_argument("-h", "-help", "--help", action="help", help="show this help and exit")
+    p.add_argument("-dry-run", "--dry-run", dest="dry_run", metavar="FILE", nargs="?", const="-", default=None,
+                   help="print the job ads (condor_q -json form) instead of submitting; FILE is where to write (- for stdout)")
+    p.add_argument("-a", "-append", "--append", dest="append", action="append", default=[], metavar="COMMAND",
+                   help="a submit command, as if just before the queue statement")
+    p.add_argument("-file", dest="file_opt", default=None, help="the submit description file")
+    p.add_argument("-queue", dest="queue", default=None, help="queue arguments, in place of the file's queue statement")
+    p.add_argument("-batch-name", dest="batch_name", default=None)
+    p.add_argument("args", nargs="*", help="submit file (- for stdin) and name=value assignments")
+    ns = p.parse_args(argv)
+    overrides: dict[str, str] = {}
+    files: list[str] = []
+    for a in ns.args:
+        if "=" in a and not os.path.exists(a):
+            k, _, v = a.partition("=")
+            overrides[k.strip()] = v.strip()
+        else:
+            files.append(a)
+    if ns.file_opt:
+        files.append(ns.file_opt)
+    # condor_submit -dry-run takes an output file; "roost submit -dry-run job.sub" reads naturally,
+    # so when no submit file was named, the -dry-run argument is the submit file and output is stdout.
+    out_path = "-"
+    if ns.dry_run is not None:
+        if not files and ns.dry_run != "-":
+            files.append(ns.dry_run)
+        else:
+            out_path = ns.dry_run
+    if len(files) > 1:
+        print("roost submit: give one submit file", file=sys.stderr)
+        return 1
+    src = files[0] if files else "-"
+    try:
+        text = sys.stdin.read() if src == "-" else open(src, encoding="utf-8").read()
+    except OSError as e:
+        print(f"roost submit: cannot read {src}: {e.strerror}", file=sys.stderr)
+        return 1
+    append = list(ns.append)
+    if ns.batch_name:
+        append.append(f"batch_name = {ns.batch_name}")
+    if ns.queue is not None:
+        text = "\n".join(ln for ln in text.splitlines() if not ln.strip().lower().startswith("queue")) + f"\nqueue {ns.queue}\n"
+    fname = "<stdin>" if src == "-" else src
+    cwd = os.getcwd()
+    try:
+        desc = parse_submit(text, file=fname, cwd=cwd, env=dict(os.environ), overrides=overrides, append=append,
+                            file_size=_file_size)
+        clusters = desc.expand(cluster_id=1, qdate=int(time.time()), owner=os.environ.get("USER"))
+    except SubmitError as e:
+        print(f"ERROR: {e}", file=sys.stderr)
+        return 1
+    for c in clusters:
+        for w in c.warnings:
+            print(str(w), file=sys.stderr)
+    if ns.dry_run is None:
+        print("ERROR: no roost pool is running to submit to (submitting to a schedd is not supported yet); "
+              "use -dry-run to see the job ads", file=sys.stderr)
+        return 1
+    if out_path == "-":
+        sys.stdout.writelines(iter_json(clusters))
+    else:
+        with open(out_path, "w", encoding="utf-8") as fh:
+            fh.writelines(iter_json(clusters))
+    n = sum(len(c) for c in clusters)
+    print(f"{n} job(s) dry-run in {len(clusters)} cluster(s).", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))

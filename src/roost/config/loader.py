@@ -1,0 +1,179 @@
+"""The only part of roost.config that touches the host: files, commands, host facts.
+
+Kept apart so the language itself (parser, macros, Config.from_text)
+stays pure and testable from text.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import socket
+import subprocess
+from collections.abc import Mapping
+from pathlib import Path
+
+from roost.config.config import DEFAULT_LAYER, Config, apply_env_overrides, facts_layer
+from roost.config.errors import ConfigError
+from roost.config.parser import ParseState, parse_text
+from roost.config.table import find
+
+CONFIG_ENV = "ROOST_CONFIG"
+HOME_ENV = "ROOST_HOME"
+CONFIG_FILE_NAME = "roost_config"
+# ROOST_CONFIG=ONLY_ENV reads no file at all, as CONDOR_CONFIG=ONLY_ENV does.
+ONLY_ENV = "ONLY_ENV"
+COMMAND_TIMEOUT_S = 60
+
+
+def default_home(env: Mapping[str, str]) -> Path:
+    """$ROOST_HOME, else ~/.local/share/roost."""
+    if env.get(HOME_ENV):
+        return Path(env[HOME_ENV]).expanduser()
+    home = env.get("HOME") or str(Path.home())
+    return Path(home) / ".local" / "share" / "roost"
+
+
+def config_path(env: Mapping[str, str]) -> tuple[Path, bool]:
+    """The main config file and whether it was asked for explicitly ($ROOST_CONFIG)."""
+    if env.get(CONFIG_ENV):
+        return Path(env[CONFIG_ENV]).expanduser(), True
+    return default_home(env) / CONFIG_FILE_NAME, False
+
+
+def read_file(path: str) -> str:
+    with open(path, encoding="utf-8", errors="replace") as f:
+        return f.read()
+
+
+def run_command(command: str) -> str:
+    """Run an ``include : command |`` line; only reached when the caller allowed commands."""
+    try:
+        done = subprocess.run(
+            command, shell=True, capture_output=True, text=True, timeout=COMMAND_TIMEOUT_S
+        )
+    except subprocess.TimeoutExpired:
+        raise RuntimeError(f"timed out after {COMMAND_TIMEOUT_S}s") from None
+    if done.returncode != 0:
+        detail = done.stderr.strip().splitlines()[-1:] or [""]
+        raise RuntimeError(f"exit status {done.returncode} {detail[0]}".strip())
+    return done.stdout
+
+
+def _memory_mib() -> int:
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // (1024 * 1024)
+    except (ValueError, OSError, AttributeError):
+        return 1024
+
+
+def _cpus() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:
+        return os.cpu_count() or 1
+
+
+def detect_facts(env: Mapping[str, str]) -> dict[str, str]:
+    """What HTCondor calls the built-in macros: host name, CPUs, memory, home ..."""
+    full = socket.getfqdn() or socket.gethostname()
+    try:
+        ip = socket.gethostbyname(socket.gethostname())
+    except OSError:
+        ip = "127.0.0.1"
+    machine = platform.machine().upper()
+    return {
+        "FULL_HOSTNAME": full,
+        "HOSTNAME": full.split(".")[0],
+        "IP_ADDRESS": ip,
+        "DETECTED_CPUS": str(_cpus()),
+        "DETECTED_MEMORY": str(_memory_mib()),
+        "OPSYS": platform.system().upper(),
+        "ARCH": {"AMD64": "X86_64"}.get(machine, machine),
+        "USERNAME": env.get("USER") or env.get("LOGNAME") or "",
+        "TILDE": env.get("HOME", ""),
+        "ROOST_HOME": str(default_home(env)),
+    }
+
+
+def _split_files(value: str) -> list[str]:
+    return [p for p in value.replace(",", " ").split() if p]
+
+
+def _read_into(state: ParseState, path: str, where: tuple[str, int] | None) -> str:
+    """Read one file into ``state``; ``where`` is the knob that named it, for errors."""
+    path = os.path.normpath(os.path.abspath(path))
+    try:
+        text = read_file(path)
+    except FileNotFoundError:
+        raise ConfigError(*(where or (path, 0)), f"config file {path!r} does not exist") from None
+    except OSError as e:
+        raise ConfigError(*(where or (path, 0)), f"cannot read config file {path!r}: {e.strerror}") from None
+    state.include_stack.append(path)
+    try:
+        parse_text(state, text, path)
+    finally:
+        state.include_stack.pop()
+    return path
+
+
+def load(
+    path: str | os.PathLike[str] | None = None,
+    *,
+    env: Mapping[str, str] = os.environ,
+    subsys: str | None = None,
+    localname: str | None = None,
+    allow_commands: bool = False,
+    facts: Mapping[str, str] | None = None,
+) -> Config:
+    """Read the main file, LOCAL_CONFIG_FILE, LOCAL_CONFIG_DIR, then ``_ROOST_*`` overrides.
+
+    A main file named by ``path`` or $ROOST_CONFIG must exist; the implicit
+    $ROOST_HOME/roost_config may be missing (defaults only), so commands
+    work before ``roost up`` has written one.  ROOST_CONFIG=ONLY_ENV reads
+    no main file: defaults, LOCAL_CONFIG_* and the environment only.
+    """
+    env = dict(env)
+    if path is not None:
+        main, explicit = Path(path), True
+    else:
+        main, explicit = config_path(env)
+    fact_entries = facts_layer(facts if facts is not None else detect_facts(env))
+    state = ParseState(
+        table={},
+        lower=[DEFAULT_LAYER, fact_entries],
+        env=env,
+        subsys=subsys,
+        localname=localname,
+        read_file=read_file,
+        run_command=run_command if allow_commands else None,
+    )
+    files: list[str] = []
+    if path is None and str(main) == ONLY_ENV:
+        pass
+    elif explicit or main.exists():
+        files.append(_read_into(state, str(main), None))
+
+    def knob(name: str) -> tuple[list[str], tuple[str, int]]:
+        entry = find(name, [state.table, *state.lower], subsys, localname)
+        if entry is None:
+            return [], ("<default>", 0)
+        return _split_files(state.expander().expand_entry(entry)), (entry.file, entry.line)
+
+    local_files, where = knob("LOCAL_CONFIG_FILE")
+    for f in local_files:
+        files.append(_read_into(state, f, where))
+    dirs, where = knob("LOCAL_CONFIG_DIR")
+    for d in dirs:
+        if not os.path.isdir(d):
+            continue
+        for name in sorted(os.listdir(d)):
+            full = os.path.join(d, name)
+            if name.startswith(".") or name.endswith("~") or not os.path.isfile(full):
+                continue
+            files.append(_read_into(state, full, where))
+    apply_env_overrides(state, env)
+    return Config(
+        state.table, facts=fact_entries, env=env, subsys=subsys, localname=localname,
+        files=files, warnings=state.warnings,
+    )

@@ -1,0 +1,111 @@
+"""Appending events to a user log so that concurrent writers never interleave.
+
+Each event (or batch) becomes one ``os.write`` on a descriptor opened with
+``O_APPEND``: on a local filesystem the kernel positions and writes it as one
+unit, so two jobs or two processes logging to the same file produce whole
+events in some order, never a mix.  (Over NFS, O_APPEND is not atomic; HTCondor
+adds file locks there, roost does not yet.)
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+
+from roost.eventlog.events import Event, event_number
+from roost.eventlog.textformat import TimeFormatter
+
+
+class EventFormatter:
+    """Turns events into log text: header, body and the ``...`` line.
+
+    ``utc=False`` writes local time without a zone, as HTCondor does by default
+    (``EVENT_LOG_FORMAT_OPTIONS`` unset); ``utc=True`` appends ``Z``;
+    ``iso=False`` gives the pre-8.8 ``MM/DD HH:MM:SS`` form.
+    """
+
+    __slots__ = ("_time",)
+
+    def __init__(self, *, utc: bool = False, iso: bool = True, sub_second: bool = False) -> None:
+        self._time = TimeFormatter(utc=utc, iso=iso, sub_second=sub_second)
+
+    def format(self, event: Event) -> str:
+        # %-formatting: measurably faster than an f-string with four format specs.
+        return "%03d (%03d.%03d.%03d) %s %s...\n" % (  # noqa: UP031
+            event_number(event),
+            event.cluster,
+            event.proc,
+            event.subproc,
+            self._time.format(event.timestamp),
+            event.body(),
+        )
+
+    def format_many(self, events: Iterable[Event]) -> str:
+        return "".join(self.format(e) for e in events)
+
+
+_DEFAULT = EventFormatter()
+
+
+def format_event(event: Event, *, utc: bool = False) -> str:
+    """The full text of one event, as it appears in the log."""
+    return (EventFormatter(utc=True) if utc else _DEFAULT).format(event)
+
+
+class EventLogWriter:
+    """Appends events to one log file; safe to share a file between processes.
+
+    The descriptor stays open between writes (reopened after ``close()``);
+    ``fsync=True`` makes each write durable before ``write`` returns.
+    """
+
+    def __init__(
+        self, path: str | os.PathLike[str], *, fsync: bool = False, utc: bool = False, mode: int = 0o644
+    ) -> None:
+        self.path = os.fspath(path)
+        self.fsync = fsync
+        self._mode = mode
+        self._formatter = EventFormatter(utc=utc)
+        self._fd: int | None = None
+
+    def _open(self) -> int:
+        if self._fd is None:
+            self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, self._mode)
+        return self._fd
+
+    def _append(self, text: str) -> None:
+        data = text.encode("utf-8", "surrogateescape")
+        fd = self._open()
+        written = os.write(fd, data)
+        while written < len(data):
+            # Only a full disk or a signal shortens a regular-file write; finish it.
+            written += os.write(fd, data[written:])
+        if self.fsync:
+            os.fsync(fd)
+
+    def write(self, event: Event) -> None:
+        """Append one event as one write."""
+        self._append(self._formatter.format(event))
+
+    def write_many(self, events: Iterable[Event]) -> None:
+        """Append several events as one write (they land together, in order)."""
+        text = self._formatter.format_many(events)
+        if text:
+            self._append(text)
+
+    def close(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+    def __enter__(self) -> EventLogWriter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except Exception:
+            pass

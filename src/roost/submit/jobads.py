@@ -1,0 +1,136 @@
+"""A submitted cluster as HTCondor stores it: one cluster ad plus per-proc differences.
+
+100,000 procs that differ only in ``Arguments`` and ``Out`` cost one cluster
+ad and 100,000 two-entry dicts, not 100,000 full ads. ``proc_ad(i)`` merges
+lazily; ``to_classad`` and ``to_json`` give the roost ClassAd and the
+``condor_q -json`` forms.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+from roost.submit.errors import SubmitWarning
+from roost.submit.values import AttrValue, Expr, to_classad_text
+
+JOB_STATUS = {1: "Idle", 2: "Running", 3: "Removed", 4: "Completed", 5: "Held", 6: "Transferring Output", 7: "Suspended"}
+UNIVERSE_NAMES = {1: "standard", 5: "vanilla", 7: "scheduler", 9: "grid", 10: "java", 11: "parallel", 12: "local", 13: "vm"}
+
+
+@dataclass
+class ClusterSubmission:
+    """One cluster: ``cluster_ad`` (attribute -> value) and ``proc_diffs[i]`` for proc i.
+
+    Every proc diff holds at least ``ProcId``; the cluster ad holds
+    ``ClusterId`` and every attribute the procs share (taken from proc 0, as
+    HTCondor's cluster ad is).
+    """
+
+    cluster_id: int
+    cluster_ad: dict[str, AttrValue]
+    proc_diffs: list[dict[str, AttrValue]]
+    warnings: list[SubmitWarning] = field(default_factory=list)
+
+    def __len__(self) -> int:
+        return len(self.proc_diffs)
+
+    def proc_ad(self, proc: int) -> dict[str, AttrValue]:
+        """The full ad of proc ``proc`` (index in this cluster), merged on demand."""
+        ad = dict(self.cluster_ad)
+        ad.update(self.proc_diffs[proc])
+        return ad
+
+    def procs(self) -> Iterator[dict[str, AttrValue]]:
+        for i in range(len(self.proc_diffs)):
+            yield self.proc_ad(i)
+
+    def cluster_classad(self):  # type: ignore[no-untyped-def]
+        """The cluster ad as a roost ClassAd (what a schedd stores once per cluster)."""
+        return to_classad(self.cluster_ad)
+
+    def proc_classad(self, proc: int):  # type: ignore[no-untyped-def]
+        """The merged ad of proc ``proc`` as a roost ClassAd."""
+        return to_classad(self.proc_ad(proc))
+
+    def varying_attributes(self) -> set[str]:
+        out: set[str] = set()
+        for d in self.proc_diffs:
+            out.update(d)
+        out.discard("ProcId")
+        return out
+
+
+def to_classad(ad: dict[str, AttrValue]):  # type: ignore[no-untyped-def]
+    """A roost ClassAd holding ``ad`` (expressions parsed, literals as values)."""
+    from roost.classad import ClassAd, ExprTree
+
+    out = ClassAd()
+    for k, v in ad.items():
+        out[k] = ExprTree(str(v)) if isinstance(v, Expr) else v
+    return out
+
+
+def to_classad_lines(ad: dict[str, AttrValue]) -> str:
+    """Long (old ClassAd) form, one ``Attr = value`` per line."""
+    return "\n".join(f"{k} = {to_classad_text(v)}" for k, v in ad.items())
+
+
+def to_json(ads: list[dict[str, AttrValue]]) -> str:
+    """The JSON list ``condor_q -json`` prints."""
+    from roost.classad.jsonform import ads_to_json
+
+    return ads_to_json([to_classad(a) for a in ads])
+
+
+class _JsonRenderer:
+    """Per-attribute JSON text, cached: the cluster part of every proc's ad is
+    rendered once, so printing 100,000 procs costs a dict merge and a join each."""
+
+    def __init__(self) -> None:
+        from roost.classad.jsonform import escape_string, format_real, node_to_json
+        from roost.classad.parser import parse_expr
+
+        self._esc = escape_string
+        self._real = format_real
+        self._node = node_to_json
+        self._parse = parse_expr
+        self._exprs: dict[str, str] = {}
+
+    def value(self, v: AttrValue) -> str:
+        if isinstance(v, Expr):
+            got = self._exprs.get(v)
+            if got is None:
+                got = self._exprs[v] = self._node(self._parse(str(v)))
+            return got
+        t = type(v)
+        if t is bool:
+            return "true" if v else "false"
+        if t is int:
+            return str(v)
+        if t is float:
+            r = self._real(v)  # type: ignore[arg-type]
+            return r if r is not None else self.value(Expr(f'real("{v}")'))
+        return '"' + self._esc(v) + '"'  # type: ignore[arg-type]
+
+    def pair(self, k: str, v: AttrValue) -> str:
+        return '"' + self._esc(k) + '": ' + self.value(v)
+
+
+def iter_json(clusters: list[ClusterSubmission]) -> Iterator[str]:
+    """The ``condor_q -json`` text of every proc, in pieces (one merged ad per proc).
+
+    Identical to ``to_json`` over ``procs()``, without building 100,000 ClassAds.
+    """
+    r = _JsonRenderer()
+    first = True
+    for c in clusters:
+        base = {k: r.pair(k, v) for k, v in c.cluster_ad.items()}
+        for diff in c.proc_diffs:
+            merged = base.copy()
+            for k, v in diff.items():
+                merged[k] = r.pair(k, v)
+            yield ("[\n{\n  " if first else "\n,\n{\n  ") + ",\n  ".join(merged.values()) + "\n}"
+            first = False
+    if not first:
+        yield "\n]\n"

@@ -1,0 +1,175 @@
+"""Queue statements: ``queue [N] [vars] [from|in|matching [slice] [files|dirs] source]``.
+
+Each queue statement yields a count and a list of items (dicts of the queue's
+variables, ``Item`` by default); every item is queued N times (``$(Step)``
+0..N-1) with ``$(ItemIndex)``/``$(Row)`` its index in the whole, unsliced list,
+as condor_submit does.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from roost.submit.errors import SubmitError
+
+_KEYWORD_RE = re.compile(r"(?:^|[\s,])(from|in|matching)(?=\s|\(|\[|$)", re.IGNORECASE)
+_SLICE_RE = re.compile(r"\[\s*(-?\d*)\s*(?::\s*(-?\d*)\s*(?::\s*(-?\d*)\s*)?)?\]")
+_VAR_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*\Z")
+
+
+@dataclass
+class QueueSpec:
+    """One parsed queue statement (macros in its line already expanded)."""
+
+    count_expr: str = "1"
+    vars: list[str] = field(default_factory=list)
+    mode: str = ""  # "", "from", "in", "matching"
+    slice: tuple[int | None, int | None, int | None] | None = None
+    match_kind: str = ""  # "", "files", "dirs"
+    source: str = ""  # file name, inline text or glob patterns
+    inline: list[str] | None = None
+    line: int = 0
+    file: str | None = None
+
+    def selected(self, ix: int, n: int) -> bool:
+        if self.slice is None:
+            return True
+        start, stop, step = self.slice
+        r = range(n)[slice(start, stop, step)]
+        return ix in r
+
+
+def parse_queue_args(args: str, rows: list[str] | None = None, *, file: str | None = None, line: int = 0) -> QueueSpec:
+    """Parse the text after ``queue`` (and any lines its ``(`` swallowed)."""
+    spec = QueueSpec(line=line, file=file, inline=rows)
+    m = _KEYWORD_RE.search(args)
+    head = args[: m.start(1)] if m else args
+    tail = args[m.end(1):].strip() if m else ""
+    head_tokens = [t for t in re.split(r"[\s,]+", head.strip()) if t]
+    if m is None:
+        spec.count_expr = head.strip() or "1"
+        return spec
+    spec.mode = m.group(1).lower()
+    # head: [count] var[, var...]
+    if head_tokens and not _VAR_RE.match(head_tokens[0]):
+        spec.count_expr = head_tokens.pop(0)
+    spec.vars = head_tokens or ["Item"]
+    for v in spec.vars:
+        if not _VAR_RE.match(v):
+            raise SubmitError(f"queue: '{v}' is not a valid variable name", file=file, line=line)
+    sm = _SLICE_RE.match(tail)
+    if sm:
+        def num(s: str | None) -> int | None:
+            return int(s) if s not in (None, "") else None
+        spec.slice = (num(sm.group(1)), num(sm.group(2)), num(sm.group(3)))
+        if spec.slice[2] == 0:
+            raise SubmitError("queue: a slice step cannot be 0", file=file, line=line)
+        tail = tail[sm.end():].strip()
+    if spec.mode == "matching":
+        km = re.match(r"(files|dirs|any)\b\s*", tail, re.IGNORECASE)
+        if km:
+            spec.match_kind = km.group(1).lower()
+            tail = tail[km.end():]
+    if tail.startswith("(") and rows is None:
+        close = tail.rfind(")")
+        if close < 0:
+            raise SubmitError("queue: '(' without ')'", file=file, line=line)
+        spec.inline = [tail[1:close]]
+        tail = ""
+    spec.source = tail.strip()
+    if spec.inline is None and not spec.source:
+        raise SubmitError(f"queue ... {spec.mode}: nothing to read items from", file=file, line=line)
+    return spec
+
+
+_FIELD_SEP = re.compile(r"[\s,]+")
+
+
+def split_row(row: str, nvars: int) -> list[str]:
+    """Split a ``from`` row into nvars fields; the last field keeps the rest."""
+    row = row.strip()
+    if nvars <= 1:
+        return [row]
+    out = _FIELD_SEP.split(row, maxsplit=nvars - 1)
+    if len(out) < nvars:
+        out.extend([""] * (nvars - len(out)))
+    return out
+
+
+def _glob(patterns: list[str], kind: str, cwd: str) -> list[str]:
+    found: list[str] = []
+    seen: set[str] = set()
+    for pat in patterns:
+        d, base = os.path.split(pat)
+        root = os.path.join(cwd, d) if cwd else (d or ".")
+        try:
+            names = sorted(os.listdir(root or "."))
+        except OSError:
+            names = []
+        for name in names:
+            if name.startswith(".") and not base.startswith("."):
+                continue
+            if not fnmatch.fnmatchcase(name, base):
+                continue
+            is_dir = os.path.isdir(os.path.join(root, name))
+            if (kind == "files" and is_dir) or (kind == "dirs" and not is_dir):
+                continue
+            item = os.path.join(d, name) + ("/" if is_dir else "")
+            if item not in seen:
+                seen.add(item)
+                found.append(item)
+    return found
+
+
+ReadText = Callable[[str], str]
+
+
+def _read_text(path: str) -> str:
+    with open(path, encoding="utf-8") as fh:
+        return fh.read()
+
+
+def load_items(
+    spec: QueueSpec,
+    *,
+    cwd: str = "",
+    read_text: ReadText = _read_text,
+    stdin_text: str | None = None,
+) -> list[dict[str, str]] | None:
+    """The items of a queue statement, or None for a plain ``queue N``.
+
+    Files are read through ``read_text`` so a caller (or a test) decides how
+    the filesystem is reached; ``from -`` reads ``stdin_text``.
+    """
+    if not spec.mode:
+        return None
+    nvars = len(spec.vars)
+    if spec.mode == "from":
+        if spec.inline is not None:
+            lines = "\n".join(spec.inline).splitlines()
+        else:
+            src = spec.source
+            if src == "-":
+                text = stdin_text or ""
+            else:
+                path = src if os.path.isabs(src) or not cwd else os.path.join(cwd, src)
+                try:
+                    text = read_text(path)
+                except OSError as e:
+                    raise SubmitError(f"queue from {src}: cannot read item file: {e.strerror or e}", file=spec.file, line=spec.line) from e
+            lines = text.splitlines()
+        rows = [ln for ln in lines if ln.strip() and not ln.lstrip().startswith("#")]
+        return [dict(zip(spec.vars, split_row(r, nvars))) for r in rows]
+    if spec.mode == "in":
+        text = "\n".join(spec.inline) if spec.inline is not None else spec.source
+        words = [w for w in re.split(r"[\s,]+", text) if w]
+        return [{v: (w if i == 0 else "") for i, v in enumerate(spec.vars)} for w in words]
+    # matching
+    text = "\n".join(spec.inline) if spec.inline is not None else spec.source
+    pats = [w for w in re.split(r"[\s,]+", text) if w]
+    found = _glob(pats, spec.match_kind, cwd)
+    return [{v: (w if i == 0 else "") for i, v in enumerate(spec.vars)} for w in found]

@@ -1,0 +1,177 @@
+"""The default clauses condor_submit appends to ``Requirements``.
+
+condor_submit looks at which machine attributes the user's expression
+already references and only adds a clause (Arch, OpSys, Disk, Memory, Cpus,
+GPUs and other ``Request<Tag>`` resources, file transfer) for an attribute
+the user left alone. Like HTCondor, an unqualified name counts as a machine
+attribute unless it is one of the few job attributes it checks for
+(RequestMemory...), and ``MY.x`` never does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from roost.classad import ast
+from roost.classad.errors import ClassAdSyntaxError
+from roost.classad.parser import parse_expr
+from roost.submit.builder import Builder
+from roost.submit.values import Expr
+
+_JOB_SIDE = {"requestmemory", "vm_ckptmac", "requirements"}
+_OPSYS = {"opsys", "opsysandver", "opsyslongname", "opsysshortname", "opsysname", "opsyslegacy"}
+_BUILTIN_REQUESTS = {"RequestCpus", "RequestDisk", "RequestMemory"}
+
+
+def _walk(node: object) -> Iterator[ast.Node]:
+    if isinstance(node, ast.Node):
+        yield node
+        if isinstance(node, ast.AttrRef):
+            if node.base is not None:
+                yield from _walk(node.base)
+            return
+        for f in node._fields:
+            yield from _walk(getattr(node, f, None))
+    elif isinstance(node, tuple | list):
+        for x in node:
+            yield from _walk(x)
+
+
+def references(text: str) -> tuple[set[str], set[str]]:
+    """(job refs, machine refs), lower-cased, of a Requirements expression."""
+    job: set[str] = set()
+    machine: set[str] = set()
+    for n in _walk(parse_expr(text)):
+        if not isinstance(n, ast.AttrRef):
+            continue
+        base = n.base
+        if base is None:
+            if n.lname in ("my", "target"):
+                continue
+            (job if n.lname in _JOB_SIDE else machine).add(n.lname)
+        elif isinstance(base, ast.AttrRef) and base.base is None:
+            if base.lname == "target":
+                machine.add(n.lname)
+            elif base.lname == "my":
+                job.add(n.lname)
+    return job, machine
+
+
+def _number(v: object) -> float | None:
+    if isinstance(v, bool) or isinstance(v, Expr):
+        return None
+    if isinstance(v, int | float):
+        return float(v)
+    return None
+
+
+def h_requirements(b: Builder) -> None:
+    user = b.get("requirements")
+    if b.get("MY.Requirements") is not None:
+        if user is not None:
+            b.warn("MY.Requirements (or +Requirements) overrides requirements; remove one of them", "requirements")
+        return
+    answer = f"({user})" if user is not None else ""
+    universe = b.lookup("JobUniverse")
+    if universe == 9:
+        b.set("Requirements", Expr(answer or "true"))
+        return
+    machine: set[str] = set()
+    if answer:
+        try:
+            job, machine = references(answer)
+        except ClassAdSyntaxError as e:
+            b.error(f"requirements = {user}: not a valid ClassAd expression ({e.message})", "requirements")
+            return
+        if "requirements" in job or "requirements" in machine:
+            b.error(f"requirements = {user} is circular; did you mean $(Requirements)?", "requirements")
+    parts = [answer] if answer else []
+
+    def add(clause: str) -> None:
+        parts.append(clause)
+
+    container = b.lookup("WantDocker") or b.lookup("WantContainer")
+    if universe == 10:
+        add("TARGET.HasJava")
+    else:
+        if "arch" not in machine:
+            add(f'(TARGET.Arch == "{b.ctx.arch}")')
+        if container:
+            add("TARGET.HasDocker" if b.lookup("WantDocker") else "TARGET.HasContainer")
+        elif not (machine & _OPSYS):
+            add(f'(TARGET.OpSys == "{b.ctx.opsys}")')
+    if "disk" not in machine:
+        d = b.lookup("RequestDisk")
+        if d is not None:
+            n = _number(d)
+            if n is None or n > 0:
+                if universe == 5:
+                    add('(versionGE(split(TARGET.CondorVersion)[1], "25.12.0") || (TARGET.Disk >= RequestDisk))')
+                else:
+                    add("(TARGET.Disk >= RequestDisk)")
+        else:
+            add("(TARGET.Disk >= DiskUsage)")
+    elif b.lookup("RequestDisk") is not None:
+        add("(TARGET.Disk >= RequestDisk)")
+    m = b.lookup("RequestMemory")
+    if m is not None:
+        n = _number(m)
+        if n is None or n > 1.0:
+            add("(TARGET.Memory >= RequestMemory)")
+    if "cpus" not in machine:
+        c = b.lookup("RequestCpus")
+        if c is not None:
+            n = _number(c)
+            if n is None or n > 1.0:
+                add("(TARGET.Cpus >= RequestCpus)")
+    tags = sorted(
+        (a for a in set(b.ad) | set(b.base)
+        if a.lower().startswith("request") and len(a) >= 9 and a[7] != "_" and a not in _BUILTIN_REQUESTS
+         and b.lookup(a) is not None),
+        key=str.lower,  # HTCondor keeps these in a case-insensitive set
+    )
+    for attr in tags:
+        tag = attr[7:]
+        if tag.lower() in machine:
+            continue
+        v = b.lookup(attr)
+        if isinstance(v, str) and not isinstance(v, Expr):
+            if v:
+                add(f"regexp({attr}, TARGET.{tag})")
+            continue
+        n = _number(v)
+        if n is None or n > 0:
+            add(f"(TARGET.{tag} >= {attr})")
+    if universe in (5, 11, 10, 13, 1) or universe is None:
+        should = b.lookup("ShouldTransferFiles")
+        fsd = "(TARGET.FileSystemDomain == MY.FileSystemDomain)"
+        if should == "NO":
+            if "filesystemdomain" not in machine:
+                add(fsd)
+        elif not ({"hasfiletransfer", "hasjobtransferplugins"} & machine):
+            xfer = "TARGET.HasFileTransfer"
+            if b.lookup("TransferPlugins"):
+                xfer = "TARGET.HasJobTransferPlugins"
+            extra = ""
+            when = b.lookup("WhenToTransferOutput")
+            if b.lookup("TransferCheckpoint") is not None or b.lookup("PreserveRelativePaths") is True or when == "ON_SUCCESS":
+                extra = ' && versioncmp( split(TARGET.CondorVersion)[1], "8.9.7" ) >= 0'
+            methods = sorted({
+                f.split("://", 1)[0].lower()
+                for f in str(b.lookup("TransferInput") or "").split(",")
+                if "://" in f
+            })
+            for meth in methods:
+                extra += f' && stringListIMember("{meth}",TARGET.HasFileTransferPluginMethods)'
+            if methods:
+                b.set("WantTransferPluginMethods", ",".join(methods))
+            if should == "IF_NEEDED" and "filesystemdomain" not in machine:
+                add(f"({fsd} || ({xfer}{extra}))")
+            else:
+                add(f"({xfer}{extra})")
+    if b.lookup("DeferralTime") is not None:
+        if universe != 12:
+            add("TARGET.HasJobDeferral")
+    if b.lookup("WantFTOnCheckpoint") is True and "hasselfcheckpointtransfers" not in machine:
+        add("TARGET.HasSelfCheckpointTransfers")
+    b.set("Requirements", Expr(" && ".join(parts)))

@@ -1,0 +1,116 @@
+"""Realistic events of every type roost models, with the variants that change the text."""
+
+from __future__ import annotations
+
+from roost.eventlog import (
+    AbortedEvent,
+    AttributeUpdateEvent,
+    CheckpointedEvent,
+    DisconnectedEvent,
+    Event,
+    EvictedEvent,
+    ExecutableErrorEvent,
+    ExecuteEvent,
+    FileTransferEvent,
+    FileTransferType,
+    GenericEvent,
+    HeldEvent,
+    ImageSizeEvent,
+    JobAdInformationEvent,
+    NodeExecuteEvent,
+    NodeTerminatedEvent,
+    PostScriptTerminatedEvent,
+    ReconnectedEvent,
+    ReleasedEvent,
+    RemoteErrorEvent,
+    Resource,
+    ShadowExceptionEvent,
+    SubmitEvent,
+    SuspendedEvent,
+    TerminatedEvent,
+    UnsuspendedEvent,
+    Usage,
+)
+
+T0 = 1704164645  # 2024-01-02 03:04:05 UTC
+SUBMIT_HOST = "<10.0.0.1:9618?addrs=10.0.0.1-9618&alias=ap.example.org&noUDP&sock=schedd_123_abcd>"
+STARTD = "<10.0.0.7:9618?addrs=10.0.0.7-9618&alias=ep7.example.org&noUDP&sock=startd_99_beef>"
+STARTER = "<10.0.0.7:41234?addrs=10.0.0.7-41234&alias=ep7.example.org&noUDP&sock=starter_99_beef_1>"
+
+RESOURCES = (
+    Resource("Cpus", 0.95, 1, 1),
+    Resource("Disk", 24, 1024, 1250000),
+    Resource("Memory", 3, 512, 512),
+    Resource("TimeExecute", 61, None, None),
+    Resource("TimeSlotBusy", 62, None, None),
+)
+GPU_RESOURCES = (
+    Resource("Cpus", 2, 2, 2),
+    Resource("Disk", 100, 4096, 4200),
+    Resource("Gpus", 0.5, 1, 1, '"GPU-6d2fc0a4"'),
+    Resource("Memory", 812, 2048, 2048),
+)
+
+
+def all_samples() -> list[Event]:
+    t = T0
+    return [
+        SubmitEvent(12, 0, t, submit_host=SUBMIT_HOST),
+        SubmitEvent(12, 1, t, submit_host=SUBMIT_HOST, log_notes="DAG Node: A", user_notes="first try"),
+        SubmitEvent(12, 2, t, submit_host=SUBMIT_HOST, log_notes="batch 7", user_notes="rerun",
+                    warnings="request_disk not set, using 1 GB"),
+        ExecuteEvent(12, 0, t + 5, execute_host=STARTD, slot_name="slot1_3@ep7.example.org",
+                     execute_props={"Memory": "512", "CondorScratchDir": '"/var/lib/condor/execute/dir_1"', "Cpus": "1"}),
+        ExecuteEvent(12, 1, t + 5, execute_host=STARTD),
+        ExecutableErrorEvent(12, 2, t + 6, error_type=0),
+        ExecutableErrorEvent(12, 3, t + 6, error_type=1),
+        CheckpointedEvent(12, 0, t + 30, run_remote_usage=Usage(25, 3), run_local_usage=Usage(0, 1), sent_bytes=4096),
+        EvictedEvent(12, 0, t + 40, run_remote_usage=Usage(35, 4), sent_bytes=100, received_bytes=2000,
+                     reason="The startd was shut down", reason_code=1002, reason_subcode=3),
+        EvictedEvent(12, 0, t + 41, checkpointed=True, run_remote_usage=Usage(36, 4), run_local_usage=Usage(1, 0)),
+        EvictedEvent(12, 0, t + 42, terminated_and_requeued=True, return_value=3, run_remote_usage=Usage(90061, 7),
+                     reason="Job exited with code 3 and on_exit_remove was false", resources=RESOURCES),
+        EvictedEvent(12, 0, t + 43, terminated_and_requeued=True, signal=9, core_file="/tmp/core.123"),
+        TerminatedEvent(12, 0, t + 60, return_value=0, run_remote_usage=Usage(55, 2), total_remote_usage=Usage(90, 6),
+                        sent_bytes=1234, received_bytes=567890, total_sent_bytes=2234, total_received_bytes=1135780,
+                        resources=RESOURCES),
+        TerminatedEvent(12, 1, t + 61, return_value=1),
+        TerminatedEvent(12, 2, t + 62, signal=9, run_remote_usage=Usage(3, 1)),
+        TerminatedEvent(12, 3, t + 63, signal=11, core_file="/home/alice/core.4242", resources=GPU_RESOURCES),
+        ImageSizeEvent(12, 0, t + 10, size=75000, memory_usage=74, resident_set_size=75000, proportional_set_size=60000),
+        ImageSizeEvent(12, 1, t + 10, size=2048),
+        ShadowExceptionEvent(12, 0, t + 20, message="Error from slot1@ep7: Failed to open '/data/in.txt' as standard input",
+                             sent_bytes=0, received_bytes=55),
+        GenericEvent(12, 0, t + 21, info="Job preempted by a higher priority user"),
+        AbortedEvent(12, 0, t + 22, reason="via condor_rm (by user alice)"),
+        AbortedEvent(12, 1, t + 22),
+        SuspendedEvent(12, 0, t + 23, num_pids=4),
+        UnsuspendedEvent(12, 0, t + 24),
+        HeldEvent(12, 0, t + 25, reason="Error from slot1@ep7: memory usage exceeded request_memory", code=34, subcode=0),
+        HeldEvent(12, 1, t + 25, reason="via condor_hold (by user alice)", code=1, subcode=0),
+        HeldEvent(12, 2, t + 25, code=13, subcode=2),
+        ReleasedEvent(12, 0, t + 26, reason="via condor_release (by user alice)"),
+        NodeExecuteEvent(13, 0, t + 30, node=0, execute_host=STARTD, slot_name="slot1@ep7.example.org"),
+        NodeExecuteEvent(13, 0, t + 30, node=1, execute_host=STARTD),
+        NodeTerminatedEvent(13, 0, t + 90, node=1, return_value=0, run_remote_usage=Usage(60, 1), sent_bytes=10, received_bytes=20),
+        NodeTerminatedEvent(13, 0, t + 91, node=2, signal=15),
+        PostScriptTerminatedEvent(14, 0, t + 95, return_value=0, dag_node_name="B"),
+        PostScriptTerminatedEvent(14, 0, t + 96, signal=9, dag_node_name="C"),
+        RemoteErrorEvent(12, 0, t + 50, daemon="starter", execute_host="ep7.example.org",
+                         error_msg="Failed to transfer files", hold_reason_code=12, hold_reason_subcode=2),
+        RemoteErrorEvent(12, 0, t + 51, daemon="starter", execute_host="ep7.example.org",
+                         error_msg="Low disk space", critical=False),
+        DisconnectedEvent(12, 0, t + 70, startd_name="slot1@ep7.example.org", startd_addr=STARTD,
+                          reason="Socket between submit and execute hosts closed unexpectedly"),
+        ReconnectedEvent(12, 0, t + 71, startd_name="slot1@ep7.example.org", startd_addr=STARTD, starter_addr=STARTER),
+        JobAdInformationEvent(12, 0, t + 60, attributes={"JobStatus": "4", "Owner": '"alice"', "TotalSuspensions": "0",
+                                                          "ExitCode": "0", "RemoteWallClockTime": "61.0"}),
+        AttributeUpdateEvent(12, 0, t + 5, attribute="JobStatus", value="2", old_value="1"),
+        AttributeUpdateEvent(12, 0, t + 6, attribute="RemoteHost", value='"slot1@ep7.example.org"'),
+        FileTransferEvent(12, 0, t + 3, transfer_type=FileTransferType.IN_QUEUED),
+        FileTransferEvent(12, 0, t + 4, transfer_type=FileTransferType.IN_STARTED, queueing_delay=1, host="ep7.example.org"),
+        FileTransferEvent(12, 0, t + 5, transfer_type=FileTransferType.IN_FINISHED),
+        FileTransferEvent(12, 0, t + 59, transfer_type=FileTransferType.OUT_QUEUED),
+        FileTransferEvent(12, 0, t + 59, transfer_type=FileTransferType.OUT_STARTED, queueing_delay=0),
+        FileTransferEvent(12, 0, t + 60, transfer_type=FileTransferType.OUT_FINISHED),
+    ]
