@@ -367,6 +367,8 @@ def _subscript(a: Any, b: Any, cur: Any, tgt: Any, d: int) -> Any:
     if a is UNDEFINED or b is UNDEFINED:
         return UNDEFINED
     if type(a) is list and type(b) is int:
+        # HTCondor casts the index to a C int: only its low 32 bits count.
+        b = ((b + 0x80000000) & 0xFFFFFFFF) - 0x80000000
         if 0 <= b < len(a):
             return a[b]
         return ERROR

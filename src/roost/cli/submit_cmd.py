@@ -16,6 +16,16 @@ from roost.submit import SubmitError, parse_submit
 from roost.submit.jobads import iter_json
 
 
+def _user_name() -> str:
+    """The submitting account, as condor_submit records it in Owner (never $USER alone: it may be unset)."""
+    import pwd
+
+    try:
+        return pwd.getpwuid(os.getuid()).pw_name
+    except KeyError:
+        return os.environ.get("USER") or str(os.getuid())
+
+
 def _file_size(path: str) -> int:
     try:
         return os.path.getsize(path)
@@ -73,7 +83,7 @@ def main(argv: list[str]) -> int:
     try:
         desc = parse_submit(text, file=fname, cwd=cwd, env=dict(os.environ), overrides=overrides, append=append,
                             file_size=_file_size)
-        clusters = desc.expand(cluster_id=1, qdate=int(time.time()), owner=os.environ.get("USER"))
+        clusters = desc.expand(cluster_id=1, qdate=int(time.time()), owner=_user_name())
     except SubmitError as e:
         print(f"ERROR: {e}", file=sys.stderr)
         return 1

@@ -31,7 +31,8 @@ if os.environ.get("ROOST_DIFF_SHRINK") == "1":
     _PHASES.append(Phase.shrink)
 
 FAST = settings(
-    max_examples=300,
+    # ROOST_DIFF_EXAMPLES=5000 for a deeper (slower) search
+    max_examples=int(os.environ.get("ROOST_DIFF_EXAMPLES", "300")),
     phases=_PHASES,
     deadline=None,
     derandomize=True,

@@ -143,7 +143,8 @@ def test_precedence_and_associativity() -> None:
 
 
 LISTS = ["{10, 20, 30}", "{}", "{[a = 1], [a = 2; b = 3]}", "{{1, 2}, 3}", "undefined", "error", '"str"', "[a = 5; b = {1, 2}]"]
-INDEXES = ["0", "1", "2", "3", "-1", "1.0", '"a"', "true", "undefined", "error", "x"]
+INDEXES = ["0", "1", "2", "3", "-1", "1.0", '"a"', "true", "undefined", "error", "x",
+           "2147483648", "4294967296", "4294967297", "-4294967295", "9223372036854775807"]  # C int casts
 
 
 def test_subscript() -> None:
