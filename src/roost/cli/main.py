@@ -13,6 +13,15 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "classad": ("roost.cli.classad_cmd", "evaluate, match and convert ClassAds"),
     "submit": ("roost.cli.submit_cmd", "turn a submit description into jobs (-dry-run)"),
     "config": ("roost.cli.config_cmd", "show effective configuration values"),
+    "up": ("roost.cli.up_cmd", "start a personal pool under $ROOST_HOME"),
+    "down": ("roost.cli.down_cmd", "stop the personal pool"),
+    "q": ("roost.cli.q_cmd", "list jobs in the queue (condor_q)"),
+    "status": ("roost.cli.status_cmd", "list slots and daemons of the pool (condor_status)"),
+    "rm": ("roost.cli.act_cmd", "remove jobs (condor_rm)"),
+    "hold": ("roost.cli.act_cmd", "put jobs on hold (condor_hold)"),
+    "release": ("roost.cli.act_cmd", "release held jobs (condor_release)"),
+    "history": ("roost.cli.history_cmd", "list finished jobs (condor_history)"),
+    "wait": ("roost.cli.wait_cmd", "wait for jobs to finish (condor_wait)"),
 }
 
 

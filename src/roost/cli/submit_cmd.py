@@ -2,18 +2,20 @@
 
 ``-dry-run`` prints the ads it would submit (one JSON object per proc,
 cluster attributes merged, as ``condor_q -json`` prints them) without any
-daemon; sending to a schedd comes with the schedd.
+daemon; without it the jobs go to the pool's schedd (``roost.cli.submit_send``).
 """
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 import time
 
-from roost.submit import SubmitError, parse_submit
-from roost.submit.jobads import iter_json
+from roost.submit.errors import SubmitError
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up time)
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def _user_name() -> str:
@@ -33,7 +35,26 @@ def _file_size(path: str) -> int:
         return 0
 
 
-def main(argv: list[str]) -> int:
+class _Plain:
+    """What ``_parse_args`` gives for a command line without options (no argparse needed)."""
+
+    dry_run = None
+    file_opt = None
+    queue = None
+    batch_name = None
+
+    def __init__(self, args: list[str]) -> None:
+        self.args = args
+        self.append: list[str] = []
+
+
+def _parse_args(argv: list[str]) -> _Plain | object:
+    # `roost submit job.sub [name=value ...]` is the common case and is timed from the start
+    # of a new process: importing argparse costs ~5 ms, so only a line with options pays it.
+    if not any(a.startswith("-") for a in argv):
+        return _Plain(list(argv))
+    import argparse
+
     p = argparse.ArgumentParser(prog="roost submit", description="Submit jobs described by an HTCondor submit file.",
                                 add_help=False)
     p.add_argument("-h", "-help", "--help", action="help", help="show this help and exit")
@@ -45,7 +66,11 @@ def main(argv: list[str]) -> int:
     p.add_argument("-queue", dest="queue", default=None, help="queue arguments, in place of the file's queue statement")
     p.add_argument("-batch-name", dest="batch_name", default=None)
     p.add_argument("args", nargs="*", help="submit file (- for stdin) and name=value assignments")
-    ns = p.parse_args(argv)
+    return p.parse_args(argv)
+
+
+def main(argv: list[str]) -> int:
+    ns: Any = _parse_args(argv)
     overrides: dict[str, str] = {}
     files: list[str] = []
     for a in ns.args:
@@ -80,9 +105,15 @@ def main(argv: list[str]) -> int:
         text = "\n".join(ln for ln in text.splitlines() if not ln.strip().lower().startswith("queue")) + f"\nqueue {ns.queue}\n"
     fname = "<stdin>" if src == "-" else src
     cwd = os.getcwd()
+    from roost.submit.description import parse_submit
+
     try:
         desc = parse_submit(text, file=fname, cwd=cwd, env=dict(os.environ), overrides=overrides, append=append,
                             file_size=_file_size)
+        if ns.dry_run is None:
+            from roost.cli.submit_send import send
+
+            return send(desc)
         clusters = desc.expand(cluster_id=1, qdate=int(time.time()), owner=_user_name())
     except SubmitError as e:
         print(f"ERROR: {e}", file=sys.stderr)
@@ -90,10 +121,8 @@ def main(argv: list[str]) -> int:
     for c in clusters:
         for w in c.warnings:
             print(str(w), file=sys.stderr)
-    if ns.dry_run is None:
-        print("ERROR: no roost pool is running to submit to (submitting to a schedd is not supported yet); "
-              "use -dry-run to see the job ads", file=sys.stderr)
-        return 1
+    from roost.submit.jobads import iter_json
+
     if out_path == "-":
         sys.stdout.writelines(iter_json(clusters))
     else:

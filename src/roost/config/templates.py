@@ -41,6 +41,9 @@ _ALL = [
         ALLOW_DAEMON = 127.0.0.1
         ALLOW_NEGOTIATOR = 127.0.0.1
         RunBenchmarks = 0
+        MASTER_BACKOFF_CONSTANT = 1
+        MASTER_BACKOFF_CEILING = 60
+        MASTER_RECOVER_FACTOR = 60
     """),
     _t("ROLE", "Submit", "this host runs a schedd", """
         DAEMON_LIST = $(DAEMON_LIST) SCHEDD

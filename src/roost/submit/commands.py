@@ -13,7 +13,6 @@ import re
 from collections.abc import Callable
 
 from roost.classad.errors import ClassAdSyntaxError
-from roost.classad.parser import parse_expr
 from roost.submit import arglist
 from roost.submit.builder import Builder
 from roost.submit.units import parse_size
@@ -31,6 +30,9 @@ Handler = Callable[[Builder], None]
 
 def check_expr(b: Builder, text: str, key: str) -> Expr:
     """Validate ClassAd expression text from command ``key``; keep the text."""
+    # imported when first needed: `roost submit` is timed from a new process's start
+    from roost.classad.parser import parse_expr
+
     try:
         parse_expr(text)
     except ClassAdSyntaxError as e:

@@ -12,9 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from roost.classad import ast
 from roost.classad.errors import ClassAdSyntaxError
-from roost.classad.parser import parse_expr
 from roost.submit.builder import Builder
 from roost.submit.values import Expr
 
@@ -23,7 +21,9 @@ _OPSYS = {"opsys", "opsysandver", "opsyslongname", "opsysshortname", "opsysname"
 _BUILTIN_REQUESTS = {"RequestCpus", "RequestDisk", "RequestMemory"}
 
 
-def _walk(node: object) -> Iterator[ast.Node]:
+def _walk(node: object) -> Iterator[object]:
+    from roost.classad import ast
+
     if isinstance(node, ast.Node):
         yield node
         if isinstance(node, ast.AttrRef):
@@ -39,6 +39,11 @@ def _walk(node: object) -> Iterator[ast.Node]:
 
 def references(text: str) -> tuple[set[str], set[str]]:
     """(job refs, machine refs), lower-cased, of a Requirements expression."""
+    # The ClassAd parser is imported only for a description that has requirements:
+    # `roost submit` is a new process each time.
+    from roost.classad import ast
+    from roost.classad.parser import parse_expr
+
     job: set[str] = set()
     machine: set[str] = set()
     for n in _walk(parse_expr(text)):

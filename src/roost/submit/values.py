@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import math
 
-from roost.classad.unparse import quote
-
 
 class Expr(str):
     """ClassAd expression text (not a string literal)."""
@@ -37,4 +35,6 @@ def to_classad_text(v: AttrValue) -> str:
         if math.isfinite(v) and v == int(v) and abs(v) < 1e15:
             return f"{v:.1f}"
         return repr(v)
+    from roost.classad.unparse import quote  # the unparser imports typing &c.: not at start-up
+
     return quote(v)

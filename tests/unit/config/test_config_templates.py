@@ -103,3 +103,17 @@ def test_every_template_reads_cleanly_on_its_own() -> None:
         c = cfg(f"TRIG = x\nuse {cat} : {t.name}{args}\n")
         for knob in c.names(defaults=False):
             c.get(knob)  # every value expands without a loop
+
+
+def test_role_personal_restarts_daemons_quickly_and_others_keep_htcondor_backoff() -> None:
+    # A personal pool brings a killed daemon back after 1 s (doubling to 60 s), not HTCondor's 9 s.
+    personal = cfg("use ROLE : Personal\n")
+    assert personal.get_float("MASTER_BACKOFF_CONSTANT") == 1
+    assert personal.get_float("MASTER_BACKOFF_CEILING") == 60
+    assert personal.get_float("MASTER_RECOVER_FACTOR") == 60
+    assert personal.get_float("MASTER_BACKOFF_FACTOR") == 2
+    for text in ("", "use ROLE : Submit\n", "use ROLE : CentralManager, Execute\n"):
+        c = cfg(text)
+        assert c.get_float("MASTER_BACKOFF_CONSTANT") == 9
+        assert c.get_float("MASTER_BACKOFF_CEILING") == 3600
+        assert c.get_float("MASTER_RECOVER_FACTOR") == 300

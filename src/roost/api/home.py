@@ -1,0 +1,52 @@
+"""Where a pool lives: ROOST_HOME and the address files under its ``run/``.
+
+Deliberately free of ``roost.config`` and ``pathlib``: finding an address must
+cost a file read, not a configuration parse, for ``roost q -totals`` to stay
+fast. A pool whose ``RUN`` directory is moved elsewhere is reached by setting
+ROOST_HOME to the directory holding ``run/``.
+"""
+
+from __future__ import annotations
+
+import os
+
+from roost.api.errors import NoPoolError
+
+
+def pool_home(home: str | os.PathLike[str] | None = None) -> str:
+    """``home``, else $ROOST_HOME, else ~/.local/share/roost (as a path string)."""
+    if home is not None:
+        return os.path.expanduser(os.fspath(home))
+    env = os.environ.get("ROOST_HOME")
+    if env:
+        return os.path.expanduser(env)
+    return os.path.join(os.environ.get("HOME") or os.path.expanduser("~"), ".local", "share", "roost")
+
+
+def run_path(home: str, name: str) -> str:
+    return os.path.join(home, "run", name)
+
+
+def read_address(path: str | os.PathLike[str]) -> str | None:
+    try:
+        with open(path) as f:
+            text = f.read().strip()
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    return text or None
+
+
+def daemon_address(home: str, daemon: str) -> str:
+    """The published address of ``daemon`` (``schedd``, ``collector``, ``master`` ...)."""
+    addr = read_address(run_path(home, f"{daemon}.address"))
+    if addr is None:
+        raise no_daemon(home, daemon)
+    return addr
+
+
+def no_daemon(home: str | os.PathLike[str], daemon: str) -> NoPoolError:
+    home = os.fspath(home)
+    if read_address(run_path(home, "master.address")) is None:
+        return NoPoolError(f"no pool is running (ROOST_HOME={home}): start one with `roost up`")
+    return NoPoolError(f"the {daemon} of the pool at ROOST_HOME={home} is not answering; "
+                       f"the master restarts it (see {os.path.join(home, 'log')})")

@@ -1,0 +1,34 @@
+"""Job ids as users write them: ``12`` (cluster 12) or ``12.3`` (cluster 12, proc 3)."""
+
+from __future__ import annotations
+
+
+def is_job_id(text: str) -> bool:
+    """True for ``C`` or ``C.P`` (non-negative integers)."""
+    c, dot, p = text.partition(".")
+    return c.isdigit() and (not dot or p.isdigit())
+
+
+def parse_job_id(text: str) -> tuple[int, int | None]:
+    """``"12.3"`` -> (12, 3); ``"12"`` -> (12, None); ValueError otherwise."""
+    if not is_job_id(text):
+        raise ValueError(f"{text!r} is not a job id (CLUSTER or CLUSTER.PROC)")
+    c, _, p = text.partition(".")
+    return int(c), (int(p) if p else None)
+
+
+def normalize_ids(ids: object) -> list[str]:
+    """Accept one id or many, as str/int/(c, p) tuples; return ``"C"``/``"C.P"`` strings."""
+    if ids is None:
+        return []
+    if isinstance(ids, (str, int)) or (isinstance(ids, tuple) and len(ids) == 2):
+        ids = [ids]
+    out: list[str] = []
+    for i in ids:  # type: ignore[attr-defined]
+        if isinstance(i, tuple):
+            text = f"{int(i[0])}.{int(i[1])}"
+        else:
+            text = str(i).strip()
+        parse_job_id(text)
+        out.append(text)
+    return out

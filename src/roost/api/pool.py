@@ -1,0 +1,194 @@
+"""``Pool``: start, inspect and stop the personal pool under one ROOST_HOME.
+
+``start()`` is what ``roost up`` does: write the personal config if there is
+none, start the master detached (its own session, stdio to the MasterLog), and
+return once every daemon has published its address and the startd's slots are
+in the collector. ``stop()`` is ``roost down``. Whether a master is running is
+decided by its lock on ``run/master.lock`` (held for its whole life, released
+by the kernel however it dies), so stale pid or address files never mislead.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from roost.api.connection import DaemonConnection
+from roost.api.errors import NoPoolError, PoolError
+from roost.api.home import pool_home, read_address
+
+
+class Pool:
+    def __init__(self, home: str | os.PathLike[str] | None = None) -> None:
+        self.home = Path(pool_home(home)).resolve()
+        self.run_dir = self.home / "run"
+        self.log_dir = self.home / "log"
+
+    # -- state ------------------------------------------------------------------------
+
+    def running(self) -> bool:
+        """True while a master holds this home's lock."""
+        try:
+            fd = os.open(self.run_dir / "master.lock", os.O_RDONLY)
+        except FileNotFoundError:
+            return False
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        finally:
+            os.close(fd)
+        return False
+
+    def master_pid(self) -> int | None:
+        try:
+            return int((self.run_dir / "master.pid").read_text().strip())
+        except (FileNotFoundError, ValueError):
+            return None
+
+    def _master(self, timeout: float = 10.0) -> DaemonConnection:
+        addr = read_address(self.run_dir / "master.address")
+        return DaemonConnection(str(self.home), "master", [addr] if addr else [], timeout)
+
+    def status(self) -> dict[str, Any]:
+        """The master's STATUS: ``{"daemons": {name: {...}}, "ready": bool}``."""
+        conn = self._master()
+        try:
+            return conn.call("STATUS")
+        finally:
+            conn.close()
+
+    def restart_daemon(self, name: str) -> None:
+        conn = self._master()
+        try:
+            conn.call("RESTART_DAEMON", name=name)
+        finally:
+            conn.close()
+
+    def slots(self) -> int:
+        """Slot ads the collector holds (0 if it cannot be asked)."""
+        from roost.api.collector import Collector
+
+        try:
+            c = Collector(self.home, timeout=5.0)
+            try:
+                return len(c.query_objs("Machine", projection=["Name"]))
+            finally:
+                c.close()
+        except PoolError:
+            return 0
+
+    def ready(self) -> tuple[bool, str]:
+        """(ready?, what is still missing) for a starting pool."""
+        try:
+            st = self.status()
+        except PoolError as e:
+            return False, f"the master does not answer ({e})"
+        waiting = [n for n, d in st.get("daemons", {}).items() if d.get("state") != "running"]
+        if waiting:
+            return False, "waiting for " + ", ".join(
+                f"{n} ({st['daemons'][n].get('state')}"
+                + (f", last {st['daemons'][n]['last_exit']}" if st["daemons"][n].get("last_exit") else "")
+                + ")" for n in waiting)
+        if "STARTD" in st.get("daemons", {}) and "COLLECTOR" in st.get("daemons", {}) and self.slots() == 0:
+            return False, "waiting for the startd's slots to appear in the collector"
+        return True, ""
+
+    # -- starting and stopping ------------------------------------------------------
+
+    def start(self, timeout: float = 60.0, *, write_config: bool = True) -> dict[str, Any]:
+        """Start the pool and wait until it is ready; PoolError if it does not get there.
+
+        A pool that does not become ready in ``timeout`` seconds is stopped again,
+        so a failed start leaves no processes behind.
+        """
+        if self.running():
+            raise PoolError(f"a pool is already running (ROOST_HOME={self.home})")
+        if write_config:
+            from roost.config import write_personal_config
+
+            write_personal_config(self.home)
+        for d in (self.run_dir, self.log_dir):
+            d.mkdir(parents=True, exist_ok=True)
+        env = dict(os.environ)
+        env["ROOST_HOME"] = str(self.home)
+        out = os.open(self.log_dir / "MasterLog", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        try:
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "roost.daemons.master"],
+                stdin=subprocess.DEVNULL, stdout=out, stderr=out, env=env, cwd=str(self.home),
+                start_new_session=True, close_fds=True,
+            )
+        finally:
+            os.close(out)
+        deadline = time.monotonic() + timeout
+        missing = "waiting for the master to start"
+        while time.monotonic() < deadline:
+            rc = proc.poll()
+            if rc is not None:
+                raise PoolError(f"the master exited with status {rc} while starting: "
+                                f"{self._log_tail('MasterLog')}")
+            if read_address(self.run_dir / "master.address"):
+                ok, missing = self.ready()
+                if ok:
+                    return self.status()
+            time.sleep(0.02)
+        self.stop(timeout=30)
+        raise PoolError(f"the pool did not become ready in {timeout:g} s ({missing}); "
+                        f"it was stopped again; logs are in {self.log_dir}")
+
+    def stop(self, timeout: float = 60.0, *, fast: bool = False) -> bool:
+        """Ask the master to shut down and wait until it has exited. False if none ran."""
+        if not self.running():
+            return False
+        pid = self.master_pid()
+        try:
+            conn = self._master()
+            try:
+                conn.call("SHUTDOWN", fast=fast)
+            finally:
+                conn.close()
+        except PoolError:
+            # No answer: the master may be wedged or still starting; signal it instead.
+            if pid:
+                try:
+                    os.kill(pid, 15)
+                except ProcessLookupError:
+                    pass
+        deadline = time.monotonic() + timeout
+        while self.running():
+            if pid:
+                _reap(pid)
+            if time.monotonic() >= deadline:
+                raise PoolError(f"the master (pid {pid}) did not exit within {timeout:g} s")
+            time.sleep(0.02)
+        if pid:
+            _reap(pid)
+        return True
+
+    def _log_tail(self, name: str, lines: int = 5) -> str:
+        try:
+            text = (self.log_dir / name).read_text(errors="replace").strip().splitlines()
+        except FileNotFoundError:
+            return f"no {name} (see {self.log_dir})"
+        return " | ".join(text[-lines:]) or f"{name} is empty"
+
+
+def _reap(pid: int) -> None:
+    """Collect the master's exit status when it is our own child (a test started it)."""
+    try:
+        os.waitpid(pid, os.WNOHANG)
+    except ChildProcessError:
+        pass
+
+
+def require_running(home: str | os.PathLike[str] | None = None) -> Pool:
+    pool = Pool(home)
+    if not pool.running():
+        raise NoPoolError(f"no pool is running (ROOST_HOME={pool.home}): start one with `roost up`")
+    return pool

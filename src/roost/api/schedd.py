@@ -1,0 +1,255 @@
+"""``Schedd``: submit, query, act on, follow and wait for jobs of one schedd.
+
+Shaped after ``htcondor2.Schedd``. Local tools reach the schedd over
+``run/schedd.sock`` (the kernel vouches for the user's uid), falling back to
+its TCP address.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
+
+from roost.api.connection import DaemonConnection
+from roost.api.home import pool_home, read_address, run_path
+from roost.api.jobids import normalize_ids
+
+ACTIONS = ("remove", "hold", "release")
+#: JobStatus -> HTCondor's name, as totals are keyed
+STATUS_NAMES = {1: "Idle", 2: "Running", 3: "Removed", 4: "Completed", 5: "Held",
+                6: "Transferring Output", 7: "Suspended"}
+
+
+def current_user() -> str:
+    """The user name, as getpass.getuser() finds it (without importing termios)."""
+    for var in ("LOGNAME", "USER", "LNAME", "USERNAME"):
+        name = os.environ.get(var)
+        if name:
+            return name
+    import pwd
+
+    return pwd.getpwuid(os.getuid()).pw_name
+
+
+def merge_jobs(result: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    """Full job objects (cluster ad + proc differences) from a QUERY_JOBS answer."""
+    clusters = result.get("clusters") or {}
+    for c, p, diff in result.get("jobs") or ():
+        ad = dict(clusters.get(str(c)) or ())
+        if diff:
+            ad.update(diff)
+        ad["ClusterId"] = c
+        ad["ProcId"] = p
+        yield ad
+
+
+class Schedd:
+    """A client of the schedd of the pool at ``home`` ($ROOST_HOME by default)."""
+
+    def __init__(self, home: str | os.PathLike[str] | None = None, *, timeout: float | None = 300.0) -> None:
+        self.home_dir = pool_home(home)
+        addresses = []
+        sock = run_path(self.home_dir, "schedd.sock")
+        if os.path.exists(sock):
+            addresses.append("unix:" + sock)
+        tcp = read_address(run_path(self.home_dir, "schedd.address"))
+        if tcp:
+            addresses.append(tcp)
+        self._conn = DaemonConnection(self.home_dir, "schedd", addresses, timeout)
+
+    @property
+    def home(self) -> Any:
+        """The pool's ROOST_HOME as a ``pathlib.Path``."""
+        from pathlib import Path
+
+        return Path(self.home_dir)
+
+    def connect(self) -> None:
+        """Open the connection now (NoPoolError if there is no schedd to reach)."""
+        self._conn._open()
+
+    def call(self, cmd: str, **args: Any) -> dict[str, Any]:
+        """One raw protocol request (see docs/protocol.md)."""
+        return self._conn.call(cmd, **args)
+
+    def close(self) -> None:
+        self._conn.close()
+
+    def __enter__(self) -> Schedd:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- submitting -----------------------------------------------------------------
+
+    def submit_file(
+        self,
+        path: str,
+        *,
+        overrides: dict[str, str] | None = None,
+        append: list[str] | None = None,
+    ) -> Any:
+        """Submit the jobs a submit file describes; returns a ``SubmitResult``.
+
+        Relative paths in the file are taken from the current directory, as
+        condor_submit takes them. SubmitError on a bad description.
+        """
+        from roost.api.submitting import parse_file
+
+        desc = parse_file(path, overrides=overrides, append=append)
+        return self.submit(desc)
+
+    def submit(self, description: Any, count: int | None = None, *, cwd: str | None = None) -> Any:
+        """Submit a description: a ``SubmitDescription``, submit-file text, or a dict of
+        submit commands (``count`` procs, default 1, when it has no queue statement)."""
+        from roost.api.submitting import parse_text, submit_description
+        from roost.submit import SubmitDescription
+
+        if isinstance(description, SubmitDescription):
+            desc = description
+        else:
+            if isinstance(description, dict):
+                text = "\n".join(f"{k} = {v}" for k, v in description.items()) + "\n"
+            else:
+                text = str(description)
+            has_queue = any(ln.strip().lower().startswith("queue") for ln in text.splitlines())
+            if count is not None or not has_queue:
+                text = "\n".join(ln for ln in text.splitlines()
+                                 if not ln.strip().lower().startswith("queue"))
+                text += f"\nqueue {1 if count is None else int(count)}\n"
+            desc = parse_text(text, cwd=cwd)
+        return submit_description(self.call, desc, owner=current_user(), qdate=int(time.time()))
+
+    # -- querying -------------------------------------------------------------------
+
+    def query_raw(
+        self,
+        constraint: str | None = None,
+        projection: list[str] | None = None,
+        *,
+        owner: str | None = None,
+        ids: Iterable[str] | str | None = None,
+        history: bool = False,
+        limit: int | None = None,
+    ) -> dict[str, Any]:
+        """The QUERY_JOBS answer as sent: ``clusters`` and per-proc ``jobs`` (see merge_jobs)."""
+        args: dict[str, Any] = {}
+        if constraint:
+            args["constraint"] = constraint
+        if projection:
+            args["projection"] = list(dict.fromkeys(["ClusterId", "ProcId", *projection]))
+        if owner:
+            args["owner"] = owner
+        id_list = normalize_ids(ids)
+        if id_list:
+            args["ids"] = id_list
+        if history:
+            args["history"] = True
+        if limit is not None:
+            args["limit"] = int(limit)
+        return self.call("QUERY_JOBS", **args)
+
+    def query_objs(self, constraint: str | None = None, projection: list[str] | None = None,
+                   **kw: Any) -> list[dict[str, Any]]:
+        """Jobs as JSON-form dicts (cheap: no ClassAds are built)."""
+        return list(merge_jobs(self.query_raw(constraint, projection, **kw)))
+
+    def query(self, constraint: str | None = None, projection: list[str] | None = None,
+              **kw: Any) -> list[Any]:
+        """Jobs as ClassAds, as ``htcondor2.Schedd.query`` returns them."""
+        from roost.net.adwire import obj_to_ad
+
+        return [obj_to_ad(o) for o in self.query_objs(constraint, projection, **kw)]
+
+    def totals(self, constraint: str | None = None, *, owner: str | None = None) -> dict[str, int]:
+        """Counts of jobs by state name (``Idle``, ``Running``, ``Held`` ...)."""
+        args: dict[str, Any] = {"totals": True}
+        if constraint:
+            args["constraint"] = constraint
+        if owner:
+            args["owner"] = owner
+        return {k: int(v) for k, v in (self.call("QUERY_JOBS", **args).get("totals") or {}).items()}
+
+    def history(
+        self,
+        constraint: str | None = None,
+        projection: list[str] | None = None,
+        *,
+        match: int | None = None,
+        owner: str | None = None,
+        ids: Iterable[str] | str | None = None,
+    ) -> list[dict[str, Any]]:
+        """Finished jobs, most recently finished first (``condor_history``).
+
+        QUERY_JOBS with ``history`` answers queued jobs too; only completed and removed
+        ones are asked for (a finished job that stays in the queue, leave_in_queue,
+        is listed as condor_history would list it once it leaves).
+        """
+        finished = "(JobStatus == 3 || JobStatus == 4)"
+        constraint = f"{finished} && ({constraint})" if constraint else finished
+        result = self.query_raw(constraint, projection, owner=owner, ids=ids, history=True, limit=match)
+        return list(merge_jobs(result))
+
+    # -- acting ---------------------------------------------------------------------
+
+    def act(
+        self,
+        action: str,
+        ids: Iterable[str] | str | None = None,
+        *,
+        constraint: str | None = None,
+        owner: str | None = None,
+        reason: str | None = None,
+    ) -> dict[str, Any]:
+        """``remove``, ``hold`` or ``release`` jobs by id, constraint or owner.
+
+        Returns ``{"count": n, "ids": [...]}``: the jobs the action applied to.
+        """
+        action = action.lower()
+        if action not in ACTIONS:
+            raise ValueError(f"action must be one of {', '.join(ACTIONS)}, not {action!r}")
+        args: dict[str, Any] = {"action": action}
+        id_list = normalize_ids(ids)
+        if id_list:
+            args["ids"] = id_list
+        if constraint:
+            args["constraint"] = constraint
+        if owner:
+            args["owner"] = owner
+        if len(args) == 1:
+            raise ValueError("act needs ids, a constraint or an owner")
+        if reason:
+            args["reason"] = reason
+        return self.call("ACT", **args)
+
+    # -- waiting --------------------------------------------------------------------
+
+    def wait(
+        self,
+        ids: Iterable[str] | str,
+        timeout: float | None = None,
+        progress: Callable[[dict[str, Any]], None] | None = None,
+    ) -> dict[str, Any]:
+        """Block until every job in ``ids`` has left the queue (completed or removed).
+
+        Returns the last ``{"done", "total", "counts"}``; ``progress`` is called with
+        each change. Raises TimeoutError when ``timeout`` seconds pass first.
+        """
+        id_list = normalize_ids(ids)
+        deadline = None if timeout is None else time.monotonic() + timeout
+        last: dict[str, Any] | None = None
+        while True:
+            step = 30.0
+            if deadline is not None:
+                step = min(step, max(0.0, deadline - time.monotonic()))
+            got = self.call("WAIT_JOBS", ids=id_list, timeout=step)
+            if progress is not None and got != last:
+                progress(got)
+            last = got
+            if int(got.get("done", 0)) >= int(got.get("total", 0)):
+                return got
+            if deadline is not None and time.monotonic() >= deadline:
+                raise TimeoutError(f"{got.get('done')} of {got.get('total')} jobs done after {timeout:g} s")

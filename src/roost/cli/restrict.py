@@ -1,0 +1,55 @@
+"""Shared argument handling of the job commands: ``-af:flags``, and positional
+restrictions (job ids and user names) turned into a query, as condor_q reads them."""
+
+from __future__ import annotations
+
+from roost.api.jobids import is_job_id
+
+
+def split_af(argv: list[str]) -> tuple[list[str], str]:
+    """Rewrite ``-af:jh``/``-autoformat:lh`` to ``-af``; return argv and the flags."""
+    out, flags = [], ""
+    for a in argv:
+        head, colon, tail = a.partition(":")
+        if colon and head in ("-af", "-autoformat", "--af", "--autoformat"):
+            flags = tail
+            out.append("-af")
+        else:
+            out.append(a)
+    return out, flags
+
+
+class Restriction:
+    """Job ids and user names from the command line (no dataclass: it imports too much)."""
+
+    def __init__(self) -> None:
+        self.ids: list[str] = []
+        self.users: list[str] = []
+
+    @classmethod
+    def parse(cls, args: list[str]) -> Restriction:
+        r = cls()
+        for a in args:
+            (r.ids if is_job_id(a) else r.users).append(a)
+        return r
+
+    def owner(self) -> str | None:
+        """The single owner the schedd can filter on itself."""
+        return self.users[0] if len(self.users) == 1 else None
+
+    def constraint(self, extra: str | None) -> str | None:
+        """-constraint plus, for several users, an ``Owner == ...`` alternative."""
+        parts = []
+        if len(self.users) > 1:
+            from roost.classad.unparse import quote
+
+            parts.append("(" + " || ".join(f"Owner == {quote(u)}" for u in self.users) + ")")
+        if extra:
+            parts.append(f"({extra})" if parts else extra)
+        return " && ".join(parts) or None
+
+
+def error_line(prog: str, err: Exception) -> str:
+    """``roost q: <first line of the error>``: one line, whatever the daemon sent."""
+    lines = str(err).strip().splitlines() or [type(err).__name__]
+    return f"{prog}: {lines[0]}"

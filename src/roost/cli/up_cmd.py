@@ -1,0 +1,48 @@
+"""``roost up``: start a personal pool under ROOST_HOME and wait until it can run jobs."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+
+def main(argv: list[str]) -> int:
+    p = argparse.ArgumentParser(prog="roost up", add_help=False,
+                                description="Start a personal pool (master, collector, negotiator, schedd, "
+                                            "startd) under $ROOST_HOME, default ~/.local/share/roost.")
+    p.add_argument("-h", "-help", "--help", action="help", help="show this help and exit")
+    p.add_argument("-timeout", "--timeout", type=float, default=60.0,
+                   help="seconds to wait for the pool to become ready (default 60)")
+    ns = p.parse_args(argv)
+    from roost.api.errors import PoolError
+    from roost.api.pool import Pool
+
+    pool = Pool()
+    if pool.running():
+        print(f"roost up: a pool is already running (ROOST_HOME={pool.home}, master pid "
+              f"{pool.master_pid()}); `roost down` stops it")
+        return 0
+    try:
+        st = pool.start(timeout=ns.timeout)
+    except PoolError as e:
+        print(f"roost up: {e}", file=sys.stderr)
+        return 1
+    daemons = st.get("daemons", {})
+    names = " ".join(n.lower() for n in daemons)
+    print(f"roost pool is up (ROOST_HOME={pool.home}): master pid {st.get('pid')}; {names}"
+          + (f"; {_slot_summary(pool)}" if "STARTD" in daemons else ""))
+    return 0
+
+
+def _slot_summary(pool: object) -> str:
+    """``8 slots, 8 cpus`` or ``1 partitionable slot, 4 cpus``."""
+    from roost.api.collector import Collector
+    from roost.api.errors import PoolError
+
+    try:
+        ads = Collector(pool.home).query_objs("Machine", projection=["Name", "Cpus", "SlotType"])  # type: ignore[attr-defined]
+    except PoolError:
+        return "slots not visible"
+    cpus = sum(a.get("Cpus", 0) for a in ads if isinstance(a.get("Cpus"), int) and a.get("SlotType") != "Dynamic")
+    kind = "partitionable " if ads and all(a.get("SlotType") == "Partitionable" for a in ads) else ""
+    return f"{len(ads)} {kind}slot{'s' if len(ads) != 1 else ''}, {cpus} cpus"

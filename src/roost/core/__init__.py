@@ -1,0 +1,1 @@
+"""Pure scheduling logic: state in, plan out; no sockets, clocks or files."""

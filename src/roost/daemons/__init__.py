@@ -1,0 +1,1 @@
+"""The daemons: async shells around roost.core (see docs/protocol.md)."""

@@ -1,0 +1,450 @@
+"""The master: starts this host's daemons, restarts them when they die, stops them.
+
+``python -m roost.daemons.master`` reads DAEMON_LIST, starts the collector first
+and waits for its address file, then starts the rest with ``_ROOST_COLLECTOR_HOST``
+set. Once the collector has an address it is pinned: a restarted collector binds
+the same port, so daemons that cached it keep working. Each daemon is a separate
+process (so any one can be killed and restarted); a dead one is restarted after a
+back-off (``MASTER_BACKOFF_*``). SIGTERM or ``SHUTDOWN`` stops every daemon
+(SIGTERM, then SIGKILL after a grace period) and exits.
+
+Daemons run in the master's process group and get SIGTERM if the master itself
+dies (``PR_SET_PDEATHSIG``), so a ``kill -9`` of the master leaves no orphans.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import ctypes
+import fcntl
+import logging
+import os
+import shlex
+import signal
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from roost.config import Config
+from roost.daemons.backoff import Backoff
+
+log = logging.getLogger("roost.master")
+
+#: DAEMON_LIST name -> (module run with ``python -m``, log file name as HTCondor names it)
+KNOWN_DAEMONS: dict[str, tuple[str, str]] = {
+    "COLLECTOR": ("roost.daemons.collector", "CollectorLog"),
+    "NEGOTIATOR": ("roost.daemons.negotiator", "NegotiatorLog"),
+    "SCHEDD": ("roost.daemons.schedd", "SchedLog"),
+    "STARTD": ("roost.daemons.startd", "StartLog"),
+}
+ADDRESS_WAIT_S = 30.0
+_PR_SET_PDEATHSIG = 1
+
+
+def _die_with_parent() -> None:  # pragma: no cover - runs in the child between fork and exec
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+    except (OSError, AttributeError):
+        pass
+
+
+@dataclass
+class Child:
+    """One supervised daemon."""
+
+    name: str
+    argv: list[str]
+    log_path: Path
+    address_path: Path
+    backoff: Backoff
+    proc: asyncio.subprocess.Process | None = None
+    restarts: int = 0
+    state: str = "stopped"  # starting, running, waiting (to restart), stopping, stopped
+    restart_now: asyncio.Event = field(default_factory=asyncio.Event)
+    last_exit: str | None = None
+
+    def address(self) -> str | None:
+        from roost.net.addresses import read_address
+
+        return read_address(self.address_path)
+
+    def status(self) -> dict[str, Any]:
+        alive = self.proc is not None and self.proc.returncode is None
+        addr = self.address() if alive else None
+        state = self.state
+        if state == "starting" and addr:
+            state = "running"
+        return {
+            "pid": self.proc.pid if alive and self.proc else None,
+            "address": addr,
+            "restarts": self.restarts,
+            "state": state,
+            "last_exit": self.last_exit,
+        }
+
+
+def describe_exit(returncode: int) -> str:
+    if returncode < 0:
+        try:
+            return f"killed by signal {signal.Signals(-returncode).name}"
+        except ValueError:
+            return f"killed by signal {-returncode}"
+    return f"exited with status {returncode}"
+
+
+class Master:
+    def __init__(self, config: Config) -> None:
+        self.config = config
+        self.home = Path(config.get("LOCAL_DIR") or ".")
+        self.log_dir = Path(config.get("LOG") or self.home / "log")
+        self.run_dir = Path(config.get("RUN") or self.home / "run")
+        self.grace = config.get_float("SHUTDOWN_GRACEFUL_TIMEOUT", 20.0) or 20.0
+        self.stopping = False
+        self.stopped = asyncio.Event()
+        self.children: dict[str, Child] = {}
+        self.collector_host: str | None = None
+        self._advertiser: asyncio.Task[None] | None = None
+        self._tasks: list[asyncio.Task[None]] = []
+        self.hostname = config.get("FULL_HOSTNAME") or "localhost"
+        self.address: str | None = None
+        self.start_time = time.time()
+        self.update_interval = config.get_float("UPDATE_INTERVAL", 300.0) or 300.0
+        for name in self._daemon_names():
+            self.children[name] = self._make_child(name)
+
+    # -- configuration ---------------------------------------------------------------
+
+    def _daemon_names(self) -> list[str]:
+        names = [n.upper() for n in self.config.get_list("DAEMON_LIST", []) or []]
+        out = [n for n in dict.fromkeys(names) if n != "MASTER"]
+        # The collector first: everyone else needs its address.
+        out.sort(key=lambda n: n != "COLLECTOR")
+        return out
+
+    def _make_child(self, name: str) -> Child:
+        module, log_name = KNOWN_DAEMONS.get(name, (f"roost.daemons.{name.lower()}", f"{name.title()}Log"))
+        # As in HTCondor, a knob named after the daemon overrides what runs (here a command line).
+        command = (self.config.get(name) or "").strip()
+        argv = shlex.split(command) if command else [sys.executable, "-m", module]
+        args = (self.config.get(f"{name}_ARGS") or "").strip()
+        if args:
+            argv += shlex.split(args)
+        backoff = Backoff(
+            constant=self.config.get_float("MASTER_BACKOFF_CONSTANT", 1.0) or 0.0,
+            factor=self.config.get_float("MASTER_BACKOFF_FACTOR", 2.0) or 1.0,
+            ceiling=self.config.get_float("MASTER_BACKOFF_CEILING", 60.0) or 0.0,
+            recover=self.config.get_float("MASTER_RECOVER_FACTOR", 60.0) or 0.0,
+        )
+        return Child(
+            name=name,
+            argv=argv,
+            log_path=self.log_dir / log_name,
+            address_path=self.run_dir / f"{name.lower()}.address",
+            backoff=backoff,
+        )
+
+    def _env(self, child: Child) -> dict[str, str]:
+        env = dict(os.environ)
+        env.setdefault("ROOST_HOME", str(self.home))
+        if self.collector_host:
+            env["_ROOST_COLLECTOR_HOST"] = self.collector_host
+        env["_ROOST_MASTER_PID"] = str(os.getpid())
+        return env
+
+    # -- supervision -----------------------------------------------------------------
+
+    async def _spawn(self, child: Child) -> None:
+        from roost.net.addresses import remove_address
+
+        remove_address(child.address_path)
+        child.log_path.parent.mkdir(parents=True, exist_ok=True)
+        # The daemon's stdout/stderr go to its own log, so a crash's traceback is where
+        # its other messages are.
+        fd = os.open(child.log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        try:
+            child.proc = await asyncio.create_subprocess_exec(
+                *child.argv,
+                stdin=asyncio.subprocess.DEVNULL,
+                stdout=fd,
+                stderr=fd,
+                env=self._env(child),
+                cwd=str(self.home),
+                preexec_fn=_die_with_parent,
+            )
+        finally:
+            os.close(fd)
+        child.state = "starting"
+        child.backoff.started(time.monotonic())
+        log.info("started %s (pid %d): %s", child.name, child.proc.pid, shlex.join(child.argv))
+
+    async def _supervise(self, child: Child) -> None:
+        """Run ``child`` until the master stops, restarting it whenever it dies."""
+        while not self.stopping:
+            try:
+                await self._spawn(child)
+            except OSError as e:
+                log.error("cannot start %s: %s", child.name, e)
+                child.last_exit = f"cannot start: {e}"
+                delay = child.backoff.died(time.monotonic())
+            else:
+                assert child.proc is not None
+                rc = await child.proc.wait()
+                if self.stopping:
+                    break
+                child.last_exit = describe_exit(rc)
+                if child.restart_now.is_set():
+                    child.restart_now.clear()
+                    child.backoff.reset()
+                    delay = 0.0
+                    log.info("%s (pid %d) %s; restarting as asked", child.name, child.proc.pid, child.last_exit)
+                else:
+                    delay = child.backoff.died(time.monotonic())
+                    log.warning("%s (pid %d) %s; restarting in %g s", child.name, child.proc.pid,
+                                child.last_exit, delay)
+            child.restarts += 1
+            child.state = "waiting"
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(child.restart_now.wait(), delay)
+            child.restart_now.clear()
+        child.state = "stopped"
+
+    async def _wait_for_address(self, child: Child, timeout: float) -> str | None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline and not self.stopping:
+            addr = child.address() if child.proc and child.proc.returncode is None else None
+            if addr:
+                return addr
+            await asyncio.sleep(0.01)
+        return None
+
+    async def start_daemons(self) -> None:
+        collector = self.children.get("COLLECTOR")
+        if collector is not None:
+            self._tasks.append(asyncio.create_task(self._supervise(collector)))
+            addr = await self._wait_for_address(collector, ADDRESS_WAIT_S)
+            if addr is None:
+                log.error("the collector wrote no address in %g s; starting the others anyway", ADDRESS_WAIT_S)
+            else:
+                # Pin the port: a restarted collector binds the same address.
+                self.collector_host = addr
+                log.info("collector is at %s", addr)
+        for name, child in self.children.items():
+            if name != "COLLECTOR" and not self.stopping:
+                self._tasks.append(asyncio.create_task(self._supervise(child)))
+
+    # -- the master's own ad (condor_status -master) ----------------------------------
+
+    def own_ad(self) -> dict[str, Any]:
+        return {
+            "MyType": "Master",
+            "Name": self.hostname,
+            "Machine": self.hostname,
+            "MyAddress": self.address,
+            "DaemonStartTime": int(self.start_time),
+            "MyCurrentTime": int(time.time()),
+            "RoostPid": os.getpid(),
+            "DaemonList": " ".join(["MASTER", *self.children]),
+            "UpdateInterval": int(self.update_interval),
+        }
+
+    async def advertise_loop(self) -> None:
+        """Keep the Master ad in the collector: every UPDATE_INTERVAL, and again as soon
+        as a restarted collector (new pid, empty soft state) is up."""
+        from roost.net.client import AsyncClient
+        from roost.net.errors import RequestError
+
+        client: AsyncClient | None = None
+        sent_to: int | None = None  # collector pid that has our ad
+        last = 0.0
+        while not self.stopping:
+            collector = self.children.get("COLLECTOR")
+            st = collector.status() if collector else {"state": None}
+            addr = st.get("address") or self.collector_host
+            due = time.monotonic() - last >= self.update_interval
+            if addr and st.get("state") == "running" and (due or st.get("pid") != sent_to):
+                if client is None or client.address != addr:
+                    client = AsyncClient(addr, timeout=5.0)
+                try:
+                    await client.call("UPDATE_AD", type="Master", ad=self.own_ad())
+                    sent_to, last = st.get("pid"), time.monotonic()
+                except (ConnectionError, RequestError) as e:
+                    log.info("cannot advertise to the collector at %s: %s", addr, e)
+            await asyncio.sleep(0.5)
+        if client is not None:
+            with contextlib.suppress(ConnectionError, RequestError, asyncio.TimeoutError):
+                await asyncio.wait_for(client.call("INVALIDATE_AD", type="Master", name=self.hostname), 1)
+            await client.close()
+
+    def ready(self) -> bool:
+        return all(c.status()["state"] == "running" for c in self.children.values())
+
+    # -- commands --------------------------------------------------------------------
+
+    async def cmd_status(self, req: dict[str, Any], peer: Any = None) -> dict[str, Any]:
+        return {
+            "daemons": {n: c.status() for n, c in self.children.items()},
+            "ready": self.ready(),
+            "pid": os.getpid(),
+            "home": str(self.home),
+        }
+
+    async def cmd_shutdown(self, req: dict[str, Any], peer: Any = None) -> dict[str, Any]:
+        fast = bool(req.get("fast"))
+        log.info("shutdown requested%s", " (fast)" if fast else "")
+        # Answer first, then stop: the caller waits for the master's pid to go away.
+        asyncio.get_running_loop().call_soon(self.request_stop, fast)
+        return {}
+
+    async def cmd_restart_daemon(self, req: dict[str, Any], peer: Any = None) -> dict[str, Any]:
+        from roost.net.errors import RequestError
+
+        name = str(req["name"]).upper()
+        child = self.children.get(name)
+        if child is None:
+            raise RequestError("NOT_FOUND", f"no daemon {name!r} here (DAEMON_LIST: {' '.join(self.children)})")
+        log.info("restart of %s requested", name)
+        child.restart_now.set()
+        if child.proc is not None and child.proc.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                child.proc.send_signal(signal.SIGTERM)
+        return {}
+
+    # -- stopping --------------------------------------------------------------------
+
+    def request_stop(self, fast: bool = False) -> None:
+        if not self.stopping:
+            self.stopping = True
+            asyncio.get_running_loop().create_task(self._stop(fast))
+
+    async def _stop_group(self, children: list[Child], grace: float) -> None:
+        live = [c for c in children if c.proc is not None and c.proc.returncode is None]
+        for c in live:
+            c.state = "stopping"
+            assert c.proc is not None
+            with contextlib.suppress(ProcessLookupError):
+                c.proc.send_signal(signal.SIGTERM)
+        waits = [asyncio.create_task(c.proc.wait()) for c in live if c.proc is not None]
+        if not waits:
+            return
+        _, pending = await asyncio.wait(waits, timeout=grace)
+        if pending:
+            for c in live:
+                if c.proc is not None and c.proc.returncode is None:
+                    log.warning("%s (pid %d) did not stop in %g s; killing it", c.name, c.proc.pid, grace)
+                    with contextlib.suppress(ProcessLookupError):
+                        c.proc.kill()
+            await asyncio.wait(pending, timeout=5)
+
+    async def _stop(self, fast: bool) -> None:
+        grace = 1.0 if fast else self.grace
+        for c in self.children.values():
+            c.restart_now.set()  # wake supervisors sleeping through a back-off
+        others = [c for n, c in self.children.items() if n != "COLLECTOR"]
+        await self._stop_group(others, grace)
+        if self._advertiser is not None:
+            # it sees `stopping`, withdraws the Master ad while the collector still runs
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(self._advertiser, 1.5)
+        await self._stop_group([c for n, c in self.children.items() if n == "COLLECTOR"], grace)
+        from roost.net.addresses import remove_address
+
+        for c in self.children.values():
+            c.state = "stopped"
+            remove_address(c.address_path)
+        for t in self._tasks:
+            t.cancel()
+        log.info("all daemons stopped")
+        self.stopped.set()
+
+
+# -- process plumbing ------------------------------------------------------------------
+
+
+def setup_logging(log_dir: Path) -> None:
+    log_dir.mkdir(parents=True, exist_ok=True)
+    handler = logging.FileHandler(log_dir / "MasterLog")
+    handler.setFormatter(logging.Formatter("%(asctime)s.%(msecs)03d %(levelname)s %(message)s", "%m/%d/%y %H:%M:%S"))
+    root = logging.getLogger()
+    root.addHandler(handler)
+    root.setLevel(logging.INFO)
+
+
+def take_lock(run_dir: Path) -> int | None:
+    """Hold run/master.lock for the master's life; None when another master holds it."""
+    run_dir.mkdir(parents=True, exist_ok=True)
+    fd = os.open(run_dir / "master.lock", os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        return None
+    return fd
+
+
+async def serve(master: Master) -> None:
+    from roost.net.addresses import remove_address, write_address
+    from roost.net.server import serve as serve_requests
+
+    handlers = {
+        "STATUS": master.cmd_status,
+        "SHUTDOWN": master.cmd_shutdown,
+        "RESTART_DAEMON": master.cmd_restart_daemon,
+    }
+    bind = master.config.get("BIND_ADDRESS") or "127.0.0.1"
+    if bind == "0.0.0.0":
+        bind = "127.0.0.1"
+    server = await serve_requests(handlers, host=bind, port=0)
+    address = server.address
+    master.address = address
+    addr_path = master.run_dir / "master.address"
+    write_address(addr_path, address)
+    log.info("master listening at %s", address)
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, master.request_stop)
+    # HTCondor's masters reconfigure on SIGHUP; roost's daemons read their config at start.
+    loop.add_signal_handler(signal.SIGHUP, lambda: log.info("SIGHUP ignored: restart a daemon to reconfigure it"))
+    try:
+        await master.start_daemons()
+        if "COLLECTOR" in master.children or master.collector_host:
+            master._advertiser = asyncio.create_task(master.advertise_loop())
+        await master.stopped.wait()
+    finally:
+        remove_address(addr_path, address)
+        await server.close()
+
+
+def main(argv: list[str] | None = None) -> int:
+    from roost.config import ConfigError
+
+    try:
+        config = Config.load(subsys="MASTER")
+        master = Master(config)
+    except ConfigError as e:
+        print(f"roost master: bad configuration: {e}", file=sys.stderr)
+        return 1
+    fd = take_lock(master.run_dir)
+    if fd is None:
+        print(f"roost master: another master is running for {master.home}", file=sys.stderr)
+        return 1
+    setup_logging(master.log_dir)
+    pid_path = master.run_dir / "master.pid"
+    pid_path.write_text(f"{os.getpid()}\n")
+    log.info("master starting (pid %d) for %s; daemons: %s", os.getpid(), master.home,
+             " ".join(master.children) or "(none)")
+    try:
+        asyncio.run(serve(master))
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            if pid_path.read_text().strip() == str(os.getpid()):
+                pid_path.unlink()
+        log.info("master exiting")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,1 @@
+"""The schedd: durable job queue, job policy, shadows (``python -m roost.daemons.schedd``)."""

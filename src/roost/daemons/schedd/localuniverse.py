@@ -1,0 +1,218 @@
+"""Universe local (12): jobs the schedd runs itself, at once, on the submit host.
+
+No negotiation and no claim: the job is a child process of the schedd in its own
+session, started in Iwd with stdin/stdout/stderr wired to In/Out/Err, as its
+owner, never as root (``nobody`` when the owner has no account here).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import pwd
+import resource
+import signal
+import time
+from typing import TYPE_CHECKING, Any
+
+from roost.core import jobpolicy as jp
+from roost.daemons.schedd.access import may_read, may_write
+from roost.eventlog import ExecuteEvent, TerminatedEvent, Usage
+from roost.submit.arglist import split_v2_raw
+
+if TYPE_CHECKING:
+    from roost.daemons.schedd.daemon import Schedd
+    from roost.daemons.schedd.jobqueue import Job
+
+log = logging.getLogger(__name__)
+
+KILL_GRACE = 5.0
+
+
+def job_argv(get: Any) -> list[str]:
+    """The command line from Cmd and Arguments (V2) or Args (V1)."""
+    cmd = get("Cmd")
+    argv = [cmd if isinstance(cmd, str) else ""]
+    args2 = get("Arguments")
+    if isinstance(args2, str) and args2:
+        argv += split_v2_raw(args2)
+    else:
+        args1 = get("Args")
+        if isinstance(args1, str) and args1:
+            argv += args1.split()
+    return argv
+
+
+def job_environment(get: Any, base: dict[str, str] | None = None) -> dict[str, str]:
+    env = dict(base or {})
+    text = get("Environment")
+    if isinstance(text, str) and text:
+        for word in split_v2_raw(text):
+            name, eq, value = word.partition("=")
+            if eq and name:
+                env[name] = value
+    return env
+
+
+def run_as(owner: str) -> tuple[int, int, str, str] | None:
+    """(uid, gid, name, home) the job runs as; None when we are not root (run as ourselves)."""
+    if os.geteuid() != 0:
+        return None
+    for name in (owner, "nobody"):
+        try:
+            pw = pwd.getpwnam(name)
+        except KeyError:
+            continue
+        if pw.pw_uid != 0:
+            return pw.pw_uid, pw.pw_gid, pw.pw_name, pw.pw_dir
+    return 65534, 65534, "nobody", "/"
+
+
+def process_start(pid: int) -> int | None:
+    """The process's start time in clock ticks since boot (/proc), to tell it from a
+    later process that reused its pid."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return int(f.read().rsplit(")", 1)[1].split()[19])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def kill_orphan(claim: dict[str, Any]) -> bool:
+    """Kill what is left of a local job from before a schedd restart; True if it was there."""
+    pid, start = claim.get("local_pid"), claim.get("local_start")
+    if not isinstance(pid, int) or start is None or process_start(pid) != start:
+        return False
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, signal.SIGKILL)
+    return True
+
+
+def _drop_to(uid: int, gid: int) -> Any:
+    """A preexec_fn that switches the child to ``uid``/``gid`` with no supplementary groups."""
+
+    def drop() -> None:
+        os.setgroups([])
+        os.setgid(gid)
+        os.setuid(uid)
+
+    return drop
+
+
+class LocalJob:
+    """One running local-universe job (the schedd's runner for it)."""
+
+    def __init__(self, schedd: Schedd, job: Job) -> None:
+        self.schedd = schedd
+        self.job = job
+        self.proc: asyncio.subprocess.Process | None = None
+        self.vacating = False
+
+    def vacate(self) -> None:
+        self.vacating = True
+        proc = self.proc
+        if proc is None or proc.returncode is not None:
+            return
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, signal.SIGTERM)
+
+        async def hard_kill() -> None:
+            await asyncio.sleep(KILL_GRACE)
+            if proc.returncode is None:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.killpg(proc.pid, signal.SIGKILL)
+
+        self.schedd.spawn(hard_kill(), f"kill-local-{self.job.id}")
+
+    async def run(self) -> None:
+        s = self.schedd
+        job = self.job
+        get = job.get
+        iwd = get("Iwd") if isinstance(get("Iwd"), str) else "/"
+        owner = job.owner
+        ids = run_as(owner)
+
+        def path(attr: str) -> str:
+            p = get(attr)
+            if not isinstance(p, str) or not p:
+                return os.devnull
+            return p if os.path.isabs(p) else os.path.join(iwd, p)
+
+        files: list[Any] = []
+        try:
+            if not may_read(owner, path("In")):
+                raise OSError(f"{owner} may not read {path('In')}")
+            for attr in ("Out", "Err"):
+                if path(attr) != os.devnull and not may_write(owner, path(attr), replace=False):
+                    raise OSError(f"{owner} may not write {path(attr)}")
+            fin = open(path("In"), "rb")
+            files.append(fin)
+            fout = open(path("Out"), "wb")
+            files.append(fout)
+            ferr = fout if path("Err") == path("Out") else open(path("Err"), "wb")
+            files.append(ferr)
+            if ids is not None:
+                for f in (fout, ferr):
+                    if f.name != os.devnull:
+                        with contextlib.suppress(OSError):
+                            os.fchown(f.fileno(), ids[0], ids[1])
+            env = job_environment(get, {"PATH": os.environ.get("PATH", "/usr/bin:/bin")})
+            kwargs: dict[str, Any] = {}
+            if ids is not None:
+                # Not Popen's user=/group=/extra_groups=: uvloop (the daemons' event
+                # loop where installed) refuses those keywords, and every job then
+                # went on hold. preexec_fn works under both loops.
+                kwargs["preexec_fn"] = _drop_to(ids[0], ids[1])
+                env.setdefault("HOME", ids[3])
+                env.setdefault("USER", ids[2])
+            argv = job_argv(get)
+            exe = argv[0] if os.path.isabs(argv[0]) else os.path.join(iwd, argv[0])
+            before = resource.getrusage(resource.RUSAGE_CHILDREN)
+            self.proc = await asyncio.create_subprocess_exec(
+                exe, *argv[1:], cwd=iwd, stdin=fin, stdout=fout, stderr=ferr, env=env,
+                start_new_session=True, **kwargs,
+            )
+        except (OSError, ValueError) as e:
+            for f in files:
+                f.close()
+            who = ids[2] if ids is not None else "the schedd's user"
+            reason = f"Failed to start local universe job (as {who}, in {iwd}): {e}"
+            await s.hold(job, reason, jp.HOLD_FAILED_TO_CREATE_PROCESS, 0, vacate=False)
+            return
+        for f in files:
+            f.close()
+        started = time.time()
+        job.claim = {"local_pid": self.proc.pid, "local_start": process_start(self.proc.pid)}
+        await s.mark_running(job, None, remote_host=f"local@{s.hostname}")
+        s.write_events(job, [ExecuteEvent(job.cluster.id, job.proc, started, execute_host=f"<{s.address}>")])
+        if self.vacating:
+            self.vacate()
+        rc = await self.proc.wait()
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        now = time.time()
+        if job.cluster.procs.get(job.proc) is not job:
+            return
+        if job.status == jp.REMOVED:
+            await s.finish_removed(job)
+            return
+        if job.status == jp.HELD:
+            await s.clear_claim(job)
+            return
+        usage = {"user": max(0.0, after.ru_utime - before.ru_utime), "system": max(0.0, after.ru_stime - before.ru_stime)}
+        code, sig = (rc, None) if rc >= 0 else (None, -rc)
+        ad = job.classad()
+        uattrs = jp.usage_attrs(ad, usage, started, now)
+        for k, v in uattrs.items():
+            ad[k] = v
+        decision = jp.on_exit(ad, code, sig, now)
+        attrs = dict(uattrs)
+        attrs.update(decision.attrs or {})
+        term = TerminatedEvent(
+            job.cluster.id, job.proc, now,
+            return_value=None if sig is not None else code, signal=sig,
+            run_remote_usage=Usage(int(usage["user"]), int(usage["system"])),
+            total_remote_usage=Usage(int(uattrs["CumulativeRemoteUserCpu"]), int(uattrs["CumulativeRemoteSysCpu"])),
+        )
+        await s.apply_exit(job, decision, attrs, term)

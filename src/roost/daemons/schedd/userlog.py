@@ -1,0 +1,104 @@
+"""Writing job events to each job's user log (``log = ...`` in the submit file).
+
+Writers are kept open per path (a few hundred at most) so a busy schedd does not
+open and close a file per event; a log that cannot be written is reported in the
+SchedLog once and never stops the job.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import pwd
+from collections import OrderedDict
+from collections.abc import Iterable
+from typing import Any
+
+from roost.daemons.schedd.access import may_write
+from roost.eventlog import EventLogWriter
+from roost.eventlog.events import Event
+
+log = logging.getLogger(__name__)
+
+MAX_OPEN = 256
+
+
+_ids: dict[str, tuple[int, int] | None] = {}
+
+
+def user_ids(owner: str) -> tuple[int, int] | None:
+    """(uid, gid) of a local user named ``owner``, or None (looked up once per name)."""
+    if owner in _ids:
+        return _ids[owner]
+    try:
+        pw = pwd.getpwnam(owner)
+        got: tuple[int, int] | None = (pw.pw_uid, pw.pw_gid)
+    except (KeyError, TypeError):
+        got = None
+    if len(_ids) > 4096:
+        _ids.clear()
+    _ids[owner] = got
+    return got
+
+
+def log_path(job_get: Any) -> str | None:
+    """The job's user log path (relative ones are under Iwd), or None if it has none."""
+    path = job_get("UserLog")
+    if not isinstance(path, str) or not path:
+        return None
+    if not os.path.isabs(path):
+        iwd = job_get("Iwd")
+        path = os.path.join(iwd if isinstance(iwd, str) else "/", path)
+    return path
+
+
+class UserLogs:
+    """Open event-log writers, keyed by path."""
+
+    def __init__(self, *, fsync: bool = False) -> None:
+        self.fsync = fsync
+        self._writers: OrderedDict[str, EventLogWriter] = OrderedDict()
+        self._failed: set[str] = set()
+
+    def write(self, path: str | None, events: Iterable[Event], owner: str | None = None) -> None:
+        if not path:
+            return
+        events = list(events)
+        if not events:
+            return
+        w = self._writers.get(path)
+        if w is None:
+            if owner and not may_write(owner, path, replace=False):
+                if path not in self._failed:
+                    self._failed.add(path)
+                    log.warning("user log %s: %s may not write it; no events logged there", path, owner)
+                return
+            created = not os.path.exists(path)
+            w = EventLogWriter(path, fsync=self.fsync)
+            self._writers[path] = w
+            if len(self._writers) > MAX_OPEN:
+                _, old = self._writers.popitem(last=False)
+                old.close()
+        else:
+            created = False
+            self._writers.move_to_end(path)
+        try:
+            w.write_many(events)
+        except OSError as e:
+            self._writers.pop(path, None)
+            if path not in self._failed:
+                self._failed.add(path)
+                log.warning("cannot write user log %s: %s", path, e)
+            return
+        if created and owner and os.geteuid() == 0:
+            ids = user_ids(owner)
+            if ids is not None:
+                try:
+                    os.chown(path, ids[0], ids[1])
+                except OSError:
+                    pass
+
+    def close(self) -> None:
+        for w in self._writers.values():
+            w.close()
+        self._writers.clear()

@@ -1,0 +1,604 @@
+"""The startd: offers this machine's slots, grants claims, runs jobs through starters.
+
+Decisions (carving, returning, slot ads, START) live in ``roost.core.slots``;
+this shell holds the slot table, answers the claim protocol of
+docs/protocol.md, keeps leases, and advertises. Ads go to the collector in
+one round per batch of state changes (and every UPDATE_INTERVAL); the
+negotiator is poked only when a slot became free for new matches.
+
+Knobs beyond HTCondor's usual ones: ``SLOT_USER`` (default ``nobody``),
+who jobs run as when the startd is root and the job's Owner is not a usable
+local user (or ``STARTER_ALLOW_RUNAS_OWNER`` is false);
+``STARTD_DETECT_GPUS`` (default true) to skip running nvidia-smi;
+``STARTD_ACTIVITY_UPDATE_DELAY`` (default 1 s), how long a Busy/Idle change
+on a claim may wait before its ad goes to the collector.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import os
+import re
+import secrets
+import time
+from dataclasses import replace
+from typing import Any
+
+from roost.classad import ClassAd, ExprTree
+from roost.config import Config
+from roost.core import slots as core
+from roost.core.slots import Claim, Slot
+from roost.daemons.base import AdvertisedAd, Daemon
+from roost.daemons.startd import launch, resources
+from roost.daemons.startd.cgroups import JobCgroups
+from roost.daemons.startd.jobspec import Identity, JobSpecError, job_identity, parse_job
+from roost.daemons.startd.starter import JOBS_DIR, Peers, Starter, cleanup_leftovers
+from roost.net.addresses import read_address
+from roost.net.adwire import ad_to_obj, obj_to_ad
+from roost.net.client import AsyncClient
+from roost.net.errors import RequestError
+from roost.net.server import Handler, Peer
+
+_SLOT_TYPE = re.compile(r"^SLOT_TYPE_(\d+)$", re.I)
+# HTCondor's Requirements written by condor_submit test split(TARGET.CondorVersion)[1].
+CONDOR_VERSION = "$CondorVersion: 25.12.0 2026-01-01 BuildID: roost $"
+
+
+def _not_found(what: str) -> RequestError:
+    return RequestError("NOT_FOUND", what)
+
+
+class Startd(Daemon):
+    """The execute-side daemon."""
+
+    ad_type = None  # it advertises slot ads only (see ``ads``)
+
+    def __init__(self, config: Config | None = None) -> None:
+        super().__init__("startd", "STARTD", config=config)
+        cfg = self.config
+        self.execute_dir = str(cfg.get("EXECUTE") or self.home / "execute")
+        self._launcher_build: asyncio.Future[str | None] | None = None
+        self.slots: dict[str, Slot] = {}
+        self.by_claim: dict[str, str] = {}  # claim id -> slot name
+        self.starters: dict[str, Starter] = {}  # claim id -> its active job
+        self.reporting: dict[str, list[Starter]] = {}  # claim id -> finished jobs, reports pending
+        self.machine: core.Machine | None = None
+        self.policy = core.Policy()
+        self.peers = Peers()
+        self.cgroups = JobCgroups(None)
+        self.default_lease = float(
+            (cfg.get_int("ALIVE_INTERVAL", 300) or 300) * (cfg.get_int("MAX_CLAIM_ALIVES_MISSED", 6) or 6)
+        )
+        self.allow_owner = bool(cfg.get_bool("STARTER_ALLOW_RUNAS_OWNER", True))
+        self.slot_user = cfg.get("SLOT_USER") or "nobody"
+        self._identities: dict[str, Identity] = {}
+        self._ads: dict[str, ClassAd] = {}
+        self._dirty: set[str] = set()
+        self._gone: set[str] = set()
+        self._flushing = False
+        self._urgent = False
+        self._delayed: asyncio.TimerHandle | None = None
+        self.activity_delay = cfg.get_float("STARTD_ACTIVITY_UPDATE_DELAY", 1.0) or 0.0
+        self._want_reschedule = False
+        self._lease_task: asyncio.Task[None] | None = None
+        self._negotiator: AsyncClient | None = None
+        self._sandboxes = itertools.count(1)
+        self._claims = itertools.count(1)
+        self._birth = int(time.time())
+
+    # -- start and stop ----------------------------------------------------------------
+
+    async def start(self) -> None:
+        os.makedirs(self.execute_dir, exist_ok=True)
+        os.chmod(self.execute_dir, 0o755)  # job users must reach their sandboxes
+        self._open_path_to_execute()
+        jobs = os.path.join(self.execute_dir, JOBS_DIR)
+        os.makedirs(jobs, exist_ok=True)
+        os.chmod(jobs, 0o700)
+        self.cgroups = JobCgroups.detect(self.execute_dir, bool(self.config.get_bool("STARTD_USE_CGROUPS", True)))
+        for name in self.cgroups.leftovers():
+            self.cgroups.remove(name)
+            self.log.info("leftover from a previous startd: killed and removed cgroup %s", name)
+        for line in cleanup_leftovers(self.execute_dir):
+            self.log.info("leftover from a previous startd: %s", line)
+        if os.geteuid() == 0 and self.config.get_bool("STARTD_BUILD_LAUNCHER", True):
+            # Jobs start through sh + setpriv until the helper is built (see launch.py).
+            self._launcher_build = asyncio.get_running_loop().run_in_executor(
+                None, launch.build_launcher, os.path.join(self.execute_dir, ".launcher"))
+        self.machine = resources.detect(self.config, self.execute_dir)
+        self.policy = self._read_policy()
+        now = time.time()
+        self.slots = core.layout(self._slot_types(), self.machine, self._claim_ids(), now)
+        self.by_claim = {s.claim_id: s.name for s in self.slots.values()}
+        t = self.machine.total
+        self.log.info(
+            "machine %s: %d cpus, %d MiB, %d KiB disk, %d gpus; slots: %s",
+            self.machine.name, t.cpus, t.memory, t.disk, len(t.gpus),
+            ", ".join(f"{s.name} ({s.kind}, {s.total.cpus} cpus)" for s in self.slots.values()),
+        )
+
+    def _open_path_to_execute(self) -> None:
+        """Jobs run as other users must be able to walk to their sandbox: give o+x
+        (search, not read) to our own directories between EXECUTE and LOCAL_DIR, and
+        warn about any other ancestor that blocks the way."""
+        if os.geteuid() != 0:
+            return
+        home = os.path.realpath(self.home)
+        path = os.path.realpath(self.execute_dir)
+        while True:
+            path = os.path.dirname(path)
+            st = os.stat(path)
+            if not st.st_mode & 0o001:
+                inside = path == home or path.startswith(home + os.sep)
+                if inside and st.st_uid == os.geteuid():
+                    os.chmod(path, (st.st_mode & 0o7777) | 0o001)
+                    self.log.info("made %s searchable so job users reach EXECUTE", path)
+                else:
+                    self.log.warning(
+                        "%s is not searchable by other users: jobs run as another user cannot "
+                        "reach their sandboxes under %s", path, self.execute_dir,
+                    )
+            if path == os.path.dirname(path):
+                return
+
+    async def started(self) -> None:
+        self._want_reschedule = True
+        self._changed(*self.slots)
+
+    async def stop(self) -> None:
+        for starter in [*self.starters.values(), *(s for p in self.reporting.values() for s in p)]:
+            await starter.abandon()
+        await asyncio.get_running_loop().run_in_executor(None, launch.drain_cleaner)
+        self.cgroups.close()
+        self.peers.close()
+        if self._negotiator is not None:
+            await self._negotiator.close()
+
+    def _read_policy(self) -> core.Policy:
+        cfg = self.config
+        start = cfg.get("START") or "True"
+        rank = cfg.get("RANK") or "0"
+        extra: dict[str, str] = {}
+        for name in cfg.get_list("STARTD_ATTRS", []) or []:
+            value = cfg.get(name)
+            if value is not None and value.strip():
+                extra[name] = value
+        modify = dict(core.DEFAULT_MODIFY_REQUEST)
+        for attr in modify:
+            text = cfg.get(f"MODIFY_REQUEST_EXPR_{attr.upper()}")
+            if text is not None and text.strip():
+                modify[attr] = text
+        for what, text in [("START", start), ("RANK", rank), *extra.items(), *modify.items()]:
+            try:
+                ExprTree(text)
+            except Exception as e:  # a bad policy stops the startd here, naming the knob
+                raise SystemExit(f"startd: {what} = {text!r} is not a ClassAd expression: {e}") from None
+        return core.Policy(start=start, rank=rank, extra=extra, modify_request=modify)
+
+    def _slot_types(self) -> list[core.SlotType]:
+        cfg = self.config
+        types: dict[int, tuple[str, int, bool]] = {}
+        user_set = False
+        for name in cfg.names():
+            m = _SLOT_TYPE.match(name)
+            if not m:
+                continue
+            n = int(m.group(1))
+            spec = cfg.get(name) or ""
+            source = cfg.source(name)
+            if source is not None and source[0] != "<default>":
+                user_set = True
+            count = cfg.get_int(f"NUM_SLOTS_TYPE_{n}", 1)
+            part = cfg.get_bool(f"SLOT_TYPE_{n}_PARTITIONABLE", False)
+            types[n] = (spec, 0 if count is None else count, bool(part))
+        num_slots = cfg.get_int("NUM_SLOTS")
+        if num_slots and not user_set:
+            types = {}
+        return core.slot_types_from_config(types, num_slots)
+
+    def _claim_ids(self):  # noqa: ANN202 (an endless iterator)
+        while True:
+            yield self._new_claim_id()
+
+    def _new_claim_id(self) -> str:
+        return f"{self._birth}#{next(self._claims)}#{secrets.token_hex(12)}"
+
+    # -- ads -------------------------------------------------------------------------------
+
+    def slot_name(self, name: str) -> str:
+        return f"{name}@{self.daemon_name}"
+
+    def slot_ad(self, name: str) -> ClassAd:
+        """The slot's current ad (cached until the slot changes)."""
+        ad = self._ads.get(name)
+        if ad is None:
+            assert self.machine is not None
+            slot = self.slots[name]
+            machine = self.machine if self.daemon_name == self.machine.name else replace(
+                self.machine, name=self.daemon_name
+            )
+            ad = core.slot_ad(slot, machine, self.policy, self.address or "", time.time(), os.getloadavg()[0])
+            ad["Machine"] = self.machine.name
+            ad["CondorVersion"] = CONDOR_VERSION
+            ad["CondorPlatform"] = f"$CondorPlatform: {self.machine.arch}-{self.machine.opsys_and_ver} $"
+            ad["DaemonStartTime"] = int(self.start_time)
+            ad["StartdPid"] = os.getpid()
+            ad["UpdateInterval"] = int(self.update_interval)
+            self._ads[name] = ad
+        return ad
+
+    def ads(self) -> list[AdvertisedAd]:
+        """Every slot ad, rebuilt (the periodic update refreshes load and times)."""
+        self._ads.clear()
+        return [
+            ("Machine", self.slot_ad(name), {"ClaimId": slot.claim_id})
+            for name, slot in self.slots.items()
+        ]
+
+    def _changed(self, *names: str, urgent: bool = True) -> None:
+        """Slots whose ads must reach the collector in the next update round.
+
+        Claims, releases and resource changes go out at once; a Busy/Idle flip
+        on a claim (``urgent=False``, two per job with claim reuse) waits up to
+        STARTD_ACTIVITY_UPDATE_DELAY so a busy pool sends a few ads a second,
+        not two per job.
+        """
+        for name in names:
+            self._ads.pop(name, None)
+            self._dirty.add(name)
+        if urgent:
+            self._urgent = True
+        if self._flushing or self.address is None:
+            return
+        if urgent:
+            self._start_flush()
+        elif self._delayed is None:
+            self._delayed = asyncio.get_running_loop().call_later(self.activity_delay, self._start_flush)
+
+    def _start_flush(self) -> None:
+        if self._delayed is not None:
+            self._delayed.cancel()
+            self._delayed = None
+        if not self._flushing:
+            self._flushing = True
+            self.spawn(self._flush(), "slot-updates")
+
+    async def _flush(self) -> None:
+        try:
+            await asyncio.sleep(0)  # let the rest of this round of changes land first
+            self._urgent = True
+            while self._urgent:
+                self._urgent = False
+                gone, self._gone = self._gone, set()
+                dirty, self._dirty = self._dirty, set()
+                for name in sorted(gone):
+                    await self.invalidate("Machine", self.slot_name(name))
+                for name in sorted(dirty):
+                    slot = self.slots.get(name)
+                    if slot is None:
+                        continue
+                    obj = ad_to_obj(self.slot_ad(name))
+                    try:
+                        await self.collector_call(
+                            "UPDATE_AD", type="Machine", ad=obj, private={"ClaimId": slot.claim_id}
+                        )
+                        self._advertised.add(("Machine", obj["Name"]))
+                    except (ConnectionError, RequestError) as e:
+                        self.log.warning("cannot update %s at the collector: %s", obj["Name"], e)
+                        self._dirty.clear()  # the periodic update will repair it
+                        break
+            if self._want_reschedule:
+                self._want_reschedule = False
+                if any(core.is_free(s) for s in self.slots.values()):
+                    await self._reschedule()
+        finally:
+            self._flushing = False
+            if self._dirty and self._delayed is None and self.address is not None:
+                # Busy/Idle flips that came in during this round wait for the next one
+                self._delayed = asyncio.get_running_loop().call_later(self.activity_delay, self._start_flush)
+
+    async def _reschedule(self) -> None:
+        """Ask the negotiator for a cycle now: a slot is free for new matches."""
+        for attempt in (0, 1):
+            if self._negotiator is None:
+                address = read_address(self.run_dir / "negotiator.address") or await self.locate("Negotiator")
+                if address is None:
+                    return
+                self._negotiator = AsyncClient(address, timeout=5.0)
+            try:
+                await self._negotiator.call("RESCHEDULE")
+                return
+            except (ConnectionError, RequestError) as e:
+                await self._negotiator.close()
+                self._negotiator = None
+                if attempt:
+                    self.log.info("cannot ask the negotiator to reschedule: %s", e)
+
+    # -- claims ----------------------------------------------------------------------------
+
+    def handlers(self) -> dict[str, Handler]:
+        return {
+            "REQUEST_CLAIM": self.h_request_claim,
+            "ACTIVATE_CLAIM": self.h_activate_claim,
+            "KEEPALIVE": self.h_keepalive,
+            "RECONNECT": self.h_reconnect,
+            "DEACTIVATE_CLAIM": self.h_deactivate_claim,
+            "RELEASE_CLAIM": self.h_release_claim,
+        }
+
+    def _claimed(self, claim_id: str) -> Slot:
+        """The claimed slot this claim id names; NOT_FOUND when it is no live claim."""
+        name = self.by_claim.get(claim_id)
+        slot = self.slots.get(name) if name else None
+        if slot is None or slot.claim is None:
+            raise _not_found("no such claim on this startd")
+        return slot
+
+    def _renew(self, slot: Slot, **changes: Any) -> Slot:
+        assert slot.claim is not None
+        claim = replace(slot.claim, lease_expires=time.time() + slot.claim.lease, **changes)
+        slot = replace(slot, claim=claim)
+        self.slots[slot.name] = slot
+        return slot
+
+    async def h_request_claim(self, req: dict[str, Any], peer: Peer) -> dict[str, Any]:
+        claim_id = req["claim_id"]
+        name = self.by_claim.get(claim_id)
+        if name is None:
+            raise _not_found("no slot has this claim id (stale match?)")
+        slot = self.slots[name]
+        schedd = req.get("schedd_address")
+        if not isinstance(schedd, str) or not schedd:
+            raise RequestError("BAD_REQUEST", "REQUEST_CLAIM: schedd_address is required")
+        lease = req.get("lease")
+        lease = self.default_lease if lease is None else float(lease)
+        if not 0 < lease <= 1e7:
+            raise RequestError("BAD_REQUEST", "REQUEST_CLAIM: lease must be between 0 and 1e7 seconds")
+        if slot.claim is not None:
+            if slot.claim.schedd_address == schedd and slot.claim.job is None:
+                slot = self._renew(slot)  # a retried request: the claim is already theirs
+                return {"claim_id": slot.claim_id, "slot_ad": ad_to_obj(self.slot_ad(name))}
+            raise RequestError("DENIED", f"{self.slot_name(name)} is already claimed")
+        job = obj_to_ad(req["job_ad"])
+        ad = self.slot_ad(name)
+        why = core.accepts(ad, job)
+        if why is not None:
+            raise RequestError("DENIED", f"{self.slot_name(name)}: {why}")
+        now = time.time()
+        user, owner = job.get("User"), job.get("Owner")
+        claim = Claim(
+            schedd_address=schedd,
+            user=user if isinstance(user, str) else (owner if isinstance(owner, str) else ""),
+            owner=owner if isinstance(owner, str) else "",
+            lease=lease,
+            lease_expires=now + lease,
+        )
+        try:
+            if slot.kind == core.PARTITIONABLE:
+                want = core.request_size(job, ad, self.policy)
+                new_id = self._new_claim_id()
+                pslot, dslot = core.carve(slot, want, claim, new_id, now)
+                self.slots[pslot.name] = pslot
+                self.slots[dslot.name] = dslot
+                self.by_claim[new_id] = dslot.name
+                self._changed(pslot.name, dslot.name)
+                granted = dslot
+            else:
+                granted = core.claim_static(slot, claim, now)
+                self.slots[name] = granted
+                self._changed(name)
+        except core.SlotError as e:
+            raise RequestError("DENIED", str(e)) from None
+        self._arm_leases()
+        self.log.info("claimed %s for %s at %s", self.slot_name(granted.name), claim.user, schedd)
+        return {"claim_id": granted.claim_id, "slot_ad": ad_to_obj(self.slot_ad(granted.name))}
+
+    async def h_activate_claim(self, req: dict[str, Any], peer: Peer) -> dict[str, Any]:
+        claim_id = req["claim_id"]
+        slot = self._claimed(claim_id)
+        if claim_id in self.starters:
+            raise RequestError("DENIED", f"a job is already running on {self.slot_name(slot.name)}")
+        job = obj_to_ad(req["job_ad"])
+        why = core.accepts(self.slot_ad(slot.name), job)
+        if why is not None:
+            raise RequestError("DENIED", f"{self.slot_name(slot.name)}: {why}")
+        assert self.machine is not None
+        try:
+            spec = parse_job(job, self.machine.filesystem_domain)
+        except JobSpecError as e:
+            raise RequestError("BAD_REQUEST", f"ACTIVATE_CLAIM: {e}") from None
+        error = None
+        try:
+            identity = self._identity(spec.owner)
+        except JobSpecError as e:
+            error, identity = str(e), None
+        sandbox_name = f"dir_{os.getpid()}_{next(self._sandboxes)}"
+        sandbox = os.path.join(self.execute_dir, sandbox_name)
+        starter = Starter(
+            spec=spec,
+            claim_id=claim_id,
+            slot_name=slot.name,
+            execute_dir=self.execute_dir,
+            sandbox_name=sandbox_name,
+            identity=identity or Identity(os.getuid(), os.getgid(), "", ""),
+            env=self._job_env(spec.env, slot, sandbox, spec.transfer),
+            job_ad_text=job.printOld() if spec.transfer else "",
+            peers=self.peers,
+            address_of=lambda: self._schedd_of(claim_id),
+            on_finished=self._starter_finished,
+            on_done=self._starter_done,
+            cgroups=self.cgroups,
+        )
+        self.starters[claim_id] = starter
+        now = time.time()
+        slot = self._renew(slot, job=spec.job_id, job_start=now)
+        self.slots[slot.name] = core.transition(slot, "Claimed", "Busy", now)
+        self._changed(slot.name, urgent=False)
+        if error is not None:
+            starter.fail_before_start(error)
+        else:
+            starter.start()
+        return {}
+
+    def _identity(self, owner: str) -> Identity:
+        got = self._identities.get(owner)
+        if got is None:
+            got = job_identity(owner, self.allow_owner, self.slot_user)
+            if len(self._identities) > 1000:
+                self._identities.clear()
+            self._identities[owner] = got
+        return got
+
+    def _job_env(self, env: dict[str, str], slot: Slot, sandbox: str, transfer: bool) -> dict[str, str]:
+        out = dict(env)
+        cpus = str(slot.total.cpus)
+        out.update(
+            {
+                "_CONDOR_SCRATCH_DIR": sandbox,
+                "_CONDOR_SLOT": slot.name,
+                "TMPDIR": sandbox,
+                "TEMP": sandbox,
+                "TMP": sandbox,
+                "BATCH_SYSTEM": "HTCondor",
+                "OMP_NUM_THREADS": cpus,
+                "MKL_NUM_THREADS": cpus,
+                "OPENBLAS_NUM_THREADS": cpus,
+            }
+        )
+        if transfer:
+            out["_CONDOR_JOB_AD"] = os.path.join(sandbox, ".job.ad")
+        if slot.total.gpus:
+            out["CUDA_VISIBLE_DEVICES"] = ",".join(g.rsplit("-", 1)[-1] for g in slot.total.gpus)
+            out["_CONDOR_AssignedGPUs"] = ",".join(slot.total.gpus)
+        return out
+
+    def _schedd_of(self, claim_id: str) -> str | None:
+        name = self.by_claim.get(claim_id)
+        slot = self.slots.get(name) if name else None
+        return slot.claim.schedd_address if slot is not None and slot.claim is not None else None
+
+    def _starter_finished(self, starter: Starter) -> None:
+        """The job's processes are gone: the claim is Idle (its report may still be in flight)."""
+        if self.starters.get(starter.claim_id) is starter:
+            del self.starters[starter.claim_id]
+            self.reporting.setdefault(starter.claim_id, []).append(starter)
+        name = self.by_claim.get(starter.claim_id)
+        slot = self.slots.get(name) if name else None
+        if slot is None or slot.claim is None or slot.claim.job != starter.spec.job_id:
+            return
+        slot = replace(slot, claim=replace(slot.claim, job=None, job_start=0.0))
+        self.slots[slot.name] = core.transition(slot, "Claimed", "Idle", time.time())
+        self._changed(slot.name, urgent=False)
+
+    def _starter_done(self, starter: Starter) -> None:
+        pending = self.reporting.get(starter.claim_id)
+        if pending and starter in pending:
+            pending.remove(starter)
+            if not pending:
+                del self.reporting[starter.claim_id]
+        self._starter_finished(starter)
+
+    async def h_keepalive(self, req: dict[str, Any], peer: Peer) -> dict[str, Any]:
+        slot = self._renew(self._claimed(req["claim_id"]))
+        return {"state": slot.activity}
+
+    async def h_reconnect(self, req: dict[str, Any], peer: Peer) -> dict[str, Any]:
+        claim_id = req["claim_id"]
+        slot = self._claimed(claim_id)
+        slot = self._renew(slot, schedd_address=req["schedd_address"])
+        self._ads.pop(slot.name, None)
+        self.log.info("claim on %s reconnected from %s", self.slot_name(slot.name), req["schedd_address"])
+        starter = self.starters.get(claim_id) or (self.reporting.get(claim_id) or [None])[-1]
+        if starter is None:
+            return {"job": None, "state": "idle"}
+        out: dict[str, Any] = {"job": starter.spec.job_id, "pid": starter.pid}
+        final = starter.final
+        if starter.state in ("exited", "done") and final is not None and (
+            starter.files_sent or not starter.spec.transfer or final["state"] != "exited"
+        ):
+            out.update(final)  # the schedd may settle the job from this answer alone
+        else:
+            out["state"] = "running"
+        for pending in self.reporting.get(claim_id, []):
+            pending.retry_now()
+        return out
+
+    async def h_deactivate_claim(self, req: dict[str, Any], peer: Peer) -> dict[str, Any]:
+        claim_id = req["claim_id"]
+        slot = self._claimed(claim_id)
+        starter = self.starters.get(claim_id)
+        if starter is None:
+            return {"job": None, "state": "idle"}
+        graceful = req.get("graceful")
+        self.log.info(
+            "vacating job %s on %s (%s)", starter.spec.job_id, self.slot_name(slot.name),
+            "graceful" if graceful else "fast",
+        )
+        result = await starter.vacate(bool(graceful) if graceful is not None else True)
+        return {"job": starter.spec.job_id, **result}
+
+    async def h_release_claim(self, req: dict[str, Any], peer: Peer) -> dict[str, Any]:
+        slot = self._claimed(req["claim_id"])
+        await self._release(slot.name, "released by its schedd")
+        return {}
+
+    async def _release(self, name: str, why: str) -> None:
+        slot = self.slots.get(name)
+        if slot is None or slot.claim is None:
+            return
+        starter = self.starters.pop(slot.claim_id, None)
+        if starter is not None:
+            self.log.info("killing job %s on %s: claim %s", starter.spec.job_id, self.slot_name(name), why)
+            await starter.abandon()
+        for reporting in self.reporting.pop(slot.claim_id, []):
+            await reporting.abandon()
+        slot = self.slots.get(name)
+        if slot is None or slot.claim is None:
+            return
+        self.by_claim.pop(slot.claim_id, None)
+        now = time.time()
+        if slot.kind == core.DYNAMIC:
+            assert slot.parent is not None
+            parent = core.give_back(self.slots[slot.parent], slot)
+            self.slots[parent.name] = parent
+            del self.slots[name]
+            self._ads.pop(name, None)
+            self._dirty.discard(name)
+            self._gone.add(name)
+            self._changed(parent.name)
+        else:
+            fresh = core.unclaim_static(slot, self._new_claim_id(), now)
+            self.slots[name] = fresh
+            self.by_claim[fresh.claim_id] = name
+            self._changed(name)
+        self._want_reschedule = True
+        self.log.info("claim on %s ended: %s", self.slot_name(name), why)
+
+    # -- leases ----------------------------------------------------------------------------
+
+    def _arm_leases(self) -> None:
+        if self._lease_task is None or self._lease_task.done():
+            self._lease_task = self.spawn(self._lease_loop(), "claim-leases")
+
+    async def _lease_loop(self) -> None:
+        """Sleep until the earliest lease runs out; release claims whose lease did."""
+        while True:
+            deadlines = [
+                s.claim.lease_expires for s in self.slots.values() if s.claim is not None and s.claim.lease > 0
+            ]
+            if not deadlines:
+                return
+            now = time.time()
+            soonest = min(deadlines)
+            if soonest > now:
+                await asyncio.sleep(soonest - now + 0.01)
+                continue
+            for name in core.expired(self.slots.values(), now):
+                await self._release(name, "lease expired (no keep-alive from its schedd)")
+
+
+def main() -> None:
+    from roost.daemons.base import run
+
+    run(Startd)

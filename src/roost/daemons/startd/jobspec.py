@@ -1,0 +1,168 @@
+"""What a starter needs from a job ad: command line, environment, files, identity.
+
+Read once per activation from the job ad the schedd sent; errors here are
+the job's fault (bad Arguments syntax, say) and become a ``failed`` report.
+"""
+
+from __future__ import annotations
+
+import os
+import posixpath
+import pwd
+from dataclasses import dataclass, field
+
+from roost.classad import ClassAd, Value
+from roost.submit.arglist import ArgSyntaxError, split_v2_raw
+
+
+class JobSpecError(Exception):
+    """The job ad cannot be run as written."""
+
+
+@dataclass
+class JobSpec:
+    job_id: str  # "C.P"
+    cmd: str  # as in the ad (absolute on the submit side, or relative to Iwd)
+    args: list[str]
+    env: dict[str, str]
+    iwd: str
+    transfer: bool  # files move through GET_FILES / PUT_FILES; the job runs in the sandbox
+    transfer_executable: bool
+    stdin: str | None  # None: /dev/null
+    stdout: str | None
+    stderr: str | None
+    transfer_output: list[str] | None  # None: every new or changed file in the sandbox
+    owner: str
+    max_vacate_time: float
+    extra_env: dict[str, str] = field(default_factory=dict)
+
+
+def _str(ad: ClassAd, name: str) -> str | None:
+    v = ad.eval(name) if name in ad else Value.Undefined
+    return v if isinstance(v, str) else None
+
+
+def _num(ad: ClassAd, name: str, default: float) -> float:
+    if name not in ad:
+        return default
+    v = ad.eval(name)
+    if type(v) in (int, float):
+        return float(v)
+    return default
+
+
+def _bool(ad: ClassAd, name: str, default: bool) -> bool:
+    if name not in ad:
+        return default
+    v = ad.eval(name)
+    return v if isinstance(v, bool) else default
+
+
+def _null(path: str | None) -> str | None:
+    return None if not path or path == "/dev/null" else path
+
+
+def parse_job(ad: ClassAd, fs_domain: str) -> JobSpec:
+    """The starter's view of a job ad (HTCondor's attribute names)."""
+    cluster, proc = ad.eval("ClusterId"), ad.eval("ProcId")
+    if type(cluster) is not int or type(proc) is not int:
+        raise JobSpecError("job ad has no integer ClusterId and ProcId")
+    cmd = _str(ad, "Cmd")
+    if not cmd:
+        raise JobSpecError("job ad has no Cmd (executable)")
+    try:
+        arguments = _str(ad, "Arguments")
+        if arguments is not None:
+            args = split_v2_raw(arguments)
+        else:
+            args = (_str(ad, "Args") or "").split()
+        env: dict[str, str] = {}
+        environment = _str(ad, "Environment")
+        if environment is not None:
+            for word in split_v2_raw(environment):
+                name, eq, value = word.partition("=")
+                if eq and name:
+                    env[name] = value
+        elif (v1 := _str(ad, "Env")) is not None:
+            for word in v1.split(";"):
+                name, eq, value = word.strip().partition("=")
+                if eq and name:
+                    env[name] = value
+    except ArgSyntaxError as e:
+        raise JobSpecError(str(e)) from None
+    should = (_str(ad, "ShouldTransferFiles") or "YES").upper()
+    if should == "IF_NEEDED":
+        transfer = _str(ad, "FileSystemDomain") != fs_domain
+    else:
+        transfer = should != "NO"
+    out = _str(ad, "TransferOutput")
+    return JobSpec(
+        job_id=f"{cluster}.{proc}",
+        cmd=cmd,
+        args=args,
+        env=env,
+        iwd=_str(ad, "Iwd") or "/",
+        transfer=transfer,
+        transfer_executable=_bool(ad, "TransferExecutable", True),
+        stdin=_null(_str(ad, "In")),
+        stdout=_null(_str(ad, "Out")),
+        stderr=_null(_str(ad, "Err")),
+        transfer_output=None if out is None else [p.strip() for p in out.split(",") if p.strip()],
+        owner=_str(ad, "Owner") or "",
+        max_vacate_time=_num(ad, "JobMaxVacateTime", 10.0),
+    )
+
+
+def executable_path(spec: JobSpec, sandbox: str) -> str:
+    """Where the program is on this machine: in the sandbox when it was transferred."""
+    if spec.transfer and spec.transfer_executable:
+        return os.path.join(sandbox, posixpath.basename(spec.cmd))
+    return spec.cmd if os.path.isabs(spec.cmd) else os.path.join(spec.iwd, spec.cmd)
+
+
+def job_file(spec: JobSpec, path: str | None, sandbox: str) -> str | None:
+    """stdin/stdout/stderr on this machine: the basename in the sandbox when transferring."""
+    if path is None:
+        return None
+    if spec.transfer:
+        return os.path.join(sandbox, posixpath.basename(path))
+    return path if os.path.isabs(path) else os.path.join(spec.iwd, path)
+
+
+@dataclass(frozen=True)
+class Identity:
+    """Who a job runs as."""
+
+    uid: int
+    gid: int
+    name: str
+    home: str
+    real_owner: bool = False  # the job's own Owner (gets its supplementary groups)
+
+    @property
+    def switch(self) -> bool:
+        """Whether starting the job must change user (only when we are root)."""
+        return os.geteuid() == 0
+
+
+def job_identity(owner: str, allow_owner: bool, slot_user: str) -> Identity:
+    """HTCondor's rule: as root, run as the job's Owner when that is a real non-root
+    user and STARTER_ALLOW_RUNAS_OWNER is true, otherwise as SLOT_USER (nobody);
+    when not root, as ourselves."""
+    if os.geteuid() != 0:
+        pw = pwd.getpwuid(os.geteuid())
+        return Identity(pw.pw_uid, pw.pw_gid, pw.pw_name, pw.pw_dir)
+    if allow_owner and owner:
+        try:
+            pw = pwd.getpwnam(owner)
+        except KeyError:
+            pw = None
+        if pw is not None and pw.pw_uid != 0:
+            return Identity(pw.pw_uid, pw.pw_gid, pw.pw_name, pw.pw_dir, real_owner=True)
+    try:
+        pw = pwd.getpwnam(slot_user)
+    except KeyError:
+        raise JobSpecError(f"SLOT_USER {slot_user!r} does not exist on this machine") from None
+    if pw.pw_uid == 0:
+        raise JobSpecError("refusing to run a job as root (SLOT_USER is root)")
+    return Identity(pw.pw_uid, pw.pw_gid, pw.pw_name, pw.pw_dir)

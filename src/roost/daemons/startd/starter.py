@@ -1,0 +1,805 @@
+"""The starter: one asyncio task per running job, inside the startd.
+
+It makes the sandbox, pulls input files from the schedd (GET_FILES), starts
+the job in its own session and process group as the job's user, waits for
+it on a pidfd (no thread, no polling; ``wait4`` gives the rusage), pushes the
+outputs back (PUT_FILES) and reports with JOB_UPDATE. The final report is
+kept and retried until the schedd acknowledges it, so a job that ends while
+its schedd is down is reported after the schedd reconnects.
+
+Every running job's process group is written to ``execute/.jobs/<sandbox>``
+(a root-only directory the job cannot touch) so a restarted startd can kill
+what its predecessor left behind (see ``cleanup_leftovers``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import shutil
+import signal
+import stat
+import subprocess
+import time
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+from roost.daemons.startd import launch
+from roost.daemons.startd.cgroups import JobCgroups
+from roost.daemons.startd.jobspec import Identity, JobSpec, executable_path, job_file
+from roost.net.client import Connection, open_connection
+from roost.net.errors import RemoteError
+
+log = logging.getLogger(__name__)
+
+CHUNK = 1 << 20
+CALL_TIMEOUT = 60.0
+JOBS_DIR = ".jobs"
+INTERNAL_FILES = (".job.ad", ".machine.ad")
+
+
+class TransferError(Exception):
+    """Input or output files could not be moved."""
+
+
+class StartError(Exception):
+    """The job cannot be started (its message goes to the schedd as is)."""
+
+
+class Peers:
+    """Idle connections to schedds, by address, reused by every starter.
+
+    A connection is held by one starter for one exchange (a request and the
+    bytes around it), so a large transfer never delays another job's report.
+    """
+
+    def __init__(self, connect_timeout: float = 5.0) -> None:
+        self._idle: dict[str, list[Connection]] = {}
+        self.connect_timeout = connect_timeout
+
+    @contextlib.asynccontextmanager
+    async def connection(self, address: str) -> AsyncIterator[Connection]:
+        idle = self._idle.get(address)
+        conn = None
+        while idle:
+            c = idle.pop()
+            if c.usable():
+                conn = c
+                break
+            c.close()
+        if conn is None:
+            conn = await open_connection(address, self.connect_timeout)
+        try:
+            yield conn
+        except RemoteError:
+            self._idle.setdefault(address, []).append(conn)
+            raise
+        except BaseException:
+            conn.close()
+            raise
+        else:
+            self._idle.setdefault(address, []).append(conn)
+
+    async def call(self, address: str, cmd: str, **args: Any) -> dict[str, Any]:
+        """One request; a stale idle connection is retried once on a fresh one."""
+        for attempt in (0, 1):
+            try:
+                async with self.connection(address) as conn, asyncio.timeout(CALL_TIMEOUT):
+                    return await conn.request(cmd, **args)
+            except (ConnectionError, OSError):
+                if attempt:
+                    raise
+        raise AssertionError("unreachable")
+
+    def close(self) -> None:
+        for conns in self._idle.values():
+            for c in conns:
+                c.close()
+        self._idle.clear()
+
+
+def _safe_relpath(name: Any) -> str:
+    """A transferred file's name, refused if it could leave the sandbox."""
+    if not isinstance(name, str) or not name or "\0" in name:
+        raise TransferError(f"bad file name {name!r}")
+    norm = os.path.normpath(name)
+    if os.path.isabs(norm) or norm == ".." or norm.startswith("../") or norm == ".":
+        raise TransferError(f"file name {name!r} leaves the sandbox")
+    return norm
+
+
+def _proc_start_ticks(pid: int) -> int | None:
+    """Start time of a process (clock ticks since boot): tells a reused pid apart."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            data = f.read()
+    except OSError:
+        return None
+    fields = data[data.rindex(b")") + 2 :].split()
+    return int(fields[19])
+
+
+def _group_members(pgid: int, not_before: int) -> list[int]:
+    """Pids in process group ``pgid`` started no earlier than ``not_before``."""
+    out = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as f:
+                data = f.read()
+        except OSError:
+            continue
+        fields = data[data.rindex(b")") + 2 :].split()
+        if int(fields[2]) == pgid and int(fields[19]) >= not_before:
+            out.append(int(entry))
+    return out
+
+
+def cleanup_leftovers(execute_dir: str) -> list[str]:
+    """Kill the process groups a previous startd recorded and remove old sandboxes.
+
+    Returns what was cleaned (for the log). A recorded group is killed only
+    if its processes started after the recorded time, so a pid reused since
+    is left alone.
+    """
+    done = []
+    jobs = os.path.join(execute_dir, JOBS_DIR)
+    if os.path.isdir(jobs):
+        for name in os.listdir(jobs):
+            path = os.path.join(jobs, name)
+            try:
+                with open(path) as f:
+                    pgid_text, ticks_text = f.read().split()[:2]
+                pgid, ticks = int(pgid_text), int(ticks_text)
+            except (OSError, ValueError):
+                pgid = 0
+                ticks = 0
+            if pgid > 1:
+                for pid in _group_members(pgid, ticks):
+                    with contextlib.suppress(ProcessLookupError, PermissionError):
+                        os.kill(pid, signal.SIGKILL)
+                        done.append(f"killed pid {pid} of job group {pgid} ({name})")
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(path)
+    for name in os.listdir(execute_dir):
+        if name.startswith("dir_"):
+            shutil.rmtree(os.path.join(execute_dir, name), ignore_errors=True)
+            done.append(f"removed sandbox {name}")
+    return done
+
+
+class Starter:
+    """One job on one claim: from sandbox to acknowledged final report.
+
+    ``address_of`` gives the schedd's current address for the claim (it
+    changes on RECONNECT); ``on_finished`` once the job's processes are gone
+    and only its report is pending; ``on_done`` once the report is
+    acknowledged (or abandoned) and the sandbox removed.
+    """
+
+    def __init__(
+        self,
+        *,
+        spec: JobSpec,
+        claim_id: str,
+        slot_name: str,
+        execute_dir: str,
+        sandbox_name: str,
+        identity: Identity,
+        env: dict[str, str],
+        job_ad_text: str,
+        peers: Peers,
+        address_of: Callable[[], str | None],
+        on_done: Callable[[Starter], None],
+        on_finished: Callable[[Starter], None] | None = None,
+        cgroups: JobCgroups | None = None,
+    ) -> None:
+        self.spec = spec
+        self.claim_id = claim_id
+        self.slot_name = slot_name
+        self.execute_dir = execute_dir
+        self.name = sandbox_name
+        self.cgroups = cgroups if cgroups is not None else JobCgroups(None)
+        self.sandbox = os.path.join(execute_dir, sandbox_name)
+        self.marker = os.path.join(execute_dir, JOBS_DIR, sandbox_name)
+        self.identity = identity
+        self.env = env
+        self.job_ad_text = job_ad_text
+        self.peers = peers
+        self.address_of = address_of
+        self.on_done = on_done
+        self.on_finished = on_finished
+        self.state = "starting"  # starting, running, exited (final report pending), done
+        self.pid: int | None = None
+        self.final: dict[str, Any] | None = None
+        self.vacating = False
+        self.abandoned = False
+        self.files_sent = False
+        self._prep: asyncio.Future[float] | None = None
+        self._preset_error: str | None = None
+        self._mkdir: asyncio.Future[None] | None = None
+        self.task: asyncio.Task[None] | None = None
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._exited: asyncio.Future[tuple[int, Any]] | None = None
+        self._retry = asyncio.Event()
+        self._inputs: dict[str, tuple[int, int]] = {}
+        self._reaped_and_killed = False
+        self._move_after_exec = True
+
+    # -- the job's life ------------------------------------------------------------
+
+    def start(self) -> asyncio.Task[None]:
+        self.task = asyncio.get_running_loop().create_task(self._run(), name=f"starter {self.spec.job_id}")
+        return self.task
+
+    async def _run(self) -> None:
+        running_report: asyncio.Task[Any] | None = None
+        try:
+            self._prep = asyncio.ensure_future(self._prepare())
+            try:
+                started = await self._prep
+            except asyncio.CancelledError:
+                if not self.vacating or self.abandoned:
+                    raise
+                self.final = {"state": "vacated"}
+            except (OSError, TransferError, ValueError, StartError) as e:
+                self.final = {"state": "failed", "error": self._why(e)}
+                log.info("job %s failed to start: %s", self.spec.job_id, self.final["error"])
+            else:
+                self.state = "running"
+                running_report = asyncio.ensure_future(self._report({"state": "running", "pid": self.pid}))
+                status, usage = await self._wait()
+                self._kill_group(signal.SIGKILL)  # what it left running dies before outputs move
+                # cgroup.kill/killpg after the job's exit leave nothing that could start more:
+                # the final clean-up need not send them again (two syscalls fewer per job).
+                self._reaped_and_killed = True
+                wall = time.time() - started
+                self.final = self._exit_update(status, usage, wall)
+                if self.vacating:
+                    self.final = {"state": "vacated", "usage": self.final["usage"]}
+                log.info("job %s %s", self.spec.job_id, _describe_exit(self.final))
+            self.state = "exited"
+            if self.abandoned:
+                return
+            if self.on_finished is not None:
+                self.on_finished(self)  # the claim may take its next job while we report
+            if running_report is not None:
+                with contextlib.suppress(Exception):
+                    await running_report
+            await self._deliver()
+        finally:
+            if running_report is not None and not running_report.done():
+                running_report.cancel()
+            self._kill_group(signal.SIGKILL)
+            self._remove_sandbox()
+            self.state = "done"
+            self.on_done(self)
+
+    async def _prepare(self) -> float:
+        """Sandbox, input files and the process; the job's start time."""
+        if self._preset_error is not None:
+            raise StartError(self._preset_error)
+        self._mkdir = asyncio.ensure_future(launch.on_spawner(self._make_sandbox))
+        await asyncio.shield(self._mkdir)
+        if self.spec.transfer:
+            await self._get_files()
+        self._chown(self.sandbox)
+        started = time.time()
+        await self._spawn()
+        return started
+
+    def fail_before_start(self, error: str) -> asyncio.Task[None]:
+        """Report ``failed`` with ``error`` without starting anything."""
+        self._preset_error = error
+        return self.start()
+
+    def _why(self, e: BaseException) -> str:
+        if isinstance(e, StartError):
+            return str(e)
+        if isinstance(e, TransferError):
+            return f"input transfer failed: {e}"
+        if isinstance(e, FileNotFoundError | PermissionError) and e.filename:
+            what = "not found" if isinstance(e, FileNotFoundError) else "permission denied"
+            return f"cannot execute {e.filename}: {what}"
+        if isinstance(e, OSError):
+            return f"cannot start the job: {e.strerror or e}"
+        return f"cannot start the job: {e}"
+
+    # -- sandbox and files ---------------------------------------------------------------
+
+    def _chown(self, path: str) -> None:
+        if self.identity.switch:
+            os.chown(path, self.identity.uid, self.identity.gid, follow_symlinks=False)
+
+    def _make_sandbox(self) -> None:
+        # Root-owned until the inputs are in (see _prepare): nothing else can meddle.
+        os.mkdir(self.sandbox, 0o700)
+        self.cgroups.create(self.name)
+        if self.spec.transfer:
+            path = os.path.join(self.sandbox, ".job.ad")
+            with open(path, "w") as f:
+                f.write(self.job_ad_text)
+            self._chown(path)
+
+    async def _get_files(self) -> None:
+        address = self.address_of()
+        if not address:
+            raise TransferError("no schedd address for this claim")
+        exe = os.path.basename(self.spec.cmd) if self.spec.transfer_executable else None
+        try:
+            async with self.peers.connection(address) as conn, asyncio.timeout(CALL_TIMEOUT * 10):
+                resp = await conn.request("GET_FILES", job=self.spec.job_id, claim_id=self.claim_id)
+                files = resp.get("files") or []
+                if not isinstance(files, list):
+                    raise TransferError("GET_FILES answer has no file list")
+                for entry in files:
+                    await self._receive(conn, entry, exe)
+        except RemoteError as e:
+            raise TransferError(f"schedd refused GET_FILES: {e.message}") from None
+        except (ConnectionError, TimeoutError) as e:
+            raise TransferError(f"GET_FILES from {address}: {e}") from None
+        for entry in os.scandir(self.sandbox):
+            st = entry.stat(follow_symlinks=False)
+            self._inputs[entry.name] = (st.st_size, st.st_mtime_ns)
+
+    async def _receive(self, conn: Connection, entry: Any, exe: str | None) -> None:
+        if not isinstance(entry, dict):
+            raise TransferError("GET_FILES entry is not an object")
+        name = _safe_relpath(entry.get("name"))
+        size = entry.get("size")
+        if type(size) is not int or size < 0:
+            raise TransferError(f"bad size for {name!r}")
+        mode = entry.get("mode")
+        mode = (mode & 0o777) if type(mode) is int else 0o644
+        if name == exe or entry.get("role") == "executable":
+            mode |= 0o755
+        path = os.path.join(self.sandbox, name)
+        parent = os.path.dirname(path)
+        if parent != self.sandbox:
+            self._make_dirs(parent)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+        try:
+            left = size
+            while left:
+                chunk = await conn.read_exactly(min(left, CHUNK))
+                _write_all(fd, chunk)
+                left -= len(chunk)
+            os.fchmod(fd, mode)
+            if self.identity.switch:
+                os.fchown(fd, self.identity.uid, self.identity.gid)
+        finally:
+            os.close(fd)
+
+    def _make_dirs(self, path: str) -> None:
+        rel = os.path.relpath(path, self.sandbox)
+        cur = self.sandbox
+        for part in rel.split(os.sep):
+            cur = os.path.join(cur, part)
+            try:
+                os.mkdir(cur, 0o755)
+                self._chown(cur)
+            except FileExistsError:
+                if not stat.S_ISDIR(os.lstat(cur).st_mode):
+                    raise TransferError(f"{rel!r} is not a directory") from None
+
+    def _outputs(self) -> list[tuple[str, str, str]]:
+        """(name on the wire, path here, role) of every file to send back, HTCondor's rules."""
+        spec, box = self.spec, self.sandbox
+        out: list[tuple[str, str, str]] = []
+        seen: set[str] = set()
+        for std, role in ((spec.stdout, "stdout"), (spec.stderr, "stderr")):
+            if std is not None:
+                name = os.path.basename(std)
+                path = os.path.join(box, name)
+                if name not in seen and _is_plain_file(path):
+                    out.append((name, path, role))
+                    seen.add(name)
+        if spec.transfer_output is not None:
+            wanted = spec.transfer_output
+        else:
+            wanted = []
+            for entry in os.scandir(box):
+                if entry.name in seen or entry.name in INTERNAL_FILES:
+                    continue
+                st = entry.stat(follow_symlinks=False)
+                if self._inputs.get(entry.name) == (st.st_size, st.st_mtime_ns):
+                    continue
+                if stat.S_ISREG(st.st_mode) or stat.S_ISDIR(st.st_mode):
+                    wanted.append(entry.name)
+        for item in wanted:
+            try:
+                rel = _safe_relpath(item)
+            except TransferError:
+                log.warning("job %s: output %r is outside the sandbox, skipped", spec.job_id, item)
+                continue
+            path = os.path.join(box, rel)
+            base = os.path.basename(rel)
+            if os.path.isdir(path) and not os.path.islink(path):
+                for root, _dirs, files in os.walk(path):
+                    for f in sorted(files):
+                        full = os.path.join(root, f)
+                        if _is_plain_file(full):
+                            out.append((os.path.join(base, os.path.relpath(full, path)), full, ""))
+            elif _is_plain_file(path):
+                if base not in seen:
+                    out.append((base, path, ""))
+                    seen.add(base)
+            else:
+                log.warning("job %s: output %r does not exist, skipped", spec.job_id, item)
+        return out
+
+    async def _put_files(self, address: str) -> None:
+        files = []
+        listing = []
+        for name, path, role in self._outputs():
+            try:
+                st = os.lstat(path)
+            except OSError:
+                continue
+            files.append((path, st.st_size))
+            entry = {"name": name, "size": st.st_size, "mode": st.st_mode & 0o777}
+            if role:
+                entry["role"] = role
+            listing.append(entry)
+        if not files:
+            return
+        async with self.peers.connection(address) as conn, asyncio.timeout(CALL_TIMEOUT * 10):
+            await conn.send({"cmd": "PUT_FILES", "job": self.spec.job_id, "claim_id": self.claim_id, "files": listing})
+            for path, size in files:
+                with _open_nofollow(path) as f:
+                    left = size
+                    while left:
+                        chunk = f.read(min(left, CHUNK)) or b"\0" * min(left, CHUNK)
+                        conn.writer.write(chunk)
+                        left -= len(chunk)
+                        if conn.writer.transport.get_write_buffer_size() > CHUNK:
+                            await conn.writer.drain()
+            await conn.writer.drain()
+            resp = await conn.recv()
+            if resp.get("ok") is not True:
+                raise RemoteError(str(resp.get("code") or "ERROR"), str(resp.get("error") or "PUT_FILES refused"))
+
+    def _remove_sandbox(self) -> None:
+        mkdir = self._mkdir
+        if mkdir is not None and not mkdir.done():  # cancelled while it was being made
+            mkdir.add_done_callback(lambda _: launch.on_cleaner(self._clean))
+        elif mkdir is not None:
+            launch.on_cleaner(self._clean)
+
+    def _clean(self) -> None:
+        """Remove the job's cgroup (killing stragglers) and sandbox; on the cleaner thread."""
+        self.cgroups.remove(self.name)
+        _remove_tree(self.sandbox)
+
+    # -- the process ---------------------------------------------------------------
+
+    async def _spawn(self) -> None:
+        spec, box = self.spec, self.sandbox
+        exe = executable_path(spec, box)
+        if spec.transfer and os.path.isabs(spec.cmd) and not os.path.exists(exe):
+            exe = spec.cmd  # not sent by the schedd: a program already on this machine
+        stdin = job_file(spec, spec.stdin, box)
+        opened = []
+        try:
+            if stdin:
+                opened.append(_open_std(stdin, os.O_RDONLY, "input (In)"))
+            std = []
+            for name, what in ((spec.stdout, "output (Out)"), (spec.stderr, "error (Err)")):
+                path = job_file(spec, name, box)
+                if path is None:
+                    std.append(_devnull(os.O_WRONLY))
+                    continue
+                fd = _open_std(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND, what)
+                opened.append(fd)
+                std.append(fd)
+                if self.identity.switch:
+                    os.fchown(fd, self.identity.uid, self.identity.gid)
+            ident = self.identity
+            request = launch.Launch(
+                argv=[exe, *spec.args],
+                executable=exe,
+                cwd=box if spec.transfer else spec.iwd,
+                env=self.env,
+                stdin=opened[0] if stdin else _devnull(os.O_RDONLY),
+                stdout=std[0],
+                stderr=std[1],
+                uid=ident.uid if ident.switch else None,
+                gid=ident.gid if ident.switch else None,
+                init_groups=ident.real_owner,
+                cgroup_procs=self.cgroups.procs_file(self.name),
+            )
+            # With the launcher or sh shim the job is in its cgroup before its first exec;
+            # the move after the exec is then only needed where neither is used.
+            self._move_after_exec = not launch.shim_enters_cgroup(request)
+            pending = asyncio.ensure_future(launch.spawn(request, self._after_spawn))
+            try:
+                proc = await asyncio.shield(pending)
+            except asyncio.CancelledError:
+                # vacated while the spawner thread was starting it: kill what it started
+                with contextlib.suppress(Exception):
+                    self._started(await pending)
+                    self._kill_group(signal.SIGKILL)
+                raise
+        finally:
+            for fd in opened:
+                os.close(fd)
+        self._started(proc)
+
+    def _after_spawn(self, pid: int) -> None:
+        """On the spawner thread, right after the exec: the cgroup move where the job did
+        not enter it itself, and the marker a restarted startd kills leftovers by (its
+        /proc read and file write kept off the event loop)."""
+        if self._move_after_exec:
+            self.cgroups.enter(self.name, pid)
+        line = f"{pid} {_proc_start_ticks(pid) or 0} {self.spec.job_id}\n".encode()
+        try:
+            fd = os.open(self.marker, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            try:
+                os.write(fd, line)
+            finally:
+                os.close(fd)
+        except OSError as e:
+            log.warning("cannot record job %s's process group: %s", self.spec.job_id, e)
+
+    def _started(self, proc: subprocess.Popen[bytes]) -> None:
+        self._proc = proc
+        self.pid = proc.pid
+        self._watch()
+
+    def _watch(self) -> None:
+        """Resolve ``_exited`` when the job exits: pidfd readable → wait4 (rusage included).
+
+        Kernels before 5.3 have no pidfd: then one SIGCHLD handler reaps for
+        every starter (``_SigchldReaper``).
+        """
+        loop = asyncio.get_running_loop()
+        fut: asyncio.Future[tuple[int, Any]] = loop.create_future()
+        self._exited = fut
+        pid = self.pid
+        assert pid is not None
+
+        def reaped(status: int, usage: Any) -> None:
+            if self._proc is not None:
+                self._proc.returncode = os.waitstatus_to_exitcode(status)
+            if not fut.done():
+                fut.set_result((status, usage))
+
+        try:
+            pidfd = os.pidfd_open(pid)
+        except (OSError, AttributeError):
+            _SigchldReaper.watch(loop, pid, reaped)
+            return
+
+        def ready() -> None:
+            try:
+                got, status, usage = os.wait4(pid, os.WNOHANG)
+            except ChildProcessError:
+                got, status, usage = pid, 255 << 8, None
+            if got == 0:
+                return
+            loop.remove_reader(pidfd)
+            os.close(pidfd)
+            reaped(status, usage)
+
+        loop.add_reader(pidfd, ready)
+
+    async def _wait(self) -> tuple[int, Any]:
+        assert self._exited is not None
+        try:
+            return await asyncio.shield(self._exited)
+        finally:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(self.marker)
+
+    def _exit_update(self, status: int, usage: Any, wall: float) -> dict[str, Any]:
+        out: dict[str, Any] = {"state": "exited"}
+        if os.WIFSIGNALED(status):
+            out["exit_signal"] = os.WTERMSIG(status)
+            out["core_dumped"] = os.WCOREDUMP(status)
+        else:
+            out["exit_code"] = os.WEXITSTATUS(status)
+        u: dict[str, Any] = {"RemoteWallClockTime": round(wall, 6)}
+        if usage is not None:
+            u["RemoteUserCpu"] = round(usage.ru_utime, 6)
+            u["RemoteSysCpu"] = round(usage.ru_stime, 6)
+            u["ResidentSetSize"] = int(usage.ru_maxrss)  # KiB
+            u["MemoryUsage"] = -(-int(usage.ru_maxrss) // 1024)  # MiB, rounded up
+        out["usage"] = u
+        return out
+
+    def _kill_group(self, sig: int) -> None:
+        if self.pid is None or (sig == signal.SIGKILL and self._reaped_and_killed):
+            return
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.pid, sig)
+        if sig == signal.SIGKILL:
+            self.cgroups.kill(self.name)
+
+    async def vacate(self, graceful: bool) -> dict[str, Any]:
+        """Stop the job (SIGTERM, then SIGKILL after JobMaxVacateTime; or SIGKILL now).
+
+        Returns what the schedd is told (also sent as JOB_UPDATE ``vacated``):
+        ``vacated`` with usage, or the job's own end when it had already exited.
+        """
+        if self.state in ("exited", "done"):
+            return dict(self.final or {"state": "exited"})
+        self.vacating = True
+        if self._exited is None:  # still preparing: no process yet
+            if self._prep is not None and not self._prep.done():
+                self._prep.cancel()
+            return {"state": "vacated"}
+        if graceful:
+            self._kill_group(signal.SIGTERM)
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(max(self.spec.max_vacate_time, 0.0)):
+                    await asyncio.shield(self._exited)
+        self._kill_group(signal.SIGKILL)
+        status, usage = await asyncio.shield(self._exited)
+        out: dict[str, Any] = {"state": "vacated"}
+        out["usage"] = self._exit_update(status, usage, 0.0)["usage"]
+        out["usage"].pop("RemoteWallClockTime", None)
+        return out
+
+    async def abandon(self) -> None:
+        """Hard kill, no report (lease expired, claim released, startd stopping)."""
+        self.abandoned = True
+        self.vacating = True
+        self._kill_group(signal.SIGKILL)
+        if self.task is not None and not self.task.done():
+            self.task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self.task
+
+    # -- reports ---------------------------------------------------------------------
+
+    async def _report(self, update: dict[str, Any]) -> None:
+        address = self.address_of()
+        if not address:
+            raise ConnectionError("no schedd address for this claim")
+        await self.peers.call(address, "JOB_UPDATE", claim_id=self.claim_id, job=self.spec.job_id, **update)
+
+    async def _deliver(self) -> None:
+        """Outputs, then the final report, retried until the schedd takes them.
+
+        NOT_FOUND is retried too: a restarted schedd knows the job only after
+        it has RECONNECTed. The claim's lease bounds the retrying (an expired
+        or released claim abandons the starter).
+        """
+        assert self.final is not None
+        delay = 0.25
+        while True:
+            address = self.address_of()
+            if not address:
+                return  # the claim is gone: nobody to report to
+            try:
+                if self.final["state"] == "exited" and self.spec.transfer and not self.files_sent:
+                    await self._put_files(address)
+                self.files_sent = True
+                await self._report(self.final)
+                return
+            except RemoteError as e:
+                if e.code != "NOT_FOUND":
+                    log.warning("job %s: schedd refused the report: %s", self.spec.job_id, e)
+                    return
+                log.info("job %s: schedd does not know the job (yet); will retry", self.spec.job_id)
+            except (ConnectionError, OSError, TimeoutError) as e:
+                log.info("job %s: cannot report to %s yet: %s", self.spec.job_id, address, e)
+            self._retry.clear()
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(delay):
+                    await self._retry.wait()
+            delay = min(delay * 2, 30.0)
+
+    def retry_now(self) -> None:
+        """The schedd came back (RECONNECT): try the pending report at once."""
+        self._retry.set()
+
+
+class _SigchldReaper:
+    """The fallback without pidfds: on SIGCHLD, ``wait4`` each watched pid (WNOHANG)."""
+
+    _watched: dict[int, Callable[[int, Any], None]] = {}
+    _loop: asyncio.AbstractEventLoop | None = None
+
+    @classmethod
+    def watch(cls, loop: asyncio.AbstractEventLoop, pid: int, done: Callable[[int, Any], None]) -> None:
+        cls._watched[pid] = done
+        if cls._loop is not loop:
+            loop.add_signal_handler(signal.SIGCHLD, cls._reap)
+            cls._loop = loop
+        cls._reap()  # it may have exited before the handler was there
+
+    @classmethod
+    def _reap(cls) -> None:
+        for pid in list(cls._watched):
+            try:
+                got, status, usage = os.wait4(pid, os.WNOHANG)
+            except ChildProcessError:
+                got, status, usage = pid, 255 << 8, None
+            if got:
+                cls._watched.pop(pid)(status, usage)
+
+
+_DEVNULL: dict[int, int] = {}
+
+
+def _remove_tree(path: str) -> None:
+    """``shutil.rmtree(path, ignore_errors=True)`` for a sandbox, cheaply in the usual case.
+
+    A finished sandbox is a handful of plain files: unlinking them by name and
+    removing the directory costs a few system calls, where rmtree's fd-based walk
+    (open, fstat, scandir, lstat per entry) costs ~3 times the CPU. Anything else
+    (a subdirectory, an odd entry, an error) falls back to rmtree. ``unlink`` never
+    follows a symbolic link, so a job's link cannot make us remove something outside.
+    """
+    try:
+        names = os.listdir(path)
+    except FileNotFoundError:
+        return
+    except OSError:
+        shutil.rmtree(path, ignore_errors=True)
+        return
+    for name in names:
+        try:
+            os.unlink(os.path.join(path, name))
+        except FileNotFoundError:
+            pass
+        except OSError:  # a directory (EISDIR) or anything unusual
+            shutil.rmtree(path, ignore_errors=True)
+            return
+    try:
+        os.rmdir(path)
+    except FileNotFoundError:
+        pass
+    except OSError:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def _is_plain_file(path: str) -> bool:
+    """A regular file, not a symlink: outputs are read as root, so a link the job
+    planted (to /etc/shadow, say) must never be followed."""
+    try:
+        return stat.S_ISREG(os.lstat(path).st_mode)
+    except OSError:
+        return False
+
+
+def _open_nofollow(path: str) -> Any:
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        return open(os.devnull, "rb")  # vanished or replaced by a link: send zeros
+    return os.fdopen(fd, "rb")
+
+
+def _open_std(path: str, flags: int, what: str) -> int:
+    try:
+        return os.open(path, flags | os.O_CLOEXEC, 0o644)
+    except OSError as e:
+        raise StartError(f"cannot open the job's {what} file {path}: {e.strerror}") from None
+
+
+def _devnull(flags: int) -> int:
+    """One /dev/null descriptor per mode, opened once and shared by every job."""
+    fd = _DEVNULL.get(flags)
+    if fd is None:
+        fd = _DEVNULL[flags] = os.open(os.devnull, flags | os.O_CLOEXEC)
+    return fd
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        n = os.write(fd, view)
+        view = view[n:]
+
+
+def _describe_exit(final: dict[str, Any]) -> str:
+    if final.get("state") == "vacated":
+        return "was vacated"
+    if "exit_signal" in final:
+        return f"died of signal {final['exit_signal']}"
+    return f"exited with status {final.get('exit_code')}"

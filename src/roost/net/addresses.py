@@ -1,0 +1,84 @@
+"""Daemon addresses: the ``host:port`` / ``unix:/path`` forms and the address files
+under ``$ROOST_HOME/run/`` that daemons publish them in.
+
+Imports only ``os`` and ``time``: the command-line tools read these.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+
+
+def parse_address(address: str) -> tuple[str, str | tuple[str, int]]:
+    """``("unix", path)`` or ``("tcp", (host, port))``; ValueError for anything else.
+
+    ``host:port`` may be ``[v6addr]:port``; a leading ``<`` and trailing ``>``
+    (HTCondor's sinful-string brackets) are tolerated.
+    """
+    a = address.strip()
+    if a.startswith("<") and a.endswith(">"):
+        a = a[1:-1].split("?", 1)[0]
+    if a.startswith("unix:"):
+        path = a[5:]
+        if not path:
+            raise ValueError(f"address {address!r} names no socket path")
+        return "unix", path
+    host, sep, port = a.rpartition(":")
+    if not sep or not host:
+        raise ValueError(f"address {address!r} is not host:port or unix:/path")
+    if host.startswith("[") and host.endswith("]"):
+        host = host[1:-1]
+    try:
+        p = int(port)
+    except ValueError:
+        raise ValueError(f"address {address!r} has a port that is not a number") from None
+    if not 0 < p < 65536:
+        raise ValueError(f"address {address!r} has port {p} out of range")
+    return "tcp", (host, p)
+
+
+def write_address(path: str | os.PathLike[str], address: str) -> None:
+    """Publish an address: written to a temp file, then renamed, so readers never see
+    half of one."""
+    path = os.fspath(path)
+    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+    tmp = f"{path}.tmp.{os.getpid()}"
+    with open(tmp, "w") as f:
+        f.write(address + "\n")
+    os.replace(tmp, path)
+
+
+def read_address(path: str | os.PathLike[str]) -> str | None:
+    """The address in a file, or None if there is none (yet)."""
+    try:
+        with open(path) as f:
+            text = f.read().strip()
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    return text or None
+
+
+def remove_address(path: str | os.PathLike[str], address: str | None = None) -> None:
+    """Remove an address file; with ``address``, only if it still holds that address
+    (a restarted daemon may already have written its new one)."""
+    if address is not None and read_address(path) != address:
+        return
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
+
+
+def wait_address(
+    path: str | os.PathLike[str], timeout: float = 10.0, interval: float = 0.01
+) -> str:
+    """Wait until an address file appears; TimeoutError naming the file if it does not."""
+    deadline = time.monotonic() + timeout
+    while True:
+        address = read_address(path)
+        if address is not None:
+            return address
+        if time.monotonic() >= deadline:
+            raise TimeoutError(f"no address in {os.fspath(path)} after {timeout:g} s")
+        time.sleep(interval)

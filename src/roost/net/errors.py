@@ -1,0 +1,36 @@
+"""Errors of the wire protocol, shared by the async and the blocking side.
+
+``RequestError`` is what a handler raises to answer ``{"ok": false}``;
+``RemoteError`` is what a client raises when it receives such an answer. A
+``RemoteError`` is a ``RequestError``, so a daemon relaying a call to another
+daemon passes the remote code through unchanged when it does not catch it.
+"""
+
+from __future__ import annotations
+
+
+class ProtocolError(Exception):
+    """A frame that breaks the protocol: bad length, invalid UTF-8/JSON, not an object."""
+
+    code = "BAD_FRAME"
+
+
+class RequestError(Exception):
+    """A request refused with a code (``BAD_REQUEST``, ``NOT_FOUND``, ``DENIED``, ...)."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+    def __str__(self) -> str:
+        return f"{self.code}: {self.message}"
+
+
+class RemoteError(RequestError):
+    """The peer answered ``ok: false``."""
+
+
+class CallTimeout(ConnectionError, TimeoutError):
+    """No answer within the call's timeout (the connection is dropped, since a late
+    answer would be mistaken for the next call's)."""

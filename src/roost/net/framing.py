@@ -1,0 +1,58 @@
+"""Frames: a 4-byte big-endian length, then that many bytes of UTF-8 JSON holding one object.
+
+Pure functions over bytes, shared by the asyncio server/client and the
+blocking client; only stdlib ``json`` and ``struct`` (no third-party codec).
+"""
+
+from __future__ import annotations
+
+import json
+import struct
+from typing import Any
+
+from roost.net.errors import ProtocolError
+
+MAX_FRAME = 64 * 1024 * 1024
+HEADER = struct.Struct(">I")
+HEADER_SIZE = HEADER.size
+
+_encoder = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), check_circular=False)
+_decoder = json.JSONDecoder()
+
+
+def encode(obj: dict[str, Any]) -> bytes:
+    """The frame (header + body) for a JSON object. Raises ProtocolError if it is too big
+    and TypeError for values JSON cannot hold."""
+    body = _encoder.encode(obj).encode("utf-8", "surrogatepass")
+    n = len(body)
+    if n > MAX_FRAME:
+        raise ProtocolError(f"frame of {n} bytes exceeds MAX_FRAME ({MAX_FRAME} bytes)")
+    return HEADER.pack(n) + body
+
+
+def body_length(header: bytes) -> int:
+    """The body length announced by a 4-byte header; ProtocolError if over MAX_FRAME."""
+    (n,) = HEADER.unpack(header)
+    if n > MAX_FRAME:
+        raise ProtocolError(f"frame announces {n} bytes, over MAX_FRAME ({MAX_FRAME} bytes)")
+    return n
+
+
+def decode_body(body: bytes | bytearray | memoryview) -> dict[str, Any]:
+    """The JSON object in a frame body; ProtocolError if not UTF-8 JSON holding an object."""
+    try:
+        text = bytes(body).decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise ProtocolError(f"frame is not valid UTF-8 ({e.reason} at byte {e.start})") from None
+    try:
+        obj = _decoder.decode(text)
+    except (json.JSONDecodeError, RecursionError) as e:
+        raise ProtocolError(f"frame is not valid JSON: {e}") from None
+    if type(obj) is not dict:
+        raise ProtocolError(f"frame holds a JSON {type(obj).__name__}, not an object")
+    return obj
+
+
+def error_response(code: str, message: str) -> dict[str, Any]:
+    """The response object of a refused request."""
+    return {"ok": False, "error": message, "code": code}

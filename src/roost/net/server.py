@@ -1,0 +1,305 @@
+"""The asyncio side of a daemon: accept connections, read frames, dispatch ``cmd``.
+
+One task per connection reads a request, awaits its handler and writes the
+response before reading the next request, so responses come back in order.
+A handler's ``RequestError`` becomes ``{"ok": false, "code", "error"}``; any
+other exception is logged with its traceback and answered ``INTERNAL``: a
+daemon never dies of a request. A framing error is answered, then the
+connection is closed (the byte stream can no longer be trusted).
+
+Handlers that stream bulk bytes after their JSON answer (file transfer) send
+the answer themselves with ``await peer.respond(obj)``, then use
+``peer.reader``/``peer.writer``; the server then writes nothing more for that
+request.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import re
+import socket
+import struct
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any
+
+from roost.net import framing
+from roost.net.errors import ProtocolError, RequestError
+from roost.net.protocol import SCHEMAS, Schema, validate
+
+log = logging.getLogger(__name__)
+
+_PEERCRED = struct.Struct("3i")
+_user_names: dict[int, str] = {}
+
+
+_CARET = re.compile(r"^\s*\^+\s*$")
+_POSITION = re.compile(r"(^|\D)\d+:\d+\b|\bline \d+|\bcolumn \d+")
+
+
+def one_line(message: str) -> str:
+    """An error message as the one line docs/protocol.md promises.
+
+    Parser errors (ClassAd syntax and the like) carry a source excerpt with a
+    caret under the fault on the lines after the first; the first line names
+    the position (``line:column: what``). Keep that line; where it names no
+    position but a caret shows one, add the column; drop the excerpt.
+    """
+    if "\n" not in message and "\r" not in message:
+        return message
+    lines = [ln for ln in message.splitlines() if ln.strip()]
+    if not lines:
+        return ""
+    first = lines[0].strip()
+    if not _POSITION.search(first):
+        for ln in lines[1:]:
+            if _CARET.match(ln):
+                first += f" (at column {ln.index('^') + 1})"
+                break
+    return first
+
+
+def _error(code: str, message: str) -> bytes:
+    return framing.encode(framing.error_response(code, one_line(message)))
+
+
+def _user_name(uid: int) -> str:
+    name = _user_names.get(uid)
+    if name is None:
+        try:
+            import pwd
+
+            name = pwd.getpwuid(uid).pw_name
+        except (KeyError, ImportError):
+            name = str(uid)
+        _user_names[uid] = name
+    return name
+
+
+class Peer:
+    """The other end of one connection, as handlers see it.
+
+    ``uid``/``user`` are set only for Unix-socket peers (SO_PEERCRED: the
+    kernel's word, HTCondor's FS authentication); ``address`` is
+    ``host:port`` for TCP peers and ``unix:`` + our socket path otherwise.
+    """
+
+    __slots__ = ("address", "uid", "user", "pid", "reader", "writer", "responded", "state", "_on_close")
+
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.reader = reader
+        self.writer = writer
+        self.uid: int | None = None
+        self.user: str | None = None
+        self.pid: int | None = None
+        self.responded = False
+        self.state: dict[str, Any] = {}  # per-connection state a handler may keep
+        self._on_close: list[Callable[[], None]] = []
+        sock = writer.get_extra_info("socket")
+        peername = writer.get_extra_info("peername")
+        if sock is not None and sock.family == socket.AF_UNIX:
+            self.address = "unix:" + str(writer.get_extra_info("sockname") or "")
+            with contextlib.suppress(OSError):
+                pid, uid, _gid = _PEERCRED.unpack(
+                    sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, _PEERCRED.size)
+                )
+                self.pid, self.uid, self.user = pid, uid, _user_name(uid)
+        elif isinstance(peername, tuple):
+            host, port = peername[0], peername[1]
+            self.address = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+        else:
+            self.address = str(peername)
+
+    def on_close(self, callback: Callable[[], None]) -> None:
+        """Call ``callback()`` once when this connection ends (closed by the peer,
+        a framing error, or the server shutting down): for per-connection state
+        that must not outlive it, such as the schedd's NEW_CLUSTER reservations."""
+        self._on_close.append(callback)
+
+    def _closed(self) -> None:
+        callbacks, self._on_close = self._on_close, []
+        for cb in callbacks:
+            try:
+                cb()
+            except Exception:
+                log.exception("close callback for %s failed", self.address)
+
+    async def respond(self, obj: dict[str, Any]) -> None:
+        """Send this request's response now (before streaming bytes after it)."""
+        out = {"ok": True}
+        out.update(obj)
+        self.writer.write(framing.encode(out))
+        self.responded = True
+        await self.writer.drain()
+
+    async def send_bytes(self, data: bytes | bytearray | memoryview) -> None:
+        self.writer.write(data)
+        await self.writer.drain()
+
+    async def read_exactly(self, n: int) -> bytes:
+        return await self.reader.readexactly(n)
+
+    def __repr__(self) -> str:
+        who = f" user={self.user}" if self.user else ""
+        return f"<Peer {self.address}{who}>"
+
+
+Handler = Callable[[dict[str, Any], Peer], Awaitable[dict[str, Any] | None]]
+
+
+class Server:
+    """A running server: one handler table, one or two listening sockets."""
+
+    def __init__(self, handlers: Mapping[str, Handler], schemas: Mapping[str, Schema]) -> None:
+        self.handlers = dict(handlers)
+        self.schemas = dict(SCHEMAS)
+        self.schemas.update(schemas)
+        self.tcp_address: str | None = None
+        self.unix_path: str | None = None
+        self._servers: list[asyncio.base_events.Server] = []
+        self._conns: set[asyncio.Task[None]] = set()
+
+    @property
+    def address(self) -> str:
+        """The address others should use: ``host:port`` if listening on TCP, else ``unix:path``."""
+        if self.tcp_address:
+            return self.tcp_address
+        if self.unix_path:
+            return "unix:" + self.unix_path
+        raise RuntimeError("server is not listening")
+
+    async def _start(self, host: str | None, port: int, unix_path: str | None) -> None:
+        if host is not None:
+            srv = await asyncio.start_server(self._connection, host, port, reuse_address=True)
+            self._servers.append(srv)
+            h, p = srv.sockets[0].getsockname()[:2]
+            self.tcp_address = f"[{h}]:{p}" if ":" in h else f"{h}:{p}"
+        if unix_path is not None:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(unix_path)  # a stale socket from a daemon that died
+            srv = await asyncio.start_unix_server(self._connection, unix_path)
+            self._servers.append(srv)
+            self.unix_path = unix_path
+
+    async def close(self) -> None:
+        """Stop listening, end open connections, remove the Unix socket file."""
+        for srv in self._servers:
+            srv.close()
+        for task in list(self._conns):
+            task.cancel()
+        for srv in self._servers:
+            with contextlib.suppress(Exception):
+                await srv.wait_closed()
+        if self._conns:
+            await asyncio.gather(*self._conns, return_exceptions=True)
+        if self.unix_path:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(self.unix_path)
+        self._servers.clear()
+
+    async def _connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        self._conns.add(task)
+        peer: Peer | None = None
+        try:
+            peer = Peer(reader, writer)
+            await self._serve_connection(peer)
+        except asyncio.CancelledError:
+            pass
+        except (ConnectionError, asyncio.IncompleteReadError):
+            pass
+        except Exception:
+            log.exception("connection handler failed")
+        finally:
+            self._conns.discard(task)
+            if peer is not None:
+                peer._closed()
+            writer.close()
+            with contextlib.suppress(Exception):
+                await writer.wait_closed()
+
+    async def _serve_connection(self, peer: Peer) -> None:
+        reader, writer = peer.reader, peer.writer
+        readexactly = reader.readexactly
+        while True:
+            try:
+                header = await readexactly(framing.HEADER_SIZE)
+            except asyncio.IncompleteReadError as e:
+                if e.partial:
+                    log.info("peer %s closed mid-header", peer.address)
+                return
+            try:
+                n = framing.body_length(header)
+                req = framing.decode_body(await readexactly(n))
+            except ProtocolError as e:
+                log.warning("bad frame from %s: %s", peer.address, e)
+                writer.write(_error(e.code, str(e)))
+                await writer.drain()
+                return
+            peer.responded = False
+            resp, ok = await self._dispatch(req, peer)
+            if not peer.responded:
+                writer.write(resp)
+                await writer.drain()
+            elif not ok:
+                # The handler answered, then failed mid-stream: the byte stream is
+                # out of step, so the only safe thing is to hang up.
+                log.warning("%s from %s failed after its response; closing", req.get("cmd"), peer.address)
+                return
+
+    async def _dispatch(self, req: dict[str, Any], peer: Peer) -> tuple[bytes, bool]:
+        """The encoded response to one request (handler errors turned into error
+        responses) and whether the handler succeeded."""
+        cmd = req.get("cmd")
+        try:
+            if type(cmd) is not str:
+                raise RequestError("BAD_REQUEST", "request has no 'cmd' string")
+            handler = self.handlers.get(cmd)
+            if handler is None:
+                raise RequestError("BAD_REQUEST", f"unknown command {cmd!r}")
+            schema = self.schemas.get(cmd)
+            if schema:
+                validate(cmd, req, schema)
+            result = await handler(req, peer)
+            out: dict[str, Any] = {"ok": True}
+            if result:
+                out.update(result)
+            return framing.encode(out), True
+        except RequestError as e:
+            return _error(e.code, e.message), False
+        except asyncio.CancelledError:
+            raise
+        except (ConnectionError, asyncio.IncompleteReadError) as e:
+            if peer.responded:
+                raise  # our own peer went away mid-stream
+            # a daemon this handler depends on could not be reached
+            log.warning("%s from %s: %s", cmd, peer.address, e)
+            return _error("UNAVAILABLE", f"{cmd}: {e}"), False
+        except Exception as e:
+            log.exception("%s from %s failed", cmd, peer.address)
+            message = f"{cmd}: internal error: {type(e).__name__}: {e}"
+            return _error("INTERNAL", message), False
+
+
+async def serve(
+    handlers: Mapping[str, Handler],
+    *,
+    host: str | None = None,
+    port: int = 0,
+    unix_path: str | None = None,
+    schemas: Mapping[str, Schema] | None = None,
+) -> Server:
+    """Start serving ``handlers`` (cmd → async handler(req, peer) → result dict).
+
+    Listens on TCP ``host:port`` (port 0: the kernel picks; see ``server.address``)
+    and/or the Unix socket ``unix_path``. ``schemas`` adds or overrides argument
+    schemas (see ``roost.net.protocol``).
+    """
+    if host is None and unix_path is None:
+        host = "127.0.0.1"
+    server = Server(handlers, schemas or {})
+    await server._start(host, port, unix_path)
+    return server

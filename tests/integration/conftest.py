@@ -1,0 +1,48 @@
+"""Fixtures: a real personal pool per test module (``pool``) and a fresh one per test
+(``fresh_pool``) for tests that break daemons on purpose."""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from poolkit import PoolHandle, log_tails, start_pool, stop_pool
+
+
+def _short_home(prefix: str) -> Path:
+    # Unix socket paths are limited to 107 bytes: keep ROOST_HOME short.
+    return Path(tempfile.mkdtemp(prefix=prefix, dir="/tmp"))
+
+
+@pytest.fixture(scope="module")
+def pool() -> Iterator[PoolHandle]:
+    home = _short_home("roost-it-")
+    p = start_pool(home)
+    try:
+        yield p
+    finally:
+        stop_pool(p)
+
+
+@pytest.fixture
+def fresh_pool() -> Iterator[PoolHandle]:
+    home = _short_home("roost-itf-")
+    p = start_pool(home)
+    try:
+        yield p
+    finally:
+        stop_pool(p)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+    """On failure, append the pool's daemon logs to the report: that is where the why is."""
+    outcome = yield
+    rep = outcome.get_result()
+    if rep.when == "call" and rep.failed:
+        for name in ("pool", "fresh_pool"):
+            p = item.funcargs.get(name) if hasattr(item, "funcargs") else None
+            if isinstance(p, PoolHandle):
+                rep.sections.append((f"roost logs ({name})", log_tails(p.home)))

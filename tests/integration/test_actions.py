@@ -1,0 +1,64 @@
+"""rm, hold and release on a real pool: what the user sees, and what the event log records."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import htcondor2
+from poolkit import PoolHandle
+
+
+def _kinds(log: Path) -> list[htcondor2.JobEventType]:
+    return [e.type for e in htcondor2.JobEventLog(str(log)).events(stop_after=0)]
+
+
+def test_hold_release_remove_a_running_job(pool: PoolHandle, tmp_path: Path) -> None:
+    r = pool.submit("executable = /bin/sleep\narguments = 300\nlog = act.log\nqueue 2\n", tmp_path)
+    jid = f"{r.cluster}.0"
+    pool.wait_for(jid, lambda j: j["JobStatus"] == 2, what="running")
+
+    out = pool.roost("hold", jid, "-reason", "testing holds", check=True)
+    assert out.stdout.strip() == f"Job {jid} held"
+    ad = pool.wait_for(jid, lambda j: j["JobStatus"] == 5, what="held")
+    assert "testing holds" in ad.get("HoldReason", "")
+
+    out = pool.roost("release", jid, check=True)
+    assert out.stdout.strip() == f"Job {jid} released"
+    pool.wait_for(jid, lambda j: j["JobStatus"] in (1, 2), what="idle or running again")
+
+    out = pool.roost("rm", str(r.cluster), check=True)
+    assert out.stdout.strip() == f"All jobs in cluster {r.cluster} have been marked for removal"
+    got = pool.wait(r.job_ids(), timeout=30)
+    assert got["done"] == 2
+    ad = pool.job(jid)
+    assert ad is not None and ad["JobStatus"] == 3
+    kinds = _kinds(tmp_path / "act.log")
+    assert htcondor2.JobEventType.JOB_HELD in kinds
+    assert htcondor2.JobEventType.JOB_RELEASED in kinds
+    assert kinds.count(htcondor2.JobEventType.JOB_ABORTED) == 2
+
+
+def test_actions_on_nothing_fail_clearly(pool: PoolHandle) -> None:
+    out = pool.roost("rm", "99999.0")
+    assert out.returncode == 1
+    assert out.stderr.strip() == "Job 99999.0 not found"
+    out = pool.roost("release", "99999")
+    assert out.returncode == 1 and "cluster 99999" in out.stderr
+    out = pool.roost("hold")
+    assert out.returncode == 1 and "name jobs" in out.stderr
+
+
+def test_constraint_and_user_targets(pool: PoolHandle, tmp_path: Path) -> None:
+    r = pool.submit("executable = /bin/sleep\narguments = 300\nhold = true\nqueue 3\n", tmp_path)
+    ads = pool.schedd().query_objs(ids=[str(r.cluster)], projection=["JobStatus"])
+    assert [a["JobStatus"] for a in ads] == [5, 5, 5]  # submitted on hold
+    out = pool.roost("release", "-constraint", f"ClusterId == {r.cluster} && ProcId == 1", check=True)
+    assert out.stdout.strip() == (f"Jobs matching constraint (ClusterId == {r.cluster} && ProcId == 1) "
+                                  "have been released")
+    pool.wait_for(f"{r.cluster}.1", lambda j: j["JobStatus"] in (1, 2), what="released")
+    from roost.api.schedd import current_user
+
+    me = current_user()
+    out = pool.roost("rm", me, check=True)
+    assert out.stdout.strip() == f'All jobs of user "{me}" have been marked for removal'
+    pool.wait(r.job_ids(), timeout=30)

@@ -1,0 +1,93 @@
+"""A pool survives its daemons being killed: nothing submitted is lost, running jobs
+reconnect or rerun, and new jobs still run."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from pathlib import Path
+
+from poolkit import PoolHandle
+
+
+def _sleepers(pool: PoolHandle, tmp_path: Path, n: int, secs: float, log: str) -> list[str]:
+    r = pool.submit(f"executable = /bin/sleep\narguments = {secs}\nlog = {log}\nqueue {n}\n", tmp_path)
+    return r.job_ids()
+
+
+def _all_running(pool: PoolHandle, ids: list[str], timeout: float = 30) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        ads = pool.schedd().query_objs(ids=ids, projection=["JobStatus"])
+        if len(ads) == len(ids) and all(a["JobStatus"] == 2 for a in ads):
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"jobs {ids} not all running within {timeout} s")
+
+
+def test_schedd_killed_mid_run_loses_nothing(fresh_pool: PoolHandle, tmp_path: Path) -> None:
+    pool = fresh_pool
+    running = _sleepers(pool, tmp_path, 2, 4, "s.log")
+    _all_running(pool, running)
+    idle = pool.submit("executable = /bin/true\nlog = t.log\nqueue 3\n", tmp_path).job_ids()
+    old = pool.daemon_pid("schedd")
+    os.kill(old, signal.SIGKILL)
+    pool.wait_daemon_back("schedd", old)
+    got = pool.wait(running + idle, timeout=60)
+    assert got["done"] == 5
+    for jid in running:
+        ad = pool.job(jid)
+        assert ad is not None and ad["JobStatus"] == 4 and ad["ExitCode"] == 0
+        # reconnected, not rerun: it started once
+        assert ad.get("NumJobStarts", 1) == 1, ad
+
+
+def test_startd_killed_jobs_rerun(fresh_pool: PoolHandle, tmp_path: Path) -> None:
+    pool = fresh_pool
+    ids = _sleepers(pool, tmp_path, 2, 2, "k.log")
+    _all_running(pool, ids)
+    old = pool.daemon_pid("startd")
+    os.kill(old, signal.SIGKILL)
+    pool.wait_daemon_back("startd", old)
+    got = pool.wait(ids, timeout=90)
+    assert got["done"] == 2
+    for jid in ids:
+        ad = pool.job(jid)
+        assert ad is not None and ad["JobStatus"] == 4 and ad["ExitCode"] == 0
+        assert ad["NumJobStarts"] >= 2, ad
+
+
+def test_collector_and_negotiator_restarts_do_not_disturb_jobs(pool: PoolHandle, tmp_path: Path) -> None:
+    ids = _sleepers(pool, tmp_path, 1, 3, "c.log")
+    _all_running(pool, ids)
+    for name in ("collector", "negotiator"):
+        old = pool.daemon_pid(name)
+        os.kill(old, signal.SIGKILL)
+        pool.wait_daemon_back(name, old)
+    # the running job finishes untouched ...
+    assert pool.wait(ids, timeout=60)["done"] == 1
+    ad = pool.job(ids[0])
+    assert ad is not None and ad["NumJobStarts"] == 1 and ad["ExitCode"] == 0
+    # ... and new jobs still get matched and run
+    new = pool.submit("executable = /bin/true\nlog = n.log\nqueue 2\n", tmp_path).job_ids()
+    assert pool.wait(new, timeout=60)["done"] == 2
+    # the slots are back in the restarted collector
+    assert pool.collector().query_objs("Machine", projection=["Name"])
+
+
+def test_queue_survives_down_and_up(fresh_pool: PoolHandle, tmp_path: Path) -> None:
+    pool = fresh_pool
+    running = _sleepers(pool, tmp_path, 1, 2, "d.log")
+    _all_running(pool, running)
+    held = pool.submit("executable = /bin/true\nhold = true\nqueue\n", tmp_path).job_ids()
+    pool.roost("down", check=True)
+    assert pool.roost("q").returncode == 1  # no pool now
+    up = pool.roost("up", check=True)
+    assert "pool is up" in up.stdout
+    pool.master_pid = int((pool.home / "run" / "master.pid").read_text())
+    # the held job is still held, the interrupted one runs again and finishes
+    assert pool.job(held[0])["JobStatus"] == 5  # type: ignore[index]
+    assert pool.wait(running, timeout=60)["done"] == 1
+    ad = pool.job(running[0])
+    assert ad is not None and ad["JobStatus"] == 4 and ad["ExitCode"] == 0

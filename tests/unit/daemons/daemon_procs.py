@@ -1,0 +1,87 @@
+"""Start real daemon processes in a temporary ROOST_HOME and stop them by pid."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+import threading
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from roost.config import write_personal_config
+from roost.net.addresses import wait_address
+from roost.net.server import Handler, Server, serve
+
+
+def make_home(tmp_path: Path, extra_config: str = "") -> Path:
+    home = tmp_path / "home"
+    path = write_personal_config(home)
+    if extra_config:
+        with open(path, "a") as f:
+            f.write(extra_config)
+    return home
+
+
+def start_daemon(name: str, home: Path, env: dict[str, str] | None = None,
+                 timeout: float = 15.0) -> tuple[subprocess.Popen, str]:
+    """Run ``python -m roost.daemons.<name>``; return the process and its published address."""
+    full_env = {k: v for k, v in os.environ.items() if not k.startswith("_ROOST_")}
+    full_env.pop("ROOST_CONFIG", None)
+    full_env["ROOST_HOME"] = str(home)
+    full_env.update(env or {})
+    address_file = home / "run" / f"{name}.address"
+    if address_file.exists():
+        address_file.unlink()
+    proc = subprocess.Popen([sys.executable, "-m", f"roost.daemons.{name}"], env=full_env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        address = wait_address(address_file, timeout=timeout)
+    except TimeoutError:
+        stop_daemon(proc)
+        err = proc.stderr.read().decode() if proc.stderr else ""
+        raise RuntimeError(f"{name} did not start: {err}") from None
+    return proc, address
+
+
+def stop_daemon(proc: subprocess.Popen, timeout: float = 10.0) -> int:
+    """SIGTERM, wait, SIGKILL if it will not go; the exit status."""
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+    if proc.stderr:
+        proc.stderr.close()
+    return proc.returncode
+
+
+class ThreadedServer:
+    """A roost.net server on an event loop in a background thread (a peer played by a test)."""
+
+    def __init__(self, handlers: Mapping[str, Handler], **kwargs: Any) -> None:
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
+        self.thread.start()
+        fut = asyncio.run_coroutine_threadsafe(serve(handlers, **kwargs), self.loop)
+        self.server: Server = fut.result(5)
+
+    def run(self, coro: Any, timeout: float = 5) -> Any:
+        return asyncio.run_coroutine_threadsafe(coro, self.loop).result(timeout)
+
+    def close(self) -> None:
+        self.run(self.server.close())
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(5)
+        self.loop.close()
+
+    def __enter__(self) -> ThreadedServer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

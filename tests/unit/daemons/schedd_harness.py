@@ -1,0 +1,238 @@
+"""Helpers for the schedd tests: a real schedd process, real clients, and a small
+startd-like peer (a real server on a real socket) that claims, runs and reports."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from roost.net.adwire import ad_to_obj
+from roost.net.client import AsyncClient
+from roost.net.server import serve
+from roost.net.syncclient import SyncClient
+from roost.submit import parse_submit
+
+from .daemon_procs import make_home, start_daemon, stop_daemon
+
+SCHEDD_CONFIG = "\nPERIODIC_EXPR_INTERVAL = 0.3\nSCHEDD_MIN_INTERVAL = 0\n"
+
+
+class ScheddProc:
+    """A schedd process in its own ROOST_HOME (restartable; stopped by pid)."""
+
+    def __init__(self, tmp_path: Path, extra_config: str = "") -> None:
+        self.home = make_home(tmp_path, SCHEDD_CONFIG + extra_config)
+        self.proc: Any = None
+        self.address = ""
+
+    def start(self) -> ScheddProc:
+        self.proc, self.address = start_daemon("schedd", self.home)
+        return self
+
+    @property
+    def sock(self) -> str:
+        return "unix:" + str(self.home / "run" / "schedd.sock")
+
+    def client(self) -> SyncClient:
+        return SyncClient(self.sock, timeout=10)
+
+    def kill9(self) -> None:
+        self.proc.kill()
+        self.proc.wait()
+        if self.proc.stderr:
+            self.proc.stderr.close()
+
+    def stop(self) -> None:
+        if self.proc is not None:
+            stop_daemon(self.proc)
+
+    def log(self) -> str:
+        return (self.home / "log" / "SchedLog").read_text()
+
+
+def submit(client: SyncClient, text: str, cwd: str, owner: str = "root") -> tuple[int, int]:
+    """Submit a description the way roost.api does: NEW_CLUSTER, expand, SUBMIT."""
+    desc = parse_submit(text, cwd=cwd)
+    cid = client.call("NEW_CLUSTER")["cluster"]
+    [cs] = desc.expand(cid, int(time.time()), owner)
+    cluster = ad_to_obj(cs.cluster_classad())
+    from roost.submit.jobads import to_classad
+
+    procs = [ad_to_obj(to_classad(d)) for d in cs.proc_diffs]
+    r = client.call("SUBMIT", cluster=cid, cluster_ad=cluster, procs=procs)
+    return r["cluster"], r["count"]
+
+
+def query(client: SyncClient, **args: Any) -> dict[str, dict[str, Any]]:
+    """QUERY_JOBS merged into full ads keyed by "C.P"."""
+    r = client.call("QUERY_JOBS", **args)
+    out = {}
+    for c, p, diff in r["jobs"]:
+        ad = dict(r["clusters"].get(str(c), {}))
+        ad.update(diff)
+        out[f"{c}.{p}"] = ad
+    return out
+
+
+def wait_for(pred: Any, timeout: float = 10.0, interval: float = 0.02) -> Any:
+    deadline = time.monotonic() + timeout
+    while True:
+        v = pred()
+        if v:
+            return v
+        if time.monotonic() > deadline:
+            raise AssertionError("condition not reached in time")
+        time.sleep(interval)
+
+
+class FakeStartd:
+    """A startd-like peer: answers REQUEST_CLAIM/ACTIVATE_CLAIM/KEEPALIVE/..., and for
+    each activation pulls input (GET_FILES), "runs" the job by calling ``behaviour``,
+    pushes output (PUT_FILES) and reports the exit (JOB_UPDATE), as a starter does."""
+
+    def __init__(self, behaviour: Any = None, slot: dict[str, Any] | None = None) -> None:
+        self.behaviour = behaviour or (lambda job_ad, inputs: ({}, {"exit_code": 0}))
+        self.slot = slot or {
+            "MyType": "Machine", "Name": "slot1_1@fake", "Cpus": 1, "Memory": 4096, "Disk": 10**7,
+            "Arch": "X86_64", "OpSys": "LINUX", "HasFileTransfer": True, "CondorVersion": "$CondorVersion: 25.12.0 2025-11-01 $",
+            "Requirements": "/Expr(TARGET.RequestCpus <= MY.Cpus)/",
+        }
+        self.calls: list[tuple[str, dict[str, Any]]] = []
+        self.inputs: dict[str, dict[str, bytes]] = {}
+        self.claims: dict[str, str] = {}  # claim id -> schedd address
+        self.forget_claims = False
+        self.deny_claims = False
+        self.hang = False  # don't report exits (for vacate/lease tests)
+        self.running: dict[str, asyncio.Task[Any]] = {}
+        self.loop = asyncio.new_event_loop()
+        self.address = ""
+        ready = threading.Event()
+        self.thread = threading.Thread(target=self._run, args=(ready,), daemon=True)
+        self.thread.start()
+        ready.wait(5)
+
+    def _run(self, ready: threading.Event) -> None:
+        asyncio.set_event_loop(self.loop)
+
+        async def main() -> None:
+            self.server = await serve(self._handlers(), host="127.0.0.1")
+            self.address = self.server.address
+            ready.set()
+            self._stop = asyncio.Event()
+            await self._stop.wait()
+            for t in self.running.values():
+                t.cancel()
+            await asyncio.gather(*self.running.values(), return_exceptions=True)
+            await self.server.close()
+
+        self.loop.run_until_complete(main())
+
+    def close(self) -> None:
+        self.loop.call_soon_threadsafe(self._stop.set)
+        self.thread.join(5)
+
+    def names(self) -> list[str]:
+        return [c for c, _ in self.calls]
+
+    def _handlers(self) -> dict[str, Any]:
+        async def request_claim(req: dict[str, Any], peer: Any) -> dict[str, Any]:
+            self.calls.append(("REQUEST_CLAIM", req))
+            if self.deny_claims:
+                from roost.net.errors import RequestError
+
+                raise RequestError("DENIED", "START is false")
+            cid = req["claim_id"] + "#d"
+            self.claims[cid] = req.get("schedd_address", "")
+            return {"claim_id": cid, "slot_ad": self.slot}
+
+        async def activate(req: dict[str, Any], peer: Any) -> dict[str, Any]:
+            self.calls.append(("ACTIVATE_CLAIM", req))
+            if req["claim_id"] not in self.claims:
+                from roost.net.errors import RequestError
+
+                raise RequestError("NOT_FOUND", "no such claim")
+            job = req["job_ad"]
+            jid = f"{job['ClusterId']}.{job['ProcId']}"
+            self.running[jid] = asyncio.ensure_future(self._starter(req["claim_id"], jid, job))
+            return {}
+
+        async def keepalive(req: dict[str, Any], peer: Any) -> dict[str, Any]:
+            self.calls.append(("KEEPALIVE", req))
+            if self.forget_claims or req["claim_id"] not in self.claims:
+                from roost.net.errors import RequestError
+
+                raise RequestError("NOT_FOUND", "no such claim")
+            return {}
+
+        async def deactivate(req: dict[str, Any], peer: Any) -> dict[str, Any]:
+            self.calls.append(("DEACTIVATE_CLAIM", req))
+            return {}
+
+        async def release(req: dict[str, Any], peer: Any) -> dict[str, Any]:
+            self.calls.append(("RELEASE_CLAIM", req))
+            self.claims.pop(req["claim_id"], None)
+            return {}
+
+        async def reconnect(req: dict[str, Any], peer: Any) -> dict[str, Any]:
+            self.calls.append(("RECONNECT", req))
+            if req["claim_id"] not in self.claims:
+                from roost.net.errors import RequestError
+
+                raise RequestError("NOT_FOUND", "no such claim")
+            self.claims[req["claim_id"]] = req["schedd_address"]
+            return {"job": "?", "state": "running"}
+
+        return {
+            "REQUEST_CLAIM": request_claim, "ACTIVATE_CLAIM": activate, "KEEPALIVE": keepalive,
+            "DEACTIVATE_CLAIM": deactivate, "RELEASE_CLAIM": release, "RECONNECT": reconnect,
+        }
+
+    async def _starter(self, claim_id: str, jid: str, job: dict[str, Any]) -> None:
+        schedd = AsyncClient(self.claims[claim_id], timeout=10)
+        try:
+            inputs: dict[str, bytes] = {}
+            async with schedd.stream() as conn:
+                await conn.send({"cmd": "GET_FILES", "job": jid, "claim_id": claim_id})
+                resp = await conn.recv()
+                if resp.get("ok"):
+                    for f in resp["files"]:
+                        inputs[f["name"]] = await conn.read_exactly(f["size"]) if f["size"] else b""
+            self.inputs[jid] = inputs
+            if not resp.get("ok"):
+                await schedd.call("JOB_UPDATE", claim_id=claim_id, job=jid, state="failed", error=resp.get("error"))
+                return
+            await schedd.call("JOB_UPDATE", claim_id=claim_id, job=jid, state="running", pid=4242)
+            outputs, result = self.behaviour(job, inputs)
+            while self.hang:
+                await asyncio.sleep(0.05)
+            if outputs:
+                entries = [{"name": n, "size": len(b), "mode": 0o644, **({"role": n} if n in ("stdout", "stderr") else {})}
+                           for n, b in outputs.items()]
+                async with schedd.stream() as conn:
+                    await conn.send({"cmd": "PUT_FILES", "job": jid, "claim_id": claim_id, "files": entries})
+                    for b in outputs.values():
+                        await conn.send_bytes(b)
+                    await conn.recv()
+            claim_now = claim_id
+            await AsyncClient(self.claims.get(claim_now, ""), timeout=10).call(
+                "JOB_UPDATE", claim_id=claim_id, job=jid, state="exited",
+                usage={"user": 1.0, "system": 0.0}, **result)
+        except Exception as e:  # a test failure shows up as a job that never finishes
+            print("fake starter failed:", repr(e))
+        finally:
+            await schedd.close()
+
+    def send_match(self, schedd_tcp: str, autocluster: int, claim_id: str = "claim-1") -> dict[str, Any]:
+        with SyncClient(schedd_tcp, timeout=10) as c:
+            return c.call("MATCHES", matches=[{
+                "autocluster": autocluster, "slot_name": self.slot["Name"], "claim_id": claim_id,
+                "startd_address": self.address, "slot_ad": self.slot}])
+
+
+def chdir_tmp(tmp: Path) -> str:
+    os.makedirs(tmp, exist_ok=True)
+    return str(tmp)

@@ -1,0 +1,145 @@
+"""A real collector process, real blocking clients."""
+
+import socket
+import struct
+import time
+
+import pytest
+
+from roost.net.errors import RemoteError
+from roost.net.syncclient import SyncClient
+
+from .daemon_procs import make_home, start_daemon, stop_daemon
+
+
+@pytest.fixture(scope="module")
+def collector(tmp_path_factory):
+    home = make_home(tmp_path_factory.mktemp("collector"))
+    proc, address = start_daemon("collector", home)
+    try:
+        yield home, proc, address
+    finally:
+        stop_daemon(proc)
+
+
+def slot(name, **attrs):
+    ad = {"Name": name, "MyType": "Machine", "Cpus": 1, "Memory": 1024, "State": "Unclaimed",
+          "Requirements": "/Expr(TARGET.RequestCpus <= MY.Cpus)/"}
+    ad.update(attrs)
+    return ad
+
+
+def test_update_query_constraint_projection(collector):
+    _, _, address = collector
+    with SyncClient(address, timeout=5) as c:
+        c.call("UPDATE_AD", type="Machine", ad=slot("slot1@a", Memory=512), private={"ClaimId": "c1"})
+        c.call("UPDATE_AD", type="Machine", ad=slot("slot1@b", Memory=4096), private={"ClaimId": "c2"})
+        c.call("UPDATE_AD", type="Machine", ad=slot("slot1@b", Memory=8192))  # replaces
+        ads = c.call("QUERY", type="Machine")["ads"]
+        names = sorted(a["Name"] for a in ads)
+        assert names == ["slot1@a", "slot1@b"]
+        b = next(a for a in ads if a["Name"] == "slot1@b")
+        assert b["Memory"] == 8192 and isinstance(b["LastHeardFrom"], int)
+        assert "ClaimId" not in b and all("ClaimId" not in a for a in ads)
+        assert b["Requirements"] == "/Expr(TARGET.RequestCpus <= MY.Cpus)/"
+        big = c.call("QUERY", type="machine", constraint="Memory > 1000 && State == \"Unclaimed\"")
+        assert [a["Name"] for a in big["ads"]] == ["slot1@b"]
+        proj = c.call("QUERY", type="Machine", constraint='Name == "slot1@a"', projection=["name", "memory", "Nope"])
+        assert proj["ads"] == [{"Name": "slot1@a", "Memory": 512}]
+        priv = c.call("QUERY", type="Machine", constraint='Name == "slot1@a"', private=True)["ads"]
+        assert priv[0]["ClaimId"] == "c1"
+        # an undefined constraint matches nothing; other types are separate
+        assert c.call("QUERY", type="Machine", constraint="NoSuchAttr > 3")["ads"] == []
+        assert c.call("QUERY", type="Submitter")["ads"] == []
+        # the collector advertises itself
+        own = c.call("QUERY", type="Collector")["ads"]
+        assert own and own[0]["MyAddress"] == address
+
+
+def test_invalidate(collector):
+    _, _, address = collector
+    with SyncClient(address, timeout=5) as c:
+        c.call("UPDATE_AD", type="Submitter", ad={"Name": "alice@x", "IdleJobs": 3})
+        assert c.call("INVALIDATE_AD", type="Submitter", name="ALICE@x") == {"removed": 1}
+        assert c.call("INVALIDATE_AD", type="Submitter", name="alice@x") == {"removed": 0}
+        assert c.call("QUERY", type="Submitter", constraint='Name == "alice@x"')["ads"] == []
+
+
+def test_expiry_by_classad_lifetime(collector):
+    _, _, address = collector
+    with SyncClient(address, timeout=5) as c:
+        c.call("UPDATE_AD", type="Scheduler", ad={"Name": "short", "ClassAdLifetime": 0.3})
+        c.call("UPDATE_AD", type="Scheduler", ad={"Name": "long"})
+        assert {a["Name"] for a in c.call("QUERY", type="Scheduler")["ads"]} == {"short", "long"}
+        time.sleep(0.5)
+        assert [a["Name"] for a in c.call("QUERY", type="Scheduler")["ads"]] == ["long"]
+        # an update renews the lease
+        c.call("UPDATE_AD", type="Scheduler", ad={"Name": "short", "ClassAdLifetime": 0.3})
+        assert len(c.call("QUERY", type="Scheduler")["ads"]) == 2
+
+
+@pytest.mark.parametrize(
+    "cmd, args, words",
+    [
+        ("UPDATE_AD", {"type": "Machine"}, "missing argument 'ad'"),
+        ("UPDATE_AD", {"type": "Machine", "ad": []}, "JSON object"),
+        ("UPDATE_AD", {"type": "Machine", "ad": {"Memory": 1}}, "no string Name"),
+        ("UPDATE_AD", {"type": "Machine", "ad": {"Name": "x", "R": "/Expr(1 +)/"}}, "bad expression"),
+        ("UPDATE_AD", {"type": "Mach ine", "ad": {"Name": "x"}}, "bad ad type"),
+        ("QUERY", {"type": "Machine", "constraint": "Memory >"}, "bad constraint"),
+        ("QUERY", {"type": "Machine", "projection": "Name"}, "list of strings"),
+        ("INVALIDATE_AD", {"type": "Machine", "name": 3}, "must be a string"),
+        ("FROBNICATE", {}, "unknown command"),
+    ],
+)
+def test_bad_requests_get_clear_errors(collector, cmd, args, words):
+    _, proc, address = collector
+    with SyncClient(address, timeout=5) as c:
+        with pytest.raises(RemoteError) as e:
+            c.call(cmd, **args)
+        assert e.value.code == "BAD_REQUEST" and words in e.value.message
+        assert c.call("QUERY", type="Collector")["ads"]  # same connection still answers
+    assert proc.poll() is None
+
+
+def test_malformed_frames_do_not_hurt(collector):
+    _, proc, address = collector
+    host, port = address.rsplit(":", 1)
+    for payload in [b"\x00\x00\x00\x04{{{{", b"\xff\xff\xff\xff", b"\x00\x00\x00\x05[1,2]", b"\x00\x00"]:
+        s = socket.create_connection((host, int(port)), timeout=5)
+        s.sendall(payload)
+        s.shutdown(socket.SHUT_WR)
+        data = b""
+        while chunk := s.recv(4096):
+            data += chunk
+        s.close()
+        if len(payload) > 2:
+            (n,) = struct.unpack(">I", data[:4])
+            assert b'"BAD_FRAME"' in data[4:4 + n]
+    with SyncClient(address, timeout=5) as c:
+        assert c.call("QUERY", type="Collector")["ads"]
+    assert proc.poll() is None
+
+
+def test_sigterm_is_clean(tmp_path):
+    home = make_home(tmp_path)
+    proc, address = start_daemon("collector", home)
+    try:
+        with SyncClient(address, timeout=5) as c:
+            c.call("QUERY", type="Collector")
+    finally:
+        assert stop_daemon(proc) == 0
+    assert not (home / "run" / "collector.address").exists()
+    log = (home / "log" / "CollectorLog").read_text()
+    assert "listening on " + address in log and "stopped" in log
+
+
+def test_restarted_collector_keeps_its_port(tmp_path):
+    home = make_home(tmp_path)
+    proc, first = start_daemon("collector", home)
+    stop_daemon(proc)
+    proc, second = start_daemon("collector", home)
+    try:
+        assert second == first
+    finally:
+        stop_daemon(proc)

@@ -1,0 +1,80 @@
+"""The shared daemon scaffolding, in-process: config, addresses, advertising, shutdown."""
+
+import asyncio
+
+from roost.config import Config
+from roost.daemons.base import Daemon
+from roost.net.addresses import read_address, write_address
+from roost.net.server import serve
+
+
+def config(home, text=""):
+    return Config.from_text(f"LOCAL_DIR = {home}\n{text}", facts={"FULL_HOSTNAME": "h.example"},
+                            subsys="TESTD")
+
+
+def test_collector_address_forms(tmp_path):
+    d = Daemon("testd", "TESTD", config=config(tmp_path, "COLLECTOR_HOST = cm.example:9000"))
+    assert d.collector_address() == "cm.example:9000"
+    d = Daemon("testd", "TESTD", config=config(tmp_path, "COLLECTOR_HOST = cm.example\nCOLLECTOR_PORT = 9700"))
+    assert d.collector_address() == "cm.example:9700"
+    d = Daemon("testd", "TESTD", config=config(tmp_path, "COLLECTOR_HOST = 127.0.0.1:0"))
+    assert d.collector_address() is None  # not published yet
+    write_address(tmp_path / "run" / "collector.address", "127.0.0.1:4567")
+    assert d.collector_address() == "127.0.0.1:4567"
+    assert (tmp_path / "log").is_dir() and d.log_file().name == "TestdLog"
+    assert Daemon("schedd", "SCHEDD", config=config(tmp_path)).log_file().name == "SchedLog"
+
+
+class Echo(Daemon):
+    ad_type = "Scheduler"
+
+    def handlers(self):
+        async def ping(req, peer):
+            return {"pong": True}
+
+        return {"PING": ping}
+
+    def ad(self):
+        return {"Extra": 42}
+
+
+def test_lifecycle_against_an_in_process_collector(tmp_path):
+    updates, invalidations = [], []
+
+    async def update_ad(req, peer):
+        updates.append(req)
+        return {}
+
+    async def invalidate_ad(req, peer):
+        invalidations.append((req["type"], req["name"]))
+        return {"removed": 1}
+
+    async def main():
+        coll = await serve({"UPDATE_AD": update_ad, "INVALIDATE_AD": invalidate_ad})
+        d = Echo("echo", "ECHOD", config=config(tmp_path, f"COLLECTOR_HOST = {coll.tcp_address}\n"
+                                                         "BIND_ADDRESS = 127.0.0.1"))
+        task = asyncio.create_task(d.main())
+        try:
+            for _ in range(200):
+                if updates:
+                    break
+                await asyncio.sleep(0.01)
+            assert read_address(tmp_path / "run" / "echo.address") == d.address
+            ad = updates[0]["ad"]
+            assert updates[0]["type"] == "Scheduler"
+            assert ad["Name"] == "h.example" and ad["MyAddress"] == d.address and ad["Extra"] == 42
+            from roost.net.client import AsyncClient
+
+            c = AsyncClient(d.address)
+            assert await c.call("PING") == {"pong": True}
+            await c.close()
+            d.request_stop()
+            assert await asyncio.wait_for(task, 5) == 0
+        finally:
+            await coll.close()
+        assert invalidations == [("Scheduler", "h.example")]
+        assert read_address(tmp_path / "run" / "echo.address") is None
+        assert not (tmp_path / "run" / "echo.pid").exists()
+
+    asyncio.run(main())

@@ -1,0 +1,215 @@
+"""A real collector and negotiator, a schedd-like peer played by the test."""
+
+import threading
+import time
+
+import pytest
+
+from roost.net.syncclient import SyncClient
+
+from .daemon_procs import ThreadedServer, make_home, start_daemon, stop_daemon
+
+JOB_REQ = "/Expr(TARGET.Memory >= MY.RequestMemory && TARGET.Cpus >= MY.RequestCpus)/"
+
+
+class FakeSchedd:
+    """Answers GET_REQUESTS from a table, records MATCHES."""
+
+    def __init__(self, requests):
+        self.requests = requests
+        self.asked = []
+        self.matches = []
+        self.got = threading.Event()
+        self.ts = ThreadedServer({"GET_REQUESTS": self.get_requests, "MATCHES": self.on_matches},
+                                 host="127.0.0.1")
+        self.address = self.ts.server.tcp_address
+
+    async def get_requests(self, req, peer):
+        self.asked.append(req["owner"])
+        return {"requests": self.requests.get(req["owner"], [])}
+
+    async def on_matches(self, req, peer):
+        self.matches.extend(req["matches"])
+        self.got.set()
+        return {"accepted": len(req["matches"])}
+
+
+def slot_ad(name, cpus, memory, partitionable=False, state="Unclaimed"):
+    return {"Name": name, "MyType": "Machine", "Cpus": cpus, "Memory": memory, "Disk": 10**6,
+            "State": state, "PartitionableSlot": partitionable, "Start": True,
+            "Requirements": "/Expr(START)/", "MyAddress": "127.0.0.1:9"}
+
+
+def job_ad(memory, requirements=JOB_REQ, owner="alice"):
+    return {"Owner": owner, "RequestCpus": 1, "RequestMemory": memory, "RequestDisk": 10,
+            "Requirements": requirements}
+
+
+@pytest.fixture
+def pool(tmp_path):
+    home = make_home(tmp_path, "NEGOTIATOR_INTERVAL = 300\nNEGOTIATOR_MIN_INTERVAL = 0.01\n")
+    procs = []
+    try:
+        collector, caddr = start_daemon("collector", home)
+        procs.append(collector)
+        negotiator, naddr = start_daemon("negotiator", home)
+        procs.append(negotiator)
+        yield caddr, naddr, negotiator
+    finally:
+        for p in reversed(procs):
+            stop_daemon(p)
+
+
+def wait_cycles(neg, n, timeout=10):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        stats = neg.call("CYCLE_STATS")
+        if stats["cycles"] >= n:
+            return stats
+        time.sleep(0.01)
+    raise AssertionError(f"fewer than {n} cycles: {stats}")
+
+
+def test_reschedule_matches_and_partitionable_slots(pool):
+    caddr, naddr, proc = pool
+    schedd = FakeSchedd({
+        "alice": [{"autocluster": 1, "count": 6, "ad": job_ad(512)},
+                  {"autocluster": 2, "count": 1, "ad": {"RequestMemory": "/Expr(1 +)/"}}],
+        "bob": [{"autocluster": 7, "count": 2, "ad": job_ad(1, '/Expr(TARGET.Arch == "SPARC")/', "bob")}],
+    })
+    try:
+        with SyncClient(caddr, timeout=5) as c, SyncClient(naddr, timeout=5) as neg:
+            c.call("UPDATE_AD", type="Machine", ad=slot_ad("slot1@h", 1, 1024), private={"ClaimId": "c-h1"})
+            c.call("UPDATE_AD", type="Machine", ad=slot_ad("slot2@h", 1, 256), private={"ClaimId": "c-h2"})
+            c.call("UPDATE_AD", type="Machine", ad=slot_ad("slot3@h", 1, 8192, state="Claimed"),
+                   private={"ClaimId": "c-h3"})
+            c.call("UPDATE_AD", type="Machine", ad=slot_ad("slot1@p", 4, 4096, partitionable=True),
+                   private={"ClaimId": "c-p"})
+            for owner in ("alice", "bob"):
+                c.call("UPDATE_AD", type="Submitter", ad={
+                    "Name": f"{owner}@h", "Owner": owner, "ScheddAddress": schedd.address, "IdleJobs": 3})
+            before = neg.call("CYCLE_STATS")["cycles"]
+            neg.call("RESCHEDULE")
+            assert schedd.got.wait(10), "no MATCHES arrived"
+            stats = wait_cycles(neg, before + 1)
+            got = sorted((m["slot_name"], m["claim_id"], m["autocluster"]) for m in schedd.matches)
+            assert got == [("slot1@h", "c-h1", 1)] + [("slot1@p", "c-p", 1)] * 4
+            assert sorted(schedd.asked) == ["alice", "bob"]
+            m = next(m for m in schedd.matches if m["slot_name"] == "slot1@h")
+            assert m["startd_address"] == "127.0.0.1:9" and m["slot_ad"]["Memory"] == 1024
+            assert "ClaimId" not in m["slot_ad"]
+            last = stats["last"][0]
+            assert last["matches"] == 5 and last["per_submitter"] == {"alice@h": 5}
+            assert last["rejected"] == 1  # the malformed request ad, skipped
+
+            # Nothing changed at the startds: the promised slots are not offered again.
+            schedd.got.clear()
+            n = neg.call("CYCLE_STATS")["cycles"]
+            neg.call("RESCHEDULE")
+            stats = wait_cycles(neg, n + 1)
+            assert stats["last"][0]["matches"] == 0 and not schedd.got.is_set()
+
+            # The startd reports the p-slot carved (less left): what is left is offered again.
+            c.call("UPDATE_AD", type="Machine", ad=slot_ad("slot1@p", 0, 2048, partitionable=True),
+                   private={"ClaimId": "c-p"})
+            c.call("UPDATE_AD", type="Machine", ad=slot_ad("slot9@h", 2, 2048), private={"ClaimId": "c-9"})
+            n = neg.call("CYCLE_STATS")["cycles"]
+            neg.call("RESCHEDULE")
+            assert schedd.got.wait(10)
+            wait_cycles(neg, n + 1)
+            assert [m["slot_name"] for m in schedd.matches[5:]] == ["slot9@h"]
+        assert proc.poll() is None
+    finally:
+        schedd.ts.close()
+
+
+def test_unreachable_schedd_and_bad_answers_do_not_stop_cycles(pool):
+    caddr, naddr, proc = pool
+
+    async def bad_answer(req, peer):
+        return {"requests": "nope"}
+
+    bad = ThreadedServer({"GET_REQUESTS": bad_answer}, host="127.0.0.1")
+    good = FakeSchedd({"carol": [{"autocluster": 3, "count": 1, "ad": job_ad(1, owner="carol")}]})
+    try:
+        with SyncClient(caddr, timeout=5) as c, SyncClient(naddr, timeout=5) as neg:
+            c.call("UPDATE_AD", type="Machine", ad=slot_ad("slot1@x", 1, 1024), private={"ClaimId": "c-x"})
+            c.call("UPDATE_AD", type="Machine", ad=slot_ad("slot0@x", 1, 1024))  # no claim id: not offered
+            c.call("UPDATE_AD", type="Submitter", ad={"Name": "dead@x", "ScheddAddress": "127.0.0.1:1"})
+            c.call("UPDATE_AD", type="Submitter", ad={"Name": "bad@x", "ScheddAddress": bad.server.tcp_address})
+            c.call("UPDATE_AD", type="Submitter", ad={"Name": "carol@x", "Owner": "carol",
+                                                       "ScheddAddress": good.address})
+            n = neg.call("CYCLE_STATS")["cycles"]
+            neg.call("RESCHEDULE")
+            assert good.got.wait(10)
+            stats = wait_cycles(neg, n + 1)
+            assert [m["slot_name"] for m in good.matches] == ["slot1@x"]
+            errors = " ".join(stats["last"][0]["errors"])
+            assert "dead@x" in errors and "bad@x" in errors
+        assert proc.poll() is None
+    finally:
+        bad.close()
+        good.ts.close()
+
+
+def test_negotiator_advertises_itself(pool):
+    caddr, naddr, _ = pool
+    with SyncClient(caddr, timeout=5) as c:
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            ads = c.call("QUERY", type="Negotiator")["ads"]
+            if ads:
+                break
+            time.sleep(0.02)
+        assert ads and ads[0]["MyAddress"] == naddr
+
+
+def test_clean_shutdown_invalidates_the_ad(tmp_path):
+    home = make_home(tmp_path)
+    collector, caddr = start_daemon("collector", home)
+    try:
+        negotiator, naddr = start_daemon("negotiator", home)
+        try:
+            with SyncClient(caddr, timeout=5) as c:
+                deadline = time.monotonic() + 10
+                while not c.call("QUERY", type="Negotiator")["ads"] and time.monotonic() < deadline:
+                    time.sleep(0.02)
+                assert c.call("QUERY", type="Negotiator")["ads"]
+        finally:
+            assert stop_daemon(negotiator) == 0
+        with SyncClient(caddr, timeout=5) as c:
+            assert c.call("QUERY", type="Negotiator")["ads"] == []
+        assert not (home / "run" / "negotiator.address").exists()
+        assert "NegotiatorLog" in {p.name for p in (home / "log").iterdir()}
+    finally:
+        stop_daemon(collector)
+
+
+def wait_for_ads(c, ad_type, timeout=10):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        ads = c.call("QUERY", type=ad_type)["ads"]
+        if ads:
+            return ads
+        time.sleep(0.02)
+    return []
+
+
+def test_ads_come_back_after_the_collector_is_killed(tmp_path):
+    home = make_home(tmp_path)
+    collector, caddr = start_daemon("collector", home)
+    negotiator = None
+    try:
+        negotiator, _ = start_daemon("negotiator", home)
+        with SyncClient(caddr, timeout=5) as c:
+            assert wait_for_ads(c, "Negotiator")
+        collector.kill()
+        collector.wait()
+        collector, caddr2 = start_daemon("collector", home)
+        assert caddr2 == caddr  # same port: the negotiator's address still works
+        with SyncClient(caddr, timeout=5) as c:
+            assert wait_for_ads(c, "Negotiator", timeout=5), "negotiator did not re-advertise"
+    finally:
+        if negotiator is not None:
+            stop_daemon(negotiator)
+        stop_daemon(collector)

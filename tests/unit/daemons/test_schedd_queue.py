@@ -1,0 +1,266 @@
+"""A real schedd process with real clients: submit, durability across kill -9,
+queries, totals, actions, waits, autocluster requests, hostile input."""
+
+from __future__ import annotations
+
+import socket
+import struct
+import time
+
+import pytest
+
+from roost.eventlog import read_events
+from roost.net.errors import RemoteError
+from roost.net.syncclient import SyncClient
+
+from .schedd_harness import ScheddProc, query, submit, wait_for
+
+JOB = """\
+executable = /bin/echo
+arguments = hello $(Process)
+output = out.$(Process)
+log = job.log
+request_memory = {mem}
+queue {n}
+"""
+
+
+@pytest.fixture
+def schedd(tmp_path):
+    s = ScheddProc(tmp_path).start()
+    try:
+        yield s
+    finally:
+        s.stop()
+
+
+def test_submit_is_durable_across_kill9(tmp_path):
+    s = ScheddProc(tmp_path).start()
+    try:
+        with s.client() as c:
+            cid, n = submit(c, JOB.format(mem=100, n=3), str(tmp_path))
+            assert n == 3
+            jobs = query(c)
+            assert sorted(jobs) == [f"{cid}.0", f"{cid}.1", f"{cid}.2"]
+            assert jobs[f"{cid}.1"]["Args"] == "hello 1" and jobs[f"{cid}.1"]["JobStatus"] == 1
+            c.call("ACT", action="hold", ids=[f"{cid}.2"])
+        s.kill9()
+        s.start()
+        with s.client() as c:
+            jobs = query(c)
+            assert sorted(jobs) == [f"{cid}.0", f"{cid}.1", f"{cid}.2"]
+            assert jobs[f"{cid}.2"]["JobStatus"] == 5
+            assert jobs[f"{cid}.2"]["HoldReasonCode"] == 1
+            assert jobs[f"{cid}.0"]["Out"] == "out.0"
+            # ids keep growing after a restart
+            cid2, _ = submit(c, JOB.format(mem=100, n=1), str(tmp_path))
+            assert cid2 > cid
+    finally:
+        s.stop()
+
+
+def test_query_totals_constraint_projection(schedd, tmp_path):
+    with schedd.client() as c:
+        a, _ = submit(c, JOB.format(mem=100, n=4), str(tmp_path))
+        b, _ = submit(c, JOB.format(mem=2000, n=2), str(tmp_path), owner="alice")
+        t = c.call("QUERY_JOBS", totals=True)["totals"]
+        assert t["Idle"] == 6 and t["Total"] == 6 and t["Running"] == 0
+        assert c.call("QUERY_JOBS", totals=True, owner="alice")["totals"]["Idle"] == 2
+        big = query(c, constraint="RequestMemory > 1000")
+        assert sorted(big) == [f"{b}.0", f"{b}.1"]
+        per_proc = query(c, constraint=f'ClusterId == {a} && ProcId >= 2')
+        assert sorted(per_proc) == [f"{a}.2", f"{a}.3"]
+        args = query(c, constraint='Args == "hello 3"')
+        assert sorted(args) == [f"{a}.3"]
+        proj = c.call("QUERY_JOBS", ids=[f"{a}.1"], projection=["Args", "Owner"])
+        assert proj["jobs"] == [[a, 1, {"Args": "hello 1", "ProcId": 1}]]
+        assert proj["clusters"] == {str(a): {"Args": "hello 0", "Owner": "root"}}
+        assert len(c.call("QUERY_JOBS", limit=3)["jobs"]) == 3
+        plain = c.call("QUERY_JOBS", projection=["args", "JobStatus"], owner="alice")
+        assert plain["clusters"] == {str(b): {"Args": "hello 0", "JobStatus": 1}}
+        assert plain["jobs"] == [[b, 0, {"ProcId": 0}], [b, 1, {"ProcId": 1, "Args": "hello 1"}]]
+        c.call("ACT", action="hold", constraint="RequestMemory > 1000")
+        t = c.call("QUERY_JOBS", totals=True)["totals"]
+        assert t["Held"] == 2 and t["Idle"] == 4
+        assert c.call("QUERY_JOBS", totals=True, constraint="JobStatus == 5")["totals"]["Held"] == 2
+
+
+def test_act_remove_hold_release_and_events(schedd, tmp_path):
+    with schedd.client() as c:
+        cid, _ = submit(c, JOB.format(mem=100, n=2), str(tmp_path))
+        r = c.call("ACT", action="hold", ids=[f"{cid}.0"], reason="wait a bit")
+        assert r == {"count": 1, "ids": [f"{cid}.0"]}
+        assert c.call("ACT", action="hold", ids=[f"{cid}.0"])["count"] == 0  # already held
+        assert query(c, ids=[f"{cid}.0"])[f"{cid}.0"]["HoldReason"] == "wait a bit"
+        c.call("ACT", action="release", ids=[f"{cid}.0"])
+        j = query(c, ids=[f"{cid}.0"])[f"{cid}.0"]
+        assert j["JobStatus"] == 1 and "HoldReason" not in j and j["LastHoldReason"] == "wait a bit"
+        r = c.call("ACT", action="remove", ids=[str(cid)])
+        assert r["count"] == 2
+        assert query(c) == {}
+        hist = query(c, history=True)
+        assert sorted(hist) == [f"{cid}.0", f"{cid}.1"]
+        assert hist[f"{cid}.1"]["JobStatus"] == 3 and "roost rm" in hist[f"{cid}.1"]["RemoveReason"]
+        w = c.call("WAIT_JOBS", ids=[str(cid)], timeout=1)
+        assert w["done"] == 2 and w["total"] == 2
+    events = [(e.type.name, e.cluster, e.proc) for e in read_events(tmp_path / "job.log")]
+    assert events == [
+        ("SUBMIT", cid, 0), ("SUBMIT", cid, 1), ("JOB_HELD", cid, 0), ("JOB_RELEASED", cid, 0),
+        ("JOB_ABORTED", cid, 0), ("JOB_ABORTED", cid, 1),
+    ]
+
+
+def test_wait_jobs_wakes_on_change(schedd, tmp_path):
+    import threading
+
+    with schedd.client() as c:
+        cid, _ = submit(c, JOB.format(mem=100, n=1), str(tmp_path))
+
+    def later():
+        time.sleep(0.3)
+        with schedd.client() as c2:
+            c2.call("ACT", action="remove", ids=[f"{cid}.0"])
+
+    t = threading.Thread(target=later)
+    t.start()
+    with schedd.client() as c:
+        t0 = time.monotonic()
+        w = c.call("WAIT_JOBS", ids=[f"{cid}.0"], timeout=20)
+        assert time.monotonic() - t0 < 10
+        assert w["done"] == 1 and w["total"] == 1
+        w = c.call("WAIT_JOBS", ids=[f"{cid}.0"], timeout=0)
+        assert w["done"] == 1
+    t.join()
+
+
+def test_get_requests_groups_into_autoclusters(schedd, tmp_path):
+    with schedd.client() as c:
+        a, _ = submit(c, JOB.format(mem=100, n=5), str(tmp_path))
+        b, _ = submit(c, JOB.format(mem=2000, n=3), str(tmp_path))
+        submit(c, JOB.format(mem=2000, n=2), str(tmp_path), owner="alice")
+        c.call("ACT", action="hold", ids=[f"{a}.4"])
+    with SyncClient(schedd.address, timeout=5) as n:
+        reqs = n.call("GET_REQUESTS", owner="root")["requests"]
+        counts = sorted((r["count"], r["ad"]["RequestMemory"]) for r in reqs)
+        assert counts == [(3, 2000), (4, 100)]
+        assert all(r["ad"]["Owner"] == "root" and isinstance(r["autocluster"], int) for r in reqs)
+        assert len({r["autocluster"] for r in reqs}) == 2
+        assert n.call("GET_REQUESTS", owner="alice@somewhere")["requests"][0]["count"] == 2
+        assert n.call("GET_REQUESTS", owner="nobody-here")["requests"] == []
+
+
+def test_malformed_requests_leave_the_daemon_up(schedd, tmp_path):
+    with schedd.client() as c:
+        with pytest.raises(RemoteError) as e:
+            c.call("SUBMIT", cluster=999, cluster_ad={"Cmd": "/bin/true"}, procs=[{}])
+        assert e.value.code == "BAD_REQUEST"
+        cid = c.call("NEW_CLUSTER")["cluster"]
+        for bad in (
+            {"cluster_ad": {"Owner": "root"}, "procs": [{"ProcId": 0}]},  # no Cmd
+            {"cluster_ad": {"Cmd": "/bin/true", "Requirements": "/Expr(1 +* )/"}, "procs": [{"ProcId": 0}]},
+            {"cluster_ad": {"Cmd": "/bin/true"}, "procs": [{"ProcId": 0}, {"ProcId": 0}]},
+            {"cluster_ad": {"Cmd": "/bin/true"}, "procs": []},
+            {"cluster_ad": {"Cmd": "/bin/true"}, "procs": [{"ProcId": "x"}]},
+            {"cluster_ad": "nope", "procs": [{}]},
+        ):
+            with pytest.raises(RemoteError) as e:
+                c.call("SUBMIT", cluster=cid, **bad)
+            assert e.value.code == "BAD_REQUEST", bad
+        assert c.call("QUERY_JOBS")["jobs"] == []
+        for cmd, args in (
+            ("ACT", {"action": "explode", "ids": ["1"]}),
+            ("ACT", {"action": "remove"}),
+            ("QUERY_JOBS", {"constraint": "((("}),
+            ("QUERY_JOBS", {"ids": ["x.y"]}),
+            ("WAIT_JOBS", {"ids": ["1.x"]}),
+            ("JOB_UPDATE", {"claim_id": "nope", "job": "1.0", "state": "exited"}),
+            ("GET_FILES", {"claim_id": "nope", "job": "1.0"}),
+        ):
+            with pytest.raises(RemoteError):
+                c.call(cmd, **args)
+    # raw garbage on the TCP port
+    host, port = schedd.address.rsplit(":", 1)
+    with socket.create_connection((host, int(port)), timeout=5) as sock:
+        sock.sendall(struct.pack(">I", 5) + b"\xff\xfe{{{")
+        sock.recv(1000)
+    with socket.create_connection((host, int(port)), timeout=5) as sock:
+        sock.sendall(struct.pack(">I", 2**31))
+        sock.recv(1000)
+    with schedd.client() as c:
+        cid, n = submit(c, JOB.format(mem=100, n=1), str(tmp_path))
+        assert n == 1 and wait_for(lambda: query(c))
+    assert schedd.proc.poll() is None
+
+
+def test_submit_owner_from_unix_peer(schedd, tmp_path):
+    with schedd.client() as c:
+        cid = c.call("NEW_CLUSTER")["cluster"]
+        c.call("SUBMIT", cluster=cid, cluster_ad={"Cmd": "/bin/true", "Iwd": str(tmp_path)}, procs=[{"ProcId": 0}])
+        job = query(c)[f"{cid}.0"]
+        import os
+        import pwd
+
+        assert job["Owner"] == pwd.getpwuid(os.getuid()).pw_name
+        assert job["ClusterId"] == cid and isinstance(job["QDate"], int)
+
+
+@pytest.mark.skipif(__import__("os").geteuid() != 0, reason="only a root schedd refuses unauthenticated writers")
+def test_tcp_peers_may_read_but_not_submit(schedd, tmp_path):
+    with schedd.client() as c:
+        submit(c, JOB.format(mem=100, n=1), str(tmp_path))
+    with SyncClient(schedd.address, timeout=5) as tcp:
+        assert tcp.call("QUERY_JOBS", totals=True)["totals"]["Idle"] == 1
+        for cmd, args in (("NEW_CLUSTER", {}), ("ACT", {"action": "remove", "owner": "root"})):
+            with pytest.raises(RemoteError) as e:
+                tcp.call(cmd, **args)
+            assert e.value.code == "DENIED"
+
+
+def test_holds_are_counted_as_htcondor_counts_them(schedd, tmp_path):
+    with schedd.client() as c:
+        cid, _ = submit(c, JOB.format(mem=1, n=1), str(tmp_path))
+        for _ in range(2):
+            assert c.call("ACT", action="hold", ids=[f"{cid}.0"])["count"] == 1
+            assert c.call("ACT", action="release", ids=[f"{cid}.0"])["count"] == 1
+        c.call("ACT", action="hold", ids=[f"{cid}.0"])
+        ad = query(c)[f"{cid}.0"]
+    assert ad["NumHolds"] == 3
+    assert ad["NumHoldsByReason"] == {"UserRequest": 3}
+    schedd.stop()
+    schedd.start()  # the counters are durable
+    with schedd.client() as c:
+        ad = query(c)[f"{cid}.0"]
+    assert ad["NumHolds"] == 3 and ad["NumHoldsByReason"] == {"UserRequest": 3}
+
+
+def test_a_reservation_ends_with_its_connection(schedd, tmp_path):
+    from roost.submit import parse_submit
+
+    with schedd.client() as a:
+        cid = a.call("NEW_CLUSTER")["cluster"]
+    # the reserving connection is closed: the reservation is gone with it
+    [cs] = parse_submit(JOB.format(mem=1, n=1), cwd=str(tmp_path)).expand(cid, int(time.time()), "root")
+    from roost.net.adwire import ad_to_obj
+    from roost.submit.jobads import to_classad
+
+    args = {"cluster": cid, "cluster_ad": ad_to_obj(cs.cluster_classad()),
+            "procs": [ad_to_obj(to_classad(d)) for d in cs.proc_diffs]}
+    with schedd.client() as b:
+        # (the schedd sees the close on its own time: a released id reads as finished)
+        wait_for(lambda: b.call("WAIT_JOBS", ids=[f"{cid}.0"], timeout=0)["total"] == 1)
+        with pytest.raises(RemoteError) as e:
+            b.call("SUBMIT", **args)
+        assert e.value.code == "BAD_REQUEST" and "not reserved" in str(e.value)
+        # on one connection, NEW_CLUSTER then SUBMIT still works
+        cid2, n = submit(b, JOB.format(mem=1, n=1), str(tmp_path))
+        assert n == 1 and cid2 > cid
+
+
+def test_error_responses_are_one_line(schedd):
+    with schedd.client() as c:
+        with pytest.raises(RemoteError) as e:
+            c.call("QUERY_JOBS", constraint="RequestMemory > (1 +")
+    msg = str(e.value)
+    assert e.value.code == "BAD_REQUEST"
+    assert "\n" not in msg and "^" not in msg
+    assert "1:" in msg  # line:column of the fault

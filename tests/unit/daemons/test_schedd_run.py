@@ -1,0 +1,322 @@
+"""The schedd running jobs: a real schedd process and a test-side startd-like peer
+on a real socket (claim, activate, GET_FILES, PUT_FILES, JOB_UPDATE, keep-alives)."""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import tempfile
+
+import pytest
+
+from roost.eventlog import read_events
+from roost.net.syncclient import SyncClient
+
+from .schedd_harness import FakeStartd, ScheddProc, query, submit, wait_for
+
+
+@pytest.fixture
+def pool(tmp_path):
+    s = ScheddProc(tmp_path, "JOB_LEASE_DURATION = 1.5\n").start()
+    peers: list[FakeStartd] = []
+    try:
+        yield s, peers
+    finally:
+        s.stop()
+        for p in peers:
+            p.close()
+
+
+def match_all(s: ScheddProc, startd: FakeStartd, claim: str = "claim-1") -> int:
+    with SyncClient(s.address, timeout=5) as n:
+        reqs = n.call("GET_REQUESTS", owner="root")["requests"]
+    for r in reqs:
+        startd.send_match(s.address, r["autocluster"], claim)
+    return len(reqs)
+
+
+def kinds_when(path, want: list[str]) -> list[str]:
+    """The event log's event names once it holds ``want`` (events follow commits)."""
+    wait_for(lambda: len(list(read_events(path))) >= len(want))
+    return [e.type.name for e in read_events(path)]
+
+
+def history(s: ScheddProc) -> dict:
+    with s.client() as c:
+        return {k: v for k, v in query(c, history=True).items() if v["JobStatus"] in (3, 4)}
+
+
+def test_job_runs_with_files_events_and_history(pool, tmp_path):
+    s, peers = pool
+    (tmp_path / "in.txt").write_bytes(b"input data")
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "x").write_bytes(b"xx")
+
+    def run(job, inputs):
+        assert job["Cmd"] == "/bin/echo"
+        return {"stdout": b"hello\n", "result.dat": inputs["in.txt"][::-1], "sub/y": b"yy"}, {"exit_code": 0}
+
+    startd = FakeStartd(run)
+    peers.append(startd)
+    with s.client() as c:
+        cid, _ = submit(c, "executable = /bin/echo\noutput = out.txt\nerror = err.txt\nlog = job.log\n"
+                        "transfer_input_files = in.txt, sub\ntransfer_output_remaps = \"sub/y=renamed.y\"\n"
+                        "should_transfer_files = YES\nqueue\n", str(tmp_path))
+    assert match_all(s, startd) == 1
+    done = wait_for(lambda: history(s).get(f"{cid}.0"))
+    assert done["JobStatus"] == 4 and done["ExitCode"] == 0 and done["NumJobStarts"] == 1
+    assert done["RemoteHost"] == "slot1_1@fake" and done["RemoteUserCpu"] == 1.0
+    assert sorted(startd.inputs[f"{cid}.0"]) == ["echo", "in.txt", "sub/x"]
+    assert startd.inputs[f"{cid}.0"]["in.txt"] == b"input data"
+    assert (tmp_path / "out.txt").read_bytes() == b"hello\n"
+    assert (tmp_path / "result.dat").read_bytes() == b"atad tupni"
+    assert (tmp_path / "renamed.y").read_bytes() == b"yy"
+    kinds_when(tmp_path / "job.log", ["SUBMIT", "EXECUTE", "JOB_TERMINATED"])
+    events = list(read_events(tmp_path / "job.log"))
+    assert [e.type.name for e in events] == ["SUBMIT", "EXECUTE", "JOB_TERMINATED"]
+    assert events[2]["ReturnValue"] == 0 and events[2]["TerminatedNormally"] is True
+    with s.client() as c:
+        assert c.call("QUERY_JOBS", totals=True)["totals"]["Total"] == 0
+    wait_for(lambda: "RELEASE_CLAIM" in startd.names())
+
+
+def test_claim_is_reused_for_the_next_jobs(pool, tmp_path):
+    s, peers = pool
+    startd = FakeStartd()
+    peers.append(startd)
+    with s.client() as c:
+        cid, _ = submit(c, "executable = /bin/true\nlog = job.log\nqueue 4\n", str(tmp_path))
+    with SyncClient(s.address, timeout=5) as n:
+        [req] = n.call("GET_REQUESTS", owner="root")["requests"]
+        assert req["count"] == 4
+    startd.send_match(s.address, req["autocluster"])
+    wait_for(lambda: len(history(s)) == 4)
+    names = startd.names()
+    assert names.count("REQUEST_CLAIM") == 1 and names.count("ACTIVATE_CLAIM") == 4
+    wait_for(lambda: "RELEASE_CLAIM" in startd.names())
+    kinds_when(tmp_path / "job.log", ["x"] * 12)
+    terms = [e for e in read_events(tmp_path / "job.log") if e.type.name == "JOB_TERMINATED"]
+    assert sorted(e.proc for e in terms) == [0, 1, 2, 3]
+
+
+def test_exit_policy_retries_and_holds(pool, tmp_path):
+    s, peers = pool
+    startd = FakeStartd(lambda job, inputs: ({}, {"exit_code": 3 if job["ProcId"] == 0 else 5}))
+    peers.append(startd)
+    with s.client() as c:
+        cid, _ = submit(c, "executable = /bin/false\nlog = job.log\nmax_retries = 1\n"
+                        "on_exit_hold = ExitCode == 5\nqueue 2\n", str(tmp_path))
+    match_all(s, startd)
+    done = wait_for(lambda: history(s).get(f"{cid}.0"))
+    assert done["ExitCode"] == 3 and done["NumJobStarts"] == 2 and done["NumJobCompletions"] == 2
+    with s.client() as c:
+        held = wait_for(lambda: (query(c, ids=[f"{cid}.1"]).get(f"{cid}.1") or {}).get("JobStatus") == 5
+                        and query(c, ids=[f"{cid}.1"])[f"{cid}.1"])
+    assert held["HoldReasonCode"] == 3 and "OnExitHold" in held["HoldReason"]
+    kinds_when(tmp_path / "job.log", ["x"] * 8)
+    kinds = [(e.type.name, e.proc) for e in read_events(tmp_path / "job.log")]
+    assert kinds.count(("JOB_TERMINATED", 0)) == 2 and ("JOB_HELD", 1) in kinds
+
+
+def test_remove_running_job_vacates_it(pool, tmp_path):
+    s, peers = pool
+    startd = FakeStartd()
+    startd.hang = True
+    peers.append(startd)
+    with s.client() as c:
+        cid, _ = submit(c, "executable = /bin/sleep\nlog = job.log\nqueue\n", str(tmp_path))
+        match_all(s, startd)
+        wait_for(lambda: c.call("QUERY_JOBS", totals=True)["totals"]["Running"] == 1)
+        assert c.call("ACT", action="remove", ids=[str(cid)])["count"] == 1
+    wait_for(lambda: "DEACTIVATE_CLAIM" in startd.names())
+    startd.hang = False  # the starter now reports the (killed) job's exit
+    done = wait_for(lambda: history(s).get(f"{cid}.0"))
+    assert done["JobStatus"] == 3
+    want = ["SUBMIT", "EXECUTE", "JOB_ABORTED"]
+    assert kinds_when(tmp_path / "job.log", want) == want
+
+
+def test_lost_claim_puts_the_job_back_to_idle(pool, tmp_path):
+    s, peers = pool
+    startd = FakeStartd()
+    startd.hang = True
+    peers.append(startd)
+    with s.client() as c:
+        cid, _ = submit(c, "executable = /bin/sleep\nlog = job.log\nqueue\n", str(tmp_path))
+        match_all(s, startd)
+        wait_for(lambda: c.call("QUERY_JOBS", totals=True)["totals"]["Running"] == 1)
+        startd.forget_claims = True
+        wait_for(lambda: c.call("QUERY_JOBS", totals=True)["totals"]["Idle"] == 1)
+    want = ["SUBMIT", "EXECUTE", "SHADOW_EXCEPTION"]
+    assert kinds_when(tmp_path / "job.log", want) == want
+
+
+@pytest.mark.parametrize("how", ["kill9", "sigterm"])
+def test_restarted_schedd_reconnects_to_running_job(pool, tmp_path, how):
+    s, peers = pool
+    startd = FakeStartd()
+    startd.hang = True
+    peers.append(startd)
+    with s.client() as c:
+        cid, _ = submit(c, "executable = /bin/sleep\nlog = job.log\nqueue\n", str(tmp_path))
+        match_all(s, startd)
+        wait_for(lambda: c.call("QUERY_JOBS", totals=True)["totals"]["Running"] == 1)
+    if how == "kill9":
+        s.kill9()
+    else:
+        s.stop()
+    s.start()
+    wait_for(lambda: "RECONNECT" in startd.names())
+    assert "RELEASE_CLAIM" not in startd.names() and "DEACTIVATE_CLAIM" not in startd.names()
+    startd.hang = False
+    done = wait_for(lambda: history(s).get(f"{cid}.0"))
+    assert done["JobStatus"] == 4
+    want = ["SUBMIT", "EXECUTE", "JOB_RECONNECTED", "JOB_TERMINATED"]
+    assert kinds_when(tmp_path / "job.log", want) == want
+
+
+def test_reconnect_failure_requeues(pool, tmp_path):
+    s, peers = pool
+    startd = FakeStartd()
+    startd.hang = True
+    peers.append(startd)
+    with s.client() as c:
+        submit(c, "executable = /bin/sleep\nlog = job.log\nqueue\n", str(tmp_path))
+        match_all(s, startd)
+        wait_for(lambda: c.call("QUERY_JOBS", totals=True)["totals"]["Running"] == 1)
+    s.kill9()
+    startd.claims.clear()
+    s.start()
+    with s.client() as c:
+        wait_for(lambda: c.call("QUERY_JOBS", totals=True)["totals"]["Idle"] == 1)
+
+
+def test_local_universe_runs_on_the_submit_host(pool):
+    s, _ = pool
+    d = tempfile.mkdtemp()
+    os.chmod(d, 0o755)
+    try:
+        with s.client() as c:
+            cid, _ = submit(c, "universe = local\nexecutable = /bin/sh\narguments = \"-c 'echo hi; id -u; exit 7'\"\n"
+                            "output = local.out\nlog = job.log\nqueue\n", d)
+        done = wait_for(lambda: history(s).get(f"{cid}.0"))
+        assert done["ExitCode"] == 7 and done["JobStatus"] == 4
+        out = open(os.path.join(d, "local.out")).read().split()
+        assert out[0] == "hi" and (os.geteuid() != 0 or out[1] != "0")
+        want = ["SUBMIT", "EXECUTE", "JOB_TERMINATED"]
+        assert kinds_when(os.path.join(d, "job.log"), want) == want
+    finally:
+        import shutil
+
+        shutil.rmtree(d, ignore_errors=True)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the schedd checks owners' rights only when it runs as root")
+def test_files_the_owner_may_not_read_are_not_sent(pool, tmp_path):
+    s, peers = pool
+    startd = FakeStartd()
+    peers.append(startd)
+    d = tempfile.mkdtemp()
+    os.chmod(d, 0o777)
+    secret = os.path.join(d, "secret")
+    with open(secret, "w") as f:
+        f.write("root only")
+    os.chmod(secret, 0o600)
+    try:
+        with s.client() as c:
+            cid, _ = submit(c, f"executable = /bin/cat\ntransfer_input_files = {secret}\n"
+                            "should_transfer_files = YES\nlog = job.log\nqueue\n", d, owner="nobody")
+        with SyncClient(s.address, timeout=5) as n:
+            [req] = n.call("GET_REQUESTS", owner="nobody")["requests"]
+        startd.send_match(s.address, req["autocluster"])
+        with s.client() as c:
+            held = wait_for(lambda: (query(c).get(f"{cid}.0") or {}).get("HoldReasonCode") and query(c)[f"{cid}.0"])
+        assert held["JobStatus"] == 5 and held["HoldReasonCode"] == 13 and "may not read" in held["HoldReason"]
+        assert not startd.inputs.get(f"{cid}.0")
+    finally:
+        import shutil
+
+        shutil.rmtree(d, ignore_errors=True)
+
+
+def test_local_job_left_by_a_killed_schedd_is_replaced(pool):
+    s, _ = pool
+    d = tempfile.mkdtemp()
+    os.chmod(d, 0o755)
+    try:
+        with s.client() as c:
+            cid, _ = submit(c, "universe = local\nexecutable = /bin/sleep\narguments = 30\nlog = job.log\nqueue\n", d)
+            wait_for(lambda: c.call("QUERY_JOBS", totals=True)["totals"]["Running"] == 1)
+        def committed_claim():
+            db = sqlite3.connect(s.home / "spool" / "job_queue.db")
+            try:
+                return db.execute("SELECT claim FROM procs WHERE status = 2").fetchone()
+            finally:
+                db.close()
+
+        pid = json.loads(wait_for(committed_claim)[0])["local_pid"]
+        s.kill9()
+        assert os.path.exists(f"/proc/{pid}")  # the job outlived its schedd
+        s.start()
+        with s.client() as c:
+            again = wait_for(lambda: (query(c).get(f"{cid}.0") or {}).get("NumJobStarts") == 2 and query(c)[f"{cid}.0"])
+            assert again["JobStatus"] == 2
+            assert not os.path.exists(f"/proc/{pid}") or open(f"/proc/{pid}/stat").read().split()[2] == "Z"
+            c.call("ACT", action="remove", ids=[str(cid)])
+        log = os.path.join(d, "job.log")
+        wait_for(lambda: "JOB_ABORTED" in [e.type.name for e in read_events(log)])
+        kinds = [e.type.name for e in read_events(log)]
+        # (the first EXECUTE may be missing: the kill can land between commit and log)
+        assert kinds[0] == "SUBMIT" and kinds[-3:] == ["SHADOW_EXCEPTION", "EXECUTE", "JOB_ABORTED"]
+    finally:
+        import shutil
+
+        shutil.rmtree(d, ignore_errors=True)
+
+
+def test_refused_claim_leaves_the_job_idle_for_the_next_match(pool, tmp_path):
+    s, peers = pool
+    startd = FakeStartd()
+    startd.deny_claims = True
+    peers.append(startd)
+    with s.client() as c:
+        cid, _ = submit(c, "executable = /bin/true\nqueue\n", str(tmp_path))
+    assert match_all(s, startd) == 1
+    wait_for(lambda: "REQUEST_CLAIM" in startd.names())
+    startd.deny_claims = False
+    wait_for(lambda: match_all(s, startd, claim="claim-2") == 1)  # offered again once given back
+    done = wait_for(lambda: history(s).get(f"{cid}.0"))
+    assert done["JobStatus"] == 4 and done["NumJobStarts"] == 1
+
+
+def test_wait_jobs_counts_a_job_done_only_once_its_exit_is_logged_and_committed(pool):
+    """Whatever WAIT_JOBS calls done already has its terminated event in the user log
+    and its history row committed: `roost wait` returning means both are there."""
+    s, _ = pool
+    d = tempfile.mkdtemp()
+    os.chmod(d, 0o755)
+    n = 30
+    try:
+        with s.client() as c:
+            cid, _ = submit(c, f"universe = local\nexecutable = /bin/true\nlog = job.log\nqueue {n}\n", d)
+            seen = 0
+            for _ in range(5000):
+                if seen >= n:
+                    break
+                got = c.call("WAIT_JOBS", ids=[str(cid)], timeout=0.2)
+                seen = got["done"]
+                logged = sum(1 for e in read_events(os.path.join(d, "job.log")) if e.type.name == "JOB_TERMINATED")
+                db = sqlite3.connect(s.home / "spool" / "job_queue.db")
+                try:
+                    committed = db.execute("SELECT COUNT(*) FROM history WHERE cluster = ?", (cid,)).fetchone()[0]
+                finally:
+                    db.close()
+                assert logged >= seen and committed >= seen, (seen, logged, committed)
+            assert seen == n
+            for p in range(n):
+                assert c.call("WAIT_JOBS", ids=[f"{cid}.{p}"], timeout=5)["done"] == 1
+    finally:
+        import shutil
+
+        shutil.rmtree(d, ignore_errors=True)

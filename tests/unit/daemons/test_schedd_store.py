@@ -1,0 +1,60 @@
+"""The job queue's SQLite store and in-memory queue, without sockets: group commit,
+reload after reopening, counters, history."""
+
+from __future__ import annotations
+
+import asyncio
+
+from roost.daemons.schedd.jobqueue import JobQueue
+from roost.daemons.schedd.store import Store
+
+
+def _queue(path) -> JobQueue:
+    q = JobQueue(Store(str(path), fsync=True))
+    q.load()
+    return q
+
+
+def test_changes_commit_in_batches_and_reload(tmp_path):
+    db = tmp_path / "spool" / "job_queue.db"
+    q = _queue(db)
+
+    async def work() -> None:
+        cid = q.new_cluster_id()
+        ops = q.add_cluster(cid, "alice", {"Cmd": "/bin/true", "JobStatus": 1}, [{"ProcId": i, "Args": str(i)} for i in range(50)])
+        await q.store.commit(ops)
+        jobs = list(q.select([str(cid)]))
+        # 50 concurrent changes: far fewer transactions than changes
+        before = q.store.batches
+        await asyncio.gather(*(q.store.commit(q.set(j, {"Note": j.proc}, 2)) for j in jobs))
+        assert q.store.batches - before < 10
+        await q.store.commit(q.to_history(jobs[0], 123))
+
+    asyncio.run(work())
+    assert q.totals_named()["Running"] == 49 and q.totals_named("alice")["Total"] == 49
+    q.store.close()
+    again = _queue(db)
+    assert again.totals_named()["Running"] == 49
+    job = again.job(1, 7)
+    assert job is not None and job.get("Note") == 7 and job.get("Args") == "7" and job.status == 2
+    assert job.merged()["Cmd"] == "/bin/true" and job.classad().eval("ProcId") == 7
+    assert again.job(1, 0) is None and again.clusters[1].finished == 1
+    assert [r[:2] for r in again.store.history_rows(owner="alice")] == [(1, 0)]
+    assert again.next_cluster == 2
+    again.store.close()
+
+
+def test_history_is_trimmed_oldest_first(tmp_path):
+    q = _queue(tmp_path / "q.db")
+
+    async def work() -> None:
+        cid = q.new_cluster_id()
+        await q.store.commit(q.add_cluster(cid, "bob", {"Cmd": "x", "JobStatus": 1}, [{"ProcId": i} for i in range(5)]))
+        for i, job in enumerate(list(q.select())):
+            await q.store.commit(q.to_history(job, 100 + i))
+        await q.store.commit(q.store.trim_history_ops(3))
+
+    asyncio.run(work())
+    assert sorted(r[1] for r in q.store.history_rows()) == [2, 3, 4]
+    assert 1 not in q.clusters and q.gone[1] == 5
+    q.store.close()

@@ -1,0 +1,194 @@
+"""The startd's host-facing parts on their own: machine detection, slot types from
+config, job ads as a starter reads them, and the launcher's identity switch."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import pwd
+
+import pytest
+
+from roost.classad import ClassAd
+from roost.config import Config
+from roost.daemons.startd import launch, resources
+from roost.daemons.startd.daemon import Startd
+from roost.daemons.startd.jobspec import JobSpecError, job_identity, parse_job
+
+
+def config(text: str) -> Config:
+    return Config.from_text(text, facts={"DETECTED_CPUS": "2", "DETECTED_MEMORY": "2048",
+                                         "FULL_HOSTNAME": "exec.example.org", "ROOST_HOME": "/tmp"})
+
+
+def test_machine_detection_honours_overrides(tmp_path):
+    m = resources.detect(config("NUM_CPUS = 8\nMEMORY = 1000\nRESERVED_MEMORY = 100\n"
+                                "STARTD_DETECT_GPUS = false\n"), str(tmp_path))
+    assert m.total.cpus == 8 and m.total.memory == 900 and m.total.gpus == ()
+    assert m.total.disk > 0  # measured under the execute directory
+    assert m.name == "exec.example.org" and m.opsys == "LINUX"
+    assert m.arch in ("X86_64", "aarch64", "ppc64le", "INTEL") or m.arch
+    assert m.detected_cpus == resources.detected_cpus() >= 1
+    m = resources.detect(config("DISK = 12345\n"), str(tmp_path), gpus=False)
+    assert m.total.disk == 12345 and m.total.cpus == 2
+
+
+@pytest.mark.parametrize(
+    "text,expect",
+    [
+        ("", [(1, "100%", 1, True)]),
+        ("NUM_SLOTS = 8\n", [(1, "1/8", 8, False)]),
+        ("use FEATURE : StaticSlots\nNUM_CPUS = 8\n", [(1, "cpus=1", 8, False)]),
+        ("SLOT_TYPE_1 = cpus=1\nNUM_SLOTS_TYPE_1 = 2\nSLOT_TYPE_2 = cpus=2\nNUM_SLOTS_TYPE_2 = 1\n"
+         "SLOT_TYPE_2_PARTITIONABLE = true\nSLOT_TYPE_1_PARTITIONABLE = false\n",
+         [(1, "cpus=1", 2, False), (2, "cpus=2", 1, True)]),
+    ],
+)
+def test_slot_types_from_config(tmp_path, text, expect):
+    d = Startd(config=config(f"LOCAL_DIR = {tmp_path}\n" + text))
+    got = [(t.type_id, t.spec, t.count, t.partitionable) for t in d._slot_types()]
+    assert got == expect
+
+
+def test_bad_start_expression_stops_the_startd(tmp_path):
+    d = Startd(config=config(f"LOCAL_DIR = {tmp_path}\nSTART = (((\n"))
+    with pytest.raises(SystemExit, match="START"):
+        d._read_policy()
+
+
+def test_job_spec_from_a_job_ad():
+    ad = ClassAd({
+        "ClusterId": 4, "ProcId": 2, "Cmd": "/home/u/run.sh", "Arguments": "a 'b c' ''",
+        "Environment": "X=1 'Y=two words'", "Iwd": "/home/u", "In": "in.txt", "Out": "/dev/null",
+        "Err": "e.txt", "ShouldTransferFiles": "IF_NEEDED", "FileSystemDomain": "here",
+        "TransferOutput": "a, b/c", "Owner": "u", "JobMaxVacateTime": 3,
+    })
+    spec = parse_job(ad, "elsewhere")
+    assert spec.job_id == "4.2" and spec.args == ["a", "b c", ""]
+    assert spec.env == {"X": "1", "Y": "two words"}
+    assert spec.transfer and spec.stdin == "in.txt" and spec.stdout is None and spec.stderr == "e.txt"
+    assert spec.transfer_output == ["a", "b/c"] and spec.max_vacate_time == 3.0
+    assert not parse_job(ad, "here").transfer  # same file system: run in Iwd
+    v1 = ClassAd({"ClusterId": 1, "ProcId": 0, "Cmd": "x", "Args": "p  q", "Env": "A=1;B=2"})
+    spec = parse_job(v1, "d")
+    assert spec.args == ["p", "q"] and spec.env == {"A": "1", "B": "2"}
+    with pytest.raises(JobSpecError):
+        parse_job(ClassAd({"ClusterId": 1, "ProcId": 0}), "d")
+    with pytest.raises(JobSpecError):
+        parse_job(ClassAd({"ClusterId": 1, "ProcId": 0, "Cmd": "x", "Arguments": "'open"}), "d")
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="identity switching needs root")
+def test_identity_never_root_and_fallback_launcher(tmp_path):
+    nobody = pwd.getpwnam("nobody")
+    assert job_identity("root", True, "nobody").uid == nobody.pw_uid
+    assert job_identity("no-such-user", True, "nobody").uid == nobody.pw_uid
+    assert job_identity("nobody", False, "nobody").real_owner is False
+    with pytest.raises(JobSpecError):
+        job_identity("x", True, "root")
+    # without setpriv, Popen(user=...) does the switch: the same ids result
+    os.chmod(tmp_path, 0o777)
+    out = tmp_path / "ids"
+    saved = launch._SETPRIV, launch._launcher
+    launch._SETPRIV = launch._launcher = None
+    try:
+        fd = os.open(out, os.O_WRONLY | os.O_CREAT, 0o666)
+        req = launch.Launch(argv=["/bin/cat", "/proc/self/status"], executable="/bin/cat",
+                            cwd=str(tmp_path), env={}, stdin=0, stdout=fd, stderr=fd,
+                            uid=nobody.pw_uid, gid=nobody.pw_gid)
+        proc = asyncio.run(launch.spawn(req))
+        os.close(fd)
+        assert proc.wait() == 0
+    finally:
+        launch._SETPRIV, launch._launcher = saved
+    status = dict(line.split(":", 1) for line in out.read_text().splitlines())
+    assert set(status["Uid"].split()) == {str(nobody.pw_uid)}
+    assert status["Groups"].split() == []
+    with pytest.raises(PermissionError):
+        launch.check_executable(str(out))  # not executable
+    with pytest.raises(FileNotFoundError):
+        launch.check_executable(str(tmp_path / "missing"))
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="identity switching needs root")
+def test_built_launcher_enters_the_cgroup_and_switches_ids(tmp_path):
+    """The compiled helper does what sh + setpriv did: pid into cgroup.procs before the
+    job's exec, real/effective/saved ids, no supplementary groups; exec failures 126/127."""
+    saved = launch._launcher
+    try:
+        helper = launch.build_launcher(str(tmp_path / "launcher"))
+        if helper is None:
+            pytest.skip("no C compiler")
+        assert os.stat(tmp_path / "launcher").st_mode & 0o777 == 0o700
+        assert launch.build_launcher(str(tmp_path / "launcher")) == helper  # built once, then reused
+        nobody = pwd.getpwnam("nobody")
+        os.chmod(tmp_path, 0o777)
+        out, procs = tmp_path / "ids", tmp_path / "cgroup.procs"
+        procs.write_text("")
+        fd = os.open(out, os.O_WRONLY | os.O_CREAT, 0o666)
+        req = launch.Launch(argv=["/bin/cat", "/proc/self/status"], executable="/bin/cat",
+                            cwd=str(tmp_path), env={}, stdin=0, stdout=fd, stderr=fd,
+                            uid=nobody.pw_uid, gid=nobody.pw_gid, cgroup_procs=str(procs))
+        assert launch.shim_enters_cgroup(req)
+        assert launch._argv(req)[1] == helper
+        proc = asyncio.run(launch.spawn(req))
+        os.close(fd)
+        assert proc.wait() == 0
+        assert procs.read_text() == str(proc.pid)  # the job's own pid: entered before the exec
+        status = dict(line.split(":", 1) for line in out.read_text().splitlines())
+        assert set(status["Uid"].split()) == {str(nobody.pw_uid)}
+        assert set(status["Gid"].split()) == {str(nobody.pw_gid)}
+        assert status["Groups"].split() == []
+        import subprocess
+
+        gone = subprocess.run([helper, "-", str(nobody.pw_uid), str(nobody.pw_gid), "clear", "--",
+                               "/nonexistent/missing"], capture_output=True, text=True)
+        assert gone.returncode == 127 and "missing" in gone.stderr
+        assert subprocess.run([helper], capture_output=True).returncode == 126
+    finally:
+        launch._launcher = saved
+
+
+def test_gpus_are_found_with_nvidia_smi(tmp_path, monkeypatch):
+    fake = tmp_path / "nvidia-smi"
+    fake.write_text("#!/bin/sh\necho '0, NVIDIA H100 80GB HBM3'\necho '1, NVIDIA H100 80GB HBM3'\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path}:{os.environ.get('PATH', '')}")
+    ids, names = resources.detect_gpus()
+    assert ids == ("GPU-0", "GPU-1") and names == ("NVIDIA H100 80GB HBM3",) * 2
+    m = resources.detect(config("NUM_CPUS = 2\n"), str(tmp_path))
+    assert m.total.gpus == ("GPU-0", "GPU-1") and m.gpu_names[0].startswith("NVIDIA")
+    fake.write_text("#!/bin/sh\nexit 9\n")
+    assert resources.detect_gpus() == ((), ())
+
+
+def test_sigchld_fallback_reaps_with_rusage():
+    from roost.daemons.startd.starter import _SigchldReaper
+
+    async def main():
+        import subprocess
+
+        loop = asyncio.get_running_loop()
+        got = loop.create_future()
+        proc = subprocess.Popen(["/bin/sh", "-c", "exit 5"])
+        _SigchldReaper.watch(loop, proc.pid, lambda status, usage: got.set_result((status, usage)))
+        status, usage = await asyncio.wait_for(got, 5)
+        proc.returncode = 5
+        assert os.waitstatus_to_exitcode(status) == 5 and usage.ru_utime >= 0
+
+    asyncio.run(main())
+
+
+@pytest.mark.parametrize("name", ["../x", "/etc/passwd", "a/../../x", "", ".", None, 7, "a\0b"])
+def test_transferred_names_cannot_leave_the_sandbox(name):
+    from roost.daemons.startd.starter import TransferError, _safe_relpath
+
+    with pytest.raises(TransferError):
+        _safe_relpath(name)
+
+
+def test_transferred_names_inside_the_sandbox_are_kept():
+    from roost.daemons.startd.starter import _safe_relpath
+
+    assert _safe_relpath("dir/sub/f.txt") == "dir/sub/f.txt"
+    assert _safe_relpath("a/../b") == "b"
