@@ -151,6 +151,3 @@ _KNOBS = [
 DEFAULTS: dict[str, Knob] = {k.name.upper(): k for k in _KNOBS}
 
 
-def default_of(name: str) -> Knob | None:
-    """The built-in knob ``name`` (any case), or None."""
-    return DEFAULTS.get(name.upper())

@@ -22,6 +22,7 @@ from roost.config.table import Entry, find
 
 # The HTCondor language level roost claims for ``if version >= x.y.z``,
 # so configs written for HTCondor 8.x–25.0 take the branches they expect.
+_TEMPLATE_NAME = re.compile(r"[A-Za-z0-9_]+")
 COMPAT_VERSION = (25, 0, 0)
 
 _ASSIGN = re.compile(r"([A-Za-z_][A-Za-z0-9_.]*)\s*=(.*)\Z", re.S)
@@ -284,7 +285,7 @@ def _template_refs(text: str, where: tuple[str, int]) -> list[tuple[str, list[st
         if text[i] in " \t,":
             i += 1
             continue
-        m = re.compile(r"[A-Za-z0-9_]+").match(text, i)
+        m = _TEMPLATE_NAME.match(text, i)
         if not m:
             raise ConfigError(*where, f"bad template name in 'use': {text[i:]!r}")
         name, i = m.group(0), m.end()

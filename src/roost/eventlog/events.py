@@ -138,14 +138,10 @@ class Event(Mapping[str, Any]):
 
 def expect_line(lines: list[str], i: int, prefix: str) -> str:
     """The rest of line ``i`` after ``prefix``; an error naming what was expected otherwise."""
-    if i < len(lines):
-        line = lines[i]
-        if line.startswith(prefix):
-            return line[len(prefix) :]
-    if i >= len(lines) or not lines[i].startswith(prefix):
-        got = lines[i] if i < len(lines) else "end of event"
-        raise EventLogError(f"expected {prefix.strip()!r}, got {got!r}")
-    return lines[i][len(prefix) :]
+    if i < len(lines) and lines[i].startswith(prefix):
+        return lines[i][len(prefix) :]
+    got = lines[i] if i < len(lines) else "end of event"
+    raise EventLogError(f"expected {prefix.strip()!r}, got {got!r}")
 
 
 def format_props(slot_name: str, props: dict[str, str]) -> str:

@@ -19,14 +19,9 @@ from roost.submit.errors import SubmitError, SubmitWarning
 from roost.submit.expansion import QueueBlock, block_procs, expand_block
 from roost.submit.jobads import ClusterSubmission
 from roost.submit.macros import Expander, classad_number
-from roost.submit.queue import load_items, parse_queue_args
+from roost.submit.queue import _read_text, load_items, parse_queue_args
 
 MAX_INCLUDE_DEPTH = 20
-
-
-def _read_text(path: str) -> str:
-    with open(path, encoding="utf-8") as fh:
-        return fh.read()
 
 
 @dataclass

@@ -85,7 +85,8 @@ def expand_block(block: QueueBlock, cluster: ClusterSubmission, ctx: BuildContex
     item_vars = [v.lower() for v in (block.spec.vars if block.items is not None else [])]
     live_names = list(BUILTIN_LIVE) + [v for v in item_vars if v not in BUILTIN_LIVE]
     parallel = (block.macros.get("universe", "").strip().lower() == "parallel")
-    exp = Expander(block.macros, env=ctx.env, cwd=ctx.cwd, evaluate=classad_number, defaults=_defaults(ctx))
+    defaults = _defaults(ctx)  # read-only, so one dict serves every proc's expander
+    exp = Expander(block.macros, env=ctx.env, cwd=ctx.cwd, evaluate=classad_number, defaults=defaults)
 
     # classify every command once: static text, a template, or full per-proc expansion
     static: dict[str, str] = {}
@@ -105,7 +106,7 @@ def expand_block(block: QueueBlock, cluster: ClusterSubmission, ctx: BuildContex
     rng = random.Random(cluster.cluster_id * 1_000_003 + len(cluster.proc_diffs))
 
     def full(low: str, live: dict[str, str]) -> str | None:
-        e = Expander(block.macros, env=ctx.env, live=live, cwd=ctx.cwd, evaluate=classad_number, defaults=_defaults(ctx),
+        e = Expander(block.macros, env=ctx.env, live=live, cwd=ctx.cwd, evaluate=classad_number, defaults=defaults,
                      rng=rng)
         try:
             return e.lookup(low)

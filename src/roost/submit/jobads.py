@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from roost.submit.errors import SubmitWarning
-from roost.submit.values import AttrValue, Expr, to_classad_text
+from roost.submit.values import AttrValue, Expr
 
 JOB_STATUS = {1: "Idle", 2: "Running", 3: "Removed", 4: "Completed", 5: "Held", 6: "Transferring Output", 7: "Suspended"}
 UNIVERSE_NAMES = {1: "standard", 5: "vanilla", 7: "scheduler", 9: "grid", 10: "java", 11: "parallel", 12: "local", 13: "vm"}
@@ -71,9 +71,6 @@ def to_classad(ad: dict[str, AttrValue]):  # type: ignore[no-untyped-def]
     return out
 
 
-def to_classad_lines(ad: dict[str, AttrValue]) -> str:
-    """Long (old ClassAd) form, one ``Attr = value`` per line."""
-    return "\n".join(f"{k} = {to_classad_text(v)}" for k, v in ad.items())
 
 
 def to_json(ads: list[dict[str, AttrValue]]) -> str:
