@@ -235,6 +235,10 @@ class Daemon:
                     self.log.info("collector connection lost: advertising again")
                     break
 
+    async def negotiator_address(self) -> str | None:
+        """The negotiator's published address file, else its collector ad (for RESCHEDULE)."""
+        return read_address(self.run_dir / "negotiator.address") or await self.locate("Negotiator")
+
     async def locate(self, ad_type: str, name: str | None = None) -> str | None:
         """MyAddress of a daemon from its collector ad (e.g. ``Negotiator``); None if absent."""
         from roost.classad import quote

@@ -105,7 +105,7 @@ class Negotiator(Daemon):
         self.cycles = 0
         self.stats: deque[CycleStats] = deque(maxlen=20)
         self._schedds: dict[str, AsyncClient] = {}
-        self._slot_cache: dict[str, tuple[dict[str, Any], ClassAd]] = {}
+        self._slot_cache: dict[str, tuple[dict[str, Any], ClassAd, dict[str, float]]] = {}
         self.promises = PromiseBook(self.match_hold)
 
     def _expr(self, knob: str) -> Any:
@@ -260,15 +260,16 @@ class Negotiator(Daemon):
             version = _version(obj)
             cached = self._slot_cache.get(name)
             if cached is not None and cached[0] == version:
-                ad = cached[1]
+                ad, res = cached[1], cached[2]
             else:
                 try:
                     ad = obj_to_ad(obj)
                 except RequestError as e:
                     self.log.warning("ignoring slot %s: %s", name, e)
                     continue
-                self._slot_cache[name] = (version, ad)
-            verdict = self.promises.check(name, version, _resources(ad), now)
+                res = _resources(ad)
+                self._slot_cache[name] = (version, ad, res)
+            verdict = self.promises.check(name, version, res, now)
             if verdict == WITHHOLD:
                 continue  # a static slot already promised
             if verdict != OFFER:
@@ -293,7 +294,7 @@ class Negotiator(Daemon):
         for m in matches:
             cached = self._slot_cache.get(m.slot.name)
             if cached is not None:
-                self.promises.note(m.slot.name, cached[0], _resources(cached[1]), m.resources, now)
+                self.promises.note(m.slot.name, cached[0], cached[2], m.resources, now)
 
     # -- schedds -------------------------------------------------------------------------------
     def _schedd(self, address: str) -> AsyncClient:

@@ -15,6 +15,7 @@ import itertools
 import logging
 import os
 import time
+from collections import deque
 from typing import Any
 
 from roost.core import jobpolicy as jp
@@ -93,7 +94,7 @@ class Schedd(Daemon):
         self._ac_ids: dict[Any, int] = {}  # job signature -> autocluster id
         self._ac_by_key: dict[Any, int] = {}  # roost.core.autocluster key -> autocluster id
         self._cluster_sig: dict[int, frozenset[str]] = {}
-        self._ac_members: dict[int, list[Job]] = {}
+        self._ac_members: dict[int, deque[Job]] = {}
         self._waiters: dict[int, set[asyncio.Future[None]]] = {}
         self._ads_task: asyncio.Task[None] | None = None
         self._ads_dirty = False
@@ -514,7 +515,7 @@ class Schedd(Daemon):
         while True:
             self._resched_again = False
             await self.advertise_submitters()
-            address = await self._negotiator_address()
+            address = await self.negotiator_address()
             if address:
                 if self._negotiator is None or self._negotiator.address != address:
                     if self._negotiator is not None:
@@ -527,14 +528,6 @@ class Schedd(Daemon):
                     log.debug("RESCHEDULE to %s: %s", address, e)
             if not self._resched_again:
                 return
-
-    async def _negotiator_address(self) -> str | None:
-        from roost.net.addresses import read_address
-
-        addr = read_address(self.run_dir / "negotiator.address")
-        if addr:
-            return addr
-        return await self.locate("Negotiator")
 
     def ads_changed(self) -> None:
         self._ads_dirty = True
@@ -1081,7 +1074,7 @@ class Schedd(Daemon):
             self._ac_ids.clear()  # signatures of long-gone clusters; ids stay stable via _ac_by_key
         if "@" in owner:
             owner = owner.split("@", 1)[0]
-        groups: dict[int, list[Job]] = {}
+        groups: dict[int, deque[Job]] = {}
         for job in self.queue.idle.get(owner, {}).values():
             if job.busy:
                 continue
@@ -1093,7 +1086,7 @@ class Schedd(Daemon):
                 ac = self.autocluster_of(job, sig)
             members = groups.get(ac)
             if members is None:
-                groups[ac] = [job]
+                groups[ac] = deque([job])
             else:
                 members.append(job)
         for ac in [a for a, m in self._ac_members.items() if m and m[0].owner == owner]:
@@ -1118,7 +1111,7 @@ class Schedd(Daemon):
             members = self._ac_members.get(ac) if isinstance(ac, int) else None
             job = None
             while members:
-                cand = members.pop(0)
+                cand = members.popleft()
                 if not cand.busy and cand.status == jp.IDLE and cand.cluster.procs.get(cand.proc) is cand:
                     job = cand
                     break

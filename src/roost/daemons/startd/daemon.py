@@ -34,7 +34,6 @@ from roost.daemons.startd import launch, resources
 from roost.daemons.startd.cgroups import JobCgroups
 from roost.daemons.startd.jobspec import Identity, JobSpecError, job_identity, parse_job
 from roost.daemons.startd.starter import JOBS_DIR, Peers, Starter, cleanup_leftovers
-from roost.net.addresses import read_address
 from roost.net.adwire import ad_to_obj, obj_to_ad
 from roost.net.client import AsyncClient
 from roost.net.errors import RequestError
@@ -302,7 +301,7 @@ class Startd(Daemon):
         """Ask the negotiator for a cycle now: a slot is free for new matches."""
         for attempt in (0, 1):
             if self._negotiator is None:
-                address = read_address(self.run_dir / "negotiator.address") or await self.locate("Negotiator")
+                address = await self.negotiator_address()
                 if address is None:
                     return
                 self._negotiator = AsyncClient(address, timeout=5.0)
