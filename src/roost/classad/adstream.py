@@ -25,7 +25,7 @@ import io
 from collections.abc import Iterable, Iterator
 from typing import IO, Any
 
-from roost.classad.ast import AdExpr, Node
+from roost.classad.ast import Node
 from roost.classad.errors import ClassAdSyntaxError
 
 
@@ -69,14 +69,10 @@ def detect(text: str, start: int = 0) -> ParserType:
 
 
 def _make_ad(pairs: Iterable[tuple[str, Node]]) -> Any:
-    """An ad from parsed pairs; a repeated name keeps its first spelling and last value."""
+    """An ad from parsed pairs; ClassAd's own fill keeps a repeated name's first spelling and last value."""
     from roost.classad.classad import ClassAd
 
-    attrs: dict[str, tuple[str, Node]] = {}
-    for name, node in pairs:
-        key = name.lower()
-        attrs[key] = (attrs[key][0] if key in attrs else name, node)
-    return ClassAd(AdExpr(tuple(attrs.values())))
+    return ClassAd._from_pairs(pairs, None)
 
 
 def _with_file(e: ClassAdSyntaxError, file: str | None) -> ClassAdSyntaxError:

@@ -272,7 +272,9 @@ class ClassAd(MutableMapping):
         return self.unparse()
 
     def __str__(self) -> str:
-        return _pretty_ad([(self._names[k], node) for k, node in self._attrs.items()], 0)
+        from roost.classad.printing import print_pretty
+
+        return print_pretty(self)
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (ClassAd, (repr(self),))
@@ -440,7 +442,9 @@ class ExprTree:
         return hash(self.node)
 
     def __str__(self) -> str:
-        return _pretty(self.node, 0)
+        from roost.classad.printing import pretty_expr
+
+        return pretty_expr(self.node)
 
     def __repr__(self) -> str:
         from roost.classad.unparse import unparse
@@ -913,87 +917,3 @@ def _flatten(ad: ClassAd, node: Node, seen: set[int]) -> tuple[bool, Any]:
             return True, _ev.evaluate(call, ad)
         return False, call
     return False, node
-
-
-# -- the indented form classad2's str() prints ---------------------------------
-# Lists and records go on their own lines (records indented 4, their attributes
-# 8, lists 3, their items 6, relative to the enclosing item); everything else is
-# the compact unparse. Operators around a list or record are unparsed with a
-# placeholder name standing for it, then the placeholder is replaced.
-
-_PH = f"roostpp{id(_MISS) & 0xFFFFFF:x}q"
-
-
-def _has_block(node: Any) -> bool:
-    """Whether a list or record literal occurs in ``node`` (iterative: chains can be long)."""
-    from roost.classad.ast import ListExpr
-
-    stack = [node]
-    while stack:
-        n = stack.pop()
-        if isinstance(n, (ListExpr, AdExpr)):
-            return True
-        if isinstance(n, Node):
-            for f in n._fields:
-                v = getattr(n, "name" if f == "lname" else f)
-                if isinstance(v, Node):
-                    stack.append(v)
-                elif isinstance(v, tuple):
-                    stack.extend(x for x in v if isinstance(x, Node))
-    return False
-
-
-def _swap_blocks(node: Node, subs: list[Node]) -> Node:
-    """A copy of ``node`` with each list/record replaced by a placeholder reference."""
-    from roost.classad import ast as a
-
-    t = type(node)
-    if t is a.ListExpr or t is AdExpr:
-        subs.append(node)
-        return AttrRef(f"{_PH}{len(subs) - 1}z")
-    if not _has_block(node):
-        return node
-    if t is AttrRef:
-        return AttrRef(node.name, _swap_blocks(node.base, subs), node.absolute)
-    if t is a.Subscript:
-        return a.Subscript(_swap_blocks(node.base, subs), _swap_blocks(node.index, subs))
-    if t is a.UnaryOp:
-        return a.UnaryOp(node.op, _swap_blocks(node.operand, subs))
-    if t is a.BinaryOp:
-        return a.BinaryOp(node.op, _swap_blocks(node.left, subs), _swap_blocks(node.right, subs))
-    if t is a.Conditional:
-        then = None if node.then is None else _swap_blocks(node.then, subs)
-        return a.Conditional(_swap_blocks(node.cond, subs), then, _swap_blocks(node.else_, subs))
-    if t is a.Paren:
-        return a.Paren(_swap_blocks(node.expr, subs))
-    if t is a.FuncCall:
-        return a.FuncCall(node.name, tuple(_swap_blocks(x, subs) for x in node.args))
-    return node
-
-
-def _pretty(node: Node, ind: int) -> str:
-    from roost.classad.ast import ListExpr
-    from roost.classad.unparse import unparse
-
-    t = type(node)
-    if t is ListExpr:
-        items = ",".join(f"\n{' ' * (ind + 6)}{_pretty(x, ind + 6)}" for x in node.items)
-        return f"\n{' ' * (ind + 3)}{{{items}\n{' ' * (ind + 3)}}}"
-    if t is AdExpr:
-        return _pretty_ad(node.attrs, ind)
-    if not _has_block(node):
-        return unparse(node)
-    subs: list[Node] = []
-    text = unparse(_swap_blocks(node, subs))
-    for i in range(len(subs) - 1, -1, -1):
-        text = text.replace(f"{_PH}{i}z", _pretty(subs[i], ind))
-    return text
-
-
-def _pretty_ad(pairs: Iterable[tuple[str, Node]], ind: int) -> str:
-    from roost.classad.unparse import quote_name
-
-    body = "; ".join(
-        f"\n{' ' * (ind + 8)}{quote_name(name)} = {_pretty(node, ind + 8)}" for name, node in pairs
-    )
-    return f"\n{' ' * (ind + 4)}[{body}\n{' ' * (ind + 4)}]"

@@ -398,10 +398,6 @@ def _fold(s: str) -> str:
     return s.lower() if s.isascii() else s.translate(_ASCII_LOWER)
 
 
-def _streq(a: str, b: str) -> bool:
-    return a == b or _fold(a) == _fold(b)
-
-
 def _exceptional(a: Any, b: Any) -> Any:
     if a is ERROR or b is ERROR:
         return ERROR
@@ -817,10 +813,8 @@ def functions() -> dict[str, Callable[..., Any]]:
     """The table of ordinary built-ins (engineer C's module), loaded on first use."""
     global _functions_cache
     if _functions_cache is None:
-        try:
-            from roost.classad.functions import FUNCTIONS
-        except ImportError:  # being written in parallel; unknown functions are ERROR
-            return {}
+        from roost.classad.functions import FUNCTIONS
+
         _functions_cache = FUNCTIONS
     return _functions_cache
 
@@ -862,12 +856,12 @@ def _fn_unparse(cur: Any, args: tuple[Node, ...]) -> Any:
     """unparse(attr): the text of the referenced attribute's expression in the current ad."""
     if len(args) != 1 or type(args[0]) is not AttrRef:
         return ERROR
-    from roost.classad.classad import _pretty
+    from roost.classad.printing import pretty_expr
     from roost.classad.unparse import unparse
 
     name = unparse(args[0])
     node = cur._attrs.get(name.lower())
-    return _pretty(node, 0) if node is not None else ""
+    return pretty_expr(node) if node is not None else ""
 
 
 def _fn_unresolved(cur: Any, tgt: Any, d: int, args: tuple[Node, ...]) -> Any:
@@ -1326,15 +1320,6 @@ def _ite_cond(c: Any) -> Any:
     if c is UNDEFINED:
         return UNDEFINED
     return ERROR
-
-
-def _literal_of(node: Node) -> Any:
-    while type(node) is Paren:
-        node = node.expr
-    if type(node) is Literal:
-        v = node.value
-        return float(v.secs) if type(v) is RelTimeLiteral else v
-    return _MISS
 
 
 def _fold_constant(node: Node, memo: dict[int, Any] | None = None) -> Any:

@@ -15,31 +15,18 @@ import re
 import time as _time
 from collections.abc import Callable
 
-from roost.classad.values import ERROR, UNDEFINED, AbsTime, RelTime, Value, wrap_int
+from roost.classad.values import (
+    ERROR,
+    INT64_MAX,
+    INT64_MIN,
+    UNDEFINED,
+    AbsTime,
+    RelTime,
+    Value,
+    wrap_int,
+)
 
 INT32_MIN = -(1 << 31)
-INT64_MIN = -(1 << 63)
-INT64_MAX = (1 << 63) - 1
-
-
-def is_int(v: object) -> bool:
-    return type(v) is int
-
-
-def is_real(v: object) -> bool:
-    return type(v) is float
-
-
-def is_bool(v: object) -> bool:
-    return type(v) is bool
-
-
-def is_str(v: object) -> bool:
-    return type(v) is str
-
-
-def is_list(v: object) -> bool:
-    return type(v) is list
 
 
 def is_classad(v: object) -> bool:

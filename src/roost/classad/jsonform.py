@@ -439,15 +439,6 @@ def iter_json_ads(text: str, file: str | None = None) -> Iterable[tuple[Any, int
         yield _new_ad(r.object()), r.pos
 
 
-def next_json_ad(text: str, pos: int = 0, file: str | None = None) -> tuple[Any, int] | None:
-    """The JSON object ad at or after ``pos`` and the offset just past it; None at the end."""
-    r = _Reader(text, file)
-    r.pos = pos
-    if r.at_end():
-        return None
-    if r.peek() != "{":
-        raise r.error("expected a JSON object ('{') for each ad")
-    return _new_ad(r.object()), r.pos
 
 
 def json_to_ads(text: str, file: str | None = None) -> list[Any]:

@@ -31,11 +31,10 @@ import re
 from typing import Any
 
 from .errors import ClassAdSyntaxError
+from .values import INT64_MAX, INT64_MIN
 
 Token = tuple[str, Any, int]
 
-INT64_MAX = (1 << 63) - 1
-INT64_MIN = -(1 << 63)
 
 _WS = "[ \\t\\n\\r\\f\\v]"
 

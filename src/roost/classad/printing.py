@@ -86,6 +86,13 @@ class _PrettyUnparser(_Unparser):
         self.level -= self.LIST_INDENT
 
 
+def pretty_expr(node: Node) -> str:
+    """One expression in the indented form classad2's ``str(ExprTree)`` prints."""
+    out: list[str] = []
+    _PrettyUnparser().node(node, out)
+    return "".join(out)
+
+
 def print_pretty(ad: Any) -> str:
     """The indented form classad2's ``str(ad)`` prints (starts with a newline, none at the end)."""
     out: list[str] = []
