@@ -8,7 +8,6 @@ from typing import Any
 from roost.api.connection import DaemonConnection
 from roost.api.home import pool_home, read_address, run_path
 
-AD_TYPES = ("Machine", "Scheduler", "Submitter", "Negotiator", "Master", "Collector")
 #: htcondor2.AdType names -> the ad's MyType
 ALIASES = {"startd": "Machine", "schedd": "Scheduler", "machine": "Machine", "scheduler": "Scheduler",
            "submitter": "Submitter", "negotiator": "Negotiator", "master": "Master", "collector": "Collector"}

@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 
 from roost.api.errors import NoPoolError
+from roost.net.addresses import read_address  # noqa: F401  (re-exported for roost.api)
 
 
 def pool_home(home: str | os.PathLike[str] | None = None) -> str:
@@ -25,23 +26,6 @@ def pool_home(home: str | os.PathLike[str] | None = None) -> str:
 
 def run_path(home: str, name: str) -> str:
     return os.path.join(home, "run", name)
-
-
-def read_address(path: str | os.PathLike[str]) -> str | None:
-    try:
-        with open(path) as f:
-            text = f.read().strip()
-    except (FileNotFoundError, NotADirectoryError):
-        return None
-    return text or None
-
-
-def daemon_address(home: str, daemon: str) -> str:
-    """The published address of ``daemon`` (``schedd``, ``collector``, ``master`` ...)."""
-    addr = read_address(run_path(home, f"{daemon}.address"))
-    if addr is None:
-        raise no_daemon(home, daemon)
-    return addr
 
 
 def no_daemon(home: str | os.PathLike[str], daemon: str) -> NoPoolError:

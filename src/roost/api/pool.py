@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from roost.api.connection import DaemonConnection
-from roost.api.errors import NoPoolError, PoolError
+from roost.api.errors import PoolError
 from roost.api.home import pool_home, read_address
 
 
@@ -186,9 +186,3 @@ def _reap(pid: int) -> None:
     except ChildProcessError:
         pass
 
-
-def require_running(home: str | os.PathLike[str] | None = None) -> Pool:
-    pool = Pool(home)
-    if not pool.running():
-        raise NoPoolError(f"no pool is running (ROOST_HOME={pool.home}): start one with `roost up`")
-    return pool

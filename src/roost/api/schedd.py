@@ -17,9 +17,6 @@ from roost.api.home import pool_home, read_address, run_path
 from roost.api.jobids import normalize_ids
 
 ACTIONS = ("remove", "hold", "release")
-#: JobStatus -> HTCondor's name, as totals are keyed
-STATUS_NAMES = {1: "Idle", 2: "Running", 3: "Removed", 4: "Completed", 5: "Held",
-                6: "Transferring Output", 7: "Suspended"}
 
 
 def current_user() -> str:

@@ -13,7 +13,6 @@ import sys
 
 #: action -> (command name, past participle used in messages)
 VERBS = {"remove": ("rm", "marked for removal"), "hold": ("hold", "held"), "release": ("release", "released")}
-FAILED = {"remove": "remove", "hold": "hold", "release": "release"}
 
 
 def run(action: str, argv: list[str]) -> int:
@@ -44,18 +43,18 @@ def run(action: str, argv: list[str]) -> int:
                     requests.append(({"ids": [t]}, f"Job {t} {done}", f"Job {t} not found"))
                 else:
                     requests.append(({"ids": [t]}, f"All jobs in cluster {t} have been {done}",
-                                     f"Couldn't find/{FAILED[action]} all jobs in cluster {t}"))
+                                     f"Couldn't find/{action} all jobs in cluster {t}"))
             else:
                 requests.append(({"owner": t}, f'All jobs of user "{t}" have been {done}',
-                                 f'Couldn\'t find/{FAILED[action]} all of user {t}\'s job(s)'))
+                                 f'Couldn\'t find/{action} all of user {t}\'s job(s)'))
         if ns.constraint:
             requests.append(({"constraint": ns.constraint}, f"Jobs matching constraint ({ns.constraint}) have been {done}",
-                             f"Couldn't find/{FAILED[action]} all jobs matching constraint ({ns.constraint})"))
+                             f"Couldn't find/{action} all jobs matching constraint ({ns.constraint})"))
         if ns.all:
             args: dict[str, object] = {"constraint": "true"}
             if os.geteuid() != 0:
                 args["owner"] = current_user()
-            requests.append((args, f"All jobs have been {done}", f"Couldn't find/{FAILED[action]} any jobs"))
+            requests.append((args, f"All jobs have been {done}", f"Couldn't find/{action} any jobs"))
         for args, ok_msg, fail_msg in requests:
             got = schedd.act(action, args.get("ids"), constraint=args.get("constraint"),  # type: ignore[arg-type]
                              owner=args.get("owner"), reason=ns.reason)  # type: ignore[arg-type]

@@ -128,11 +128,6 @@ def _eval_text(result: Any, raw: bool) -> str:
     return str(result)
 
 
-def parse_af_flag(flag: str) -> str:
-    """``-af:jh`` -> ``"jh"``; ``-af`` -> ``""``."""
-    _, _, flags = flag.partition(":")
-    return flags
-
 
 def long_text(objs: Iterable[dict[str, Any]]) -> str:
     """``-long``: each ad as ``Name = value`` lines, sorted by name, a blank line after each."""
@@ -151,3 +146,17 @@ def json_text(objs: Iterable[dict[str, Any]]) -> str:
     from roost.classad.jsonform import ads_to_json
 
     return ads_to_json(to_classad(o) for o in objs)
+
+
+def ads_text(ads: list[dict[str, Any]], *, json: bool, long: bool, af: Any, af_flags: str) -> str:
+    """The raw-ad views shared by q, status and history: ``-json``, ``-long``, or ``-af`` columns.
+
+    With neither ``-json`` nor ``-af`` (e.g. ``-attributes`` alone) the long form is printed.
+    """
+    if json:
+        return json_text(ads)
+    if long or not af:
+        return long_text(ads)
+    fmt = AutoFormat(af, af_flags)
+    head = fmt.heading()
+    return "".join(ln + "\n" for ln in ([head] if head else []) + [fmt.line(a) for a in ads])

@@ -47,14 +47,7 @@ def main(argv: list[str]) -> int:
     if raw:
         from roost.cli import adtext
 
-        if ns.json:
-            out.write(adtext.json_text(jobs))
-        elif ns.long:
-            out.write(adtext.long_text(jobs))
-        else:
-            af = adtext.AutoFormat(ns.af, af_flags)
-            head = af.heading()
-            out.write("".join(ln + "\n" for ln in ([head] if head else []) + [af.line(j) for j in jobs]))
+        out.write(adtext.ads_text(jobs, json=ns.json, long=ns.long, af=ns.af, af_flags=af_flags))
         return 0
     out.write(table(jobs, ns.wide))
     return 0

@@ -145,17 +145,7 @@ def _print_totals(schedd: Any, query_counts: dict[str, int] | None, me: str,
 def _print_ads(jobs: list[dict[str, Any]], ns: Any, af_flags: str) -> int:
     from roost.cli import adtext
 
-    if ns.json:
-        sys.stdout.write(adtext.json_text(jobs))
-    elif ns.long:
-        sys.stdout.write(adtext.long_text(jobs))
-    elif ns.af:
-        af = adtext.AutoFormat(ns.af, af_flags)
-        head = af.heading()
-        lines = ([head] if head else []) + [af.line(j) for j in jobs]
-        sys.stdout.write("".join(ln + "\n" for ln in lines))
-    else:  # -attributes alone: long form of the projection
-        sys.stdout.write(adtext.long_text(jobs))
+    sys.stdout.write(adtext.ads_text(jobs, json=ns.json, long=ns.long, af=ns.af, af_flags=af_flags))
     return 0
 
 

@@ -69,14 +69,7 @@ def main(argv: list[str]) -> int:
     if raw_ads:
         from roost.cli import adtext
 
-        if ns.json:
-            out.write(adtext.json_text(ads))
-        elif ns.long:
-            out.write(adtext.long_text(ads))
-        else:
-            af = adtext.AutoFormat(ns.af, af_flags)
-            head = af.heading()
-            out.write("".join(ln + "\n" for ln in ([head] if head else []) + [af.line(a) for a in ads]))
+        out.write(adtext.ads_text(ads, json=ns.json, long=ns.long, af=ns.af, af_flags=af_flags))
         return 0
     if kind == "Machine":
         _slots(ads, out, ns.totals)

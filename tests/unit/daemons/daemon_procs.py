@@ -2,19 +2,14 @@
 
 from __future__ import annotations
 
-import asyncio
 import os
 import signal
 import subprocess
 import sys
-import threading
-from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 from roost.config import write_personal_config
 from roost.net.addresses import wait_address
-from roost.net.server import Handler, Server, serve
 
 
 def make_home(tmp_path: Path, extra_config: str = "") -> Path:
@@ -59,29 +54,3 @@ def stop_daemon(proc: subprocess.Popen, timeout: float = 10.0) -> int:
     if proc.stderr:
         proc.stderr.close()
     return proc.returncode
-
-
-class ThreadedServer:
-    """A roost.net server on an event loop in a background thread (a peer played by a test)."""
-
-    def __init__(self, handlers: Mapping[str, Handler], **kwargs: Any) -> None:
-        self.loop = asyncio.new_event_loop()
-        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
-        self.thread.start()
-        fut = asyncio.run_coroutine_threadsafe(serve(handlers, **kwargs), self.loop)
-        self.server: Server = fut.result(5)
-
-    def run(self, coro: Any, timeout: float = 5) -> Any:
-        return asyncio.run_coroutine_threadsafe(coro, self.loop).result(timeout)
-
-    def close(self) -> None:
-        self.run(self.server.close())
-        self.loop.call_soon_threadsafe(self.loop.stop)
-        self.thread.join(5)
-        self.loop.close()
-
-    def __enter__(self) -> ThreadedServer:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()

@@ -4,10 +4,11 @@ import threading
 import time
 
 import pytest
+from net.helpers import ThreadedServer  # tests/unit/net: the one threaded test server
 
 from roost.net.syncclient import SyncClient
 
-from .daemon_procs import ThreadedServer, make_home, start_daemon, stop_daemon
+from .daemon_procs import make_home, start_daemon, stop_daemon
 
 JOB_REQ = "/Expr(TARGET.Memory >= MY.RequestMemory && TARGET.Cpus >= MY.RequestCpus)/"
 
