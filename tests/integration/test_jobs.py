@@ -179,3 +179,28 @@ def test_many_short_jobs_all_finish(pool: PoolHandle, tmp_path: Path, n: int) ->
     assert got["done"] == n
     terms = [e for e in _events(tmp_path / "many.log") if e.type == htcondor2.JobEventType.JOB_TERMINATED]
     assert sorted(e.proc for e in terms) == list(range(n))
+
+
+def test_jobs_one_after_another_on_an_idle_pool_never_wait_for_the_periodic_cycle(
+    pool: PoolHandle, tmp_path: Path
+) -> None:
+    """Each short job claims, runs and releases a piece of the partitionable slot before
+    the next is submitted, leaving an ad identical to the one matched against. The
+    negotiator must still see its promise kept (it once withheld the slot until the
+    60 s periodic cycle)."""
+    for i in range(5):
+        r = pool.submit(f"executable = /bin/true\nlog = seq{i}.log\nqueue\n", tmp_path)
+        got = pool.wait(r.job_ids(), timeout=15)
+        assert got["done"] == 1, f"job {i} still waiting after 15 s: {got}"
+
+
+def test_a_deleted_user_log_is_written_again(pool: PoolHandle, tmp_path: Path) -> None:
+    r = pool.submit("executable = /bin/true\nlog = again.log\nqueue\n", tmp_path)
+    assert pool.wait(r.job_ids(), timeout=60)["done"] == 1
+    (tmp_path / "again.log").unlink()
+    r = pool.submit("executable = /bin/true\nlog = again.log\nqueue\n", tmp_path)
+    assert pool.wait(r.job_ids(), timeout=60)["done"] == 1
+    events = _events(tmp_path / "again.log")
+    assert {e.cluster for e in events} == {r.cluster}
+    assert _types(events)[0] == htcondor2.JobEventType.SUBMIT
+    assert _types(events)[-1] == htcondor2.JobEventType.JOB_TERMINATED

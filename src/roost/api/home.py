@@ -12,20 +12,7 @@ import os
 
 from roost.api.errors import NoPoolError
 from roost.net.addresses import read_address  # noqa: F401  (re-exported for roost.api)
-
-
-def pool_home(home: str | os.PathLike[str] | None = None) -> str:
-    """``home``, else $ROOST_HOME, else ~/.local/share/roost (as a path string)."""
-    if home is not None:
-        return os.path.expanduser(os.fspath(home))
-    env = os.environ.get("ROOST_HOME")
-    if env:
-        return os.path.expanduser(env)
-    return os.path.join(os.environ.get("HOME") or os.path.expanduser("~"), ".local", "share", "roost")
-
-
-def run_path(home: str, name: str) -> str:
-    return os.path.join(home, "run", name)
+from roost.poolhome import pool_home, run_path  # noqa: F401  (re-exported for roost.api)
 
 
 def no_daemon(home: str | os.PathLike[str], daemon: str) -> NoPoolError:

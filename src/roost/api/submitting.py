@@ -68,6 +68,14 @@ class SubmitResult:
         return [f"{c}.{p}" for c, n in self.clusters for p in range(n)]
 
 
+def file_size(path: str) -> int:
+    """A file's size for the submit language (``RequestDisk``, transfer sizes); 0 if unreadable."""
+    try:
+        return os.path.getsize(path)
+    except OSError:
+        return 0
+
+
 def parse_file(
     path: str,
     *,
@@ -91,12 +99,6 @@ def parse_text(
     append: list[str] | None = None,
     cwd: str | None = None,
 ) -> SubmitDescription:
-    def file_size(p: str) -> int:
-        try:
-            return os.path.getsize(p)
-        except OSError:
-            return 0
-
     return parse_submit(text, file=file, cwd=cwd or os.getcwd(), env=dict(os.environ),
                         overrides=dict(overrides or {}), append=list(append or []), file_size=file_size)
 

@@ -2,7 +2,9 @@
 
 ``-dry-run`` prints the ads it would submit (one JSON object per proc,
 cluster attributes merged, as ``condor_q -json`` prints them) without any
-daemon; without it the jobs go to the pool's schedd (``roost.cli.submit_send``).
+daemon. Without it the text goes to the pool's schedd to be parsed there
+(``roost.cli.submit_text``: the fast path) or, where the schedd will not, is
+parsed here and submitted (``roost.cli.submit_send``).
 """
 
 from __future__ import annotations
@@ -10,8 +12,6 @@ from __future__ import annotations
 import os
 import sys
 import time
-
-from roost.submit.errors import SubmitError
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up time)
 if TYPE_CHECKING:
@@ -26,13 +26,6 @@ def _user_name() -> str:
         return pwd.getpwuid(os.getuid()).pw_name
     except KeyError:
         return os.environ.get("USER") or str(os.getuid())
-
-
-def _file_size(path: str) -> int:
-    try:
-        return os.path.getsize(path)
-    except OSError:
-        return 0
 
 
 class _Plain:
@@ -66,7 +59,7 @@ def _parse_args(argv: list[str]) -> _Plain | object:
     p.add_argument("-queue", dest="queue", default=None, help="queue arguments, in place of the file's queue statement")
     p.add_argument("-batch-name", dest="batch_name", default=None)
     p.add_argument("args", nargs="*", help="submit file (- for stdin) and name=value assignments")
-    return p.parse_args(argv)
+    return p.parse_intermixed_args(argv)
 
 
 def main(argv: list[str]) -> int:
@@ -105,11 +98,17 @@ def main(argv: list[str]) -> int:
         text = "\n".join(ln for ln in text.splitlines() if not ln.strip().lower().startswith("queue")) + f"\nqueue {ns.queue}\n"
     fname = "<stdin>" if src == "-" else src
     cwd = os.getcwd()
-    from roost.submit.description import parse_submit
+    if ns.dry_run is None:
+        from roost.cli.submit_text import submit_text
+
+        status = submit_text(text, file=fname, cwd=cwd, overrides=overrides, append=append)
+        if status is not None:
+            return status
+    from roost.api.submitting import parse_text
+    from roost.submit.errors import SubmitError
 
     try:
-        desc = parse_submit(text, file=fname, cwd=cwd, env=dict(os.environ), overrides=overrides, append=append,
-                            file_size=_file_size)
+        desc = parse_text(text, file=fname, cwd=cwd, overrides=overrides, append=append)
         if ns.dry_run is None:
             from roost.cli.submit_send import send
 

@@ -3,30 +3,36 @@
 Negotiation cycles here are milliseconds apart, and a matched slot stays
 ``Unclaimed`` in the collector until its startd reports the claim. Offering
 it again would hand two schedds the same slot. So each match is noted here
-against the slot's ad *version* (its attributes minus the volatile ones):
+against the slot's ``NumClaimRequests``: the startd counts every claim
+request it has answered on the slot (granted or denied) and advertises the
+count. A promise is settled once that count has moved past it, whatever
+else the ad shows. (Comparing whole ads is not enough: a short job can be
+claimed, run and released between two cycles, leaving an ad identical to the
+one the match was made against, and the promise would never be seen kept.)
 
-- a static slot is withheld until its ad changes (the startd acted) or the
-  promise expires (the schedd never claimed it);
-- a partitionable slot offers what is left after the outstanding promises.
-  When its ad changes, the resources it lost since the promise count as
-  promises kept; the rest stay outstanding.
+- a static slot is withheld until its count moves (the startd acted) or the
+  promise expires (the schedd never asked);
+- a partitionable slot offers what is left after the outstanding promises;
+  each step of its count settles the oldest one.
 
 Pure: time is a parameter.
 """
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+
+# The slot-ad attribute the startd counts answered claim requests in.
+COUNTER = "NumClaimRequests"
 
 
 @dataclass
 class Promise:
-    version: Any
-    base: dict[str, float]  # the slot's resources when the version was seen
+    seen: int  # the slot's NumClaimRequests when last looked at
     expires: float
-    taken: dict[str, float] = field(default_factory=dict)
+    pending: deque[dict[str, float]] = field(default_factory=deque)  # oldest first; {} for a static slot
     static: bool = True
 
 
@@ -44,20 +50,29 @@ class PromiseBook:
     def __len__(self) -> int:
         return len(self.promises)
 
-    def note(self, slot: str, version: Any, resources: Mapping[str, float],
-             taken: Mapping[str, float], now: float) -> None:
-        """Record one match on ``slot`` (``taken`` empty for a static slot)."""
+    def note(self, slot: str, answered: int, taken: Mapping[str, float], now: float) -> None:
+        """Record one match on ``slot`` made while it showed ``answered`` claim
+        requests (``taken`` empty for a static slot)."""
         p = self.promises.get(slot)
-        if p is None or p.version != version:
-            p = self.promises[slot] = Promise(version, dict(resources), now + self.hold)
+        if p is None:
+            p = self.promises[slot] = Promise(answered, now + self.hold)
+        self._settle(p, answered)
         p.expires = now + self.hold
+        p.pending.append(dict(taken))
         if taken:
             p.static = False
-            for attr, amount in taken.items():
-                p.taken[attr] = p.taken.get(attr, 0.0) + amount
 
-    def check(self, slot: str, version: Any, resources: Mapping[str, float],
-              now: float) -> str | dict[str, float]:
+    @staticmethod
+    def _settle(p: Promise, answered: int) -> None:
+        if answered > p.seen:
+            for _ in range(min(answered - p.seen, len(p.pending))):
+                p.pending.popleft()
+            p.seen = answered
+        elif answered < p.seen:  # the startd restarted: its old promises mean nothing now
+            p.pending.clear()
+            p.seen = answered
+
+    def check(self, slot: str, answered: int, now: float) -> str | dict[str, float]:
         """OFFER, WITHHOLD, or the resources still promised of a partitionable slot."""
         p = self.promises.get(slot)
         if p is None:
@@ -65,22 +80,21 @@ class PromiseBook:
         if p.expires <= now:
             del self.promises[slot]
             return OFFER
-        if p.version == version:
-            return WITHHOLD if p.static else dict(p.taken)
-        if p.static:
-            del self.promises[slot]  # the startd has acted on it
-            return OFFER
-        outstanding = {}
-        for attr, amount in p.taken.items():
-            kept = p.base.get(attr, 0.0) - resources.get(attr, 0.0)
-            left = amount - max(0.0, kept)
-            if left > 0:
-                outstanding[attr] = left
-        if not outstanding or all(v <= 0 for v in outstanding.values()):
+        self._settle(p, answered)
+        if not p.pending:
             del self.promises[slot]
             return OFFER
-        p.version, p.base, p.taken = version, dict(resources), outstanding
-        return dict(outstanding)
+        if p.static:
+            return WITHHOLD
+        outstanding: dict[str, float] = {}
+        for taken in p.pending:
+            for attr, amount in taken.items():
+                outstanding[attr] = outstanding.get(attr, 0.0) + amount
+        return outstanding
+
+    def next_expiry(self) -> float | None:
+        """When the earliest outstanding promise lapses (a cycle then may offer it again)."""
+        return min((p.expires for p in self.promises.values()), default=None)
 
     def forget(self, slot: str) -> None:
         self.promises.pop(slot, None)

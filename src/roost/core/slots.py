@@ -166,6 +166,7 @@ class Slot:
     sub_id: int = 0
     next_child: int = 1
     claim: Claim | None = None
+    claim_requests: int = 0  # claim requests answered, granted or denied (NumClaimRequests)
 
 
 @dataclass(frozen=True, slots=True)
@@ -503,6 +504,7 @@ def slot_ad(
         "SlotType": slot.kind,
         "PartitionableSlot": slot.kind == PARTITIONABLE,
         "DynamicSlot": slot.kind == DYNAMIC,
+        "NumClaimRequests": slot.claim_requests,
         "Cpus": have.cpus,
         "Memory": have.memory,
         "Disk": have.disk,

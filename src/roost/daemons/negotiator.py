@@ -14,9 +14,11 @@ ask each submitter's schedd (``ScheddAddress``) GET_REQUESTS; run the pure
 Slots just matched stay Unclaimed in the collector until their startd
 reports the claim, and cycles here are milliseconds apart, so the
 negotiator remembers what it promised (``roost.core.promises``): a static
-slot is not offered again until its ad changes (its startd has acted) or
-``NEGOTIATOR_MATCH_HOLD`` seconds pass (the schedd never claimed it); a
-partitionable slot offers only what is left after outstanding promises.
+slot is not offered again until its startd's count of answered claim
+requests moves (it has acted) or ``NEGOTIATOR_MATCH_HOLD`` seconds pass
+(the schedd never claimed it); a partitionable slot offers only what is
+left after outstanding promises. When a promise lapses with jobs still
+waiting, a cycle runs then rather than at the next periodic one.
 """
 
 from __future__ import annotations
@@ -28,8 +30,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from roost.classad import ClassAd
-from roost.core.matchmaker import RESOURCES, Match, Request, Slot, negotiate
-from roost.core.promises import OFFER, WITHHOLD, PromiseBook
+from roost.core.matchmaker import Match, Request, Slot, negotiate
+from roost.core.promises import COUNTER, OFFER, WITHHOLD, PromiseBook
 from roost.daemons.base import Daemon, run
 from roost.net.adwire import obj_to_ad
 from roost.net.client import AsyncClient
@@ -77,13 +79,10 @@ class CycleStats:
         }
 
 
-def _resources(ad: ClassAd) -> dict[str, float]:
-    out = {}
-    for attr, _, _ in RESOURCES:
-        v = ad.eval(attr) if attr in ad else None
-        if type(v) in (int, float):
-            out[attr] = float(v)
-    return out
+def _answered(obj: dict[str, Any]) -> int:
+    """The claim requests a slot's startd has answered (see ``roost.core.promises``)."""
+    n = obj.get(COUNTER)
+    return n if type(n) is int else 0
 
 
 class Negotiator(Daemon):
@@ -105,7 +104,7 @@ class Negotiator(Daemon):
         self.cycles = 0
         self.stats: deque[CycleStats] = deque(maxlen=20)
         self._schedds: dict[str, AsyncClient] = {}
-        self._slot_cache: dict[str, tuple[dict[str, Any], ClassAd, dict[str, float]]] = {}
+        self._slot_cache: dict[str, tuple[dict[str, Any], ClassAd]] = {}
         self.promises = PromiseBook(self.match_hold)
 
     def _expr(self, knob: str) -> Any:
@@ -162,10 +161,14 @@ class Negotiator(Daemon):
     async def _loop(self) -> None:
         assert self._wake is not None
         while True:
+            timeout, why = self.interval, "periodic"
+            lapse = self.promises.next_expiry()
+            if lapse is not None and lapse - time.monotonic() < timeout:
+                timeout, why = max(0.0, lapse - time.monotonic()) + 0.001, "a promise lapsed"
             try:
-                await asyncio.wait_for(self._wake.wait(), self.interval)
+                await asyncio.wait_for(self._wake.wait(), timeout)
             except TimeoutError:
-                self._trigger = "periodic"
+                self._trigger = why
             wait = self._last_start + self.min_interval - time.monotonic()
             if wait > 0:
                 await asyncio.sleep(wait)
@@ -260,16 +263,15 @@ class Negotiator(Daemon):
             version = _version(obj)
             cached = self._slot_cache.get(name)
             if cached is not None and cached[0] == version:
-                ad, res = cached[1], cached[2]
+                ad = cached[1]
             else:
                 try:
                     ad = obj_to_ad(obj)
                 except RequestError as e:
                     self.log.warning("ignoring slot %s: %s", name, e)
                     continue
-                res = _resources(ad)
-                self._slot_cache[name] = (version, ad, res)
-            verdict = self.promises.check(name, version, res, now)
+                self._slot_cache[name] = (version, ad)
+            verdict = self.promises.check(name, _answered(obj), now)
             if verdict == WITHHOLD:
                 continue  # a static slot already promised
             if verdict != OFFER:
@@ -292,9 +294,7 @@ class Negotiator(Daemon):
     def _remember(self, matches: list[Match]) -> None:
         now = time.monotonic()
         for m in matches:
-            cached = self._slot_cache.get(m.slot.name)
-            if cached is not None:
-                self.promises.note(m.slot.name, cached[0], cached[2], m.resources, now)
+            self.promises.note(m.slot.name, _answered(m.slot.extra), m.resources, now)
 
     # -- schedds -------------------------------------------------------------------------------
     def _schedd(self, address: str) -> AsyncClient:

@@ -93,6 +93,26 @@ class EventLogWriter:
         if text:
             self._append(text)
 
+    @property
+    def closed(self) -> bool:
+        """No descriptor is open (the next write opens, and maybe creates, the file)."""
+        return self._fd is None
+
+    def reopen_if_replaced(self) -> None:
+        """Close the open descriptor if ``path`` no longer names its file (the user
+        deleted, renamed or replaced the log), so the next write lands in the file the
+        user will read rather than in an unlinked inode."""
+        if self._fd is None:
+            return
+        try:
+            st = os.stat(self.path)
+        except OSError:
+            self.close()
+            return
+        fst = os.fstat(self._fd)
+        if (st.st_ino, st.st_dev) != (fst.st_ino, fst.st_dev):
+            self.close()
+
     def close(self) -> None:
         if self._fd is not None:
             os.close(self._fd)

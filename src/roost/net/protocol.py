@@ -29,6 +29,8 @@ SCHEMAS: dict[str, Schema] = {
     # schedd
     "NEW_CLUSTER": {},
     "SUBMIT": {"cluster": "int", "cluster_ad": "object", "procs": "list[object]"},
+    "SUBMIT_TEXT": {"text": "str", "cwd": "str", "file": "str?", "env": "object?", "overrides": "object?",
+                    "append": "list[str]?"},
     "QUERY_JOBS": {
         "constraint": "str?",
         "projection": "list[str]?",

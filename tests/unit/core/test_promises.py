@@ -2,38 +2,59 @@
 
 from roost.core.promises import OFFER, WITHHOLD, PromiseBook
 
-RES = {"Cpus": 4.0, "Memory": 4096.0}
+ONE = {"Cpus": 1.0, "Memory": 1000.0}
 
 
-def test_static_slot_withheld_until_its_ad_changes_or_the_hold_ends():
+def test_static_slot_withheld_until_its_startd_answers_or_the_hold_ends():
     book = PromiseBook(hold=10)
-    assert book.check("s", "v1", RES, now=0) == OFFER
-    book.note("s", "v1", RES, {}, now=0)
-    assert book.check("s", "v1", RES, now=5) == WITHHOLD
-    assert book.check("s", "v2", RES, now=5) == OFFER  # the startd acted
+    assert book.check("s", 0, now=0) == OFFER
+    book.note("s", 0, {}, now=0)
+    assert book.check("s", 0, now=5) == WITHHOLD
+    assert book.check("s", 1, now=5) == OFFER  # the startd answered the claim request
     assert len(book) == 0
-    book.note("s", "v2", RES, {}, now=5)
-    assert book.check("s", "v2", RES, now=15.1) == OFFER  # never claimed: offered again
+    book.note("s", 1, {}, now=5)
+    assert book.check("s", 1, now=15.1) == OFFER  # never claimed: offered again
+    assert book.next_expiry() is None
 
 
 def test_partitionable_slot_offers_what_is_left():
     book = PromiseBook(hold=10)
     for _ in range(3):
-        book.note("p", "v1", RES, {"Cpus": 1.0, "Memory": 1000.0}, now=0)
-    assert book.check("p", "v1", RES, now=1) == {"Cpus": 3.0, "Memory": 3000.0}
-    # the startd carved one dynamic slot so far: two promises still outstanding
-    after_one = {"Cpus": 3.0, "Memory": 3096.0}
-    assert book.check("p", "v2", after_one, now=2) == {"Cpus": 2.0, "Memory": 2000.0}
-    # then the other two
-    after_three = {"Cpus": 1.0, "Memory": 1096.0}
-    assert book.check("p", "v3", after_three, now=3) == OFFER
+        book.note("p", 7, ONE, now=0)
+    assert book.check("p", 7, now=1) == {"Cpus": 3.0, "Memory": 3000.0}
+    assert book.check("p", 8, now=2) == {"Cpus": 2.0, "Memory": 2000.0}  # one answered
+    assert book.check("p", 10, now=3) == OFFER  # then the other two
     assert len(book) == 0
+
+
+def test_claim_run_and_release_between_cycles_still_settles_the_promise():
+    # The ABA case: the ad after the job is identical to the one matched against,
+    # except for the count of answered requests. Matching again must see the slot whole.
+    book = PromiseBook(hold=20)
+    book.note("p", 0, ONE, now=0)
+    book.note("p", 0, ONE, now=0)
+    assert book.check("p", 2, now=0.3) == OFFER
+
+
+def test_a_match_noted_after_some_were_answered_counts_from_there():
+    book = PromiseBook(hold=10)
+    book.note("p", 0, ONE, now=0)
+    book.note("p", 0, ONE, now=0)
+    book.note("p", 1, ONE, now=1)  # one of the first two answered meanwhile
+    assert book.check("p", 1, now=1) == {"Cpus": 2.0, "Memory": 2000.0}
+    assert book.next_expiry() == 11
+
+
+def test_a_restarted_startd_counting_from_zero_drops_old_promises():
+    book = PromiseBook(hold=10)
+    book.note("p", 5, ONE, now=0)
+    assert book.check("p", 0, now=1) == OFFER
 
 
 def test_forget_and_keep_only():
     book = PromiseBook(hold=10)
-    book.note("a", 1, RES, {}, now=0)
-    book.note("b", 1, RES, {}, now=0)
+    book.note("a", 1, {}, now=0)
+    book.note("b", 1, {}, now=0)
     book.forget("a")
     book.keep_only({"c"})
-    assert book.check("a", 1, RES, now=1) == OFFER and book.check("b", 1, RES, now=1) == OFFER
+    assert book.check("a", 1, now=1) == OFFER and book.check("b", 1, now=1) == OFFER

@@ -141,12 +141,48 @@ def test_built_launcher_enters_the_cgroup_and_switches_ids(tmp_path):
         assert status["Groups"].split() == []
         import subprocess
 
-        gone = subprocess.run([helper, "-", str(nobody.pw_uid), str(nobody.pw_gid), "clear", "--",
+        gone = subprocess.run([helper, "-", str(nobody.pw_uid), str(nobody.pw_gid), "clear", "1", "--",
                                "/nonexistent/missing"], capture_output=True, text=True)
         assert gone.returncode == 127 and "missing" in gone.stderr
+        assert gone.stdout.strip().isdigit()  # the pid it reported (fd 1 here) before the exec
         assert subprocess.run([helper], capture_output=True).returncode == 126
     finally:
         launch._launcher = saved
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="identity switching needs root")
+def test_launcher_clones_the_job_into_a_real_cgroup(tmp_path):
+    """Where cgroup v2 is writable the job is cloned straight into its cgroup, as the
+    startd's own child (no cgroup.procs write: that waits for an RCU grace period)."""
+    from roost.daemons.startd.cgroups import JobCgroups
+
+    groups = JobCgroups.detect(str(tmp_path))
+    if not groups.enabled:
+        pytest.skip("no writable cgroup v2 here")
+    saved = launch._launcher
+    try:
+        if launch.build_launcher(str(tmp_path / "launcher")) is None:
+            pytest.skip("no C compiler")
+        groups.create("job1")
+        nobody = pwd.getpwnam("nobody")
+        os.chmod(tmp_path, 0o777)
+        out = tmp_path / "cgroup"
+        fd = os.open(out, os.O_WRONLY | os.O_CREAT, 0o666)
+        req = launch.Launch(argv=["/bin/sh", "-c", "cat /proc/self/cgroup; ps -o sid= -p $$; exit 3"],
+                            executable="/bin/sh", cwd=str(tmp_path), env={"PATH": "/bin:/usr/bin"},
+                            stdin=0, stdout=fd, stderr=fd, uid=nobody.pw_uid, gid=nobody.pw_gid,
+                            cgroup_procs=groups.procs_file("job1"))
+        proc = asyncio.run(launch.spawn(req))
+        os.close(fd)
+        assert isinstance(proc, launch.Cloned)
+        assert proc.wait() == 3  # our child: waitpid works and gives its status
+        lines = out.read_text().split()
+        assert any(ln.startswith("0::") and ln.endswith("/job1") for ln in lines), lines
+        assert lines[-1] == str(proc.pid)  # its own session
+    finally:
+        launch._launcher = saved
+        groups.remove("job1")
+        groups.close()
 
 
 def test_gpus_are_found_with_nvidia_smi(tmp_path, monkeypatch):

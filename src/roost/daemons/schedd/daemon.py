@@ -50,8 +50,8 @@ log = logging.getLogger("roost.schedd")
 
 LOCAL_UNIVERSES = (7, 12)  # scheduler and local: run here, never negotiated
 CHUNK = 1 << 20
-SMALL_TRANSFER = 4 << 20
-WAIT_PROGRESS_S = 0.05  # WAIT_JOBS: least time between a first change and a progress answer  # input sandboxes up to this size are sent in one write
+SMALL_TRANSFER = 4 << 20  # input sandboxes up to this size are sent in one write
+WAIT_PROGRESS_S = 0.05  # WAIT_JOBS: least time between a first change and a progress answer
 
 def _bad(msg: str) -> RequestError:
     return RequestError("BAD_REQUEST", msg)
@@ -166,6 +166,7 @@ class Schedd(Daemon):
         return {
             "NEW_CLUSTER": self.h_new_cluster,
             "SUBMIT": self.h_submit,
+            "SUBMIT_TEXT": self.h_submit_text,
             "QUERY_JOBS": self.h_query_jobs,
             "ACT": self.h_act,
             "WAIT_JOBS": self.h_wait_jobs,
@@ -686,8 +687,12 @@ class Schedd(Daemon):
         cid = req["cluster"]
         if cid not in self.queue.reserved:
             raise _bad(f"SUBMIT: cluster {cid} was not reserved with NEW_CLUSTER (or was already submitted)")
-        cluster_ad = dict(req["cluster_ad"])
-        procs = req["procs"]
+        count = await self._add_cluster(cid, dict(req["cluster_ad"]), req["procs"], peer)
+        return {"cluster": cid, "count": count}
+
+    async def _add_cluster(self, cid: int, cluster_ad: dict[str, Any], procs: list[dict[str, Any]],
+                           peer: Peer) -> int:
+        """Check a reserved cluster's ads, store it durably and start it moving; its proc count."""
         if not procs:
             raise _bad("SUBMIT: no procs")
         owner = cluster_ad.get("Owner")
@@ -739,7 +744,52 @@ class Schedd(Daemon):
             if not local:
                 self.reschedule()
         log.info("cluster %d: %d jobs submitted by %s", cid, len(procs), owner)
-        return {"cluster": cid, "count": len(procs)}
+        return len(procs)
+
+    async def h_submit_text(self, req: dict[str, Any], peer: Peer) -> dict[str, Any]:
+        """A whole submit description, parsed and expanded here for a local user.
+
+        The fast path of ``roost submit``: the tool then needs neither the submit
+        language nor the API, and one round trip replaces NEW_CLUSTER + SUBMIT.
+        The schedd reads the user's include, item and input files, so it takes this
+        path only when it has exactly the peer's rights (the same uid); otherwise it
+        answers SUBMIT_LOCALLY and the tool parses and SUBMITs itself.
+        """
+        if peer.uid is None or peer.user is None or peer.uid != os.geteuid():
+            raise RequestError("SUBMIT_LOCALLY", "SUBMIT_TEXT is served to the schedd's own user on its Unix socket")
+        env, overrides, append = req.get("env") or {}, req.get("overrides") or {}, req.get("append") or []
+        if any(type(v) is not str for v in (*env.values(), *overrides.values())) or any(
+            type(v) is not str for v in append
+        ):
+            raise _bad("SUBMIT_TEXT: env and overrides map names to strings, append is a list of strings")
+        from roost.api.submitting import file_size, wire_ad, wire_procs
+        from roost.submit import SubmitError, parse_submit
+
+        owner, qdate = peer.user, int(time.time())
+        first = self.queue.new_cluster_id()
+
+        def expand(cluster_id: int) -> list[Any]:
+            desc = parse_submit(req["text"], file=req.get("file"), cwd=req["cwd"], env=env, overrides=overrides,
+                                append=append, file_size=file_size, stdin_text=None)
+            return desc.expand(cluster_id=cluster_id, qdate=qdate, owner=owner)
+
+        ids = [first]
+        try:
+            try:
+                clusters = await asyncio.to_thread(expand, first)
+            except SubmitError as e:
+                raise RequestError("SUBMIT_ERROR", str(e)) from None
+            ids += [self.queue.new_cluster_id() for _ in clusters[1:]]
+            done: list[list[int]] = []
+            for i, (cid, c) in enumerate(zip(ids, clusters)):
+                if cid != c.cluster_id:  # another submit took an id in between: $(Cluster) must be the real one
+                    c = (await asyncio.to_thread(expand, cid - i))[i]
+                cluster_ad = wire_ad(c.cluster_ad)
+                cluster_ad.setdefault("TotalSubmitProcs", len(c))
+                done.append([cid, await self._add_cluster(cid, cluster_ad, wire_procs(c.proc_diffs), peer)])
+        finally:
+            self.queue.reserved.difference_update(ids)
+        return {"clusters": done, "warnings": [str(w) for c in clusters for w in c.warnings]}
 
     def _log_submits(self, cluster: Any, peer: Peer) -> None:
         host = f"<{self.address}>"

@@ -1,8 +1,9 @@
 """Writing job events to each job's user log (``log = ...`` in the submit file).
 
 Writers are kept open per path (a few hundred at most) so a busy schedd does not
-open and close a file per event; a log that cannot be written is reported in the
-SchedLog once and never stops the job.
+open and close a file per event, but each write first checks (one stat) that the
+path still names the open file, so a log the user deleted or moved is recreated.
+A log that cannot be written is reported in the SchedLog once and never stops the job.
 """
 
 from __future__ import annotations
@@ -80,8 +81,9 @@ class UserLogs:
                 _, old = self._writers.popitem(last=False)
                 old.close()
         else:
-            created = False
             self._writers.move_to_end(path)
+            w.reopen_if_replaced()
+            created = w.closed and not os.path.exists(path)
         try:
             w.write_many(events)
         except OSError as e:

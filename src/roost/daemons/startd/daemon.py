@@ -359,6 +359,9 @@ class Startd(Daemon):
                 slot = self._renew(slot)  # a retried request: the claim is already theirs
                 return {"claim_id": slot.claim_id, "slot_ad": ad_to_obj(self.slot_ad(name))}
             raise RequestError("DENIED", f"{self.slot_name(name)} is already claimed")
+        # Counted whatever the answer: the negotiator settles its promises on this count.
+        slot = self.slots[name] = replace(slot, claim_requests=slot.claim_requests + 1)
+        self._changed(name)
         job = obj_to_ad(req["job_ad"])
         ad = self.slot_ad(name)
         why = core.accepts(ad, job)

@@ -222,7 +222,7 @@ class Starter:
         self._preset_error: str | None = None
         self._mkdir: asyncio.Future[None] | None = None
         self.task: asyncio.Task[None] | None = None
-        self._proc: subprocess.Popen[bytes] | None = None
+        self._proc: subprocess.Popen[bytes] | launch.Cloned | None = None
         self._exited: asyncio.Future[tuple[int, Any]] | None = None
         self._retry = asyncio.Event()
         self._inputs: dict[str, tuple[int, int]] = {}
@@ -544,7 +544,7 @@ class Starter:
         except OSError as e:
             log.warning("cannot record job %s's process group: %s", self.spec.job_id, e)
 
-    def _started(self, proc: subprocess.Popen[bytes]) -> None:
+    def _started(self, proc: subprocess.Popen[bytes] | launch.Cloned) -> None:
         self._proc = proc
         self.pid = proc.pid
         self._watch()

@@ -1,0 +1,82 @@
+"""``roost submit``'s fast path: the schedd parses the submit text (SUBMIT_TEXT) with the
+tool's working directory and environment, and refuses (SUBMIT_LOCALLY) where it does
+not hold the user's rights, so the tool parses and submits itself."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from poolkit import PoolHandle
+
+from roost.net.errors import RemoteError
+from roost.net.syncclient import SyncClient
+
+
+def test_cli_submit_uses_the_tools_cwd_environment_and_options(pool: PoolHandle, tmp_path: Path) -> None:
+    (tmp_path / "items.txt").write_text("alpha\nbeta\n")
+    (tmp_path / "s.sub").write_text(
+        "executable = /bin/echo\n"
+        "arguments = $(word) $ENV(ROOST_TEST_WORD) $(extra)\n"
+        "output = out.$(word)\n"
+        "queue word from items.txt\n"
+        "executable = /bin/true\n"
+        "queue\n"
+    )
+    pool.env["ROOST_TEST_WORD"] = "from-the-tool"
+    try:
+        done = pool.roost("submit", "s.sub", "extra=cmdline", "-a", "+Tag = \"appended\"",
+                          cwd=tmp_path, check=True)
+    finally:
+        del pool.env["ROOST_TEST_WORD"]
+    lines = done.stdout.splitlines()
+    assert lines[0] == "Submitting job(s)."
+    clusters = [ln.split()[-1].rstrip(".") for ln in lines[1:]]
+    assert [ln.split()[0] for ln in lines[1:]] == ["2", "1"]  # a new executable starts a new cluster
+    assert pool.roost("wait", "-wait", "60", *clusters, timeout=90).returncode == 0
+    assert (tmp_path / "out.alpha").read_text() == "alpha from-the-tool cmdline\n"
+    assert (tmp_path / "out.beta").read_text() == "beta from-the-tool cmdline\n"
+    job = pool.job(f"{clusters[0]}.1")
+    assert job is not None and job["Tag"] == "appended" and job["Iwd"] == str(tmp_path)
+    assert job["ClusterId"] == int(clusters[0])
+
+
+def test_cli_submit_errors_name_the_file_and_line(pool: PoolHandle, tmp_path: Path) -> None:
+    (tmp_path / "bad.sub").write_text("executable = /bin/true\nuniverse = bogus\nqueue\n")
+    bad = pool.roost("submit", "bad.sub", cwd=tmp_path)
+    assert bad.returncode == 1
+    assert bad.stderr.startswith("ERROR: bad.sub:2:") and "bogus" in bad.stderr
+    (tmp_path / "nofile.sub").write_text("executable = /bin/true\nqueue x from missing.txt\n")
+    bad = pool.roost("submit", "nofile.sub", cwd=tmp_path)
+    assert bad.returncode == 1 and "missing.txt" in bad.stderr
+
+
+def test_submit_text_is_refused_to_a_peer_without_the_schedds_rights(pool: PoolHandle, tmp_path: Path) -> None:
+    tcp = (pool.home / "run" / "schedd.address").read_text().strip()
+    client = SyncClient(tcp, timeout=10)
+    try:
+        with pytest.raises(RemoteError) as e:
+            client.call("SUBMIT_TEXT", text="executable = /bin/true\nqueue\n", cwd=str(tmp_path))
+        assert e.value.code == "SUBMIT_LOCALLY"
+        with pytest.raises(RemoteError) as e:  # malformed arguments are still BAD_REQUEST
+            client.call("SUBMIT_TEXT", text="queue\n", cwd=str(tmp_path), env={"A": 1})
+        assert e.value.code in ("BAD_REQUEST", "SUBMIT_LOCALLY")
+    finally:
+        client.close()
+
+
+def test_submit_text_over_the_socket_answers_clusters_and_warnings(pool: PoolHandle, tmp_path: Path) -> None:
+    s = pool.schedd()
+    try:
+        got = s.call("SUBMIT_TEXT", text="executable = /bin/true\nunused_knob = 1\nqueue 3\n",
+                     file="t.sub", cwd=str(tmp_path), env={})
+        with pytest.raises(Exception) as e:
+            s.call("SUBMIT_TEXT", text="executable = /bin/true\nrequest_cpus = )\nqueue\n",
+                   file="t.sub", cwd=str(tmp_path), env={})
+    finally:
+        s.close()
+    [[cluster, count]] = got["clusters"]
+    assert count == 3
+    assert any("unused_knob" in w for w in got["warnings"])
+    assert "t.sub:2" in str(e.value)
+    assert pool.wait([f"{cluster}.{p}" for p in range(3)], timeout=60)["done"] == 3
