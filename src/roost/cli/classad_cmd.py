@@ -27,9 +27,10 @@ from dataclasses import dataclass
 from typing import Any, TextIO
 
 from roost.classad.adstream import iter_ads
-from roost.classad.ast import BinaryOp, Node, Paren
 from roost.classad.errors import ClassAdSyntaxError
 from roost.classad.values import Value
+from roost.core.analyze import failing_clause, show_value, slot_refusal
+from roost.core.analyze import truth as _truth
 
 USAGE = """\
 usage: roost classad <command> [args...]
@@ -93,16 +94,6 @@ def read_one_ad(path: str) -> Any:
 # Showing values
 
 
-def show_value(value: Any) -> str:
-    """A runtime value in ClassAd syntax; a real in the short form of ``condor_q -long``."""
-    from roost.classad.convert import to_node
-    from roost.classad.unparse import format_real_old, unparse
-
-    if type(value) is float:
-        return format_real_old(value)
-    return unparse(to_node(value))
-
-
 def _rank_number(value: Any) -> float:
     """Rank as the negotiator uses it: numbers and booleans count, anything else is 0."""
     if type(value) in (int, float, bool):
@@ -120,20 +111,6 @@ def _json_value(value: Any) -> Any:
 
 # ---------------------------------------------------------------------------
 # match
-
-
-def _truth(value: Any) -> str | None:
-    """None when ``value`` lets a match go ahead, else why not, in a word or two."""
-    t = type(value)
-    if value is True or ((t is int or t is float) and value != 0):
-        return None
-    if value is False or t is int or t is float:
-        return "false"
-    if value is Value.Undefined:
-        return "undefined"
-    if value is Value.Error:
-        return "error"
-    return f"not boolean ({show_value(value)})"
 
 
 @dataclass
@@ -158,31 +135,6 @@ def _eval(ad: Any, name: str, target: Any) -> Any:
     return eval_attr(ad, name, target)
 
 
-def _conjuncts(node: Node) -> list[Node]:
-    while type(node) is Paren:
-        node = node.expr
-    if type(node) is BinaryOp and node.op == "&&":
-        return _conjuncts(node.left) + _conjuncts(node.right)
-    return [node]
-
-
-def failing_clause(ad: Any, name: str, target: Any) -> str:
-    """The ``&&`` clause of ``ad``'s ``name`` that stops a match, as ``clause is false``.
-
-    A false clause decides ``&&`` even next to an undefined one, so it is
-    preferred; "" when the expression is not a conjunction.
-    """
-    from roost.classad.evaluate import evaluate
-    from roost.classad.unparse import unparse
-
-    parts = _conjuncts(ad.lookup(name).node)
-    if len(parts) < 2:
-        return ""
-    found = [(part, why) for part in parts if (why := _truth(evaluate(part, ad, target)))]
-    found.sort(key=lambda pw: pw[1] != "false")
-    return f"{unparse(found[0][0])} is {found[0][1]}" if found else ""
-
-
 def match_one(job: Any, machine: Any, index: int) -> MatchRow:
     """The symmetric match of ``job`` and ``machine``, with the side(s) that refused."""
     reasons: list[str] = []
@@ -196,18 +148,15 @@ def match_one(job: Any, machine: Any, index: int) -> MatchRow:
         reasons.append("job has no Requirements")
         clauses.append("")
 
-    policy = "Requirements" if _has(machine, "Requirements") else "START"
-    if _has(machine, policy):
-        why = _truth(_eval(machine, policy, job))
-        if why:
-            start_why = _truth(_eval(machine, "START", job)) if _has(machine, "START") else None
-            if start_why and policy == "Requirements":
-                policy, why = "START", start_why
+    refusal = slot_refusal(machine, job)
+    if refusal is not None:
+        policy, why, clause = refusal
+        if why == "missing":
+            reasons.append("machine has no Requirements or START")
+            clauses.append("")
+        else:
             reasons.append(f"machine {policy} {why}")
-            clauses.append(failing_clause(machine, policy, job))
-    else:
-        reasons.append("machine has no Requirements or START")
-        clauses.append("")
+            clauses.append(clause)
 
     name = _eval(machine, "Name", None)
     if type(name) is not str:

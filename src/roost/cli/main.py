@@ -22,6 +22,11 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "release": ("roost.cli.act_cmd", "release held jobs (condor_release)"),
     "history": ("roost.cli.history_cmd", "list finished jobs (condor_history)"),
     "wait": ("roost.cli.wait_cmd", "wait for jobs to finish (condor_wait)"),
+    "drain": ("roost.cli.drain_cmd", "stop a machine taking jobs and let it empty (condor_drain)"),
+    "vacate": ("roost.cli.drain_cmd", "evict the jobs a machine runs (condor_vacate)"),
+    "off": ("roost.cli.drain_cmd", "stop offering this machine's slots"),
+    "on": ("roost.cli.drain_cmd", "offer this machine's slots again"),
+    "userprio": ("roost.cli.userprio_cmd", "show and set users' fair-share priorities (condor_userprio)"),
 }
 
 

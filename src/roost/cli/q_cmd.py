@@ -34,6 +34,8 @@ SPEC = {
     "allusers": ("flag", "every user's jobs"),
     "wide": ("flag", "do not truncate the command"),
     "limit": ("value", "at most this many jobs"),
+    "analyze": ("flag", "why are these jobs idle? (default: your first idle jobs)"),
+    "better-analyze": ("flag", "-analyze with each Requirements clause, the pool's values and slot policies"),
 }
 USAGE = "[options] [ID|USER ...]   (IDs: CLUSTER or CLUSTER.PROC)"
 
@@ -63,6 +65,8 @@ def main(argv: list[str]) -> int:
         owner = me  # condor_q's default: only my jobs, unless I am a queue superuser
     try:
         schedd = Schedd()
+        if ns.analyze or ns.values["better-analyze"]:
+            return _analyze(schedd, constraint, owner, r.ids, bool(ns.values["better-analyze"]), limit)
         if ns.totals:
             filters = _filters(constraint, owner, r.ids)
             counts = schedd.call("QUERY_JOBS", totals=True, **filters)["totals"]
@@ -104,6 +108,77 @@ def main(argv: list[str]) -> int:
         print(error_line("roost q", e), file=sys.stderr)
         return 1
     return 0
+
+
+ANALYZE_DEFAULT = 5  # jobs -analyze looks at when no ids are given
+
+
+def _analyze(schedd: Any, constraint: str | None, owner: str | None, ids: list[str], better: bool,
+             limit: int | None) -> int:
+    """``-analyze``/``-better-analyze``: each job against every slot ad and the priority table."""
+    from roost.api.collector import Collector
+    from roost.core.analyze import analyze, render
+    from roost.net.adwire import obj_to_ad
+
+    out = sys.stdout
+    if not ids:
+        constraint = f"({constraint}) && JobStatus == 1" if constraint else "JobStatus == 1"
+    cap = limit if limit is not None else (None if ids else ANALYZE_DEFAULT + 1)
+    jobs = schedd.query_objs(constraint, None, owner=owner, ids=ids, limit=cap)
+    if not jobs:
+        out.write("No matching jobs to analyze.\n" if ids else "No idle jobs to analyze.\n")
+        return 0
+    if not ids and limit is None and len(jobs) > ANALYZE_DEFAULT:
+        jobs = jobs[:ANALYZE_DEFAULT]
+        out.write(f"Analyzing the first {ANALYZE_DEFAULT} idle jobs (name job ids, or -limit N, for others).\n")
+    collector = Collector(schedd.home_dir)
+    try:
+        slots = collector.query("Machine")
+    finally:
+        collector.close()
+    users = _userprio(schedd.home_dir)
+    if users is None:
+        out.write("(the negotiator gave no priority table: analyzing without user priorities)\n")
+    for obj in jobs:
+        job = obj_to_ad(obj)
+        out.write("\n" + render(analyze(job, slots, users, _submitter(obj)), job, better=better))
+    return 0
+
+
+def _submitter(job: dict[str, Any]) -> str | None:
+    user, group = job.get("User") or job.get("Owner"), job.get("AcctGroup")
+    if isinstance(user, str) and isinstance(group, str) and group:
+        return f"{group}.{user}"
+    return user if isinstance(user, str) else None
+
+
+def _userprio(home: str) -> list[dict[str, Any]] | None:
+    """The negotiator's USERPRIO table, or None when it cannot answer (not running, too old)."""
+    from roost.api.collector import Collector
+    from roost.api.connection import DaemonConnection
+    from roost.api.errors import PoolError
+    from roost.api.home import read_address, run_path
+
+    addr = read_address(run_path(home, "negotiator.address"))
+    if not addr:
+        collector = Collector(home, timeout=5.0)
+        try:
+            ads = collector.query_objs("Negotiator", projection=["MyAddress"])
+        except PoolError:
+            ads = []
+        finally:
+            collector.close()
+        addr = next((a["MyAddress"] for a in ads if isinstance(a.get("MyAddress"), str)), None)
+    if not addr:
+        return None
+    conn = DaemonConnection(home, "negotiator", [addr], 5.0)
+    try:
+        users = conn.call("USERPRIO").get("users")
+    except (PoolError, OSError):
+        return None
+    finally:
+        conn.close()
+    return [u for u in users if isinstance(u, dict)] if isinstance(users, list) else None
 
 
 def _filters(constraint: str | None, owner: str | None, ids: list[str]) -> dict[str, Any]:

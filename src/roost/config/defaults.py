@@ -77,6 +77,9 @@ _KNOBS = [
     Knob("NICE_USER_PRIO_FACTOR", "1e10", "priority factor for nice_user jobs"),
     Knob("ACCOUNTANT_LOCAL_DOMAIN", "", "domain appended to user names in accounting"),
     Knob("GROUP_NAMES", "", "accounting groups with quotas"),
+    Knob("GROUP_ACCEPT_SURPLUS", "False", "whether groups may use slots beyond their quota (GROUP_ACCEPT_SURPLUS_<group> per group)"),
+    Knob("CONCURRENCY_LIMIT_DEFAULT", "2308032", "limit of a concurrency limit name with no <NAME>_LIMIT knob"),
+    Knob("ACCOUNTANT_SAVE_INTERVAL", "5", "roost: least seconds between writes of $(SPOOL)/accountant.json (also written at shutdown and on changes by `roost userprio`)"),
     # -- schedd ------------------------------------------------------------------
     Knob("SCHEDD_INTERVAL", "300", "seconds between the schedd's periodic housekeeping and ad updates"),
     Knob("SCHEDD_MIN_INTERVAL", "1", "least seconds between event-triggered schedd updates"),
@@ -117,6 +120,9 @@ _KNOBS = [
     Knob("STARTER_UPDATE_INTERVAL", "300", "seconds between a starter's usage reports"),
     Knob("SLOTS_CONNECTED_TO_KEYBOARD", "0", "slots whose KeyboardIdle follows the console keyboard"),
     Knob("SLOTS_CONNECTED_TO_CONSOLE", "0", "slots whose ConsoleIdle follows the console"),
+    Knob("POLLING_INTERVAL", "5", "seconds between evaluations of the owner policy (START, SUSPEND, PREEMPT ...)"),
+    Knob("STARTD_ACTIVITY_FILE", "$(LOCAL_DIR)/activity", "roost: touching this file counts as keyboard and console activity (KeyboardIdle, ConsoleIdle); empty: no file"),
+    Knob("STARTD_OWNER_DEVICES", "/dev/tty* /dev/pts/* /dev/input/*", "roost: devices (glob patterns) whose access times give KeyboardIdle/ConsoleIdle; empty: only the activity file"),
     # -- startd: policy -----------------------------------------------------------
     Knob("START", "True", "when a slot accepts a job"),
     Knob("SUSPEND", "False", "when a running job is suspended"),

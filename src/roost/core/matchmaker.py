@@ -6,17 +6,42 @@ share, issue 5, decides that order and each submitter's limit), for each of
 its requests in the schedd's order, every job is given the best slot that
 is still free in this cycle's view:
 
-- both Requirements hold (``symmetric match``), the slot is ``Unclaimed``;
-- best means highest ``NEGOTIATOR_PRE_JOB_RANK`` (evaluated in the slot
-  against the job), then the job's ``Rank`` (in the job against the slot),
-  then ``NEGOTIATOR_POST_JOB_RANK``; remaining ties go to the slot that
-  came first in the input (the negotiator sorts by name, so cycles are
-  reproducible). Non-numeric ranks count as 0, as in HTCondor.
+- both Requirements hold (``symmetric match``), the slot is ``Unclaimed``
+  (or ``Claimed`` and preemptable, when a :class:`PreemptionPolicy` is given);
+- best means: not preempting before rank preemption before priority
+  preemption; then highest ``NEGOTIATOR_PRE_JOB_RANK`` (evaluated in the
+  slot against the job), then the job's ``Rank`` (in the job against the
+  slot), then ``NEGOTIATOR_POST_JOB_RANK``, then (preempting only) highest
+  ``PREEMPTION_RANK``; remaining ties go to the slot that came first in the
+  input (the negotiator sorts by name, so cycles are reproducible).
+  Non-numeric ranks count as 0, as in HTCondor. (HTCondor puts the
+  preemption level after the three job ranks and relies on its default
+  pre-job rank to prefer idle slots; roost has no such default, so the level
+  comes first: an idle slot is never passed over for a preemption.)
 - a static slot takes one job; a partitionable slot (``PartitionableSlot``)
   takes jobs while its remaining Cpus/Memory/Disk/GPUs cover the request.
   The view's copy of its ad has those attributes lowered after each match,
   so Requirements that read ``TARGET.Memory`` see what is left, as the
-  startd will when it carves dynamic slots.
+  startd will when it carves dynamic slots; what is left stays on offer to
+  later requests of the cycle.
+- ``limits`` are slot weight (``SlotWeight``, default ``Cpus``; for a
+  partitionable slot the Cpus a job takes); concurrency limits
+  (:class:`ConcurrencyLimits`) cap the jobs that name a license.
+
+Why it is fast. Evaluating every request against every slot is 10 M
+symmetric matches at 10,000 slots × 1,000 autoclusters. But a match result
+can only depend on the values of the slot attributes that some evaluated
+expression can *name*: the request's Requirements/Rank/Request*, the slot's
+Requirements (START ...), the negotiator's ranks and preemption
+expressions, followed transitively through attributes of both ads. Slots
+that agree on all of those values are an *equivalence class* for that
+request: one evaluation answers for all of them, and the class keeps its
+members in input order so ties still go to the earliest slot. Classes are
+kept per set of names (requests of one kind share them) and updated lazily
+when a partitionable slot is carved. When the names cannot be known
+statically (``eval()``, ``unparse()``, ``random()``, a whole ad used as a
+value, a computed subscript) every slot is its own class: the plain
+algorithm, same answers.
 
 Pure: ads in, :class:`Plan` out; no clock (``now`` is passed in), no I/O.
 :class:`SlotPool` keeps the per-cycle view so a caller can spin the pie
@@ -26,13 +51,34 @@ several times (issue 5) without rebuilding it.
 from __future__ import annotations
 
 import heapq
+import math
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from roost.classad import ClassAd
-from roost.classad.ast import Node
+from roost.classad.ast import (
+    AdExpr,
+    AttrRef,
+    BinaryOp,
+    Conditional,
+    FuncCall,
+    ListExpr,
+    Literal,
+    Node,
+    Paren,
+    Subscript,
+    UnaryOp,
+)
 from roost.classad.evaluate import EvaluationFailed, evaluate, matches
+from roost.classad.unparse import unparse
+from roost.core.preemption import (
+    NO_PREEMPTION,
+    PreemptionPolicy,
+    preemption_key,
+    preemption_kind,
+)
 
 # (slot attribute, job attribute, default request when the job does not say)
 RESOURCES: tuple[tuple[str, str, float], ...] = (
@@ -41,6 +87,11 @@ RESOURCES: tuple[tuple[str, str, float], ...] = (
     ("Disk", "RequestDisk", 0),
     ("GPUs", "RequestGPUs", 0),
 )
+
+# HTCondor's CONCURRENCY_LIMIT_DEFAULT when the knob is not set
+DEFAULT_CONCURRENCY_LIMIT = 2308032.0
+
+_EPS = 1e-9
 
 
 @dataclass(slots=True)
@@ -71,6 +122,8 @@ class Match:
     slot: Slot
     rank: tuple[float, float, float]
     resources: dict[str, float]  # what this match takes from a partitionable slot
+    weight: float = 1.0  # slot weight: SlotWeight (default Cpus); a partitionable slot's Cpus taken
+    preempts: bool = False  # the slot is Claimed: the running job is preempted
 
     @property
     def submitter(self) -> str:
@@ -83,9 +136,67 @@ class Plan:
 
     matches: list[Match] = field(default_factory=list)
     unmatched: dict[tuple[str, Any], int] = field(default_factory=dict)  # (submitter, ac) → jobs
-    by_submitter: dict[str, int] = field(default_factory=dict)
-    evaluations: int = 0  # symmetric matches tried
+    by_submitter: dict[str, int] = field(default_factory=dict)  # matches
+    weight_by_submitter: dict[str, float] = field(default_factory=dict)  # slot weight matched
+    concurrency_used: dict[str, float] = field(default_factory=dict)  # limit name → consumed
+    evaluations: int = 0  # symmetric matches tried (one per slot class)
     now: float = 0.0
+
+
+@dataclass
+class ConcurrencyLimits:
+    """The negotiator's concurrency limits (``<NAME>_LIMIT``, ``CONCURRENCY_LIMIT_DEFAULT``,
+    ``CONCURRENCY_LIMIT_DEFAULT_<GROUP>``) and what running jobs hold now.
+
+    Names are case-insensitive (keys lower case). A name without its own
+    limit uses ``group_defaults[prefix]`` when it has the form ``prefix.rest``
+    and the prefix has one (HTCondor's group defaults), else ``default``.
+    """
+
+    limits: dict[str, float] = field(default_factory=dict)
+    default: float = DEFAULT_CONCURRENCY_LIMIT
+    in_use: dict[str, float] = field(default_factory=dict)
+    group_defaults: dict[str, float] = field(default_factory=dict)
+
+    def limit_of(self, name: str) -> float:
+        k = name.lower()
+        v = self.limits.get(k)
+        if v is not None:
+            return float(v)
+        prefix, dot, _ = k.partition(".")
+        if dot and prefix in self.group_defaults:
+            return float(self.group_defaults[prefix])
+        return float(self.default)
+
+
+_SPLIT = re.compile(r"[,\s]+")
+
+
+def parse_concurrency_limits(text: Any) -> dict[str, float] | None:
+    """A job's ``ConcurrencyLimits`` (``"license:2, db"``) as {lower name: amount};
+    amounts default to 1, repeated names add up. None when the text is malformed
+    (a non-numeric or negative amount): such a job is never matched, rather than
+    run past a license."""
+    if type(text) is not str:
+        return {}
+    out: dict[str, float] = {}
+    for tok in _SPLIT.split(text.strip()):
+        if not tok:
+            continue
+        name, colon, amount = tok.partition(":")
+        name = name.strip().lower()
+        if not name:
+            return None
+        n = 1.0
+        if colon:
+            try:
+                n = float(amount)
+            except ValueError:
+                return None
+            if not math.isfinite(n) or n < 0:
+                return None
+        out[name] = out.get(name, 0.0) + n
+    return out
 
 
 def _number(v: Any) -> float:
@@ -97,7 +208,7 @@ def _number(v: Any) -> float:
     return 0.0
 
 
-def _eval(node: Node | None, cur: ClassAd, tgt: ClassAd) -> float:
+def _eval(node: Node | None, cur: ClassAd, tgt: ClassAd | None) -> float:
     if node is None:
         return 0.0
     try:
@@ -106,51 +217,164 @@ def _eval(node: Node | None, cur: ClassAd, tgt: ClassAd) -> float:
         return 0.0
 
 
-def _is_true(ad: ClassAd, attr: str) -> bool:
+def _value(ad: ClassAd, attr: str) -> Any:
     v = ad._lits.get(attr)
     if v is None and attr in ad._attrs:
         try:
             v = evaluate(ad._attrs[attr], ad, None)
         except EvaluationFailed:
-            return False
+            return None
+    return v
+
+
+def _is_true(ad: ClassAd, attr: str) -> bool:
+    v = _value(ad, attr)
     return v is True or (type(v) in (int, float) and v != 0)
 
 
 def _state(ad: ClassAd) -> Any:
-    v = ad._lits.get("state")
-    if v is None and "state" in ad._attrs:
-        try:
-            v = evaluate(ad._attrs["state"], ad, None)
-        except EvaluationFailed:
-            return None
-    return v
+    return _value(ad, "state")
+
+
+# ---------------------------------------------------------------------------
+# What an expression can read: attribute names, or "unknowable"
+# ---------------------------------------------------------------------------
+
+# functions that reach attributes by a computed name, read expressions rather
+# than values, or give a different answer per call
+_DYNAMIC_FUNCS = frozenset(
+    ("eval", "unparse", "unresolved", "evalineachcontext", "countmatches", "random")
+)
+# names that stand for a whole ad when used as a value
+_SCOPE_NAMES = frozenset(("my", "self", "target", "other", "parent", "toplevel", "root", "ad"))
+
+
+class _Dynamic(Exception):
+    pass
+
+
+def _walk(node: Any, out: set[str], as_base: bool = False) -> None:
+    t = type(node)
+    if t is Literal:
+        return
+    if t is AttrRef:
+        base = node.base
+        if base is None:
+            if node.lname in _SCOPE_NAMES and not as_base:
+                raise _Dynamic
+        else:
+            _walk(base, out, True)
+        out.add(node.lname)
+        return
+    if t is Paren:
+        _walk(node.expr, out, as_base)
+        return
+    if t is BinaryOp:
+        _walk(node.left, out)
+        _walk(node.right, out)
+        return
+    if t is UnaryOp:
+        _walk(node.operand, out)
+        return
+    if t is Conditional:
+        _walk(node.cond, out)
+        _walk(node.then, out)
+        _walk(node.else_, out)
+        return
+    if t is FuncCall:
+        if node.lname in _DYNAMIC_FUNCS:
+            raise _Dynamic
+        for a in node.args:
+            _walk(a, out)
+        return
+    if t is ListExpr:
+        for a in node.items:
+            _walk(a, out)
+        return
+    if t is AdExpr:
+        for _, a in node.attrs:
+            _walk(a, out)
+        return
+    if t is Subscript:
+        idx = node.index
+        if type(idx) is not Literal:
+            raise _Dynamic  # rec[expr] reaches an attribute named at run time
+        if type(idx.value) is str:
+            out.add(idx.value.lower())
+        _walk(node.base, out, True)
+        return
+    raise _Dynamic
+
+
+def _names_of(node: Node) -> frozenset[str] | None:
+    """Lower-case attribute names ``node`` can read, None when unknowable."""
+    out: set[str] = set()
+    try:
+        _walk(node, out)
+    except _Dynamic:
+        return None
+    return frozenset(out)
+
+
+_MISSING = ("missing",)
+_CARVED = ("carved",)
+
+
+# ---------------------------------------------------------------------------
+# The per-cycle view
+# ---------------------------------------------------------------------------
 
 
 class _View:
     """One slot's state within a cycle."""
 
-    __slots__ = ("slot", "ad", "index", "partitionable", "remaining", "used", "copied")
+    __slots__ = (
+        "slot", "ad", "index", "partitionable", "claimed", "remaining", "used", "copied", "weight",
+    )
 
-    def __init__(self, slot: Slot, index: int) -> None:
+    def __init__(self, slot: Slot, index: int, claimed: bool) -> None:
         self.slot = slot
         self.ad = slot.ad
         self.index = index
-        self.partitionable = _is_true(slot.ad, "partitionableslot")
+        self.claimed = claimed
+        self.partitionable = not claimed and _is_true(slot.ad, "partitionableslot")
         self.remaining: dict[str, float] = {}
         if self.partitionable:
             for attr, _, _ in RESOURCES:
-                self.remaining[attr] = _eval(slot.ad._attrs.get(attr.lower()), slot.ad, None)  # type: ignore[arg-type]
+                self.remaining[attr] = _eval(slot.ad._attrs.get(attr.lower()), slot.ad, None)
         self.used = False
         self.copied = False
+        node = slot.ad._attrs.get("slotweight")
+        if node is None:
+            node = slot.ad._attrs.get("cpus")
+        self.weight = _eval(node, slot.ad, None) if node is not None else 1.0
 
     def take(self, amounts: dict[str, float]) -> None:
         if not self.copied:
             self.ad = ClassAd(self.ad)  # shares the expression trees; only our copy changes
             self.copied = True
         for attr, amount in amounts.items():
+            if amount == 0:
+                continue
             left = self.remaining[attr] - amount
             self.remaining[attr] = left
-            self.ad[attr] = int(left) if float(left).is_integer() else left
+            self.ad._set_node(attr, Literal(int(left) if float(left).is_integer() else left))
+
+
+def _fixed_request(job: ClassAd) -> dict[str, float] | None:
+    """What ``job`` asks of a partitionable slot when that cannot depend on the slot
+    (every Request* a number or absent); None otherwise."""
+    out = {}
+    attrs = job._attrs
+    for attr, req_attr, default in _RES:
+        node = attrs.get(req_attr)
+        if node is None:
+            out[RESOURCE_NAMES[attr]] = float(default)
+        elif type(node) is Literal and type(node.value) in (int, float):
+            out[RESOURCE_NAMES[attr]] = float(node.value)
+        else:
+            return None
+    return out
 
 
 def _requested(job: ClassAd, slot_ad: ClassAd) -> dict[str, float]:
@@ -168,12 +392,75 @@ def _requested(job: ClassAd, slot_ad: ClassAd) -> dict[str, float]:
     return out
 
 
+def _may_fit(job: ClassAd, group: tuple[str, bool, bool]) -> bool:
+    """False when no partitionable slot of ``group`` can take ``job``: it asks for
+    Cpus (Memory) and the group has none left. Request* expressions that are not
+    constants (they may read the slot) never rule a group out."""
+    _, cpus_left, memory_left = group
+    attrs = job._attrs
+    for left, attr, default in ((cpus_left, "requestcpus", 1), (memory_left, "requestmemory", 0)):
+        if left:
+            continue
+        node = attrs.get(attr)
+        if node is None:
+            amount = default
+        elif type(node) is Literal and type(node.value) in (int, float):
+            amount = node.value
+        else:
+            return True
+        if amount > 0:
+            return False
+    return True
+
+
 def _fits(view: _View, amounts: dict[str, float]) -> bool:
     rem = view.remaining
     for attr, amount in amounts.items():
         if amount > 0 and rem.get(attr, 0.0) < amount:
             return False
     return amounts.get("Cpus", 1.0) > 0 or amounts.get("Memory", 0.0) > 0
+
+
+class _Class:
+    """Slots that agree on every attribute a request kind can read."""
+
+    __slots__ = ("key", "group", "members", "live")
+
+    def __init__(self, key: tuple[Any, ...], group: Any) -> None:
+        self.key = key
+        self.group = group  # "s" (one job per slot) or ("p", cpus left, memory left)
+        self.members: list[tuple[int, _View]] = []  # heap by input order, lazily pruned
+        self.live = 0
+
+
+class _Partition:
+    """The slot classes for one set of readable names (or one class per slot)."""
+
+    __slots__ = ("names", "rest", "res_names", "classes", "groups", "of", "base", "cursor")
+
+    def __init__(self, names: tuple[str, ...] | None) -> None:
+        self.names = names  # None: every slot its own class
+        self.rest = () if names is None else tuple(n for n in names if n not in _RES_NAMES)
+        self.res_names = tuple(n for n, _, _ in _RES)
+        self.classes: dict[tuple[Any, ...], _Class] = {}
+        # the classes again, by whether they can take a job that asks for Cpus / Memory
+        self.groups: dict[Any, dict[tuple[Any, ...], _Class]] = {}
+        self.base: dict[int, tuple[Any, ...]] = {}  # view index → the unchanging part of its key
+        self.of: dict[int, _Class] = {}  # view index → its class
+        self.cursor = 0  # how much of the pool's change log is applied
+
+
+_RES = tuple((a.lower(), r.lower(), d) for a, r, d in RESOURCES)
+_RES_NAMES = frozenset(a for a, _, _ in _RES)
+RESOURCE_NAMES = {a.lower(): a for a, _, _ in RESOURCES}
+
+# Names every match may read on the slot side besides expressions' references.
+_SLOT_ROOTS = (
+    "requirements", "state", "partitionableslot", "slotweight",
+    "cpus", "memory", "disk", "gpus",
+)
+_PREEMPT_ROOTS = ("rank", "currentrank", "remoteuser", "remoteuserprio")
+_JOB_ROOTS = ("requirements", "rank", "requestcpus", "requestmemory", "requestdisk", "requestgpus")
 
 
 class SlotPool:
@@ -185,62 +472,363 @@ class SlotPool:
         *,
         pre_job_rank: Node | None = None,
         post_job_rank: Node | None = None,
+        preemption: PreemptionPolicy | None = None,
     ) -> None:
-        self.views = [_View(s, i) for i, s in enumerate(slots) if _state(s.ad) == "Unclaimed"]
+        consider = preemption is not None and preemption.consider
+        self.views: list[_View] = []
+        for i, s in enumerate(slots):
+            state = _state(s.ad)
+            if state == "Unclaimed":
+                self.views.append(_View(s, i, False))
+            elif consider and state == "Claimed":
+                self.views.append(_View(s, i, True))
         self.pre_job_rank = pre_job_rank
         self.post_job_rank = post_job_rank
+        self.preemption = preemption
+        self._has_claimed = any(v.claimed for v in self.views)
         self.evaluations = 0
+        self.concurrency_used: dict[str, float] = {}  # consumed in this cycle, all passes
+        self._changes: list[_View] = []  # views carved or used, for lazy class updates
+        self._partitions: dict[Any, _Partition] = {}
+        self._text: dict[int, tuple[Node, Any]] = {}  # id(node) → (node, value key)
+        self._node_names: dict[int, tuple[Node, frozenset[str] | None]] = {}
+        # attribute name → names that some slot's expression for it can read (None: unknowable)
+        self._slot_refs: dict[str, set[str] | None] = {}
+        self._odd = False  # some slot ad has a parent scope: no classes
+        for v in self.views:
+            ad = v.ad
+            if ad.parent is not None:
+                self._odd = True
+            for k, node in ad._attrs.items():
+                if type(node) is Literal:
+                    continue
+                names = self._names(node)
+                cur = self._slot_refs.get(k, set())
+                if names is None or cur is None:
+                    self._slot_refs[k] = None
+                else:
+                    cur |= names
+                    self._slot_refs[k] = cur
+        roots: set[str] = set(_SLOT_ROOTS)
+        extra: list[Node | None] = [pre_job_rank, post_job_rank]
+        if consider:
+            roots.update(_PREEMPT_ROOTS)
+            extra += [preemption.requirements, preemption.rank]  # type: ignore[union-attr]
+        self._roots_dynamic = False
+        for node in extra:
+            if node is None:
+                continue
+            names = self._names(node)
+            if names is None:
+                self._roots_dynamic = True
+            else:
+                roots |= names
+        self._roots = frozenset(roots)
 
-    def _candidate(self, job: ClassAd, view: _View) -> tuple[tuple[float, float, float], dict[str, float]] | None:
+    # -- classes --------------------------------------------------------------
+
+    def _names(self, node: Node) -> frozenset[str] | None:
+        hit = self._node_names.get(id(node))
+        if hit is not None and hit[0] is node:
+            return hit[1]
+        names = _names_of(node)
+        self._node_names[id(node)] = (node, names)
+        return names
+
+    def _readable(self, job: ClassAd) -> tuple[str, ...] | None:
+        """Slot attribute names that matching ``job`` can read, None when unknowable."""
+        if self._odd or self._roots_dynamic or job.parent is not None:
+            return None
+        seen: set[str] = set()
+        todo: list[str] = list(self._roots)
+        todo.extend(_JOB_ROOTS)
+        jattrs = job._attrs
+        slot_refs = self._slot_refs
+        while todo:
+            k = todo.pop()
+            if k in seen:
+                continue
+            seen.add(k)
+            if k in slot_refs:
+                refs = slot_refs[k]
+                if refs is None:
+                    return None
+                todo.extend(refs)
+            node = jattrs.get(k)
+            if node is not None and type(node) is not Literal:
+                names = self._names(node)
+                if names is None:
+                    return None
+                todo.extend(names)
+        return tuple(sorted(seen))
+
+    def _vkey(self, node: Node | None) -> Any:
+        if node is None:
+            return _MISSING
+        if type(node) is Literal:
+            v = node.value
+            t = type(v)
+            if t is int or t is str or t is float or t is bool:
+                return (t, v)
+        hit = self._text.get(id(node))
+        if hit is not None and hit[0] is node:
+            return hit[1]
+        key = ("expr", unparse(node))
+        self._text[id(node)] = (node, key)
+        return key
+
+    def _key(self, part: _Partition, view: _View) -> tuple[Any, ...]:
+        """Equal keys: equal values of every name the partition's requests can read.
+        Only a partitionable view's resources change in a cycle (``take``), so the
+        rest is computed once."""
+        base = (view.index,) if part.names is None else part.base.get(view.index)
+        attrs = view.ad._attrs
+        vk = self._vkey
+        if base is None:
+            names = part.rest if view.partitionable else part.names
+            base = (*[vk(attrs.get(n)) for n in names], view.claimed, view.partitionable)
+            part.base[view.index] = base
+        if not view.partitionable:
+            return base
+        # once carved, the resources are literals written from ``remaining``
+        res = _CARVED if view.copied else tuple(vk(attrs.get(n)) for n in part.res_names)
+        return (base, tuple(view.remaining.values()), res)
+
+    @staticmethod
+    def _group(view: _View) -> Any:
+        if not view.partitionable:
+            return "s"
+        rem = view.remaining
+        return ("p", rem["Cpus"] > 0, rem["Memory"] > 0)
+
+    def _place(self, part: _Partition, view: _View) -> _Class | None:
+        """Bring ``view``'s class membership in ``part`` up to date; its class."""
+        old = part.of.get(view.index)
+        if view.used:
+            if old is not None:
+                self._leave(part, old, view)
+            return None
+        key = self._key(part, view)
+        if old is not None:
+            if old.key == key:
+                return old
+            self._leave(part, old, view)
+        cls = part.classes.get(key)
+        if cls is None:
+            group = self._group(view)
+            cls = part.classes[key] = _Class(key, group)
+            part.groups.setdefault(group, {})[key] = cls
+        heapq.heappush(cls.members, (view.index, view))
+        cls.live += 1
+        part.of[view.index] = cls
+        return cls
+
+    @staticmethod
+    def _leave(part: _Partition, cls: _Class, view: _View) -> None:
+        del part.of[view.index]
+        cls.live -= 1
+        if cls.live == 0:
+            del part.classes[cls.key]
+            del part.groups[cls.group][cls.key]
+
+    def _partition(self, job: ClassAd) -> _Partition:
+        names = self._readable(job)
+        part = self._partitions.get(names)
+        if part is None:
+            part = self._partitions[names] = _Partition(names)
+            for view in self.views:
+                if not view.used:
+                    self._place(part, view)
+            part.cursor = len(self._changes)
+        elif part.cursor < len(self._changes):
+            changed = {v.index: v for v in self._changes[part.cursor:]}
+            for view in changed.values():
+                self._place(part, view)
+            part.cursor = len(self._changes)
+        return part
+
+    @staticmethod
+    def _head(part: _Partition, cls: _Class) -> _View | None:
+        members = cls.members
+        while members:
+            view = members[0][1]
+            if not view.used and part.of.get(view.index) is cls:
+                return view
+            heapq.heappop(members)
+        return None
+
+    # -- evaluation -------------------------------------------------------------
+
+    def _candidate(
+        self,
+        request: Request,
+        view: _View,
+        prio: float | None,
+        fixed: dict[str, float] | None = None,
+    ) -> tuple[tuple[Any, ...], tuple[float, float, float], dict[str, float], float, bool] | None:
+        """(sort key, ranks, amounts, weight, preempts) of ``view`` for the request, or None.
+        ``fixed``: the job's request when it cannot depend on the slot."""
+        job = request.ad
         ad = view.ad
+        if fixed is not None and view.partitionable and not _fits(view, fixed):
+            return None  # what the full check below would find, without evaluating
         self.evaluations += 1
         if not (matches(ad, job) and matches(job, ad)):
             return None
         amounts: dict[str, float] = {}
+        weight = view.weight
         if view.partitionable:
-            amounts = _requested(job, ad)
+            amounts = dict(fixed) if fixed is not None else _requested(job, ad)
             if not _fits(view, amounts):
                 return None
-        rank = (
-            _eval(self.pre_job_rank, ad, job),
-            _eval(job._attrs.get("rank"), job, ad),
-            _eval(self.post_job_rank, ad, job),
-        )
-        return rank, amounts
+            weight = amounts["Cpus"]
+        level, prank = NO_PREEMPTION, 0.0
+        if view.claimed:
+            kind = preemption_kind(self.preemption, ad, job, request.submitter, prio)
+            if kind is None:
+                return None
+            level, prank = preemption_key(self.preemption, kind, ad, job)
+        r1 = _eval(self.pre_job_rank, ad, job)
+        r2 = _eval(job._attrs.get("rank"), job, ad)
+        r3 = _eval(self.post_job_rank, ad, job)
+        return (level, -r1, -r2, -r3, prank), (r1, r2, r3), amounts, weight, view.claimed
 
-    def match_request(self, request: Request, limit: int | None = None) -> list[Match]:
-        """Give up to ``min(request.count, limit)`` jobs of one request their best slots."""
+    def _constant_key(self, job: ClassAd) -> tuple[Any, ...] | None:
+        """The sort key every candidate of ``job`` has when no rank can differ between
+        slots (constant ranks, nothing to preempt); None otherwise. Then the best slot
+        is the first one in input order that matches, and classes are evaluated
+        lazily in that order, only until the request is served."""
+        if self._has_claimed:
+            return None
+        rank = job._attrs.get("rank")
+        for node in (self.pre_job_rank, rank, self.post_job_rank):
+            if node is not None and type(node) is not Literal:
+                return None
+        r1 = _eval(self.pre_job_rank, job, None)
+        r2 = _eval(rank, job, None)
+        r3 = _eval(self.post_job_rank, job, None)
+        return (NO_PREEMPTION, -r1, -r2, -r3, 0.0)
+
+    def match_request(
+        self,
+        request: Request,
+        limit: int | None = None,
+        *,
+        weight_limit: float | None = None,
+        submitter_prio: float | None = None,
+    ) -> list[Match]:
+        """Give up to ``min(request.count, limit)`` jobs of one request their best slots,
+        taking no more than ``weight_limit`` slot weight (a slot heavier than what is
+        left is passed over for a lighter one). ``submitter_prio`` is the submitter's
+        effective priority for priority preemption (default: the job's
+        ``SubmitterUserPrio``)."""
         want = request.count if limit is None else min(request.count, limit)
         if want <= 0:
             return []
         job = request.ad
-        heap: list[tuple[float, float, float, int, _View, dict[str, float]]] = []
-        for view in self.views:
-            if view.used:
+        prio = submitter_prio
+        if prio is None and self.preemption is not None:
+            v = _value(job, "submitteruserprio")
+            prio = float(v) if type(v) in (int, float) else None
+        budget = math.inf if weight_limit is None else weight_limit + _EPS
+        part = self._partition(job)
+        fixed = _fixed_request(job)
+        const = self._constant_key(job)
+        results: dict[tuple[Any, ...], Any] = {}
+        queued: dict[_Class, int] = {}  # class → input index of its entry in the heap
+        heap: list[tuple[Any, ...]] = []
+        serial = 0
+        used_weight = 0.0
+
+        def offer(cls: _Class) -> None:
+            nonlocal serial
+            head = self._head(part, cls)
+            if head is None:
+                return
+            res = results.get(cls.key, False)
+            if res is False and const is None:
+                res = results[cls.key] = self._candidate(request, head, prio, fixed)
+            if res is None:
+                return
+            if res is not False and used_weight + res[3] > budget:
+                return
+            if queued.get(cls, -1) == head.index:
+                return
+            queued[cls] = head.index
+            serial += 1
+            entry = (*(const if res is False else res[0]), head.index, serial, cls)
+            if filling:
+                heap.append(entry)
+            else:
+                heapq.heappush(heap, entry)
+
+        filling = True  # the first offers are heapified at once
+        for group, classes in list(part.groups.items()):
+            if group != "s" and not _may_fit(job, group):
                 continue
-            c = self._candidate(job, view)
-            if c is not None:
-                (r1, r2, r3), amounts = c
-                heap.append((-r1, -r2, -r3, view.index, view, amounts))
+            for cls in list(classes.values()):
+                offer(cls)
         heapq.heapify(heap)
+        filling = False
         out: list[Match] = []
         while heap and len(out) < want:
-            n1, n2, n3, _, view, amounts = heapq.heappop(heap)
-            out.append(Match(request, view.slot, (-n1, -n2, -n3), amounts))
+            entry = heapq.heappop(heap)
+            cls: _Class = entry[-1]
+            idx = entry[-3]
+            if queued.get(cls) != idx:
+                continue
+            del queued[cls]
+            view = self._head(part, cls)
+            if view is None:
+                continue
+            if view.index != idx:
+                offer(cls)
+                continue
+            res = results.get(cls.key, False)
+            if res is False:  # constant ranks: evaluated only when its turn comes
+                res = results[cls.key] = self._candidate(request, view, prio, fixed)
+            if res is None:
+                continue
+            _, ranks, amounts, weight, preempts = res
+            if used_weight + weight > budget:
+                continue  # this class is too heavy for what is left; lighter ones may do
+            used_weight += weight
+            out.append(Match(request, view.slot, ranks, amounts, weight, preempts))
             if view.partitionable:
                 view.take(amounts)
-                again = self._candidate(job, view)
-                if again is not None:
-                    (r1, r2, r3), amounts2 = again
-                    heapq.heappush(heap, (-r1, -r2, -r3, view.index, view, amounts2))
-                    continue
-            view.used = True
-        if out:
-            self.views = [v for v in self.views if not v.used]
+            else:
+                view.used = True
+            self._changes.append(view)
+            new = self._place(part, view)
+            offer(cls)
+            if new is not None and new is not cls:
+                offer(new)
         return out
 
     def free_slots(self) -> int:
-        return sum(1 for v in self.views if not v.used)
+        """Unclaimed slots still on offer (partitionable ones while Cpus or Memory is left)."""
+        n = 0
+        for v in self.views:
+            if v.used or v.claimed:
+                continue
+            if v.partitionable and v.remaining["Cpus"] <= 0 and v.remaining["Memory"] <= 0:
+                continue
+            n += 1
+        return n
+
+
+def _concurrency_room(
+    needs: dict[str, float], concurrency: ConcurrencyLimits, used: Mapping[str, float]
+) -> int | None:
+    """How many jobs needing ``needs`` still fit under the limits (None: no bound)."""
+    room: int | None = None
+    for name, amount in needs.items():
+        if amount <= 0:
+            continue
+        left = concurrency.limit_of(name) - concurrency.in_use.get(name, 0.0) - used.get(name, 0.0)
+        n = max(0, math.floor((left + _EPS) / amount))
+        room = n if room is None else min(room, n)
+    return room
 
 
 def negotiate(
@@ -249,30 +837,79 @@ def negotiate(
     submitter_order: Sequence[str],
     now: float,
     *,
-    limits: Mapping[str, int] | None = None,
+    limits: Mapping[str, float] | None = None,
     pre_job_rank: Node | None = None,
     post_job_rank: Node | None = None,
     pool: SlotPool | None = None,
+    concurrency: ConcurrencyLimits | None = None,
+    preemption: PreemptionPolicy | None = None,
+    submitter_prio: Mapping[str, float] | None = None,
 ) -> Plan:
     """One negotiation pass: each submitter in ``submitter_order`` gets, request by
-    request, the best free slots, up to ``limits[submitter]`` matches (no limit when
-    absent). Pass ``pool`` to continue a previous pass over the same slots."""
+    request, the best free slots, up to ``limits[submitter]`` slot weight (no limit
+    when absent). Pass ``pool`` to continue a previous pass over the same slots (its
+    own ranks and preemption policy then apply; ``slots`` is ignored).
+
+    ``concurrency``: jobs whose ``ConcurrencyLimits`` no longer fit are not
+    matched; what matches consume is in ``Plan.concurrency_used`` (and counted in
+    ``pool.concurrency_used`` for later passes). ``preemption``: claimed slots are
+    candidates too (see :mod:`roost.core.preemption`); ``submitter_prio`` maps a
+    submitter to its effective priority (default: each job's ``SubmitterUserPrio``).
+    """
     if pool is None:
-        pool = SlotPool(slots, pre_job_rank=pre_job_rank, post_job_rank=post_job_rank)
+        pool = SlotPool(
+            slots, pre_job_rank=pre_job_rank, post_job_rank=post_job_rank, preemption=preemption
+        )
     plan = Plan(now=now)
     before = pool.evaluations
     for submitter in submitter_order:
-        left = None if limits is None else limits.get(submitter)
+        limit = None if limits is None else limits.get(submitter)
+        prio = None if submitter_prio is None else submitter_prio.get(submitter)
         got = 0
+        weight = 0.0
         for request in requests_by_submitter.get(submitter, ()):
-            if left is not None and got >= left:
-                plan.unmatched[(submitter, request.autocluster)] = request.count
-                continue
-            ms = pool.match_request(request, None if left is None else left - got)
+            count_limit: int | None = None
+            needs: dict[str, float] | None = {}
+            if concurrency is not None:
+                needs = parse_concurrency_limits(_value(request.ad, "concurrencylimits"))
+                count_limit = 0 if needs is None else _concurrency_room(
+                    needs, concurrency, pool.concurrency_used
+                )
+            if limit is not None and weight >= limit + _EPS:
+                count_limit = 0
+            ms = pool.match_request(
+                request,
+                count_limit,
+                weight_limit=None if limit is None else limit - weight,
+                submitter_prio=prio,
+            )
             got += len(ms)
+            for m in ms:
+                weight += m.weight
             plan.matches.extend(ms)
+            if ms and needs:
+                for name, amount in needs.items():
+                    total = amount * len(ms)
+                    plan.concurrency_used[name] = plan.concurrency_used.get(name, 0.0) + total
+                    pool.concurrency_used[name] = pool.concurrency_used.get(name, 0.0) + total
             if len(ms) < request.count:
                 plan.unmatched[(submitter, request.autocluster)] = request.count - len(ms)
         plan.by_submitter[submitter] = got
+        plan.weight_by_submitter[submitter] = weight
     plan.evaluations = pool.evaluations - before
     return plan
+
+
+__all__ = [
+    "DEFAULT_CONCURRENCY_LIMIT",
+    "RESOURCES",
+    "ConcurrencyLimits",
+    "Match",
+    "Plan",
+    "PreemptionPolicy",
+    "Request",
+    "Slot",
+    "SlotPool",
+    "negotiate",
+    "parse_concurrency_limits",
+]

@@ -18,9 +18,9 @@ HTCondor's model, kept here:
   old holder cannot use it again.
 - State and Activity follow HTCondor's names (Owner, Unclaimed, Matched,
   Claimed, Preempting, Drained; Idle, Busy, Suspended, Retiring, Vacating,
-  Killing). ``ALLOWED`` lists the transitions; the owner policy (START,
-  SUSPEND, PREEMPT ...) of the next issue drives ``transition`` with the same
-  table.
+  Killing). ``ALLOWED`` lists the transitions; the owner policy
+  (``roost.core.ownerpolicy``: START, SUSPEND, PREEMPT ...) decides where a
+  slot goes and the startd moves it with ``transition``.
 """
 
 from __future__ import annotations

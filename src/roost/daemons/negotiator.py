@@ -19,11 +19,28 @@ requests moves (it has acted) or ``NEGOTIATOR_MATCH_HOLD`` seconds pass
 (the schedd never claimed it); a partitionable slot offers only what is
 left after outstanding promises. When a promise lapses with jobs still
 waiting, a cycle runs then rather than at the next periodic one.
+
+Fair share (docs/policy.md): every cycle the slot ads of all states feed the
+accountant (``roost.core.accountant``: usage per submitter = the SlotWeight
+of the slots claimed in its name), whose state lives in
+``$(SPOOL)/accountant.json`` (written atomically, at most every
+``ACCOUNTANT_SAVE_INTERVAL`` seconds and at shutdown; a corrupt file is set
+aside, never fatal). The plan comes from ``roost.core.fairshare.negotiate_fair``
+(pie spins by effective priority, group quotas, concurrency limits, and,
+with ``NEGOTIATOR_CONSIDER_PREEMPTION``, claimed slots offered through their
+private ``PreemptClaimId``). The policy modules are imported lazily: without
+them the negotiator falls back to plain matchmaking in priority order.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import dataclasses
+import json
+import math
+import os
+import re
 import time
 from collections import deque
 from dataclasses import dataclass, field
@@ -40,7 +57,11 @@ from roost.net.server import Handler, Peer
 
 # Attributes that change on every update without meaning anything changed.
 _VOLATILE = frozenset(("LastHeardFrom", "MyCurrentTime"))
-_PRIVATE = ("ClaimId", "ClaimIds", "Capability")
+_PRIVATE = ("ClaimId", "ClaimIds", "Capability", "PreemptClaimId")
+#: slot states whose claim counts as usage of its RemoteUser
+_BUSY_STATES = frozenset(("Claimed", "Preempting"))
+_NAME_LIST = re.compile(r"[\s,]+")
+ACCOUNTANT_FILE = "accountant.json"
 
 
 def _version(obj: dict[str, Any]) -> dict[str, Any]:
@@ -106,6 +127,20 @@ class Negotiator(Daemon):
         self._schedds: dict[str, AsyncClient] = {}
         self._slot_cache: dict[str, tuple[dict[str, Any], ClassAd]] = {}
         self.promises = PromiseBook(self.match_hold)
+        # -- fair share ---------------------------------------------------------------
+        self.halflife = cfg.get_float("PRIORITY_HALFLIFE", 86400.0) or 86400.0
+        self.default_factor = cfg.get_float("DEFAULT_PRIO_FACTOR", 1000.0) or 1000.0
+        self.nice_factor = cfg.get_float("NICE_USER_PRIO_FACTOR", 1e10) or 1e10
+        self.save_interval = max(0.0, cfg.get_float("ACCOUNTANT_SAVE_INTERVAL", 5.0) or 0.0)
+        self.consider_preemption = cfg.get_bool("NEGOTIATOR_CONSIDER_PREEMPTION", True) is not False
+        self.use_slot_weights = cfg.get_bool("NEGOTIATOR_USE_SLOT_WEIGHTS", True) is not False
+        self.accountant_path = self.spool_dir / ACCOUNTANT_FILE
+        self.accountant: Any = None
+        self._acct_dirty = False
+        self._acct_saved = 0.0
+        self._last_usage: dict[str, float] = {}
+        self._promised_limits: dict[str, tuple[float, dict[str, float]]] = {}
+        self._policy_warned: set[str] = set()
 
     def _expr(self, knob: str) -> Any:
         text = (self.config.get(knob) or "").strip()
@@ -121,7 +156,15 @@ class Negotiator(Daemon):
 
     # -- commands ----------------------------------------------------------------------
     def handlers(self) -> dict[str, Handler]:
-        return {"RESCHEDULE": self.h_reschedule, "CYCLE_STATS": self.h_cycle_stats}
+        return {
+            "RESCHEDULE": self.h_reschedule,
+            "CYCLE_STATS": self.h_cycle_stats,
+            "USERPRIO": self.h_userprio,
+            "SET_FACTOR": self.h_set_factor,
+            "RESET_USAGE": self.h_reset_usage,
+            "SET_FLOOR": self.h_set_floor,
+            "SET_CEILING": self.h_set_ceiling,
+        }
 
     async def h_reschedule(self, req: dict[str, Any], peer: Peer) -> dict[str, Any]:
         self.reschedule(f"RESCHEDULE from {peer.address}")
@@ -133,6 +176,145 @@ class Negotiator(Daemon):
             "last": [s.as_dict() for s in reversed(self.stats)],
             "pending_slots": len(self.promises),
         }
+
+    def _need_accountant(self) -> Any:
+        if self.accountant is None:
+            raise RequestError("UNAVAILABLE", "the accountant (roost.core.accountant) is not available")
+        return self.accountant
+
+    async def h_userprio(self, req: dict[str, Any], peer: Peer) -> dict[str, Any]:
+        acct = self._need_accountant()
+        acct.update(self._last_usage, time.time())  # fresh figures, not those of the last cycle
+        self._acct_dirty = True
+        return {"users": [self._record_obj(r) for r in acct.records()]}
+
+    def _record_obj(self, rec: Any) -> dict[str, Any]:
+        """A UserRecord as USERPRIO's wire form (docs/policy.md)."""
+        if dataclasses.is_dataclass(rec) and not isinstance(rec, type):
+            d = dataclasses.asdict(rec)
+        elif isinstance(rec, dict):
+            d = dict(rec)
+        else:
+            d = dict(vars(rec))
+        name = str(d.get("name", ""))
+        out: dict[str, Any] = {"name": name}
+        for key in ("priority", "factor", "effective", "usage", "resources_used", "floor", "ceiling",
+                    "last_usage", "group"):
+            v = d.get(key)
+            if isinstance(v, float) and not math.isfinite(v):
+                v = None
+            out[key] = v
+        if out["last_usage"] is None:
+            v = d.get("last_usage_time")
+            out["last_usage"] = v if isinstance(v, (int, float)) else None
+        if out["effective"] is None and self.accountant is not None:
+            with contextlib.suppress(Exception):
+                out["effective"] = self.accountant.effective_priority(name, nice=_is_nice(name))
+        if out["resources_used"] is None:
+            out["resources_used"] = self._last_usage.get(name, 0.0)
+        return out
+
+    def _changed_accountant(self) -> None:
+        self._acct_dirty = True
+        self.save_accountant(force=True)
+        self.reschedule("user priorities changed")
+
+    async def h_set_factor(self, req: dict[str, Any], peer: Peer) -> dict[str, Any]:
+        factor = req["factor"]
+        if not (isinstance(factor, (int, float)) and math.isfinite(factor) and factor >= 1):
+            raise RequestError("BAD_REQUEST", "SET_FACTOR: factor must be a number >= 1")
+        self._need_accountant().set_factor(req["name"], float(factor))
+        self.log.info("priority factor of %s set to %g by %s", req["name"], factor, peer.address)
+        self._changed_accountant()
+        return {}
+
+    async def h_reset_usage(self, req: dict[str, Any], peer: Peer) -> dict[str, Any]:
+        acct = self._need_accountant()
+        name = req["name"]
+        names = [str(getattr(r, "name", "")) for r in acct.records()] if name == "*" else [name]
+        for n in names:
+            acct.reset_usage(n)
+        self.log.info("usage of %s reset by %s", "everyone" if name == "*" else name, peer.address)
+        self._changed_accountant()
+        return {"count": len(names)}
+
+    def _weight_arg(self, req: dict[str, Any], key: str) -> float | None:
+        v = req.get(key)
+        if v is None:
+            return None
+        if not (isinstance(v, (int, float)) and math.isfinite(v) and v >= 0):
+            raise RequestError("BAD_REQUEST", f"{key} must be a number >= 0 or null")
+        return float(v)
+
+    async def h_set_floor(self, req: dict[str, Any], peer: Peer) -> dict[str, Any]:
+        self._need_accountant().set_floor(req["name"], self._weight_arg(req, "floor"))
+        self._changed_accountant()
+        return {}
+
+    async def h_set_ceiling(self, req: dict[str, Any], peer: Peer) -> dict[str, Any]:
+        self._need_accountant().set_ceiling(req["name"], self._weight_arg(req, "ceiling"))
+        self._changed_accountant()
+        return {}
+
+    # -- the accountant's state ------------------------------------------------------------
+    def load_accountant(self) -> None:
+        """Read $(SPOOL)/accountant.json; a corrupt file is renamed aside and logged."""
+        try:
+            from roost.core.accountant import Accountant
+        except ImportError as e:
+            self.log.error("no fair share: roost.core.accountant cannot be imported: %s", e)
+            return
+        kw = {"halflife": self.halflife, "default_factor": self.default_factor, "nice_factor": self.nice_factor}
+        path = self.accountant_path
+        try:
+            text = path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            self.accountant = Accountant(**kw)
+            return
+        except OSError as e:
+            self.log.error("cannot read %s (%s): starting with empty usage", path, e)
+            self.accountant = Accountant(**kw)
+            return
+        try:
+            obj = json.loads(text)
+            if not isinstance(obj, dict):
+                raise ValueError("not a JSON object")
+            self.accountant = Accountant.from_json(obj, **kw)
+        except Exception as e:
+            aside = path.with_name(f"{path.name}.corrupt.{int(time.time())}")
+            with contextlib.suppress(OSError):
+                os.replace(path, aside)
+            self.log.error("%s is corrupt (%s): set aside as %s; starting with empty usage", path, e, aside.name)
+            self.accountant = Accountant(**kw)
+            return
+        self.log.info("accountant state loaded from %s", path)
+
+    def save_accountant(self, force: bool = False) -> bool:
+        """Write the accountant's state (temp file + rename) if it changed and the last
+        write is ``ACCOUNTANT_SAVE_INTERVAL`` old (or ``force``). Whether it wrote."""
+        if self.accountant is None or not self._acct_dirty:
+            return False
+        now = time.monotonic()
+        if not force and now - self._acct_saved < self.save_interval:
+            return False
+        path = self.accountant_path
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            data = json.dumps(self.accountant.to_json(), sort_keys=True, allow_nan=False)
+            with open(tmp, "w", encoding="utf-8") as f:
+                f.write(data)
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(tmp, path)
+        except (OSError, ValueError, TypeError) as e:
+            self.log.error("cannot write %s: %s", path, e)
+            with contextlib.suppress(OSError):
+                tmp.unlink()
+            return False
+        self._acct_dirty = False
+        self._acct_saved = now
+        return True
 
     def reschedule(self, why: str = "reschedule") -> None:
         """Ask for a cycle as soon as the throttle allows (coalesces)."""
@@ -152,6 +334,9 @@ class Negotiator(Daemon):
         return ad
 
     # -- the cycle loop -----------------------------------------------------------------------
+    async def start(self) -> None:
+        self.load_accountant()
+
     async def started(self) -> None:
         self._wake = asyncio.Event()
         self._wake.set()  # a first cycle at start-up
@@ -191,19 +376,33 @@ class Negotiator(Daemon):
         stats = CycleStats(start=time.time(), trigger=trigger)
         try:
             machines, submitters = await asyncio.gather(
-                self.collector_call("QUERY", type="Machine", constraint='State =?= "Unclaimed"', private=True),
+                self.collector_call("QUERY", type="Machine", private=True),
                 self.collector_call("QUERY", type="Submitter"),
             )
         except (ConnectionError, RequestError) as e:
             stats.errors.append(f"collector: {e}")
             self.log.warning("cycle skipped: collector: %s", e)
             return self._finish(stats, t0)
-        slots = self._slots(machines.get("ads") or [])
-        stats.slots = len(slots)
-        subs = [s for s in submitters.get("ads") or [] if isinstance(s.get("ScheddAddress"), str)]
+        now = time.time()
+        objs = [o for o in machines.get("ads") or [] if isinstance(o, dict)]
+        all_subs = [s for s in submitters.get("ads") or [] if isinstance(s, dict)]
+        usage, limits_used = self._usage(objs, all_subs)
+        self._last_usage = usage
+        if self.accountant is not None:
+            try:
+                self.accountant.update(usage, now)
+                self._acct_dirty = True
+                self.save_accountant()
+            except Exception:
+                self.log.exception("accountant update failed")
+        preemption = self._preemption_policy() if self.consider_preemption else None
+        subs = [s for s in all_subs if isinstance(s.get("ScheddAddress"), str)]
         subs = [s for s in subs if not isinstance(s.get("IdleJobs"), int) or s["IdleJobs"] > 0]
         subs.sort(key=lambda s: str(s.get("Name")))
         stats.submitters = len(subs)
+        prios = {str(s.get("Name")): self._eff_prio(str(s.get("Name"))) for s in subs}
+        slots = self._slots(objs, preemption is not None, usage)
+        stats.slots = len(slots)
         if not subs or not slots:
             return self._finish(stats, t0)
         answers = await asyncio.gather(*(self._get_requests(s) for s in subs), return_exceptions=True)
@@ -215,7 +414,7 @@ class Negotiator(Daemon):
                 stats.errors.append(f"{name}: {answer}")
                 self.log.warning("GET_REQUESTS for %s failed: %s", name, answer)
                 continue
-            reqs = self._requests(sub, answer, stats)
+            reqs = self._requests(sub, answer, stats, prios.get(name))
             if reqs:
                 requests[name] = reqs
                 order.append(name)
@@ -223,14 +422,186 @@ class Negotiator(Daemon):
         stats.jobs_wanted = sum(r.count for rs in requests.values() for r in rs)
         if not order:
             return self._finish(stats, t0)
-        plan = negotiate(slots, requests, order, time.time(),
-                         pre_job_rank=self.pre_job_rank, post_job_rank=self.post_job_rank)
+        order.sort(key=lambda n: (prios.get(n, 0.0), n))
+        plan = self._plan(slots, requests, order, subs, prios, usage, limits_used, preemption, now)
         stats.evaluations = plan.evaluations
         stats.per_submitter = {k: v for k, v in plan.by_submitter.items() if v}
         stats.matches = len(plan.matches)
         self._remember(plan.matches)
         await self._send_matches(plan.matches, stats)
         return self._finish(stats, t0)
+
+    # -- fair share -------------------------------------------------------------------------
+    def _eff_prio(self, name: str) -> float:
+        """The submitter's effective priority (lower is better)."""
+        if self.accountant is None:
+            return self.nice_factor if _is_nice(name) else 0.5 * self.default_factor
+        try:
+            return float(self.accountant.effective_priority(name, nice=_is_nice(name)))
+        except Exception:
+            self.log.exception("effective priority of %s", name)
+            return 0.5 * self.default_factor
+
+    def _slot_weight(self, obj: dict[str, Any]) -> float:
+        """SlotWeight of a slot ad (default Cpus; 1 per slot without slot weights)."""
+        if not self.use_slot_weights:
+            return 1.0
+        cpus = obj.get("Cpus")
+        cpus = float(cpus) if type(cpus) in (int, float) else 1.0
+        w = obj.get("SlotWeight")
+        if type(w) in (int, float):
+            return float(w)
+        if w is None or (isinstance(w, str) and w.replace(" ", "").lower() == "/expr(cpus)/"):
+            return cpus
+        try:
+            v = obj_to_ad(obj).eval("SlotWeight")
+        except Exception:
+            return cpus
+        return float(v) if type(v) in (int, float) else cpus
+
+    def _usage(self, objs: list[dict[str, Any]],
+               subs: list[dict[str, Any]]) -> tuple[dict[str, float], dict[str, float]]:
+        """Weight held per submitter (RemoteUser of claimed slots) and concurrency limits
+        in use (the running jobs' ``ConcurrencyLimits``, which the startd copies into the
+        slot ad, plus what matches still outstanding took)."""
+        by_owner: dict[str, set[str]] = {}
+        for s in subs:
+            owner, name = s.get("Owner"), s.get("Name")
+            if isinstance(owner, str) and isinstance(name, str):
+                by_owner.setdefault(owner, set()).add(name)
+        usage: dict[str, float] = {}
+        limits: dict[str, float] = {}
+        busy: set[str] = set()
+        for obj in objs:
+            if obj.get("State") not in _BUSY_STATES:
+                continue
+            name = obj.get("Name")
+            if isinstance(name, str):
+                busy.add(name)
+            user = obj.get("RemoteUser")
+            if not isinstance(user, str) or not user:
+                user = obj.get("RemoteOwner")
+                if not isinstance(user, str) or not user:
+                    continue
+            if "@" not in user:  # an older startd: the owner only
+                names = by_owner.get(user)
+                user = next(iter(names)) if names and len(names) == 1 else user
+            usage[user] = usage.get(user, 0.0) + self._slot_weight(obj)
+            cl = obj.get("ConcurrencyLimits")
+            if isinstance(cl, str):
+                for lim, amount in parse_limits(cl).items():
+                    limits[lim] = limits.get(lim, 0.0) + amount
+        mono = time.monotonic()
+        for slot, (at, taken) in list(self._promised_limits.items()):
+            if slot in busy or mono - at > self.match_hold:
+                del self._promised_limits[slot]  # claimed (its ad counts now) or lapsed
+                continue
+            for lim, amount in taken.items():
+                limits[lim] = limits.get(lim, 0.0) + amount
+        return usage, limits
+
+    def _groups(self) -> list[Any]:
+        names = [g for g in _NAME_LIST.split(self.config.get("GROUP_NAMES") or "") if g]
+        if not names:
+            return []
+        try:
+            from roost.core.fairshare import GroupConfig
+        except ImportError:
+            return []
+        cfg = self.config
+        surplus_all = cfg.get_bool("GROUP_ACCEPT_SURPLUS", False) is True
+        out = []
+        for g in names:
+            quota = cfg.get_float(f"GROUP_QUOTA_{g}", None)
+            dynamic = cfg.get_float(f"GROUP_QUOTA_DYNAMIC_{g}", None)
+            surplus = cfg.get_bool(f"GROUP_ACCEPT_SURPLUS_{g}", None)
+            out.append(GroupConfig(name=g, quota=quota, dynamic=dynamic,
+                                   accept_surplus=surplus_all if surplus is None else bool(surplus)))
+        return out
+
+    @staticmethod
+    def _group_of(name: str, groups: list[Any]) -> str | None:
+        """The configured accounting group a submitter belongs to: the longest
+        GROUP_NAMES entry its name (before ``@``) starts with, followed by a dot."""
+        base = name.split("@", 1)[0]
+        best = None
+        for g in groups:
+            gname = g.name
+            if base.lower().startswith(gname.lower() + ".") and (best is None or len(gname) > len(best)):
+                best = gname
+        return best
+
+    def _record_limits(self, name: str) -> tuple[float | None, float | None]:
+        acct = self.accountant
+        if acct is None:
+            return None, None
+        for attr in ("get", "record"):
+            fn = getattr(acct, attr, None)
+            if callable(fn):
+                with contextlib.suppress(Exception):
+                    rec = fn(name)
+                    if rec is not None:
+                        return getattr(rec, "floor", None), getattr(rec, "ceiling", None)
+        return None, None
+
+    def _concurrency(self, used: dict[str, float]) -> Any:
+        try:
+            from roost.core.matchmaker import ConcurrencyLimits  # type: ignore[attr-defined]
+        except ImportError:
+            return None
+        limits: dict[str, float] = {}
+        for knob in self.config.names():
+            if knob.upper().endswith("_LIMIT") and len(knob) > 6:
+                v = self.config.get_float(knob, None) if _is_number(self.config.get(knob)) else None
+                if v is not None:
+                    limits[knob[:-6].lower()] = v
+        default = self.config.get_float("CONCURRENCY_LIMIT_DEFAULT", 2308032.0)
+        return ConcurrencyLimits(limits=limits, default=2308032.0 if default is None else default, in_use=dict(used))
+
+    def _preemption_policy(self) -> Any:
+        """PreemptionPolicy from PREEMPTION_REQUIREMENTS/PREEMPTION_RANK (built once)."""
+        if not hasattr(self, "_preempt_policy"):
+            self._preempt_policy = self._build_preemption_policy()
+        return self._preempt_policy
+
+    def _build_preemption_policy(self) -> Any:
+        try:
+            from roost.core.preemption import PreemptionPolicy  # type: ignore[import-not-found]
+        except ImportError:
+            self._warn_once("preemption", "no preemption: roost.core.preemption cannot be imported")
+            return None
+        req = (self.config.get("PREEMPTION_REQUIREMENTS") or "").strip() or None
+        rank = (self.config.get("PREEMPTION_RANK") or "").strip() or None
+        try:
+            return PreemptionPolicy.from_config(requirements=req, rank=rank, consider=True)
+        except Exception as e:
+            self._warn_once("preemption-config", f"no preemption: bad policy: {e}")
+            return None
+
+    def _warn_once(self, key: str, msg: str) -> None:
+        if key not in self._policy_warned:
+            self._policy_warned.add(key)
+            self.log.warning("%s", msg)
+
+    def _plan(self, slots: list[Slot], requests: dict[str, list[Request]], order: list[str],
+              subs: list[dict[str, Any]], prios: dict[str, float], usage: dict[str, float],
+              limits_used: dict[str, float], preemption: Any, now: float) -> Any:
+        try:
+            from roost.core.fairshare import Submitter, negotiate_fair  # type: ignore[import-not-found]
+        except ImportError:
+            self._warn_once("fairshare", "no fair share: roost.core.fairshare cannot be imported; "
+                                         "matching in priority order")
+            return negotiate(slots, requests, order, now,
+                             pre_job_rank=self.pre_job_rank, post_job_rank=self.post_job_rank)
+        groups = self._groups()
+        entries = []
+        for name in order:
+            floor, ceiling = self._record_limits(name)
+            entries.append(Submitter(name=name, eff_prio=prios.get(name, 0.0), running_weight=usage.get(name, 0.0),
+                                     group=self._group_of(name, groups), floor=floor, ceiling=ceiling))
+        return negotiate_fair(slots, requests, entries, now, groups=groups,
+                              pre_job_rank=self.pre_job_rank, post_job_rank=self.post_job_rank,
+                              concurrency=self._concurrency(limits_used), preemption=preemption)
 
     def _finish(self, stats: CycleStats, t0: float) -> CycleStats:
         stats.duration = time.perf_counter() - t0
@@ -246,9 +617,12 @@ class Negotiator(Daemon):
         return stats
 
     # -- slots ----------------------------------------------------------------------------
-    def _slots(self, objs: list[dict[str, Any]]) -> list[Slot]:
+    def _slots(self, objs: list[dict[str, Any]], preempt: bool = False,
+               usage: dict[str, float] | None = None) -> list[Slot]:
         """Slot views for the matchmaker, ClassAds reused while an ad has not changed,
-        promises not yet acted on subtracted."""
+        promises not yet acted on subtracted. Unclaimed slots are offered with their
+        ``ClaimId``; with ``preempt``, Claimed slots too, with their private
+        ``PreemptClaimId`` and ``RemoteUserPrio`` (the claim holder's effective priority)."""
         now = time.monotonic()
         seen: set[str] = set()
         out: list[Slot] = []
@@ -256,8 +630,16 @@ class Negotiator(Daemon):
             name = obj.get("Name")
             if not isinstance(name, str):
                 continue
+            state = obj.get("State")
+            if state == "Unclaimed" or (state is None and isinstance(obj.get("ClaimId"), str)):
+                claim = obj.get("ClaimId")
+                claimed = False
+            elif preempt and state == "Claimed":
+                claim = obj.get("PreemptClaimId")
+                claimed = True
+            else:
+                continue
             seen.add(name)
-            claim = obj.get("ClaimId")
             if not isinstance(claim, str):
                 continue  # nothing a schedd could claim it with
             version = _version(obj)
@@ -282,6 +664,10 @@ class Negotiator(Daemon):
                     if type(left) in (int, float):
                         left -= amount
                         ad[attr] = int(left) if float(left).is_integer() else left
+            if claimed:
+                user = obj.get("RemoteUser")
+                ad = ClassAd(ad)
+                ad["RemoteUserPrio"] = self._eff_prio(user) if isinstance(user, str) else 0.5
             address = obj.get("MyAddress") or obj.get("StartdIpAddr")
             public = {k: v for k, v in obj.items() if k not in _PRIVATE}
             out.append(Slot(name, ad, claim, address if isinstance(address, str) else None, public))
@@ -292,9 +678,17 @@ class Negotiator(Daemon):
         return out
 
     def _remember(self, matches: list[Match]) -> None:
-        now = time.monotonic()
+        now = time.monotonic()  # promises and promised concurrency limits
         for m in matches:
             self.promises.note(m.slot.name, _answered(m.slot.extra), m.resources, now)
+            if "ConcurrencyLimits" in m.request.ad:
+                text = m.request.ad.eval("ConcurrencyLimits")
+                if isinstance(text, str) and text.strip():
+                    prev = self._promised_limits.get(m.slot.name, (now, {}))[1]
+                    taken = dict(prev)
+                    for lim, amount in parse_limits(text).items():
+                        taken[lim] = taken.get(lim, 0.0) + amount
+                    self._promised_limits[m.slot.name] = (now, taken)
 
     # -- schedds -------------------------------------------------------------------------------
     def _schedd(self, address: str) -> AsyncClient:
@@ -307,9 +701,11 @@ class Negotiator(Daemon):
         owner = sub.get("Owner")
         if not isinstance(owner, str):
             owner = str(sub.get("Name"))
-        return await self._schedd(sub["ScheddAddress"]).call("GET_REQUESTS", owner=owner)
+        return await self._schedd(sub["ScheddAddress"]).call("GET_REQUESTS", owner=owner,
+                                                              submitter=str(sub.get("Name")))
 
-    def _requests(self, sub: dict[str, Any], answer: dict[str, Any], stats: CycleStats) -> list[Request]:
+    def _requests(self, sub: dict[str, Any], answer: dict[str, Any], stats: CycleStats,
+                  prio: float | None = None) -> list[Request]:
         name = str(sub.get("Name"))
         out = []
         items = answer.get("requests")
@@ -330,6 +726,8 @@ class Negotiator(Daemon):
                 stats.rejected += 1
                 self.log.warning("bad request ad from %s: %s", name, e)
                 continue
+            if prio is not None:
+                ad["SubmitterUserPrio"] = prio
             out.append(Request(name, item.get("autocluster"), count, ad, sub["ScheddAddress"]))
         return out
 
@@ -347,6 +745,8 @@ class Negotiator(Daemon):
             }
             if m.resources:
                 entry["resources"] = m.resources
+            if getattr(m, "preempts", False):
+                entry["preempt"] = True
             by_schedd.setdefault(m.request.extra, []).append(entry)
 
         async def send(address: str, items: list[dict[str, Any]]) -> None:
@@ -360,11 +760,43 @@ class Negotiator(Daemon):
         await asyncio.gather(*(send(a, items) for a, items in by_schedd.items()))
 
     async def stop(self) -> None:
+        self.save_accountant(force=True)
         for client in self._schedds.values():
             await client.close()
 
 
-__all__ = ["CycleStats", "Negotiator"]
+def _is_nice(name: str) -> bool:
+    """A nice_user submitter: submit puts its jobs in the ``nice-user`` accounting
+    group (HTCondor's NICE_USER_ACCOUNTING_GROUP_NAME), so its name starts so."""
+    return name.lower().startswith("nice-user.")
+
+
+def _is_number(text: str | None) -> bool:
+    try:
+        float(text or "")
+    except ValueError:
+        return False
+    return True
+
+
+def parse_limits(text: str) -> dict[str, float]:
+    """A job's ``ConcurrencyLimits`` (``"license:2, db"``): lower-cased name -> amount (default 1)."""
+    out: dict[str, float] = {}
+    for item in _NAME_LIST.split(text):
+        if not item:
+            continue
+        name, _, amount = item.partition(":")
+        try:
+            n = float(amount) if amount else 1.0
+        except ValueError:
+            n = 1.0
+        key = name.strip().lower()
+        if key:
+            out[key] = out.get(key, 0.0) + n
+    return out
+
+
+__all__ = ["CycleStats", "Negotiator", "parse_limits"]
 
 if __name__ == "__main__":
     run(Negotiator)

@@ -26,6 +26,11 @@ SCHEMAS: dict[str, Schema] = {
     # negotiator
     "RESCHEDULE": {},
     "CYCLE_STATS": {},
+    "USERPRIO": {},
+    "SET_FACTOR": {"name": "str", "factor": "number"},
+    "RESET_USAGE": {"name": "str"},
+    "SET_FLOOR": {"name": "str", "floor": "number?"},
+    "SET_CEILING": {"name": "str", "ceiling": "number?"},
     # schedd
     "NEW_CLUSTER": {},
     "SUBMIT": {"cluster": "int", "cluster_ad": "object", "procs": "list[object]"},
@@ -42,7 +47,7 @@ SCHEMAS: dict[str, Schema] = {
     },
     "ACT": {"action": "str", "ids": "list[str]?", "constraint": "str?", "owner": "str?", "reason": "str?"},
     "WAIT_JOBS": {"ids": "list[str]", "timeout": "number?"},
-    "GET_REQUESTS": {"owner": "str"},
+    "GET_REQUESTS": {"owner": "str", "submitter": "str?"},
     "MATCHES": {"matches": "list[object]"},
     "JOB_UPDATE": {"claim_id": "str", "job": "str", "state": "str"},
     "GET_FILES": {"job": "str", "claim_id": "str"},

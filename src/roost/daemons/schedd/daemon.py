@@ -100,7 +100,8 @@ class Schedd(Daemon):
         self._ads_dirty = False
         self._resched_task: asyncio.Task[None] | None = None
         self._resched_again = False
-        self._advertised_owners: set[str] = set()
+        # Submitter names advertised with jobs (name -> owner): a zero ad follows when they go.
+        self._advertised_names: dict[str, str] = {}
         self._sent_counts: dict[str, tuple[int, int, int]] = {}
         self._negotiator: AsyncClient | None = None
         self._constraint_cache: dict[str, Any] = {}
@@ -495,6 +496,8 @@ class Schedd(Daemon):
         for job in list(itertools.islice(idle.values(), 64)):
             if job.busy or job.status != jp.IDLE or job.get("JobUniverse") in LOCAL_UNIVERSES:
                 continue
+            if shadow.submitter is not None and self.submitter_of(job.cluster) != shadow.submitter:
+                continue  # another accounting group's job: it must be negotiated for
             tried += 1
             if shadow.matches(job, self.signature(job)):
                 self.queue.take_idle(job)
@@ -571,7 +574,8 @@ class Schedd(Daemon):
         if ac is None:
             try:
                 ad = job.classad()
-                key: Any = autocluster_key(ad, significant_attributes(ad))
+                # Per submitter name: a match is for one accounting group's jobs.
+                key: Any = (self.submitter_of(job.cluster), autocluster_key(ad, significant_attributes(ad)))
             except Exception:
                 key = ("signature", sig)
             ac = self._ac_by_key.get(key)
@@ -585,30 +589,38 @@ class Schedd(Daemon):
         each): what the negotiator must see before a RESCHEDULE is worth sending."""
         for _t, ad, _private in list(self.submitter_ads()):
             key = (ad["IdleJobs"], ad["RunningJobs"], ad["HeldJobs"])
-            if self._sent_counts.get(ad["Owner"]) == key:
+            if self._sent_counts.get(ad["Name"]) == key:
                 continue
             try:
                 await self.collector_call("UPDATE_AD", type="Submitter", ad=ad)
             except (ConnectionError, RequestError) as e:
-                log.debug("submitter ad for %s not sent: %s", ad["Owner"], e)
+                log.debug("submitter ad for %s not sent: %s", ad["Name"], e)
                 return
-            self._sent_counts[ad["Owner"]] = key
+            self._sent_counts[ad["Name"]] = key
             self._advertised.add(("Submitter", ad["Name"]))
             self._note_sent(ad)
 
     def _note_sent(self, ad: dict[str, Any]) -> None:
-        owner = ad["Owner"]
-        if ad["IdleJobs"] or ad["RunningJobs"] or ad["HeldJobs"] or any(self.queue.owner_totals.get(owner, {}).values()):
-            self._advertised_owners.add(owner)
+        if ad["IdleJobs"] or ad["RunningJobs"] or ad["HeldJobs"]:
+            self._advertised_names[ad["Name"]] = ad["Owner"]
         else:
-            self._advertised_owners.discard(owner)
+            self._advertised_names.pop(ad["Name"], None)
 
     async def advertise(self) -> None:
         ads = list(self.submitter_ads())
         await super().advertise()
         for _t, ad, _p in ads:
-            self._sent_counts[ad["Owner"]] = (ad["IdleJobs"], ad["RunningJobs"], ad["HeldJobs"])
+            self._sent_counts[ad["Name"]] = (ad["IdleJobs"], ad["RunningJobs"], ad["HeldJobs"])
             self._note_sent(ad)
+
+    def submitter_of(self, cluster: Any) -> str:
+        """The submitter (accounting) name of a cluster's jobs, as HTCondor names it:
+        ``AccountingGroup@domain`` when the job has one (``group.user``, or
+        ``nice-user.user`` for nice_user jobs), else ``owner@domain``. Taken from the
+        cluster ad: procs of one cluster share their accounting group."""
+        g = cluster.ad.get("AccountingGroup")
+        base = g if isinstance(g, str) and g else cluster.owner
+        return f"{base}@{self.hostname}"
 
     # -- ads -------------------------------------------------------------------------------------
     def ad(self) -> dict[str, Any] | None:
@@ -631,23 +643,55 @@ class Schedd(Daemon):
         yield from self.submitter_ads()
 
     def submitter_ads(self) -> Any:
-        """One Submitter ad per owner with jobs, and one with zeros for an owner whose
-        jobs are all gone (until that has been sent)."""
+        """One Submitter ad per submitter name (owner, or accounting group + user) with
+        jobs, and one with zeros for a name whose jobs are all gone (until that has
+        been sent)."""
         if self.queue is None:
             return
-        owners = {o for o, c in self.queue.owner_totals.items() if any(c.values())}
-        for owner in sorted(owners | self._advertised_owners):
-            c = self.queue.owner_totals.get(owner, {})
+        counts: dict[str, tuple[str, dict[int, int], float]] = {}
+        for owner, c in self.queue.owner_totals.items():
+            if any(c.values()):
+                counts[f"{owner}@{self.hostname}"] = (owner, dict(c), 0.0)
+        weights: dict[str, float] = {}
+        for cluster in self.queue.clusters.values():
+            cc = cluster.counts
+            running = cc.get(jp.RUNNING, 0)
+            if running:
+                cpus = cluster.ad.get("RequestCpus")
+                w = running * (cpus if type(cpus) in (int, float) and cpus > 0 else 1)
+            else:
+                w = 0
+            g = cluster.ad.get("AccountingGroup")
+            name = self.submitter_of(cluster)
+            if isinstance(g, str) and g and any(cc.values()):
+                default = counts.get(f"{cluster.owner}@{self.hostname}")
+                if default is not None:  # move these counts from the owner's plain name
+                    for st, n in cc.items():
+                        default[1][st] = default[1].get(st, 0) - n
+                entry = counts.setdefault(name, (cluster.owner, {}, 0.0))
+                for st, n in cc.items():
+                    entry[1][st] = entry[1].get(st, 0) + n
+            if w:
+                weights[name] = weights.get(name, 0.0) + w
+        for name, owner in self._advertised_names.items():
+            counts.setdefault(name, (owner, {}, 0.0))
+        for name in sorted(counts):
+            owner, c, _ = counts[name]
+            if not any(c.values()) and name not in self._advertised_names:
+                continue  # every job of this owner is in an accounting group
+            w = weights.get(name, 0.0)
             yield "Submitter", {
                 "MyType": "Submitter",
-                "Name": f"{owner}@{self.hostname}",
+                "Name": name,
                 "Owner": owner,
-                "User": f"{owner}@{self.hostname}",
+                "User": name,
+                "AccountingGroup": name.rsplit("@", 1)[0],
                 "ScheddName": self.daemon_name,
                 "ScheddAddress": self.address,
                 "MyAddress": self.address,
                 "IdleJobs": c.get(jp.IDLE, 0),
                 "RunningJobs": c.get(jp.RUNNING, 0),
+                "WeightedRunningJobs": int(w) if float(w).is_integer() else w,
                 "HeldJobs": c.get(jp.HELD, 0),
                 "SubmitterTag": self.hostname,
             }, None
@@ -704,6 +748,9 @@ class Schedd(Daemon):
         if not isinstance(owner, str) or not owner:
             raise _bad("SUBMIT: the cluster ad has no Owner")
         cluster_ad["Owner"] = owner
+        # condor_submit's Requirements compare TARGET.FileSystemDomain with MY.FileSystemDomain
+        # (should_transfer_files = NO / IF_NEEDED): the job carries this host's domain.
+        cluster_ad.setdefault("FileSystemDomain", self.config.get("FILESYSTEM_DOMAIN") or self.hostname)
         cmd = cluster_ad.get("Cmd", procs[0].get("Cmd"))
         if not isinstance(cmd, str) or not cmd:
             raise _bad("SUBMIT: the job has no Cmd (executable)")
@@ -1118,14 +1165,36 @@ class Schedd(Daemon):
 
     # -- negotiator -------------------------------------------------------------------------------------
     async def h_get_requests(self, req: dict[str, Any], peer: Peer) -> dict[str, Any]:
+        """The owner's idle jobs by autocluster, best first: jobs in ``JobPrio`` order
+        (higher first), then submit order (QDate, cluster, proc); autoclusters in the
+        order of their best job. With ``submitter`` (the Submitter ad's Name), only the
+        jobs of that accounting name."""
         owner = req["owner"]
-        log.debug("GET_REQUESTS for %s", owner)
+        submitter = req.get("submitter")
+        log.debug("GET_REQUESTS for %s (%s)", owner, submitter)
         if len(self._ac_ids) > 50000:
             self._ac_ids.clear()  # signatures of long-gone clusters; ids stay stable via _ac_by_key
         if "@" in owner:
             owner = owner.split("@", 1)[0]
+        idle = list(self.queue.idle.get(owner, {}).values())
+        if isinstance(submitter, str):
+            names: dict[int, bool] = {}
+            keep = []
+            for job in idle:
+                ok = names.get(job.cluster.id)
+                if ok is None:
+                    ok = names[job.cluster.id] = self.submitter_of(job.cluster) == submitter
+                if ok:
+                    keep.append(job)
+            idle = keep
+        if any(j.get("JobPrio") for j in idle):
+            def prio(j: Job) -> float:
+                p = j.get("JobPrio")
+                return -p if type(p) in (int, float) else 0
+
+            idle.sort(key=lambda j: (prio(j), j.cluster.ad.get("QDate") or 0, j.cluster.id, j.proc))
         groups: dict[int, deque[Job]] = {}
-        for job in self.queue.idle.get(owner, {}).values():
+        for job in idle:
             if job.busy:
                 continue
             sig = self.signature(job)
@@ -1139,7 +1208,8 @@ class Schedd(Daemon):
                 groups[ac] = deque([job])
             else:
                 members.append(job)
-        for ac in [a for a, m in self._ac_members.items() if m and m[0].owner == owner]:
+        for ac in [a for a, m in self._ac_members.items() if m and m[0].owner == owner and a not in groups
+                   and (not isinstance(submitter, str) or self.submitter_of(m[0].cluster) == submitter)]:
             del self._ac_members[ac]
         self._ac_members.update(groups)
         requests = []
@@ -1174,6 +1244,7 @@ class Schedd(Daemon):
             slot_ad = m.get("slot_ad") if isinstance(m.get("slot_ad"), dict) else None
             name = m.get("slot_name") if isinstance(m.get("slot_name"), str) else ""
             sh = Shadow(self, address, claim_id, name, slot_ad, self.job_lease(job))
+            sh.preempting = m.get("preempt") is True
             self.runners[job.key] = sh
             self.spawn(sh.run_match(job), f"shadow-{job.id}")
             started += 1

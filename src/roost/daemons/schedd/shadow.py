@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from roost.core import jobpolicy as jp
 from roost.eventlog import (
+    EvictedEvent,
     ExecuteEvent,
     HeldEvent,
     ReconnectedEvent,
@@ -35,6 +36,9 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 VACATE_WAIT = 10.0  # seconds to wait for a vacated job's exit report before giving up on it
+# A preempting claim is activated once the startd has retired and vacated the job it
+# preempts, which may take the victim's whole MaxJobRetirementTime: wait that long.
+PREEMPT_ACTIVATE_WAIT = 7 * 86400.0
 
 
 class Shadow:
@@ -68,6 +72,8 @@ class Shadow:
         self.jobs_run = 0
         self._keepalive: asyncio.Task[None] | None = None
         self._match_cache: dict[Any, bool] = {}
+        self.preempting = False  # the claim preempts another job: activation waits for its exit
+        self.submitter: str | None = None  # the accounting name the claim serves
 
     def _give_back(self, job: Job) -> None:
         """The claim could not take ``job``: offer it again (and stop owning it)."""
@@ -101,11 +107,12 @@ class Shadow:
         """Claim the matched slot for ``job``, run it, then reuse the claim."""
         s = self.schedd
         self.owner = job.owner
+        self.submitter = s.submitter_of(job.cluster)
         try:
             resp = await self.client.call(
                 "REQUEST_CLAIM",
                 claim_id=self.claim_id,
-                job_ad=job.merged(),
+                job_ad=self._job_ad(job),
                 schedd_address=s.address,
                 lease=self.lease,
             )
@@ -114,7 +121,9 @@ class Shadow:
             self._give_back(job)
             s.reschedule()
             return
-        log.debug("job %s: claimed %s", job.id, self.slot_name)
+        log.debug("job %s: claimed %s%s", job.id, self.slot_name, " (preempting)" if resp.get("preempting") else "")
+        if resp.get("preempting"):
+            self.preempting = True
         new_id = resp.get("claim_id")
         if isinstance(new_id, str) and new_id:
             self.claim_id = new_id
@@ -130,6 +139,7 @@ class Shadow:
         """After a schedd restart: take the running job's claim back (RECONNECT)."""
         s = self.schedd
         self.owner = job.owner
+        self.submitter = s.submitter_of(job.cluster)
         try:
             resp = await self.client.call("RECONNECT", claim_id=self.claim_id, schedd_address=s.address)
         except (RemoteError, ConnectionError) as e:
@@ -244,10 +254,42 @@ class Shadow:
             await s.mark_running(job, self)
         return await self._await_exit(job)
 
+    def _job_ad(self, job: Job) -> dict[str, Any]:
+        """The job ad sent to the startd, with ``User``: the submitter (accounting) name
+        the slot's ``RemoteUser`` carries, which the negotiator charges usage to."""
+        ad = job.merged()
+        ad["User"] = self.schedd.submitter_of(job.cluster)
+        return ad
+
+    async def _activate_preempting(self, ad: dict[str, Any]) -> None:
+        """ACTIVATE_CLAIM of a preempting claim, on a connection of its own (the startd
+        answers only after the preempted job has left; keep-alives must not queue
+        behind it). Given up if the claim is lost meanwhile."""
+        from roost.net.client import AsyncClient
+
+        client = AsyncClient(self.startd_address, timeout=PREEMPT_ACTIVATE_WAIT)
+        try:
+            act = asyncio.ensure_future(client.call("ACTIVATE_CLAIM", claim_id=self.claim_id, job_ad=ad))
+            waits: set[asyncio.Future[Any]] = {act}
+            if self.exit is not None:
+                waits.add(self.exit)
+            done, _ = await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+            if act not in done:
+                act.cancel()
+                lost = self.exit.result() if self.exit is not None and self.exit.done() else {}
+                raise ConnectionError(f"claim lost while waiting for the preempted job: {lost.get('error')}")
+            act.result()
+        finally:
+            self.preempting = False
+            await client.close()
+
     async def _activate(self, job: Job) -> None:
         """ACTIVATE_CLAIM; a startd still wrapping up the previous job's starter refuses
         for a moment after reporting its exit, so DENIED is retried briefly."""
-        ad = job.merged()
+        ad = self._job_ad(job)
+        if self.preempting:
+            await self._activate_preempting(ad)
+            return
         delay = 0.002
         for attempt in range(8):
             try:
@@ -293,7 +335,7 @@ class Shadow:
                 await s.requeue(job, str(update.get("error") or "claim lost"))
                 return False
             if state == "vacated":
-                await s.requeue(job, "job vacated")
+                await _evicted(s, job, update)
                 return False
             if state == "failed":
                 code, msg = self.transfer_error or (
@@ -344,6 +386,23 @@ async def write_execute(schedd: Schedd, job: Job, shadow: Shadow) -> None:
         job,
         [ExecuteEvent(job.cluster.id, job.proc, time.time(), execute_host=f"<{host}>", slot_name=shadow.slot_name)],
     )
+
+
+async def _evicted(s: Schedd, job: Job, update: dict[str, Any]) -> None:
+    """A vacated job (owner policy, preemption, drain): back to Idle with an evicted event
+    (004), as HTCondor logs it, instead of requeue's shadow exception."""
+    job.claim = None
+    s.runners.pop(job.key, None)
+    if job.cluster.procs.get(job.proc) is not job:
+        return
+    usage = update.get("usage") if isinstance(update.get("usage"), dict) else {}
+    run = Usage(int(usage.get("RemoteUserCpu") or 0), int(usage.get("RemoteSysCpu") or 0))
+    attrs = {"LastRemoteHost": job.get("RemoteHost")}
+    ops = s.set_ops(job, attrs, jp.IDLE if job.status == jp.RUNNING else None)
+    job.busy = False
+    s.queue.give_back_idle(job)
+    await s._report(job, ops, [EvictedEvent(job.cluster.id, job.proc, time.time(), run_remote_usage=run)])
+    s.idle_arrived(job)
 
 
 def shadow_exception(job: Job, why: str) -> ShadowExceptionEvent:

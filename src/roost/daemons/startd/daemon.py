@@ -12,6 +12,14 @@ local user (or ``STARTER_ALLOW_RUNAS_OWNER`` is false);
 ``STARTD_DETECT_GPUS`` (default true) to skip running nvidia-smi;
 ``STARTD_ACTIVITY_UPDATE_DELAY`` (default 1 s), how long a Busy/Idle change
 on a claim may wait before its ad goes to the collector.
+
+The owner policy (``roost.core.ownerpolicy``: START, IS_OWNER, SUSPEND,
+CONTINUE, PREEMPT, KILL, WANT_SUSPEND, WANT_VACATE, MaxJobRetirementTime) is
+evaluated every POLLING_INTERVAL seconds and after every claim or job event;
+keyboard/console idle times and loads come from ``owner.OwnerMonitor``
+(knobs ``STARTD_ACTIVITY_FILE``, ``STARTD_OWNER_DEVICES``). Suspending is
+SIGSTOP/SIGCONT to the job's process group; vacating is the starter's
+SIGTERM-then-SIGKILL, reported to the schedd as ``vacated``.
 """
 
 from __future__ import annotations
@@ -22,15 +30,16 @@ import os
 import re
 import secrets
 import time
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from roost.classad import ClassAd, ExprTree
 from roost.config import Config
+from roost.core import ownerpolicy as op
 from roost.core import slots as core
 from roost.core.slots import Claim, Slot
 from roost.daemons.base import AdvertisedAd, Daemon
-from roost.daemons.startd import launch, resources
+from roost.daemons.startd import launch, owner, resources
 from roost.daemons.startd.cgroups import JobCgroups
 from roost.daemons.startd.jobspec import Identity, JobSpecError, job_identity, parse_job
 from roost.daemons.startd.starter import JOBS_DIR, Peers, Starter, cleanup_leftovers
@@ -46,6 +55,16 @@ CONDOR_VERSION = "$CondorVersion: 25.12.0 2026-01-01 BuildID: roost $"
 
 def _not_found(what: str) -> RequestError:
     return RequestError("NOT_FOUND", what)
+
+
+@dataclass
+class _Pending:
+    """A preempting claim granted on a busy slot, waiting for the old job to leave."""
+
+    claim_id: str
+    claim: Claim
+    rank: Any
+    ready: asyncio.Future[None]
 
 
 class Startd(Daemon):
@@ -85,6 +104,30 @@ class Startd(Daemon):
         self._sandboxes = itertools.count(1)
         self._claims = itertools.count(1)
         self._birth = int(time.time())
+        # -- owner policy (see roost.core.ownerpolicy) --
+        self.exprs = op.PolicyExprs()
+        self.polling_interval = max(cfg.get_float("POLLING_INTERVAL", 5.0) or 5.0, 0.05)
+        activity = cfg.get("STARTD_ACTIVITY_FILE")
+        if activity is None:
+            activity = str(self.home / "activity")
+        devices = cfg.get("STARTD_OWNER_DEVICES")
+        self.monitor = owner.OwnerMonitor(activity.strip() or None,
+                                          owner.DEFAULT_DEVICES if devices is None else devices)
+        self.owner_attrs: dict[str, dict[str, Any]] = {}
+        self._latched: dict[tuple[str, str], tuple[Any, int]] = {}
+        self._last_owner: tuple[tuple[int, int], float] = (self.monitor.idle(time.time()), owner.host_load())
+        self.job_ads: dict[str, ClassAd] = {}  # claim id -> the active job's ad (TARGET)
+        self.current_rank: dict[str, Any] = {}  # claim id -> RANK against its first job
+        self.drain: str | None = None  # graceful / quick / fast while draining
+        self.drain_reason = ""
+        self.off = False
+        self.vacate_asked: dict[str, str] = {}  # claim id -> graceful / fast (roost vacate)
+        self.preempt_ids: dict[str, str] = {}  # PreemptClaimId -> slot name
+        self.preempt_of: dict[str, str] = {}  # slot name -> its PreemptClaimId
+        self.preempting: dict[str, _Pending] = {}  # slot name -> the claim waiting for it
+        self._eval_soon: asyncio.Handle | None = None
+        self._eval_names: set[str] = set()
+        self._acting: set[tuple[str, str]] = set()  # (claim id, vacate|kill) in progress
 
     # -- start and stop ----------------------------------------------------------------
 
@@ -107,6 +150,7 @@ class Startd(Daemon):
                 None, launch.build_launcher, os.path.join(self.execute_dir, ".launcher"))
         self.machine = resources.detect(self.config, self.execute_dir)
         self.policy = self._read_policy()
+        self.exprs = self._read_owner_policy()
         now = time.time()
         self.slots = core.layout(self._slot_types(), self.machine, self._claim_ids(), now)
         self.by_claim = {s.claim_id: s.name for s in self.slots.values()}
@@ -142,8 +186,11 @@ class Startd(Daemon):
                 return
 
     async def started(self) -> None:
+        self._measure(time.time())
+        self._evaluate()
         self._want_reschedule = True
         self._changed(*self.slots)
+        self.every(self.polling_interval, self._poll, "owner-policy")
 
     async def stop(self) -> None:
         for starter in [*self.starters.values(), *(s for p in self.reporting.values() for s in p)]:
@@ -174,6 +221,20 @@ class Startd(Daemon):
             except Exception as e:  # a bad policy stops the startd here, naming the knob
                 raise SystemExit(f"startd: {what} = {text!r} is not a ClassAd expression: {e}") from None
         return core.Policy(start=start, rank=rank, extra=extra, modify_request=modify)
+
+    def _read_owner_policy(self) -> op.PolicyExprs:
+        cfg = self.config
+        exprs = op.exprs_from_config(cfg.get)
+        for name in ("IS_OWNER", "SUSPEND", "CONTINUE", "PREEMPT", "KILL", "WANT_SUSPEND",
+                     "WANT_VACATE", "MAXJOBRETIREMENTTIME"):
+            text = cfg.get(name)
+            if text is None or not text.strip():
+                continue
+            try:
+                ExprTree(text)
+            except Exception as e:  # a bad policy stops the startd here, naming the knob
+                raise SystemExit(f"startd: {name} = {text!r} is not a ClassAd expression: {e}") from None
+        return exprs
 
     def _slot_types(self) -> list[core.SlotType]:
         cfg = self.config
@@ -224,16 +285,27 @@ class Startd(Daemon):
             ad["DaemonStartTime"] = int(self.start_time)
             ad["StartdPid"] = os.getpid()
             ad["UpdateInterval"] = int(self.update_interval)
+            ad.update(self.owner_attrs.get(name) or self._owner_attrs_for(slot))
+            if self.drain:
+                ad["Draining"] = True
+                ad["DrainReason"] = self.drain_reason
+            if slot.claim is not None and slot.claim_id in self.current_rank:
+                ad["CurrentRank"] = self.current_rank[slot.claim_id]
             self._ads[name] = ad
         return ad
 
     def ads(self) -> list[AdvertisedAd]:
         """Every slot ad, rebuilt (the periodic update refreshes load and times)."""
         self._ads.clear()
-        return [
-            ("Machine", self.slot_ad(name), {"ClaimId": slot.claim_id})
-            for name, slot in self.slots.items()
-        ]
+        return [("Machine", self.slot_ad(name), self._private(slot)) for name, slot in self.slots.items()]
+
+    def _private(self, slot: Slot) -> dict[str, Any]:
+        """Unclaimed: the claim id a match hands out; claimed: the id a preempting claim uses."""
+        out = {"ClaimId": slot.claim_id}
+        pid = self.preempt_of.get(slot.name) if slot.claim is not None else None
+        if pid and slot.name not in self.preempting:
+            out["PreemptClaimId"] = pid
+        return out
 
     def _changed(self, *names: str, urgent: bool = True) -> None:
         """Slots whose ads must reach the collector in the next update round.
@@ -280,7 +352,7 @@ class Startd(Daemon):
                     obj = ad_to_obj(self.slot_ad(name))
                     try:
                         await self.collector_call(
-                            "UPDATE_AD", type="Machine", ad=obj, private={"ClaimId": slot.claim_id}
+                            "UPDATE_AD", type="Machine", ad=obj, private=self._private(slot)
                         )
                         self._advertised.add(("Machine", obj["Name"]))
                     except (ConnectionError, RequestError) as e:
@@ -324,6 +396,11 @@ class Startd(Daemon):
             "RECONNECT": self.h_reconnect,
             "DEACTIVATE_CLAIM": self.h_deactivate_claim,
             "RELEASE_CLAIM": self.h_release_claim,
+            "DRAIN": self.h_drain,
+            "CANCEL_DRAIN": self.h_cancel_drain,
+            "VACATE": self.h_vacate,
+            "SET_OFF": self.h_set_off,
+            "SET_ON": self.h_set_on,
         }
 
     def _claimed(self, claim_id: str) -> Slot:
@@ -343,6 +420,8 @@ class Startd(Daemon):
 
     async def h_request_claim(self, req: dict[str, Any], peer: Peer) -> dict[str, Any]:
         claim_id = req["claim_id"]
+        if claim_id in self.preempt_ids:
+            return self._request_preempting(req)
         name = self.by_claim.get(claim_id)
         if name is None:
             raise _not_found("no slot has this claim id (stale match?)")
@@ -359,6 +438,9 @@ class Startd(Daemon):
                 slot = self._renew(slot)  # a retried request: the claim is already theirs
                 return {"claim_id": slot.claim_id, "slot_ad": ad_to_obj(self.slot_ad(name))}
             raise RequestError("DENIED", f"{self.slot_name(name)} is already claimed")
+        if self.drain or self.off or slot.state not in ("Unclaimed", "Matched"):
+            why = "draining" if self.drain else "off" if self.off else f"in state {slot.state}"
+            raise RequestError("DENIED", f"{self.slot_name(name)} takes no claims: {why}")
         # Counted whatever the answer: the negotiator settles its promises on this count.
         slot = self.slots[name] = replace(slot, claim_requests=slot.claim_requests + 1)
         self._changed(name)
@@ -393,14 +475,112 @@ class Startd(Daemon):
         except core.SlotError as e:
             raise RequestError("DENIED", str(e)) from None
         self._arm_leases()
+        self._claimed_now(granted, job)
         self.log.info("claimed %s for %s at %s", self.slot_name(granted.name), claim.user, schedd)
         return {"claim_id": granted.claim_id, "slot_ad": ad_to_obj(self.slot_ad(granted.name))}
 
+    def _claimed_now(self, slot: Slot, job: ClassAd | None, rank: Any = None) -> None:
+        """Book-keeping of a new claim: its PreemptClaimId and CurrentRank."""
+        old = self.preempt_of.pop(slot.name, None)
+        if old is not None:
+            self.preempt_ids.pop(old, None)
+        pid = self._new_claim_id()
+        self.preempt_ids[pid] = slot.name
+        self.preempt_of[slot.name] = pid
+        if job is not None:
+            rank = op.evaluate(self.exprs.rank, self.slot_ad(slot.name), job)
+        self.current_rank[slot.claim_id] = rank if isinstance(rank, int | float) and not isinstance(rank, bool) else 0.0
+        self._ads.pop(slot.name, None)
+
+    def _forget_claim(self, slot: Slot) -> None:
+        cid = slot.claim_id
+        self.job_ads.pop(cid, None)
+        self.current_rank.pop(cid, None)
+        self.vacate_asked.pop(cid, None)
+        self._acting.discard((cid, op.VACATE))
+        self._acting.discard((cid, op.KILL))
+        pid = self.preempt_of.pop(slot.name, None)
+        if pid is not None:
+            self.preempt_ids.pop(pid, None)
+
+    def _hand_over(self, slot: Slot, pending: _Pending, now: float) -> None:
+        """The preempted claim is gone: the waiting claim takes the same resources."""
+        claim = replace(pending.claim, lease_expires=now + pending.claim.lease, job=None, job_start=0.0)
+        slot = core.transition(slot, "Claimed", "Idle", now)
+        slot = replace(slot, claim=claim, claim_id=pending.claim_id)
+        self.slots[slot.name] = slot
+        self.by_claim[pending.claim_id] = slot.name
+        self._claimed_now(slot, None, pending.rank)
+        if not pending.ready.done():
+            pending.ready.set_result(None)
+        self._changed(slot.name)
+        self._arm_leases()
+
+    def _request_preempting(self, req: dict[str, Any]) -> dict[str, Any]:
+        """REQUEST_CLAIM with a PreemptClaimId: grant at once, evict the running job, and
+        hold the new claim's ACTIVATE_CLAIM until the slot is free (docs/policy.md)."""
+        name = self.preempt_ids[req["claim_id"]]
+        slot = self.slots.get(name)
+        schedd = req.get("schedd_address")
+        if not isinstance(schedd, str) or not schedd:
+            raise RequestError("BAD_REQUEST", "REQUEST_CLAIM: schedd_address is required")
+        if slot is None or slot.claim is None:
+            raise _not_found("the preempted claim is gone (stale match?)")
+        if name in self.preempting:
+            pending = self.preempting[name]
+            if pending.claim.schedd_address == schedd:
+                return {"claim_id": pending.claim_id, "slot_ad": ad_to_obj(self.slot_ad(name)), "preempting": True}
+            raise RequestError("DENIED", f"{self.slot_name(name)} is already being preempted")
+        if self.drain or self.off:
+            raise RequestError("DENIED", f"{self.slot_name(name)} takes no claims: {'draining' if self.drain else 'off'}")
+        lease = req.get("lease")
+        lease = self.default_lease if lease is None else float(lease)
+        if not 0 < lease <= 1e7:
+            raise RequestError("BAD_REQUEST", "REQUEST_CLAIM: lease must be between 0 and 1e7 seconds")
+        slot = self.slots[name] = replace(slot, claim_requests=slot.claim_requests + 1)
+        job = obj_to_ad(req["job_ad"])
+        ad = self.slot_ad(name)
+        why = core.accepts(ad, job)
+        if why is not None:
+            raise RequestError("DENIED", f"{self.slot_name(name)}: {why}")
+        user, owner_name = job.get("User"), job.get("Owner")
+        now = time.time()
+        claim = Claim(
+            schedd_address=schedd,
+            user=user if isinstance(user, str) else (owner_name if isinstance(owner_name, str) else ""),
+            owner=owner_name if isinstance(owner_name, str) else "",
+            lease=lease,
+            lease_expires=now + lease,
+        )
+        rank = op.evaluate(self.exprs.rank, ad, job)
+        new_id = self._new_claim_id()
+        self.preempting[name] = _Pending(new_id, claim, rank, asyncio.get_running_loop().create_future())
+        self.log.info("%s preempted by %s at %s", self.slot_name(name), claim.user, schedd)
+        self._changed(name)
+        self._evaluate()
+        return {"claim_id": new_id, "slot_ad": ad_to_obj(ad), "preempting": True}
+
+    def _pending_by_id(self, claim_id: str) -> tuple[str, _Pending] | None:
+        for name, pending in self.preempting.items():
+            if pending.claim_id == claim_id:
+                return name, pending
+        return None
+
     async def h_activate_claim(self, req: dict[str, Any], peer: Peer) -> dict[str, Any]:
         claim_id = req["claim_id"]
+        waiting = self._pending_by_id(claim_id)
+        if waiting is not None:
+            ready = waiting[1].ready
+            await asyncio.wait([ready])  # until the preempted job has left (no timeout)
+            if ready.cancelled():
+                raise _not_found("the preempting claim was released")
         slot = self._claimed(claim_id)
         if claim_id in self.starters:
             raise RequestError("DENIED", f"a job is already running on {self.slot_name(slot.name)}")
+        if slot.name in self.preempting or slot.state != "Claimed" or self.drain or self.off:
+            why = "draining" if self.drain else "off" if self.off else (
+                "being preempted" if slot.name in self.preempting else f"in state {slot.state}")
+            raise RequestError("DENIED", f"{self.slot_name(slot.name)} takes no new job: {why}")
         job = obj_to_ad(req["job_ad"])
         why = core.accepts(self.slot_ad(slot.name), job)
         if why is not None:
@@ -415,6 +595,11 @@ class Startd(Daemon):
             identity = self._identity(spec.owner)
         except JobSpecError as e:
             error, identity = str(e), None
+        if (identity is not None and identity.switch and not identity.real_owner and not spec.transfer
+                and str(job.get("ShouldTransferFiles") or "").upper() == "IF_NEEDED"):
+            # A shared file system is only shared with the job's Owner: a job that runs as
+            # SLOT_USER (root's jobs, or owners without an account here) gets its files sent.
+            spec = replace(spec, transfer=True)
         sandbox_name = f"dir_{os.getpid()}_{next(self._sandboxes)}"
         sandbox = os.path.join(self.execute_dir, sandbox_name)
         starter = Starter(
@@ -433,6 +618,7 @@ class Startd(Daemon):
             cgroups=self.cgroups,
         )
         self.starters[claim_id] = starter
+        self.job_ads[claim_id] = job
         now = time.time()
         slot = self._renew(slot, job=spec.job_id, job_start=now)
         self.slots[slot.name] = core.transition(slot, "Claimed", "Busy", now)
@@ -441,6 +627,7 @@ class Startd(Daemon):
             starter.fail_before_start(error)
         else:
             starter.start()
+        self._evaluate_soon(slot.name)
         return {}
 
     def _identity(self, owner: str) -> Identity:
@@ -489,9 +676,13 @@ class Startd(Daemon):
         slot = self.slots.get(name) if name else None
         if slot is None or slot.claim is None or slot.claim.job != starter.spec.job_id:
             return
+        self.job_ads.pop(starter.claim_id, None)
         slot = replace(slot, claim=replace(slot.claim, job=None, job_start=0.0))
-        self.slots[slot.name] = core.transition(slot, "Claimed", "Idle", time.time())
+        if slot.state == "Claimed":
+            slot = core.transition(slot, "Claimed", "Idle", time.time())
+        self.slots[slot.name] = slot  # Preempting stays so until the claim ends
         self._changed(slot.name, urgent=False)
+        self._evaluate_soon(slot.name)
 
     def _starter_done(self, starter: Starter) -> None:
         pending = self.reporting.get(starter.claim_id)
@@ -500,8 +691,16 @@ class Startd(Daemon):
             if not pending:
                 del self.reporting[starter.claim_id]
         self._starter_finished(starter)
+        name = self.by_claim.get(starter.claim_id)
+        if name is not None:
+            self._evaluate_soon(name)
 
     async def h_keepalive(self, req: dict[str, Any], peer: Peer) -> dict[str, Any]:
+        waiting = self._pending_by_id(req["claim_id"])
+        if waiting is not None:
+            pending = waiting[1]
+            pending.claim = replace(pending.claim, lease_expires=time.time() + pending.claim.lease)
+            return {"state": "Idle"}
         slot = self._renew(self._claimed(req["claim_id"]))
         return {"state": slot.activity}
 
@@ -541,6 +740,14 @@ class Startd(Daemon):
         return {"job": starter.spec.job_id, **result}
 
     async def h_release_claim(self, req: dict[str, Any], peer: Peer) -> dict[str, Any]:
+        waiting = self._pending_by_id(req["claim_id"])
+        if waiting is not None:  # the preempting schedd gave up before the slot was free
+            name, pending = waiting
+            del self.preempting[name]
+            if not pending.ready.done():
+                pending.ready.cancel()
+            self._evaluate_soon(name)
+            return {}
         slot = self._claimed(req["claim_id"])
         await self._release(slot.name, "released by its schedd")
         return {}
@@ -559,7 +766,13 @@ class Startd(Daemon):
         if slot is None or slot.claim is None:
             return
         self.by_claim.pop(slot.claim_id, None)
+        self._forget_claim(slot)
         now = time.time()
+        pending = self.preempting.pop(name, None)
+        if pending is not None:
+            self._hand_over(slot, pending, now)
+            self.log.info("claim on %s ended (%s); the preempting claim takes it", self.slot_name(name), why)
+            return
         if slot.kind == core.DYNAMIC:
             assert slot.parent is not None
             parent = core.give_back(self.slots[slot.parent], slot)
@@ -575,7 +788,233 @@ class Startd(Daemon):
             self.by_claim[fresh.claim_id] = name
             self._changed(name)
         self._want_reschedule = True
+        self._evaluate_soon(slot.parent if slot.kind == core.DYNAMIC and slot.parent else name)
         self.log.info("claim on %s ended: %s", self.slot_name(name), why)
+
+    # -- owner policy ------------------------------------------------------------------------
+
+    def _measure(self, now: float) -> None:
+        """Idle times and loads into every slot's ad (owner.py)."""
+        idle = self.monitor.idle(now)
+        loads: dict[str, float] = {}
+        used: dict[str, float | None] = {}
+        by_group: dict[str, int] = {}
+        for name, slot in self.slots.items():
+            starter = self.starters.get(slot.claim_id) if slot.claim is not None else None
+            if starter is None:
+                used[name] = None
+                continue
+            path = self.cgroups.path(starter.name)
+            got = owner.cgroup_cpu_seconds(path) if path is not None else None
+            if got is None and starter.pid:
+                by_group[name] = starter.pid  # the job leads its own process group
+            used[name] = got
+        if by_group:
+            groups = owner.cpu_by_group(by_group.values())
+            for name, pgid in by_group.items():
+                used[name] = groups.get(pgid)
+        for name, cpu in used.items():
+            loads[name] = self.monitor.job_load(name, cpu, now)
+        self.monitor.forget(self.slots)
+        total_cpus = self.machine.total.cpus if self.machine is not None else 0
+        cpus = {n: s.total.cpus for n, s in self.slots.items()}
+        total_load = owner.host_load()
+        self._last_owner = (idle, total_load)
+        self.owner_attrs = owner.slot_attrs(idle, total_load, loads, cpus, total_cpus)
+        for name in self.slots:
+            self._ads.pop(name, None)
+        self._latch(now)
+
+    def _latch(self, now: float) -> None:
+        """STARTD_LATCH_EXPRS: each named expression's value as <name>Value and the time it
+        took that value as <name>Time (the Desktop policy's CpuBusyTimer reads them)."""
+        names = self.config.get_list("STARTD_LATCH_EXPRS", []) or []
+        if not names:
+            return
+        for slot_name in self.slots:
+            ad = self.slot_ad(slot_name)
+            attrs = self.owner_attrs.setdefault(slot_name, {})
+            for name in names:
+                text = self.config.get(name)
+                if not text:
+                    continue
+                value = op.evaluate(text, ad, None)
+                if not isinstance(value, bool | int | float | str):
+                    value = None
+                latched = self._latched.get((slot_name, name))
+                if latched is None or latched[0] != value:
+                    latched = self._latched[(slot_name, name)] = (value, int(now))
+                if value is None:
+                    attrs.pop(f"{name}Value", None)
+                else:
+                    attrs[f"{name}Value"] = int(value) if isinstance(value, bool) else value
+                attrs[f"{name}Time"] = latched[1]
+            self._ads.pop(slot_name, None)
+        for key in [k for k in self._latched if k[0] not in self.slots]:
+            del self._latched[key]
+
+    def _owner_attrs_for(self, slot: Slot) -> dict[str, Any]:
+        """Owner attributes of a slot carved since the last measurement: the machine's
+        idle times and load as last measured, no job load yet."""
+        idle, total = self._last_owner
+        total_cpus = self.machine.total.cpus if self.machine is not None else 0
+        attrs = owner.slot_attrs(idle, total, {}, {slot.name: slot.total.cpus}, total_cpus)[slot.name]
+        attrs["TotalCondorLoadAvg"] = next(iter(self.owner_attrs.values()), {}).get("TotalCondorLoadAvg", 0.0)
+        return attrs
+
+    async def _poll(self) -> None:
+        self._measure(time.time())
+        self._evaluate()
+
+    def _evaluate_soon(self, *names: str) -> None:
+        """Evaluate the policy of these slots (and their parents) once this event is handled."""
+        for name in names:
+            self._eval_names.add(name)
+            parent = self.slots[name].parent if name in self.slots else None
+            if parent is not None:
+                self._eval_names.add(parent)
+        if self._eval_soon is None:
+            self._eval_soon = asyncio.get_running_loop().call_soon(self._evaluate_pending)
+
+    def _evaluate_pending(self) -> None:
+        names, self._eval_names = self._eval_names, set()
+        self._evaluate(names)
+
+    def _view(self, slot: Slot) -> op.SlotView:
+        claim = slot.claim
+        children = sum(1 for s in self.slots.values() if s.parent == slot.name) if slot.kind == core.PARTITIONABLE else 0
+        return op.SlotView(
+            state=slot.state,
+            activity=slot.activity,
+            entered_state=slot.entered_state,
+            entered_activity=slot.entered_activity,
+            claimed=claim is not None,
+            job=claim is not None and slot.claim_id in self.starters,
+            job_start=claim.job_start if claim is not None else 0.0,
+            drain=self.drain,
+            off=self.off,
+            preempt=slot.name in self.preempting,
+            vacate=self.vacate_asked.get(slot.claim_id) if claim is not None else None,
+            children=children,
+        )
+
+    def _evaluate(self, names: set[str] | None = None) -> None:
+        """One step of the owner policy for every slot, or for ``names`` (roost.core.ownerpolicy)."""
+        if names is None:
+            if self._eval_soon is not None:
+                self._eval_soon.cancel()
+            self._eval_names.clear()
+        self._eval_soon = None
+        now = time.time()
+        for name in list(self.slots) if names is None else sorted(names):
+            slot = self.slots.get(name)
+            if slot is None:
+                continue
+            job = self.job_ads.get(slot.claim_id) if slot.claim is not None else None
+            try:
+                st = op.step(self._view(slot), self.slot_ad(name), job, self.exprs, now)
+            except Exception:
+                self.log.exception("owner policy on %s failed", self.slot_name(name))
+                continue
+            self._apply(slot, st, now)
+
+    def _apply(self, slot: Slot, st: op.Step, now: float) -> None:
+        name = slot.name
+        if (st.state, st.activity) != (slot.state, slot.activity):
+            try:
+                moved = core.transition(slot, st.state, st.activity, now)
+            except core.SlotError as e:
+                self.log.warning("owner policy: %s", e)
+                moved = slot
+            if moved is not slot:
+                self.log.info("%s: %s/%s -> %s/%s%s", self.slot_name(name), slot.state, slot.activity,
+                              st.state, st.activity, f" ({', '.join(st.actions)})" if st.actions else "")
+                self.slots[name] = slot = moved
+                freed = st.state == "Unclaimed" and slot.claim is None
+                if freed:
+                    self._want_reschedule = True
+                self._changed(name)
+        starter = self.starters.get(slot.claim_id) if slot.claim is not None else None
+        for action in st.actions:
+            if action == op.SUSPEND and starter is not None:
+                starter.suspend()
+            elif action == op.CONTINUE and starter is not None:
+                starter.resume()
+            elif action in (op.VACATE, op.KILL) and starter is not None:
+                key = (slot.claim_id, action)
+                if key not in self._acting:
+                    self._acting.add(key)
+                    self.log.info("%s job %s on %s", "vacating" if action == op.VACATE else "killing",
+                                  starter.spec.job_id, self.slot_name(name))
+                    self.spawn(starter.vacate(action == op.VACATE), f"{action} {starter.spec.job_id}")
+            elif action == op.RELEASE and slot.claim is not None:
+                if slot.claim_id in self.reporting or (slot.claim_id, "release") in self._acting:
+                    continue  # the job's last report goes out first
+                self._acting.add((slot.claim_id, "release"))
+                self.spawn(self._release_for_policy(name, slot.claim_id), "policy-release")
+
+    async def _release_for_policy(self, name: str, claim_id: str) -> None:
+        try:
+            slot = self.slots.get(name)
+            if slot is not None and slot.claim_id == claim_id:
+                await self._release(name, "given up by the owner policy")
+        finally:
+            self._acting.discard((claim_id, "release"))
+
+    # -- owner commands (roost drain / vacate / off / on) ---------------------------------
+
+    async def h_drain(self, req: dict[str, Any], peer: Peer) -> dict[str, Any]:
+        how = req.get("how") or "graceful"
+        if how not in ("graceful", "quick", "fast"):
+            raise RequestError("BAD_REQUEST", f"DRAIN: how must be graceful, quick or fast, not {how!r}")
+        reason = req.get("reason")
+        self.drain = how
+        self.drain_reason = str(reason) if reason else "by command"
+        busy = sum(1 for s in self.slots.values() if s.claim is not None)
+        self.log.info("draining (%s): %s; %d claims", how, self.drain_reason, busy)
+        self._changed(*self.slots)
+        self._evaluate()
+        return {"how": how, "claims": busy}
+
+    async def h_cancel_drain(self, req: dict[str, Any], peer: Peer) -> dict[str, Any]:
+        was = self.drain
+        self.drain = None
+        self.drain_reason = ""
+        now = time.time()
+        for name, slot in list(self.slots.items()):
+            if slot.state == "Claimed" and slot.activity == "Retiring" and name not in self.preempting:
+                self.slots[name] = core.transition(slot, "Claimed", "Busy", now)  # unretire
+        self._changed(*self.slots)
+        self._want_reschedule = True
+        self._evaluate()
+        self.log.info("drain cancelled" if was else "cancel drain: was not draining")
+        return {"was_draining": was is not None}
+
+    async def h_vacate(self, req: dict[str, Any], peer: Peer) -> dict[str, Any]:
+        how = "fast" if req.get("fast") else "graceful"
+        n = 0
+        for slot in self.slots.values():
+            if slot.claim is not None and slot.claim_id in self.starters:
+                self.vacate_asked[slot.claim_id] = how
+                n += 1
+        self.log.info("vacate (%s) asked: %d jobs", how, n)
+        self._evaluate()
+        return {"jobs": n}
+
+    async def h_set_off(self, req: dict[str, Any], peer: Peer) -> dict[str, Any]:
+        self.off = True
+        self.log.info("off: slots are no longer offered")
+        self._changed(*self.slots)
+        self._evaluate()
+        return {}
+
+    async def h_set_on(self, req: dict[str, Any], peer: Peer) -> dict[str, Any]:
+        self.off = False
+        self.log.info("on: slots are offered again")
+        self._want_reschedule = True
+        self._changed(*self.slots)
+        self._evaluate()
+        return {}
 
     # -- leases ----------------------------------------------------------------------------
 

@@ -216,6 +216,7 @@ class Starter:
         self.pid: int | None = None
         self.final: dict[str, Any] | None = None
         self.vacating = False
+        self.suspended = False
         self.abandoned = False
         self.files_sent = False
         self._prep: asyncio.Future[float] | None = None
@@ -618,6 +619,18 @@ class Starter:
         if sig == signal.SIGKILL:
             self.cgroups.kill(self.name)
 
+    def suspend(self) -> None:
+        """SIGSTOP the job's process group (the owner policy's SUSPEND)."""
+        if self.state == "running":
+            self._kill_group(signal.SIGSTOP)
+            self.suspended = True
+
+    def resume(self) -> None:
+        """SIGCONT the job's process group (CONTINUE, and before a soft kill)."""
+        if self.suspended:
+            self._kill_group(signal.SIGCONT)
+            self.suspended = False
+
     async def vacate(self, graceful: bool) -> dict[str, Any]:
         """Stop the job (SIGTERM, then SIGKILL after JobMaxVacateTime; or SIGKILL now).
 
@@ -633,6 +646,7 @@ class Starter:
             return {"state": "vacated"}
         if graceful:
             self._kill_group(signal.SIGTERM)
+            self.resume()  # a stopped job must run to see its SIGTERM
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(max(self.spec.max_vacate_time, 0.0)):
                     await asyncio.shield(self._exited)

@@ -1,0 +1,150 @@
+"""``roost drain``, ``roost vacate``, ``roost off``, ``roost on``: the machine owner's commands.
+
+They talk to a startd (docs/protocol.md, Startd): with no MACHINE, the one of
+the personal pool under $ROOST_HOME (its ``run/startd.address``); with one,
+the startd whose slot ads name that machine, found through the collector.
+
+- ``drain [-graceful|-quick|-fast] [-reason R] [-cancel]``: stop taking new
+  jobs; graceful lets running jobs finish within their MaxJobRetirementTime,
+  quick vacates them (SIGTERM), fast kills them. The slots end Drained.
+  ``-cancel`` (as condor_drain -cancel) offers the slots again.
+- ``vacate [-fast]``: evict every job the startd runs (they go back to Idle).
+- ``off`` / ``on``: stop / resume offering the slots; running jobs go on.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+
+class _Failed(Exception):
+    pass
+
+
+def _startd_address(machine: str | None) -> str:
+    from roost.api.home import pool_home, read_address, run_path
+
+    home = pool_home()
+    if machine is None:
+        addr = read_address(run_path(home, "startd.address"))
+        if addr is None:
+            if read_address(run_path(home, "master.address")) is None:
+                raise _Failed(f"no pool is running (ROOST_HOME={home}): start one with `roost up`")
+            raise _Failed(f"the pool at ROOST_HOME={home} runs no startd")
+        return addr
+    from roost.api.collector import Collector
+    from roost.api.errors import PoolError
+
+    quoted = machine.replace("\\", "\\\\").replace('"', '\\"')
+    try:
+        c = Collector()
+        try:
+            ads = c.query_objs("Machine", f'Machine == "{quoted}" || Name == "{quoted}"', ["MyAddress"])
+        finally:
+            c.close()
+    except PoolError as e:
+        raise _Failed(str(e)) from None
+    for ad in ads:
+        if isinstance(ad.get("MyAddress"), str) and ad["MyAddress"]:
+            return str(ad["MyAddress"])
+    raise _Failed(f"no startd for machine {machine!r} is known to the collector")
+
+
+def _call(machine: str | None, cmd: str, **args: Any) -> dict[str, Any]:
+    from roost.net.errors import RemoteError
+    from roost.net.syncclient import SyncClient
+
+    address = _startd_address(machine)
+    client = SyncClient(address, timeout=30.0)
+    try:
+        return client.call(cmd, **args)
+    except RemoteError as e:
+        raise _Failed(f"the startd refused {cmd}: {e.message}") from None
+    except (ConnectionError, OSError) as e:
+        raise _Failed(f"cannot reach the startd at {address}: {e}") from None
+    finally:
+        client.close()
+
+
+def _parser(prog: str, description: str) -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog=f"roost {prog}", add_help=False, description=description)
+    p.add_argument("-h", "-help", "--help", action="help", help="show this help and exit")
+    p.add_argument("machine", nargs="?", default=None, metavar="MACHINE",
+                   help="the machine (default: this pool's own startd)")
+    return p
+
+
+def _run(prog: str, fn: Any) -> int:
+    try:
+        line = fn()
+    except _Failed as e:
+        print(f"roost {prog}: {e}", file=sys.stderr)
+        return 1
+    print(line)
+    return 0
+
+
+def main_drain(argv: list[str]) -> int:
+    p = _parser("drain", "Stop a machine taking new jobs and let it empty (condor_drain).")
+    how = p.add_mutually_exclusive_group()
+    how.add_argument("-graceful", "--graceful", dest="how", action="store_const", const="graceful",
+                     help="let running jobs finish within their retirement time (the default)")
+    how.add_argument("-quick", "--quick", dest="how", action="store_const", const="quick",
+                     help="vacate running jobs (SIGTERM, then SIGKILL after their vacate time)")
+    how.add_argument("-fast", "--fast", dest="how", action="store_const", const="fast",
+                     help="kill running jobs at once")
+    how.add_argument("-cancel", "--cancel", dest="how", action="store_const", const="cancel",
+                     help="stop draining: offer the slots again")
+    p.add_argument("-reason", "--reason", default=None, metavar="R", help="why (shown as DrainReason)")
+    ns = p.parse_args(argv)
+    where = ns.machine or "this machine"
+
+    def go() -> str:
+        if ns.how == "cancel":
+            _call(ns.machine, "CANCEL_DRAIN")
+            return f"Drain of {where} cancelled"
+        args: dict[str, Any] = {"how": ns.how or "graceful"}
+        if ns.reason:
+            args["reason"] = ns.reason
+        got = _call(ns.machine, "DRAIN", **args)
+        return f"Sent {args['how']} drain to {where} ({got.get('claims', 0)} claims to empty)"
+
+    return _run("drain", go)
+
+
+def main_vacate(argv: list[str]) -> int:
+    p = _parser("vacate", "Evict every job a machine runs; the jobs go back to Idle (condor_vacate).")
+    p.add_argument("-fast", "--fast", action="store_true", help="kill the jobs at once (no SIGTERM first)")
+    ns = p.parse_args(argv)
+
+    def go() -> str:
+        got = _call(ns.machine, "VACATE", fast=bool(ns.fast))
+        return f"Sent {'fast ' if ns.fast else ''}vacate to {ns.machine or 'this machine'} ({got.get('jobs', 0)} jobs)"
+
+    return _run("vacate", go)
+
+
+def main_off(argv: list[str]) -> int:
+    ns = _parser("off", "Stop offering a machine's slots (running jobs go on).").parse_args(argv)
+
+    def go() -> str:
+        _call(ns.machine, "SET_OFF")
+        return f"{ns.machine or 'This machine'} no longer offers its slots"
+
+    return _run("off", go)
+
+
+def main_on(argv: list[str]) -> int:
+    ns = _parser("on", "Offer a machine's slots again after `roost off`.").parse_args(argv)
+
+    def go() -> str:
+        _call(ns.machine, "SET_ON")
+        return f"{ns.machine or 'This machine'} offers its slots again"
+
+    return _run("on", go)
+
+
+def main(argv: list[str]) -> int:
+    return main_drain(argv)

@@ -1,0 +1,190 @@
+"""``roost userprio``: users' fair-share priorities, and setting them (condor_userprio).
+
+Talks to the negotiator (its address in ``$ROOST_HOME/run/negotiator.address``):
+``USERPRIO`` to list; ``SET_FACTOR``, ``RESET_USAGE``, ``SET_FLOOR``,
+``SET_CEILING`` to change. Lower effective priority is better.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from typing import Any
+
+USAGE = """usage: roost userprio [-all] [-json]
+       roost userprio -setfactor USER FACTOR
+       roost userprio -resetusage USER | -resetusage -all
+       roost userprio -setfloor USER WEIGHT|none
+       roost userprio -setceiling USER WEIGHT|none
+
+Show each submitter's effective priority (real priority x factor; lower is
+better), real priority, factor, resources in use and accumulated usage.
+Without -all, submitters idle for over a day are left out."""
+
+#: submitters idle longer than this are left out unless -all
+INACTIVE_AFTER = 86400.0
+
+
+class _Usage(Exception):
+    pass
+
+
+def _number(text: str, what: str, *, allow_none: bool = False) -> float | None:
+    if allow_none and text.lower() in ("none", "undefined", "-"):
+        return None
+    try:
+        return float(text)
+    except ValueError:
+        raise _Usage(f"{what} must be a number, not {text!r}") from None
+
+
+def parse(argv: list[str]) -> dict[str, Any]:
+    opts: dict[str, Any] = {"all": False, "json": False, "action": None}
+    i = 0
+
+    def take(n: int, flag: str) -> list[str]:
+        nonlocal i
+        if len(argv) - i - 1 < n:
+            raise _Usage(f"{flag} needs {n} argument{'s' if n > 1 else ''}")
+        got = argv[i + 1:i + 1 + n]
+        i += n
+        return got
+
+    while i < len(argv):
+        a = argv[i]
+        flag = "-" + a.lstrip("-").lower()
+        if flag in ("-h", "-help"):
+            opts["action"] = ("help",)
+        elif flag in ("-all", "-allusers"):
+            opts["all"] = True
+        elif flag == "-json":
+            opts["json"] = True
+        elif flag == "-setfactor":
+            user, f = take(2, a)
+            factor = _number(f, "the factor")
+            if factor is None or factor < 1:
+                raise _Usage("the factor must be at least 1")
+            opts["action"] = ("factor", user, factor)
+        elif flag == "-resetusage":
+            if i + 1 < len(argv) and argv[i + 1].lstrip("-").lower() in ("all", "allusers"):
+                i += 1
+                opts["action"] = ("reset", "*")
+            else:
+                (user,) = take(1, a)
+                opts["action"] = ("reset", user)
+        elif flag in ("-setfloor", "-setceiling"):
+            user, w = take(2, a)
+            opts["action"] = (flag[4:], user, _number(w, "the weight", allow_none=True))
+        else:
+            raise _Usage(f"unknown argument {a!r}")
+        i += 1
+    return opts
+
+
+def _connect() -> Any:
+    from roost.api.connection import DaemonConnection
+    from roost.api.home import pool_home, read_address, run_path
+
+    home = pool_home(None)
+    addr = read_address(run_path(home, "negotiator.address"))
+    return DaemonConnection(home, "negotiator", [addr] if addr else [], 30.0)
+
+
+def _hours(seconds: Any) -> str:
+    return f"{(seconds or 0.0) / 3600.0:.2f}"
+
+
+def _since(last: Any, now: float) -> str:
+    if not isinstance(last, (int, float)) or last <= 0:
+        return "<never>"
+    dt = max(0.0, now - last)
+    if dt < 60:
+        return "<now"
+    d, rem = divmod(int(dt), 86400)
+    h, rem = divmod(rem, 3600)
+    return f"{d}+{h:02d}:{rem // 60:02d}"
+
+
+def _num(v: Any, fmt: str = "{:.2f}") -> str:
+    if not isinstance(v, (int, float)):
+        return "-"
+    if v >= 1e7:
+        return f"{v:.3g}"
+    return fmt.format(v)
+
+
+def active(user: dict[str, Any], now: float) -> bool:
+    last = user.get("last_usage")
+    return bool(user.get("resources_used")) or (isinstance(last, (int, float)) and now - last <= INACTIVE_AFTER)
+
+
+def table(users: list[dict[str, Any]], now: float) -> str:
+    head = [("User Name", "<"), ("Effective", ">"), ("Real", ">"), ("Priority", ">"), ("Res", ">"),
+            ("Total Usage", ">"), ("Time Since", ">")]
+    head2 = ["", "Priority", "Priority", "Factor", "In Use", "(wghted-hrs)", "Last Usage"]
+    rows = []
+    for u in sorted(users, key=lambda u: (u.get("effective") or 0.0, u.get("name") or "")):
+        rows.append([str(u.get("name")), _num(u.get("effective")), _num(u.get("priority")),
+                     _num(u.get("factor")), _num(u.get("resources_used"), "{:g}"), _hours(u.get("usage")),
+                     _since(u.get("last_usage"), now)])
+    total_use = sum(float(u.get("resources_used") or 0) for u in users)
+    total_hours = sum(float(u.get("usage") or 0) for u in users)
+    widths = [max(len(head[c][0]), len(head2[c]), *(len(r[c]) for r in rows)) for c in range(len(head))]
+    widths[0] = max(widths[0], 24)
+
+    def line(cells: list[str]) -> str:
+        return " ".join(cell.ljust(widths[c]) if head[c][1] == "<" else cell.rjust(widths[c])
+                        for c, cell in enumerate(cells)).rstrip()
+
+    out = [f"Last Priority Update: {time.strftime('%m/%d %H:%M', time.localtime(now))}",
+           line([h for h, _ in head]), line(head2), line(["-" * w for w in widths])]
+    out += [line(r) for r in rows]
+    out.append(line(["-" * w for w in widths]))
+    out.append(line([f"Number of users: {len(users)}", "", "", "", f"{total_use:g}", f"{total_hours / 3600:.2f}", ""]))
+    return "\n".join(out)
+
+
+def main(argv: list[str]) -> int:
+    try:
+        opts = parse(argv)
+    except _Usage as e:
+        print(f"roost userprio: {e}\n\n{USAGE}", file=sys.stderr)
+        return 2
+    action = opts["action"]
+    if action == ("help",):
+        print(USAGE)
+        return 0
+    from roost.api.errors import PoolError
+
+    conn = _connect()
+    try:
+        if action is None:
+            users = conn.call("USERPRIO").get("users") or []
+            now = time.time()
+            if opts["json"]:
+                print(json.dumps(users if opts["all"] else [u for u in users if active(u, now)], indent=2))
+            else:
+                print(table(users if opts["all"] else [u for u in users if active(u, now)], now))
+            return 0
+        kind = action[0]
+        if kind == "factor":
+            conn.call("SET_FACTOR", name=action[1], factor=action[2])
+            print(f"The priority factor of {action[1]} was set to {action[2]:g}")
+        elif kind == "reset":
+            conn.call("RESET_USAGE", name=action[1])
+            print("The accumulated usage of " + ("all users" if action[1] == "*" else action[1]) + " was reset")
+        elif kind in ("floor", "ceiling"):
+            cmd = "SET_FLOOR" if kind == "floor" else "SET_CEILING"
+            conn.call(cmd, name=action[1], **{kind: action[2]})
+            shown = "none" if action[2] is None else f"{action[2]:g}"
+            print(f"The {kind} of {action[1]} was set to {shown}")
+        return 0
+    except _Usage as e:
+        print(f"roost userprio: {e}", file=sys.stderr)
+        return 2
+    except PoolError as e:
+        print(f"roost userprio: {e}", file=sys.stderr)
+        return 1
+    finally:
+        conn.close()

@@ -1,0 +1,431 @@
+"""Fair share: group quotas and the pie, spun until nothing more fits.
+
+HTCondor's negotiation policy, kept pure (ads and priorities in, one
+:class:`~roost.core.matchmaker.Plan` out):
+
+- *Group quotas* (:func:`group_quotas`): groups nest by ``.`` in their
+  names under the invented root ``<none>``. A static quota is absolute
+  weight, a dynamic one a fraction of the parent's; children that ask for
+  more than the parent has are scaled down. What a group leaves unused
+  goes, in proportion to quota, to siblings that accept surplus, then up
+  the tree. Submitters without a (configured) group are in ``<none>``,
+  which gets what the groups leave.
+- *The pie* (:func:`negotiate_fair`): inside each group the submitters with
+  demand split the group's weight in inverse proportion to effective
+  priority; each one's slice, less what it already holds, capped by its
+  ceiling and raised to its floor, is its weight limit for this spin. The
+  matchmaker serves them best priority first. The pie is spun again, with
+  recomputed slices among those still wanting, while spins match anything.
+- *No starvation*: when the slices are all too thin for any slot (100 users,
+  8 slots), the submitter furthest below its slice still gets one match.
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from roost.classad import ClassAd
+from roost.classad.ast import Node
+from roost.classad.evaluate import EvaluationFailed, evaluate
+from roost.core import matchmaker
+from roost.core.matchmaker import Match, Plan, Request, Slot, SlotPool
+
+NONE_GROUP = "<none>"
+_EPS = 1e-9
+_MAX_SPINS = 10000
+
+
+@dataclass
+class Submitter:
+    name: str  # Submitter ad Name
+    eff_prio: float  # accountant.effective_priority(...)
+    running_weight: float = 0.0  # weight it holds now
+    group: str | None = None  # accounting group ("physics.theory"); None: <none>
+    floor: float | None = None  # guaranteed weight
+    ceiling: float | None = None  # cap on total weight held
+    usage: float = 0.0  # accountant's decayed usage: among equal priorities, the less recent user goes first
+
+
+@dataclass
+class GroupConfig:
+    """One of GROUP_NAMES with its GROUP_QUOTA_*, GROUP_QUOTA_DYNAMIC_*, GROUP_ACCEPT_SURPLUS_*."""
+
+    name: str
+    quota: float | None = None  # absolute weight
+    dynamic: float | None = None  # fraction of the parent's quota
+    accept_surplus: bool = False
+
+
+# --- weights -----------------------------------------------------------------
+
+def _num(v: Any) -> float | None:
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+        return None
+    return float(v)
+
+
+def _eval_attr(ad: ClassAd, attr: str, target: ClassAd | None = None) -> Any:
+    node = ad._attrs.get(attr.lower())
+    if node is None:
+        return None
+    try:
+        return evaluate(node, ad, target)
+    except EvaluationFailed:
+        return None
+
+
+def slot_weight(ad: ClassAd) -> float:
+    """``SlotWeight`` if it evaluates to a number, else ``Cpus``, else 1 (HTCondor's default)."""
+    for attr in ("SlotWeight", "Cpus"):
+        v = _num(_eval_attr(ad, attr))
+        if v is not None:
+            return max(0.0, v)
+    return 1.0
+
+
+def _state(ad: ClassAd) -> Any:
+    return _eval_attr(ad, "State")
+
+
+def _match_weight(m: Match) -> float:
+    w = getattr(m, "weight", None)
+    if w is not None:
+        return float(w)
+    if m.resources:  # a partitionable slot: the Cpus carved off
+        return float(m.resources.get("Cpus", 1.0))
+    return slot_weight(m.slot.ad)
+
+
+def _job_weight(ad: ClassAd) -> float:
+    """A guess at the weight one job will take, for quota demand: its RequestCpus (at least 1)."""
+    v = _num(_eval_attr(ad, "RequestCpus"))
+    return max(1.0, v) if v is not None else 1.0
+
+
+# --- group quotas ------------------------------------------------------------
+
+def _parent(name: str, known: Mapping[str, GroupConfig]) -> str:
+    while "." in name:
+        name = name.rsplit(".", 1)[0]
+        if name in known:
+            return name
+    return NONE_GROUP
+
+
+def _allocate(groups: Sequence[GroupConfig], total_weight: float,
+              demand: Mapping[str, float]) -> tuple[dict[str, float], dict[str, float]]:
+    """(weight each subtree may hold, weight each group's own submitters may hold); keys lowercase."""
+    cfg = {g.name.lower(): g for g in groups if g.name and g.name.lower() != NONE_GROUP}
+    want = {k.lower(): max(0.0, float(v)) for k, v in demand.items()}
+    children: dict[str, list[str]] = {NONE_GROUP: []}
+    for name in sorted(cfg):
+        children.setdefault(name, [])
+        children.setdefault(_parent(name, cfg), []).append(name)
+
+    quota: dict[str, float] = {NONE_GROUP: max(0.0, total_weight)}
+    own_quota: dict[str, float] = {}
+    subtree_demand: dict[str, float] = {}
+
+    def configure(node: str) -> None:
+        q = quota[node]
+        asked = {}
+        for c in children[node]:
+            g = cfg[c]
+            if g.quota is not None:
+                asked[c] = max(0.0, g.quota)
+            elif g.dynamic is not None:
+                asked[c] = max(0.0, g.dynamic) * q
+            else:
+                asked[c] = 0.0
+        s = sum(asked.values())
+        scale = q / s if s > q and s > 0 else 1.0
+        for c in children[node]:
+            quota[c] = asked[c] * scale
+            configure(c)
+        own_quota[node] = max(0.0, q - sum(quota[c] for c in children[node]))
+        subtree_demand[node] = want.get(node, 0.0) + sum(subtree_demand[c] for c in children[node])
+
+    configure(NONE_GROUP)
+    alloc: dict[str, float] = {}
+    own_alloc: dict[str, float] = {}
+
+    def distribute(node: str, cap: float) -> None:
+        alloc[node] = cap
+        # entries: the node's own submitters (key None; may always use what its children leave), then children
+        keys: list[str | None] = [None, *children[node]]
+        q = {k: own_quota[node] if k is None else quota[k] for k in keys}
+        d = {k: want.get(node, 0.0) if k is None else subtree_demand[k] for k in keys}
+        accepts = {k: True if k is None else cfg[k].accept_surplus for k in keys}
+        give = {k: min(q[k], d[k]) for k in keys}
+        s = sum(give.values())
+        if s > cap and s > 0:
+            give = {k: v * cap / s for k, v in give.items()}
+        left = cap - sum(give.values())
+        while left > _EPS:
+            takers = [k for k in keys if accepts[k] and d[k] - give[k] > _EPS]
+            if not takers:
+                break
+            weights = {k: q[k] for k in takers}
+            total_q = sum(weights.values())
+            if total_q <= 0:
+                weights = {k: 1.0 for k in takers}
+                total_q = float(len(takers))
+            handed = 0.0
+            for k in takers:
+                extra = min(left * weights[k] / total_q, d[k] - give[k])
+                give[k] += extra
+                handed += extra
+            left -= handed
+            if handed <= _EPS:
+                break
+        own_alloc[node] = give[None]
+        for c in children[node]:
+            distribute(c, give[c])
+
+    distribute(NONE_GROUP, quota[NONE_GROUP])
+    return alloc, own_alloc
+
+
+def group_quotas(groups: Sequence[GroupConfig], total_weight: float,
+                 demand: Mapping[str, float]) -> dict[str, float]:
+    """The weight each group may hold this cycle, surplus included.
+
+    ``demand`` is the weight each group's own submitters want (held plus
+    idle). Keys of the answer are the configured names; ``<none>`` is what
+    is left for submitters without a group. Group names compare
+    case-insensitively, as in HTCondor.
+    """
+    alloc, own = _allocate(groups, total_weight, demand)
+    out = {g.name: alloc[g.name.lower()] for g in groups if g.name.lower() in alloc and g.name.lower() != NONE_GROUP}
+    out[NONE_GROUP] = own[NONE_GROUP]
+    return out
+
+
+# --- the pie ------------------------------------------------------------------
+
+def _accepts(func: Any, name: str) -> bool:
+    try:
+        return name in inspect.signature(func).parameters
+    except (TypeError, ValueError):
+        return False
+
+
+class _Cycle:
+    """The mutable state of one negotiate_fair call."""
+
+    def __init__(self, requests_by_submitter: Mapping[str, Sequence[Request]],
+                 submitters: Sequence[Submitter], groups: Sequence[GroupConfig]) -> None:
+        self.subs: dict[str, Submitter] = {s.name: s for s in submitters}
+        worst = max((s.eff_prio for s in submitters), default=500.0)
+        for name in requests_by_submitter:  # demand from someone the caller did not describe: last in line
+            self.subs.setdefault(name, Submitter(name, eff_prio=max(worst, 500.0)))
+        self.requests = {n: list(requests_by_submitter.get(n, ())) for n in self.subs}
+        self.left: dict[int, int] = {id(r): r.count for rs in self.requests.values() for r in rs}
+        self.held = {n: max(0.0, s.running_weight) for n, s in self.subs.items()}
+        self.rejected: set[str] = set()
+        configured = {g.name.lower() for g in groups}
+        self.group = {n: (s.group.lower() if s.group and s.group.lower() in configured else NONE_GROUP)
+                      for n, s in self.subs.items()}
+
+    def wants(self, name: str) -> bool:
+        return any(self.left[id(r)] > 0 for r in self.requests[name])
+
+    def pending_weight(self, name: str) -> float:
+        return sum(self.left[id(r)] * _job_weight(r.ad) for r in self.requests[name])
+
+    def remaining_requests(self, names: Iterable[str]) -> tuple[dict[str, list[Request]], dict[int, Request]]:
+        out: dict[str, list[Request]] = {}
+        orig: dict[int, Request] = {}
+        for n in names:
+            rs = []
+            for r in self.requests[n]:
+                if self.left[id(r)] > 0:
+                    copy = replace(r, count=self.left[id(r)])
+                    orig[id(copy)] = r
+                    rs.append(copy)
+            out[n] = rs
+        return out, orig
+
+
+def _eff(s: Submitter) -> float:
+    return s.eff_prio if s.eff_prio > 0 and math.isfinite(s.eff_prio) else 0.5
+
+
+def negotiate_fair(
+    slots: Iterable[Slot],
+    requests_by_submitter: Mapping[str, Sequence[Request]],
+    submitters: Sequence[Submitter],
+    now: float,
+    *,
+    groups: Sequence[GroupConfig] = (),
+    pre_job_rank: Node | None = None,
+    post_job_rank: Node | None = None,
+    concurrency: Any = None,
+    preemption: Any = None,
+) -> Plan:
+    """The whole cycle's plan: group quotas, then the pie spun until it stops matching.
+
+    ``Plan.by_submitter`` counts matches; ``Plan.unmatched`` is what is left
+    at the end. ``concurrency`` and ``preemption`` go to every spin
+    unchanged (the matchmaker keeps their consumption in the shared pool).
+    """
+    slots = list(slots)
+    extra: dict[str, Any] = {}
+    if concurrency is not None:
+        extra["concurrency"] = concurrency
+    if preemption is not None:
+        extra["preemption"] = preemption
+    pool_kw = {k: v for k, v in extra.items() if _accepts(SlotPool.__init__, k)}
+    pool = SlotPool(slots, pre_job_rank=pre_job_rank, post_job_rank=post_job_rank, **pool_kw)
+    weight_limits = _accepts(matchmaker.negotiate, "concurrency")  # the weight-limit matchmaker
+    cyc = _Cycle(requests_by_submitter, submitters, groups)
+    if _accepts(matchmaker.negotiate, "submitter_prio"):  # priority preemption compares these
+        extra["submitter_prio"] = {n: s.eff_prio for n, s in cyc.subs.items()}
+    free_w = sum(slot_weight(s.ad) for s in slots if _state(s.ad) == "Unclaimed")
+    pool_w = sum(slot_weight(s.ad) for s in slots if _state(s.ad) in ("Unclaimed", "Claimed"))
+    total = max(pool_w, free_w + sum(cyc.held.values()))
+    if groups:
+        demand: dict[str, float] = {}
+        for n in cyc.subs:
+            g = cyc.group[n]
+            demand[g] = demand.get(g, 0.0) + cyc.held[n] + cyc.pending_weight(n)
+        _, quota = _allocate(groups, total, demand)
+    else:
+        quota = {NONE_GROUP: total}
+
+    plan = Plan(now=now)
+    by_weight: dict[str, float] = {}
+    for n in cyc.subs:
+        plan.by_submitter[n] = 0
+        by_weight[n] = 0.0
+
+    def call(reqs: Mapping[str, Sequence[Request]], order: Sequence[str],
+             limits: Mapping[str, float] | None, orig: Mapping[int, Request]) -> int:
+        nonlocal free_w
+        p = matchmaker.negotiate(slots, reqs, order, now, limits=limits, pre_job_rank=pre_job_rank,
+                                 post_job_rank=post_job_rank, pool=pool, **extra)
+        plan.evaluations += p.evaluations
+        for m in p.matches:
+            m.request = orig.get(id(m.request), m.request)
+            w = _match_weight(m)
+            n = m.request.submitter
+            if id(m.request) in cyc.left:
+                cyc.left[id(m.request)] -= 1
+            cyc.held[n] = cyc.held.get(n, 0.0) + w
+            plan.by_submitter[n] = plan.by_submitter.get(n, 0) + 1
+            by_weight[n] = by_weight.get(n, 0.0) + w
+            if getattr(m, "preempts", False):
+                victim = _eval_attr(m.slot.ad, "RemoteUser")
+                if isinstance(victim, str) and victim in cyc.held:
+                    cyc.held[victim] = max(0.0, cyc.held[victim] - w)
+            else:
+                free_w -= w
+            plan.matches.append(m)
+        used = getattr(p, "concurrency_used", None)
+        if used and hasattr(plan, "concurrency_used"):
+            for k, v in used.items():
+                plan.concurrency_used[k] = plan.concurrency_used.get(k, 0.0) + v  # type: ignore[attr-defined]
+        return len(p.matches)
+
+    for _ in range(_MAX_SPINS):
+        active = [n for n in cyc.subs if n not in cyc.rejected and cyc.wants(n)]
+        if not active or (preemption is None and (free_w <= _EPS or _pool_full(pool))):
+            break
+        shares, limits = _slices(cyc, active, quota, preemption is not None)
+        order = sorted(active, key=lambda n: _service_key(cyc, n, quota))
+        if not weight_limits:  # the count-limit matchmaker: whole matches only
+            limits = {n: math.floor(v + _EPS) for n, v in limits.items()}
+        reqs, orig = cyc.remaining_requests(order)
+        if call(reqs, order, limits, orig):
+            continue
+        # Nothing fit any slice: the one furthest below its slice still gets a match,
+        # and those whose jobs match no free slot at all drop out of later spins. Only
+        # while idle weight is left: a thin slice is no licence to preempt.
+        if free_w <= _EPS:
+            break
+        got = False
+        for n in sorted(active, key=lambda n: (-(shares[n] - cyc.held[n]), _eff(cyc.subs[n]), cyc.subs[n].usage, n)):
+            if not _room(cyc, n, quota):
+                continue
+            reqs, orig = cyc.remaining_requests([n])
+            for r in reqs[n]:
+                one = replace(r, count=1)
+                if call({n: [one]}, [n], None, {id(one): orig[id(r)]}):
+                    got = True
+                    break
+            if got:
+                break
+            cyc.rejected.add(n)
+        if not got:
+            break
+
+    for n, rs in cyc.requests.items():
+        for r in rs:
+            if cyc.left[id(r)] > 0:
+                plan.unmatched[(n, r.autocluster)] = cyc.left[id(r)]
+    if hasattr(plan, "weight_by_submitter"):
+        plan.weight_by_submitter = by_weight  # type: ignore[attr-defined]
+    return plan
+
+
+def _pool_full(pool: SlotPool) -> bool:
+    free = getattr(pool, "free_slots", None)
+    return callable(free) and free() == 0
+
+
+def _group_held(cyc: _Cycle, g: str) -> float:
+    return sum(h for n, h in cyc.held.items() if cyc.group[n] == g)
+
+
+def _room(cyc: _Cycle, n: str, quota: Mapping[str, float]) -> bool:
+    s = cyc.subs[n]
+    if s.ceiling is not None and cyc.held[n] >= s.ceiling - _EPS:
+        return False
+    return _group_held(cyc, cyc.group[n]) < quota.get(cyc.group[n], 0.0) - _EPS
+
+
+def _service_key(cyc: _Cycle, n: str, quota: Mapping[str, float]) -> tuple[Any, ...]:
+    """Groups in starvation order (least used fraction of quota first, ``<none>`` last); inside,
+    submitters below their floor first, then best effective priority."""
+    g = cyc.group[n]
+    q = quota.get(g, 0.0)
+    starving = _group_held(cyc, g) / q if q > 0 else math.inf
+    s = cyc.subs[n]
+    below_floor = s.floor is not None and cyc.held[n] < s.floor
+    return (g == NONE_GROUP, starving, g, not below_floor, _eff(s), s.usage, n)
+
+
+def _slices(cyc: _Cycle, active: Sequence[str], quota: Mapping[str, float],
+            preempting: bool = False) -> tuple[dict[str, float], dict[str, float]]:
+    """Each active submitter's pie slice of its group's quota, and its weight limit for this spin."""
+    shares: dict[str, float] = {}
+    limits: dict[str, float] = {}
+    by_group: dict[str, list[str]] = {}
+    for n in active:
+        by_group.setdefault(cyc.group[n], []).append(n)
+    for g, names in by_group.items():
+        q = quota.get(g, 0.0)
+        inv = {n: 1.0 / _eff(cyc.subs[n]) for n in names}
+        norm = sum(inv.values())
+        for n in names:
+            shares[n] = q * inv[n] / norm
+        if preempting:  # weight held beyond a slice may be preempted, so it does not fill the group
+            room = max(0.0, q - sum(min(cyc.held[n], shares[n]) for n in names))
+        else:
+            room = max(0.0, q - _group_held(cyc, g))
+        for n in sorted(names, key=lambda n: _service_key(cyc, n, quota)):
+            s = cyc.subs[n]
+            share = shares[n]
+            limit = share - cyc.held[n]
+            if s.floor is not None:
+                limit = max(limit, s.floor - cyc.held[n])
+            if s.ceiling is not None:
+                limit = min(limit, s.ceiling - cyc.held[n])
+            limit = max(0.0, min(limit, room))
+            room -= limit
+            limits[n] = limit
+    return shares, limits

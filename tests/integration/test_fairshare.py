@@ -1,0 +1,162 @@
+"""Fair share on a real pool of four static one-CPU slots: two submitters (accounting
+names, so one Unix user can play both) share equally at equal priority factors, the
+better factor gets more, and `roost userprio` shows and changes priorities."""
+
+from __future__ import annotations
+
+import json
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from poolkit import log_tails, start_pool, stop_pool
+
+pytest.importorskip("roost.core.fairshare")
+
+STATIC4 = """
+SLOT_TYPE_1 = cpus=1, memory=512
+SLOT_TYPE_1_PARTITIONABLE = False
+NUM_SLOTS_TYPE_1 = 4
+CLAIM_WORKLIFE = 0
+"""
+
+
+@pytest.fixture
+def pool4():
+    home = Path(tempfile.mkdtemp(prefix="roost-fs-", dir="/tmp"))
+    p = start_pool(home, extra_config=STATIC4)
+    try:
+        yield p
+    finally:
+        stop_pool(p)
+
+
+def submit_held(pool, tmp_path: Path, user: str, n: int, seconds: int = 3) -> int:
+    d = tmp_path / user
+    d.mkdir(exist_ok=True)
+    res = pool.submit(f"executable = /bin/sleep\narguments = {seconds}\naccounting_group_user = {user}\n"
+                      f"hold = true\nshould_transfer_files = NO\nqueue {n}\n", d)
+    return res.clusters[0][0]
+
+
+def submitter_host(pool, user: str, timeout: float = 15) -> str:
+    """The domain part of ``user``'s Submitter ad name, once the schedd has advertised it."""
+    deadline = time.monotonic() + timeout
+    while True:
+        c = pool.collector()
+        try:
+            names = [s["Name"] for s in c.query_objs("Submitter", projection=["Name"])]
+        finally:
+            c.close()
+        for name in names:
+            if name.startswith(user + "@"):
+                return name.split("@", 1)[1]
+        assert time.monotonic() < deadline, f"no Submitter ad for {user}: {names}"
+        time.sleep(0.1)
+
+
+def running_by_user(pool) -> Counter:
+    s = pool.schedd()
+    try:
+        jobs = s.query_objs(constraint="JobStatus == 2", projection=["AcctGroupUser", "JobStatus"])
+    finally:
+        s.close()
+    return Counter(j.get("AcctGroupUser") for j in jobs)
+
+
+def release_all(pool) -> None:
+    s = pool.schedd()
+    try:
+        s.act("release", constraint="true")
+    finally:
+        s.close()
+
+
+def sample(pool, seconds: float) -> list[Counter]:
+    out, deadline = [], time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        c = running_by_user(pool)
+        if sum(c.values()) == 4:
+            out.append(c)
+        time.sleep(0.2)
+    return out
+
+
+def test_equal_factors_share_equally(pool4, tmp_path):
+    submit_held(pool4, tmp_path, "alice", 12)
+    submit_held(pool4, tmp_path, "bob", 12)
+    release_all(pool4)
+    full = sample(pool4, 8)
+    assert full, "the pool never ran four jobs at once\n" + log_tails(pool4.home)
+    shares = Counter((c["alice"], c["bob"]) for c in full)
+    assert shares.most_common(1)[0][0] == (2, 2), shares
+    out = pool4.roost("userprio", check=True).stdout
+    assert "alice@" in out and "bob@" in out and "Effective" in out
+    users = {u["name"].split("@")[0]: u for u in json.loads(pool4.roost("userprio", "-json", check=True).stdout)}
+    assert users["alice"]["resources_used"] + users["bob"]["resources_used"] > 0
+
+
+def test_better_factor_gets_more(pool4, tmp_path):
+    host = None
+    submit_held(pool4, tmp_path, "alice", 12)
+    submit_held(pool4, tmp_path, "bob", 12)
+    host = submitter_host(pool4, "bob")
+    done = pool4.roost("userprio", "-setfactor", f"bob@{host}", "10000", check=True)
+    assert "10000" in done.stdout
+    users = {u["name"]: u for u in json.loads(pool4.roost("userprio", "-all", "-json", check=True).stdout)}
+    assert users[f"bob@{host}"]["factor"] == 10000
+    release_all(pool4)
+    full = sample(pool4, 8)
+    assert full, "the pool never ran four jobs at once\n" + log_tails(pool4.home)
+    alice = sorted(c["alice"] for c in full)
+    assert alice[len(alice) // 2] >= 3, [dict(c) for c in full]
+
+
+def _startd_preempts() -> bool:
+    try:
+        from roost.core import (
+            ownerpolicy,  # noqa: F401
+            preemption,  # noqa: F401
+        )
+    except ImportError:
+        return False
+    src = Path(__file__).resolve().parents[2] / "src" / "roost" / "daemons" / "startd" / "daemon.py"
+    return "PreemptClaimId" in src.read_text()
+
+
+@pytest.mark.parametrize("allowed", [True, False])
+def test_better_user_preempts_worse_one(tmp_path, allowed):
+    if not _startd_preempts():
+        pytest.skip("the startd does not offer PreemptClaimId yet (issue 5 startd side)")
+    home = Path(tempfile.mkdtemp(prefix="roost-fp-", dir="/tmp"))
+    cfg = STATIC4 + f"PREEMPTION_REQUIREMENTS = {'True' if allowed else 'False'}\n" + \
+        "NEGOTIATOR_CONSIDER_PREEMPTION = True\nMAXJOBRETIREMENTTIME = 0\n"
+    pool = start_pool(home, extra_config=cfg)
+    try:
+        d = tmp_path / "bob"
+        d.mkdir()
+        pool.submit("executable = /bin/sleep\narguments = 300\naccounting_group_user = bob\n"
+                    "should_transfer_files = NO\nqueue 4\n", d)
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and running_by_user(pool)["bob"] < 4:
+            time.sleep(0.2)
+        assert running_by_user(pool)["bob"] == 4
+        host = submitter_host(pool, "bob")
+        pool.roost("userprio", "-setfactor", f"bob@{host}", "100000", check=True)
+        submit_held(pool, tmp_path, "alice", 2, seconds=300)
+        release_all(pool)
+        deadline = time.monotonic() + 30
+        got = Counter()
+        while time.monotonic() < deadline:
+            got = running_by_user(pool)
+            if got["alice"] >= 1:
+                break
+            time.sleep(0.3)
+        if allowed:
+            assert got["alice"] >= 1, (dict(got), log_tails(home))
+        else:
+            assert got["alice"] == 0 and got["bob"] == 4, dict(got)
+    finally:
+        stop_pool(pool)

@@ -1,0 +1,151 @@
+"""The accountant: HTCondor's half-life priorities, factors, and a state file that never crashes."""
+
+import json
+import math
+
+import pytest
+
+from roost.core.accountant import Accountant, UserRecord, group_of
+
+H = 3600.0
+
+
+def test_new_user_starts_at_minimum_with_default_factor():
+    a = Accountant(halflife=H)
+    assert a.real_priority("alice@h") == 0.5
+    assert a.effective_priority("alice@h") == 500.0
+    assert a.effective_priority("alice@h", nice=True) == 0.5 * 1e10
+
+
+def test_priority_follows_weight_in_use_with_half_life():
+    a = Accountant(halflife=H)
+    a.update({"alice@h": 10}, 0.0)
+    assert a.real_priority("alice@h") == 0.5  # no time has passed yet
+    a.update({"alice@h": 10}, H)
+    assert a.real_priority("alice@h") == pytest.approx(0.5 * 0.5 + 0.5 * 10)
+    a.update({}, 2 * H)  # stopped: halves towards the floor
+    assert a.real_priority("alice@h") == pytest.approx(5.25 / 2)
+    for t in range(3, 40):
+        a.update({}, t * H)
+    assert a.real_priority("alice@h") == 0.5  # never below min_priority
+
+
+def test_steady_use_settles_at_that_weight_regardless_of_cycle_length():
+    fine, coarse = Accountant(halflife=H), Accountant(halflife=H)
+    for t in range(0, 10 * 3600 + 1, 60):
+        fine.update({"u@h": 7}, float(t))
+    for t in range(0, 10 * 3600 + 1, 1800):
+        coarse.update({"u@h": 7}, float(t))
+    assert fine.real_priority("u@h") == pytest.approx(7, rel=0.01)
+    assert fine.real_priority("u@h") == pytest.approx(coarse.real_priority("u@h"), rel=1e-9)
+
+
+def test_usage_is_weighted_slot_seconds_decayed_with_priority():
+    a = Accountant(halflife=H)
+    a.update({"u@h": 4}, 0.0)
+    a.update({"u@h": 4}, H)
+    assert a.get("u@h").usage == pytest.approx(4 * H)
+    a.update({}, 2 * H)
+    rec = a.get("u@h")
+    assert rec.usage == pytest.approx(2 * H)
+    assert rec.resources_used == 0
+    assert rec.begin_usage_time == 0.0 and rec.last_usage_time == H
+
+
+def test_clock_going_backwards_ages_nothing():
+    a = Accountant(halflife=H)
+    a.update({"u@h": 4}, 100.0)
+    a.update({"u@h": 4}, 50.0)
+    assert a.real_priority("u@h") == 0.5
+
+
+def test_factor_floor_ceiling_reset():
+    a = Accountant(halflife=H, default_factor=100)
+    a.update({"u@h": 2}, 0.0)
+    a.update({"u@h": 2}, 10 * H)
+    a.set_factor("u@h", 3)
+    assert a.effective_priority("u@h") == pytest.approx(a.real_priority("u@h") * 3)
+    with pytest.raises(ValueError):
+        a.set_factor("u@h", 0)
+    with pytest.raises(ValueError):
+        a.set_floor("u@h", -1)
+    a.set_floor("u@h", 2)
+    a.set_ceiling("u@h", 5)
+    a.set_ceiling("u@h", None)
+    rec = a.get("u@h")
+    assert (rec.floor, rec.ceiling, rec.factor) == (2.0, None, 3.0)
+    a.update({"v@h": 1}, 11 * H)
+    a.reset_usage("u@h")
+    assert a.real_priority("u@h") == 0.5 and a.get("u@h").usage == 0
+    assert a.real_priority("v@h") > 0.5
+    a.reset_usage("*")
+    assert a.real_priority("v@h") == 0.5
+
+
+def test_records_best_effective_priority_first_and_are_copies():
+    a = Accountant(halflife=H)
+    a.update({"busy@h": 8, "idle@h": 0}, 0.0)
+    a.update({"busy@h": 8}, H)
+    recs = a.records()
+    assert [r.name for r in recs] == ["idle@h", "busy@h"]
+    recs[0].priority = 99
+    assert a.real_priority("idle@h") == 0.5
+
+
+def test_group_names():
+    assert group_of("physics.theory.einstein@h") == "physics.theory"
+    assert group_of("alice@h") is None
+    assert group_of("physics.theory") == "physics.theory"
+    a = Accountant()
+    a.update({"physics.bob@h": 1, "physics": 1}, 0.0)
+    assert a.get("physics.bob@h").group == "physics"
+    a.set_group("physics.bob@h", None)
+    assert a.get("physics.bob@h").group is None
+
+
+def test_json_round_trip():
+    a = Accountant(halflife=H)
+    a.update({"alice@h": 3, "physics.theory": 2}, 0.0)
+    a.update({"alice@h": 1}, 2 * H)
+    a.set_factor("alice@h", 10)
+    a.set_floor("alice@h", 1)
+    a.set_ceiling("physics.theory", 4)
+    obj = json.loads(json.dumps(a.to_json()))
+    b = Accountant.from_json(obj, halflife=H)
+    assert b.records() == a.records()
+    assert b.last_update == a.last_update
+    # time goes on identically after a restart
+    a.update({"alice@h": 2}, 3 * H)
+    b.update({"alice@h": 2}, 3 * H)
+    assert b.real_priority("alice@h") == a.real_priority("alice@h")
+
+
+@pytest.mark.parametrize("obj", [None, [], "junk", 3, {"users": "x"}, {"users": None}, {"last_update": "x"}])
+def test_from_json_garbage_gives_empty_accountant(obj):
+    a = Accountant.from_json(obj)
+    assert a.records() == []
+
+
+def test_from_json_skips_bad_entries_and_keeps_good_ones():
+    obj = {
+        "version": 1,
+        "last_update": 10.0,
+        "mystery": {"x": 1},
+        "users": [
+            {"name": "good@h", "priority": 4.0, "factor": 2.0, "usage": 7.0, "unknown_field": 1},
+            {"name": "", "priority": 1.0},
+            {"priority": 3.0},
+            "notadict",
+            {"name": "badprio@h", "priority": "high"},
+            {"name": "nan@h", "priority": math.nan},
+            {"name": "boolfloor@h", "floor": True},
+            {"name": "low@h", "priority": 0.01, "factor": -5},
+            {"name": "minimal@h"},
+        ],
+    }
+    a = Accountant.from_json(obj, default_factor=1000)
+    names = {r.name for r in a.records()}
+    assert names == {"good@h", "low@h", "minimal@h"}
+    assert a.effective_priority("good@h") == 8.0
+    assert a.real_priority("low@h") == 0.5 and a.factor("low@h") == 1000
+    assert a.get("minimal@h") == UserRecord("minimal@h", factor=1000.0)

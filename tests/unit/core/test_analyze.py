@@ -1,0 +1,127 @@
+"""``roost q -analyze``'s pure core: hand-built job and slot ads, no pool."""
+
+from __future__ import annotations
+
+from roost.classad import ClassAd, ExprTree
+from roost.core.analyze import analyze, render, slot_refusal
+
+REQ = ('(TARGET.Arch == "X86_64") && (TARGET.OpSys == "LINUX") && (TARGET.Disk >= RequestDisk)'
+       ' && (TARGET.Memory >= RequestMemory) && (TARGET.HasFileTransfer)')
+
+
+def job(memory: int = 1024, requirements: str = REQ, status: int = 1, **extra: object) -> ClassAd:
+    ad = ClassAd({"ClusterId": 7, "ProcId": 0, "Owner": "alice", "User": "alice@pool", "JobStatus": status,
+                  "RequestCpus": 1, "RequestMemory": memory, "RequestDisk": 1000, **extra})
+    ad["Requirements"] = ExprTree(requirements)
+    return ad
+
+
+def slot(name: str, memory: int = 32000, state: str = "Unclaimed", start: str = "True",
+         partitionable: bool = False, **extra: object) -> ClassAd:
+    ad = ClassAd({"Name": name, "Arch": "X86_64", "OpSys": "LINUX", "Disk": 100000, "Cpus": 4,
+                  "Memory": memory, "HasFileTransfer": True, "State": state,
+                  "PartitionableSlot": partitionable, **extra})
+    ad["Start"] = ExprTree(start)
+    ad["Requirements"] = ExprTree("START")
+    return ad
+
+
+def pool(n: int = 40, **kw: object) -> list[ClassAd]:
+    return [slot(f"slot{i}@m", **kw) for i in range(n)]  # type: ignore[arg-type]
+
+
+def test_impossible_memory_names_the_clause_and_the_largest_value() -> None:
+    slots = pool(30) + pool(10, memory=16000)
+    a = analyze(job(memory=64000), slots)
+    assert a.slots == 40 and a.job_rejects == 40 and a.matching == 0
+    mem = next(c for c in a.clauses if "Memory" in c.text)
+    assert mem.rejects == 40 and mem.alone == 40
+    assert a.key_clause is mem
+    assert all(c.rejects == 0 for c in a.clauses if c is not mem)
+    assert "0 of 40 slots" in a.suggestion and "largest Memory is 32000" in a.suggestion
+    assert "request_memory to at most 32000" in a.suggestion
+    assert mem.values["Memory"] == [(32000, 30), (16000, 10)]
+
+
+def test_impossible_arch_suggests_a_value_the_pool_has() -> None:
+    a = analyze(job(requirements='TARGET.Arch == "SPARC" && TARGET.Memory >= RequestMemory'), pool(5))
+    assert a.key_clause is not None and "SPARC" in a.key_clause.text
+    assert 'change the clause to `Arch == "X86_64"`' in a.suggestion
+    assert 'Arch in the pool: "X86_64" (5)' in a.suggestion
+
+
+def test_the_clause_that_alone_rejects_most_is_chosen() -> None:
+    # 10 slots lack memory only; 5 lack both memory and the right OpSys: Memory matters most.
+    slots = pool(10, memory=512) + pool(5, memory=512, OpSys="WINDOWS") + pool(5)
+    a = analyze(job(memory=1024), slots)
+    mem = next(c for c in a.clauses if "Memory" in c.text)
+    opsys = next(c for c in a.clauses if "OpSys" in c.text)
+    assert (mem.rejects, mem.alone, opsys.rejects, opsys.alone) == (15, 10, 5, 0)
+    assert a.key_clause is mem
+    assert a.job_rejects == 15 and a.matching == 5 and a.available == 5
+    assert "5 matching slot(s) are free" in a.suggestion
+
+
+def test_slot_side_start_clause_is_reported() -> None:
+    slots = pool(3, start='TARGET.Owner != "alice" && KeyboardIdle > 60', KeyboardIdle=600)
+    a = analyze(job(), slots)
+    assert a.job_rejects == 0 and a.slot_rejects == 3 and a.matching == 0
+    assert a.slot_clauses == [('TARGET.Owner != "alice" is false', 3)]
+    assert "refuse it by their own policy" in a.suggestion
+    assert slot_refusal(slots[0], job()) == ("START", "false", 'TARGET.Owner != "alice" is false')
+
+
+def test_busy_pool_says_wait_with_priority() -> None:
+    slots = (pool(4, state="Claimed", RemoteUser="bob@pool") + pool(1, state="Owner")
+             + pool(1, state="Drained") + pool(1, state="Claimed", RemoteUser="alice@pool"))
+    users = [{"name": "bob@pool", "effective": 500.0}, {"name": "alice@pool", "effective": 2000.0},
+             {"name": "carol@pool", "effective": 100.0}, {"name": "group_a", "effective": 1.0}]
+    a = analyze(job(), slots, users)
+    assert (a.matching, a.claimed_by_others, a.claimed_by_me, a.owner_state, a.drained, a.available) == \
+        (7, 4, 1, 1, 1, 0)
+    assert (a.priority_rank, a.priority_of) == (3, 3)
+    assert a.suggestion.startswith("wait: 7 matching slot(s) are busy (4 claimed by others")
+    assert "your priority is 3 of 3" in a.suggestion
+
+
+def test_without_a_priority_table_the_wait_still_works() -> None:
+    a = analyze(job(), pool(2, state="Claimed", RemoteUser="bob@pool"), None)
+    assert a.priority_rank is None and a.suggestion.startswith("wait: 2 matching slot(s) are busy")
+    assert "priority" not in a.suggestion
+
+
+def test_partitionable_slot_judged_by_its_size_and_what_is_left() -> None:
+    full = slot("slot1@big", memory=1000, partitionable=True, TotalSlotMemory=64000, TotalSlotCpus=4,
+                TotalSlotDisk=100000)
+    a = analyze(job(memory=8000), [full])
+    assert a.job_rejects == 0 and a.matching == 1 and a.too_full == 1 and a.available == 0
+    assert "Memory 8000 wanted, 1000 left" in a.too_full_detail[0]
+    assert "partitionable with too little left" in a.suggestion
+    # A request larger than the whole machine is the job's own Requirements' fault.
+    a = analyze(job(memory=128000), [full])
+    assert a.job_rejects == 1 and "largest Memory is 64000" in a.suggestion
+
+
+def test_held_running_and_done_jobs_say_so() -> None:
+    a = analyze(job(status=5, HoldReason="input file missing"), pool(2))
+    assert a.suggestion.startswith("the job is held: input file missing")
+    assert analyze(job(status=2, RemoteHost="slot1@m"), pool(2)).suggestion.startswith("it is running on slot1@m")
+    assert analyze(job(status=4), pool(2)).suggestion.startswith("it is completed")
+    assert "held" in render(analyze(job(status=5, HoldReason="x"), []))
+
+
+def test_empty_pool() -> None:
+    a = analyze(job(), [])
+    assert a.slots == 0 and "no slots" in a.suggestion
+
+
+def test_render_better_has_the_clause_table_and_values() -> None:
+    j = job(memory=64000)
+    text = render(analyze(j, pool(40)), j, better=True)
+    assert "40 slots in the pool:" in text
+    assert "rejected by your job's Requirements" in text
+    assert "TARGET.Memory >= RequestMemory  <- matters most" in text
+    assert "Memory in the pool: 32000 (40)" in text
+    assert text.rstrip().splitlines()[-1].startswith("Suggestion: Memory >= 64000: 0 of 40 slots")
+    short = render(analyze(j, pool(40)), j)
+    assert "clause by clause" not in short and "Suggestion:" in short
