@@ -10,6 +10,7 @@ from poolkit import PoolHandle
 def test_impossible_jobs_name_the_clause_and_suggest_a_fix(pool: PoolHandle, tmp_path: Path) -> None:
     mem = pool.submit("executable = /bin/true\nrequest_memory = 999999\nqueue\n", tmp_path)
     arch = pool.submit('executable = /bin/true\nrequirements = TARGET.Arch == "SPARC"\nqueue\n', tmp_path)
+    typo = pool.submit("executable = /bin/true\nrequirements = TARGET.HasFooBar == true\nqueue\n", tmp_path)
     try:
         m, a = f"{mem.cluster}.0", f"{arch.cluster}.0"
         out = pool.roost("q", "-better-analyze", m, check=True).stdout
@@ -24,13 +25,19 @@ def test_impossible_jobs_name_the_clause_and_suggest_a_fix(pool: PoolHandle, tmp
         assert 'Arch == "SPARC"' in suggestion and "change the clause to `Arch ==" in suggestion
         assert "clause by clause" not in out  # that is -better-analyze's
 
+        # An attribute no slot has is named as missing, not offered as the value "undefined".
+        out = pool.roost("q", "-better", f"{typo.cluster}.0", check=True).stdout
+        suggestion = next(ln for ln in out.splitlines() if ln.startswith("Suggestion:"))
+        assert suggestion.startswith("Suggestion: no slot has HasFooBar (undefined on all")
+        assert "HasFooBar in the pool: undefined (" in out
+
         # Without ids: the user's idle jobs, both of these among them.
         out = pool.roost("q", "-analyze", check=True).stdout
         assert f"-- Job {m}: idle" in out and f"-- Job {a}: idle" in out
         assert pool.job(m)["JobStatus"] == 1 and pool.job(a)["JobStatus"] == 1
     finally:
-        pool.roost("rm", str(mem.cluster), str(arch.cluster))
-        pool.wait(mem.job_ids() + arch.job_ids(), timeout=30)
+        pool.roost("rm", str(mem.cluster), str(arch.cluster), str(typo.cluster))
+        pool.wait(mem.job_ids() + arch.job_ids() + typo.job_ids(), timeout=30)
 
 
 def test_runnable_job_analyzes_as_matching(pool: PoolHandle, tmp_path: Path) -> None:

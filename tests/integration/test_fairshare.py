@@ -160,3 +160,42 @@ def test_better_user_preempts_worse_one(tmp_path, allowed):
             assert got["alice"] == 0 and got["bob"] == 4, dict(got)
     finally:
         stop_pool(pool)
+
+
+def test_userprio_resetall_on_a_live_pool(pool4):
+    """condor_userprio's -resetall: every user's usage back to zero, priority to 0.5."""
+    host = pool4.roost("userprio", "-all", "-json", check=True)  # the negotiator answers
+    assert json.loads(host.stdout) is not None
+    out = pool4.roost("userprio", "-resetall", check=True).stdout
+    assert "all users" in out
+    for u in json.loads(pool4.roost("userprio", "-all", "-json", check=True).stdout):
+        assert u["usage"] == 0 and u["priority"] == 0.5
+
+
+def test_concurrency_limit_holds_across_cycles(tmp_path):
+    """LICENSE_LIMIT = 1: of three license jobs on four free slots only one runs at a
+    time, though each cycle sees the others' claimed slots, not its own promises."""
+    home = Path(tempfile.mkdtemp(prefix="roost-fc-", dir="/tmp"))
+    # periodic cycles while a license job runs: each must count the claimed slot's license
+    pool = start_pool(home, extra_config=STATIC4 + "LICENSE_LIMIT = 1\nNEGOTIATOR_INTERVAL = 0.3\n")
+    try:
+        d = tmp_path / "lic"
+        d.mkdir()
+        r = pool.submit("executable = /bin/sleep\narguments = 2\nconcurrency_limits = license\n"
+                        "should_transfer_files = NO\nqueue 3\n", d)
+        most, deadline = 0, time.monotonic() + 60
+        while time.monotonic() < deadline:
+            s = pool.schedd()
+            try:
+                jobs = s.query_objs(projection=["JobStatus"])
+            finally:
+                s.close()
+            most = max(most, sum(1 for j in jobs if j.get("JobStatus") == 2))
+            if not jobs:
+                break
+            time.sleep(0.1)
+        assert not jobs, "the license jobs did not all finish\n" + log_tails(home)
+        assert most == 1
+        assert pool.wait(r.job_ids(), timeout=5)["done"] == 3
+    finally:
+        stop_pool(pool)

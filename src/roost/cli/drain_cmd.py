@@ -126,24 +126,25 @@ def main_vacate(argv: list[str]) -> int:
     return _run("vacate", go)
 
 
-def main_off(argv: list[str]) -> int:
-    ns = _parser("off", "Stop offering a machine's slots (running jobs go on).").parse_args(argv)
+def _switch(argv: list[str], prog: str, cmd: str, description: str, done: str) -> int:
+    """``roost off`` / ``roost on``: one command, no options but MACHINE."""
+    ns = _parser(prog, description).parse_args(argv)
 
     def go() -> str:
-        _call(ns.machine, "SET_OFF")
-        return f"{ns.machine or 'This machine'} no longer offers its slots"
+        _call(ns.machine, cmd)
+        return f"{ns.machine or 'This machine'} {done}"
 
-    return _run("off", go)
+    return _run(prog, go)
+
+
+def main_off(argv: list[str]) -> int:
+    return _switch(argv, "off", "SET_OFF", "Stop offering a machine's slots (running jobs go on).",
+                   "no longer offers its slots")
 
 
 def main_on(argv: list[str]) -> int:
-    ns = _parser("on", "Offer a machine's slots again after `roost off`.").parse_args(argv)
-
-    def go() -> str:
-        _call(ns.machine, "SET_ON")
-        return f"{ns.machine or 'This machine'} offers its slots again"
-
-    return _run("on", go)
+    return _switch(argv, "on", "SET_ON", "Offer a machine's slots again after `roost off`.",
+                   "offers its slots again")
 
 
 def main(argv: list[str]) -> int:

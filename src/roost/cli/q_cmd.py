@@ -38,6 +38,9 @@ SPEC = {
     "better-analyze": ("flag", "-analyze with each Requirements clause, the pool's values and slot policies"),
 }
 USAGE = "[options] [ID|USER ...]   (IDs: CLUSTER or CLUSTER.PROC)"
+# Other spellings. Any unambiguous prefix works too, as in condor_q: -ba is -batch,
+# -be/-better is -better-analyze, -an is -analyze; -b alone is ambiguous.
+ALIASES = {"autoformat": "af", "l": "long", "analyse": "analyze", "better-analyse": "better-analyze"}
 
 
 def main(argv: list[str]) -> int:
@@ -46,7 +49,7 @@ def main(argv: list[str]) -> int:
 
     argv, af_flags = split_af(argv)
     try:
-        ns = Parser("roost q", USAGE, SPEC, {"autoformat": "af", "l": "long"}).parse(argv)
+        ns = Parser("roost q", USAGE, SPEC, ALIASES).parse(argv)
         limit = int(ns.limit) if ns.limit is not None else None  # type: ignore[call-overload]
     except (UsageError, ValueError) as e:
         print(f"roost q: {e}", file=sys.stderr)

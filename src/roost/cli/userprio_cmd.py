@@ -14,7 +14,7 @@ from typing import Any
 
 USAGE = """usage: roost userprio [-all] [-json]
        roost userprio -setfactor USER FACTOR
-       roost userprio -resetusage USER | -resetusage -all
+       roost userprio -resetusage USER | -resetusage -all | -resetall
        roost userprio -setfloor USER WEIGHT|none
        roost userprio -setceiling USER WEIGHT|none
 
@@ -66,6 +66,8 @@ def parse(argv: list[str]) -> dict[str, Any]:
             if factor is None or factor < 1:
                 raise _Usage("the factor must be at least 1")
             opts["action"] = ("factor", user, factor)
+        elif flag == "-resetall":  # condor_userprio's spelling of -resetusage -all
+            opts["action"] = ("reset", "*")
         elif flag == "-resetusage":
             if i + 1 < len(argv) and argv[i + 1].lstrip("-").lower() in ("all", "allusers"):
                 i += 1
@@ -114,6 +116,12 @@ def _num(v: Any, fmt: str = "{:.2f}") -> str:
     return fmt.format(v)
 
 
+def _total_usage(user: dict[str, Any]) -> float:
+    """condor_userprio's "Total Usage": weighted slot-seconds since the usage began, not decayed."""
+    v = user.get("accumulated_usage", user.get("usage"))
+    return float(v) if isinstance(v, (int, float)) else 0.0
+
+
 def active(user: dict[str, Any], now: float) -> bool:
     last = user.get("last_usage")
     return bool(user.get("resources_used")) or (isinstance(last, (int, float)) and now - last <= INACTIVE_AFTER)
@@ -126,10 +134,10 @@ def table(users: list[dict[str, Any]], now: float) -> str:
     rows = []
     for u in sorted(users, key=lambda u: (u.get("effective") or 0.0, u.get("name") or "")):
         rows.append([str(u.get("name")), _num(u.get("effective")), _num(u.get("priority")),
-                     _num(u.get("factor")), _num(u.get("resources_used"), "{:g}"), _hours(u.get("usage")),
+                     _num(u.get("factor")), _num(u.get("resources_used"), "{:g}"), _hours(_total_usage(u)),
                      _since(u.get("last_usage"), now)])
     total_use = sum(float(u.get("resources_used") or 0) for u in users)
-    total_hours = sum(float(u.get("usage") or 0) for u in users)
+    total_hours = sum(_total_usage(u) for u in users)
     widths = [max(len(head[c][0]), len(head2[c]), *(len(r[c]) for r in rows)) for c in range(len(head))]
     widths[0] = max(widths[0], 24)
 

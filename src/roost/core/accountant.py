@@ -6,10 +6,17 @@ HTCondor's user priority, kept pure (time is a parameter, no files):
   half-life: ``prio = beta*prio + (1-beta)*in_use``, ``beta = 0.5**(dt/halflife)``,
   never below ``min_priority`` (0.5). Someone who holds 10 slots for a long
   time settles at 10; someone who stops halves towards 0.5 every half-life.
-- accumulated usage (weighted slot-seconds) grows by ``in_use*dt`` and decays
-  by the same ``beta``, so old usage fades as the priority does.
-- the *effective* priority is ``real * factor`` (``nice_factor`` for nice-user
-  jobs). Lower is better; shares go in inverse proportion to it.
+- ``accumulated_usage`` is HTCondor's AccumulatedUsage: weighted slot-seconds
+  since ``begin_usage_time``, never decayed; ``reset_usage`` (condor_userprio
+  -resetusage) zeroes it and restarts the clock, and leaves the priority alone.
+  ``usage`` is roost's own *recent* usage, the same sum decayed by ``beta``,
+  which fair share uses to break ties between equal priorities.
+- the *effective* priority is ``real * factor``. Lower is better; shares go in
+  inverse proportion to it. A name seen for the first time gets its factor
+  then, as HTCondor does: ``nice_factor`` (NICE_USER_PRIO_FACTOR) for a
+  ``nice-user.`` submitter, else ``default_factor`` (DEFAULT_PRIO_FACTOR); it
+  is kept from then on, so ``set_factor`` works on nice users too. A factor is
+  never below 1.
 
 The negotiator owns one :class:`Accountant`, calls :meth:`Accountant.update`
 each cycle with what is claimed, and persists :meth:`Accountant.to_json`.
@@ -24,7 +31,9 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
-STATE_VERSION = 1
+STATE_VERSION = 2  # 2: nice users keep their own factor; accumulated_usage
+MIN_FACTOR = 1.0  # HTCondor's MIN_PRIORITY_FACTOR: a smaller factor is invalid
+NICE_PREFIX = "nice-user."  # submit's NICE_USER_ACCOUNTING_GROUP_NAME, then "."
 
 
 @dataclass
@@ -33,7 +42,7 @@ class UserRecord:
 
     name: str
     priority: float = 0.5  # real priority
-    usage: float = 0.0  # decayed weighted slot-seconds
+    usage: float = 0.0  # recent usage: weighted slot-seconds decayed with the half-life
     factor: float = 1000.0
     floor: float | None = None
     ceiling: float | None = None
@@ -41,6 +50,12 @@ class UserRecord:
     begin_usage_time: float | None = None
     last_usage_time: float | None = None
     group: str | None = None
+    accumulated_usage: float = 0.0  # weighted slot-seconds since begin_usage_time, not decayed
+
+
+def is_nice(name: str) -> bool:
+    """A nice_user submitter (``nice-user.alice@h``)."""
+    return name.lower().startswith(NICE_PREFIX)
 
 
 def group_of(name: str) -> str | None:
@@ -61,9 +76,12 @@ def _number(v: Any, *, optional: bool = False) -> float | None:
     """A finite float from JSON, or raise ValueError (None allowed when ``optional``)."""
     if v is None and optional:
         return None
-    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
-        raise ValueError(f"not a number: {v!r}")
-    return float(v)
+    try:
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+            raise ValueError
+        return float(v)
+    except (ValueError, OverflowError):  # OverflowError: an int too big for a float
+        raise ValueError(f"not a number: {str(v)[:40]}") from None
 
 
 class Accountant:
@@ -86,10 +104,14 @@ class Accountant:
         self._users: dict[str, UserRecord] = {}
 
     # --- records -----------------------------------------------------------
-    def _record(self, name: str) -> UserRecord:
+    def new_factor(self, name: str, nice: bool = False) -> float:
+        """The factor a name gets when first seen."""
+        return self.nice_factor if nice or is_nice(name) else self.default_factor
+
+    def _record(self, name: str, nice: bool = False) -> UserRecord:
         rec = self._users.get(name)
         if rec is None:
-            rec = UserRecord(name, priority=self.min_priority, factor=self.default_factor,
+            rec = UserRecord(name, priority=self.min_priority, factor=self.new_factor(name, nice),
                              group=group_of(name))
             self._users[name] = rec
         return rec
@@ -117,9 +139,11 @@ class Accountant:
         for name in in_use:
             self._record(name)
         for name, rec in self._users.items():
-            used = max(0.0, float(in_use.get(name, 0.0)))
+            used = float(in_use.get(name, 0.0))
+            used = used if math.isfinite(used) and used > 0 else 0.0
             rec.priority = max(self.min_priority, beta * rec.priority + (1.0 - beta) * used)
             rec.usage = beta * rec.usage + used * dt
+            rec.accumulated_usage += used * dt
             rec.resources_used = used
             if used > 0:
                 if rec.begin_usage_time is None:
@@ -133,27 +157,39 @@ class Accountant:
         rec = self._users.get(name)
         return self.min_priority if rec is None else rec.priority
 
-    def factor(self, name: str) -> float:
+    def factor(self, name: str, nice: bool = False) -> float:
         rec = self._users.get(name)
-        return self.default_factor if rec is None else rec.factor
+        return self.new_factor(name, nice) if rec is None else rec.factor
 
     def effective_priority(self, name: str, nice: bool = False) -> float:
-        """``real * factor``; nice-user jobs use ``nice_factor`` so they only get what nobody else wants."""
-        return self.real_priority(name) * (self.nice_factor if nice else self.factor(name))
+        """``real * factor``. ``nice`` only picks the factor of a name never seen
+        (``nice_factor``, so nice-user jobs get only what nobody else wants); a
+        known name keeps its own factor, which ``set_factor`` may have changed."""
+        return self.real_priority(name) * self.factor(name, nice)
 
     # --- administration ----------------------------------------------------
     def set_factor(self, name: str, factor: float) -> None:
-        if not (isinstance(factor, (int, float)) and math.isfinite(factor) and factor > 0):
-            raise ValueError(f"priority factor must be a positive number, not {factor!r}")
+        """condor_userprio -setfactor; HTCondor refuses a factor below 1."""
+        if isinstance(factor, bool) or not (isinstance(factor, (int, float)) and math.isfinite(factor)
+                                            and factor >= MIN_FACTOR):
+            raise ValueError(f"priority factor must be a number >= {MIN_FACTOR:g}, not {factor!r}")
         self._record(name).factor = float(factor)
 
-    def reset_usage(self, name: str) -> None:
-        """Forget past usage: priority back to the minimum, usage to 0. ``"*"`` resets everyone."""
+    def set_priority(self, name: str, priority: float) -> None:
+        """condor_userprio -setprio: set the real priority (at least ``min_priority``)."""
+        if isinstance(priority, bool) or not (isinstance(priority, (int, float)) and math.isfinite(priority)):
+            raise ValueError(f"priority must be a number, not {priority!r}")
+        self._record(name).priority = max(self.min_priority, float(priority))
+
+    def reset_usage(self, name: str, now: float | None = None) -> None:
+        """condor_userprio -resetusage: accumulated (and recent) usage to 0, usage
+        counted again from ``now`` (None: from the next use). The priority is not
+        touched, as in HTCondor (that is :meth:`set_priority`). ``"*"``: everyone."""
         recs = list(self._users.values()) if name == "*" else [self._record(name)]
         for rec in recs:
-            rec.priority = self.min_priority
             rec.usage = 0.0
-            rec.begin_usage_time = None
+            rec.accumulated_usage = 0.0
+            rec.begin_usage_time = now
 
     def set_floor(self, name: str, floor: float | None) -> None:
         self._record(name).floor = self._limit(floor, "floor")
@@ -198,9 +234,12 @@ class Accountant:
         users = obj.get("users")
         if not isinstance(users, list):
             return acct
+        old = obj.get("version") in (None, 1)
         for entry in users:
             rec = acct._parse(entry)
             if rec is not None:
+                if old and is_nice(rec.name):
+                    rec.factor = acct.nice_factor  # version 1 always used nice_factor for them
                 acct._users[rec.name] = rec
         return acct
 
@@ -211,19 +250,21 @@ class Accountant:
         if not isinstance(name, str) or not name:
             return None
         try:
-            factor = _number(entry.get("factor", self.default_factor))
+            factor = _number(entry.get("factor", self.new_factor(name)))
+            floor, ceiling = (_number(entry.get(k), optional=True) for k in ("floor", "ceiling"))
             group = entry.get("group", group_of(name))
             return UserRecord(
                 name=name,
                 priority=max(self.min_priority, _number(entry.get("priority", self.min_priority))),  # type: ignore[arg-type]
                 usage=max(0.0, _number(entry.get("usage", 0.0))),  # type: ignore[arg-type]
-                factor=factor if factor and factor > 0 else self.default_factor,
-                floor=_number(entry.get("floor"), optional=True),
-                ceiling=_number(entry.get("ceiling"), optional=True),
+                factor=factor if factor is not None and factor >= MIN_FACTOR else self.new_factor(name),
+                floor=None if floor is None or floor < 0 else floor,
+                ceiling=None if ceiling is None or ceiling < 0 else ceiling,
                 resources_used=max(0.0, _number(entry.get("resources_used", 0.0))),  # type: ignore[arg-type]
                 begin_usage_time=_number(entry.get("begin_usage_time"), optional=True),
                 last_usage_time=_number(entry.get("last_usage_time"), optional=True),
                 group=group if isinstance(group, str) or group is None else None,
+                accumulated_usage=max(0.0, _number(entry.get("accumulated_usage", 0.0))),  # type: ignore[arg-type]
             )
         except ValueError:
             return None

@@ -33,6 +33,7 @@ STATUS_NAMES = {1: "idle", 2: "running", 3: "removed", 4: "completed", 5: "held"
 #: slot resource, job request, the submit command that sets it
 RESOURCES = (("Cpus", "RequestCpus", "request_cpus"), ("Memory", "RequestMemory", "request_memory"),
              ("Disk", "RequestDisk", "request_disk"), ("GPUs", "RequestGPUs", "request_gpus"))
+_SHOW = 10  # -better-analyze lists at most this many slots or slot clauses, then "... and N more"
 _FLIP = {">=": "<=", ">": "<", "<=": ">=", "<": ">", "==": "==", "!=": "!=", "=?=": "=?=", "=!=": "=!="}
 
 
@@ -205,11 +206,18 @@ def _slot_attrs(job: ClassAd, node: Node) -> list[str]:
 
 
 def _value_counts(slots: Sequence[ClassAd], attr: str) -> list[tuple[Any, int]]:
+    """(value, how many slots) most common first; a slot without ``attr`` counts as
+    ``Value.Undefined`` (printed ``undefined``, never mistaken for the string)."""
     counts: Counter[Any] = Counter()
     for s in slots:
         v = eval_attr(s, attr)
-        counts[v if type(v) in (int, float, str, bool) else show_value(v)] += 1
+        counts[v if type(v) in (int, float, str, bool) or v is Value.Undefined else show_value(v)] += 1
     return counts.most_common()
+
+
+def _missing(stat: ClauseStat) -> list[str]:
+    """Slot attributes the clause reads that no slot in the pool has."""
+    return [attr for attr, seen in stat.values.items() if seen and all(v is Value.Undefined for v, _ in seen)]
 
 
 def _slot_side(node: Node, job: ClassAd) -> tuple[str, str, Any] | None:
@@ -250,10 +258,16 @@ def _job_attr(node: Node, job: ClassAd) -> str | None:
 
 def _suggest_clause(stat: ClauseStat, node: Node, job: ClassAd, n_slots: int) -> str:
     found = _slot_side(node, job)
+    missing = _missing(stat)
+    if missing and (found[0] in missing if found else len(missing) == len(stat.values)):
+        names = ", ".join(missing)
+        return (f"no slot has {names} (undefined on all {n_slots} slots): check the spelling, "
+                f"or remove `{stat.text}`; a slot only has such an attribute if its administrator "
+                f"adds it (STARTD_ATTRS)")
     if found is None:
         return f"relax or remove `{stat.text}` (it rejects {stat.rejects} of {n_slots} slots)"
     attr, op, want = found
-    seen = stat.values.get(attr) or []
+    seen = [(v, c) for v, c in stat.values.get(attr) or [] if v is not Value.Undefined]
     nums = [v for v, _ in seen if type(v) in (int, float) and type(v) is not bool]
     job_attr = _job_attr(node, job)
     command = next((cmd for _, req, cmd in RESOURCES if job_attr and req.lower() == job_attr.lower()), None)
@@ -319,8 +333,9 @@ def analyze(job: ClassAd, slots: Sequence[ClassAd], users: Sequence[Mapping[str,
     a.submitter = submitter or _owner_of(job)
     if status == 5:
         reason = eval_attr(job, "HoldReason")
-        a.suggestion = f"the job is held: {reason if type(reason) is str and reason else 'no reason given'}" \
-                       f"; fix that and `roost release {a.job_id}`"
+        reason = reason if type(reason) is str and reason else "no reason given"
+        a.suggestion = (f"the job is held: {reason}. A held job is never matched; once the cause "
+                        f"is dealt with, `roost release {a.job_id}`")
         return a
     if status in (2, 6, 7):
         host = eval_attr(job, "RemoteHost")
@@ -353,7 +368,7 @@ def analyze(job: ClassAd, slots: Sequence[ClassAd], users: Sequence[Mapping[str,
         if f or not _true(eval_attr(job, "Requirements", w)):
             a.job_rejects += 1
             continue
-        refusal = slot_refusal(s, job)
+        refusal = slot_refusal(w, job)
         if refusal is not None:
             a.slot_rejects += 1
             policy, why, clause = refusal
@@ -473,10 +488,15 @@ def render(a: Analysis, job: ClassAd | None = None, better: bool = False) -> str
                 lines.append(f"    {attr} in the pool: {shown}{more}")
         if a.slot_clauses:
             lines += ["", "Slot policies that refuse your job:"]
-            lines += [f"  {n:>7}  {clause}" for clause, n in a.slot_clauses]
+            lines += [f"  {n:>7}  {clause}" for clause, n in a.slot_clauses[:_SHOW]]
+            if len(a.slot_clauses) > _SHOW:
+                rest = sum(n for _, n in a.slot_clauses[_SHOW:])
+                lines.append(f"  {rest:>7}  ... {len(a.slot_clauses) - _SHOW} other clauses")
         if a.too_full_detail:
             lines += ["", "Partitionable slots too full now:"]
-            lines += [f"  {d}" for d in a.too_full_detail[:10]]
+            lines += [f"  {d}" for d in a.too_full_detail[:_SHOW]]
+            if len(a.too_full_detail) > _SHOW:
+                lines.append(f"  ... and {len(a.too_full_detail) - _SHOW} more")
     if a.priority_rank is not None:
         lines += ["", f"User priority: {a.submitter} is {a.priority_rank} of {a.priority_of} "
                       f"(effective priority {a.effective_priority:g}; lower is better)"]

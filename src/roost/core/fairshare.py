@@ -22,7 +22,6 @@ HTCondor's negotiation policy, kept pure (ads and priorities in, one
 
 from __future__ import annotations
 
-import inspect
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -32,7 +31,7 @@ from roost.classad import ClassAd
 from roost.classad.ast import Node
 from roost.classad.evaluate import EvaluationFailed, evaluate
 from roost.core import matchmaker
-from roost.core.matchmaker import Match, Plan, Request, Slot, SlotPool
+from roost.core.matchmaker import Match, Plan, Request, Slot, SlotPool, gc_paused
 
 NONE_GROUP = "<none>"
 _EPS = 1e-9
@@ -92,12 +91,7 @@ def _state(ad: ClassAd) -> Any:
 
 
 def _match_weight(m: Match) -> float:
-    w = getattr(m, "weight", None)
-    if w is not None:
-        return float(w)
-    if m.resources:  # a partitionable slot: the Cpus carved off
-        return float(m.resources.get("Cpus", 1.0))
-    return slot_weight(m.slot.ad)
+    return float(m.weight)
 
 
 def _job_weight(ad: ClassAd) -> float:
@@ -207,13 +201,6 @@ def group_quotas(groups: Sequence[GroupConfig], total_weight: float,
 
 # --- the pie ------------------------------------------------------------------
 
-def _accepts(func: Any, name: str) -> bool:
-    try:
-        return name in inspect.signature(func).parameters
-    except (TypeError, ValueError):
-        return False
-
-
 class _Cycle:
     """The mutable state of one negotiate_fair call."""
 
@@ -225,6 +212,14 @@ class _Cycle:
             self.subs.setdefault(name, Submitter(name, eff_prio=max(worst, 500.0)))
         self.requests = {n: list(requests_by_submitter.get(n, ())) for n in self.subs}
         self.left: dict[int, int] = {id(r): r.count for rs in self.requests.values() for r in rs}
+        self.owner: dict[int, str] = {id(r): n for n, rs in self.requests.items() for r in rs}
+        # requests with jobs left, per submitter (what ``wants`` asks)
+        self.open: dict[str, int] = {n: sum(1 for r in rs if r.count > 0) for n, rs in self.requests.items()}
+        # each submitter's requests with jobs left, as copies with count = left, kept until
+        # one of them matches; and every live copy's original
+        self.pending: dict[str, list[Request]] = {}
+        self.orig: dict[int, Request] = {}
+        self.dirty: set[str] = set()  # submitters whose pending copies are out of date
         self.held = {n: max(0.0, s.running_weight) for n, s in self.subs.items()}
         self.rejected: set[str] = set()
         configured = {g.name.lower() for g in groups}
@@ -232,29 +227,43 @@ class _Cycle:
                       for n, s in self.subs.items()}
 
     def wants(self, name: str) -> bool:
-        return any(self.left[id(r)] > 0 for r in self.requests[name])
+        return self.open[name] > 0
+
+    def took(self, r: Request) -> None:
+        """One job of ``r`` matched."""
+        left = self.left[id(r)] = self.left[id(r)] - 1
+        n = self.owner[id(r)]
+        if left == 0:
+            self.open[n] -= 1
+        self.dirty.add(n)
 
     def pending_weight(self, name: str) -> float:
         return sum(self.left[id(r)] * _job_weight(r.ad) for r in self.requests[name])
 
     def remaining_requests(self, names: Iterable[str]) -> tuple[dict[str, list[Request]], dict[int, Request]]:
         out: dict[str, list[Request]] = {}
-        orig: dict[int, Request] = {}
         for n in names:
-            rs = []
-            for r in self.requests[n]:
-                if self.left[id(r)] > 0:
-                    copy = replace(r, count=self.left[id(r)])
-                    orig[id(copy)] = r
-                    rs.append(copy)
+            rs = self.pending.get(n)
+            if rs is None or n in self.dirty:
+                self.dirty.discard(n)
+                for c in rs or ():
+                    del self.orig[id(c)]
+                rs = self.pending[n] = []
+                for r in self.requests[n]:
+                    left = self.left[id(r)]
+                    if left > 0:
+                        copy = replace(r, count=left)
+                        self.orig[id(copy)] = r
+                        rs.append(copy)
             out[n] = rs
-        return out, orig
+        return out, self.orig
 
 
 def _eff(s: Submitter) -> float:
     return s.eff_prio if s.eff_prio > 0 and math.isfinite(s.eff_prio) else 0.5
 
 
+@gc_paused
 def negotiate_fair(
     slots: Iterable[Slot],
     requests_by_submitter: Mapping[str, Sequence[Request]],
@@ -274,17 +283,9 @@ def negotiate_fair(
     unchanged (the matchmaker keeps their consumption in the shared pool).
     """
     slots = list(slots)
-    extra: dict[str, Any] = {}
-    if concurrency is not None:
-        extra["concurrency"] = concurrency
-    if preemption is not None:
-        extra["preemption"] = preemption
-    pool_kw = {k: v for k, v in extra.items() if _accepts(SlotPool.__init__, k)}
-    pool = SlotPool(slots, pre_job_rank=pre_job_rank, post_job_rank=post_job_rank, **pool_kw)
-    weight_limits = _accepts(matchmaker.negotiate, "concurrency")  # the weight-limit matchmaker
+    pool = SlotPool(slots, pre_job_rank=pre_job_rank, post_job_rank=post_job_rank, preemption=preemption)
     cyc = _Cycle(requests_by_submitter, submitters, groups)
-    if _accepts(matchmaker.negotiate, "submitter_prio"):  # priority preemption compares these
-        extra["submitter_prio"] = {n: s.eff_prio for n, s in cyc.subs.items()}
+    prios = {n: s.eff_prio for n, s in cyc.subs.items()}  # priority preemption compares these
     free_w = sum(slot_weight(s.ad) for s in slots if _state(s.ad) == "Unclaimed")
     pool_w = sum(slot_weight(s.ad) for s in slots if _state(s.ad) in ("Unclaimed", "Claimed"))
     total = max(pool_w, free_w + sum(cyc.held.values()))
@@ -306,42 +307,44 @@ def negotiate_fair(
     def call(reqs: Mapping[str, Sequence[Request]], order: Sequence[str],
              limits: Mapping[str, float] | None, orig: Mapping[int, Request]) -> int:
         nonlocal free_w
-        p = matchmaker.negotiate(slots, reqs, order, now, limits=limits, pre_job_rank=pre_job_rank,
-                                 post_job_rank=post_job_rank, pool=pool, **extra)
+        p = matchmaker.negotiate(slots, reqs, order, now, limits=limits, pool=pool,
+                                 concurrency=concurrency, submitter_prio=prios)
         plan.evaluations += p.evaluations
         for m in p.matches:
             m.request = orig.get(id(m.request), m.request)
             w = _match_weight(m)
             n = m.request.submitter
             if id(m.request) in cyc.left:
-                cyc.left[id(m.request)] -= 1
+                cyc.took(m.request)
             cyc.held[n] = cyc.held.get(n, 0.0) + w
             plan.by_submitter[n] = plan.by_submitter.get(n, 0) + 1
             by_weight[n] = by_weight.get(n, 0.0) + w
-            if getattr(m, "preempts", False):
+            if m.preempts:
                 victim = _eval_attr(m.slot.ad, "RemoteUser")
                 if isinstance(victim, str) and victim in cyc.held:
                     cyc.held[victim] = max(0.0, cyc.held[victim] - w)
             else:
                 free_w -= w
             plan.matches.append(m)
-        used = getattr(p, "concurrency_used", None)
-        if used and hasattr(plan, "concurrency_used"):
-            for k, v in used.items():
-                plan.concurrency_used[k] = plan.concurrency_used.get(k, 0.0) + v  # type: ignore[attr-defined]
+        for k, v in p.concurrency_used.items():
+            plan.concurrency_used[k] = plan.concurrency_used.get(k, 0.0) + v
         return len(p.matches)
 
+    # After a spin matched nothing, a spin can only match again once the set of
+    # submitters still wanting changes (limits only shrink as weight is taken), so
+    # until then the one-match rounds below follow each other without a spin between.
+    spin = True
     for _ in range(_MAX_SPINS):
         active = [n for n in cyc.subs if n not in cyc.rejected and cyc.wants(n)]
-        if not active or (preemption is None and (free_w <= _EPS or _pool_full(pool))):
+        if not active or (preemption is None and (free_w <= _EPS or pool.free_slots() == 0)):
             break
         shares, limits = _slices(cyc, active, quota, preemption is not None)
-        order = sorted(active, key=lambda n: _service_key(cyc, n, quota))
-        if not weight_limits:  # the count-limit matchmaker: whole matches only
-            limits = {n: math.floor(v + _EPS) for n, v in limits.items()}
-        reqs, orig = cyc.remaining_requests(order)
-        if call(reqs, order, limits, orig):
-            continue
+        if spin:
+            held = _held_by_group(cyc)
+            order = sorted(active, key=lambda n: _service_key(cyc, n, quota, held))
+            reqs, orig = cyc.remaining_requests(order)
+            if call(reqs, order, limits, orig):
+                continue
         # Nothing fit any slice: the one furthest below its slice still gets a match,
         # and those whose jobs match no free slot at all drop out of later spins. Only
         # while idle weight is left: a thin slice is no licence to preempt.
@@ -362,19 +365,22 @@ def negotiate_fair(
             cyc.rejected.add(n)
         if not got:
             break
+        spin = [n for n in cyc.subs if n not in cyc.rejected and cyc.wants(n)] != active
 
     for n, rs in cyc.requests.items():
         for r in rs:
             if cyc.left[id(r)] > 0:
                 plan.unmatched[(n, r.autocluster)] = cyc.left[id(r)]
-    if hasattr(plan, "weight_by_submitter"):
-        plan.weight_by_submitter = by_weight  # type: ignore[attr-defined]
+    plan.weight_by_submitter = by_weight
     return plan
 
 
-def _pool_full(pool: SlotPool) -> bool:
-    free = getattr(pool, "free_slots", None)
-    return callable(free) and free() == 0
+def _held_by_group(cyc: _Cycle) -> dict[str, float]:
+    """``_group_held`` of every group at once (the same sums, in the same order)."""
+    parts: dict[str, list[float]] = {}
+    for n, h in cyc.held.items():
+        parts.setdefault(cyc.group[n], []).append(h)
+    return {g: sum(hs) for g, hs in parts.items()}
 
 
 def _group_held(cyc: _Cycle, g: str) -> float:
@@ -388,12 +394,15 @@ def _room(cyc: _Cycle, n: str, quota: Mapping[str, float]) -> bool:
     return _group_held(cyc, cyc.group[n]) < quota.get(cyc.group[n], 0.0) - _EPS
 
 
-def _service_key(cyc: _Cycle, n: str, quota: Mapping[str, float]) -> tuple[Any, ...]:
+def _service_key(cyc: _Cycle, n: str, quota: Mapping[str, float],
+                 held: Mapping[str, float] | None = None) -> tuple[Any, ...]:
     """Groups in starvation order (least used fraction of quota first, ``<none>`` last); inside,
-    submitters below their floor first, then best effective priority."""
+    submitters below their floor first, then best effective priority. ``held``: what
+    :func:`_held_by_group` says now, when the caller has it."""
     g = cyc.group[n]
     q = quota.get(g, 0.0)
-    starving = _group_held(cyc, g) / q if q > 0 else math.inf
+    gh = _group_held(cyc, g) if held is None else held.get(g, 0)
+    starving = gh / q if q > 0 else math.inf
     s = cyc.subs[n]
     below_floor = s.floor is not None and cyc.held[n] < s.floor
     return (g == NONE_GROUP, starving, g, not below_floor, _eff(s), s.usage, n)
@@ -405,6 +414,7 @@ def _slices(cyc: _Cycle, active: Sequence[str], quota: Mapping[str, float],
     shares: dict[str, float] = {}
     limits: dict[str, float] = {}
     by_group: dict[str, list[str]] = {}
+    held = _held_by_group(cyc)
     for n in active:
         by_group.setdefault(cyc.group[n], []).append(n)
     for g, names in by_group.items():
@@ -416,8 +426,8 @@ def _slices(cyc: _Cycle, active: Sequence[str], quota: Mapping[str, float],
         if preempting:  # weight held beyond a slice may be preempted, so it does not fill the group
             room = max(0.0, q - sum(min(cyc.held[n], shares[n]) for n in names))
         else:
-            room = max(0.0, q - _group_held(cyc, g))
-        for n in sorted(names, key=lambda n: _service_key(cyc, n, quota)):
+            room = max(0.0, q - held.get(g, 0))
+        for n in sorted(names, key=lambda n: _service_key(cyc, n, quota, held)):
             s = cyc.subs[n]
             share = shares[n]
             limit = share - cyc.held[n]

@@ -41,7 +41,10 @@ kept per set of names (requests of one kind share them) and updated lazily
 when a partitionable slot is carved. When the names cannot be known
 statically (``eval()``, ``unparse()``, ``random()``, a whole ad used as a
 value, a computed subscript) every slot is its own class: the plain
-algorithm, same answers.
+algorithm, same answers. Between calls on one pool (the pie's spins) each
+request ad keeps its classes' answers and the list of classes still worth
+offering (see :class:`_Answers`), and a request whose weight limit is below
+its lightest possible match is not tried at all.
 
 Pure: ads in, :class:`Plan` out; no clock (``now`` is passed in), no I/O.
 :class:`SlotPool` keeps the per-cycle view so a caller can spin the pie
@@ -50,12 +53,14 @@ several times (issue 5) without rebuilding it.
 
 from __future__ import annotations
 
+import functools
+import gc
 import heapq
 import math
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from roost.classad import ClassAd
 from roost.classad.ast import (
@@ -353,12 +358,41 @@ class _View:
         if not self.copied:
             self.ad = ClassAd(self.ad)  # shares the expression trees; only our copy changes
             self.copied = True
+        ad = self.ad
+        attrs, lits = ad._attrs, ad._lits
         for attr, amount in amounts.items():
             if amount == 0:
                 continue
             left = self.remaining[attr] - amount
             self.remaining[attr] = left
-            self.ad._set_node(attr, Literal(int(left) if float(left).is_integer() else left))
+            v = int(left) if float(left).is_integer() else left
+            k = attr.lower()
+            if k in attrs:  # what _set_node does for a number literal of a known name
+                attrs[k] = _literal(v)
+                lits[k] = v
+            else:
+                ad._set_node(attr, _literal(v))
+
+
+def _offered(v: _View) -> bool:
+    """Counted by :meth:`SlotPool.free_slots`."""
+    if v.used or v.claimed:
+        return False
+    return not v.partitionable or v.remaining["Cpus"] > 0 or v.remaining["Memory"] > 0
+
+
+_LITERALS: dict[tuple[type, Any], Literal] = {}
+
+
+def _literal(v: int | float) -> Literal:
+    """A shared (immutable) Literal for a lowered resource."""
+    k = (type(v), v)
+    node = _LITERALS.get(k)
+    if node is None:
+        if len(_LITERALS) > 100000:
+            _LITERALS.clear()
+        node = _LITERALS[k] = Literal(v)
+    return node
 
 
 def _fixed_request(job: ClassAd) -> dict[str, float] | None:
@@ -416,7 +450,7 @@ def _may_fit(job: ClassAd, group: tuple[str, bool, bool]) -> bool:
 def _fits(view: _View, amounts: dict[str, float]) -> bool:
     rem = view.remaining
     for attr, amount in amounts.items():
-        if amount > 0 and rem.get(attr, 0.0) < amount:
+        if amount > 0 and rem[attr] < amount:
             return False
     return amounts.get("Cpus", 1.0) > 0 or amounts.get("Memory", 0.0) > 0
 
@@ -424,10 +458,12 @@ def _fits(view: _View, amounts: dict[str, float]) -> bool:
 class _Class:
     """Slots that agree on every attribute a request kind can read."""
 
-    __slots__ = ("key", "group", "members", "live")
+    __slots__ = ("key", "kid", "group", "members", "live", "alive")
 
-    def __init__(self, key: tuple[Any, ...], group: Any) -> None:
+    def __init__(self, key: tuple[Any, ...], kid: int, group: Any) -> None:
         self.key = key
+        self.kid = kid  # the key's number in its partition: cheap to hash
+        self.alive = True  # False once it has lost its last member
         self.group = group  # "s" (one job per slot) or ("p", cpus left, memory left)
         self.members: list[tuple[int, _View]] = []  # heap by input order, lazily pruned
         self.live = 0
@@ -436,7 +472,9 @@ class _Class:
 class _Partition:
     """The slot classes for one set of readable names (or one class per slot)."""
 
-    __slots__ = ("names", "rest", "res_names", "classes", "groups", "of", "base", "cursor")
+    __slots__ = (
+        "names", "rest", "res_names", "classes", "groups", "of", "base", "cursor", "born", "kids",
+    )
 
     def __init__(self, names: tuple[str, ...] | None) -> None:
         self.names = names  # None: every slot its own class
@@ -448,6 +486,10 @@ class _Partition:
         self.base: dict[int, tuple[Any, ...]] = {}  # view index → the unchanging part of its key
         self.of: dict[int, _Class] = {}  # view index → its class
         self.cursor = 0  # how much of the pool's change log is applied
+        # every class created, in order: a request none of whose classes could take it
+        # need only look at the ones created since (a class keeps its key, so its answer)
+        self.born: list[_Class] = []
+        self.kids: dict[tuple[Any, ...], int] = {}  # class key → its number, for ever
 
 
 _RES = tuple((a.lower(), r.lower(), d) for a, r, d in RESOURCES)
@@ -461,6 +503,21 @@ _SLOT_ROOTS = (
 )
 _PREEMPT_ROOTS = ("rank", "currentrank", "remoteuser", "remoteuserprio")
 _JOB_ROOTS = ("requirements", "rank", "requestcpus", "requestmemory", "requestdisk", "requestgpus")
+
+
+class _Answers:
+    """One request ad's candidates so far, by class key number, and which classes need
+    offering next time: ``maybe``, those of the last call not known to answer None
+    (a class keeps its key, so its answer), plus those the partition created since
+    (``part.born[seen:]``). None: offer every class."""
+
+    __slots__ = ("job", "by_kid", "maybe", "seen")
+
+    def __init__(self, job: ClassAd) -> None:
+        self.job = job
+        self.by_kid: dict[Any, Any] = {}
+        self.maybe: list[_Class] | None = None
+        self.seen = 0
 
 
 class SlotPool:
@@ -486,6 +543,20 @@ class SlotPool:
         self.post_job_rank = post_job_rank
         self.preemption = preemption
         self._has_claimed = any(v.claimed for v in self.views)
+        self._has_partitionable = any(v.partitionable for v in self.views)
+        # the lightest one-job slot: a limit below it (and below the job's Cpus on a
+        # partitionable slot) can match nothing, so such a request is not evaluated
+        self._light = [(v.weight, v.index, v) for v in self.views if not v.partitionable]
+        heapq.heapify(self._light)  # lazily pruned of used views
+        self._nan_weight = any(math.isnan(w) for w, _, _ in self._light)
+        self._free = sum(1 for v in self.views if _offered(v))
+        # Per request ad (ads must not change while the pool is in use): id(job) →
+        # (job, its fixed request, its readable names, its constant sort key, the
+        # least weight a partitionable slot's match of it can have)
+        self._jobs: dict[int, tuple[ClassAd, dict[str, float] | None, Any, Any, float]] = {}
+        # (id(job), submitter prio) → _Answers: a class key holds every value the
+        # evaluation can read, so a class's answer stands for the rest of the cycle
+        self._results: dict[tuple[int, float | None], _Answers] = {}
         self.evaluations = 0
         self.concurrency_used: dict[str, float] = {}  # consumed in this cycle, all passes
         self._changes: list[_View] = []  # views carved or used, for lazy class updates
@@ -616,7 +687,11 @@ class SlotPool:
         cls = part.classes.get(key)
         if cls is None:
             group = self._group(view)
-            cls = part.classes[key] = _Class(key, group)
+            kid = part.kids.get(key)
+            if kid is None:
+                kid = part.kids[key] = len(part.kids)
+            cls = part.classes[key] = _Class(key, kid, group)
+            part.born.append(cls)
             part.groups.setdefault(group, {})[key] = cls
         heapq.heappush(cls.members, (view.index, view))
         cls.live += 1
@@ -630,9 +705,11 @@ class SlotPool:
         if cls.live == 0:
             del part.classes[cls.key]
             del part.groups[cls.group][cls.key]
+            cls.alive = False
 
-    def _partition(self, job: ClassAd) -> _Partition:
-        names = self._readable(job)
+    def _partition(self, job: ClassAd, names: Any = False) -> _Partition:
+        if names is False:
+            names = self._readable(job)
         part = self._partitions.get(names)
         if part is None:
             part = self._partitions[names] = _Partition(names)
@@ -678,9 +755,12 @@ class SlotPool:
         amounts: dict[str, float] = {}
         weight = view.weight
         if view.partitionable:
-            amounts = dict(fixed) if fixed is not None else _requested(job, ad)
-            if not _fits(view, amounts):
-                return None
+            if fixed is not None:
+                amounts = dict(fixed)  # fits: checked above
+            else:
+                amounts = _requested(job, ad)
+                if not _fits(view, amounts):
+                    return None
             weight = amounts["Cpus"]
         level, prank = NO_PREEMPTION, 0.0
         if view.claimed:
@@ -709,6 +789,30 @@ class SlotPool:
         r3 = _eval(self.post_job_rank, job, None)
         return (NO_PREEMPTION, -r1, -r2, -r3, 0.0)
 
+    def _job_info(self, job: ClassAd) -> tuple[ClassAd, dict[str, float] | None, Any, Any, float]:
+        info = self._jobs.get(id(job))
+        if info is None or info[0] is not job:
+            fixed = _fixed_request(job)
+            light = math.inf
+            if self._has_partitionable:
+                light = fixed["Cpus"] if fixed is not None else -math.inf
+            info = self._jobs[id(job)] = (
+                job, fixed, self._readable(job), self._constant_key(job), light
+            )
+        return info
+
+    def _lightest(self, job: ClassAd) -> float:
+        """No match of ``job`` can weigh less (-inf: cannot tell)."""
+        if self._nan_weight:
+            return -math.inf
+        return min(self._lightest_static(), self._job_info(job)[4])
+
+    def _lightest_static(self) -> float:
+        light = self._light
+        while light and light[0][2].used:
+            heapq.heappop(light)
+        return light[0][0] if light else math.inf
+
     def match_request(
         self,
         request: Request,
@@ -731,10 +835,23 @@ class SlotPool:
             v = _value(job, "submitteruserprio")
             prio = float(v) if type(v) in (int, float) else None
         budget = math.inf if weight_limit is None else weight_limit + _EPS
-        part = self._partition(job)
-        fixed = _fixed_request(job)
-        const = self._constant_key(job)
-        results: dict[tuple[Any, ...], Any] = {}
+        _, fixed, names, const, _ = self._job_info(job)
+        if budget < math.inf and self._lightest(job) > budget:
+            return []  # every candidate would be too heavy for the limit
+        part = self._partition(job, names)
+        answers: _Answers | None = None
+        if part.names is None:  # no classes (maybe random()): evaluated afresh each time
+            results: dict[int, Any] = {}
+        else:
+            ck = (id(job), prio)
+            answers = self._results.get(ck)
+            if answers is None or answers.job is not job:
+                answers = self._results[ck] = _Answers(job)
+            elif answers.maybe == [] and answers.seen == len(part.born):
+                return []  # no class could take it last time, and no class is new
+            results = answers.by_kid
+        offered: dict[_Class, None] = {}
+        of = part.of
         queued: dict[_Class, int] = {}  # class → input index of its entry in the heap
         heap: list[tuple[Any, ...]] = []
         serial = 0
@@ -742,12 +859,18 @@ class SlotPool:
 
         def offer(cls: _Class) -> None:
             nonlocal serial
-            head = self._head(part, cls)
-            if head is None:
+            offered[cls] = None
+            members = cls.members  # the class's first free member (``_head``, inlined)
+            while members:
+                head = members[0][1]
+                if not head.used and of.get(head.index) is cls:
+                    break
+                heapq.heappop(members)
+            else:
                 return
-            res = results.get(cls.key, False)
+            res = results.get(cls.kid, False)
             if res is False and const is None:
-                res = results[cls.key] = self._candidate(request, head, prio, fixed)
+                res = results[cls.kid] = self._candidate(request, head, prio, fixed)
             if res is None:
                 return
             if res is not False and used_weight + res[3] > budget:
@@ -763,11 +886,25 @@ class SlotPool:
                 heapq.heappush(heap, entry)
 
         filling = True  # the first offers are heapified at once
-        for group, classes in list(part.groups.items()):
-            if group != "s" and not _may_fit(job, group):
-                continue
-            for cls in list(classes.values()):
-                offer(cls)
+        if (
+            answers is not None
+            and answers.maybe is not None
+            and len(answers.maybe) + len(part.born) - answers.seen < len(part.classes)
+        ):  # the other classes answered None (or cannot fit the job) last time
+            for cls in answers.maybe:
+                if cls.alive:
+                    offer(cls)
+            for cls in part.born[answers.seen:]:
+                if cls.alive and (
+                    cls.group == "s" or _may_fit(job, cls.group)
+                ):
+                    offer(cls)
+        else:
+            for group, classes in list(part.groups.items()):
+                if group != "s" and not _may_fit(job, group):
+                    continue
+                for cls in list(classes.values()):
+                    offer(cls)
         heapq.heapify(heap)
         filling = False
         out: list[Match] = []
@@ -784,9 +921,9 @@ class SlotPool:
             if view.index != idx:
                 offer(cls)
                 continue
-            res = results.get(cls.key, False)
+            res = results.get(cls.kid, False)
             if res is False:  # constant ranks: evaluated only when its turn comes
-                res = results[cls.key] = self._candidate(request, view, prio, fixed)
+                res = results[cls.kid] = self._candidate(request, view, prio, fixed)
             if res is None:
                 continue
             _, ranks, amounts, weight, preempts = res
@@ -794,27 +931,27 @@ class SlotPool:
                 continue  # this class is too heavy for what is left; lighter ones may do
             used_weight += weight
             out.append(Match(request, view.slot, ranks, amounts, weight, preempts))
+            was = _offered(view)
             if view.partitionable:
                 view.take(amounts)
             else:
                 view.used = True
+            self._free -= was - _offered(view)
             self._changes.append(view)
             new = self._place(part, view)
             offer(cls)
             if new is not None and new is not cls:
                 offer(new)
+        if answers is not None:
+            answers.maybe = [  # dead classes are dropped when next met
+                c for c in offered if results.get(c.kid, False) is not None
+            ]
+            answers.seen = len(part.born)
         return out
 
     def free_slots(self) -> int:
         """Unclaimed slots still on offer (partitionable ones while Cpus or Memory is left)."""
-        n = 0
-        for v in self.views:
-            if v.used or v.claimed:
-                continue
-            if v.partitionable and v.remaining["Cpus"] <= 0 and v.remaining["Memory"] <= 0:
-                continue
-            n += 1
-        return n
+        return self._free
 
 
 def _concurrency_room(
@@ -831,6 +968,33 @@ def _concurrency_room(
     return room
 
 
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def gc_paused(func: _F) -> _F:
+    """Run ``func`` with the cyclic garbage collector off (and back on after, if it was).
+
+    A cycle allocates a few million short-lived tuples, dicts and matches, nearly
+    all freed by reference counting; each allocation burst made the collector walk
+    every object alive (the slot ads and their expression trees) again, about a
+    third of a cycle's time. Nothing here makes cycles, so the pause loses nothing.
+    The collector is process-wide: other threads' cyclic garbage waits for the
+    cycle to end."""
+
+    @functools.wraps(func)
+    def paused(*args: Any, **kwargs: Any) -> Any:
+        if not gc.isenabled():
+            return func(*args, **kwargs)
+        gc.disable()
+        try:
+            return func(*args, **kwargs)
+        finally:
+            gc.enable()
+
+    return paused  # type: ignore[return-value]
+
+
+@gc_paused
 def negotiate(
     slots: Iterable[Slot],
     requests_by_submitter: Mapping[str, Sequence[Request]],
@@ -862,12 +1026,28 @@ def negotiate(
         )
     plan = Plan(now=now)
     before = pool.evaluations
+    # a lower bound on the free one-job slots' weight (it only grows while we match)
+    static = -math.inf if pool._nan_weight else pool._lightest_static()
+    jobs = pool._jobs
     for submitter in submitter_order:
         limit = None if limits is None else limits.get(submitter)
         prio = None if submitter_prio is None else submitter_prio.get(submitter)
         got = 0
         weight = 0.0
         for request in requests_by_submitter.get(submitter, ()):
+            if limit is not None:
+                ad = request.ad
+                info = jobs.get(id(ad))
+                if info is None or info[0] is not ad:
+                    info = pool._job_info(ad)
+                light = info[4] if info[4] < static else static
+                skip = weight >= limit + _EPS or light > (limit - weight) + _EPS
+            else:
+                skip = False
+            if skip:  # match_request would find nothing light enough
+                if request.count > 0:
+                    plan.unmatched[(submitter, request.autocluster)] = request.count
+                continue
             count_limit: int | None = None
             needs: dict[str, float] | None = {}
             if concurrency is not None:
@@ -875,8 +1055,6 @@ def negotiate(
                 count_limit = 0 if needs is None else _concurrency_room(
                     needs, concurrency, pool.concurrency_used
                 )
-            if limit is not None and weight >= limit + _EPS:
-                count_limit = 0
             ms = pool.match_request(
                 request,
                 count_limit,
@@ -910,6 +1088,7 @@ __all__ = [
     "Request",
     "Slot",
     "SlotPool",
+    "gc_paused",
     "negotiate",
     "parse_concurrency_limits",
 ]

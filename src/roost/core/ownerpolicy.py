@@ -20,7 +20,10 @@ HTCondor's states and activities, as the startd manual describes them:
 
 Eviction starts when ``PREEMPT`` is true, when a preempting claim waits for
 the slot, when a graceful drain retires the job, or on ``roost vacate``.
-``WANT_VACATE`` false skips the soft kill.
+``WANT_VACATE`` false skips the soft kill. A retiring job goes back to Busy
+when its preempting claim is released or the drain is cancelled, unless
+``PREEMPT`` was true on the claim (HTCondor's irreversible retirement: ``step``
+returns the ``PREEMPTED`` note and the startd passes ``preempt_was_true``).
 
 Surprising but HTCondor's: ``MaxJobRetirementTime`` counts from the job's
 start, not from the moment eviction was decided; the job's own
@@ -31,10 +34,12 @@ vacate time) use ``now``.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import functools
+from dataclasses import dataclass, field, fields
 from typing import Any, NamedTuple
 
 from roost.classad import ClassAd, ExprTree, Value
+from roost.classad.ast import BinaryOp, Conditional, Literal, Node, Paren, UnaryOp
 
 # the states and activities (HTCondor's names)
 OWNER, UNCLAIMED, MATCHED, CLAIMED, PREEMPTING, DRAINED = (
@@ -51,6 +56,7 @@ VACATE = "vacate"  # graceful: SIGTERM, SIGKILL after the vacate time
 KILL = "kill"  # fast: SIGKILL now
 OWNER_ACTION = "owner"  # stop offering the slot
 RELEASE = "release"  # end the (idle) claim
+PREEMPTED = "preempted"  # note: PREEMPT was true, this claim's retirement cannot be undone
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,6 +96,7 @@ class SlotView:
     preempt: bool = False  # a preempting claim waits for this slot
     vacate: str | None = None  # "graceful" / "fast": roost vacate asked for it
     children: int = 0  # a partitionable slot's carved (dynamic) slots still alive
+    preempt_was_true: bool = False  # PREEMPT was true on this claim (the startd keeps the PREEMPTED note)
 
 
 class Step(NamedTuple):
@@ -118,15 +125,21 @@ class _Eval:
 
 
 _EXPRS: dict[str, ExprTree] = {}
+_BAD: set[str] = set()  # texts that do not parse
 
 
 def evaluate(text: str, my: ClassAd, target: ClassAd | None) -> Any:
     """``text`` with MY = ``my`` and TARGET = ``target``; Error for text that does not parse."""
     tree = _EXPRS.get(text)
     if tree is None:
+        if text in _BAD:
+            return Value.Error
         try:
             tree = ExprTree(text if text.strip() else "UNDEFINED")
         except Exception:
+            if len(_BAD) > 100:
+                _BAD.clear()
+            _BAD.add(text)  # parsed once, not on every poll
             return Value.Error
         if len(_EXPRS) > 500:
             _EXPRS.clear()
@@ -201,18 +214,25 @@ def step(
         return _evict(ev, resume)
     retire_for = view.preempt or view.drain == "graceful"
     if a == RETIRING:
+        preempt = not view.preempt_was_true and ev.true("preempt")
+        if not (retire_for or preempt or view.preempt_was_true):
+            # HTCondor's unretire: the preempting claim went away or the drain was
+            # cancelled; a retirement PREEMPT started is irreversible.
+            return Step(CLAIMED, BUSY)
         if now >= view.job_start + retirement_time(slot_ad, job_ad, exprs):
             return _evict(ev, ())
-        return Step(CLAIMED, RETIRING)
+        return Step(CLAIMED, RETIRING, (PREEMPTED,) if preempt else ())
     if a == SUSPENDED:
-        if retire_for or ev.true("preempt"):
-            return _retire_or_evict(view, ev, slot_ad, job_ad, exprs, now, resume)
+        preempt = ev.true("preempt")
+        if retire_for or preempt:
+            return _retire_or_evict(view, ev, slot_ad, job_ad, exprs, now, resume, preempt)
         if ev.true("continue_"):
             return Step(CLAIMED, BUSY, (CONTINUE,))
         return Step(CLAIMED, SUSPENDED)
     # Busy (or Idle with a job just starting)
-    if retire_for or ev.true("preempt"):
-        return _retire_or_evict(view, ev, slot_ad, job_ad, exprs, now, ())
+    preempt = ev.true("preempt")
+    if retire_for or preempt:
+        return _retire_or_evict(view, ev, slot_ad, job_ad, exprs, now, (), preempt)
     if ev.true("want_suspend") and ev.true("suspend"):
         return Step(CLAIMED, SUSPENDED, (SUSPEND,))
     return Step(CLAIMED, BUSY)
@@ -231,10 +251,11 @@ def _unclaimed(view: SlotView, ev: _Eval) -> Step:
 
 def _retire_or_evict(
     view: SlotView, ev: _Eval, my: ClassAd, job: ClassAd | None, exprs: PolicyExprs, now: float,
-    resume: tuple[str, ...],
+    resume: tuple[str, ...], preempt: bool,
 ) -> Step:
     if now < view.job_start + retirement_time(my, job, exprs):
-        return Step(CLAIMED, RETIRING, resume)
+        note = (PREEMPTED,) if preempt and not view.preempt_was_true else ()
+        return Step(CLAIMED, RETIRING, (*resume, *note))
     return _evict(ev, resume)
 
 
@@ -253,17 +274,51 @@ AD_NAMES = {
 
 
 def policy_ad(slot_ad: ClassAd, exprs: PolicyExprs) -> ClassAd:
-    """``slot_ad`` with the policy expressions the ad lacks, so one may name another."""
-    missing = [name for name in AD_NAMES if name not in slot_ad]
-    if not missing:
+    """``slot_ad`` with the policy expressions the ad lacks, so one may name another
+    (a copy; the startd adds them to the ads it builds, so usually nothing is missing)."""
+    if all(name in slot_ad for name in AD_NAMES):
         return slot_ad
     ad = slot_ad.__copy__()
-    for name in missing:
-        try:
-            ad[name] = ExprTree(exprs.text(AD_NAMES[name]))
-        except Exception:
-            continue
+    add_policy_exprs(ad, exprs)
     return ad
+
+
+def is_constant(exprs: PolicyExprs) -> bool:
+    """Whether every expression is a literal (``START = True`` and HTCondor's other
+    defaults): then ``step`` reads nothing of the slot ad, and the startd need not
+    rebuild the ad to ask it after every job event."""
+    for f in fields(exprs):
+        if f.type in ("str", str):
+            tree = _tree(getattr(exprs, f.name))
+            if tree is None or not _closed(tree.node):
+                return False
+    return True
+
+
+def _closed(node: Node) -> bool:
+    """Literals and operators only (``10 * 60``): no attribute, no function (time())."""
+    if isinstance(node, Literal):
+        return True
+    if isinstance(node, (UnaryOp, BinaryOp, Conditional, Paren)):
+        return all(_closed(getattr(node, f)) for f in node._fields if isinstance(getattr(node, f), Node))
+    return False
+
+
+def add_policy_exprs(ad: ClassAd, exprs: PolicyExprs) -> None:
+    """Put the policy expressions ``ad`` lacks into it (IS_OWNER, SUSPEND, ...)."""
+    for name, field_name in AD_NAMES.items():
+        if name not in ad:
+            tree = _tree(exprs.text(field_name))
+            if tree is not None:
+                ad[name] = tree
+
+
+@functools.lru_cache(maxsize=256)
+def _tree(text: str) -> ExprTree | None:
+    try:
+        return ExprTree(text)
+    except Exception:
+        return None  # a bad knob: evaluate() reports it, once
 
 
 def exprs_from_config(get: Any) -> PolicyExprs:
@@ -291,7 +346,7 @@ def exprs_from_config(get: Any) -> PolicyExprs:
 
 __all__ = [
     "BUSY", "CLAIMED", "CONTINUE", "DRAINED", "IDLE", "KILL", "KILLING", "MATCHED", "OWNER",
-    "OWNER_ACTION", "PREEMPTING", "RELEASE", "RETIRING", "SUSPEND", "SUSPENDED", "UNCLAIMED",
+    "OWNER_ACTION", "PREEMPTED", "PREEMPTING", "RELEASE", "RETIRING", "SUSPEND", "SUSPENDED", "UNCLAIMED",
     "VACATE", "VACATING", "PolicyExprs", "SlotView", "Step", "evaluate", "exprs_from_config", "policy_ad",
     "retirement_time", "step", "vacate_time",
 ]

@@ -25,7 +25,7 @@ higher is better) picks which one goes first.
 Defaults, as HTCondor ships them: ``PREEMPTION_REQUIREMENTS`` unset is
 **False** (no priority preemption at all; rank preemption still happens),
 ``PREEMPTION_RANK`` unset is ``(RemoteUserPrio * 1000000) -
-ifThenElse(isUndefined(TotalJobRuntime), 0, TotalJobRuntime)``: take from
+ifThenElse(isUndefined(TotalJobRunTime), 0, TotalJobRunTime)``: take from
 the worst-priority user first, and among its jobs the one that has run
 the shortest time. Pure code: ads in, decisions out.
 """
@@ -44,7 +44,7 @@ RANK_PREEMPTION = 1
 PRIORITY_PREEMPTION = 2
 
 DEFAULT_PREEMPTION_RANK = (
-    "(RemoteUserPrio * 1000000) - ifThenElse(isUndefined(TotalJobRuntime), 0, TotalJobRuntime)"
+    "(RemoteUserPrio * 1000000) - ifThenElse(isUndefined(TotalJobRunTime), 0, TotalJobRunTime)"
 )
 
 

@@ -145,6 +145,7 @@ class Claim:
     lease_expires: float = 0.0
     job: str | None = None  # "C.P" while a job is active
     job_start: float = 0.0
+    concurrency_limits: str = ""  # the job's ConcurrencyLimits: the negotiator counts them in use
 
 
 @dataclass(frozen=True, slots=True)
@@ -554,6 +555,8 @@ def slot_ad(
         if c.job is not None:
             attrs["JobId"] = c.job
             attrs["JobStart"] = int(c.job_start)
+        if c.concurrency_limits:
+            attrs["ConcurrencyLimits"] = c.concurrency_limits
     for name, text in policy.extra.items():
         attrs.setdefault(name, ExprTree(text))
     return ClassAd(attrs)

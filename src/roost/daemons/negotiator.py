@@ -28,15 +28,13 @@ of the slots claimed in its name), whose state lives in
 aside, never fatal). The plan comes from ``roost.core.fairshare.negotiate_fair``
 (pie spins by effective priority, group quotas, concurrency limits, and,
 with ``NEGOTIATOR_CONSIDER_PREEMPTION``, claimed slots offered through their
-private ``PreemptClaimId``). The policy modules are imported lazily: without
-them the negotiator falls back to plain matchmaking in priority order.
+private ``PreemptClaimId``).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
 import json
 import math
 import os
@@ -47,7 +45,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from roost.classad import ClassAd
-from roost.core.matchmaker import Match, Request, Slot, negotiate
+from roost.classad.ast import Literal
+from roost.config.errors import ConfigError
+from roost.core.accountant import Accountant, UserRecord
+from roost.core.fairshare import GroupConfig, Submitter, negotiate_fair
+from roost.core.matchmaker import ConcurrencyLimits, Match, Request, Slot
+from roost.core.preemption import PreemptionPolicy
 from roost.core.promises import COUNTER, OFFER, WITHHOLD, PromiseBook
 from roost.daemons.base import Daemon, run
 from roost.net.adwire import obj_to_ad
@@ -135,12 +138,14 @@ class Negotiator(Daemon):
         self.consider_preemption = cfg.get_bool("NEGOTIATOR_CONSIDER_PREEMPTION", True) is not False
         self.use_slot_weights = cfg.get_bool("NEGOTIATOR_USE_SLOT_WEIGHTS", True) is not False
         self.accountant_path = self.spool_dir / ACCOUNTANT_FILE
-        self.accountant: Any = None
+        # replaced by the saved state in start(); a fresh one until then
+        self.accountant = Accountant(self.halflife, self.default_factor, self.nice_factor)
         self._acct_dirty = False
         self._acct_saved = 0.0
         self._last_usage: dict[str, float] = {}
         self._promised_limits: dict[str, tuple[float, dict[str, float]]] = {}
         self._policy_warned: set[str] = set()
+        self._weight_cache: dict[str, tuple[Any, float]] = {}  # slot -> (SlotWeight inputs, weight)
 
     def _expr(self, knob: str) -> Any:
         text = (self.config.get(knob) or "").strip()
@@ -177,42 +182,22 @@ class Negotiator(Daemon):
             "pending_slots": len(self.promises),
         }
 
-    def _need_accountant(self) -> Any:
-        if self.accountant is None:
-            raise RequestError("UNAVAILABLE", "the accountant (roost.core.accountant) is not available")
-        return self.accountant
-
     async def h_userprio(self, req: dict[str, Any], peer: Peer) -> dict[str, Any]:
-        acct = self._need_accountant()
+        acct = self.accountant
         acct.update(self._last_usage, time.time())  # fresh figures, not those of the last cycle
         self._acct_dirty = True
         return {"users": [self._record_obj(r) for r in acct.records()]}
 
-    def _record_obj(self, rec: Any) -> dict[str, Any]:
-        """A UserRecord as USERPRIO's wire form (docs/policy.md)."""
-        if dataclasses.is_dataclass(rec) and not isinstance(rec, type):
-            d = dataclasses.asdict(rec)
-        elif isinstance(rec, dict):
-            d = dict(rec)
-        else:
-            d = dict(vars(rec))
-        name = str(d.get("name", ""))
-        out: dict[str, Any] = {"name": name}
-        for key in ("priority", "factor", "effective", "usage", "resources_used", "floor", "ceiling",
-                    "last_usage", "group"):
-            v = d.get(key)
-            if isinstance(v, float) and not math.isfinite(v):
-                v = None
-            out[key] = v
-        if out["last_usage"] is None:
-            v = d.get("last_usage_time")
-            out["last_usage"] = v if isinstance(v, (int, float)) else None
-        if out["effective"] is None and self.accountant is not None:
-            with contextlib.suppress(Exception):
-                out["effective"] = self.accountant.effective_priority(name, nice=_is_nice(name))
-        if out["resources_used"] is None:
-            out["resources_used"] = self._last_usage.get(name, 0.0)
-        return out
+    def _record_obj(self, rec: UserRecord) -> dict[str, Any]:
+        """A UserRecord as USERPRIO's wire form (docs/protocol.md)."""
+        out: dict[str, Any] = {
+            "name": rec.name, "priority": rec.priority, "factor": rec.factor,
+            "effective": self.accountant.effective_priority(rec.name, nice=_is_nice(rec.name)),
+            "usage": rec.usage, "accumulated_usage": rec.accumulated_usage,
+            "begin_usage": rec.begin_usage_time, "resources_used": rec.resources_used,
+            "floor": rec.floor, "ceiling": rec.ceiling, "last_usage": rec.last_usage_time, "group": rec.group,
+        }
+        return {k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in out.items()}
 
     def _changed_accountant(self) -> None:
         self._acct_dirty = True
@@ -223,17 +208,18 @@ class Negotiator(Daemon):
         factor = req["factor"]
         if not (isinstance(factor, (int, float)) and math.isfinite(factor) and factor >= 1):
             raise RequestError("BAD_REQUEST", "SET_FACTOR: factor must be a number >= 1")
-        self._need_accountant().set_factor(req["name"], float(factor))
+        self.accountant.set_factor(req["name"], float(factor))
         self.log.info("priority factor of %s set to %g by %s", req["name"], factor, peer.address)
         self._changed_accountant()
         return {}
 
     async def h_reset_usage(self, req: dict[str, Any], peer: Peer) -> dict[str, Any]:
-        acct = self._need_accountant()
+        acct = self.accountant
         name = req["name"]
-        names = [str(getattr(r, "name", "")) for r in acct.records()] if name == "*" else [name]
+        names = [r.name for r in acct.records()] if name == "*" else [name]
+        now = time.time()
         for n in names:
-            acct.reset_usage(n)
+            acct.reset_usage(n, now)
         self.log.info("usage of %s reset by %s", "everyone" if name == "*" else name, peer.address)
         self._changed_accountant()
         return {"count": len(names)}
@@ -247,23 +233,18 @@ class Negotiator(Daemon):
         return float(v)
 
     async def h_set_floor(self, req: dict[str, Any], peer: Peer) -> dict[str, Any]:
-        self._need_accountant().set_floor(req["name"], self._weight_arg(req, "floor"))
+        self.accountant.set_floor(req["name"], self._weight_arg(req, "floor"))
         self._changed_accountant()
         return {}
 
     async def h_set_ceiling(self, req: dict[str, Any], peer: Peer) -> dict[str, Any]:
-        self._need_accountant().set_ceiling(req["name"], self._weight_arg(req, "ceiling"))
+        self.accountant.set_ceiling(req["name"], self._weight_arg(req, "ceiling"))
         self._changed_accountant()
         return {}
 
     # -- the accountant's state ------------------------------------------------------------
     def load_accountant(self) -> None:
         """Read $(SPOOL)/accountant.json; a corrupt file is renamed aside and logged."""
-        try:
-            from roost.core.accountant import Accountant
-        except ImportError as e:
-            self.log.error("no fair share: roost.core.accountant cannot be imported: %s", e)
-            return
         kw = {"halflife": self.halflife, "default_factor": self.default_factor, "nice_factor": self.nice_factor}
         path = self.accountant_path
         try:
@@ -292,7 +273,7 @@ class Negotiator(Daemon):
     def save_accountant(self, force: bool = False) -> bool:
         """Write the accountant's state (temp file + rename) if it changed and the last
         write is ``ACCOUNTANT_SAVE_INTERVAL`` old (or ``force``). Whether it wrote."""
-        if self.accountant is None or not self._acct_dirty:
+        if not self._acct_dirty:
             return False
         now = time.monotonic()
         if not force and now - self._acct_saved < self.save_interval:
@@ -388,22 +369,20 @@ class Negotiator(Daemon):
         all_subs = [s for s in submitters.get("ads") or [] if isinstance(s, dict)]
         usage, limits_used = self._usage(objs, all_subs)
         self._last_usage = usage
-        if self.accountant is not None:
-            try:
-                self.accountant.update(usage, now)
-                self._acct_dirty = True
-                self.save_accountant()
-            except Exception:
-                self.log.exception("accountant update failed")
+        self.accountant.update(usage, now)
+        self._acct_dirty = True
+        self.save_accountant()
         preemption = self._preemption_policy() if self.consider_preemption else None
         subs = [s for s in all_subs if isinstance(s.get("ScheddAddress"), str)]
         subs = [s for s in subs if not isinstance(s.get("IdleJobs"), int) or s["IdleJobs"] > 0]
         subs.sort(key=lambda s: str(s.get("Name")))
         stats.submitters = len(subs)
+        if not subs:  # nobody waits: no slot needs to be looked at, let alone converted
+            return self._finish(stats, t0)
         prios = {str(s.get("Name")): self._eff_prio(str(s.get("Name"))) for s in subs}
-        slots = self._slots(objs, preemption is not None, usage)
+        slots = self._slots(objs, preemption)
         stats.slots = len(slots)
-        if not subs or not slots:
+        if not slots:
             return self._finish(stats, t0)
         answers = await asyncio.gather(*(self._get_requests(s) for s in subs), return_exceptions=True)
         requests: dict[str, list[Request]] = {}
@@ -423,7 +402,7 @@ class Negotiator(Daemon):
         if not order:
             return self._finish(stats, t0)
         order.sort(key=lambda n: (prios.get(n, 0.0), n))
-        plan = self._plan(slots, requests, order, subs, prios, usage, limits_used, preemption, now)
+        plan = self._plan(slots, requests, order, prios, usage, limits_used, preemption, now)
         stats.evaluations = plan.evaluations
         stats.per_submitter = {k: v for k, v in plan.by_submitter.items() if v}
         stats.matches = len(plan.matches)
@@ -434,13 +413,7 @@ class Negotiator(Daemon):
     # -- fair share -------------------------------------------------------------------------
     def _eff_prio(self, name: str) -> float:
         """The submitter's effective priority (lower is better)."""
-        if self.accountant is None:
-            return self.nice_factor if _is_nice(name) else 0.5 * self.default_factor
-        try:
-            return float(self.accountant.effective_priority(name, nice=_is_nice(name)))
-        except Exception:
-            self.log.exception("effective priority of %s", name)
-            return 0.5 * self.default_factor
+        return self.accountant.effective_priority(name, nice=_is_nice(name))
 
     def _slot_weight(self, obj: dict[str, Any]) -> float:
         """SlotWeight of a slot ad (default Cpus; 1 per slot without slot weights)."""
@@ -453,11 +426,21 @@ class Negotiator(Daemon):
             return float(w)
         if w is None or (isinstance(w, str) and w.replace(" ", "").lower() == "/expr(cpus)/"):
             return cpus
+        # Any other expression needs the whole ad: converted once per version of the ad,
+        # not every cycle for every claimed slot.
+        name = obj.get("Name")
+        version = _version(obj)
+        cached = self._weight_cache.get(name) if isinstance(name, str) else None
+        if cached is not None and cached[0] == version:
+            return cached[1]
         try:
             v = obj_to_ad(obj).eval("SlotWeight")
         except Exception:
-            return cpus
-        return float(v) if type(v) in (int, float) else cpus
+            v = None
+        weight = float(v) if type(v) in (int, float) else cpus
+        if isinstance(name, str):
+            self._weight_cache[name] = (version, weight)
+        return weight
 
     def _usage(self, objs: list[dict[str, Any]],
                subs: list[dict[str, Any]]) -> tuple[dict[str, float], dict[str, float]]:
@@ -491,10 +474,14 @@ class Negotiator(Daemon):
             if isinstance(cl, str):
                 for lim, amount in parse_limits(cl).items():
                     limits[lim] = limits.get(lim, 0.0) + amount
+        for gone in [n for n in self._weight_cache if n not in busy]:
+            del self._weight_cache[gone]
         mono = time.monotonic()
         for slot, (at, taken) in list(self._promised_limits.items()):
-            if slot in busy or mono - at > self.match_hold:
-                del self._promised_limits[slot]  # claimed (its ad counts now) or lapsed
+            if slot in busy or slot not in self.promises.promises or mono - at > self.match_hold:
+                # claimed (its ad counts now), answered (a partitionable slot's dynamic
+                # slot counts now, or the claim was refused) or lapsed
+                del self._promised_limits[slot]
                 continue
             for lim, amount in taken.items():
                 limits[lim] = limits.get(lim, 0.0) + amount
@@ -504,20 +491,24 @@ class Negotiator(Daemon):
         names = [g for g in _NAME_LIST.split(self.config.get("GROUP_NAMES") or "") if g]
         if not names:
             return []
-        try:
-            from roost.core.fairshare import GroupConfig
-        except ImportError:
-            return []
-        cfg = self.config
-        surplus_all = cfg.get_bool("GROUP_ACCEPT_SURPLUS", False) is True
+        surplus_all = self._knob("get_bool", "GROUP_ACCEPT_SURPLUS", False) is True
         out = []
         for g in names:
-            quota = cfg.get_float(f"GROUP_QUOTA_{g}", None)
-            dynamic = cfg.get_float(f"GROUP_QUOTA_DYNAMIC_{g}", None)
-            surplus = cfg.get_bool(f"GROUP_ACCEPT_SURPLUS_{g}", None)
+            quota = self._knob("get_float", f"GROUP_QUOTA_{g}", None)
+            dynamic = self._knob("get_float", f"GROUP_QUOTA_DYNAMIC_{g}", None)
+            surplus = self._knob("get_bool", f"GROUP_ACCEPT_SURPLUS_{g}", None)
             out.append(GroupConfig(name=g, quota=quota, dynamic=dynamic,
                                    accept_surplus=surplus_all if surplus is None else bool(surplus)))
         return out
+
+    def _knob(self, getter: str, name: str, default: Any) -> Any:
+        """A typed policy knob read every cycle; a bad value is logged once and counts
+        as unset (``default``), so one typo does not stop every cycle."""
+        try:
+            return getattr(self.config, getter)(name, default)
+        except ConfigError as e:
+            self._warn_once(f"knob:{name}", f"ignoring {name}: {e}")
+            return default
 
     @staticmethod
     def _group_of(name: str, groups: list[Any]) -> str | None:
@@ -531,31 +522,18 @@ class Negotiator(Daemon):
                 best = gname
         return best
 
-    def _record_limits(self, name: str) -> tuple[float | None, float | None]:
-        acct = self.accountant
-        if acct is None:
-            return None, None
-        for attr in ("get", "record"):
-            fn = getattr(acct, attr, None)
-            if callable(fn):
-                with contextlib.suppress(Exception):
-                    rec = fn(name)
-                    if rec is not None:
-                        return getattr(rec, "floor", None), getattr(rec, "ceiling", None)
-        return None, None
+    def _record(self, name: str) -> UserRecord | None:
+        """The accountant's record of ``name`` (floor, ceiling, usage), or None."""
+        return self.accountant.get(name)
 
-    def _concurrency(self, used: dict[str, float]) -> Any:
-        try:
-            from roost.core.matchmaker import ConcurrencyLimits  # type: ignore[attr-defined]
-        except ImportError:
-            return None
+    def _concurrency(self, used: dict[str, float]) -> ConcurrencyLimits:
         limits: dict[str, float] = {}
         for knob in self.config.names():
             if knob.upper().endswith("_LIMIT") and len(knob) > 6:
                 v = self.config.get_float(knob, None) if _is_number(self.config.get(knob)) else None
                 if v is not None:
                     limits[knob[:-6].lower()] = v
-        default = self.config.get_float("CONCURRENCY_LIMIT_DEFAULT", 2308032.0)
+        default = self._knob("get_float", "CONCURRENCY_LIMIT_DEFAULT", 2308032.0)
         return ConcurrencyLimits(limits=limits, default=2308032.0 if default is None else default, in_use=dict(used))
 
     def _preemption_policy(self) -> Any:
@@ -564,12 +542,7 @@ class Negotiator(Daemon):
             self._preempt_policy = self._build_preemption_policy()
         return self._preempt_policy
 
-    def _build_preemption_policy(self) -> Any:
-        try:
-            from roost.core.preemption import PreemptionPolicy  # type: ignore[import-not-found]
-        except ImportError:
-            self._warn_once("preemption", "no preemption: roost.core.preemption cannot be imported")
-            return None
+    def _build_preemption_policy(self) -> PreemptionPolicy | None:
         req = (self.config.get("PREEMPTION_REQUIREMENTS") or "").strip() or None
         rank = (self.config.get("PREEMPTION_RANK") or "").strip() or None
         try:
@@ -584,21 +557,21 @@ class Negotiator(Daemon):
             self.log.warning("%s", msg)
 
     def _plan(self, slots: list[Slot], requests: dict[str, list[Request]], order: list[str],
-              subs: list[dict[str, Any]], prios: dict[str, float], usage: dict[str, float],
+              prios: dict[str, float], usage: dict[str, float],
               limits_used: dict[str, float], preemption: Any, now: float) -> Any:
-        try:
-            from roost.core.fairshare import Submitter, negotiate_fair  # type: ignore[import-not-found]
-        except ImportError:
-            self._warn_once("fairshare", "no fair share: roost.core.fairshare cannot be imported; "
-                                         "matching in priority order")
-            return negotiate(slots, requests, order, now,
-                             pre_job_rank=self.pre_job_rank, post_job_rank=self.post_job_rank)
         groups = self._groups()
+        names = list(order)
+        if groups:  # what a group's members run counts against its quota, idle jobs or not
+            names += sorted(n for n, w in usage.items()
+                            if w > 0 and n not in requests and self._group_of(n, groups) is not None)
         entries = []
-        for name in order:
-            floor, ceiling = self._record_limits(name)
-            entries.append(Submitter(name=name, eff_prio=prios.get(name, 0.0), running_weight=usage.get(name, 0.0),
-                                     group=self._group_of(name, groups), floor=floor, ceiling=ceiling))
+        for name in names:
+            rec = self._record(name)
+            prio = prios[name] if name in prios else self._eff_prio(name)
+            entries.append(Submitter(name=name, eff_prio=prio, running_weight=usage.get(name, 0.0),
+                                     group=self._group_of(name, groups),
+                                     floor=rec.floor if rec else None, ceiling=rec.ceiling if rec else None,
+                                     usage=rec.usage if rec else 0.0))
         return negotiate_fair(slots, requests, entries, now, groups=groups,
                               pre_job_rank=self.pre_job_rank, post_job_rank=self.post_job_rank,
                               concurrency=self._concurrency(limits_used), preemption=preemption)
@@ -617,12 +590,13 @@ class Negotiator(Daemon):
         return stats
 
     # -- slots ----------------------------------------------------------------------------
-    def _slots(self, objs: list[dict[str, Any]], preempt: bool = False,
-               usage: dict[str, float] | None = None) -> list[Slot]:
+    def _slots(self, objs: list[dict[str, Any]], preemption: Any = None) -> list[Slot]:
         """Slot views for the matchmaker, ClassAds reused while an ad has not changed,
         promises not yet acted on subtracted. Unclaimed slots are offered with their
-        ``ClaimId``; with ``preempt``, Claimed slots too, with their private
-        ``PreemptClaimId`` and ``RemoteUserPrio`` (the claim holder's effective priority)."""
+        ``ClaimId``; with a ``preemption`` policy, Claimed slots too (those that policy
+        could preempt at all), with their private ``PreemptClaimId`` and
+        ``RemoteUserPrio`` (the claim holder's effective priority)."""
+        prio_preemption = preemption is not None and not _never(preemption.requirements)
         now = time.monotonic()
         seen: set[str] = set()
         out: list[Slot] = []
@@ -634,11 +608,12 @@ class Negotiator(Daemon):
             if state == "Unclaimed" or (state is None and isinstance(obj.get("ClaimId"), str)):
                 claim = obj.get("ClaimId")
                 claimed = False
-            elif preempt and state == "Claimed":
+            elif (preemption is not None and state == "Claimed" and isinstance(obj.get("PreemptClaimId"), str)
+                  and (prio_preemption or _rank_may_preempt(obj))):
                 claim = obj.get("PreemptClaimId")
                 claimed = True
             else:
-                continue
+                continue  # not offered: not even converted to a ClassAd
             seen.add(name)
             if not isinstance(claim, str):
                 continue  # nothing a schedd could claim it with
@@ -667,7 +642,7 @@ class Negotiator(Daemon):
             if claimed:
                 user = obj.get("RemoteUser")
                 ad = ClassAd(ad)
-                ad["RemoteUserPrio"] = self._eff_prio(user) if isinstance(user, str) else 0.5
+                ad["RemoteUserPrio"] = self._eff_prio(user if isinstance(user, str) else "")
             address = obj.get("MyAddress") or obj.get("StartdIpAddr")
             public = {k: v for k, v in obj.items() if k not in _PRIVATE}
             out.append(Slot(name, ad, claim, address if isinstance(address, str) else None, public))
@@ -745,7 +720,7 @@ class Negotiator(Daemon):
             }
             if m.resources:
                 entry["resources"] = m.resources
-            if getattr(m, "preempts", False):
+            if m.preempts:
                 entry["preempt"] = True
             by_schedd.setdefault(m.request.extra, []).append(entry)
 
@@ -769,6 +744,29 @@ def _is_nice(name: str) -> bool:
     """A nice_user submitter: submit puts its jobs in the ``nice-user`` accounting
     group (HTCondor's NICE_USER_ACCOUNTING_GROUP_NAME), so its name starts so."""
     return name.lower().startswith("nice-user.")
+
+
+def _never(node: Any) -> bool:
+    """PREEMPTION_REQUIREMENTS that can never hold (unset, or the literal false)."""
+    return node is None or (isinstance(node, Literal) and node.value is False)
+
+
+def _rank_may_preempt(obj: dict[str, Any]) -> bool:
+    """Whether a claimed slot's own ``Rank`` could prefer some other job to the running
+    one (rank preemption): not when Rank is a constant no greater than ``CurrentRank``,
+    the common case, so such slots need no ClassAd when priority preemption is off."""
+    rank = obj.get("Rank", 0)
+    if isinstance(rank, str) and rank.startswith("/Expr(") and rank.endswith(")/"):
+        text = rank[6:-2].strip()
+        try:
+            rank = float(text)
+        except ValueError:
+            return True  # an expression of the job: it may
+    if type(rank) not in (int, float):
+        return rank is not None
+    current = obj.get("CurrentRank", 0)
+    current = float(current) if type(current) in (int, float) else 0.0
+    return rank > current
 
 
 def _is_number(text: str | None) -> bool:

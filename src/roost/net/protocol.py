@@ -59,6 +59,11 @@ SCHEMAS: dict[str, Schema] = {
     "RECONNECT": {"claim_id": "str", "schedd_address": "str"},
     "DEACTIVATE_CLAIM": {"claim_id": "str", "graceful": "bool?"},
     "RELEASE_CLAIM": {"claim_id": "str"},
+    "DRAIN": {"how": "str?", "reason": "str?"},
+    "CANCEL_DRAIN": {},
+    "VACATE": {"fast": "bool?"},
+    "SET_OFF": {},
+    "SET_ON": {},
     # master
     "STATUS": {},
     "SHUTDOWN": {"fast": "bool?"},

@@ -105,6 +105,7 @@ def test_partitionable_slot_judged_by_its_size_and_what_is_left() -> None:
 def test_held_running_and_done_jobs_say_so() -> None:
     a = analyze(job(status=5, HoldReason="input file missing"), pool(2))
     assert a.suggestion.startswith("the job is held: input file missing")
+    assert "roost release 7.0" in a.suggestion
     assert analyze(job(status=2, RemoteHost="slot1@m"), pool(2)).suggestion.startswith("it is running on slot1@m")
     assert analyze(job(status=4), pool(2)).suggestion.startswith("it is completed")
     assert "held" in render(analyze(job(status=5, HoldReason="x"), []))
@@ -125,3 +126,43 @@ def test_render_better_has_the_clause_table_and_values() -> None:
     assert text.rstrip().splitlines()[-1].startswith("Suggestion: Memory >= 64000: 0 of 40 slots")
     short = render(analyze(j, pool(40)), j)
     assert "clause by clause" not in short and "Suggestion:" in short
+
+
+def test_attribute_no_slot_has_is_named_not_offered_as_a_value() -> None:
+    j = job(requirements=REQ + " && (TARGET.HasFooBar == true)")
+    a = analyze(j, pool(5))
+    assert a.key_clause is not None and "HasFooBar" in a.key_clause.text
+    assert a.suggestion.startswith("no slot has HasFooBar (undefined on all 5 slots)")
+    assert '"undefined"' not in a.suggestion and "STARTD_ATTRS" in a.suggestion
+    text = render(a, j, better=True)
+    assert "HasFooBar in the pool: undefined (5)" in text  # the value, not the string "undefined"
+    # Numeric comparisons and bare names too.
+    a = analyze(job(requirements=REQ + " && GPUMemory >= 8000"), pool(3))
+    assert a.suggestion.startswith("no slot has GPUMemory")
+
+
+def test_attribute_some_slots_have_suggests_only_real_values() -> None:
+    slots = pool(3) + [slot("gpu@m", Site="north")]
+    a = analyze(job(requirements=REQ + ' && (TARGET.Site == "south")'), slots)
+    assert "Site in the pool: " in a.suggestion and 'change the clause to `Site == "north"`' in a.suggestion
+    a = analyze(job(requirements=REQ + " && (TARGET.Gpus2 >= 2)"), pool(3) + [slot("g@m", Gpus2=1)])
+    assert "the largest Gpus2 is 1" in a.suggestion and "undefined" not in a.suggestion
+
+
+def test_partitionable_slot_policy_judged_by_its_whole_size() -> None:
+    # START reads the slot's Cpus: a full partitionable slot is busy, not refusing the job.
+    full = slot("slot1@big", partitionable=True, start="MY.Cpus >= TARGET.RequestCpus", Cpus=0,
+                TotalSlotCpus=4, TotalSlotMemory=32000, TotalSlotDisk=100000)
+    a = analyze(job(), [full])
+    assert a.slot_rejects == 0 and a.too_full == 1 and "Cpus 1 wanted, 0 left" in a.too_full_detail[0]
+
+
+def test_many_partitionable_slots_listing_is_capped() -> None:
+    slots = [slot(f"p{i}@m", partitionable=True, memory=100, TotalSlotMemory=32000, TotalSlotCpus=4,
+                  TotalSlotDisk=100000) for i in range(25)]
+    j = job(memory=8000)
+    text = render(analyze(j, slots), j, better=True)
+    assert "  ... and 15 more" in text
+    assert sum(ln.startswith("  p") for ln in text.splitlines()) == 10
+    one = render(analyze(j, slots[:1]), j, better=True)
+    assert "1 slot in the pool:" in one and "more" not in one

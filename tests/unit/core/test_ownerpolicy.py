@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from roost.classad import ClassAd
+from roost.classad import ClassAd, Value
 from roost.config import Config
 from roost.core import ownerpolicy as op
 
@@ -102,10 +102,10 @@ def test_retirement_time_is_respected_before_vacating() -> None:
     exprs = desktop("WANT_SUSPEND = False\nMAXJOBRETIREMENTTIME = 300\n")
     now = time.time()
     got = run_step(view("Claimed", "Busy", now - 100, now - 100), 1, exprs, now)
+    assert got == op.Step("Claimed", "Retiring", (op.PREEMPTED,))  # the startd notes it
+    got = run_step(view("Claimed", "Retiring", now - 50, now - 100, preempt_was_true=True), 1, exprs, now)
     assert got == op.Step("Claimed", "Retiring", ())
-    got = run_step(view("Claimed", "Retiring", now - 50, now - 100), 1, exprs, now)
-    assert got == op.Step("Claimed", "Retiring", ())
-    got = run_step(view("Claimed", "Retiring", now - 50, now - 301), 1, exprs, now)
+    got = run_step(view("Claimed", "Retiring", now - 50, now - 301, preempt_was_true=True), 1, exprs, now)
     assert got == op.Step("Preempting", "Vacating", (op.VACATE,))
 
 
@@ -190,3 +190,38 @@ def test_a_preempting_claim_retires_the_job() -> None:
     assert got == op.Step("Claimed", "Retiring", ())
     got = run_step(view("Claimed", "Busy", now - 1, now - 700, preempt=True), 3600, exprs, now)
     assert got == op.Step("Preempting", "Vacating", (op.VACATE,))
+
+
+def test_retirement_ends_when_its_reason_goes_away_unless_preempt_started_it() -> None:
+    # HTCondor's unretire: the preempting claim was released (or the drain cancelled)
+    exprs = op.PolicyExprs(max_job_retirement_time="600")
+    now = time.time()
+    got = run_step(view("Claimed", "Retiring", now - 10, now - 100), 3600, exprs, now)
+    assert got == op.Step("Claimed", "Busy", ())
+    got = run_step(view("Claimed", "Retiring", now - 10, now - 100, drain="graceful"), 3600, exprs, now)
+    assert got == op.Step("Claimed", "Retiring", ())
+    # a retirement PREEMPT started is irreversible, even once PREEMPT is false again
+    got = run_step(view("Claimed", "Retiring", now - 10, now - 100, preempt_was_true=True), 3600, exprs, now)
+    assert got == op.Step("Claimed", "Retiring", ())
+    # PREEMPT turning true during a preempting claim's retirement makes it irreversible too
+    exprs = op.PolicyExprs(max_job_retirement_time="600", preempt="True")
+    got = run_step(view("Claimed", "Retiring", now - 10, now - 100, preempt=True), 3600, exprs, now)
+    assert got == op.Step("Claimed", "Retiring", (op.PREEMPTED,))
+
+
+def test_an_unparsable_policy_expression_is_never_true() -> None:
+    exprs = op.PolicyExprs(preempt="(((", suspend="KeyboardIdle <", want_suspend="True")
+    now = time.time()
+    got = run_step(view("Claimed", "Busy", now - 10, now - 100), 1, exprs, now)
+    assert got == op.Step("Claimed", "Busy", ())
+    assert op.evaluate("(((", ClassAd(), None) is Value.Error
+
+
+def test_constant_policies_are_recognised():
+    """HTCondor's defaults (including ``MaxVacateTime = 10 * 60``) read no ad, so the startd
+    may skip rebuilding slot ads for them; anything naming an attribute or time() may not."""
+    assert op.is_constant(op.PolicyExprs())
+    assert op.is_constant(op.PolicyExprs(suspend="(1 + 2) > 4 ? false : false"))
+    assert not op.is_constant(op.PolicyExprs(suspend="KeyboardIdle < 60"))
+    assert not op.is_constant(op.PolicyExprs(preempt="time() > 5"))
+    assert not op.is_constant(op.PolicyExprs(start="TARGET.Owner == \"alice\""))

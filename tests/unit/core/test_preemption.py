@@ -7,6 +7,7 @@ from roost.core.preemption import (
     RANK_PREEMPTION,
     PreemptionPolicy,
     preemption_kind,
+    preemption_rank,
 )
 
 PRIO_REQ = "MY.RemoteUserPrio > TARGET.SubmitterUserPrio * 1.2"
@@ -110,3 +111,25 @@ def test_submitter_prio_mapping_overrides_job_attribute():
     plan = negotiate(slots, r, ["alice@x"], 0.0, preemption=policy,
                      submitter_prio={"alice@x": 2.0})
     assert len(plan.matches) == 1
+
+
+def test_default_preemption_rank_takes_worst_user_then_shortest_run():
+    # HTCondor's default: (RemoteUserPrio * 1000000) - ifThenElse(isUndefined(TotalJobRunTime), 0, TotalJobRunTime)
+    policy = PreemptionPolicy.from_config()
+    j = job()
+    worse = claimed("w", prio=600.0, TotalJobRunTime=10).ad
+    better_new = claimed("b", prio=500.0, TotalJobRunTime=0).ad
+    short = claimed("s", prio=600.0, TotalJobRunTime=5).ad
+    unknown = claimed("u", prio=600.0).ad
+    ranks = {n: preemption_rank(policy, ad, j) for n, ad in
+             (("w", worse), ("b", better_new), ("s", short), ("u", unknown))}
+    assert ranks["w"] > ranks["b"]  # the worse-priority user goes first
+    assert ranks["u"] > ranks["s"] > ranks["w"]  # among its jobs, the one run least
+    assert ranks["u"] == 600.0 * 1000000
+
+
+def test_priority_preemption_needs_a_strictly_better_priority():
+    policy = PreemptionPolicy.from_config("true")
+    s = claimed("c", prio=100.0).ad
+    assert preemption_kind(policy, s, job(), "alice@x", 100.0) is None
+    assert preemption_kind(policy, s, job(), "alice@x", 99.0) == PRIORITY_PREEMPTION

@@ -106,6 +106,7 @@ class FakeStartd:
         self.claims: dict[str, str] = {}  # claim id -> schedd address
         self.forget_claims = False
         self.deny_claims = False
+        self.deny_activations = False  # START false at activation (claims are granted)
         self.hang = False  # don't report exits (for vacate/lease tests)
         self.running: dict[str, asyncio.Task[Any]] = {}
         self.loop = asyncio.new_event_loop()
@@ -155,6 +156,10 @@ class FakeStartd:
                 from roost.net.errors import RequestError
 
                 raise RequestError("NOT_FOUND", "no such claim")
+            if self.deny_activations:
+                from roost.net.errors import RequestError
+
+                raise RequestError("DENIED", "START is false at activation")
             job = req["job_ad"]
             jid = f"{job['ClusterId']}.{job['ProcId']}"
             self.running[jid] = asyncio.ensure_future(self._starter(req["claim_id"], jid, job))

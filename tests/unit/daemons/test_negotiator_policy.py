@@ -130,3 +130,113 @@ def test_usage_comes_from_claimed_slots_and_resets(home, collector):
     finally:
         stop_daemon(proc)
         col.close()
+
+
+# -- in-process: the cycle's pieces ----------------------------------------------------------
+def _negotiator(tmp_path, text=""):
+    from roost.config.config import Config
+    from roost.daemons.negotiator import Negotiator
+
+    cfg = Config.from_text(f"LOCAL_DIR = {tmp_path}\n{text}", subsys="NEGOTIATOR")
+    neg = Negotiator(config=cfg)
+    neg.load_accountant()
+    return neg
+
+
+def _slot(name, state, **attrs):
+    ad = {"MyType": "Machine", "Name": name, "State": state, "Cpus": 1, "Memory": 1024,
+          "Rank": "/Expr(0)/", "SlotWeight": "/Expr(Cpus)/", "MyAddress": "tcp:127.0.0.1:1"}
+    if state == "Unclaimed":
+        ad["ClaimId"] = f"claim-{name}"
+    else:
+        ad.update(PreemptClaimId=f"preempt-{name}", RemoteUser="alice@h", CurrentRank=0)
+    ad.update(attrs)
+    return ad
+
+
+def _counting_conversions(monkeypatch):
+    import roost.daemons.negotiator as mod
+
+    calls = []
+    real = mod.obj_to_ad
+
+    def counting(obj):
+        calls.append(obj.get("Name"))
+        return real(obj)
+
+    monkeypatch.setattr(mod, "obj_to_ad", counting)
+    return calls
+
+
+def test_claimed_slots_that_cannot_be_preempted_are_not_converted(tmp_path, monkeypatch):
+    calls = _counting_conversions(monkeypatch)
+    neg = _negotiator(tmp_path)  # PREEMPTION_REQUIREMENTS = False, constant Rank
+    objs = [_slot("slot1@h", "Unclaimed"), _slot("slot2@h", "Claimed")]
+    policy = neg._preemption_policy()
+    assert [s.name for s in neg._slots(objs, policy)] == ["slot1@h"]
+    assert calls == ["slot1@h"]
+    neg._slots(objs, policy)
+    assert calls == ["slot1@h"]  # unchanged ads: cached
+    # a Rank that may prefer another job: offered for (rank) preemption
+    objs[1] = _slot("slot2@h", "Claimed", Rank="/Expr(TARGET.Owner == \"bob\")/")
+    assert [s.name for s in neg._slots(objs, policy)] == ["slot1@h", "slot2@h"]
+
+
+def test_priority_preemption_offers_claimed_slots(tmp_path):
+    neg = _negotiator(tmp_path, "PREEMPTION_REQUIREMENTS = True\n")
+    objs = [_slot("slot1@h", "Unclaimed"), _slot("slot2@h", "Claimed")]
+    slots = neg._slots(objs, neg._preemption_policy())
+    assert [s.claim_id for s in slots] == ["claim-slot1@h", "preempt-slot2@h"]
+    assert slots[1].ad["RemoteUserPrio"] == pytest.approx(500.0)
+
+
+def test_custom_slot_weight_is_evaluated_once_per_ad(tmp_path, monkeypatch):
+    calls = _counting_conversions(monkeypatch)
+    neg = _negotiator(tmp_path)
+    objs = [_slot("slot2@h", "Claimed", Cpus=2, SlotWeight="/Expr(Cpus * 3)/")]
+    assert neg._usage(objs, [])[0] == {"alice@h": 6.0}
+    assert neg._usage(objs, [])[0] == {"alice@h": 6.0}
+    assert calls == ["slot2@h"]
+
+
+def test_bad_group_knob_is_logged_once_and_negotiation_goes_on(tmp_path, caplog):
+    neg = _negotiator(tmp_path, "GROUP_NAMES = physics\nGROUP_QUOTA_physics = lots\n"
+                                "CONCURRENCY_LIMIT_DEFAULT = many\n")
+    for _ in range(3):
+        groups = neg._groups()
+        assert [(g.name, g.quota) for g in groups] == [("physics", None)]
+        assert neg._concurrency({}) is not None
+    ignored = [r.getMessage().split(":")[0] for r in caplog.records if "ignoring" in r.getMessage()]
+    assert ignored == ["ignoring GROUP_QUOTA_physics", "ignoring CONCURRENCY_LIMIT_DEFAULT"]
+
+
+def test_plan_passes_usage_and_counts_group_members_without_idle_jobs(tmp_path, monkeypatch):
+    import roost.daemons.negotiator as negotiator
+    from roost.core.matchmaker import Plan
+
+    seen = {}
+
+    def fake(slots, requests, submitters, now, **kw):
+        seen.update({s.name: s for s in submitters})
+        return Plan()
+
+    monkeypatch.setattr(negotiator, "negotiate_fair", fake)
+    neg = _negotiator(tmp_path, "GROUP_NAMES = physics\nGROUP_QUOTA_physics = 2\n")
+    neg.accountant.update({"physics.bob@h": 1.0}, 1000.0)
+    neg.accountant.update({"physics.bob@h": 1.0}, 2000.0)
+    usage = {"physics.alice@h": 2.0, "carol@h": 1.0}
+    neg._plan([], {"physics.bob@h": []}, ["physics.bob@h"], {"physics.bob@h": 500.0}, usage, {}, None, 3000.0)
+    # alice runs in the group with nothing idle: her weight counts against its quota
+    assert seen["physics.alice@h"].running_weight == 2.0 and seen["physics.alice@h"].group == "physics"
+    assert "carol@h" not in seen  # no group, nothing wanted: nothing to count
+    assert seen["physics.bob@h"].usage > 0  # the tie-break among equal priorities
+
+
+def test_promised_concurrency_limits_end_with_their_promise(tmp_path):
+    neg = _negotiator(tmp_path)
+    now = time.monotonic()
+    neg.promises.note("slot1@h", 0, {"Cpus": 1}, now)
+    neg._promised_limits["slot1@h"] = (now, {"license": 1.0})
+    assert neg._usage([], [])[1] == {"license": 1.0}
+    neg.promises.check("slot1@h", 1, now)  # the startd answered: its dynamic slot counts now
+    assert neg._usage([], [])[1] == {}

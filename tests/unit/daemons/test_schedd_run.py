@@ -320,3 +320,27 @@ def test_wait_jobs_counts_a_job_done_only_once_its_exit_is_logged_and_committed(
         import shutil
 
         shutil.rmtree(d, ignore_errors=True)
+
+
+def test_refused_activation_backs_off_instead_of_storming(pool, tmp_path):
+    """claim -> activation refused -> release -> rematch must not loop at full speed:
+    the refused autocluster is left out of GET_REQUESTS for a growing while (1 s, then
+    2 s, ...), logged once, and offered again (then run) once the startd accepts."""
+    s, peers = pool
+    startd = FakeStartd()
+    startd.deny_activations = True
+    peers.append(startd)
+    with s.client() as c:
+        cid, _ = submit(c, "executable = /bin/true\nqueue\n", str(tmp_path))
+    assert match_all(s, startd) == 1
+    wait_for(lambda: "RELEASE_CLAIM" in startd.names())  # refused, claim given up
+    assert match_all(s, startd, claim="claim-2") == 0  # not offered again at once
+    wait_for(lambda: match_all(s, startd, claim="claim-2") == 1)  # after the back-off: refused again
+    wait_for(lambda: startd.names().count("RELEASE_CLAIM") == 2)
+    assert match_all(s, startd, claim="claim-3") == 0  # a longer back-off now
+    startd.deny_activations = False
+    wait_for(lambda: match_all(s, startd, claim="claim-3") == 1)
+    done = wait_for(lambda: history(s).get(f"{cid}.0"))
+    assert done["JobStatus"] == 4 and done["NumJobStarts"] == 1
+    assert startd.names().count("ACTIVATE_CLAIM") == 3
+    assert s.log().count("not offered for") == 1  # logged when the back-off began, not per refusal

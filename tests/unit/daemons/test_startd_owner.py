@@ -7,9 +7,21 @@ runs on a short POLLING_INTERVAL.
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
+import signal
+import tempfile
+from types import SimpleNamespace
 
+import pytest
+
+from roost.config import Config
+from roost.core.slots import Claim
+from roost.daemons.startd.daemon import Startd, _Pending
+from roost.daemons.startd.jobspec import Identity
+from roost.daemons.startd.starter import Peers, Starter
 from roost.net.client import AsyncClient
+from roost.net.errors import RemoteError, RequestError
 
 from .startd_peer import job_ad, pool, slot_ads
 
@@ -87,6 +99,109 @@ def _proc_state(pid: int) -> str:
     with open(f"/proc/{pid}/stat") as f:
         data = f.read()
     return data[data.rindex(")") + 2]
+
+
+# -- the startd in this process (no collector: nothing is advertised) ----------------------
+
+
+def _startd(extra: str = "") -> Startd:
+    home = tempfile.mkdtemp(prefix="roost-startd-")
+    cfg = Config.from_text(
+        f"LOCAL_DIR = {home}\nNUM_SLOTS = 1\nSTARTD_DETECT_GPUS = false\nSTARTD_USE_CGROUPS = false\n"
+        f"STARTD_BUILD_LAUNCHER = false\nSTARTD_OWNER_DEVICES =\n{extra}",
+        facts={"DETECTED_CPUS": "2", "DETECTED_MEMORY": "2048", "FULL_HOSTNAME": "exec.example.org",
+               "ROOST_HOME": home},
+    )
+    return Startd(config=cfg)
+
+
+def test_an_unparsable_owner_policy_knob_is_logged_once_and_never_true(caplog) -> None:
+    async def main() -> None:
+        d = _startd("SUSPEND = KeyboardIdle <\nPREEMPT = (((\n")
+        with caplog.at_level(logging.ERROR):
+            await d.start()  # no SystemExit
+        assert d.exprs.suspend == "error" and d.exprs.preempt == "error"
+        assert [r.getMessage().split(" = ")[0] for r in caplog.records if "ClassAd" in r.getMessage()] == \
+            ["SUSPEND", "PREEMPT"]
+        d._evaluate()
+        assert d.slots["slot1"].state == "Unclaimed"
+
+    asyncio.run(main())
+
+
+class _SlowStarter:
+    """A job whose kill takes a moment (abandon awaits the starter task)."""
+
+    spec = SimpleNamespace(job_id="1.0")
+
+    async def abandon(self) -> None:
+        await asyncio.sleep(0.05)
+
+
+def test_two_releases_of_a_preempted_claim_hand_the_slot_to_the_preempting_claim() -> None:
+    # Lease expiry, the owner policy and the schedd's RELEASE_CLAIM may end the same claim
+    # at once: the one that kills the job must not end the preempting claim that took
+    # the slot while it waited.
+    async def main() -> None:
+        d = _startd()
+        await d.start()
+        cid = d.slots["slot1"].claim_id
+        got = await d.h_request_claim({"claim_id": cid, "job_ad": {"Owner": "alice"}, "schedd_address": "a:1",
+                                       "lease": 60}, None)  # type: ignore[arg-type]
+        assert got["claim_id"] == cid
+        d.starters[cid] = _SlowStarter()  # type: ignore[assignment]
+        ready = asyncio.get_running_loop().create_future()
+        d.preempting["slot1"] = _Pending("new-claim", Claim(schedd_address="b:2", user="bob", lease=60), 0, ready)
+        await asyncio.gather(d._release("slot1", "lease expired"), d._release("slot1", "released by its schedd"))
+        slot = d.slots["slot1"]
+        assert ready.done() and not ready.cancelled()
+        assert slot.claim_id == "new-claim" and slot.claim is not None and slot.claim.schedd_address == "b:2"
+        assert (slot.state, slot.activity) == ("Claimed", "Idle")
+        assert d.by_claim.get("new-claim") == "slot1" and cid not in d.by_claim
+
+    asyncio.run(main())
+
+
+def test_a_job_the_granted_slot_would_refuse_is_refused_at_claim_time() -> None:
+    # START true for the partitionable slot but not for the dynamic slot the claim would
+    # get: the startd refuses the claim before carving (ACTIVATE_CLAIM would refuse the
+    # job on the dynamic slot's ad, and schedd and negotiator would go round claiming).
+    async def main() -> None:
+        async with pool("POLLING_INTERVAL = 0.1\nSTARTD_OWNER_DEVICES =\nSTART = DynamicSlot =!= True\n") as (
+            peer, startd, client,
+        ):
+            slot = await peer.wait_for(lambda: slot_ads(peer).get("slot1"))
+            cid = peer.private[slot["Name"]]["ClaimId"]
+            ad = _sleeper(1, 0, slot)
+            with pytest.raises((RemoteError, RequestError)) as e:
+                await client.call("REQUEST_CLAIM", claim_id=cid, job_ad=ad, schedd_address=peer.address, lease=60)
+            assert "DENIED" in str(getattr(e.value, "code", "")) + str(e.value)
+            await peer.wait_for(lambda: slot_ads(peer)["slot1"].get("NumClaimRequests") == 1)
+            ads = slot_ads(peer)
+            assert list(ads) == ["slot1"] and ads["slot1"]["Cpus"] == slot["Cpus"]  # nothing carved
+
+    asyncio.run(main())
+
+
+def test_no_signal_reaches_a_job_group_once_the_job_is_reaped(monkeypatch) -> None:
+    async def main() -> None:
+        sent: list[tuple[int, int]] = []
+        monkeypatch.setattr(os, "killpg", lambda pgid, sig: sent.append((pgid, sig)))
+        st = Starter(spec=SimpleNamespace(job_id="1.0"), claim_id="c", slot_name="slot1",  # type: ignore[arg-type]
+                     execute_dir="/nonexistent", sandbox_name="dir_x", identity=Identity(0, 0, "", ""), env={},
+                     job_ad_text="", peers=Peers(), address_of=lambda: None, on_done=lambda s: None)
+        st.state, st.pid = "running", 424242
+        st._exited = asyncio.get_running_loop().create_future()
+        st.suspend()
+        assert sent == [(424242, signal.SIGSTOP)]
+        st._exited.set_result((0, None))  # reaped; the starter task has not run on yet
+        st.resume()
+        st.suspend()
+        st._reaped_and_killed = True
+        st._kill_group(signal.SIGTERM)
+        assert sent == [(424242, signal.SIGSTOP)] and not st.suspended
+
+    asyncio.run(main())
 
 
 assert os.name == "posix"

@@ -51,6 +51,11 @@ log = logging.getLogger("roost.schedd")
 LOCAL_UNIVERSES = (7, 12)  # scheduler and local: run here, never negotiated
 CHUNK = 1 << 20
 SMALL_TRANSFER = 4 << 20  # input sandboxes up to this size are sent in one write
+#: an autocluster whose claim or activation was refused is left out of GET_REQUESTS for
+#: this long, doubling with each further refusal up to REFUSED_BACKOFF_MAX (reset when
+#: one of its jobs starts): no claim -> refuse -> release -> rematch storm
+REFUSED_BACKOFF_MIN = 1.0
+REFUSED_BACKOFF_MAX = 60.0
 WAIT_PROGRESS_S = 0.05  # WAIT_JOBS: least time between a first change and a progress answer
 
 def _bad(msg: str) -> RequestError:
@@ -95,6 +100,8 @@ class Schedd(Daemon):
         self._ac_by_key: dict[Any, int] = {}  # roost.core.autocluster key -> autocluster id
         self._cluster_sig: dict[int, frozenset[str]] = {}
         self._ac_members: dict[int, deque[Job]] = {}
+        # refused autoclusters: id -> (not offered before this monotonic time, current delay)
+        self._refused: dict[int, tuple[float, float]] = {}
         self._waiters: dict[int, set[asyncio.Future[None]]] = {}
         self._ads_task: asyncio.Task[None] | None = None
         self._ads_dirty = False
@@ -566,6 +573,43 @@ class Schedd(Daemon):
             return cid
         items = [(k, v) for k, v in d.items() if k.lower() in sig]
         return (cid, dumps(sorted(items))) if items else cid
+
+    def note_refused(self, job: Job, why: str) -> None:
+        """A claim or activation for ``job`` was refused (or its startd was unreachable):
+        keep its autocluster out of GET_REQUESTS for a while, doubling per refusal, and
+        ask for a cycle once that is over. Logged when the back-off starts, not per refusal."""
+        try:
+            ac = self.autocluster_of(job, self.signature(job))
+        except Exception:
+            return
+        now = time.monotonic()
+        prev = self._refused.get(ac)
+        delay = REFUSED_BACKOFF_MIN if prev is None else min(REFUSED_BACKOFF_MAX, prev[1] * 2)
+        self._refused[ac] = (now + delay, delay)
+        if prev is None:
+            log.info("job %s: %s; autocluster %d not offered for %g s (doubling while refused, up to %g s)",
+                     job.id, why, ac, delay, REFUSED_BACKOFF_MAX)
+        else:
+            log.debug("job %s: %s; autocluster %d not offered for %g s", job.id, why, ac, delay)
+        with contextlib.suppress(RuntimeError):  # no loop: nothing to wake
+            asyncio.get_running_loop().call_later(delay + 0.01, self.reschedule)
+
+    def note_started(self, job: Job) -> None:
+        """``job`` was activated: its autocluster's refusals are forgiven."""
+        if self._refused:
+            ac = self._ac_ids.get(self.signature(job))
+            if ac is not None and self._refused.pop(ac, None) is not None:
+                log.info("job %s: activated; autocluster %d offered again", job.id, ac)
+
+    def _backing_off(self, now: float) -> set[int]:
+        """Autoclusters still in their back-off; entries long over are forgotten."""
+        out = set()
+        for ac, (until, _delay) in list(self._refused.items()):
+            if until > now:
+                out.add(ac)
+            elif now - until > 2 * REFUSED_BACKOFF_MAX:
+                del self._refused[ac]  # no refusal for long: start again from the minimum
+        return out
 
     def autocluster_of(self, job: Job, sig: Any) -> int:
         """The autocluster id for a signature: jobs of different clusters that the
@@ -1212,8 +1256,11 @@ class Schedd(Daemon):
                    and (not isinstance(submitter, str) or self.submitter_of(m[0].cluster) == submitter)]:
             del self._ac_members[ac]
         self._ac_members.update(groups)
+        held_back = self._backing_off(time.monotonic()) if self._refused else ()
         requests = []
         for ac, members in groups.items():
+            if ac in held_back:
+                continue  # its last claim or activation was refused: not yet
             ad = members[0].merged()
             ad["AutoClusterId"] = ac
             requests.append({"autocluster": ac, "count": len(members), "ad": ad})

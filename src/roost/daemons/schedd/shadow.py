@@ -117,7 +117,8 @@ class Shadow:
                 lease=self.lease,
             )
         except (RemoteError, ConnectionError) as e:
-            log.info("job %s: claim on %s refused: %s", job.id, self.slot_name, e)
+            log.debug("job %s: claim on %s refused: %s", job.id, self.slot_name, e)
+            s.note_refused(job, f"claim on {self.slot_name} refused: {e}")
             self._give_back(job)
             s.reschedule()
             return
@@ -242,13 +243,15 @@ class Shadow:
         try:
             await self._activate(job)
         except (RemoteError, ConnectionError) as e:
-            log.info("job %s: activation on %s failed: %s", job.id, self.slot_name, e)
+            log.debug("job %s: activation on %s failed: %s", job.id, self.slot_name, e)
+            s.note_refused(job, f"activation on {self.slot_name} refused: {e}")
             self.job = None
             self.exit = None
             self._give_back(job)
             return False
         self.started_at = time.time()
         self.jobs_run += 1
+        s.note_started(job)
         log.debug("job %s: activated on %s", job.id, self.slot_name)
         if job.cluster.procs.get(job.proc) is job and job.status == jp.IDLE:
             await s.mark_running(job, self)

@@ -53,6 +53,33 @@ _SLOT_TYPE = re.compile(r"^SLOT_TYPE_(\d+)$", re.I)
 CONDOR_VERSION = "$CondorVersion: 25.12.0 2026-01-01 BuildID: roost $"
 
 
+# PolicyExprs field -> the knob it comes from (for messages)
+_OWNER_KNOBS = {
+    "is_owner": "IS_OWNER", "suspend": "SUSPEND", "continue_": "CONTINUE", "preempt": "PREEMPT",
+    "kill": "KILL", "want_suspend": "WANT_SUSPEND", "want_vacate": "WANT_VACATE",
+    "max_job_retirement_time": "MAXJOBRETIREMENTTIME", "machine_max_vacate_time": "MachineMaxVacateTime",
+}
+
+
+def _limits_of(job: ClassAd) -> str:
+    v = job.eval("ConcurrencyLimits") if "ConcurrencyLimits" in job else None
+    return v if isinstance(v, str) else ""
+
+
+def _claim_for(job: ClassAd, schedd: str, lease: float, now: float) -> Claim:
+    """The claim a job's REQUEST_CLAIM makes: who holds it (RemoteUser is the job's User,
+    the name the accountant charges) and the concurrency limits it holds."""
+    user, owner = job.get("User"), job.get("Owner")
+    return Claim(
+        schedd_address=schedd,
+        user=user if isinstance(user, str) else (owner if isinstance(owner, str) else ""),
+        owner=owner if isinstance(owner, str) else "",
+        lease=lease,
+        lease_expires=now + lease,
+        concurrency_limits=_limits_of(job),
+    )
+
+
 def _not_found(what: str) -> RequestError:
     return RequestError("NOT_FOUND", what)
 
@@ -65,6 +92,7 @@ class _Pending:
     claim: Claim
     rank: Any
     ready: asyncio.Future[None]
+    job: ClassAd | None = None  # the job it was claimed for
 
 
 class Startd(Daemon):
@@ -106,6 +134,7 @@ class Startd(Daemon):
         self._birth = int(time.time())
         # -- owner policy (see roost.core.ownerpolicy) --
         self.exprs = op.PolicyExprs()
+        self._constant_ad: ClassAd | None = None
         self.polling_interval = max(cfg.get_float("POLLING_INTERVAL", 5.0) or 5.0, 0.05)
         activity = cfg.get("STARTD_ACTIVITY_FILE")
         if activity is None:
@@ -116,7 +145,7 @@ class Startd(Daemon):
         self.owner_attrs: dict[str, dict[str, Any]] = {}
         self._latched: dict[tuple[str, str], tuple[Any, int]] = {}
         self._last_owner: tuple[tuple[int, int], float] = (self.monitor.idle(time.time()), owner.host_load())
-        self.job_ads: dict[str, ClassAd] = {}  # claim id -> the active job's ad (TARGET)
+        self.job_ads: dict[str, ClassAd] = {}  # claim id -> its job's ad (TARGET): the claim's, then the last activated
         self.current_rank: dict[str, Any] = {}  # claim id -> RANK against its first job
         self.drain: str | None = None  # graceful / quick / fast while draining
         self.drain_reason = ""
@@ -128,6 +157,7 @@ class Startd(Daemon):
         self._eval_soon: asyncio.Handle | None = None
         self._eval_names: set[str] = set()
         self._acting: set[tuple[str, str]] = set()  # (claim id, vacate|kill) in progress
+        self._preempt_was_true: set[str] = set()  # claim ids whose retirement PREEMPT started
 
     # -- start and stop ----------------------------------------------------------------
 
@@ -151,6 +181,10 @@ class Startd(Daemon):
         self.machine = resources.detect(self.config, self.execute_dir)
         self.policy = self._read_policy()
         self.exprs = self._read_owner_policy()
+        # with constant expressions the policy reads no ad: one fixed ad serves every step
+        self._constant_ad = ClassAd() if op.is_constant(self.exprs) else None
+        if self._constant_ad is not None:
+            op.add_policy_exprs(self._constant_ad, self.exprs)
         now = time.time()
         self.slots = core.layout(self._slot_types(), self.machine, self._claim_ids(), now)
         self.by_claim = {s.claim_id: s.name for s in self.slots.values()}
@@ -223,18 +257,24 @@ class Startd(Daemon):
         return core.Policy(start=start, rank=rank, extra=extra, modify_request=modify)
 
     def _read_owner_policy(self) -> op.PolicyExprs:
-        cfg = self.config
-        exprs = op.exprs_from_config(cfg.get)
-        for name in ("IS_OWNER", "SUSPEND", "CONTINUE", "PREEMPT", "KILL", "WANT_SUSPEND",
-                     "WANT_VACATE", "MAXJOBRETIREMENTTIME"):
-            text = cfg.get(name)
-            if text is None or not text.strip():
-                continue
+        """The owner policy knobs (START and RANK are checked by ``_read_policy``).
+
+        A knob that does not parse does not stop the startd: it is logged once and
+        evaluates to ERROR, which HTCondor's policy evaluation treats as not true
+        (SUSPEND, PREEMPT, KILL ... never fire, WANT_VACATE keeps the soft kill,
+        MAXJOBRETIREMENTTIME counts as 0).
+        """
+        exprs = op.exprs_from_config(self.config.get)
+        bad: dict[str, str] = {}
+        for field_name, knob in _OWNER_KNOBS.items():
+            text = exprs.text(field_name)
             try:
                 ExprTree(text)
-            except Exception as e:  # a bad policy stops the startd here, naming the knob
-                raise SystemExit(f"startd: {name} = {text!r} is not a ClassAd expression: {e}") from None
-        return exprs
+            except Exception as e:
+                why = " ".join(str(e).split())
+                self.log.error("%s = %r is not a ClassAd expression (%s): it evaluates to ERROR", knob, text, why)
+                bad[field_name] = "error"
+        return replace(exprs, **bad) if bad else exprs
 
     def _slot_types(self) -> list[core.SlotType]:
         cfg = self.config
@@ -273,25 +313,29 @@ class Startd(Daemon):
         """The slot's current ad (cached until the slot changes)."""
         ad = self._ads.get(name)
         if ad is None:
-            assert self.machine is not None
-            slot = self.slots[name]
-            machine = self.machine if self.daemon_name == self.machine.name else replace(
-                self.machine, name=self.daemon_name
-            )
-            ad = core.slot_ad(slot, machine, self.policy, self.address or "", time.time(), os.getloadavg()[0])
-            ad["Machine"] = self.machine.name
-            ad["CondorVersion"] = CONDOR_VERSION
-            ad["CondorPlatform"] = f"$CondorPlatform: {self.machine.arch}-{self.machine.opsys_and_ver} $"
-            ad["DaemonStartTime"] = int(self.start_time)
-            ad["StartdPid"] = os.getpid()
-            ad["UpdateInterval"] = int(self.update_interval)
-            ad.update(self.owner_attrs.get(name) or self._owner_attrs_for(slot))
-            if self.drain:
-                ad["Draining"] = True
-                ad["DrainReason"] = self.drain_reason
-            if slot.claim is not None and slot.claim_id in self.current_rank:
-                ad["CurrentRank"] = self.current_rank[slot.claim_id]
-            self._ads[name] = ad
+            ad = self._ads[name] = self._build_ad(self.slots[name])
+        return ad
+
+    def _build_ad(self, slot: Slot) -> ClassAd:
+        """The ad of ``slot``, which need not be in the table yet (a claim being granted)."""
+        assert self.machine is not None
+        machine = self.machine if self.daemon_name == self.machine.name else replace(
+            self.machine, name=self.daemon_name
+        )
+        ad = core.slot_ad(slot, machine, self.policy, self.address or "", time.time(), os.getloadavg()[0])
+        ad["Machine"] = self.machine.name
+        ad["CondorVersion"] = CONDOR_VERSION
+        ad["CondorPlatform"] = f"$CondorPlatform: {self.machine.arch}-{self.machine.opsys_and_ver} $"
+        ad["DaemonStartTime"] = int(self.start_time)
+        ad["StartdPid"] = os.getpid()
+        ad["UpdateInterval"] = int(self.update_interval)
+        ad.update(self.owner_attrs.get(slot.name) or self._owner_attrs_for(slot))
+        if self.drain:
+            ad["Draining"] = True
+            ad["DrainReason"] = self.drain_reason
+        if slot.claim is not None and slot.claim_id in self.current_rank:
+            ad["CurrentRank"] = self.current_rank[slot.claim_id]
+        op.add_policy_exprs(ad, self.exprs)  # once per ad, not once per policy step
         return ad
 
     def ads(self) -> list[AdvertisedAd]:
@@ -450,32 +494,31 @@ class Startd(Daemon):
         if why is not None:
             raise RequestError("DENIED", f"{self.slot_name(name)}: {why}")
         now = time.time()
-        user, owner = job.get("User"), job.get("Owner")
-        claim = Claim(
-            schedd_address=schedd,
-            user=user if isinstance(user, str) else (owner if isinstance(owner, str) else ""),
-            owner=owner if isinstance(owner, str) else "",
-            lease=lease,
-            lease_expires=now + lease,
-        )
+        claim = _claim_for(job, schedd, lease, now)
         try:
             if slot.kind == core.PARTITIONABLE:
                 want = core.request_size(job, ad, self.policy)
-                new_id = self._new_claim_id()
-                pslot, dslot = core.carve(slot, want, claim, new_id, now)
-                self.slots[pslot.name] = pslot
-                self.slots[dslot.name] = dslot
-                self.by_claim[new_id] = dslot.name
-                self._changed(pslot.name, dslot.name)
-                granted = dslot
+                pslot, granted = core.carve(slot, want, claim, self._new_claim_id(), now)
             else:
-                granted = core.claim_static(slot, claim, now)
-                self.slots[name] = granted
-                self._changed(name)
+                pslot, granted = None, core.claim_static(slot, claim, now)
         except core.SlotError as e:
             raise RequestError("DENIED", str(e)) from None
+        # ACTIVATE_CLAIM judges the job on the granted slot's ad (a dynamic slot's size,
+        # State Claimed): judge it on that ad now, so a job the slot would refuse to run is
+        # refused before anything is carved or claimed, not after (where the schedd would
+        # release, the negotiator match it again, and round it goes).
+        why = core.accepts(self._build_ad(granted), job)
+        if why is not None:
+            raise RequestError("DENIED", f"{self.slot_name(granted.name)} as claimed: {why}")
+        if pslot is not None:
+            self.slots[pslot.name] = pslot
+            self._changed(pslot.name)
+        self.slots[granted.name] = granted
+        self.by_claim[granted.claim_id] = granted.name
+        self._changed(granted.name)
         self._arm_leases()
         self._claimed_now(granted, job)
+        self.job_ads[granted.claim_id] = job  # TARGET of the idle claim's policy (HTCondor's claim ad)
         self.log.info("claimed %s for %s at %s", self.slot_name(granted.name), claim.user, schedd)
         return {"claim_id": granted.claim_id, "slot_ad": ad_to_obj(self.slot_ad(granted.name))}
 
@@ -497,6 +540,7 @@ class Startd(Daemon):
         self.job_ads.pop(cid, None)
         self.current_rank.pop(cid, None)
         self.vacate_asked.pop(cid, None)
+        self._preempt_was_true.discard(cid)
         self._acting.discard((cid, op.VACATE))
         self._acting.discard((cid, op.KILL))
         pid = self.preempt_of.pop(slot.name, None)
@@ -511,6 +555,8 @@ class Startd(Daemon):
         self.slots[slot.name] = slot
         self.by_claim[pending.claim_id] = slot.name
         self._claimed_now(slot, None, pending.rank)
+        if pending.job is not None:
+            self.job_ads[pending.claim_id] = pending.job
         if not pending.ready.done():
             pending.ready.set_result(None)
         self._changed(slot.name)
@@ -543,18 +589,11 @@ class Startd(Daemon):
         why = core.accepts(ad, job)
         if why is not None:
             raise RequestError("DENIED", f"{self.slot_name(name)}: {why}")
-        user, owner_name = job.get("User"), job.get("Owner")
         now = time.time()
-        claim = Claim(
-            schedd_address=schedd,
-            user=user if isinstance(user, str) else (owner_name if isinstance(owner_name, str) else ""),
-            owner=owner_name if isinstance(owner_name, str) else "",
-            lease=lease,
-            lease_expires=now + lease,
-        )
+        claim = _claim_for(job, schedd, lease, now)
         rank = op.evaluate(self.exprs.rank, ad, job)
         new_id = self._new_claim_id()
-        self.preempting[name] = _Pending(new_id, claim, rank, asyncio.get_running_loop().create_future())
+        self.preempting[name] = _Pending(new_id, claim, rank, asyncio.get_running_loop().create_future(), job)
         self.log.info("%s preempted by %s at %s", self.slot_name(name), claim.user, schedd)
         self._changed(name)
         self._evaluate()
@@ -620,7 +659,7 @@ class Startd(Daemon):
         self.starters[claim_id] = starter
         self.job_ads[claim_id] = job
         now = time.time()
-        slot = self._renew(slot, job=spec.job_id, job_start=now)
+        slot = self._renew(slot, job=spec.job_id, job_start=now, concurrency_limits=_limits_of(job))
         self.slots[slot.name] = core.transition(slot, "Claimed", "Busy", now)
         self._changed(slot.name, urgent=False)
         if error is not None:
@@ -676,7 +715,6 @@ class Startd(Daemon):
         slot = self.slots.get(name) if name else None
         if slot is None or slot.claim is None or slot.claim.job != starter.spec.job_id:
             return
-        self.job_ads.pop(starter.claim_id, None)
         slot = replace(slot, claim=replace(slot.claim, job=None, job_start=0.0))
         if slot.state == "Claimed":
             slot = core.transition(slot, "Claimed", "Idle", time.time())
@@ -756,15 +794,16 @@ class Startd(Daemon):
         slot = self.slots.get(name)
         if slot is None or slot.claim is None:
             return
-        starter = self.starters.pop(slot.claim_id, None)
+        claim_id = slot.claim_id
+        starter = self.starters.pop(claim_id, None)
         if starter is not None:
             self.log.info("killing job %s on %s: claim %s", starter.spec.job_id, self.slot_name(name), why)
             await starter.abandon()
-        for reporting in self.reporting.pop(slot.claim_id, []):
+        for reporting in self.reporting.pop(claim_id, []):
             await reporting.abandon()
         slot = self.slots.get(name)
-        if slot is None or slot.claim is None:
-            return
+        if slot is None or slot.claim is None or slot.claim_id != claim_id:
+            return  # ended meanwhile (another release, a lease); the slot may hold a new claim now
         self.by_claim.pop(slot.claim_id, None)
         self._forget_claim(slot)
         now = time.time()
@@ -896,6 +935,7 @@ class Startd(Daemon):
             preempt=slot.name in self.preempting,
             vacate=self.vacate_asked.get(slot.claim_id) if claim is not None else None,
             children=children,
+            preempt_was_true=claim is not None and slot.claim_id in self._preempt_was_true,
         )
 
     def _evaluate(self, names: set[str] | None = None) -> None:
@@ -911,8 +951,9 @@ class Startd(Daemon):
             if slot is None:
                 continue
             job = self.job_ads.get(slot.claim_id) if slot.claim is not None else None
+            ad = self._constant_ad if self._constant_ad is not None else self.slot_ad(name)
             try:
-                st = op.step(self._view(slot), self.slot_ad(name), job, self.exprs, now)
+                st = op.step(self._view(slot), ad, job, self.exprs, now)
             except Exception:
                 self.log.exception("owner policy on %s failed", self.slot_name(name))
                 continue
@@ -940,6 +981,8 @@ class Startd(Daemon):
                 starter.suspend()
             elif action == op.CONTINUE and starter is not None:
                 starter.resume()
+            elif action == op.PREEMPTED and slot.claim is not None:
+                self._preempt_was_true.add(slot.claim_id)
             elif action in (op.VACATE, op.KILL) and starter is not None:
                 key = (slot.claim_id, action)
                 if key not in self._acting:
@@ -980,10 +1023,7 @@ class Startd(Daemon):
         was = self.drain
         self.drain = None
         self.drain_reason = ""
-        now = time.time()
-        for name, slot in list(self.slots.items()):
-            if slot.state == "Claimed" and slot.activity == "Retiring" and name not in self.preempting:
-                self.slots[name] = core.transition(slot, "Claimed", "Busy", now)  # unretire
+        # the policy step unretires jobs that retire only for the drain
         self._changed(*self.slots)
         self._want_reschedule = True
         self._evaluate()

@@ -29,6 +29,8 @@ import os
 import time
 from collections.abc import Iterable, Mapping
 
+from roost.daemons.startd import procstat
+
 DEFAULT_DEVICES = "/dev/tty* /dev/pts/* /dev/input/*"
 CONSOLE_EXCLUDES = ("/dev/pts/", "/dev/ptmx")
 LOAD_WINDOW = 60.0  # seconds: the one-minute average, as the kernel's
@@ -57,33 +59,17 @@ def host_load() -> float:
             return 0.0
 
 
-_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
-
-
 def cpu_by_group(pgids: Iterable[int]) -> dict[int, float]:
     """User + system CPU seconds of the live processes of each process group in
-    ``pgids`` (one walk of /proc for all of them)."""
+    ``pgids`` (one walk of /proc for all of them; jobs without a cgroup only)."""
     want = set(pgids)
-    ticks = dict.fromkeys(want, 0)
     if not want:
         return {}
-    try:
-        entries = os.listdir("/proc")
-    except OSError:
-        return {}
-    for entry in entries:
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat", "rb") as f:
-                data = f.read()
-        except OSError:
-            continue
-        fields = data[data.rindex(b")") + 2 :].split()
-        pgid = int(fields[2])
-        if pgid in want:
-            ticks[pgid] += int(fields[11]) + int(fields[12])
-    return {g: t / _TICKS for g, t in ticks.items()}
+    ticks = dict.fromkeys(want, 0)
+    for p in procstat.processes():
+        if p.pgid in want:
+            ticks[p.pgid] += p.cpu_ticks
+    return {g: t / procstat.TICKS for g, t in ticks.items()}
 
 
 def cgroup_cpu_seconds(path: str) -> float | None:

@@ -26,7 +26,7 @@ import time
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
-from roost.daemons.startd import launch
+from roost.daemons.startd import launch, procstat
 from roost.daemons.startd.cgroups import JobCgroups
 from roost.daemons.startd.jobspec import Identity, JobSpec, executable_path, job_file
 from roost.net.client import Connection, open_connection
@@ -112,30 +112,13 @@ def _safe_relpath(name: Any) -> str:
 
 def _proc_start_ticks(pid: int) -> int | None:
     """Start time of a process (clock ticks since boot): tells a reused pid apart."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            data = f.read()
-    except OSError:
-        return None
-    fields = data[data.rindex(b")") + 2 :].split()
-    return int(fields[19])
+    got = procstat.read(pid)
+    return got.start_ticks if got is not None else None
 
 
 def _group_members(pgid: int, not_before: int) -> list[int]:
     """Pids in process group ``pgid`` started no earlier than ``not_before``."""
-    out = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat", "rb") as f:
-                data = f.read()
-        except OSError:
-            continue
-        fields = data[data.rindex(b")") + 2 :].split()
-        if int(fields[2]) == pgid and int(fields[19]) >= not_before:
-            out.append(int(entry))
-    return out
+    return [p.pid for p in procstat.processes() if p.pgid == pgid and p.start_ticks >= not_before]
 
 
 def cleanup_leftovers(execute_dir: str) -> list[str]:
@@ -612,23 +595,30 @@ class Starter:
         return out
 
     def _kill_group(self, sig: int) -> None:
-        if self.pid is None or (sig == signal.SIGKILL and self._reaped_and_killed):
+        # Once the job is reaped and its group killed, the group id may name someone
+        # else's processes: nothing more is sent.
+        if self.pid is None or self._reaped_and_killed:
             return
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self.pid, sig)
         if sig == signal.SIGKILL:
             self.cgroups.kill(self.name)
 
+    def _alive(self) -> bool:
+        """The job's process exists (not yet reaped: its group id is still its own)."""
+        return self.state == "running" and self._exited is not None and not self._exited.done()
+
     def suspend(self) -> None:
         """SIGSTOP the job's process group (the owner policy's SUSPEND)."""
-        if self.state == "running":
+        if self._alive():
             self._kill_group(signal.SIGSTOP)
             self.suspended = True
 
     def resume(self) -> None:
         """SIGCONT the job's process group (CONTINUE, and before a soft kill)."""
         if self.suspended:
-            self._kill_group(signal.SIGCONT)
+            if self._alive():
+                self._kill_group(signal.SIGCONT)
             self.suspended = False
 
     async def vacate(self, graceful: bool) -> dict[str, Any]:

@@ -1,0 +1,50 @@
+"""``/proc/<pid>/stat`` of every process: process groups of jobs that have no cgroup.
+
+One walk of /proc answers both users: the starter's clean-up of a previous
+startd's jobs (which pids of a recorded group started after the recorded
+time) and the owner monitor's CondorLoadAvg (the CPU time of each job's
+group). Jobs in a cgroup are measured from the cgroup instead (owner.py).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from typing import NamedTuple
+
+TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100  # clock ticks per second
+
+
+class ProcStat(NamedTuple):
+    pid: int
+    pgid: int
+    cpu_ticks: int  # utime + stime
+    start_ticks: int  # start time, clock ticks after boot
+
+
+def _parse(pid: int, data: bytes) -> ProcStat:
+    # the command name (field 2) may hold spaces and parentheses: split after its last ")"
+    fields = data[data.rindex(b")") + 2 :].split()
+    return ProcStat(pid, int(fields[2]), int(fields[11]) + int(fields[12]), int(fields[19]))
+
+
+def read(pid: int) -> ProcStat | None:
+    """One process's stat; None when it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return _parse(pid, f.read())
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def processes() -> Iterator[ProcStat]:
+    """Every process that can be read now (ones that vanish during the walk are skipped)."""
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return
+    for entry in entries:
+        if entry.isdigit():
+            got = read(int(entry))
+            if got is not None:
+                yield got
