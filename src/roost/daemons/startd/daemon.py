@@ -80,6 +80,18 @@ def _claim_for(job: ClassAd, schedd: str, lease: float, now: float) -> Claim:
     )
 
 
+def _claim_args(req: dict[str, Any], default_lease: float) -> tuple[str, float]:
+    """REQUEST_CLAIM's schedd address and lease, checked."""
+    schedd = req.get("schedd_address")
+    if not isinstance(schedd, str) or not schedd:
+        raise RequestError("BAD_REQUEST", "REQUEST_CLAIM: schedd_address is required")
+    lease = req.get("lease")
+    lease = default_lease if lease is None else float(lease)
+    if not 0 < lease <= 1e7:
+        raise RequestError("BAD_REQUEST", "REQUEST_CLAIM: lease must be between 0 and 1e7 seconds")
+    return schedd, lease
+
+
 def _not_found(what: str) -> RequestError:
     return RequestError("NOT_FOUND", what)
 
@@ -470,13 +482,7 @@ class Startd(Daemon):
         if name is None:
             raise _not_found("no slot has this claim id (stale match?)")
         slot = self.slots[name]
-        schedd = req.get("schedd_address")
-        if not isinstance(schedd, str) or not schedd:
-            raise RequestError("BAD_REQUEST", "REQUEST_CLAIM: schedd_address is required")
-        lease = req.get("lease")
-        lease = self.default_lease if lease is None else float(lease)
-        if not 0 < lease <= 1e7:
-            raise RequestError("BAD_REQUEST", "REQUEST_CLAIM: lease must be between 0 and 1e7 seconds")
+        schedd, lease = _claim_args(req, self.default_lease)
         if slot.claim is not None:
             if slot.claim.schedd_address == schedd and slot.claim.job is None:
                 slot = self._renew(slot)  # a retried request: the claim is already theirs
@@ -485,14 +491,7 @@ class Startd(Daemon):
         if self.drain or self.off or slot.state not in ("Unclaimed", "Matched"):
             why = "draining" if self.drain else "off" if self.off else f"in state {slot.state}"
             raise RequestError("DENIED", f"{self.slot_name(name)} takes no claims: {why}")
-        # Counted whatever the answer: the negotiator settles its promises on this count.
-        slot = self.slots[name] = replace(slot, claim_requests=slot.claim_requests + 1)
-        self._changed(name)
-        job = obj_to_ad(req["job_ad"])
-        ad = self.slot_ad(name)
-        why = core.accepts(ad, job)
-        if why is not None:
-            raise RequestError("DENIED", f"{self.slot_name(name)}: {why}")
+        slot, job, ad = self._judge(name, req)
         now = time.time()
         claim = _claim_for(job, schedd, lease, now)
         try:
@@ -562,14 +561,25 @@ class Startd(Daemon):
         self._changed(slot.name)
         self._arm_leases()
 
+    def _judge(self, name: str, req: dict[str, Any]) -> tuple[Slot, ClassAd, ClassAd]:
+        """Count a claim request on the slot and check the job against its ad (DENIED if
+        either side's Requirements say no): the slot as counted, the job ad, the slot ad."""
+        # Counted whatever the answer: the negotiator settles its promises on this count.
+        slot = self.slots[name] = replace(self.slots[name], claim_requests=self.slots[name].claim_requests + 1)
+        self._changed(name)
+        job = obj_to_ad(req["job_ad"])
+        ad = self.slot_ad(name)
+        why = core.accepts(ad, job)
+        if why is not None:
+            raise RequestError("DENIED", f"{self.slot_name(name)}: {why}")
+        return slot, job, ad
+
     def _request_preempting(self, req: dict[str, Any]) -> dict[str, Any]:
         """REQUEST_CLAIM with a PreemptClaimId: grant at once, evict the running job, and
         hold the new claim's ACTIVATE_CLAIM until the slot is free (docs/policy.md)."""
         name = self.preempt_ids[req["claim_id"]]
         slot = self.slots.get(name)
-        schedd = req.get("schedd_address")
-        if not isinstance(schedd, str) or not schedd:
-            raise RequestError("BAD_REQUEST", "REQUEST_CLAIM: schedd_address is required")
+        schedd, lease = _claim_args(req, self.default_lease)
         if slot is None or slot.claim is None:
             raise _not_found("the preempted claim is gone (stale match?)")
         if name in self.preempting:
@@ -579,16 +589,7 @@ class Startd(Daemon):
             raise RequestError("DENIED", f"{self.slot_name(name)} is already being preempted")
         if self.drain or self.off:
             raise RequestError("DENIED", f"{self.slot_name(name)} takes no claims: {'draining' if self.drain else 'off'}")
-        lease = req.get("lease")
-        lease = self.default_lease if lease is None else float(lease)
-        if not 0 < lease <= 1e7:
-            raise RequestError("BAD_REQUEST", "REQUEST_CLAIM: lease must be between 0 and 1e7 seconds")
-        slot = self.slots[name] = replace(slot, claim_requests=slot.claim_requests + 1)
-        job = obj_to_ad(req["job_ad"])
-        ad = self.slot_ad(name)
-        why = core.accepts(ad, job)
-        if why is not None:
-            raise RequestError("DENIED", f"{self.slot_name(name)}: {why}")
+        slot, job, ad = self._judge(name, req)
         now = time.time()
         claim = _claim_for(job, schedd, lease, now)
         rank = op.evaluate(self.exprs.rank, ad, job)
