@@ -157,24 +157,10 @@ def _submitter(job: dict[str, Any]) -> str | None:
 
 def _userprio(home: str) -> list[dict[str, Any]] | None:
     """The negotiator's USERPRIO table, or None when it cannot answer (not running, too old)."""
-    from roost.api.collector import Collector
-    from roost.api.connection import DaemonConnection
     from roost.api.errors import PoolError
-    from roost.api.home import read_address, run_path
+    from roost.api.negotiator import negotiator_connection
 
-    addr = read_address(run_path(home, "negotiator.address"))
-    if not addr:
-        collector = Collector(home, timeout=5.0)
-        try:
-            ads = collector.query_objs("Negotiator", projection=["MyAddress"])
-        except PoolError:
-            ads = []
-        finally:
-            collector.close()
-        addr = next((a["MyAddress"] for a in ads if isinstance(a.get("MyAddress"), str)), None)
-    if not addr:
-        return None
-    conn = DaemonConnection(home, "negotiator", [addr], 5.0)
+    conn = negotiator_connection(home, 5.0)
     try:
         users = conn.call("USERPRIO").get("users")
     except (PoolError, OSError):

@@ -84,15 +84,6 @@ def parse(argv: list[str]) -> dict[str, Any]:
     return opts
 
 
-def _connect() -> Any:
-    from roost.api.connection import DaemonConnection
-    from roost.api.home import pool_home, read_address, run_path
-
-    home = pool_home(None)
-    addr = read_address(run_path(home, "negotiator.address"))
-    return DaemonConnection(home, "negotiator", [addr] if addr else [], 30.0)
-
-
 def _hours(seconds: Any) -> str:
     return f"{(seconds or 0.0) / 3600.0:.2f}"
 
@@ -164,8 +155,10 @@ def main(argv: list[str]) -> int:
         print(USAGE)
         return 0
     from roost.api.errors import PoolError
+    from roost.api.home import pool_home
+    from roost.api.negotiator import negotiator_connection
 
-    conn = _connect()
+    conn = negotiator_connection(pool_home(None), 30.0)
     try:
         if action is None:
             users = conn.call("USERPRIO").get("users") or []
