@@ -48,6 +48,15 @@ def wire_procs(diffs: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
+def wire_cluster(c: ClusterSubmission) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """A cluster's ad and proc differences in the wire form SUBMIT takes."""
+    cluster_ad = wire_ad(c.cluster_ad)
+    # As in HTCondor's cluster ad: how many procs were submitted (condor_q's DONE column
+    # counts the ones that have left the queue from it).
+    cluster_ad.setdefault("TotalSubmitProcs", len(c))
+    return cluster_ad, wire_procs(c.proc_diffs)
+
+
 @dataclass
 class SubmitResult:
     """What a submit did: the clusters made and how many jobs each holds."""
@@ -125,10 +134,7 @@ def submit_description(
         cid = first if i == 0 else int(call("NEW_CLUSTER")["cluster"])
         if cid != c.cluster_id:
             c = desc.expand(cluster_id=cid - i, qdate=qdate, owner=owner)[i]
-        cluster_ad = wire_ad(c.cluster_ad)
-        # As in HTCondor's cluster ad: how many procs were submitted (condor_q's DONE column
-        # counts the ones that have left the queue from it).
-        cluster_ad.setdefault("TotalSubmitProcs", len(c))
-        got = call("SUBMIT", cluster=cid, cluster_ad=cluster_ad, procs=wire_procs(c.proc_diffs))
+        cluster_ad, procs = wire_cluster(c)
+        got = call("SUBMIT", cluster=cid, cluster_ad=cluster_ad, procs=procs)
         result.clusters.append((int(got.get("cluster", cid)), int(got.get("count", len(c)))))
     return result

@@ -853,7 +853,7 @@ class Schedd(Daemon):
             type(v) is not str for v in append
         ):
             raise _bad("SUBMIT_TEXT: env and overrides map names to strings, append is a list of strings")
-        from roost.api.submitting import file_size, wire_ad, wire_procs
+        from roost.api.submitting import file_size, wire_cluster
         from roost.submit import SubmitError, parse_submit
 
         owner, qdate = peer.user, int(time.time())
@@ -875,9 +875,8 @@ class Schedd(Daemon):
             for i, (cid, c) in enumerate(zip(ids, clusters)):
                 if cid != c.cluster_id:  # another submit took an id in between: $(Cluster) must be the real one
                     c = (await asyncio.to_thread(expand, cid - i))[i]
-                cluster_ad = wire_ad(c.cluster_ad)
-                cluster_ad.setdefault("TotalSubmitProcs", len(c))
-                done.append([cid, await self._add_cluster(cid, cluster_ad, wire_procs(c.proc_diffs), peer)])
+                cluster_ad, procs = wire_cluster(c)
+                done.append([cid, await self._add_cluster(cid, cluster_ad, procs, peer)])
         finally:
             self.queue.reserved.difference_update(ids)
         return {"clusters": done, "warnings": [str(w) for c in clusters for w in c.warnings]}
