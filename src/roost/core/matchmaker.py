@@ -57,6 +57,7 @@ import functools
 import gc
 import heapq
 import math
+import operator
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -222,6 +223,14 @@ def _eval(node: Node | None, cur: ClassAd, tgt: ClassAd | None) -> float:
         return 0.0
 
 
+def _value_of(node: Node, cur: ClassAd, tgt: ClassAd | None) -> Any:
+    """``node``'s value, None when the evaluation fails."""
+    try:
+        return evaluate(node, cur, tgt)
+    except EvaluationFailed:
+        return None
+
+
 def _value(ad: ClassAd, attr: str) -> Any:
     v = ad._lits.get(attr)
     if v is None and attr in ad._attrs:
@@ -334,7 +343,8 @@ class _View:
     """One slot's state within a cycle."""
 
     __slots__ = (
-        "slot", "ad", "index", "partitionable", "claimed", "remaining", "used", "copied", "weight",
+        "slot", "ad", "index", "partitionable", "claimed", "remaining", "used", "copied",
+        "weight", "carved", "stale", "numeric", "touched",
     )
 
     def __init__(self, slot: Slot, index: int, claimed: bool) -> None:
@@ -344,34 +354,53 @@ class _View:
         self.claimed = claimed
         self.partitionable = not claimed and _is_true(slot.ad, "partitionableslot")
         self.remaining: dict[str, float] = {}
+        # every resource a number literal: ``remaining`` is then exactly what the ad says
+        self.numeric = True
         if self.partitionable:
             for attr, _, _ in RESOURCES:
-                self.remaining[attr] = _eval(slot.ad._attrs.get(attr.lower()), slot.ad, None)
+                node = slot.ad._attrs.get(attr.lower())
+                self.remaining[attr] = _eval(node, slot.ad, None)
+                if type(node) is not Literal or type(node.value) not in (int, float):
+                    self.numeric = False
         self.used = False
-        self.copied = False
+        self.copied = False  # ``ad`` is our own copy
+        self.carved = False  # ``remaining`` has been lowered
+        self.stale = False  # ``ad`` does not show ``remaining`` yet (see ``fresh_ad``)
+        self.touched: set[str] = set()  # resources lowered at least once
         node = slot.ad._attrs.get("slotweight")
         if node is None:
             node = slot.ad._attrs.get("cpus")
         self.weight = _eval(node, slot.ad, None) if node is not None else 1.0
 
     def take(self, amounts: dict[str, float]) -> None:
-        if not self.copied:
-            self.ad = ClassAd(self.ad)  # shares the expression trees; only our copy changes
-            self.copied = True
-        ad = self.ad
-        attrs, lits = ad._attrs, ad._lits
+        """Lower what is left; the ad follows only when an evaluation needs it."""
+        rem = self.remaining
         for attr, amount in amounts.items():
-            if amount == 0:
-                continue
-            left = self.remaining[attr] - amount
-            self.remaining[attr] = left
-            v = int(left) if float(left).is_integer() else left
-            k = attr.lower()
-            if k in attrs:  # what _set_node does for a number literal of a known name
-                attrs[k] = _literal(v)
-                lits[k] = v
-            else:
-                ad._set_node(attr, _literal(v))
+            if amount != 0:
+                rem[attr] -= amount
+                self.touched.add(attr)
+                self.carved = self.stale = True
+
+    def fresh_ad(self) -> ClassAd:
+        """The ad with each lowered resource set to what is left, so Requirements that
+        read ``TARGET.Memory`` see what the startd's carved slot will have."""
+        if self.stale:
+            if not self.copied:
+                self.ad = ClassAd(self.ad)  # shares the expression trees; only our copy changes
+                self.copied = True
+            ad = self.ad
+            attrs, lits = ad._attrs, ad._lits
+            for attr in self.touched:
+                left = self.remaining[attr]
+                v = int(left) if float(left).is_integer() else left
+                k = attr.lower()
+                if k in attrs:  # what _set_node does for a number literal of a known name
+                    attrs[k] = _literal(v)
+                    lits[k] = v
+                else:
+                    ad._set_node(attr, _literal(v))
+            self.stale = False
+        return self.ad
 
 
 def _offered(v: _View) -> bool:
@@ -474,6 +503,7 @@ class _Partition:
 
     __slots__ = (
         "names", "rest", "res_names", "classes", "groups", "of", "base", "cursor", "born", "kids",
+        "bid", "bids",
     )
 
     def __init__(self, names: tuple[str, ...] | None) -> None:
@@ -484,6 +514,8 @@ class _Partition:
         # the classes again, by whether they can take a job that asks for Cpus / Memory
         self.groups: dict[Any, dict[tuple[Any, ...], _Class]] = {}
         self.base: dict[int, tuple[Any, ...]] = {}  # view index → the unchanging part of its key
+        self.bid: dict[int, int] = {}  # view index → its base's number (cheap to hash)
+        self.bids: dict[tuple[Any, ...], int] = {}
         self.of: dict[int, _Class] = {}  # view index → its class
         self.cursor = 0  # how much of the pool's change log is applied
         # every class created, in order: a request none of whose classes could take it
@@ -494,6 +526,7 @@ class _Partition:
 
 _RES = tuple((a.lower(), r.lower(), d) for a, r, d in RESOURCES)
 _RES_NAMES = frozenset(a for a, _, _ in _RES)
+_SPLIT_BLOCKERS = _RES_NAMES | {"requirements"}
 RESOURCE_NAMES = {a.lower(): a for a, _, _ in RESOURCES}
 
 # Names every match may read on the slot side besides expressions' references.
@@ -511,13 +544,112 @@ class _Answers:
     (a class keeps its key, so its answer), plus those the partition created since
     (``part.born[seen:]``). None: offer every class."""
 
-    __slots__ = ("job", "by_kid", "maybe", "seen")
+    __slots__ = ("job", "by_kid", "maybe", "seen", "by_base")
 
     def __init__(self, job: ClassAd) -> None:
         self.job = job
         self.by_kid: dict[Any, Any] = {}
+        # base number → (matches, ranks or None) for a job whose answer on a partitionable
+        # slot depends on its resources only through thresholds (see :class:`_Split`)
+        self.by_base: dict[int, tuple[bool, tuple[float, float, float] | None]] = {}
         self.maybe: list[_Class] | None = None
         self.seen = 0
+
+
+
+_CMP_OPS: dict[str, Callable[[Any, Any], bool]] = {
+    ">=": operator.ge, ">": operator.gt, "<=": operator.le, "<": operator.lt,
+}
+_FLIPPED = {">=": "<=", ">": "<", "<=": ">=", "<": ">"}
+
+
+class _Split:
+    """A job whose Requirements read a partitionable slot's resources only as
+    thresholds (``TARGET.Memory >= RequestMemory``, a number on the other side).
+
+    The rest of the match (the other conjuncts and the slot's own Requirements),
+    and its ranks when they read no resource, are the same for every slot of one
+    base key (its values of everything but the resources): they are evaluated once
+    per base, and a carved slot costs a few number comparisons instead of an
+    evaluation. Carving makes a new class per slot, so that is most of a cycle."""
+
+    __slots__ = ("checks", "rest", "ranked")
+
+    def __init__(self, checks: tuple[tuple[str, Callable[[Any, Any], bool], float], ...],
+                 rest: tuple[Node, ...] | None, ranked: bool) -> None:
+        # (resource, comparison, number): what is left must pass ``left cmp number``,
+        # for the thresholds and for the request to fit (:func:`_fits`)
+        self.checks = checks
+        self.rest = rest  # the other conjuncts; None: Requirements reads no resource at all
+        self.ranked = ranked  # the ranks read no resource: one answer per base too
+
+
+def _unparen(node: Node) -> Node:
+    while type(node) is Paren:
+        node = node.expr  # type: ignore[attr-defined]
+    return node
+
+
+def _conjuncts(node: Node, out: list[Node]) -> None:
+    node = _unparen(node)
+    if type(node) is BinaryOp and node.op == "&&":
+        _conjuncts(node.left, out)
+        _conjuncts(node.right, out)
+    else:
+        out.append(node)
+
+
+def _scope(node: Node | None, name: str) -> bool:
+    """``node`` is the bare scope name ``name`` (``TARGET``, ``MY``)."""
+    return (type(node) is AttrRef and node.base is None and not node.absolute
+            and node.lname == name)
+
+
+def _slot_resource(node: Node, job: ClassAd) -> str | None:
+    """The resource (lower-case) that a job-side reference reads from the slot, else None."""
+    node = _unparen(node)
+    if type(node) is not AttrRef or node.absolute or node.lname not in _RES_NAMES:
+        return None
+    if node.base is None:  # a bare name is the job's own first
+        return None if node.lname in job._attrs else node.lname
+    return node.lname if _scope(node.base, "target") else None
+
+
+def _job_number(node: Node, job: ClassAd) -> float | None:
+    """The number a job-side expression is whatever the slot: a number literal, or
+    a reference to a job attribute that is one."""
+    node = _unparen(node)
+    if type(node) is AttrRef and not node.absolute and (node.base is None or _scope(node.base, "my")):
+        found = job._attrs.get(node.lname)
+        if found is None:
+            return None
+        node = found
+    if type(node) is Literal and type(node.value) in (int, float):
+        return node.value
+    return None
+
+
+def _threshold(node: Node, job: ClassAd) -> tuple[str, Callable[[Any, Any], bool], float] | None:
+    node = _unparen(node)
+    if type(node) is not BinaryOp or node.op not in _CMP_OPS:
+        return None
+    op, other = node.op, node.right
+    res = _slot_resource(node.left, job)
+    if res is None:
+        res, op, other = _slot_resource(node.right, job), _FLIPPED[op], node.left
+        if res is None:
+            return None
+    v = _job_number(other, job)
+    return None if v is None else (RESOURCE_NAMES[res], _CMP_OPS[op], v)
+
+
+def _never(left: Any, number: Any) -> bool:
+    return False
+
+
+def _truthy(v: Any) -> bool:
+    """What ``&&`` counts as true: true or a non-zero number."""
+    return v is True or (type(v) in (int, float) and v != 0)
 
 
 class SlotPool:
@@ -553,7 +685,7 @@ class SlotPool:
         # Per request ad (ads must not change while the pool is in use): id(job) →
         # (job, its fixed request, its readable names, its constant sort key, the
         # least weight a partitionable slot's match of it can have)
-        self._jobs: dict[int, tuple[ClassAd, dict[str, float] | None, Any, Any, float]] = {}
+        self._jobs: dict[int, tuple[ClassAd, dict[str, float] | None, Any, Any, float, Any]] = {}
         # (id(job), submitter prio) → _Answers: a class key holds every value the
         # evaluation can read, so a class's answer stands for the rest of the cycle
         self._results: dict[tuple[int, float | None], _Answers] = {}
@@ -565,6 +697,8 @@ class SlotPool:
         self._node_names: dict[int, tuple[Node, frozenset[str] | None]] = {}
         # attribute name → names that some slot's expression for it can read (None: unknowable)
         self._slot_refs: dict[str, set[str] | None] = {}
+        # the same for the partitionable slots alone (what :meth:`_split` may assume)
+        self._pslot_refs: dict[str, set[str] | None] = {}
         self._odd = False  # some slot ad has a parent scope: no classes
         for v in self.views:
             ad = v.ad
@@ -574,12 +708,15 @@ class SlotPool:
                 if type(node) is Literal:
                     continue
                 names = self._names(node)
-                cur = self._slot_refs.get(k, set())
-                if names is None or cur is None:
-                    self._slot_refs[k] = None
-                else:
-                    cur |= names
-                    self._slot_refs[k] = cur
+                for refs in (self._slot_refs, self._pslot_refs) if v.partitionable else (
+                    self._slot_refs,
+                ):
+                    cur = refs.get(k, set())
+                    if names is None or cur is None:
+                        refs[k] = None
+                    else:
+                        cur |= names
+                        refs[k] = cur
         roots: set[str] = set(_SLOT_ROOTS)
         extra: list[Node | None] = [pre_job_rank, post_job_rank]
         if consider:
@@ -651,19 +788,27 @@ class SlotPool:
     def _key(self, part: _Partition, view: _View) -> tuple[Any, ...]:
         """Equal keys: equal values of every name the partition's requests can read.
         Only a partitionable view's resources change in a cycle (``take``), so the
-        rest is computed once."""
-        base = (view.index,) if part.names is None else part.base.get(view.index)
-        attrs = view.ad._attrs
-        vk = self._vkey
-        if base is None:
-            names = part.rest if view.partitionable else part.names
-            base = (*[vk(attrs.get(n)) for n in names], view.claimed, view.partitionable)
-            part.base[view.index] = base
-        if not view.partitionable:
-            return base
-        # once carved, the resources are literals written from ``remaining``
-        res = _CARVED if view.copied else tuple(vk(attrs.get(n)) for n in part.res_names)
-        return (base, tuple(view.remaining.values()), res)
+        rest is computed once, and stands in its key as a number (cheap to hash)."""
+        if part.names is None:
+            if not view.partitionable:
+                return (view.index,)
+            head: Any = view.index
+        else:
+            head = part.bid.get(view.index)
+            if head is None:
+                attrs = view.ad._attrs
+                vk = self._vkey
+                names = part.rest if view.partitionable else part.names
+                base = (*[vk(attrs.get(n)) for n in names], view.claimed, view.partitionable)
+                part.base[view.index] = base
+                head = part.bid[view.index] = part.bids.setdefault(base, len(part.bids))
+            if not view.partitionable:
+                return part.base[view.index]
+        # once carved, the resources are the numbers in ``remaining``
+        res = _CARVED if view.carved else tuple(
+            self._vkey(view.ad._attrs.get(n)) for n in part.res_names
+        )
+        return (head, tuple(view.remaining.values()), res)
 
     @staticmethod
     def _group(view: _View) -> Any:
@@ -742,13 +887,31 @@ class SlotPool:
         view: _View,
         prio: float | None,
         fixed: dict[str, float] | None = None,
+        split: _Split | None = None,
+        by_base: dict[int, Any] | None = None,
+        part: _Partition | None = None,
     ) -> tuple[tuple[Any, ...], tuple[float, float, float], dict[str, float], float, bool] | None:
         """(sort key, ranks, amounts, weight, preempts) of ``view`` for the request, or None.
-        ``fixed``: the job's request when it cannot depend on the slot."""
+        ``fixed``: the job's request when it cannot depend on the slot. ``split``, with
+        the request's answers by base (``by_base``) in ``part``: see :class:`_Split`."""
         job = request.ad
-        ad = view.ad
+        if split is not None and view.partitionable and view.numeric:
+            rem = view.remaining
+            for attr, cmp, number in split.checks:
+                if not cmp(rem[attr], number):
+                    return None
+            bid = part.bid[view.index]  # type: ignore[union-attr]
+            known = by_base.get(bid, False)  # type: ignore[union-attr]
+            if known is False:
+                known = by_base[bid] = self._base_answer(job, view.ad, split, fixed)  # type: ignore[index,arg-type]
+            if known is None or split.ranked:
+                return known
+            ranks = self._ranks(job, view.fresh_ad() if view.stale else view.ad)
+            r1, r2, r3 = ranks
+            return (NO_PREEMPTION, -r1, -r2, -r3, 0.0), ranks, known[2], known[3], False
         if fixed is not None and view.partitionable and not _fits(view, fixed):
             return None  # what the full check below would find, without evaluating
+        ad = view.fresh_ad() if view.stale else view.ad
         self.evaluations += 1
         if not (matches(ad, job) and matches(job, ad)):
             return None
@@ -768,10 +931,29 @@ class SlotPool:
             if kind is None:
                 return None
             level, prank = preemption_key(self.preemption, kind, ad, job)
-        r1 = _eval(self.pre_job_rank, ad, job)
-        r2 = _eval(job._attrs.get("rank"), job, ad)
-        r3 = _eval(self.post_job_rank, ad, job)
+        r1, r2, r3 = self._ranks(job, ad)
         return (level, -r1, -r2, -r3, prank), (r1, r2, r3), amounts, weight, view.claimed
+
+    def _base_answer(self, job: ClassAd, ad: ClassAd, split: _Split,
+                     fixed: dict[str, float]) -> Any:
+        """The candidate every fitting slot of ``ad``'s base is for a :class:`_Split`
+        job (its ranks only when they read no resource), or None. ``ad``'s resources
+        may be stale: nothing evaluated here reads them."""
+        self.evaluations += 1
+        if split.rest is None:
+            ok = matches(ad, job) and matches(job, ad)
+        else:
+            ok = matches(ad, job) and all(_truthy(_value_of(c, job, ad)) for c in split.rest)
+        if not ok:
+            return None
+        ranks = self._ranks(job, ad) if split.ranked else (0.0, 0.0, 0.0)
+        r1, r2, r3 = ranks
+        return (NO_PREEMPTION, -r1, -r2, -r3, 0.0), ranks, dict(fixed), fixed["Cpus"], False
+
+    def _ranks(self, job: ClassAd, ad: ClassAd) -> tuple[float, float, float]:
+        """NEGOTIATOR_PRE_JOB_RANK, the job's Rank, NEGOTIATOR_POST_JOB_RANK of ``ad``."""
+        return (_eval(self.pre_job_rank, ad, job), _eval(job._attrs.get("rank"), job, ad),
+                _eval(self.post_job_rank, ad, job))
 
     def _constant_key(self, job: ClassAd) -> tuple[Any, ...] | None:
         """The sort key every candidate of ``job`` has when no rank can differ between
@@ -789,17 +971,85 @@ class SlotPool:
         r3 = _eval(self.post_job_rank, job, None)
         return (NO_PREEMPTION, -r1, -r2, -r3, 0.0)
 
-    def _job_info(self, job: ClassAd) -> tuple[ClassAd, dict[str, float] | None, Any, Any, float]:
+    def _job_info(
+        self, job: ClassAd
+    ) -> tuple[ClassAd, dict[str, float] | None, Any, Any, float, _Split | None]:
         info = self._jobs.get(id(job))
         if info is None or info[0] is not job:
             fixed = _fixed_request(job)
             light = math.inf
             if self._has_partitionable:
                 light = fixed["Cpus"] if fixed is not None else -math.inf
+            names = self._readable(job)
+            split = self._split(job, fixed) if names is not None else None
             info = self._jobs[id(job)] = (
-                job, fixed, self._readable(job), self._constant_key(job), light
+                job, fixed, names, self._constant_key(job), light, split
             )
         return info
+
+    def _reach(self, start: Iterable[str], job: ClassAd) -> set[str] | None:
+        """Every name reading ``start`` can lead to, on a partitionable slot's ad or the
+        job's; None when unknowable."""
+        seen: set[str] = set()
+        todo = list(start)
+        slot_refs, jattrs = self._pslot_refs, job._attrs
+        while todo:
+            k = todo.pop()
+            if k in seen:
+                continue
+            seen.add(k)
+            if k in slot_refs:
+                refs = slot_refs[k]
+                if refs is None:
+                    return None
+                todo.extend(refs)
+            node = jattrs.get(k)
+            if node is not None and type(node) is not Literal:
+                names = self._names(node)
+                if names is None:
+                    return None
+                todo.extend(names)
+        return seen
+
+    def _split(self, job: ClassAd, fixed: dict[str, float] | None) -> _Split | None:
+        """How ``job`` reads a partitionable slot's resources, when only as thresholds."""
+        req = job._attrs.get("requirements")
+        if fixed is None or req is None or not self._has_partitionable:
+            return None
+        parts: list[Node] = []
+        _conjuncts(req, parts)
+        thresholds, rest = [], []
+        for c in parts:
+            t = _threshold(c, job)
+            if t is None:
+                rest.append(c)
+            else:
+                thresholds.append(t)
+        refs = self._pslot_refs.get("requirements", ())
+        if refs is None:
+            return None
+        start = set(refs)
+        for c in rest:
+            names = self._names(c)
+            if names is None:
+                return None
+            start |= names
+        reach = self._reach(start, job)
+        if reach is None or not reach.isdisjoint(_SPLIT_BLOCKERS):
+            return None
+        rank_names: set[str] = set()
+        for node in (self.pre_job_rank, job._attrs.get("rank"), self.post_job_rank):
+            if node is not None and type(node) is not Literal:
+                names = self._names(node)
+                if names is None:
+                    return None
+                rank_names |= names
+        reach = self._reach(rank_names, job)
+        ranked = reach is not None and reach.isdisjoint(_SPLIT_BLOCKERS)
+        checks = [(attr, operator.ge, amount) for attr, amount in fixed.items() if amount > 0]
+        if fixed["Cpus"] <= 0 and fixed["Memory"] <= 0:
+            checks.append(("Cpus", _never, 0.0))  # takes nothing: never fits (see _fits)
+        return _Split(tuple(checks + thresholds), tuple(rest) if thresholds else None, ranked)
 
     def _lightest(self, job: ClassAd) -> float:
         """No match of ``job`` can weigh less (-inf: cannot tell)."""
@@ -835,7 +1085,7 @@ class SlotPool:
             v = _value(job, "submitteruserprio")
             prio = float(v) if type(v) in (int, float) else None
         budget = math.inf if weight_limit is None else weight_limit + _EPS
-        _, fixed, names, const, _ = self._job_info(job)
+        _, fixed, names, const, _, split = self._job_info(job)
         if budget < math.inf and self._lightest(job) > budget:
             return []  # every candidate would be too heavy for the limit
         part = self._partition(job, names)
@@ -850,6 +1100,9 @@ class SlotPool:
             elif answers.maybe == [] and answers.seen == len(part.born):
                 return []  # no class could take it last time, and no class is new
             results = answers.by_kid
+            by_base = answers.by_base
+        if answers is None:
+            split = by_base = None
         offered: dict[_Class, None] = {}
         of = part.of
         queued: dict[_Class, int] = {}  # class → input index of its entry in the heap
@@ -870,7 +1123,9 @@ class SlotPool:
                 return
             res = results.get(cls.kid, False)
             if res is False and const is None:
-                res = results[cls.kid] = self._candidate(request, head, prio, fixed)
+                res = results[cls.kid] = self._candidate(
+                    request, head, prio, fixed, split, by_base, part
+                )
             if res is None:
                 return
             if res is not False and used_weight + res[3] > budget:
@@ -923,7 +1178,9 @@ class SlotPool:
                 continue
             res = results.get(cls.kid, False)
             if res is False:  # constant ranks: evaluated only when its turn comes
-                res = results[cls.kid] = self._candidate(request, view, prio, fixed)
+                res = results[cls.kid] = self._candidate(
+                    request, view, prio, fixed, split, by_base, part
+                )
             if res is None:
                 continue
             _, ranks, amounts, weight, preempts = res

@@ -155,16 +155,17 @@ def _reference(slots, requests_by_submitter, order, limits=None, pre=None, post=
             job = r.ad
 
             def cand(v, job=job):
-                if not (matches(v.ad, job) and matches(job, v.ad)):
+                ad = v.fresh_ad()  # a carved slot's ad shows what is left
+                if not (matches(ad, job) and matches(job, ad)):
                     return None
                 amounts, weight = {}, v.weight
                 if v.partitionable:
-                    amounts = _requested(job, v.ad)
+                    amounts = _requested(job, ad)
                     if not _fits(v, amounts):
                         return None
                     weight = amounts["Cpus"]
-                rank = (_eval(pre, v.ad, job), _eval(job._attrs.get("rank"), job, v.ad),
-                        _eval(post, v.ad, job))
+                rank = (_eval(pre, ad, job), _eval(job._attrs.get("rank"), job, ad),
+                        _eval(post, ad, job))
                 return rank, amounts, weight
 
             heap = []
