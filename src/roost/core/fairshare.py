@@ -286,8 +286,14 @@ def negotiate_fair(
     pool = SlotPool(slots, pre_job_rank=pre_job_rank, post_job_rank=post_job_rank, preemption=preemption)
     cyc = _Cycle(requests_by_submitter, submitters, groups)
     prios = {n: s.eff_prio for n, s in cyc.subs.items()}  # priority preemption compares these
-    free_w = sum(slot_weight(s.ad) for s in slots if _state(s.ad) == "Unclaimed")
-    pool_w = sum(slot_weight(s.ad) for s in slots if _state(s.ad) in ("Unclaimed", "Claimed"))
+    free_w = pool_w = 0.0
+    for s in slots:
+        state = _state(s.ad)
+        if state == "Unclaimed" or state == "Claimed":
+            w = slot_weight(s.ad)
+            pool_w += w
+            if state == "Unclaimed":
+                free_w += w
     total = max(pool_w, free_w + sum(cyc.held.values()))
     if groups:
         demand: dict[str, float] = {}

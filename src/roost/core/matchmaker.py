@@ -344,7 +344,7 @@ class _View:
 
     __slots__ = (
         "slot", "ad", "index", "partitionable", "claimed", "remaining", "used", "copied",
-        "weight", "carved", "stale", "numeric", "touched",
+        "weight", "carved", "stale", "numeric", "touched", "absent",
     )
 
     def __init__(self, slot: Slot, index: int, claimed: bool) -> None:
@@ -354,14 +354,19 @@ class _View:
         self.claimed = claimed
         self.partitionable = not claimed and _is_true(slot.ad, "partitionableslot")
         self.remaining: dict[str, float] = {}
-        # every resource a number literal: ``remaining`` is then exactly what the ad says
+        # every resource a number literal or absent: ``remaining`` is then exactly what
+        # the ad says of the ones present
         self.numeric = True
+        absent = []
         if self.partitionable:
             for attr, _, _ in RESOURCES:
                 node = slot.ad._attrs.get(attr.lower())
                 self.remaining[attr] = _eval(node, slot.ad, None)
-                if type(node) is not Literal or type(node.value) not in (int, float):
+                if node is None:
+                    absent.append(attr)
+                elif type(node) is not Literal or type(node.value) not in (int, float):
                     self.numeric = False
+        self.absent = frozenset(absent)
         self.used = False
         self.copied = False  # ``ad`` is our own copy
         self.carved = False  # ``remaining`` has been lowered
@@ -487,10 +492,11 @@ def _fits(view: _View, amounts: dict[str, float]) -> bool:
 class _Class:
     """Slots that agree on every attribute a request kind can read."""
 
-    __slots__ = ("key", "kid", "group", "members", "live", "alive")
+    __slots__ = ("key", "kid", "group", "members", "live", "alive", "bid")
 
-    def __init__(self, key: tuple[Any, ...], kid: int, group: Any) -> None:
+    def __init__(self, key: tuple[Any, ...], kid: int, group: Any, bid: int | None) -> None:
         self.key = key
+        self.bid = bid  # a partitionable class's base number (see ``_Partition.bmembers``)
         self.kid = kid  # the key's number in its partition: cheap to hash
         self.alive = True  # False once it has lost its last member
         self.group = group  # "s" (one job per slot) or ("p", cpus left, memory left)
@@ -498,12 +504,21 @@ class _Class:
         self.live = 0
 
 
+class _BaseRef:
+    """A base's entry in a request's heap (see :meth:`SlotPool.match_request`)."""
+
+    __slots__ = ("bid",)
+
+    def __init__(self, bid: int) -> None:
+        self.bid = bid
+
+
 class _Partition:
     """The slot classes for one set of readable names (or one class per slot)."""
 
     __slots__ = (
         "names", "rest", "res_names", "classes", "groups", "of", "base", "cursor", "born", "kids",
-        "bid", "bids",
+        "bid", "bids", "bmembers", "bnumeric", "brefs", "bnext", "babsent",
     )
 
     def __init__(self, names: tuple[str, ...] | None) -> None:
@@ -516,6 +531,15 @@ class _Partition:
         self.base: dict[int, tuple[Any, ...]] = {}  # view index → the unchanging part of its key
         self.bid: dict[int, int] = {}  # view index → its base's number (cheap to hash)
         self.bids: dict[tuple[Any, ...], int] = {}
+        # the partitionable slots of each base in input order, whether all their
+        # resources are numbers, and a handle for a base's entry in a request's heap
+        self.bmembers: dict[int, list[_View]] = {}
+        self.bnumeric: dict[int, bool] = {}
+        self.babsent: dict[int, frozenset[str]] = {}  # resources some member lacks
+        self.brefs: dict[int, _BaseRef] = {}
+        # per base, "the next member that may still have Cpus left" (a union-find with
+        # path halving; a member whose Cpus ran out points past itself, for good)
+        self.bnext: dict[int, list[int]] = {}
         self.of: dict[int, _Class] = {}  # view index → its class
         self.cursor = 0  # how much of the pool's change log is applied
         # every class created, in order: a request none of whose classes could take it
@@ -544,14 +568,17 @@ class _Answers:
     (a class keeps its key, so its answer), plus those the partition created since
     (``part.born[seen:]``). None: offer every class."""
 
-    __slots__ = ("job", "by_kid", "maybe", "seen", "by_base")
+    __slots__ = ("job", "by_kid", "maybe", "seen", "by_base", "cursors", "dry")
 
     def __init__(self, job: ClassAd) -> None:
         self.job = job
         self.by_kid: dict[Any, Any] = {}
         # base number → (matches, ranks or None) for a job whose answer on a partitionable
         # slot depends on its resources only through thresholds (see :class:`_Split`)
-        self.by_base: dict[int, tuple[bool, tuple[float, float, float] | None]] = {}
+        self.by_base: dict[int, Any] = {}
+        # base number → members before this position fail the job's checks for good
+        self.cursors: dict[int, int] = {}
+        self.dry = False  # no base had a member to offer last time
         self.maybe: list[_Class] | None = None
         self.seen = 0
 
@@ -573,15 +600,22 @@ class _Split:
     per base, and a carved slot costs a few number comparisons instead of an
     evaluation. Carving makes a new class per slot, so that is most of a cycle."""
 
-    __slots__ = ("checks", "rest", "ranked")
+    __slots__ = ("checks", "rest", "ranked", "monotone", "cpus", "reads")
 
     def __init__(self, checks: tuple[tuple[str, Callable[[Any, Any], bool], float], ...],
-                 rest: tuple[Node, ...] | None, ranked: bool) -> None:
+                 rest: tuple[Node, ...] | None, ranked: bool, cpus: bool,
+                 reads: frozenset[str]) -> None:
         # (resource, comparison, number): what is left must pass ``left cmp number``,
         # for the thresholds and for the request to fit (:func:`_fits`)
         self.checks = checks
         self.rest = rest  # the other conjuncts; None: Requirements reads no resource at all
         self.ranked = ranked  # the ranks read no resource: one answer per base too
+        # every check only ever fails more as a slot is carved (lower bounds)
+        self.monotone = all(c[1] in (operator.ge, operator.gt, _never) for c in checks)
+        self.cpus = cpus  # asks for Cpus: a slot with none left never passes
+        # the resources its thresholds compare: a slot must have them (an absent one
+        # is UNDEFINED to the job, not the 0 that ``remaining`` holds)
+        self.reads = reads
 
 
 def _unparen(node: Node) -> Node:
@@ -802,6 +836,14 @@ class SlotPool:
                 base = (*[vk(attrs.get(n)) for n in names], view.claimed, view.partitionable)
                 part.base[view.index] = base
                 head = part.bid[view.index] = part.bids.setdefault(base, len(part.bids))
+                if view.partitionable:
+                    part.bmembers.setdefault(head, []).append(view)
+                    nxt = part.bnext.setdefault(head, [0])
+                    nxt.append(len(nxt))  # the new member is its own; the last is the end
+                    part.bnumeric[head] = part.bnumeric.get(head, True) and view.numeric
+                    part.babsent[head] = part.babsent.get(head, frozenset()) | view.absent
+                    if head not in part.brefs:
+                        part.brefs[head] = _BaseRef(head)
             if not view.partitionable:
                 return part.base[view.index]
         # once carved, the resources are the numbers in ``remaining``
@@ -835,7 +877,8 @@ class SlotPool:
             kid = part.kids.get(key)
             if kid is None:
                 kid = part.kids[key] = len(part.kids)
-            cls = part.classes[key] = _Class(key, kid, group)
+            bid = key[0] if view.partitionable and part.names is not None else None
+            cls = part.classes[key] = _Class(key, kid, group, bid)
             part.born.append(cls)
             part.groups.setdefault(group, {})[key] = cls
         heapq.heappush(cls.members, (view.index, view))
@@ -895,7 +938,8 @@ class SlotPool:
         ``fixed``: the job's request when it cannot depend on the slot. ``split``, with
         the request's answers by base (``by_base``) in ``part``: see :class:`_Split`."""
         job = request.ad
-        if split is not None and view.partitionable and view.numeric:
+        if (split is not None and view.partitionable and view.numeric
+                and split.reads.isdisjoint(view.absent)):
             rem = view.remaining
             for attr, cmp, number in split.checks:
                 if not cmp(rem[attr], number):
@@ -1049,7 +1093,8 @@ class SlotPool:
         checks = [(attr, operator.ge, amount) for attr, amount in fixed.items() if amount > 0]
         if fixed["Cpus"] <= 0 and fixed["Memory"] <= 0:
             checks.append(("Cpus", _never, 0.0))  # takes nothing: never fits (see _fits)
-        return _Split(tuple(checks + thresholds), tuple(rest) if thresholds else None, ranked)
+        return _Split(tuple(checks + thresholds), tuple(rest) if thresholds else None, ranked,
+                      fixed["Cpus"] > 0, frozenset(t[0] for t in thresholds))
 
     def _lightest(self, job: ClassAd) -> float:
         """No match of ``job`` can weigh less (-inf: cannot tell)."""
@@ -1090,22 +1135,33 @@ class SlotPool:
             return []  # every candidate would be too heavy for the limit
         part = self._partition(job, names)
         answers: _Answers | None = None
+        by_base: dict[int, Any] | None = None
         if part.names is None:  # no classes (maybe random()): evaluated afresh each time
             results: dict[int, Any] = {}
+            split = None
         else:
             ck = (id(job), prio)
             answers = self._results.get(ck)
             if answers is None or answers.job is not job:
                 answers = self._results[ck] = _Answers(job)
-            elif answers.maybe == [] and answers.seen == len(part.born):
+            elif answers.maybe == [] and answers.seen == len(part.born) and (
+                answers.dry or split is None or not split.monotone
+            ):
                 return []  # no class could take it last time, and no class is new
             results = answers.by_kid
             by_base = answers.by_base
-        if answers is None:
-            split = by_base = None
+        # A split job with constant ranks and lower-bound checks takes, from each base
+        # whose slots all have number resources, the first slot in input order that
+        # passes its checks: the base stands in the heap for all its classes, and a
+        # per-base cursor skips the slots that failed for good (carving only lowers).
+        scan: list[int] = []
+        if split is not None and split.ranked and split.monotone:
+            scan = [b for b, numeric in part.bnumeric.items()
+                    if numeric and split.reads.isdisjoint(part.babsent[b])]
+        scanned = frozenset(scan)
         offered: dict[_Class, None] = {}
         of = part.of
-        queued: dict[_Class, int] = {}  # class → input index of its entry in the heap
+        queued: dict[Any, int] = {}  # class or base → input index of its entry in the heap
         heap: list[tuple[Any, ...]] = []
         serial = 0
         used_weight = 0.0
@@ -1134,11 +1190,64 @@ class SlotPool:
                 return
             queued[cls] = head.index
             serial += 1
-            entry = (*(const if res is False else res[0]), head.index, serial, cls)
+            entry = (const if res is False else res[0], head.index, serial, cls)
             if filling:
                 heap.append(entry)
             else:
                 heapq.heappush(heap, entry)
+
+        checks = split.checks if split is not None else ()
+        cursors = answers.cursors if answers is not None else {}
+        bmembers, bnext = part.bmembers, part.bnext
+        skip_spent = split is not None and split.cpus
+
+        def offer_base(bid: int) -> bool:
+            """Offer the base's first member that passes the checks; False: none does."""
+            nonlocal serial
+            members = bmembers[bid]
+            res = by_base.get(bid, False)  # type: ignore[union-attr]
+            if res is False:
+                res = by_base[bid] = self._base_answer(  # type: ignore[index]
+                    job, members[0].ad, split, fixed  # type: ignore[arg-type]
+                )
+            if res is None:
+                return False
+            pos, n = cursors.get(bid, 0), len(members)
+            nxt = bnext[bid] if skip_spent else None
+            while True:
+                if nxt is not None:
+                    while nxt[pos] != pos:  # path halving
+                        nxt[pos] = nxt[nxt[pos]]
+                        pos = nxt[pos]
+                if pos >= n:
+                    break
+                rem = members[pos].remaining
+                if nxt is not None and rem["Cpus"] <= 0:
+                    nxt[pos] = pos + 1  # spent: every job that asks for Cpus skips it
+                    continue
+                for attr, cmp, number in checks:
+                    if not cmp(rem[attr], number):
+                        break
+                else:
+                    break
+                pos += 1
+            cursors[bid] = pos
+            if pos == n:
+                return False
+            if used_weight + res[3] > budget:
+                return True
+            index = members[pos].index
+            ref = part.brefs[bid]
+            if queued.get(ref, -1) == index:
+                return True
+            queued[ref] = index
+            serial += 1
+            entry = (res[0], index, serial, ref)
+            if filling:
+                heap.append(entry)
+            else:
+                heapq.heappush(heap, entry)
+            return True
 
         filling = True  # the first offers are heapified at once
         if (
@@ -1151,38 +1260,53 @@ class SlotPool:
                     offer(cls)
             for cls in part.born[answers.seen:]:
                 if cls.alive and (
-                    cls.group == "s" or _may_fit(job, cls.group)
+                    cls.group == "s" or (cls.bid not in scanned and _may_fit(job, cls.group))
                 ):
                     offer(cls)
         else:
-            for group, classes in list(part.groups.items()):
-                if group != "s" and not _may_fit(job, group):
-                    continue
-                for cls in list(classes.values()):
-                    offer(cls)
+            for group, classes in part.groups.items():
+                if group == "s":
+                    for cls in classes.values():
+                        offer(cls)
+                elif _may_fit(job, group):
+                    for cls in classes.values():
+                        if cls.bid not in scanned:
+                            offer(cls)
+        found = False
+        for bid in scan:
+            found = offer_base(bid) or found
         heapq.heapify(heap)
         filling = False
         out: list[Match] = []
         while heap and len(out) < want:
             entry = heapq.heappop(heap)
-            cls: _Class = entry[-1]
+            obj = entry[-1]
             idx = entry[-3]
-            if queued.get(cls) != idx:
+            if queued.get(obj) != idx:
                 continue
-            del queued[cls]
-            view = self._head(part, cls)
-            if view is None:
-                continue
-            if view.index != idx:
-                offer(cls)
-                continue
-            res = results.get(cls.kid, False)
-            if res is False:  # constant ranks: evaluated only when its turn comes
-                res = results[cls.kid] = self._candidate(
-                    request, view, prio, fixed, split, by_base, part
-                )
-            if res is None:
-                continue
+            del queued[obj]
+            if type(obj) is _BaseRef:
+                bid = obj.bid
+                view = bmembers[bid][cursors[bid]]
+                res = by_base[bid]  # type: ignore[index]
+                if view.index != idx:  # cannot happen: nothing else takes from this base
+                    offer_base(bid)
+                    continue
+            else:
+                cls: _Class = obj
+                view = self._head(part, cls)  # type: ignore[assignment]
+                if view is None:
+                    continue
+                if view.index != idx:
+                    offer(cls)
+                    continue
+                res = results.get(cls.kid, False)
+                if res is False:  # constant ranks: evaluated only when its turn comes
+                    res = results[cls.kid] = self._candidate(
+                        request, view, prio, fixed, split, by_base, part
+                    )
+                if res is None:
+                    continue
             _, ranks, amounts, weight, preempts = res
             if used_weight + weight > budget:
                 continue  # this class is too heavy for what is left; lighter ones may do
@@ -1195,6 +1319,9 @@ class SlotPool:
                 view.used = True
             self._free -= was - _offered(view)
             self._changes.append(view)
+            if type(obj) is _BaseRef:
+                offer_base(obj.bid)  # its classes catch up when next needed (``_partition``)
+                continue
             new = self._place(part, view)
             offer(cls)
             if new is not None and new is not cls:
@@ -1204,6 +1331,7 @@ class SlotPool:
                 c for c in offered if results.get(c.kid, False) is not None
             ]
             answers.seen = len(part.born)
+            answers.dry = not found
         return out
 
     def free_slots(self) -> int:
