@@ -44,7 +44,12 @@ value, a computed subscript) every slot is its own class: the plain
 algorithm, same answers. Between calls on one pool (the pie's spins) each
 request ad keeps its classes' answers and the list of classes still worth
 offering (see :class:`_Answers`), and a request whose weight limit is below
-its lightest possible match is not tried at all.
+its lightest possible match is not tried at all. A carved partitionable slot
+changes class; a job that reads its resources only as thresholds
+(:class:`_Split`) is evaluated once per *base* (the values of everything but
+the resources) and compares numbers for each carved slot, and when its ranks
+are constant per base each base is scanned in input order instead of offering
+every carved class (``offer_base`` in :meth:`SlotPool.match_request`).
 
 Pure: ads in, :class:`Plan` out; no clock (``now`` is passed in), no I/O.
 :class:`SlotPool` keeps the per-cycle view so a caller can spin the pie

@@ -336,10 +336,13 @@ class Daemon:
     async def _shutdown(self) -> None:
         self.log.info("shutting down")
         current = asyncio.current_task()
-        tasks = [t for t in self._tasks if t is not current]
-        for t in tasks:
-            t.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
+        pending = {t for t in self._tasks if t is not current}
+        while pending:
+            # Python 3.11's wait_for can swallow a cancellation that lands as its inner
+            # wait completes, and the task then runs on: cancel again until all are done
+            for t in pending:
+                t.cancel()
+            _, pending = await asyncio.wait(pending, timeout=0.2)
         for ad_type, name in list(self._advertised):
             try:
                 async with asyncio.timeout(1.0):

@@ -332,7 +332,8 @@ class Negotiator(Daemon):
             if lapse is not None and lapse - time.monotonic() < timeout:
                 timeout, why = max(0.0, lapse - time.monotonic()) + 0.001, "a promise lapsed"
             try:
-                await asyncio.wait_for(self._wake.wait(), timeout)
+                async with asyncio.timeout(timeout):  # not wait_for: see Daemon._shutdown
+                    await self._wake.wait()
             except TimeoutError:
                 self._trigger = why
             wait = self._last_start + self.min_interval - time.monotonic()
