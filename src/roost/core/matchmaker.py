@@ -786,28 +786,8 @@ class SlotPool:
         """Slot attribute names that matching ``job`` can read, None when unknowable."""
         if self._odd or self._roots_dynamic or job.parent is not None:
             return None
-        seen: set[str] = set()
-        todo: list[str] = list(self._roots)
-        todo.extend(_JOB_ROOTS)
-        jattrs = job._attrs
-        slot_refs = self._slot_refs
-        while todo:
-            k = todo.pop()
-            if k in seen:
-                continue
-            seen.add(k)
-            if k in slot_refs:
-                refs = slot_refs[k]
-                if refs is None:
-                    return None
-                todo.extend(refs)
-            node = jattrs.get(k)
-            if node is not None and type(node) is not Literal:
-                names = self._names(node)
-                if names is None:
-                    return None
-                todo.extend(names)
-        return tuple(sorted(seen))
+        seen = self._reach((*self._roots, *_JOB_ROOTS), job, self._slot_refs)
+        return None if seen is None else tuple(sorted(seen))
 
     def _vkey(self, node: Node | None) -> Any:
         if node is None:
@@ -1036,12 +1016,15 @@ class SlotPool:
             )
         return info
 
-    def _reach(self, start: Iterable[str], job: ClassAd) -> set[str] | None:
-        """Every name reading ``start`` can lead to, on a partitionable slot's ad or the
-        job's; None when unknowable."""
+    def _reach(self, start: Iterable[str], job: ClassAd,
+               slot_refs: dict[str, set[str] | None] | None = None) -> set[str] | None:
+        """Every name reading ``start`` can lead to, on a slot's ad (as ``slot_refs``
+        says; default: the partitionable slots') or the job's; None when unknowable."""
         seen: set[str] = set()
         todo = list(start)
-        slot_refs, jattrs = self._pslot_refs, job._attrs
+        jattrs = job._attrs
+        if slot_refs is None:
+            slot_refs = self._pslot_refs
         while todo:
             k = todo.pop()
             if k in seen:
