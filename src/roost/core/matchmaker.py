@@ -84,6 +84,7 @@ from roost.classad.ast import (
 )
 from roost.classad.evaluate import EvaluationFailed, evaluate, matches
 from roost.classad.unparse import unparse
+from roost.core.analyze import conjuncts
 from roost.core.preemption import (
     NO_PREEMPTION,
     PreemptionPolicy,
@@ -578,8 +579,8 @@ class _Answers:
     def __init__(self, job: ClassAd) -> None:
         self.job = job
         self.by_kid: dict[Any, Any] = {}
-        # base number → (matches, ranks or None) for a job whose answer on a partitionable
-        # slot depends on its resources only through thresholds (see :class:`_Split`)
+        # base number → the candidate every fitting slot of that base is (None: no match),
+        # for a job that reads a slot's resources only as thresholds (see :class:`_Split`)
         self.by_base: dict[int, Any] = {}
         # base number → members before this position fail the job's checks for good
         self.cursors: dict[int, int] = {}
@@ -627,15 +628,6 @@ def _unparen(node: Node) -> Node:
     while type(node) is Paren:
         node = node.expr  # type: ignore[attr-defined]
     return node
-
-
-def _conjuncts(node: Node, out: list[Node]) -> None:
-    node = _unparen(node)
-    if type(node) is BinaryOp and node.op == "&&":
-        _conjuncts(node.left, out)
-        _conjuncts(node.right, out)
-    else:
-        out.append(node)
 
 
 def _scope(node: Node | None, name: str) -> bool:
@@ -1048,10 +1040,8 @@ class SlotPool:
         req = job._attrs.get("requirements")
         if fixed is None or req is None or not self._has_partitionable:
             return None
-        parts: list[Node] = []
-        _conjuncts(req, parts)
         thresholds, rest = [], []
-        for c in parts:
+        for c in conjuncts(req):
             t = _threshold(c, job)
             if t is None:
                 rest.append(c)
