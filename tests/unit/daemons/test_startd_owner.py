@@ -88,9 +88,10 @@ def test_owner_activity_file_suspends_and_continues_the_job() -> None:
             running = await peer.next_update()
             (startd.home / "activity").touch()
             await peer.wait_for(lambda: peer.ads[name].get("Activity") == "Suspended")
-            assert _proc_state(running["pid"]) == "T"  # SIGSTOPped
+            # SIGSTOP lands when the woken process next runs: on a busy machine it reads R first
+            assert await _settles(running["pid"], lambda s: s == "T")  # SIGSTOPped
             await peer.wait_for(lambda: peer.ads[name].get("Activity") == "Busy", timeout=20)
-            assert _proc_state(running["pid"]) != "T"
+            assert await _settles(running["pid"], lambda s: s != "T")
             await client.call("RELEASE_CLAIM", claim_id=cid)
 
     asyncio.run(main())
@@ -100,6 +101,16 @@ def _proc_state(pid: int) -> str:
     with open(f"/proc/{pid}/stat") as f:
         data = f.read()
     return data[data.rindex(")") + 2]
+
+
+async def _settles(pid: int, want, timeout: float = 5.0) -> bool:
+    """The process's state satisfies ``want`` within ``timeout`` (signals are delivered asynchronously)."""
+    deadline = asyncio.get_running_loop().time() + timeout
+    while not want(_proc_state(pid)):
+        if asyncio.get_running_loop().time() > deadline:
+            return False
+        await asyncio.sleep(0.01)
+    return True
 
 
 # -- the startd in this process (no collector: nothing is advertised) ----------------------
