@@ -170,6 +170,13 @@ def test_userprio_resetall_on_a_live_pool(pool4):
     assert "all users" in out
     for u in json.loads(pool4.roost("userprio", "-all", "-json", check=True).stdout):
         assert u["usage"] == 0 and u["priority"] == 0.5
+    # condor_userprio -setprio: the real priority, aged from then on
+    out = pool4.roost("userprio", "-setprio", "zed@nowhere", "250", check=True).stdout
+    assert out.strip() == "The real priority of zed@nowhere was set to 250"
+    zed = {u["name"]: u for u in json.loads(pool4.roost("userprio", "-all", "-json", check=True).stdout)}["zed@nowhere"]
+    assert zed["priority"] == pytest.approx(250, rel=1e-3) and zed["effective"] == pytest.approx(250 * zed["factor"], rel=1e-3)
+    bad = pool4.roost("userprio", "-setprio", "zed@nowhere", "high")
+    assert bad.returncode == 2 and "the priority must be a number" in bad.stderr
 
 
 def test_concurrency_limit_holds_across_cycles(tmp_path):
@@ -197,5 +204,35 @@ def test_concurrency_limit_holds_across_cycles(tmp_path):
         assert not jobs, "the license jobs did not all finish\n" + log_tails(home)
         assert most == 1
         assert pool.wait(r.job_ids(), timeout=5)["done"] == 3
+    finally:
+        stop_pool(pool)
+
+
+def test_analyze_names_a_full_concurrency_limit_and_a_full_group(tmp_path):
+    """`q -analyze` on jobs that free slots could run but the negotiator holds back:
+    a license in use elsewhere, and an accounting group at its quota."""
+    home = Path(tempfile.mkdtemp(prefix="roost-fa-", dir="/tmp"))
+    pool = start_pool(home, extra_config=STATIC4 + "LICENSE_LIMIT = 1\nGROUP_NAMES = physics\n"
+                                                   "GROUP_QUOTA_physics = 1\n")
+    try:
+        d = tmp_path / "lic"
+        d.mkdir()
+        lic = pool.submit("executable = /bin/sleep\narguments = 120\nconcurrency_limits = license\n"
+                          "should_transfer_files = NO\nqueue 2\n", d)
+        grp = pool.submit("executable = /bin/sleep\narguments = 120\naccounting_group = physics\n"
+                          "should_transfer_files = NO\nqueue 2\n", d)
+        first = [lic.job_ids()[0], grp.job_ids()[0]]
+        for jid in first:
+            pool.wait_for(jid, lambda j: j.get("JobStatus") == 2, timeout=60, what="running")
+        waiting = {lic.job_ids()[1]: "wait: concurrency limit LICENSE: 1 of 1 in use, the job needs 1",
+                   grp.job_ids()[1]: "wait: group physics holds 1 of the 1 it may hold now (quota 1, no surplus)"}
+        for jid, want in waiting.items():
+            assert pool.job(jid)["JobStatus"] == 1
+            out = pool.roost("q", "-analyze", jid, check=True).stdout
+            suggestion = next(ln for ln in out.splitlines() if ln.startswith("Suggestion:"))
+            assert suggestion.startswith("Suggestion: " + want), out
+            assert "available to run your job" in out  # two slots are free: they are not the reason
+        out = pool.roost("q", "-better-analyze", lic.job_ids()[1], check=True).stdout
+        assert "Concurrency limits:\n  LICENSE: 1 of 1 in use, the job needs 1  <- full" in out
     finally:
         stop_pool(pool)

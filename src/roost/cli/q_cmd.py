@@ -139,12 +139,13 @@ def _analyze(schedd: Any, constraint: str | None, owner: str | None, ids: list[s
         slots = collector.query("Machine")
     finally:
         collector.close()
-    users = _userprio(schedd.home_dir)
+    users, limits, groups = _negotiator_view(schedd.home_dir)
     if users is None:
         out.write("(the negotiator gave no priority table: analyzing without user priorities)\n")
     for obj in jobs:
         job = obj_to_ad(obj)
-        out.write("\n" + render(analyze(job, slots, users, _submitter(obj)), job, better=better))
+        a = analyze(job, slots, users, _submitter(obj), limits=limits, groups=groups)
+        out.write("\n" + render(a, job, better=better))
     return 0
 
 
@@ -155,19 +156,40 @@ def _submitter(job: dict[str, Any]) -> str | None:
     return user if isinstance(user, str) else None
 
 
-def _userprio(home: str) -> list[dict[str, Any]] | None:
-    """The negotiator's USERPRIO table, or None when it cannot answer (not running, too old)."""
+def _negotiator_view(home: str) -> tuple[list[dict[str, Any]] | None, Any, list[dict[str, Any]] | None]:
+    """The negotiator's USERPRIO table, its concurrency limits (a ConcurrencyLimits) and
+    accounting groups (LIMITS); each None when it cannot answer (not running, too old)."""
     from roost.api.errors import PoolError
     from roost.api.negotiator import negotiator_connection
+    from roost.core.matchmaker import ConcurrencyLimits
 
     conn = negotiator_connection(home, 5.0)
     try:
-        users = conn.call("USERPRIO").get("users")
-    except (PoolError, OSError):
-        return None
+        try:
+            users = conn.call("USERPRIO").get("users")
+        except (PoolError, OSError):
+            return None, None, None
+        try:
+            got = conn.call("LIMITS")
+        except (PoolError, OSError):
+            got = {}
     finally:
         conn.close()
-    return [u for u in users if isinstance(u, dict)] if isinstance(users, list) else None
+    users = [u for u in users if isinstance(u, dict)] if isinstance(users, list) else None
+    cl, limits = got.get("concurrency"), None
+    if isinstance(cl, dict):
+        def numbers(key: str) -> dict[str, float]:
+            d = cl.get(key)
+            return {str(k).lower(): float(v) for k, v in d.items()
+                    if type(v) in (int, float)} if isinstance(d, dict) else {}
+        default = cl.get("default")
+        limits = ConcurrencyLimits(limits=numbers("limits"), in_use=numbers("in_use"),
+                                   group_defaults=numbers("group_defaults"))
+        if type(default) in (int, float):
+            limits.default = float(default)
+    groups = got.get("groups")
+    groups = [g for g in groups if isinstance(g, dict)] if isinstance(groups, list) else None
+    return users, limits, groups
 
 
 def _filters(constraint: str | None, owner: str | None, ids: list[str]) -> dict[str, Any]:

@@ -1,19 +1,21 @@
 """``roost userprio``: users' fair-share priorities, and setting them (condor_userprio).
 
 Talks to the negotiator (its address in ``$ROOST_HOME/run/negotiator.address``):
-``USERPRIO`` to list; ``SET_FACTOR``, ``RESET_USAGE``, ``SET_FLOOR``,
-``SET_CEILING`` to change. Lower effective priority is better.
+``USERPRIO`` to list; ``SET_FACTOR``, ``SET_PRIORITY``, ``RESET_USAGE``,
+``SET_FLOOR``, ``SET_CEILING`` to change. Lower effective priority is better.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import sys
 import time
 from typing import Any
 
 USAGE = """usage: roost userprio [-all] [-json]
        roost userprio -setfactor USER FACTOR
+       roost userprio -setprio USER PRIORITY
        roost userprio -resetusage USER | -resetusage -all | -resetall
        roost userprio -setfloor USER WEIGHT|none
        roost userprio -setceiling USER WEIGHT|none
@@ -66,6 +68,12 @@ def parse(argv: list[str]) -> dict[str, Any]:
             if factor is None or factor < 1:
                 raise _Usage("the factor must be at least 1")
             opts["action"] = ("factor", user, factor)
+        elif flag == "-setprio":
+            user, p = take(2, a)
+            prio = _number(p, "the priority")
+            if prio is None or not math.isfinite(prio):
+                raise _Usage("the priority must be a finite number")
+            opts["action"] = ("prio", user, prio)
         elif flag == "-resetall":  # condor_userprio's spelling of -resetusage -all
             opts["action"] = ("reset", "*")
         elif flag == "-resetusage":
@@ -172,6 +180,9 @@ def main(argv: list[str]) -> int:
         if kind == "factor":
             conn.call("SET_FACTOR", name=action[1], factor=action[2])
             print(f"The priority factor of {action[1]} was set to {action[2]:g}")
+        elif kind == "prio":
+            got = conn.call("SET_PRIORITY", name=action[1], priority=action[2])
+            print(f"The real priority of {action[1]} was set to {got.get('priority', action[2]):g}")
         elif kind == "reset":
             conn.call("RESET_USAGE", name=action[1])
             print("The accumulated usage of " + ("all users" if action[1] == "*" else action[1]) + " was reset")

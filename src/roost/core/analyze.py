@@ -21,18 +21,22 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from roost.classad import ClassAd, ExprTree
 from roost.classad.ast import AttrRef, BinaryOp, Literal, Node, Paren
 from roost.classad.evaluate import eval_attr, evaluate
 from roost.classad.values import Value
 
+if TYPE_CHECKING:
+    from roost.core.matchmaker import ConcurrencyLimits
+
 STATUS_NAMES = {1: "idle", 2: "running", 3: "removed", 4: "completed", 5: "held",
                 6: "transferring output", 7: "suspended"}
 #: slot resource, job request, the submit command that sets it
 RESOURCES = (("Cpus", "RequestCpus", "request_cpus"), ("Memory", "RequestMemory", "request_memory"),
              ("Disk", "RequestDisk", "request_disk"), ("GPUs", "RequestGPUs", "request_gpus"))
+_EPS = 1e-9
 _SHOW = 10  # -better-analyze lists at most this many slots or slot clauses, then "... and N more"
 _FLIP = {">=": "<=", ">": "<", "<=": ">=", "<": ">", "==": "==", "!=": "!=", "=?=": "=?=", "=!=": "=!="}
 
@@ -125,6 +129,43 @@ class ClauseStat:
 
 
 @dataclass
+class LimitStat:
+    """One concurrency limit the job needs, against the pool's count."""
+
+    name: str
+    need: float
+    limit: float
+    in_use: float
+
+    @property
+    def never(self) -> bool:
+        """The job needs more than the limit allows at all."""
+        return self.need > self.limit + _EPS
+
+    @property
+    def full(self) -> bool:
+        """Too little of the limit is free now."""
+        return self.in_use + self.need > self.limit + _EPS
+
+
+@dataclass
+class GroupStat:
+    """The submitter's accounting group, as the negotiator's last cycle saw it."""
+
+    name: str
+    held: float
+    allocation: float | None  # weight its submitters may hold (surplus included); None: not computed yet
+    quota: float | None
+    dynamic: float | None
+    accept_surplus: bool
+    need: float               # the job's slot weight (RequestCpus)
+
+    @property
+    def full(self) -> bool:
+        return self.allocation is not None and self.held + self.need > self.allocation + _EPS
+
+
+@dataclass
 class Analysis:
     job_id: str
     status: int
@@ -149,6 +190,9 @@ class Analysis:
     submitter: str | None = None
     suggestion: str = ""
     notes: list[str] = field(default_factory=list)
+    limits: list[LimitStat] = field(default_factory=list)  # the job's ConcurrencyLimits, when known
+    bad_limits: str | None = None         # its ConcurrencyLimits text, when malformed
+    group: GroupStat | None = None        # its accounting group, when the negotiator has quotas
 
 
 def _job_id(job: ClassAd) -> str:
@@ -319,13 +363,39 @@ def _place(users: Sequence[Mapping[str, Any]], submitter: str) -> tuple[int, int
     return None
 
 
+def _group_stat(groups: Sequence[Mapping[str, Any]], submitter: str, job: ClassAd) -> GroupStat | None:
+    """The configured group ``submitter`` (``group.user@domain``) belongs to: the longest
+    group name its local part starts with, then a dot (as the negotiator assigns it)."""
+    local = submitter.split("@", 1)[0].lower()
+    best: Mapping[str, Any] | None = None
+    for g in groups:
+        name = g.get("name")
+        if isinstance(name, str) and local.startswith(name.lower() + ".") and (
+                best is None or len(name) > len(best["name"])):
+            best = g
+    if best is None:
+        return None
+
+    def num(key: str) -> float | None:
+        v = best.get(key)
+        return float(v) if type(v) in (int, float) else None
+
+    need = eval_attr(job, "RequestCpus")
+    return GroupStat(name=best["name"], held=num("held") or 0.0, allocation=num("allocation"),
+                     quota=num("quota"), dynamic=num("dynamic"), accept_surplus=best.get("accept_surplus") is True,
+                     need=float(need) if type(need) in (int, float) and need > 0 else 1.0)
+
+
 def analyze(job: ClassAd, slots: Sequence[ClassAd], users: Sequence[Mapping[str, Any]] | None = None,
-            submitter: str | None = None) -> Analysis:
+            submitter: str | None = None, limits: ConcurrencyLimits | None = None,
+            groups: Sequence[Mapping[str, Any]] | None = None) -> Analysis:
     """Why ``job`` is (or is not) idle in a pool of ``slots`` (slot ads, every state).
 
     ``users`` is the negotiator's USERPRIO table (``[{"name", "effective", ...}]``),
     None when it could not be had; ``submitter`` the job's submitter name (default:
-    the job's ``User``, else ``Owner``).
+    the job's ``User``, else ``Owner``). ``limits`` and ``groups`` are what the
+    negotiator's LIMITS command says of concurrency limits and accounting groups
+    (None: not known); a job they hold back is told so.
     """
     status = eval_attr(job, "JobStatus")
     status = status if type(status) is int else 1
@@ -408,6 +478,18 @@ def analyze(job: ClassAd, slots: Sequence[ClassAd], users: Sequence[Mapping[str,
             a.priority_rank, a.priority_of, a.effective_priority = place
         else:
             a.notes.append(f"{me} is not in the priority table yet (no usage: best priority)")
+    if "ConcurrencyLimits" in job:
+        from roost.core.matchmaker import parse_concurrency_limits  # it imports this module
+
+        text = eval_attr(job, "ConcurrencyLimits")
+        needs = parse_concurrency_limits(text)
+        if needs is None:
+            a.bad_limits = str(text)
+        elif limits is not None:
+            a.limits = [LimitStat(n, need, limits.limit_of(n), limits.in_use.get(n, 0.0))
+                        for n, need in sorted(needs.items())]
+    if groups and me:
+        a.group = _group_stat(groups, me, job)
     a.suggestion = _suggestion(a, job)
     return a
 
@@ -418,9 +500,35 @@ def _prio_text(a: Analysis) -> str:
     return f"; your priority is {a.priority_rank} of {a.priority_of} (effective {a.effective_priority:g})"
 
 
+def _limit_text(st: LimitStat) -> str:
+    return f"{st.name.upper()}: {_num(st.in_use)} of {_num(st.limit)} in use, the job needs {_num(st.need)}"
+
+
+def _group_text(g: GroupStat) -> str:
+    may = "not computed yet" if g.allocation is None else _num(g.allocation)
+    if g.quota is not None:
+        quota = f"quota {_num(g.quota)}"
+    elif g.dynamic is not None:
+        quota = f"dynamic quota {g.dynamic:g} of its parent's"
+    else:
+        quota = "no quota of its own"
+    surplus = "accepts surplus" if g.accept_surplus else "no surplus"
+    return f"group {g.name} holds {_num(g.held)} of the {may} it may hold now ({quota}, {surplus})"
+
+
 def _suggestion(a: Analysis, job: ClassAd) -> str:
     if "Requirements" not in job:
         return "the job has no Requirements: it matches no slot; resubmit it (roost submit sets them)"
+    if a.bad_limits is not None:
+        return (f"ConcurrencyLimits = {a.bad_limits!r} is malformed (names with optional amounts >= 0, "
+                f"like \"license:2, db\"): such a job is never matched; remove it and resubmit with a "
+                f"valid concurrency_limits")
+    never = [st for st in a.limits if st.never]
+    if never:
+        st = never[0]
+        return (f"the job needs {_num(st.need)} of concurrency limit {st.name.upper()}, which allows "
+                f"{_num(st.limit)} at once: it can never run; ask for at most {_num(st.limit)}, or ask the "
+                f"pool's administrator to raise {st.name.upper()}_LIMIT")
     if a.slots == 0:
         return "the pool has no slots: start a startd (`roost up`) or wait for slots to advertise"
     if a.matching == 0:
@@ -431,6 +539,14 @@ def _suggestion(a: Analysis, job: ClassAd) -> str:
         clause, count = a.slot_clauses[0]
         return (f"the slots your job would take refuse it by their own policy ({clause}, on {count}): "
                 f"change the job so that holds, or ask the pool's administrator")
+    full = [st for st in a.limits if st.full]
+    if full:
+        return (f"wait: concurrency limit {_limit_text(full[0])}; it starts when jobs holding "
+                f"{full[0].name.upper()} end{_prio_text(a)}")
+    if a.group is not None and a.group.full:
+        more = "" if a.group.accept_surplus else \
+            "; ask the pool's administrator for a larger quota or GROUP_ACCEPT_SURPLUS"
+        return f"wait: {_group_text(a.group)}; it starts when the group's running jobs end{more}"
     if a.available:
         return (f"{a.available} matching slot(s) are free: it should start at the next negotiation cycle "
                 f"(NEGOTIATOR_INTERVAL at the latest)")
@@ -497,6 +613,12 @@ def render(a: Analysis, job: ClassAd | None = None, better: bool = False) -> str
             lines += [f"  {d}" for d in a.too_full_detail[:_SHOW]]
             if len(a.too_full_detail) > _SHOW:
                 lines.append(f"  ... and {len(a.too_full_detail) - _SHOW} more")
+    if a.limits:
+        lines += ["", "Concurrency limits:"]
+        lines += [f"  {_limit_text(st)}{'  <- never fits' if st.never else '  <- full' if st.full else ''}"
+                  for st in a.limits]
+    if a.group is not None:
+        lines += ["", f"Accounting group: {_group_text(a.group)}{'  <- full' if a.group.full else ''}"]
     if a.priority_rank is not None:
         lines += ["", f"User priority: {a.submitter} is {a.priority_rank} of {a.priority_of} "
                       f"(effective priority {a.effective_priority:g}; lower is better)"]

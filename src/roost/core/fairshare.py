@@ -378,6 +378,9 @@ def negotiate_fair(
             if cyc.left[id(r)] > 0:
                 plan.unmatched[(n, r.autocluster)] = cyc.left[id(r)]
     plan.weight_by_submitter = by_weight
+    if groups:  # what `q -analyze` shows of a group at its quota
+        plan.group_quota = dict(quota)
+        plan.group_held = {g: _group_held(cyc, g) for g in quota}
     return plan
 
 

@@ -151,6 +151,10 @@ class Plan:
     by_submitter: dict[str, int] = field(default_factory=dict)  # matches
     weight_by_submitter: dict[str, float] = field(default_factory=dict)  # slot weight matched
     concurrency_used: dict[str, float] = field(default_factory=dict)  # limit name → consumed
+    # negotiate_fair with groups: weight each group's own submitters may hold this cycle
+    # (surplus included) and hold at its end, keys lower case (``<none>``: no group)
+    group_quota: dict[str, float] = field(default_factory=dict)
+    group_held: dict[str, float] = field(default_factory=dict)
     evaluations: int = 0  # symmetric matches tried (one per slot class)
     now: float = 0.0
 

@@ -13,7 +13,11 @@ one the match was made against, and the promise would never be seen kept.)
 - a static slot is withheld until its count moves (the startd acted) or the
   promise expires (the schedd never asked);
 - a partitionable slot offers what is left after the outstanding promises;
-  each step of its count settles the oldest one.
+  each step of its count settles the oldest one;
+- what a match will hold (its submitter's slot weight, its concurrency limits)
+  counts as held while the promise is outstanding (:meth:`PromiseBook.charges`):
+  the next cycle, milliseconds later, must not hand the same submitter, group
+  or license out again.
 
 Pure: time is a parameter.
 """
@@ -28,12 +32,22 @@ from dataclasses import dataclass, field
 COUNTER = "NumClaimRequests"
 
 
+@dataclass(frozen=True)
+class Charge:
+    """What one promised match will hold once claimed."""
+
+    submitter: str
+    weight: float
+    limits: Mapping[str, float] = field(default_factory=dict)  # concurrency limit -> amount
+
+
 @dataclass
 class Promise:
     seen: int  # the slot's NumClaimRequests when last looked at
     expires: float
     pending: deque[dict[str, float]] = field(default_factory=deque)  # oldest first; {} for a static slot
     static: bool = True
+    charges: deque[Charge | None] = field(default_factory=deque)  # one per pending entry
 
 
 # What to do with a slot this cycle: offer it as is, withhold it, or offer it
@@ -50,15 +64,17 @@ class PromiseBook:
     def __len__(self) -> int:
         return len(self.promises)
 
-    def note(self, slot: str, answered: int, taken: Mapping[str, float], now: float) -> None:
+    def note(self, slot: str, answered: int, taken: Mapping[str, float], now: float,
+             charge: Charge | None = None) -> None:
         """Record one match on ``slot`` made while it showed ``answered`` claim
-        requests (``taken`` empty for a static slot)."""
+        requests (``taken`` empty for a static slot); ``charge``: what it will hold."""
         p = self.promises.get(slot)
         if p is None:
             p = self.promises[slot] = Promise(answered, now + self.hold)
         self._settle(p, answered)
         p.expires = now + self.hold
         p.pending.append(dict(taken))
+        p.charges.append(charge)
         if taken:
             p.static = False
 
@@ -67,10 +83,24 @@ class PromiseBook:
         if answered > p.seen:
             for _ in range(min(answered - p.seen, len(p.pending))):
                 p.pending.popleft()
+                p.charges.popleft()
             p.seen = answered
         elif answered < p.seen:  # the startd restarted: its old promises mean nothing now
             p.pending.clear()
+            p.charges.clear()
             p.seen = answered
+
+    def charges(self, answered: Mapping[str, int], now: float) -> list[Charge]:
+        """The charges of matches still outstanding, given each slot's claim-request
+        count now (``answered``; a slot not in it is gone: nothing is charged). An
+        answered match is charged by its slot ad instead (Claimed, ``RemoteUser``)."""
+        out: list[Charge] = []
+        for slot, p in self.promises.items():
+            if p.expires <= now or slot not in answered:
+                continue
+            self._settle(p, answered[slot])
+            out += [c for c in p.charges if c is not None]
+        return out
 
     def check(self, slot: str, answered: int, now: float) -> str | dict[str, float]:
         """OFFER, WITHHOLD, or the resources still promised of a partitionable slot."""

@@ -48,10 +48,17 @@ from roost.classad import ClassAd
 from roost.classad.ast import Literal
 from roost.config.errors import ConfigError
 from roost.core.accountant import Accountant, UserRecord
-from roost.core.fairshare import GroupConfig, Submitter, negotiate_fair
-from roost.core.matchmaker import ConcurrencyLimits, Match, Request, Slot
+from roost.core.fairshare import NONE_GROUP, GroupConfig, Submitter, negotiate_fair
+from roost.core.matchmaker import (
+    DEFAULT_CONCURRENCY_LIMIT,
+    ConcurrencyLimits,
+    Match,
+    Request,
+    Slot,
+    parse_concurrency_limits,
+)
 from roost.core.preemption import PreemptionPolicy
-from roost.core.promises import COUNTER, OFFER, WITHHOLD, PromiseBook
+from roost.core.promises import COUNTER, OFFER, WITHHOLD, Charge, PromiseBook
 from roost.daemons.base import Daemon, run
 from roost.net.adwire import obj_to_ad
 from roost.net.client import AsyncClient
@@ -142,8 +149,10 @@ class Negotiator(Daemon):
         self.accountant = Accountant(self.halflife, self.default_factor, self.nice_factor)
         self._acct_dirty = False
         self._acct_saved = 0.0
-        self._last_usage: dict[str, float] = {}
-        self._promised_limits: dict[str, tuple[float, dict[str, float]]] = {}
+        self._last_usage: dict[str, float] = {}  # weight held per submitter, last cycle
+        self._last_limits_used: dict[str, float] = {}  # concurrency limits in use, last cycle
+        self._usage_at: float | None = None  # when the two above were taken
+        self._group_quota: dict[str, float] = {}  # the last plan's, keys lower case
         self._policy_warned: set[str] = set()
         self._weight_cache: dict[str, tuple[Any, float]] = {}  # slot -> (SlotWeight inputs, weight)
 
@@ -166,9 +175,11 @@ class Negotiator(Daemon):
             "CYCLE_STATS": self.h_cycle_stats,
             "USERPRIO": self.h_userprio,
             "SET_FACTOR": self.h_set_factor,
+            "SET_PRIORITY": self.h_set_priority,
             "RESET_USAGE": self.h_reset_usage,
             "SET_FLOOR": self.h_set_floor,
             "SET_CEILING": self.h_set_ceiling,
+            "LIMITS": self.h_limits,
         }
 
     async def h_reschedule(self, req: dict[str, Any], peer: Peer) -> dict[str, Any]:
@@ -187,6 +198,36 @@ class Negotiator(Daemon):
         acct.update(self._last_usage, time.time())  # fresh figures, not those of the last cycle
         self._acct_dirty = True
         return {"users": [self._record_obj(r) for r in acct.records()]}
+
+    async def h_limits(self, req: dict[str, Any], peer: Peer) -> dict[str, Any]:
+        """Concurrency limits and accounting groups (``q -analyze``): what is in use from
+        the collector's slot ads now (the last cycle's figures when it cannot answer); a
+        group's allocation is the last cycle's."""
+        try:
+            machines, submitters = await asyncio.gather(
+                self.collector_call("QUERY", type="Machine", private=True),
+                self.collector_call("QUERY", type="Submitter"),
+            )
+            objs = [o for o in machines.get("ads") or [] if isinstance(o, dict)]
+            subs = [s for s in submitters.get("ads") or [] if isinstance(s, dict)]
+            (usage, used), as_of = self._usage(objs, subs), time.time()
+        except (ConnectionError, RequestError) as e:
+            self.log.warning("LIMITS: collector: %s (answering with the last cycle's figures)", e)
+            usage, used, as_of = self._last_usage, self._last_limits_used, self._usage_at
+        cl = self._concurrency(used)
+        groups = self._groups()
+        held: dict[str, float] = {}
+        for name, w in usage.items():
+            g = self._group_of(name, groups) or NONE_GROUP
+            held[g.lower()] = held.get(g.lower(), 0.0) + w
+        return {
+            "as_of": as_of,
+            "concurrency": {"limits": cl.limits, "default": cl.default, "group_defaults": cl.group_defaults,
+                            "in_use": cl.in_use},
+            "groups": [{"name": g.name, "quota": g.quota, "dynamic": g.dynamic, "accept_surplus": g.accept_surplus,
+                        "allocation": self._group_quota.get(g.name.lower()), "held": held.get(g.name.lower(), 0.0)}
+                       for g in groups],
+        }
 
     def _record_obj(self, rec: UserRecord) -> dict[str, Any]:
         """A UserRecord as USERPRIO's wire form (docs/protocol.md)."""
@@ -212,6 +253,16 @@ class Negotiator(Daemon):
         self.log.info("priority factor of %s set to %g by %s", req["name"], factor, peer.address)
         self._changed_accountant()
         return {}
+
+    async def h_set_priority(self, req: dict[str, Any], peer: Peer) -> dict[str, Any]:
+        prio = req["priority"]
+        if isinstance(prio, bool) or not (isinstance(prio, (int, float)) and math.isfinite(prio)):
+            raise RequestError("BAD_REQUEST", "SET_PRIORITY: priority must be a finite number")
+        self.accountant.set_priority(req["name"], float(prio))
+        got = self.accountant.real_priority(req["name"])
+        self.log.info("real priority of %s set to %g by %s", req["name"], got, peer.address)
+        self._changed_accountant()
+        return {"priority": got}
 
     async def h_reset_usage(self, req: dict[str, Any], peer: Peer) -> dict[str, Any]:
         acct = self.accountant
@@ -369,7 +420,7 @@ class Negotiator(Daemon):
         objs = [o for o in machines.get("ads") or [] if isinstance(o, dict)]
         all_subs = [s for s in submitters.get("ads") or [] if isinstance(s, dict)]
         usage, limits_used = self._usage(objs, all_subs)
-        self._last_usage = usage
+        self._last_usage, self._last_limits_used, self._usage_at = usage, limits_used, now
         self.accountant.update(usage, now)
         self._acct_dirty = True
         self.save_accountant()
@@ -404,6 +455,7 @@ class Negotiator(Daemon):
             return self._finish(stats, t0)
         order.sort(key=lambda n: (prios.get(n, 0.0), n))
         plan = self._plan(slots, requests, order, prios, usage, limits_used, preemption, now)
+        self._group_quota = plan.group_quota
         stats.evaluations = plan.evaluations
         stats.per_submitter = {k: v for k, v in plan.by_submitter.items() if v}
         stats.matches = len(plan.matches)
@@ -447,7 +499,7 @@ class Negotiator(Daemon):
                subs: list[dict[str, Any]]) -> tuple[dict[str, float], dict[str, float]]:
         """Weight held per submitter (RemoteUser of claimed slots) and concurrency limits
         in use (the running jobs' ``ConcurrencyLimits``, which the startd copies into the
-        slot ad, plus what matches still outstanding took)."""
+        slot ad), both with what matches still outstanding will hold."""
         by_owner: dict[str, set[str]] = {}
         for s in subs:
             owner, name = s.get("Owner"), s.get("Name")
@@ -471,20 +523,16 @@ class Negotiator(Daemon):
                 names = by_owner.get(user)
                 user = next(iter(names)) if names and len(names) == 1 else user
             usage[user] = usage.get(user, 0.0) + self._slot_weight(obj)
-            cl = obj.get("ConcurrencyLimits")
-            if isinstance(cl, str):
-                for lim, amount in parse_limits(cl).items():
-                    limits[lim] = limits.get(lim, 0.0) + amount
+            for lim, amount in (parse_concurrency_limits(obj.get("ConcurrencyLimits")) or {}).items():
+                limits[lim] = limits.get(lim, 0.0) + amount
         for gone in [n for n in self._weight_cache if n not in busy]:
             del self._weight_cache[gone]
-        mono = time.monotonic()
-        for slot, (at, taken) in list(self._promised_limits.items()):
-            if slot in busy or slot not in self.promises.promises or mono - at > self.match_hold:
-                # claimed (its ad counts now), answered (a partitionable slot's dynamic
-                # slot counts now, or the claim was refused) or lapsed
-                del self._promised_limits[slot]
-                continue
-            for lim, amount in taken.items():
+        # matches the startds have not answered yet hold what they will hold: the next
+        # cycle, milliseconds away, must not give the same license or group quota again
+        answered = {o["Name"]: _answered(o) for o in objs if isinstance(o.get("Name"), str)}
+        for charge in self.promises.charges(answered, time.monotonic()):
+            usage[charge.submitter] = usage.get(charge.submitter, 0.0) + charge.weight
+            for lim, amount in charge.limits.items():
                 limits[lim] = limits.get(lim, 0.0) + amount
         return usage, limits
 
@@ -528,14 +576,24 @@ class Negotiator(Daemon):
         return self.accountant.get(name)
 
     def _concurrency(self, used: dict[str, float]) -> ConcurrencyLimits:
+        """``<NAME>_LIMIT`` knobs, ``CONCURRENCY_LIMIT_DEFAULT`` and its per-prefix
+        ``CONCURRENCY_LIMIT_DEFAULT_<PREFIX>`` (for names ``prefix.rest``), with ``used``."""
         limits: dict[str, float] = {}
+        group_defaults: dict[str, float] = {}
+        prefix = "CONCURRENCY_LIMIT_DEFAULT_"
         for knob in self.config.names():
-            if knob.upper().endswith("_LIMIT") and len(knob) > 6:
+            upper = knob.upper()
+            if upper.startswith(prefix) and len(knob) > len(prefix):
+                v = self._knob("get_float", knob, None)
+                if v is not None:
+                    group_defaults[knob[len(prefix):].lower()] = v
+            elif upper.endswith("_LIMIT") and len(knob) > 6:
                 v = self.config.get_float(knob, None) if _is_number(self.config.get(knob)) else None
                 if v is not None:
                     limits[knob[:-6].lower()] = v
-        default = self._knob("get_float", "CONCURRENCY_LIMIT_DEFAULT", 2308032.0)
-        return ConcurrencyLimits(limits=limits, default=2308032.0 if default is None else default, in_use=dict(used))
+        default = self._knob("get_float", "CONCURRENCY_LIMIT_DEFAULT", DEFAULT_CONCURRENCY_LIMIT)
+        return ConcurrencyLimits(limits=limits, default=DEFAULT_CONCURRENCY_LIMIT if default is None else default,
+                                 in_use=dict(used), group_defaults=group_defaults)
 
     def _preemption_policy(self) -> Any:
         """PreemptionPolicy from PREEMPTION_REQUIREMENTS/PREEMPTION_RANK (built once)."""
@@ -656,15 +714,9 @@ class Negotiator(Daemon):
     def _remember(self, matches: list[Match]) -> None:
         now = time.monotonic()  # promises and promised concurrency limits
         for m in matches:
-            self.promises.note(m.slot.name, _answered(m.slot.extra), m.resources, now)
-            if "ConcurrencyLimits" in m.request.ad:
-                text = m.request.ad.eval("ConcurrencyLimits")
-                if isinstance(text, str) and text.strip():
-                    prev = self._promised_limits.get(m.slot.name, (now, {}))[1]
-                    taken = dict(prev)
-                    for lim, amount in parse_limits(text).items():
-                        taken[lim] = taken.get(lim, 0.0) + amount
-                    self._promised_limits[m.slot.name] = (now, taken)
+            text = m.request.ad.eval("ConcurrencyLimits") if "ConcurrencyLimits" in m.request.ad else None
+            charge = Charge(m.submitter, m.weight, parse_concurrency_limits(text) or {})
+            self.promises.note(m.slot.name, _answered(m.slot.extra), m.resources, now, charge)
 
     # -- schedds -------------------------------------------------------------------------------
     def _schedd(self, address: str) -> AsyncClient:
@@ -778,24 +830,7 @@ def _is_number(text: str | None) -> bool:
     return True
 
 
-def parse_limits(text: str) -> dict[str, float]:
-    """A job's ``ConcurrencyLimits`` (``"license:2, db"``): lower-cased name -> amount (default 1)."""
-    out: dict[str, float] = {}
-    for item in _NAME_LIST.split(text):
-        if not item:
-            continue
-        name, _, amount = item.partition(":")
-        try:
-            n = float(amount) if amount else 1.0
-        except ValueError:
-            n = 1.0
-        key = name.strip().lower()
-        if key:
-            out[key] = out.get(key, 0.0) + n
-    return out
-
-
-__all__ = ["CycleStats", "Negotiator", "parse_limits"]
+__all__ = ["CycleStats", "Negotiator"]
 
 if __name__ == "__main__":
     run(Negotiator)

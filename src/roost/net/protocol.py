@@ -28,6 +28,8 @@ SCHEMAS: dict[str, Schema] = {
     "CYCLE_STATS": {},
     "USERPRIO": {},
     "SET_FACTOR": {"name": "str", "factor": "number"},
+    "SET_PRIORITY": {"name": "str", "priority": "number"},
+    "LIMITS": {},
     "RESET_USAGE": {"name": "str"},
     "SET_FLOOR": {"name": "str", "floor": "number?"},
     "SET_CEILING": {"name": "str", "ceiling": "number?"},

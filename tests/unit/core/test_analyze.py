@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from roost.classad import ClassAd, ExprTree
 from roost.core.analyze import analyze, render, slot_refusal
+from roost.core.matchmaker import ConcurrencyLimits
 
 REQ = ('(TARGET.Arch == "X86_64") && (TARGET.OpSys == "LINUX") && (TARGET.Disk >= RequestDisk)'
        ' && (TARGET.Memory >= RequestMemory) && (TARGET.HasFileTransfer)')
@@ -166,3 +167,71 @@ def test_many_partitionable_slots_listing_is_capped() -> None:
     assert sum(ln.startswith("  p") for ln in text.splitlines()) == 10
     one = render(analyze(j, slots[:1]), j, better=True)
     assert "1 slot in the pool:" in one and "more" not in one
+
+
+# -- concurrency limits and accounting groups (the negotiator's LIMITS) --------------
+
+
+def _limits(**kw: object) -> ConcurrencyLimits:
+    return ConcurrencyLimits(**kw)  # type: ignore[arg-type]
+
+
+def test_a_full_concurrency_limit_is_the_reason_even_with_free_slots() -> None:
+    j = job(ConcurrencyLimits="license:2, db")
+    a = analyze(j, pool(3), limits=_limits(limits={"license": 4}, in_use={"license": 3}))
+    assert a.available == 3
+    assert [(s.name, s.need, s.limit, s.in_use, s.full) for s in a.limits] == \
+        [("db", 1.0, 2308032.0, 0.0, False), ("license", 2.0, 4.0, 3.0, True)]
+    assert a.suggestion == ("wait: concurrency limit LICENSE: 3 of 4 in use, the job needs 2; "
+                            "it starts when jobs holding LICENSE end")
+    text = render(a, j)
+    assert "Concurrency limits:\n  DB: 0 of 2308032 in use, the job needs 1\n" in text
+    assert "  LICENSE: 3 of 4 in use, the job needs 2  <- full" in text
+    # With room left, the limit is no reason: the free slots are.
+    a = analyze(j, pool(3), limits=_limits(limits={"license": 5}, in_use={"license": 3}))
+    assert a.suggestion.startswith("3 matching slot(s) are free")
+
+
+def test_a_limit_smaller_than_the_need_can_never_run_whatever_the_slots() -> None:
+    j = job(memory=999999, ConcurrencyLimits="LICENSE:3")
+    a = analyze(j, pool(2), limits=_limits(limits={"license": 2}))
+    assert a.limits[0].never
+    assert a.suggestion.startswith("the job needs 3 of concurrency limit LICENSE, which allows 2 at once: "
+                                   "it can never run; ask for at most 2")
+    assert "LICENSE_LIMIT" in a.suggestion
+    # Group defaults apply to dotted names (CONCURRENCY_LIMIT_DEFAULT_<PREFIX>).
+    cl = _limits(limits={}, group_defaults={"sw": 1.0}, default=10.0)
+    a = analyze(job(ConcurrencyLimits="sw.matlab:2"), pool(1), limits=cl)
+    assert a.limits[0].limit == 1.0 and a.limits[0].never
+
+
+def test_a_malformed_limit_text_is_named_without_the_negotiator() -> None:
+    a = analyze(job(ConcurrencyLimits="license:lots"), pool(2))
+    assert a.bad_limits == "license:lots" and a.limits == []
+    assert a.suggestion.startswith("ConcurrencyLimits = 'license:lots' is malformed")
+    # Unknown to the negotiator: no limits shown, the slots decide.
+    a = analyze(job(ConcurrencyLimits="license"), pool(2))
+    assert a.limits == [] and a.suggestion.startswith("2 matching slot(s) are free")
+
+
+def test_a_group_at_its_allocation_waits_and_says_why() -> None:
+    groups = [{"name": "physics", "quota": 4, "dynamic": None, "accept_surplus": False,
+               "allocation": 4.0, "held": 4.0},
+              {"name": "physics.theory", "quota": 2, "dynamic": None, "accept_surplus": True,
+               "allocation": 3.0, "held": 1.0}]
+    j = job(RequestCpus=2)
+    a = analyze(j, pool(3), submitter="physics.alice@pool", groups=groups)
+    assert a.group is not None and a.group.name == "physics" and a.group.full
+    assert a.suggestion == ("wait: group physics holds 4 of the 4 it may hold now (quota 4, no surplus); it "
+                            "starts when the group's running jobs end; ask the pool's administrator for a "
+                            "larger quota or GROUP_ACCEPT_SURPLUS")
+    assert "Accounting group: group physics holds 4 of the 4" in render(a, j)
+    # The longest matching group is the submitter's; this one has room for 2 CPUs.
+    a = analyze(j, pool(3), submitter="physics.theory.bob@pool", groups=groups)
+    assert a.group is not None and a.group.name == "physics.theory" and not a.group.full
+    assert a.suggestion.startswith("3 matching slot(s) are free")
+    # 3 CPUs would not fit in what is left of its allocation.
+    a = analyze(job(RequestCpus=3), pool(3), submitter="physics.theory.bob@pool", groups=groups)
+    assert a.group is not None and a.group.full and "accepts surplus" in a.suggestion
+    # Not in any group: nothing about groups.
+    assert analyze(j, pool(3), submitter="alice@pool", groups=groups).group is None

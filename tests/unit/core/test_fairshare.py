@@ -187,6 +187,10 @@ def test_negotiate_fair_holds_static_group_quotas():
     reqs = demand({s.name: 50 for s in subs})
     plan = negotiate_fair(group_pool(), reqs, subs, 0.0, groups=groups)
     assert plan.by_submitter == {"physics.a@h": 3, "physics.b@h": 3, "chemistry.c@h": 4, "d@h": 10}
+    # what `q -analyze` shows: each group's allocation and what it holds at the cycle's end
+    assert plan.group_quota == pytest.approx({"physics": 6, "chemistry": 4, "<none>": 10})
+    assert plan.group_held == pytest.approx({"physics": 6, "chemistry": 4, "<none>": 10})
+    assert negotiate_fair(group_pool(), reqs, subs, 0.0).group_quota == {}
 
 
 def test_negotiate_fair_group_quota_counts_running_and_splits_by_priority():

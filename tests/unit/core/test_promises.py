@@ -58,3 +58,20 @@ def test_forget_and_keep_only():
     book.forget("a")
     book.keep_only({"c"})
     assert book.check("a", 1, now=1) == OFFER and book.check("b", 1, now=1) == OFFER
+
+
+def test_outstanding_matches_charge_their_submitter_and_limits_until_answered():
+    from roost.core.promises import Charge
+
+    book = PromiseBook(hold=10)
+    a, b = Charge("alice@h", 2.0, {"license": 1.0}), Charge("bob@h", 1.0)
+    book.note("p", 4, ONE, now=0, charge=a)
+    book.note("p", 4, ONE, now=0, charge=b)
+    book.note("s", 0, {}, now=0)  # a match noted without a charge holds nothing
+    assert book.charges({"p": 4, "s": 0}, now=1) == [a, b]
+    assert book.charges({"p": 5, "s": 0}, now=1) == [b]  # the oldest answered: its slot ad counts now
+    assert book.check("p", 5, now=1) == ONE  # the same settling as check()'s
+    assert book.charges({"s": 0}, now=1) == []  # the slot is gone from the collector
+    assert book.charges({"p": 5}, now=10.5) == []  # lapsed
+    book.note("q", 3, ONE, now=0, charge=a)
+    assert book.charges({"q": 0}, now=1) == []  # the startd restarted: nothing is promised

@@ -132,6 +132,47 @@ def test_usage_comes_from_claimed_slots_and_resets(home, collector):
         col.close()
 
 
+def test_set_priority_and_limits_on_a_live_negotiator(tmp_path):
+    """SET_PRIORITY (condor_userprio -setprio) and LIMITS (what `q -analyze` reads):
+    limits in use come from the claimed slots' ConcurrencyLimits, group figures
+    from their RemoteUser."""
+    home = make_home(tmp_path, CONFIG + "LICENSE_LIMIT = 2\nCONCURRENCY_LIMIT_DEFAULT_SW = 1\n"
+                                        "GROUP_NAMES = physics\nGROUP_QUOTA_physics = 3\n")
+    col_proc, col_addr = start_daemon("collector", home)
+    col = SyncClient(col_addr)
+    try:
+        col.call("UPDATE_AD", type="Machine",
+                 ad={**claimed_slot("slot1@h", "physics.carol@h", 2), "ConcurrencyLimits": "license, sw.x:0.5"})
+        proc, addr = start_daemon("negotiator", home)
+        try:
+            neg = SyncClient(addr)
+            deadline = time.monotonic() + 10
+            while time.monotonic() < deadline and neg.call("LIMITS")["as_of"] is None:
+                neg.call("RESCHEDULE")
+                time.sleep(0.05)
+            got = neg.call("LIMITS")
+            assert got["concurrency"]["limits"] == {"license": 2.0}
+            assert got["concurrency"]["group_defaults"] == {"sw": 1.0}
+            assert got["concurrency"]["in_use"] == {"license": 1.0, "sw.x": 0.5}
+            assert got["concurrency"]["default"] == 2308032.0
+            assert got["groups"] == [{"name": "physics", "quota": 3.0, "dynamic": None, "accept_surplus": False,
+                                      "allocation": None, "held": 2.0}]
+
+            assert neg.call("SET_PRIORITY", name="dave@h", priority=42)["priority"] == 42.0
+            assert users(neg)["dave@h"]["priority"] == pytest.approx(42.0, rel=1e-3)  # aged to now
+            assert neg.call("SET_PRIORITY", name="dave@h", priority=0.1)["priority"] == 0.5  # the floor
+            for bad in (float("inf"), True, "high"):
+                with pytest.raises(RemoteError) as e:
+                    neg.call("SET_PRIORITY", name="dave@h", priority=bad)
+                assert e.value.code == "BAD_REQUEST"
+            neg.close()
+        finally:
+            stop_daemon(proc)
+    finally:
+        col.close()
+        stop_daemon(col_proc)
+
+
 # -- in-process: the cycle's pieces ----------------------------------------------------------
 def _negotiator(tmp_path, text=""):
     from roost.config.config import Config
@@ -232,11 +273,17 @@ def test_plan_passes_usage_and_counts_group_members_without_idle_jobs(tmp_path, 
     assert seen["physics.bob@h"].usage > 0  # the tie-break among equal priorities
 
 
-def test_promised_concurrency_limits_end_with_their_promise(tmp_path):
+def test_promised_matches_hold_weight_and_limits_until_their_startd_answers(tmp_path):
+    """A cycle milliseconds after a match sees the slot still Unclaimed: the match's
+    weight (for fair share and group quotas) and its licenses count until answered."""
+    from roost.classad import ClassAd
+    from roost.core.matchmaker import Match, Request, Slot
+
     neg = _negotiator(tmp_path)
-    now = time.monotonic()
-    neg.promises.note("slot1@h", 0, {"Cpus": 1}, now)
-    neg._promised_limits["slot1@h"] = (now, {"license": 1.0})
-    assert neg._usage([], [])[1] == {"license": 1.0}
-    neg.promises.check("slot1@h", 1, now)  # the startd answered: its dynamic slot counts now
-    assert neg._usage([], [])[1] == {}
+    slot = _slot("slot1@h", "Unclaimed", NumClaimRequests=0)
+    ad = ClassAd({"ConcurrencyLimits": "license, db:2"})
+    neg._remember([Match(Request("physics.a@h", 1, 1, ad), Slot("slot1@h", ClassAd({}), extra=slot),
+                         (0.0, 0.0, 0.0), {"Cpus": 2.0}, weight=2.0)])
+    assert neg._usage([slot], []) == ({"physics.a@h": 2.0}, {"license": 1.0, "db": 2.0})
+    answered = dict(slot, NumClaimRequests=1)  # the startd answered: its dynamic slot counts now
+    assert neg._usage([answered], []) == ({}, {})
