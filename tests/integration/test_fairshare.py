@@ -236,3 +236,23 @@ def test_analyze_names_a_full_concurrency_limit_and_a_full_group(tmp_path):
         assert "Concurrency limits:\n  LICENSE: 1 of 1 in use, the job needs 1  <- full" in out
     finally:
         stop_pool(pool)
+
+
+def test_updown_pool_runs_jobs_and_shows_its_submit_machine(tmp_path):
+    """NEGOTIATOR_ALGORITHM = updown: jobs still run, and `roost userprio` shows the
+    schedd's schedule index going up while it holds slots."""
+    home = Path(tempfile.mkdtemp(prefix="roost-ud-", dir="/tmp"))
+    pool = start_pool(home, extra_config=STATIC4 + "NEGOTIATOR_ALGORITHM = updown\nUPDOWN_UP_RATE = 3600\n"
+                                                   "NEGOTIATOR_INTERVAL = 0.3\n")
+    try:
+        d = tmp_path / "ud"
+        d.mkdir()
+        r = pool.submit("executable = /bin/sleep\narguments = 1\nshould_transfer_files = NO\nqueue 3\n", d)
+        assert pool.wait(r.job_ids(), timeout=60)["done"] == 3, log_tails(home)
+        out = pool.roost("userprio", check=True).stdout
+        lines = out.splitlines()
+        head = lines.index(next(ln for ln in lines if ln.startswith("Submit machine (Up-Down)")))
+        station, index = lines[head + 2].split()
+        assert float(index) > 0  # one weight-second held = 1 at this rate; three jobs held more
+    finally:
+        stop_pool(pool)

@@ -152,6 +152,17 @@ def table(users: list[dict[str, Any]], now: float) -> str:
     return "\n".join(out)
 
 
+def stations_table(stations: list[Any]) -> str:
+    """NEGOTIATOR_ALGORITHM = updown: each submit machine's schedule index, best first."""
+    rows = [(str(s.get("name")), s.get("index")) for s in stations if isinstance(s, dict)]
+    width = max([len("Submit machine (Up-Down)"), *(len(n) for n, _ in rows)])
+    out = [f"{'Submit machine (Up-Down)'.ljust(width)} {'Index':>9}",
+           f"{'-' * width} {'-' * 9}"]
+    out += [f"{n.ljust(width)} {_num(i):>9}" for n, i in rows]
+    out.append("(lower is better: holding slots raises it, waiting with none lowers it)")
+    return "\n".join(out)
+
+
 def main(argv: list[str]) -> int:
     try:
         opts = parse(argv)
@@ -169,12 +180,15 @@ def main(argv: list[str]) -> int:
     conn = negotiator_connection(pool_home(None), 30.0)
     try:
         if action is None:
-            users = conn.call("USERPRIO").get("users") or []
+            got = conn.call("USERPRIO")
+            users = got.get("users") or []
             now = time.time()
             if opts["json"]:
                 print(json.dumps(users if opts["all"] else [u for u in users if active(u, now)], indent=2))
             else:
                 print(table(users if opts["all"] else [u for u in users if active(u, now)], now))
+                if isinstance(got.get("stations"), list):
+                    print("\n" + stations_table(got["stations"]))
             return 0
         kind = action[0]
         if kind == "factor":

@@ -55,10 +55,12 @@ from roost.core.matchmaker import (
     Match,
     Request,
     Slot,
+    negotiate,
     parse_concurrency_limits,
 )
 from roost.core.preemption import PreemptionPolicy
 from roost.core.promises import COUNTER, OFFER, WITHHOLD, Charge, PromiseBook
+from roost.core.updown import UpDown, UpDownRates, preemption_priority
 from roost.daemons.base import Daemon, run
 from roost.net.adwire import obj_to_ad
 from roost.net.client import AsyncClient
@@ -137,6 +139,19 @@ class Negotiator(Daemon):
         self._schedds: dict[str, AsyncClient] = {}
         self._slot_cache: dict[str, tuple[dict[str, Any], ClassAd]] = {}
         self.promises = PromiseBook(self.match_hold)
+        # -- Up-Down (NEGOTIATOR_ALGORITHM = updown): submit machines, not users ------
+        algorithm = (cfg.get("NEGOTIATOR_ALGORITHM") or "fairshare").strip().lower()
+        if algorithm not in ("fairshare", "updown"):
+            self.log.error("ignoring NEGOTIATOR_ALGORITHM = %r (fairshare or updown): fair share", algorithm)
+            algorithm = "fairshare"
+        self.updown_mode = algorithm == "updown"
+        self.updown = UpDown()
+        self.updown_rates = UpDownRates(
+            up=max(0.0, cfg.get_float("UPDOWN_UP_RATE", 1.0) or 0.0),
+            down=max(0.0, cfg.get_float("UPDOWN_DOWN_RATE", 1.0) or 0.0),
+            decay=max(0.0, cfg.get_float("UPDOWN_DECAY_RATE", 1.0) or 0.0),
+        )
+        self._station_of: dict[str, str] = {}  # submitter name -> its schedd (ScheddName)
         # -- fair share ---------------------------------------------------------------
         self.halflife = cfg.get_float("PRIORITY_HALFLIFE", 86400.0) or 86400.0
         self.default_factor = cfg.get_float("DEFAULT_PRIO_FACTOR", 1000.0) or 1000.0
@@ -197,7 +212,11 @@ class Negotiator(Daemon):
         acct = self.accountant
         acct.update(self._last_usage, time.time())  # fresh figures, not those of the last cycle
         self._acct_dirty = True
-        return {"users": [self._record_obj(r) for r in acct.records()]}
+        out: dict[str, Any] = {"users": [self._record_obj(r) for r in acct.records()]}
+        if self.updown_mode:
+            out["stations"] = [{"name": s, "index": self.updown.index.get(s, 0.0)}
+                               for s in self.updown.order(set(self.updown.index) | set(self._station_of.values()))]
+        return out
 
     async def h_limits(self, req: dict[str, Any], peer: Peer) -> dict[str, Any]:
         """Concurrency limits and accounting groups (``q -analyze``): what is in use from
@@ -312,6 +331,7 @@ class Negotiator(Daemon):
             if not isinstance(obj, dict):
                 raise ValueError("not a JSON object")
             self.accountant = Accountant.from_json(obj, **kw)
+            self.updown = UpDown.from_json(obj.get("updown"))
         except Exception as e:
             aside = path.with_name(f"{path.name}.corrupt.{int(time.time())}")
             with contextlib.suppress(OSError):
@@ -333,7 +353,8 @@ class Negotiator(Daemon):
         tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
-            data = json.dumps(self.accountant.to_json(), sort_keys=True, allow_nan=False)
+            data = json.dumps({**self.accountant.to_json(), "updown": self.updown.to_json()},
+                              sort_keys=True, allow_nan=False)
             with open(tmp, "w", encoding="utf-8") as f:
                 f.write(data)
                 f.flush()
@@ -422,6 +443,8 @@ class Negotiator(Daemon):
         usage, limits_used = self._usage(objs, all_subs)
         self._last_usage, self._last_limits_used, self._usage_at = usage, limits_used, now
         self.accountant.update(usage, now)
+        if self.updown_mode:
+            self._advance_updown(all_subs, now)
         self._acct_dirty = True
         self.save_accountant()
         preemption = self._preemption_policy() if self.consider_preemption else None
@@ -453,7 +476,7 @@ class Negotiator(Daemon):
         stats.jobs_wanted = sum(r.count for rs in requests.values() for r in rs)
         if not order:
             return self._finish(stats, t0)
-        order.sort(key=lambda n: (prios.get(n, 0.0), n))
+        order.sort(key=lambda n: (prios.get(n, 0.0), self._user_prio(n), n))
         plan = self._plan(slots, requests, order, prios, usage, limits_used, preemption, now)
         self._group_quota = plan.group_quota
         stats.evaluations = plan.evaluations
@@ -465,8 +488,39 @@ class Negotiator(Daemon):
 
     # -- fair share -------------------------------------------------------------------------
     def _eff_prio(self, name: str) -> float:
-        """The submitter's effective priority (lower is better)."""
+        """The submitter's effective priority (lower is better): its own, or under Up-Down
+        its submit machine's index (:func:`preemption_priority`), which then decides the
+        order, ``SubmitterUserPrio`` and the ``RemoteUserPrio`` preemption compares."""
+        if self.updown_mode:
+            station = self._station_of.get(name)
+            return preemption_priority(self.updown.index.get(station, 0.0) if station else 0.0)
+        return self._user_prio(name)
+
+    def _user_prio(self, name: str) -> float:
+        """The accountant's effective priority of ``name`` (real × factor)."""
         return self.accountant.effective_priority(name, nice=_is_nice(name))
+
+    def _advance_updown(self, subs: list[dict[str, Any]], now: float) -> None:
+        """Each submit machine's weight in use and whether it waits, from the Submitter
+        ads its schedd sends; then the indexes move (``roost.core.updown``)."""
+        held: dict[str, float] = {}
+        waiting: set[str] = set()
+        station_of: dict[str, str] = {}
+        for s in subs:
+            name, station = s.get("Name"), s.get("ScheddName")
+            if not isinstance(station, str) or not station:
+                station = s.get("ScheddAddress")
+            if not isinstance(name, str) or not isinstance(station, str) or not station:
+                continue
+            station_of[name] = station
+            w = s.get("WeightedRunningJobs")
+            if type(w) in (int, float) and w > 0:
+                held[station] = held.get(station, 0.0) + float(w)
+            idle = s.get("IdleJobs")
+            if type(idle) is int and idle > 0:
+                waiting.add(station)
+        self._station_of = station_of
+        self.updown.advance(held, waiting, now, self.updown_rates)
 
     def _slot_weight(self, obj: dict[str, Any]) -> float:
         """SlotWeight of a slot ad (default Cpus; 1 per slot without slot weights)."""
@@ -618,6 +672,10 @@ class Negotiator(Daemon):
     def _plan(self, slots: list[Slot], requests: dict[str, list[Request]], order: list[str],
               prios: dict[str, float], usage: dict[str, float],
               limits_used: dict[str, float], preemption: Any, now: float) -> Any:
+        if self.updown_mode:  # strict order of submit machines: no pie, groups or floors
+            return negotiate(slots, requests, order, now, pre_job_rank=self.pre_job_rank,
+                             post_job_rank=self.post_job_rank, concurrency=self._concurrency(limits_used),
+                             preemption=preemption, submitter_prio=prios)
         groups = self._groups()
         names = list(order)
         if groups:  # what a group's members run counts against its quota, idle jobs or not

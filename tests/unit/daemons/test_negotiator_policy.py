@@ -2,6 +2,7 @@
 SET_FACTOR / RESET_USAGE / SET_FLOOR / SET_CEILING commands, on a real collector and
 negotiator in a temporary home; usage charged from claimed slot ads."""
 
+import asyncio
 import json
 import time
 
@@ -287,3 +288,58 @@ def test_promised_matches_hold_weight_and_limits_until_their_startd_answers(tmp_
     assert neg._usage([slot], []) == ({"physics.a@h": 2.0}, {"license": 1.0, "db": 2.0})
     answered = dict(slot, NumClaimRequests=1)  # the startd answered: its dynamic slot counts now
     assert neg._usage([answered], []) == ({}, {})
+
+
+# -- Up-Down (NEGOTIATOR_ALGORITHM = updown) ---------------------------------------------------
+def _sub(name, schedd, idle=0, weight=0):
+    return {"Name": name, "ScheddName": schedd, "ScheddAddress": f"<{schedd}>", "IdleJobs": idle,
+            "WeightedRunningJobs": weight}
+
+
+def test_updown_orders_submit_machines_strictly_and_persists(tmp_path):
+    from roost.classad import ClassAd, ExprTree
+    from roost.core.matchmaker import Request, Slot
+
+    neg = _negotiator(tmp_path, "NEGOTIATOR_ALGORITHM = UpDown\nUPDOWN_DOWN_RATE = 2\n")
+    assert neg.updown_mode
+    subs = [_sub("alice@h", "busy.example", idle=5, weight=3), _sub("bob@h", "quiet.example", idle=2),
+            _sub("carol@h", "busy.example", idle=1)]
+    neg._advance_updown(subs, 1000.0)
+    neg._advance_updown(subs, 1000.0 + 1800)
+    assert neg.updown.index == pytest.approx({"busy.example": 1.5, "quiet.example": -1.0})
+    # the index decides the priority: every submitter of a machine shares it
+    assert neg._eff_prio("alice@h") == neg._eff_prio("carol@h") == pytest.approx(2 ** 1.5)
+    assert neg._eff_prio("bob@h") == pytest.approx(0.5)
+    assert neg._eff_prio("stranger@h") == 1.0
+
+    def slot(i):
+        ad = ClassAd({"Name": f"s{i}", "Cpus": 1, "Memory": 1024, "State": "Unclaimed"})
+        ad["Requirements"], ad["Rank"] = ExprTree("true"), ExprTree("0")
+        return Slot(f"s{i}", ad, claim_id=f"c{i}")
+
+    def req(name, n):
+        ad = ClassAd({"RequestCpus": 1, "RequestMemory": 1})
+        ad["Requirements"] = ExprTree("true")
+        return [Request(name, 1, n, ad)]
+
+    requests = {"alice@h": req("alice@h", 5), "bob@h": req("bob@h", 2)}
+    prios = {n: neg._eff_prio(n) for n in requests}
+    order = sorted(requests, key=lambda n: prios[n])
+    plan = neg._plan([slot(i) for i in range(3)], requests, order, prios, {}, {}, None, 0.0)
+    # strict order, not a pie: the quiet machine takes all it wants, the busy one the rest
+    assert plan.by_submitter == {"bob@h": 2, "alice@h": 1}
+
+    users = asyncio.run(neg.h_userprio({}, None))
+    assert users["stations"] == [{"name": "quiet.example", "index": pytest.approx(-1.0)},
+                                 {"name": "busy.example", "index": pytest.approx(1.5)}]
+    neg._acct_dirty = True
+    assert neg.save_accountant(force=True)
+    again = _negotiator(tmp_path, "NEGOTIATOR_ALGORITHM = updown\n")
+    assert again.updown.index == pytest.approx(neg.updown.index) and again.updown.last == 2800.0
+
+
+def test_an_unknown_algorithm_is_logged_and_fair_share_runs(tmp_path, caplog):
+    neg = _negotiator(tmp_path, "NEGOTIATOR_ALGORITHM = lottery\n")
+    assert not neg.updown_mode
+    assert any("NEGOTIATOR_ALGORITHM" in r.getMessage() for r in caplog.records)
+    assert "stations" not in asyncio.run(neg.h_userprio({}, None))
