@@ -11,6 +11,7 @@ import logging
 import os
 import signal
 import tempfile
+import time
 from types import SimpleNamespace
 
 import pytest
@@ -75,6 +76,7 @@ def test_owner_activity_file_suspends_and_continues_the_job() -> None:
     policy = CONFIG + (
         # a 5 s window: on a loaded machine the ad may be read seconds after the suspend
         "SUSPEND = KeyboardIdle < 5\nWANT_SUSPEND = True\nCONTINUE = KeyboardIdle >= 5\n"
+        "SLOTS_CONNECTED_TO_KEYBOARD = 1\n"  # as in HTCondor, no slot sees the keyboard unless told
     )
 
     async def main() -> None:
@@ -217,3 +219,39 @@ def test_no_signal_reaches_a_job_group_once_the_job_is_reaped(monkeypatch) -> No
 
 
 assert os.name == "posix"
+
+
+# -- SLOTS_CONNECTED_TO_KEYBOARD / _CONSOLE --------------------------------------------------
+
+
+def test_connected_slots_see_the_owner_and_the_others_report_the_boost() -> None:
+    from roost.daemons.startd.owner import Connected, slot_attrs, slot_number
+
+    assert [slot_number(n) for n in ("slot3", "slot1_4", "slot12@host", "other", "slotx")] == [3, 1, 12, None, None]
+    c = Connected(keyboard=1, console=2, disconnected_idle=1500)
+    assert c.idle("slot1", (5, 50)) == (5, 50)
+    assert c.idle("slot1_7", (5, 50)) == (5, 50)  # a dynamic slot has its parent's number
+    assert c.idle("slot2", (5, 50)) == (50, 50)  # sees the console only: console activity counts
+    assert c.idle("slot3", (5, 50)) == (1500, 1500)
+    assert Connected(keyboard=0, console=0, disconnected_idle=9).idle("slot1", (5, 50)) == (9, 9)
+    attrs = slot_attrs((5, 50), 0.0, {}, {"slot1": 1, "slot2": 1}, 2, Connected(1, 1, 1500))
+    assert (attrs["slot1"]["KeyboardIdle"], attrs["slot2"]["KeyboardIdle"]) == (5, 1500)
+    assert slot_attrs((5, 50), 0.0, {}, {"slot9": 1}, 1)["slot9"]["KeyboardIdle"] == 5  # unset: all connected
+
+
+def test_only_connected_slots_stop_starting_jobs_when_the_owner_types(caplog) -> None:
+    async def main() -> None:
+        d = _startd("NUM_SLOTS = 2\nSLOTS_CONNECTED_TO_KEYBOARD = 1\nSLOTS_CONNECTED_TO_CONSOLE = 1\n"
+                    "START = KeyboardIdle > 600\nDISCONNECTED_KEYBOARD_IDLE_BOOST = 2*600\n")
+        await d.start()
+        (d.home / "activity").touch()  # the owner is at the keyboard
+        d._measure(time.time())
+        d._evaluate()
+        assert d.owner_attrs["slot1"]["KeyboardIdle"] < 600
+        assert d.owner_attrs["slot2"]["KeyboardIdle"] >= 1200
+        assert (d.slots["slot1"].state, d.slots["slot2"].state) == ("Owner", "Unclaimed")
+        bad = _startd("SLOTS_CONNECTED_TO_KEYBOARD = many\n")
+        assert bad._connected_knobs[0] == 0  # the default: not connected
+        assert any("SLOTS_CONNECTED_TO_KEYBOARD" in r.getMessage() for r in caplog.records)
+
+    asyncio.run(main())

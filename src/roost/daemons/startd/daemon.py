@@ -35,6 +35,7 @@ from typing import Any
 
 from roost.classad import ClassAd, ExprTree
 from roost.config import Config
+from roost.config.errors import ConfigError
 from roost.core import ownerpolicy as op
 from roost.core import slots as core
 from roost.core.slots import Claim, Slot
@@ -154,6 +155,9 @@ class Startd(Daemon):
         devices = cfg.get("STARTD_OWNER_DEVICES")
         self.monitor = owner.OwnerMonitor(activity.strip() or None,
                                           owner.DEFAULT_DEVICES if devices is None else devices)
+        self._connected_knobs = (self._slots_knob("SLOTS_CONNECTED_TO_KEYBOARD"),
+                                  self._slots_knob("SLOTS_CONNECTED_TO_CONSOLE"),
+                                  self._slots_knob("DISCONNECTED_KEYBOARD_IDLE_BOOST") or 0)
         self.owner_attrs: dict[str, dict[str, Any]] = {}
         self._latched: dict[tuple[str, str], tuple[Any, int]] = {}
         self._last_owner: tuple[tuple[int, int], float] = (self.monitor.idle(time.time()), owner.host_load())
@@ -860,7 +864,7 @@ class Startd(Daemon):
         cpus = {n: s.total.cpus for n, s in self.slots.items()}
         total_load = owner.host_load()
         self._last_owner = (idle, total_load)
-        self.owner_attrs = owner.slot_attrs(idle, total_load, loads, cpus, total_cpus)
+        self.owner_attrs = owner.slot_attrs(idle, total_load, loads, cpus, total_cpus, self._connected(now))
         for name in self.slots:
             self._ads.pop(name, None)
         self._latch(now)
@@ -893,12 +897,31 @@ class Startd(Daemon):
         for key in [k for k in self._latched if k[0] not in self.slots]:
             del self._latched[key]
 
+    def _slots_knob(self, name: str) -> int | None:
+        """SLOTS_CONNECTED_TO_* / DISCONNECTED_KEYBOARD_IDLE_BOOST; a bad value is logged
+        and counts as the default (no slot connected; a boost of 1200 s)."""
+        default = 1200 if name == "DISCONNECTED_KEYBOARD_IDLE_BOOST" else 0
+        try:
+            v = self.config.get_int(name, default)
+        except ConfigError as e:
+            self.log.error("ignoring %s: %s", name, e)
+            return default
+        return None if v is None else max(0, v)
+
+    def _connected(self, now: float) -> owner.Connected | None:
+        """Which slots see the keyboard and console now (None: all of them)."""
+        kbd, con, boost = self._connected_knobs
+        if kbd is None and con is None:
+            return None
+        return owner.Connected(kbd, con, int(now - self.start_time) + (boost or 0))
+
     def _owner_attrs_for(self, slot: Slot) -> dict[str, Any]:
         """Owner attributes of a slot carved since the last measurement: the machine's
         idle times and load as last measured, no job load yet."""
         idle, total = self._last_owner
         total_cpus = self.machine.total.cpus if self.machine is not None else 0
-        attrs = owner.slot_attrs(idle, total, {}, {slot.name: slot.total.cpus}, total_cpus)[slot.name]
+        attrs = owner.slot_attrs(idle, total, {}, {slot.name: slot.total.cpus}, total_cpus,
+                                 self._connected(time.time()))[slot.name]
         attrs["TotalCondorLoadAvg"] = next(iter(self.owner_attrs.values()), {}).get("TotalCondorLoadAvg", 0.0)
         return attrs
 

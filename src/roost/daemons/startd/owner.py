@@ -19,6 +19,15 @@ owner policy (START, SUSPEND, CONTINUE ...) reads them:
   ``CondorLoadAvg`` plus its CPU share of the load that is not roost's.
 
 With nothing ever seen, idle times count from boot.
+
+On a multi-core desktop the owner may lend some cores whatever they do:
+``SLOTS_CONNECTED_TO_KEYBOARD`` / ``SLOTS_CONNECTED_TO_CONSOLE`` (HTCondor's
+knobs) say how many slots see the keyboard / console, by slot number
+(``slot2`` and its dynamic slots ``slot2_*`` are number 2). A slot that is not
+connected reports, for what it does not see, the time since the startd started
+plus ``DISCONNECTED_KEYBOARD_IDLE_BOOST`` (1200 s), so a policy that waits for
+15 idle minutes starts jobs there at once. As in HTCondor, no slot is connected
+by default; ``use POLICY : Desktop`` connects them all.
 """
 
 from __future__ import annotations
@@ -28,6 +37,7 @@ import math
 import os
 import time
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 
 from roost.daemons.startd import procstat
 
@@ -148,9 +158,38 @@ class OwnerMonitor:
                 del d[name]
 
 
+@dataclass(frozen=True)
+class Connected:
+    """Which slots see the owner's keyboard and console (None: every slot)."""
+
+    keyboard: int | None = None
+    console: int | None = None
+    disconnected_idle: int = 0  # what a slot reports for what it does not see
+
+    def idle(self, slot: str, idle: tuple[int, int]) -> tuple[int, int]:
+        """(KeyboardIdle, ConsoleIdle) of ``slot`` given the machine's."""
+        number = slot_number(slot)
+        kbd = idle[0] if _sees(self.keyboard, number) else self.disconnected_idle
+        con = idle[1] if _sees(self.console, number) else self.disconnected_idle
+        return min(kbd, con), con  # console activity is keyboard activity too
+
+
+def _sees(connected: int | None, number: int | None) -> bool:
+    return connected is None or (number is not None and number <= connected)
+
+
+def slot_number(name: str) -> int | None:
+    """``slot3`` → 3; a dynamic slot ``slot1_4`` has its parent's number, 1."""
+    base = name.split("@", 1)[0]
+    if not base.startswith("slot"):
+        return None
+    digits = base[4:].split("_", 1)[0]
+    return int(digits) if digits.isdigit() else None
+
+
 def slot_attrs(
     idle: tuple[int, int], total_load: float, condor_load: Mapping[str, float],
-    cpus: Mapping[str, int], total_cpus: int,
+    cpus: Mapping[str, int], total_cpus: int, connected: Connected | None = None,
 ) -> dict[str, dict[str, float | int]]:
     """The owner attributes of each slot's ad (names as HTCondor's)."""
     total_condor = sum(condor_load.values())
@@ -159,9 +198,10 @@ def slot_attrs(
     for name, n in cpus.items():
         mine = condor_load.get(name, 0.0)
         share = owner_load * n / total_cpus if total_cpus else 0.0
+        kbd, con = connected.idle(name, idle) if connected is not None else idle
         out[name] = {
-            "KeyboardIdle": idle[0],
-            "ConsoleIdle": idle[1],
+            "KeyboardIdle": kbd,
+            "ConsoleIdle": con,
             "TotalLoadAvg": round(total_load, 2),
             "TotalCondorLoadAvg": round(total_condor, 2),
             "CondorLoadAvg": round(mine, 2),
