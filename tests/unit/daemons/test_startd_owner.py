@@ -90,19 +90,99 @@ def test_owner_activity_file_suspends_and_continues_the_job() -> None:
             running = await peer.next_update()
             (startd.home / "activity").touch()
             await peer.wait_for(lambda: peer.ads[name].get("Activity") == "Suspended")
-            # SIGSTOP lands when the woken process next runs: on a busy machine it reads R first
-            assert await _settles(running["pid"], lambda s: s == "T")  # SIGSTOPped
+            # SIGSTOP lands when the woken process next runs: on a busy machine it reads R first;
+            # with a cgroup the freezer may hold it before it gets there
+            pid = running["pid"]
+            assert await _settles(pid, lambda s: s == "T" or _frozen(pid))  # stopped
             await peer.wait_for(lambda: peer.ads[name].get("Activity") == "Busy", timeout=20)
-            assert await _settles(running["pid"], lambda s: s != "T")
+            assert await _settles(pid, lambda s: s != "T" and not _frozen(pid))
             await client.call("RELEASE_CLAIM", claim_id=cid)
 
     asyncio.run(main())
+
+
+def test_suspend_freezes_what_left_the_job_process_group() -> None:
+    """A job that starts a busy loop in a session of its own: SIGSTOP to the job's
+    process group misses it, the cgroup freezer does not."""
+    policy = CONFIG + ("SUSPEND = KeyboardIdle < 30\nWANT_SUSPEND = True\nCONTINUE = False\n"
+                       "SLOTS_CONNECTED_TO_KEYBOARD = 1\n")
+
+    async def main() -> None:
+        async with pool(policy) as (peer, startd, client):
+            slot = await peer.wait_for(lambda: slot_ads(peer).get("slot1"))
+            name, cid = slot["Name"], peer.private[slot["Name"]]["ClaimId"]
+            ad = job_ad("executable = /bin/sh\narguments = \"-c 'setsid sh -c \"\"while :; do :; done\"\" & wait'\"\n"
+                        f"should_transfer_files = NO\n+FileSystemDomain = \"{slot['FileSystemDomain']}\"\n"
+                        "job_max_vacate_time = 2\nqueue\n")
+            await client.call("REQUEST_CLAIM", claim_id=cid, job_ad=ad, schedd_address=peer.address, lease=60)
+            await client.call("ACTIVATE_CLAIM", claim_id=cid, job_ad=ad)
+            job = (await peer.next_update())["pid"]
+            loop_pid = await peer.wait_for(lambda: next(iter(_children(job)), None))
+            assert os.getpgid(loop_pid) != os.getpgid(job)  # it left the job's group
+            if not _frozen_capable(loop_pid):
+                pytest.skip("the job has no cgroup v2 with cgroup.freeze here")
+            (startd.home / "activity").touch()
+            await peer.wait_for(lambda: peer.ads[name].get("Activity") == "Suspended")
+            assert await _settles(loop_pid, lambda s: _frozen(loop_pid))
+            before = _cpu_ticks(loop_pid)
+            await asyncio.sleep(0.5)
+            assert _cpu_ticks(loop_pid) == before  # it does not run
+            await client.call("RELEASE_CLAIM", claim_id=cid)
+            await peer.wait_for(lambda: not os.path.exists(f"/proc/{loop_pid}") or _proc_state(loop_pid) == "Z")
+
+    asyncio.run(main())
+
+
+def _children(pid: int) -> list[int]:
+    out = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as f:
+                    data = f.read()
+            except OSError:
+                continue
+            if int(data[data.rindex(")") + 2:].split()[1]) == pid:
+                out.append(int(entry))
+    return out
+
+
+def _cpu_ticks(pid: int) -> int:
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return int(fields[11]) + int(fields[12])  # utime + stime
+
+
+def _frozen_capable(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/cgroup") as f:
+            rel = next(ln.split(":", 2)[2].strip() for ln in f if ln.startswith("0::"))
+    except (OSError, StopIteration):
+        return False
+    return rel not in ("/", "") and any(os.path.exists(f"{root}{rel}/cgroup.freeze")
+                                        for root in ("/sys/fs/cgroup", "/sys/fs/cgroup/unified"))
 
 
 def _proc_state(pid: int) -> str:
     with open(f"/proc/{pid}/stat") as f:
         data = f.read()
     return data[data.rindex(")") + 2]
+
+
+def _frozen(pid: int) -> bool:
+    """The process's cgroup (v2) reports itself frozen."""
+    try:
+        with open(f"/proc/{pid}/cgroup") as f:
+            rel = next(ln.split(":", 2)[2].strip() for ln in f if ln.startswith("0::"))
+    except (OSError, StopIteration):
+        return False
+    for root in ("/sys/fs/cgroup", "/sys/fs/cgroup/unified"):
+        try:
+            with open(f"{root}{rel}/cgroup.events") as f:
+                return "frozen 1" in f.read()
+        except OSError:
+            continue
+    return False
 
 
 async def _settles(pid: int, want, timeout: float = 5.0) -> bool:

@@ -133,6 +133,26 @@ class JobCgroups:
         finally:
             os.close(fd)
 
+    def freeze(self, name: str, frozen: bool) -> bool:
+        """Freeze (or thaw) everything in the job's cgroup (``cgroup.freeze``, Linux
+        5.2+): what a job started in a session of its own stops too, which SIGSTOP
+        to the job's process group would miss. False when it could not be done."""
+        path = self.path(name)
+        if path is None:
+            return False
+        try:
+            fd = os.open(os.path.join(path, "cgroup.freeze"), os.O_WRONLY)
+        except OSError:
+            return False
+        try:
+            os.write(fd, b"1" if frozen else b"0")
+        except OSError as e:
+            log.warning("cannot %s cgroup %s: %s", "freeze" if frozen else "thaw", path, e.strerror)
+            return False
+        finally:
+            os.close(fd)
+        return True
+
     def remove(self, name: str, wait: float = 2.0) -> None:
         """Kill what is left and remove the cgroup (blocking: call it off the event loop)."""
         path = self.path(name)

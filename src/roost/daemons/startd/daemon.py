@@ -18,7 +18,7 @@ CONTINUE, PREEMPT, KILL, WANT_SUSPEND, WANT_VACATE, MaxJobRetirementTime) is
 evaluated every POLLING_INTERVAL seconds and after every claim or job event;
 keyboard/console idle times and loads come from ``owner.OwnerMonitor``
 (knobs ``STARTD_ACTIVITY_FILE``, ``STARTD_OWNER_DEVICES``). Suspending is
-SIGSTOP/SIGCONT to the job's process group; vacating is the starter's
+SIGSTOP/SIGCONT to the job's process group plus its cgroup's freezer; vacating is the starter's
 SIGTERM-then-SIGKILL, reported to the schedd as ``vacated``.
 """
 

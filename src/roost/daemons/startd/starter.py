@@ -609,14 +609,18 @@ class Starter:
         return self.state == "running" and self._exited is not None and not self._exited.done()
 
     def suspend(self) -> None:
-        """SIGSTOP the job's process group (the owner policy's SUSPEND)."""
+        """SIGSTOP the job's process group and freeze its cgroup (the owner policy's
+        SUSPEND): the freezer also stops what left the group (``setsid``)."""
         if self._alive():
             self._kill_group(signal.SIGSTOP)
+            self.cgroups.freeze(self.name, True)
             self.suspended = True
 
     def resume(self) -> None:
-        """SIGCONT the job's process group (CONTINUE, and before a soft kill)."""
+        """Thaw the job's cgroup and SIGCONT its process group (CONTINUE, and before a
+        soft kill)."""
         if self.suspended:
+            self.cgroups.freeze(self.name, False)
             if self._alive():
                 self._kill_group(signal.SIGCONT)
             self.suspended = False
