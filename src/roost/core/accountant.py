@@ -93,6 +93,9 @@ class Accountant:
         default_factor: float = 1000.0,
         nice_factor: float = 1e10,
         min_priority: float = 0.5,
+        group_factors: Mapping[str, float] | None = None,
+        remote_factor: float | None = None,
+        local_domain: str | None = None,
     ) -> None:
         if halflife <= 0:
             raise ValueError("halflife must be positive")
@@ -100,13 +103,30 @@ class Accountant:
         self.default_factor = float(default_factor)
         self.nice_factor = float(nice_factor)
         self.min_priority = float(min_priority)
+        # GROUP_PRIO_FACTOR_<group> (keys lower case), REMOTE_PRIO_FACTOR for names
+        # outside ACCOUNTANT_LOCAL_DOMAIN: the factors new names get
+        self.group_factors = {k.lower(): float(v) for k, v in (group_factors or {}).items() if v >= MIN_FACTOR}
+        self.remote_factor = remote_factor if remote_factor is not None and remote_factor >= MIN_FACTOR else None
+        self.local_domain = local_domain.lower() if local_domain else None
         self.last_update: float | None = None
         self._users: dict[str, UserRecord] = {}
 
     # --- records -----------------------------------------------------------
     def new_factor(self, name: str, nice: bool = False) -> float:
-        """The factor a name gets when first seen."""
-        return self.nice_factor if nice or is_nice(name) else self.default_factor
+        """The factor a name gets when first seen, as HTCondor picks it: a nice user's;
+        its accounting group's ``GROUP_PRIO_FACTOR_<group>`` (the longest group its
+        name starts with, then a dot); ``REMOTE_PRIO_FACTOR`` for a domain other than
+        ``ACCOUNTANT_LOCAL_DOMAIN``; else the default."""
+        if nice or is_nice(name):
+            return self.nice_factor
+        local, at, domain = name.rpartition("@") if "@" in name else (name, "", "")
+        low = local.lower()
+        groups = [g for g in self.group_factors if low.startswith(g + ".")]
+        if groups:
+            return self.group_factors[max(groups, key=len)]
+        if at and self.remote_factor is not None and self.local_domain and domain.lower() != self.local_domain:
+            return self.remote_factor
+        return self.default_factor
 
     def _record(self, name: str, nice: bool = False) -> UserRecord:
         rec = self._users.get(name)

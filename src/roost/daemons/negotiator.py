@@ -161,14 +161,14 @@ class Negotiator(Daemon):
         self.use_slot_weights = cfg.get_bool("NEGOTIATOR_USE_SLOT_WEIGHTS", True) is not False
         self.accountant_path = self.spool_dir / ACCOUNTANT_FILE
         # replaced by the saved state in start(); a fresh one until then
-        self.accountant = Accountant(self.halflife, self.default_factor, self.nice_factor)
+        self._policy_warned: set[str] = set()
+        self.accountant = Accountant(**self._accountant_kw())
         self._acct_dirty = False
         self._acct_saved = 0.0
         self._last_usage: dict[str, float] = {}  # weight held per submitter, last cycle
         self._last_limits_used: dict[str, float] = {}  # concurrency limits in use, last cycle
         self._usage_at: float | None = None  # when the two above were taken
         self._group_quota: dict[str, float] = {}  # the last plan's, keys lower case
-        self._policy_warned: set[str] = set()
         self._weight_cache: dict[str, tuple[Any, float]] = {}  # slot -> (SlotWeight inputs, weight)
 
     def _expr(self, knob: str) -> Any:
@@ -313,9 +313,23 @@ class Negotiator(Daemon):
         return {}
 
     # -- the accountant's state ------------------------------------------------------------
+    def _accountant_kw(self) -> dict[str, Any]:
+        """The accountant's configuration: half-life and factors, with HTCondor's
+        ``GROUP_PRIO_FACTOR_<group>`` (groups of GROUP_NAMES) and ``REMOTE_PRIO_FACTOR``
+        (default 10000, for names outside ``ACCOUNTANT_LOCAL_DOMAIN`` when that is set)."""
+        group_factors = {}
+        for g in self._groups():
+            f = self._knob("get_float", f"GROUP_PRIO_FACTOR_{g.name}", None)
+            if f is not None:
+                group_factors[g.name] = f
+        return {"halflife": self.halflife, "default_factor": self.default_factor, "nice_factor": self.nice_factor,
+                "group_factors": group_factors,
+                "remote_factor": self._knob("get_float", "REMOTE_PRIO_FACTOR", 10000.0),
+                "local_domain": (self.config.get("ACCOUNTANT_LOCAL_DOMAIN") or "").strip() or None}
+
     def load_accountant(self) -> None:
         """Read $(SPOOL)/accountant.json; a corrupt file is renamed aside and logged."""
-        kw = {"halflife": self.halflife, "default_factor": self.default_factor, "nice_factor": self.nice_factor}
+        kw = self._accountant_kw()
         path = self.accountant_path
         try:
             text = path.read_text(encoding="utf-8")

@@ -192,3 +192,22 @@ def test_from_json_skips_bad_entries_and_keeps_good_ones():
     half = a.get("half@h")
     assert (half.factor, half.floor, half.ceiling) == (1000, None, None)  # factor < 1 is invalid, as in HTCondor
     assert a.get("minimal@h") == UserRecord("minimal@h", factor=1000.0)
+
+
+def test_new_names_get_group_and_remote_factors_as_htcondor_picks_them():
+    a = Accountant(default_factor=1000, nice_factor=1e9, group_factors={"Physics": 10, "physics.hep": 5, "bad": 0.5},
+                   remote_factor=10000, local_domain="Example.org")
+    assert a.new_factor("alice@example.org") == 1000
+    assert a.new_factor("alice@elsewhere.net") == 10000  # outside the local domain
+    assert a.new_factor("physics.alice@elsewhere.net") == 10  # the group's factor comes first
+    assert a.new_factor("physics.hep.bob@example.org") == 5  # the longest group
+    assert a.new_factor("physicsx.bob@example.org") == 1000  # not a group member
+    assert a.new_factor("bad.carol@example.org") == 1000  # a factor below 1 is ignored
+    assert a.new_factor("nice-user.physics.dan@example.org") == 1e9
+    a.update({"physics.alice@elsewhere.net": 1.0}, 0.0)
+    assert a.get("physics.alice@elsewhere.net").factor == 10
+    a.set_factor("physics.alice@elsewhere.net", 3)  # a stored factor wins from then on
+    again = Accountant.from_json(a.to_json(), group_factors={"physics": 20})
+    assert again.get("physics.alice@elsewhere.net").factor == 3
+    # without ACCOUNTANT_LOCAL_DOMAIN every name is local
+    assert Accountant(remote_factor=10000).new_factor("x@anywhere") == 1000

@@ -343,3 +343,11 @@ def test_an_unknown_algorithm_is_logged_and_fair_share_runs(tmp_path, caplog):
     assert not neg.updown_mode
     assert any("NEGOTIATOR_ALGORITHM" in r.getMessage() for r in caplog.records)
     assert "stations" not in asyncio.run(neg.h_userprio({}, None))
+
+
+def test_group_and_remote_prio_factors_come_from_the_configuration(tmp_path):
+    neg = _negotiator(tmp_path, "GROUP_NAMES = physics\nGROUP_PRIO_FACTOR_physics = 7\n"
+                                "ACCOUNTANT_LOCAL_DOMAIN = h\nREMOTE_PRIO_FACTOR = 50000\n")
+    acct = neg.accountant  # as load_accountant rebuilt it
+    assert (acct.new_factor("physics.a@h"), acct.new_factor("b@h"), acct.new_factor("b@x")) == (7, 1000, 50000)
+    assert neg._user_prio("b@x") == pytest.approx(0.5 * 50000)
