@@ -344,3 +344,21 @@ def test_refused_activation_backs_off_instead_of_storming(pool, tmp_path):
     assert done["JobStatus"] == 4 and done["NumJobStarts"] == 1
     assert startd.names().count("ACTIVATE_CLAIM") == 3
     assert s.log().count("not offered for") == 1  # logged when the back-off began, not per refusal
+
+
+def test_a_reused_claim_takes_the_owners_jobs_in_jobprio_order(pool, tmp_path):
+    """condor_submit's `priority`: a later, more urgent cluster runs before the earlier
+    jobs on a claim the schedd reuses, not only at negotiation."""
+    s, peers = pool
+    startd = FakeStartd()
+    peers.append(startd)
+    with s.client() as c:
+        low, _ = submit(c, "executable = /bin/true\nqueue 3\n", str(tmp_path))
+        high, _ = submit(c, "executable = /bin/true\npriority = 10\nqueue 2\n", str(tmp_path))
+        neg, _ = submit(c, "executable = /bin/true\npriority = -5\nqueue 1\n", str(tmp_path))
+    with SyncClient(s.address, timeout=5) as n:
+        reqs = n.call("GET_REQUESTS", owner="root")["requests"]
+    startd.send_match(s.address, reqs[0]["autocluster"])  # one claim: every job runs on it in turn
+    wait_for(lambda: len(history(s)) == 6)
+    ran = [f"{r['job_ad']['ClusterId']}.{r['job_ad']['ProcId']}" for c, r in startd.calls if c == "ACTIVATE_CLAIM"]
+    assert ran == [f"{high}.0", f"{high}.1", f"{low}.0", f"{low}.1", f"{low}.2", f"{neg}.0"]

@@ -97,6 +97,7 @@ class Schedd(Daemon):
         self._done_unlogged: set[tuple[int, int]] = set()
         self._done_unlogged_by_cluster: dict[int, int] = {}
         self._ac_ids: dict[Any, int] = {}  # job signature -> autocluster id
+        self._prio_cache: dict[str, tuple[int, list[int]]] = {}  # owner -> (next cluster id, clusters with JobPrio)
         self._ac_by_key: dict[Any, int] = {}  # roost.core.autocluster key -> autocluster id
         self._cluster_sig: dict[int, frozenset[str]] = {}
         self._ac_members: dict[int, deque[Job]] = {}
@@ -500,7 +501,7 @@ class Schedd(Daemon):
         if not idle:
             return None
         tried = 0
-        for job in list(itertools.islice(idle.values(), 64)):
+        for job in self._reuse_candidates(owner, idle):
             if job.busy or job.status != jp.IDLE or job.get("JobUniverse") in LOCAL_UNIVERSES:
                 continue
             if shadow.submitter is not None and self.submitter_of(job.cluster) != shadow.submitter:
@@ -512,6 +513,44 @@ class Schedd(Daemon):
             if tried > 16:
                 break
         return None
+
+    def _reuse_candidates(self, owner: str, idle: dict[tuple[int, int], Job]) -> list[Job]:
+        """The idle jobs a reused claim tries, best first: by ``JobPrio`` (higher first),
+        then submit order, as GET_REQUESTS orders them. Without priorities, the first
+        64 in submit order; with them, also the first idle procs of every cluster that
+        sets ``JobPrio``, so a later, more urgent job is not left behind."""
+        window = list(itertools.islice(idle.values(), 64))
+        prio_clusters = self._prio_clusters(owner)
+        if not prio_clusters:
+            return window
+        seen = {j.key for j in window}
+        for cid in prio_clusters:
+            cluster = self.queue.clusters.get(cid)
+            if cluster is None or not cluster.counts.get(jp.IDLE):
+                continue
+            for job in itertools.islice((j for j in cluster.procs.values() if j.key in idle), 64):
+                if job.key not in seen:
+                    seen.add(job.key)
+                    window.append(job)
+
+        def order(j: Job) -> tuple[float, Any, int, int]:
+            p = j.get("JobPrio")
+            return (-p if type(p) in (int, float) else 0, j.cluster.ad.get("QDate") or 0, j.cluster.id, j.proc)
+
+        window.sort(key=order)
+        return window
+
+    def _prio_clusters(self, owner: str) -> list[int]:
+        """The owner's clusters whose cluster ad or procs set a non-zero ``JobPrio``;
+        recomputed only once a new cluster has been submitted."""
+        version = self.queue.next_cluster
+        cached = self._prio_cache.get(owner)
+        if cached is not None and cached[0] == version:
+            return cached[1]
+        found = [c.id for c in self.queue.clusters.values() if c.owner == owner and (
+            c.ad.get("JobPrio") or any(j.diff and j.diff.get("JobPrio") for j in c.procs.values()))]
+        self._prio_cache[owner] = (version, found)
+        return found
 
     def reschedule(self) -> None:
         """Ask the negotiator for a cycle soon (coalesced; submitter ads refreshed first)."""
