@@ -505,7 +505,6 @@ def _limit_text(st: LimitStat) -> str:
 
 
 def _group_text(g: GroupStat) -> str:
-    may = "not computed yet" if g.allocation is None else _num(g.allocation)
     if g.quota is not None:
         quota = f"quota {_num(g.quota)}"
     elif g.dynamic is not None:
@@ -513,7 +512,9 @@ def _group_text(g: GroupStat) -> str:
     else:
         quota = "no quota of its own"
     surplus = "accepts surplus" if g.accept_surplus else "no surplus"
-    return f"group {g.name} holds {_num(g.held)} of the {may} it may hold now ({quota}, {surplus})"
+    if g.allocation is None:
+        return f"group {g.name} holds {_num(g.held)}; what it may hold is not computed yet ({quota}, {surplus})"
+    return f"group {g.name} holds {_num(g.held)} of the {_num(g.allocation)} it may hold now ({quota}, {surplus})"
 
 
 def _suggestion(a: Analysis, job: ClassAd) -> str:

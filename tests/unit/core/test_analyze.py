@@ -233,5 +233,10 @@ def test_a_group_at_its_allocation_waits_and_says_why() -> None:
     # 3 CPUs would not fit in what is left of its allocation.
     a = analyze(job(RequestCpus=3), pool(3), submitter="physics.theory.bob@pool", groups=groups)
     assert a.group is not None and a.group.full and "accepts surplus" in a.suggestion
+    # Before any cycle with groups: what it holds, without a verdict.
+    fresh = [dict(groups[0], allocation=None)]
+    a = analyze(j, pool(3), submitter="physics.alice@pool", groups=fresh)
+    assert a.group is not None and not a.group.full
+    assert "Accounting group: group physics holds 4; what it may hold is not computed yet (quota 4" in render(a, j)
     # Not in any group: nothing about groups.
     assert analyze(j, pool(3), submitter="alice@pool", groups=groups).group is None

@@ -153,14 +153,21 @@ def _cpu_ticks(pid: int) -> int:
     return int(fields[11]) + int(fields[12])  # utime + stime
 
 
-def _frozen_capable(pid: int) -> bool:
+def _cgroup_dir(pid: int) -> str | None:
+    """The directory of the process's cgroup v2, when it has one of its own."""
     try:
         with open(f"/proc/{pid}/cgroup") as f:
             rel = next(ln.split(":", 2)[2].strip() for ln in f if ln.startswith("0::"))
     except (OSError, StopIteration):
-        return False
-    return rel not in ("/", "") and any(os.path.exists(f"{root}{rel}/cgroup.freeze")
-                                        for root in ("/sys/fs/cgroup", "/sys/fs/cgroup/unified"))
+        return None
+    if rel in ("/", ""):
+        return None
+    return next((f"{root}{rel}" for root in ("/sys/fs/cgroup", "/sys/fs/cgroup/unified")
+                 if os.path.exists(f"{root}{rel}/cgroup.freeze")), None)
+
+
+def _frozen_capable(pid: int) -> bool:
+    return _cgroup_dir(pid) is not None
 
 
 def _proc_state(pid: int) -> str:
@@ -171,18 +178,14 @@ def _proc_state(pid: int) -> str:
 
 def _frozen(pid: int) -> bool:
     """The process's cgroup (v2) reports itself frozen."""
-    try:
-        with open(f"/proc/{pid}/cgroup") as f:
-            rel = next(ln.split(":", 2)[2].strip() for ln in f if ln.startswith("0::"))
-    except (OSError, StopIteration):
+    path = _cgroup_dir(pid)
+    if path is None:
         return False
-    for root in ("/sys/fs/cgroup", "/sys/fs/cgroup/unified"):
-        try:
-            with open(f"{root}{rel}/cgroup.events") as f:
-                return "frozen 1" in f.read()
-        except OSError:
-            continue
-    return False
+    try:
+        with open(f"{path}/cgroup.events") as f:
+            return "frozen 1" in f.read()
+    except OSError:
+        return False
 
 
 async def _settles(pid: int, want, timeout: float = 5.0) -> bool:
