@@ -65,25 +65,24 @@ def _truth(ad: ClassAd, attr: str) -> bool | None:
     if attr not in ad:
         return None
     try:
-        v = ad.eval(attr)
+        return _as_bool(ad.eval(attr))
     except Exception:
         return None
-    if v is True or v is False:
-        return v
-    if isinstance(v, int | float) and not isinstance(v, bool):
-        return v != 0
-    return None
 
 
 def _eval_in(ad: ClassAd, expr: str) -> bool | None:
     """``expr`` (text) evaluated with ``ad`` as MY; None when not a boolean."""
     try:
-        v = ExprTree(expr).eval(ad)
+        return _as_bool(ExprTree(expr).eval(ad))
     except Exception:
         return None
+
+
+def _as_bool(v: Any) -> bool | None:
+    """A policy value as a boolean: numbers count (non-zero is true); else None."""
     if v is True or v is False:
         return v
-    if isinstance(v, int | float) and not isinstance(v, bool):
+    if isinstance(v, int | float):
         return v != 0
     return None
 

@@ -36,6 +36,19 @@ def match_all(s: ScheddProc, startd: FakeStartd, claim: str = "claim-1") -> int:
     return len(reqs)
 
 
+def run_one_held_open(s: ScheddProc, peers: list[FakeStartd], tmp_path) -> tuple[FakeStartd, int]:
+    """One `sleep` job (log ``job.log``) running on a fake startd that keeps it running
+    (``hang``) until the test says otherwise; the startd and the job's cluster."""
+    startd = FakeStartd()
+    startd.hang = True
+    peers.append(startd)
+    with s.client() as c:
+        cid, _ = submit(c, "executable = /bin/sleep\nlog = job.log\nqueue\n", str(tmp_path))
+        match_all(s, startd)
+        wait_for(lambda: c.call("QUERY_JOBS", totals=True)["totals"]["Running"] == 1)
+    return startd, cid
+
+
 def kinds_when(path, want: list[str]) -> list[str]:
     """The event log's event names once it holds ``want`` (events follow commits)."""
     wait_for(lambda: len(list(read_events(path))) >= len(want))
@@ -121,13 +134,8 @@ def test_exit_policy_retries_and_holds(pool, tmp_path):
 
 def test_remove_running_job_vacates_it(pool, tmp_path):
     s, peers = pool
-    startd = FakeStartd()
-    startd.hang = True
-    peers.append(startd)
+    startd, cid = run_one_held_open(s, peers, tmp_path)
     with s.client() as c:
-        cid, _ = submit(c, "executable = /bin/sleep\nlog = job.log\nqueue\n", str(tmp_path))
-        match_all(s, startd)
-        wait_for(lambda: c.call("QUERY_JOBS", totals=True)["totals"]["Running"] == 1)
         assert c.call("ACT", action="remove", ids=[str(cid)])["count"] == 1
     wait_for(lambda: "DEACTIVATE_CLAIM" in startd.names())
     startd.hang = False  # the starter now reports the (killed) job's exit
@@ -139,13 +147,8 @@ def test_remove_running_job_vacates_it(pool, tmp_path):
 
 def test_lost_claim_puts_the_job_back_to_idle(pool, tmp_path):
     s, peers = pool
-    startd = FakeStartd()
-    startd.hang = True
-    peers.append(startd)
+    startd, _ = run_one_held_open(s, peers, tmp_path)
     with s.client() as c:
-        cid, _ = submit(c, "executable = /bin/sleep\nlog = job.log\nqueue\n", str(tmp_path))
-        match_all(s, startd)
-        wait_for(lambda: c.call("QUERY_JOBS", totals=True)["totals"]["Running"] == 1)
         startd.forget_claims = True
         wait_for(lambda: c.call("QUERY_JOBS", totals=True)["totals"]["Idle"] == 1)
     want = ["SUBMIT", "EXECUTE", "SHADOW_EXCEPTION"]
@@ -155,13 +158,7 @@ def test_lost_claim_puts_the_job_back_to_idle(pool, tmp_path):
 @pytest.mark.parametrize("how", ["kill9", "sigterm"])
 def test_restarted_schedd_reconnects_to_running_job(pool, tmp_path, how):
     s, peers = pool
-    startd = FakeStartd()
-    startd.hang = True
-    peers.append(startd)
-    with s.client() as c:
-        cid, _ = submit(c, "executable = /bin/sleep\nlog = job.log\nqueue\n", str(tmp_path))
-        match_all(s, startd)
-        wait_for(lambda: c.call("QUERY_JOBS", totals=True)["totals"]["Running"] == 1)
+    startd, cid = run_one_held_open(s, peers, tmp_path)
     if how == "kill9":
         s.kill9()
     else:
@@ -178,13 +175,7 @@ def test_restarted_schedd_reconnects_to_running_job(pool, tmp_path, how):
 
 def test_reconnect_failure_requeues(pool, tmp_path):
     s, peers = pool
-    startd = FakeStartd()
-    startd.hang = True
-    peers.append(startd)
-    with s.client() as c:
-        submit(c, "executable = /bin/sleep\nlog = job.log\nqueue\n", str(tmp_path))
-        match_all(s, startd)
-        wait_for(lambda: c.call("QUERY_JOBS", totals=True)["totals"]["Running"] == 1)
+    startd, _ = run_one_held_open(s, peers, tmp_path)
     s.kill9()
     startd.claims.clear()
     s.start()

@@ -17,6 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from roost.daemons.sandbox_paths import sandbox_relpath
 from roost.daemons.schedd.access import may_read, may_write
 from roost.daemons.schedd.userlog import user_ids
 
@@ -133,13 +134,8 @@ def parse_remaps(value: Any) -> dict[str, str]:
 
 
 def safe_name(name: str) -> str:
-    """A sandbox-relative name, refused if it would escape (absolute or ``..``)."""
-    if not isinstance(name, str) or not name or "\x00" in name:
-        raise TransferError(f"bad output file name {name!r}")
-    norm = os.path.normpath(name)
-    if os.path.isabs(norm) or norm == ".." or norm.startswith("../") or norm == ".":
-        raise TransferError(f"output file name {name!r} escapes the sandbox")
-    return norm
+    """A sandbox-relative output name, refused if it would escape (absolute or ``..``)."""
+    return sandbox_relpath(name, TransferError, "output file")
 
 
 def output_destination(get: Getter, entry: dict[str, Any]) -> str:

@@ -117,41 +117,36 @@ class JobCgroups:
             return False
         return True
 
-    def kill(self, name: str) -> None:
-        """SIGKILL everything in the job's cgroup (cgroup.kill, Linux 5.14+)."""
+    def _write(self, name: str, control: str, data: bytes) -> OSError | None:
+        """Write ``data`` to one control file of the job's cgroup: None when done, else
+        why not (no cgroup, or the kernel lacks or refused the file)."""
         path = self.path(name)
         if path is None:
-            return
+            return OSError(errno.ENOENT, "no cgroup")
         try:
-            fd = os.open(os.path.join(path, "cgroup.kill"), os.O_WRONLY)
-        except OSError:
-            return
+            fd = os.open(os.path.join(path, control), os.O_WRONLY)
+        except OSError as e:
+            return e
         try:
-            os.write(fd, b"1")
-        except OSError:
-            pass
+            os.write(fd, data)
+        except OSError as e:
+            return e
         finally:
             os.close(fd)
+        return None
+
+    def kill(self, name: str) -> None:
+        """SIGKILL everything in the job's cgroup (cgroup.kill, Linux 5.14+)."""
+        self._write(name, "cgroup.kill", b"1")
 
     def freeze(self, name: str, frozen: bool) -> bool:
         """Freeze (or thaw) everything in the job's cgroup (``cgroup.freeze``, Linux
         5.2+): what a job started in a session of its own stops too, which SIGSTOP
         to the job's process group would miss. False when it could not be done."""
-        path = self.path(name)
-        if path is None:
-            return False
-        try:
-            fd = os.open(os.path.join(path, "cgroup.freeze"), os.O_WRONLY)
-        except OSError:
-            return False
-        try:
-            os.write(fd, b"1" if frozen else b"0")
-        except OSError as e:
-            log.warning("cannot %s cgroup %s: %s", "freeze" if frozen else "thaw", path, e.strerror)
-            return False
-        finally:
-            os.close(fd)
-        return True
+        err = self._write(name, "cgroup.freeze", b"1" if frozen else b"0")
+        if err is not None and err.errno != errno.ENOENT:  # ENOENT: no cgroup, or no freezer here
+            log.warning("cannot %s cgroup %s: %s", "freeze" if frozen else "thaw", self.path(name), err.strerror)
+        return err is None
 
     def remove(self, name: str, wait: float = 2.0) -> None:
         """Kill what is left and remove the cgroup (blocking: call it off the event loop)."""

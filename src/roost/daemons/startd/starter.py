@@ -26,6 +26,7 @@ import time
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
+from roost.daemons.sandbox_paths import sandbox_relpath
 from roost.daemons.startd import launch, procstat
 from roost.daemons.startd.cgroups import JobCgroups
 from roost.daemons.startd.jobspec import Identity, JobSpec, executable_path, job_file
@@ -102,12 +103,7 @@ class Peers:
 
 def _safe_relpath(name: Any) -> str:
     """A transferred file's name, refused if it could leave the sandbox."""
-    if not isinstance(name, str) or not name or "\0" in name:
-        raise TransferError(f"bad file name {name!r}")
-    norm = os.path.normpath(name)
-    if os.path.isabs(norm) or norm == ".." or norm.startswith("../") or norm == ".":
-        raise TransferError(f"file name {name!r} leaves the sandbox")
-    return norm
+    return sandbox_relpath(name, TransferError)
 
 
 def _proc_start_ticks(pid: int) -> int | None:
