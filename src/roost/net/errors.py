@@ -27,6 +27,11 @@ class RequestError(Exception):
         return f"{self.code}: {self.message}"
 
 
+def bad_request(message: str) -> RequestError:
+    """The refusal of a request whose arguments are wrong (``BAD_REQUEST``)."""
+    return RequestError("BAD_REQUEST", message)
+
+
 class RemoteError(RequestError):
     """The peer answered ``ok: false``."""
 

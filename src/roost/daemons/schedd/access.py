@@ -7,6 +7,8 @@ group and other bits, search permission on parent directories) before reading an
 input file, writing an output file or appending to a user log. Owners without an
 account here are treated as ``nobody``. When the schedd is not root it can only
 reach what its own user may anyway, and nothing is checked.
+
+``require_user`` is the other half of acting for an owner: who may change the queue.
 """
 
 from __future__ import annotations
@@ -14,6 +16,9 @@ from __future__ import annotations
 import os
 import pwd
 import stat
+
+from roost.net.errors import RequestError
+from roost.net.server import Peer
 
 _NOBODY = (65534, 65534, frozenset({65534}))
 _identities: dict[str, tuple[int, int, frozenset[int]] | None] = {}
@@ -113,3 +118,13 @@ def may_write(owner: str, path: str, *, replace: bool = True) -> bool:
     if not (_allowed(dst, ident, _W) and _allowed(dst, ident, _X)):
         return False
     return _searchable(os.path.join(d, "x"), ident)
+
+
+def require_user(peer: Peer, cmd: str) -> None:
+    """Changing the queue needs an authenticated user: the Unix socket's peer. A root
+    schedd runs jobs as their owners, so an unauthenticated TCP peer must not name
+    one (token/SSL authentication comes with the security issue)."""
+    if peer.user is None and os.geteuid() == 0:
+        raise RequestError(
+            "DENIED", f"{cmd} needs an authenticated user: use the schedd's Unix socket (run/schedd.sock)"
+        )

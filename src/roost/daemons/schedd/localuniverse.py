@@ -15,16 +15,14 @@ import pwd
 import resource
 import signal
 import time
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from roost.core import jobpolicy as jp
 from roost.daemons.schedd.access import may_read, may_write
+from roost.daemons.schedd.jobqueue import Job
+from roost.daemons.schedd.lifecycle import JobLifecycle
 from roost.eventlog import ExecuteEvent, TerminatedEvent, Usage
 from roost.submit.arglist import split_v2_raw
-
-if TYPE_CHECKING:
-    from roost.daemons.schedd.daemon import Schedd
-    from roost.daemons.schedd.jobqueue import Job
 
 log = logging.getLogger(__name__)
 
@@ -104,8 +102,8 @@ def _drop_to(uid: int, gid: int) -> Any:
 class LocalJob:
     """One running local-universe job (the schedd's runner for it)."""
 
-    def __init__(self, schedd: Schedd, job: Job) -> None:
-        self.schedd = schedd
+    def __init__(self, jobs: JobLifecycle, job: Job) -> None:
+        self.jobs = jobs
         self.job = job
         self.proc: asyncio.subprocess.Process | None = None
         self.vacating = False
@@ -124,10 +122,13 @@ class LocalJob:
                 with contextlib.suppress(ProcessLookupError, PermissionError):
                     os.killpg(proc.pid, signal.SIGKILL)
 
-        self.schedd.spawn(hard_kill(), f"kill-local-{self.job.id}")
+        self.jobs.host.spawn(hard_kill(), f"kill-local-{self.job.id}")
+
+    def vacate_job(self, job: Job) -> None:
+        self.vacate()
 
     async def run(self) -> None:
-        s = self.schedd
+        s = self.jobs
         job = self.job
         get = job.get
         iwd = get("Iwd") if isinstance(get("Iwd"), str) else "/"
@@ -185,8 +186,8 @@ class LocalJob:
             f.close()
         started = time.time()
         job.claim = {"local_pid": self.proc.pid, "local_start": process_start(self.proc.pid)}
-        await s.mark_running(job, None, remote_host=f"local@{s.hostname}")
-        s.write_events(job, [ExecuteEvent(job.cluster.id, job.proc, started, execute_host=f"<{s.address}>")])
+        await s.mark_running(job, f"local@{s.host.hostname}")
+        s.write_events(job, [ExecuteEvent(job.cluster.id, job.proc, started, execute_host=f"<{s.host.address}>")])
         if self.vacating:
             self.vacate()
         rc = await self.proc.wait()
@@ -216,3 +217,21 @@ class LocalJob:
             total_remote_usage=Usage(int(uattrs["CumulativeRemoteUserCpu"]), int(uattrs["CumulativeRemoteSysCpu"])),
         )
         await s.apply_exit(job, decision, attrs, term)
+
+
+def start_local(jobs: JobLifecycle, job: Job) -> None:
+    """Run an idle local- or scheduler-universe job now, as a child of the schedd."""
+    if job.key in jobs.runners or job.status != jp.IDLE:
+        return
+    jobs.queue.take_idle(job)
+    runner = LocalJob(jobs, job)
+    jobs.runners[job.key] = runner
+
+    async def go() -> None:
+        try:
+            await runner.run()
+        finally:
+            if jobs.runners.get(job.key) is runner:
+                jobs.runners.pop(job.key, None)
+
+    jobs.host.spawn(go(), f"local-{job.id}")

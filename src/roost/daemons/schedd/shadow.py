@@ -6,32 +6,31 @@ the starter's exit report, applies the job policy, and then reuses the claim for
 the next idle job of the same owner that matches the slot, with no negotiation in
 between, until none is left or the claim's work life is over.
 
-The daemon commits every state change before the event that reports it is written.
+A shadow owns no job state: it changes jobs through the schedd's ``JobLifecycle``
+(lifecycle.py), which commits every change before the event that reports it is
+written. ``Shadows`` is the registry of one schedd's shadows and holds what they
+share: the startd clients, the claim lease, the autoclusters (refusals) and claim
+reuse.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import Any
 
 from roost.core import jobpolicy as jp
-from roost.eventlog import (
-    EvictedEvent,
-    ExecuteEvent,
-    HeldEvent,
-    ReconnectedEvent,
-    ShadowExceptionEvent,
-    TerminatedEvent,
-    Usage,
-)
+from roost.daemons.schedd.autoclusters import AutoClusters
+from roost.daemons.schedd.claimreuse import ClaimReuse
+from roost.daemons.schedd.jobqueue import Job
+from roost.daemons.schedd.lifecycle import JobLifecycle
+from roost.eventlog import ExecuteEvent, ReconnectedEvent, TerminatedEvent, Usage
 from roost.net.adwire import obj_to_ad
-from roost.net.errors import RemoteError
-
-if TYPE_CHECKING:
-    from roost.daemons.schedd.daemon import Schedd
-    from roost.daemons.schedd.jobqueue import Job
+from roost.net.client import AsyncClient
+from roost.net.errors import RemoteError, RequestError
 
 log = logging.getLogger(__name__)
 
@@ -41,26 +40,100 @@ VACATE_WAIT = 10.0  # seconds to wait for a vacated job's exit report before giv
 PREEMPT_ACTIVATE_WAIT = 7 * 86400.0
 
 
+class Shadows:
+    """The schedd's shadows (by claim id) and what they share."""
+
+    def __init__(
+        self,
+        jobs: JobLifecycle,
+        autoclusters: AutoClusters,
+        reuse: ClaimReuse,
+        *,
+        lease: float,
+        alive_interval: float,
+        submitter_of: Callable[[Any], str],
+        reschedule: Callable[[], None],
+    ) -> None:
+        self.jobs = jobs
+        self.autoclusters = autoclusters
+        self.reuse = reuse
+        self.lease = lease  # JOB_LEASE_DURATION
+        self.alive_interval = alive_interval  # ALIVE_INTERVAL
+        self.submitter_of = submitter_of
+        self.reschedule = reschedule
+        self.by_claim: dict[str, Shadow] = {}
+        self.clients: dict[str, AsyncClient] = {}
+        self.reconnects = 0
+        self.reconnect_failures = 0
+
+    def client_for(self, address: str) -> AsyncClient:
+        c = self.clients.get(address)
+        if c is None:
+            c = self.clients[address] = AsyncClient(address, timeout=30.0)
+        return c
+
+    def job_lease(self, job: Job) -> float:
+        """The claim lease for a job: the job's JobLeaseDuration, capped by the pool's
+        JOB_LEASE_DURATION (keep-alives go every third of it)."""
+        v = job.get("JobLeaseDuration")
+        if isinstance(v, int | float) and not isinstance(v, bool) and v > 0:
+            return min(float(v), self.lease)
+        return self.lease
+
+    def run_match(
+        self, job: Job, startd_address: str, claim_id: str, slot_name: str, slot_ad: dict[str, Any] | None,
+        preempting: bool,
+    ) -> None:
+        """A match from the negotiator: a new shadow claims the slot and runs ``job``."""
+        sh = Shadow(self, startd_address, claim_id, slot_name, slot_ad, self.job_lease(job))
+        sh.preempting = preempting
+        self.jobs.runners[job.key] = sh
+        self.jobs.host.spawn(sh.run_match(job), f"shadow-{job.id}")
+
+    def reconnect(self, job: Job, claim: dict[str, Any]) -> None:
+        """After a schedd restart: a new shadow takes a running job's claim back."""
+        job.busy = True
+        sh = Shadow(
+            self, claim["startd_address"], claim["claim_id"], claim.get("slot_name", ""),
+            claim.get("slot_ad"), self.job_lease(job),
+        )
+        self.jobs.runners[job.key] = sh
+        self.jobs.host.spawn(sh.run_reconnect(job), f"reconnect-{job.id}")
+
+    def serving(self, claim_id: str, job_id: str) -> tuple[Shadow, Job]:
+        """The shadow running ``job_id`` on ``claim_id`` (a starter's call names both)."""
+        sh = self.by_claim.get(claim_id)
+        if sh is None or sh.job is None or sh.job.id != job_id:
+            raise RequestError("NOT_FOUND", f"no job {job_id} running on claim {claim_id[:12]}...")
+        return sh, sh.job
+
+    async def close(self) -> None:
+        for c in self.clients.values():
+            with contextlib.suppress(Exception):
+                await c.close()
+
+
 class Shadow:
     """One claim and the job running on it."""
 
     def __init__(
         self,
-        schedd: Schedd,
+        shadows: Shadows,
         startd_address: str,
         claim_id: str,
         slot_name: str,
         slot_ad: dict[str, Any] | None,
         lease: float,
     ) -> None:
-        self.schedd = schedd
+        self.shadows = shadows
+        self.jobs = shadows.jobs
         self.startd_address = startd_address
         self.claim_id = claim_id
         self.slot_name = slot_name
         self.slot_obj = slot_ad or {}
         self._slot_ad: Any = None
         self.lease = max(1.0, lease)
-        self.client = schedd.client_for(startd_address)
+        self.client = shadows.client_for(startd_address)
         self.owner: str | None = None
         self.job: Job | None = None
         self.exit: asyncio.Future[dict[str, Any]] | None = None
@@ -77,9 +150,9 @@ class Shadow:
 
     def _give_back(self, job: Job) -> None:
         """The claim could not take ``job``: offer it again (and stop owning it)."""
-        if self.schedd.runners.get(job.key) is self:
-            self.schedd.runners.pop(job.key, None)
-        self.schedd.queue.give_back_idle(job)
+        if self.jobs.runners.get(job.key) is self:
+            self.jobs.runners.pop(job.key, None)
+        self.jobs.queue.give_back_idle(job)
 
     # -- the slot ---------------------------------------------------------------------
     def slot_ad(self) -> Any:
@@ -105,7 +178,7 @@ class Shadow:
     # -- life of the claim -----------------------------------------------------------------
     async def run_match(self, job: Job) -> None:
         """Claim the matched slot for ``job``, run it, then reuse the claim."""
-        s = self.schedd
+        s = self.shadows
         self.owner = job.owner
         self.submitter = s.submitter_of(job.cluster)
         try:
@@ -113,12 +186,12 @@ class Shadow:
                 "REQUEST_CLAIM",
                 claim_id=self.claim_id,
                 job_ad=self._job_ad(job),
-                schedd_address=s.address,
+                schedd_address=self.jobs.host.address,
                 lease=self.lease,
             )
         except (RemoteError, ConnectionError) as e:
             log.debug("job %s: claim on %s refused: %s", job.id, self.slot_name, e)
-            s.note_refused(job, f"claim on {self.slot_name} refused: {e}")
+            s.autoclusters.note_refused(job, f"claim on {self.slot_name} refused: {e}")
             self._give_back(job)
             s.reschedule()
             return
@@ -138,21 +211,21 @@ class Shadow:
 
     async def run_reconnect(self, job: Job) -> None:
         """After a schedd restart: take the running job's claim back (RECONNECT)."""
-        s = self.schedd
+        s = self.shadows
         self.owner = job.owner
         self.submitter = s.submitter_of(job.cluster)
         try:
-            resp = await self.client.call("RECONNECT", claim_id=self.claim_id, schedd_address=s.address)
+            resp = await self.client.call("RECONNECT", claim_id=self.claim_id, schedd_address=self.jobs.host.address)
         except (RemoteError, ConnectionError) as e:
             log.warning("job %s: reconnect to %s failed: %s", job.id, self.startd_address, e)
             s.reconnect_failures += 1
-            await s.requeue(job, f"Job reconnect to {self.slot_name or self.startd_address} failed: {e}")
+            await self.jobs.requeue(job, f"Job reconnect to {self.slot_name or self.startd_address} failed: {e}")
             return
         if resp.get("job") is None or resp.get("state") == "idle" or (
             isinstance(resp.get("job"), str) and resp["job"] not in ("?", job.id)
         ):
             s.reconnect_failures += 1
-            await s.requeue(job, f"Job reconnect to {self.slot_name or self.startd_address} failed: the job is gone")
+            await self.jobs.requeue(job, f"Job reconnect to {self.slot_name or self.startd_address} failed: the job is gone")
             self.owner = None  # the claim stays ours but nothing of this job is left on it
             return
         log.info("job %s: reconnected to %s (%s)", job.id, self.slot_name, resp.get("state"))
@@ -160,8 +233,9 @@ class Shadow:
         await self._serve(job, reconnecting=True, reconnect_state=resp)
 
     async def _serve(self, job: Job | None, *, reconnecting: bool, reconnect_state: dict[str, Any] | None = None) -> None:
-        s = self.schedd
-        s.shadows[self.claim_id] = self
+        s = self.shadows
+        jobs = self.jobs
+        s.by_claim[self.claim_id] = self
         self._keepalive = asyncio.ensure_future(self._keepalive_loop())
         keep = True
         cancelled = False
@@ -173,23 +247,29 @@ class Shadow:
                 else:
                     keep = await self._run_job(job)
                 first = False
-                job = s.next_job_for_claim(self) if keep and not s.stopping else None
+                job = self._next_job() if keep and not jobs.stopping else None
         except asyncio.CancelledError:
             cancelled = True  # the schedd is stopping: the claim and its job outlive us
             raise
         finally:
-            s.shadows.pop(self.claim_id, None)
+            s.by_claim.pop(self.claim_id, None)
             if self._keepalive is not None:
                 self._keepalive.cancel()
-            if not s.stopping and not cancelled:
+            if not jobs.stopping and not cancelled:
                 try:
                     await self.client.call("RELEASE_CLAIM", claim_id=self.claim_id, _timeout=5.0)
                 except (RemoteError, ConnectionError) as e:
                     log.debug("release of claim on %s: %s", self.slot_name, e)
                 s.reschedule()
 
+    def _next_job(self) -> Job | None:
+        """The next idle job this claim takes (claim reuse), if any."""
+        if self.vacating:
+            return None
+        return self.shadows.reuse.next_job(self.owner, self.submitter, self.claimed_at, self.matches)
+
     async def _keepalive_loop(self) -> None:
-        interval = max(0.2, min(self.lease / 3.0, self.schedd.alive_interval))
+        interval = max(0.2, min(self.lease / 3.0, self.shadows.alive_interval))
         while True:
             await asyncio.sleep(interval)
             try:
@@ -219,7 +299,7 @@ class Shadow:
         if state == "running":
             pid = update.get("pid")
             if isinstance(pid, int) and self.job is not None:
-                self.schedd.note_running(self.job, pid)
+                log.debug("job %s running as pid %d", self.job.id, pid)
             return
         if state in ("exited", "failed", "vacated") and self.exit is not None and not self.exit.done():
             self.exit.set_result(update)
@@ -227,15 +307,15 @@ class Shadow:
     # -- one job ----------------------------------------------------------------------------
     async def _run_job(self, job: Job) -> bool:
         """Activate the claim with ``job`` and see it through; False: give the claim up."""
-        s = self.schedd
+        jobs = self.jobs
         if self.vacating:
             self._give_back(job)
             return False
         if job.cluster.procs.get(job.proc) is not job or job.status != jp.IDLE:
             # Removed or held while the claim was being requested: nothing to run.
             job.busy = False
-            if s.runners.get(job.key) is self:
-                s.runners.pop(job.key, None)
+            if jobs.runners.get(job.key) is self:
+                jobs.runners.pop(job.key, None)
             return True
         self.job = job
         self.exit = asyncio.get_running_loop().create_future()
@@ -244,32 +324,40 @@ class Shadow:
             await self._activate(job)
         except (RemoteError, ConnectionError) as e:
             log.debug("job %s: activation on %s failed: %s", job.id, self.slot_name, e)
-            s.note_refused(job, f"activation on {self.slot_name} refused: {e}")
+            self.shadows.autoclusters.note_refused(job, f"activation on {self.slot_name} refused: {e}")
             self.job = None
             self.exit = None
             self._give_back(job)
             return False
         self.started_at = time.time()
         self.jobs_run += 1
-        s.note_started(job)
+        self.shadows.autoclusters.note_started(job)
         log.debug("job %s: activated on %s", job.id, self.slot_name)
         if job.cluster.procs.get(job.proc) is job and job.status == jp.IDLE:
-            await s.mark_running(job, self)
+            claim = {"claim_id": self.claim_id, "startd_address": self.startd_address, "slot_name": self.slot_name}
+            await jobs.mark_running(job, self.slot_name, self, claim)
+            self._write_execute(job)
         return await self._await_exit(job)
+
+    def _write_execute(self, job: Job) -> None:
+        """The execute event (after the Running state is committed)."""
+        host = self.slot_obj.get("MyAddress") or self.startd_address
+        self.jobs.write_events(
+            job,
+            [ExecuteEvent(job.cluster.id, job.proc, time.time(), execute_host=f"<{host}>", slot_name=self.slot_name)],
+        )
 
     def _job_ad(self, job: Job) -> dict[str, Any]:
         """The job ad sent to the startd, with ``User``: the submitter (accounting) name
         the slot's ``RemoteUser`` carries, which the negotiator charges usage to."""
         ad = job.merged()
-        ad["User"] = self.schedd.submitter_of(job.cluster)
+        ad["User"] = self.shadows.submitter_of(job.cluster)
         return ad
 
     async def _activate_preempting(self, ad: dict[str, Any]) -> None:
         """ACTIVATE_CLAIM of a preempting claim, on a connection of its own (the startd
         answers only after the preempted job has left; keep-alives must not queue
         behind it). Given up if the claim is lost meanwhile."""
-        from roost.net.client import AsyncClient
-
         client = AsyncClient(self.startd_address, timeout=PREEMPT_ACTIVATE_WAIT)
         try:
             act = asyncio.ensure_future(client.call("ACTIVATE_CLAIM", claim_id=self.claim_id, job_ad=ad))
@@ -309,8 +397,7 @@ class Shadow:
         self.job = job
         self.exit = asyncio.get_running_loop().create_future()
         self.started_at = float(job.get("JobCurrentStartDate") or time.time())
-        s = self.schedd
-        s.write_events(job, [ReconnectedEvent(job.cluster.id, job.proc, time.time(), startd_name=self.slot_name)])
+        self.jobs.write_events(job, [ReconnectedEvent(job.cluster.id, job.proc, time.time(), startd_name=self.slot_name)])
         if state.get("state") in ("exited", "failed", "vacated") and (
             state.get("state") != "exited" or "exit_code" in state or "exit_signal" in state
         ):
@@ -318,7 +405,7 @@ class Shadow:
         return await self._await_exit(job)
 
     async def _await_exit(self, job: Job) -> bool:
-        s = self.schedd
+        s = self.jobs
         assert self.exit is not None
         update = await self.exit
         log.debug("job %s: %s on %s", job.id, update.get("state"), self.slot_name)
@@ -338,7 +425,7 @@ class Shadow:
                 await s.requeue(job, str(update.get("error") or "claim lost"))
                 return False
             if state == "vacated":
-                await _evicted(s, job, update)
+                await s.evicted(job, update)
                 return False
             if state == "failed":
                 code, msg = self.transfer_error or (
@@ -354,7 +441,6 @@ class Shadow:
             return False
 
     async def _exited(self, job: Job, update: dict[str, Any]) -> None:
-        s = self.schedd
         now = time.time()
         code = update.get("exit_code")
         sig = update.get("exit_signal")
@@ -379,41 +465,30 @@ class Shadow:
             run_remote_usage=run_usage,
             total_remote_usage=total_usage,
         )
-        await s.apply_exit(job, decision, attrs, term)
+        await self.jobs.apply_exit(job, decision, attrs, term)
+
+    # -- stopping a job ------------------------------------------------------------------
+    def vacate_job(self, job: Job) -> None:
+        """``job`` was removed or held while running here: deactivate the claim."""
+        self.jobs.host.spawn(self._deactivate(job), f"vacate-{job.id}")
+
+    async def _deactivate(self, job: Job) -> None:
+        resp: dict[str, Any] = {}
+        try:
+            resp = await self.client.call("DEACTIVATE_CLAIM", claim_id=self.claim_id, graceful=True, _timeout=60.0)
+        except (RemoteError, ConnectionError) as e:
+            log.info("job %s: deactivate on %s: %s", job.id, self.slot_name, e)
+        await asyncio.sleep(0)
+        fut = self.exit
+        if fut is not None and self.job is job and not fut.done() and resp.get("state") in ("exited", "failed", "vacated"):
+            fut.set_result(resp)
+            return
+        if fut is None or self.job is not job:
+            return
+        with contextlib.suppress(TimeoutError, asyncio.CancelledError):
+            await asyncio.wait_for(asyncio.shield(fut), VACATE_WAIT)
+        if not fut.done():
+            fut.set_result({"state": "vacated"})
 
 
-async def write_execute(schedd: Schedd, job: Job, shadow: Shadow) -> None:
-    """The execute event (after the Running state is committed)."""
-    host = shadow.slot_obj.get("MyAddress") or shadow.startd_address
-    schedd.write_events(
-        job,
-        [ExecuteEvent(job.cluster.id, job.proc, time.time(), execute_host=f"<{host}>", slot_name=shadow.slot_name)],
-    )
-
-
-async def _evicted(s: Schedd, job: Job, update: dict[str, Any]) -> None:
-    """A vacated job (owner policy, preemption, drain): back to Idle with an evicted event
-    (004), as HTCondor logs it, instead of requeue's shadow exception."""
-    job.claim = None
-    s.runners.pop(job.key, None)
-    if job.cluster.procs.get(job.proc) is not job:
-        return
-    usage = update.get("usage") if isinstance(update.get("usage"), dict) else {}
-    run = Usage(int(usage.get("RemoteUserCpu") or 0), int(usage.get("RemoteSysCpu") or 0))
-    attrs = {"LastRemoteHost": job.get("RemoteHost")}
-    ops = s.set_ops(job, attrs, jp.IDLE if job.status == jp.RUNNING else None)
-    job.busy = False
-    s.queue.give_back_idle(job)
-    await s._report(job, ops, [EvictedEvent(job.cluster.id, job.proc, time.time(), run_remote_usage=run)])
-    s.idle_arrived(job)
-
-
-def shadow_exception(job: Job, why: str) -> ShadowExceptionEvent:
-    return ShadowExceptionEvent(job.cluster.id, job.proc, time.time(), message=why)
-
-
-def held_event(job: Job, reason: str, code: int, subcode: int) -> HeldEvent:
-    return HeldEvent(job.cluster.id, job.proc, time.time(), reason=reason, code=code, subcode=subcode)
-
-
-__all__ = ["Shadow", "held_event", "shadow_exception", "write_execute"]
+__all__ = ["VACATE_WAIT", "Shadow", "Shadows"]

@@ -1,0 +1,190 @@
+"""Autoclusters: the schedd's idle jobs grouped as the negotiator sees them.
+
+Jobs the matchmaker cannot tell apart (roost.core.autocluster's key) share one
+autocluster id, so the negotiator gets one resource request with a count instead of
+one per job. The ids are cached per *signature* (a cluster plus the proc's
+significant differences: most jobs differ only in Args/Out, so key = cluster id).
+An autocluster whose claim or activation was refused is kept out of GET_REQUESTS
+for a while (no claim -> refuse -> release -> rematch storm).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections import deque
+from collections.abc import Callable
+from typing import Any
+
+from roost.core.autocluster import autocluster_key, significant_attributes
+from roost.core.jobpolicy import IDLE
+from roost.daemons.schedd.jobqueue import Job, JobQueue
+from roost.daemons.schedd.store import dumps
+
+log = logging.getLogger("roost.schedd")
+
+LOCAL_UNIVERSES = (7, 12)  # scheduler and local: run here, never negotiated
+#: an autocluster whose claim or activation was refused is left out of GET_REQUESTS for
+#: this long, doubling with each further refusal up to REFUSED_BACKOFF_MAX (reset when
+#: one of its jobs starts): no claim -> refuse -> release -> rematch storm
+REFUSED_BACKOFF_MIN = 1.0
+REFUSED_BACKOFF_MAX = 60.0
+
+
+class AutoClusters:
+    """Signatures, autocluster ids, the members offered in the last GET_REQUESTS, refusals."""
+
+    def __init__(self, queue: JobQueue, submitter_of: Callable[[Any], str], reschedule: Callable[[], None]) -> None:
+        self.queue = queue
+        self.submitter_of = submitter_of
+        self._reschedule = reschedule
+        self._ac_ids: dict[Any, int] = {}  # job signature -> autocluster id
+        self._ac_by_key: dict[Any, int] = {}  # roost.core.autocluster key -> autocluster id
+        self._cluster_sig: dict[int, frozenset[str]] = {}
+        self._members: dict[int, deque[Job]] = {}
+        # refused autoclusters: id -> (not offered before this monotonic time, current delay)
+        self._refused: dict[int, tuple[float, float]] = {}
+
+    def signature(self, job: Job) -> Any:
+        """A cheap key for the job's autocluster: its cluster plus those of its own
+        differences that are significant (roost.core.autocluster's choice of attributes,
+        computed once per cluster). Most jobs differ only in Args/Out: key = cluster id."""
+        cid = job.cluster.id
+        d = job.diff
+        sig = self._cluster_sig.get(cid)
+        if sig is None:
+            if len(self._cluster_sig) > 10000:
+                self._cluster_sig.clear()
+            try:
+                names = significant_attributes(job.cluster.classad())
+            except Exception:
+                names = ()
+            sig = self._cluster_sig[cid] = frozenset(n.lower() for n in names)
+        if "procid" in sig:
+            return (cid, job.proc)
+        if not d:
+            return cid
+        items = [(k, v) for k, v in d.items() if k.lower() in sig]
+        return (cid, dumps(sorted(items))) if items else cid
+
+    def note_refused(self, job: Job, why: str) -> None:
+        """A claim or activation for ``job`` was refused (or its startd was unreachable):
+        keep its autocluster out of GET_REQUESTS for a while, doubling per refusal, and
+        ask for a cycle once that is over. Logged when the back-off starts, not per refusal."""
+        try:
+            ac = self.autocluster_of(job, self.signature(job))
+        except Exception:
+            return
+        now = time.monotonic()
+        prev = self._refused.get(ac)
+        delay = REFUSED_BACKOFF_MIN if prev is None else min(REFUSED_BACKOFF_MAX, prev[1] * 2)
+        self._refused[ac] = (now + delay, delay)
+        if prev is None:
+            log.info("job %s: %s; autocluster %d not offered for %g s (doubling while refused, up to %g s)",
+                     job.id, why, ac, delay, REFUSED_BACKOFF_MAX)
+        else:
+            log.debug("job %s: %s; autocluster %d not offered for %g s", job.id, why, ac, delay)
+        with contextlib.suppress(RuntimeError):  # no loop: nothing to wake
+            asyncio.get_running_loop().call_later(delay + 0.01, self._reschedule)
+
+    def note_started(self, job: Job) -> None:
+        """``job`` was activated: its autocluster's refusals are forgiven."""
+        if self._refused:
+            ac = self._ac_ids.get(self.signature(job))
+            if ac is not None and self._refused.pop(ac, None) is not None:
+                log.info("job %s: activated; autocluster %d offered again", job.id, ac)
+
+    def _backing_off(self, now: float) -> set[int]:
+        """Autoclusters still in their back-off; entries long over are forgotten."""
+        out = set()
+        for ac, (until, _delay) in list(self._refused.items()):
+            if until > now:
+                out.add(ac)
+            elif now - until > 2 * REFUSED_BACKOFF_MAX:
+                del self._refused[ac]  # no refusal for long: start again from the minimum
+        return out
+
+    def autocluster_of(self, job: Job, sig: Any) -> int:
+        """The autocluster id for a signature: jobs of different clusters that the
+        matchmaker cannot tell apart share one (roost.core.autocluster's key)."""
+        ac = self._ac_ids.get(sig)
+        if ac is None:
+            try:
+                ad = job.classad()
+                # Per submitter name: a match is for one accounting group's jobs.
+                key: Any = (self.submitter_of(job.cluster), autocluster_key(ad, significant_attributes(ad)))
+            except Exception:
+                key = ("signature", sig)
+            ac = self._ac_by_key.get(key)
+            if ac is None:
+                ac = self._ac_by_key[key] = len(self._ac_by_key) + 1
+            self._ac_ids[sig] = ac
+        return ac
+
+    def requests(self, owner: str, submitter: Any) -> list[dict[str, Any]]:
+        """GET_REQUESTS: the owner's idle jobs by autocluster, best first: jobs in
+        ``JobPrio`` order (higher first), then submit order (QDate, cluster, proc);
+        autoclusters in the order of their best job. With ``submitter`` (the Submitter
+        ad's Name), only the jobs of that accounting name. The members are kept for
+        :meth:`take` when the matches come."""
+        if len(self._ac_ids) > 50000:
+            self._ac_ids.clear()  # signatures of long-gone clusters; ids stay stable via _ac_by_key
+        idle = list(self.queue.idle.get(owner, {}).values())
+        if isinstance(submitter, str):
+            names: dict[int, bool] = {}
+            keep = []
+            for job in idle:
+                ok = names.get(job.cluster.id)
+                if ok is None:
+                    ok = names[job.cluster.id] = self.submitter_of(job.cluster) == submitter
+                if ok:
+                    keep.append(job)
+            idle = keep
+        if any(j.get("JobPrio") for j in idle):
+            def prio(j: Job) -> float:
+                p = j.get("JobPrio")
+                return -p if type(p) in (int, float) else 0
+
+            idle.sort(key=lambda j: (prio(j), j.cluster.ad.get("QDate") or 0, j.cluster.id, j.proc))
+        groups: dict[int, deque[Job]] = {}
+        for job in idle:
+            if job.busy:
+                continue
+            sig = self.signature(job)
+            ac = self._ac_ids.get(sig)
+            if ac is None:
+                if job.get("JobUniverse") in LOCAL_UNIVERSES:
+                    continue
+                ac = self.autocluster_of(job, sig)
+            members = groups.get(ac)
+            if members is None:
+                groups[ac] = deque([job])
+            else:
+                members.append(job)
+        for ac in [a for a, m in self._members.items() if m and m[0].owner == owner and a not in groups
+                   and (not isinstance(submitter, str) or self.submitter_of(m[0].cluster) == submitter)]:
+            del self._members[ac]
+        self._members.update(groups)
+        held_back = self._backing_off(time.monotonic()) if self._refused else ()
+        requests = []
+        for ac, members in groups.items():
+            if ac in held_back:
+                continue  # its last claim or activation was refused: not yet
+            ad = members[0].merged()
+            ad["AutoClusterId"] = ac
+            requests.append({"autocluster": ac, "count": len(members), "ad": ad})
+        return requests
+
+    def take(self, ac: Any) -> Job | None:
+        """The next member of autocluster ``ac`` (as offered) still idle and in the queue."""
+        members = self._members.get(ac) if isinstance(ac, int) else None
+        while members:
+            cand = members.popleft()
+            if not cand.busy and cand.status == IDLE and cand.cluster.procs.get(cand.proc) is cand:
+                return cand
+        return None
+
+
+__all__ = ["LOCAL_UNIVERSES", "AutoClusters"]

@@ -1,0 +1,387 @@
+"""The job lifecycle every runner of the schedd shares: the one owner of the job queue,
+its store and the users' logs.
+
+Shadows (jobs on claims), local-universe jobs, the tools' ACT and the periodic policy
+all change a job's state here and nowhere else, so the rules hold in one place: a
+change is committed (group commit, store.py) before the event that reports it is
+written, and before anyone waiting on the job (WAIT_JOBS) hears of it. What runs a
+job is a *runner* (``Shadow`` or ``LocalJob``), registered in ``runners`` while it
+has the job; this module knows runners only by the small ``Runner`` protocol, so
+shadow.py and localuniverse.py depend on it and not the other way round.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any, Protocol
+
+from roost.core import jobpolicy as jp
+from roost.daemons.schedd.jobqueue import Job, JobQueue, status_allows
+from roost.daemons.schedd.store import Store
+from roost.daemons.schedd.userlog import UserLogs, log_path
+from roost.eventlog import (
+    AbortedEvent,
+    EvictedEvent,
+    HeldEvent,
+    ReleasedEvent,
+    ShadowExceptionEvent,
+    Usage,
+)
+from roost.eventlog.events import Event
+
+log = logging.getLogger("roost.schedd")
+
+
+class Host(Protocol):
+    """What the lifecycle needs of the daemon around it (the ``Schedd``)."""
+
+    address: str | None
+    hostname: str
+
+    def spawn(self, coro: Awaitable[Any], name: str) -> asyncio.Task[Any]: ...
+
+
+class Runner(Protocol):
+    """What runs a job: a shadow on a claim, or a local-universe child process."""
+
+    def vacate_job(self, job: Job) -> None:
+        """Stop ``job``, whose status already says Removed or Held; its runner reports
+        the end through :meth:`JobLifecycle.finish_removed`/:meth:`clear_claim`."""
+
+
+class JobLifecycle:
+    """Job state changes: commit, then log, then wake waiters."""
+
+    def __init__(
+        self,
+        host: Host,
+        store: Store,
+        queue: JobQueue,
+        userlogs: UserLogs,
+        *,
+        on_idle: Callable[[Job], None],
+        on_change: Callable[[], None],
+    ) -> None:
+        self.host = host
+        self.store = store
+        self.queue = queue
+        self.userlogs = userlogs
+        self._on_idle = on_idle  # a job became Idle again: start it locally or negotiate
+        self._on_change = on_change  # a committed change: the submitter ads are stale
+        self.runners: dict[tuple[int, int], Any] = {}  # job key -> Runner (Shadow or LocalJob)
+        #: the schedd is going down: start nothing new; claims and jobs outlive it
+        self.stopping = False
+        self.waiters: dict[int, set[asyncio.Future[None]]] = {}
+        # Clusters with changes made in memory but not yet durable and logged: WAIT_JOBS
+        # waits for them to settle, so nobody hears of a change before it is committed.
+        self._unsettled: dict[int, int] = {}
+        # Jobs that became done (Completed/Removed, maybe moved to history) in memory
+        # whose change is not yet committed and logged: WAIT_JOBS does not count them.
+        self.done_unlogged: set[tuple[int, int]] = set()
+        self.done_unlogged_by_cluster: dict[int, int] = {}
+
+    async def commit(self, ops: list[Any]) -> None:
+        await self.store.commit(ops)
+
+    def write_events(self, job: Job, events: list[Event]) -> None:
+        self.userlogs.write(log_path(job.get), events, job.owner)
+
+    def idle_arrived(self, job: Job) -> None:
+        self._on_idle(job)
+
+    def changed(self, job: Job) -> None:
+        """A committed state change: wake waiters, refresh the submitter ads soon."""
+        waiters = self.waiters.get(job.cluster.id)
+        if waiters:
+            for w in list(waiters):
+                if not w.done():
+                    w.set_result(None)
+        self._on_change()
+
+    def set_ops(self, job: Job, attrs: dict[str, Any], status: int | None = None, now: float | None = None) -> list[Any]:
+        if status is not None and status != job.status:
+            attrs = dict(attrs)
+            attrs.update(jp.transition_attrs(job.status, status, now or time.time()))
+        return self.queue.set(job, attrs, status)
+
+    @staticmethod
+    def _hold_attrs(job: Job, reason: str, code: int, subcode: int) -> dict[str, Any]:
+        attrs = jp.hold_attrs(reason, code, subcode)
+        attrs.update(jp.hold_count_attrs(job.get("NumHolds"), job.get("NumHoldsByReason"), code))
+        return attrs
+
+    def finish_ops(self, job: Job) -> list[Any]:
+        """Ops that move a finished job to history, unless it asked to stay (LeaveJobInQueue)."""
+        leave = job.get("LeaveJobInQueue")
+        if isinstance(leave, str) and leave.startswith("/Expr("):
+            try:
+                leave = job.classad().eval("LeaveJobInQueue")
+            except Exception:
+                leave = False
+        if leave is True and job.status == jp.COMPLETED:
+            return []
+        return self.queue.to_history(job, int(time.time()))
+
+    async def mark_running(
+        self, job: Job, remote_host: str, runner: Runner | None = None, claim: dict[str, Any] | None = None
+    ) -> None:
+        """Commit ``job`` as Running on ``remote_host``; with a ``claim`` (a shadow's
+        claim_id, startd_address, slot_name) ``runner`` is recorded as its runner."""
+        now = time.time()
+        attrs = jp.start_attrs(job.classad(), remote_host, now)
+        if claim is not None:
+            job.claim = claim
+            attrs["StartdAddress"] = claim["startd_address"]
+            self.runners[job.key] = runner
+        ops = self.set_ops(job, attrs, jp.RUNNING, now)
+        await self.report(job, ops, [])
+
+    async def apply_exit(self, job: Job, decision: jp.Decision, attrs: dict[str, Any], term: Event) -> None:
+        """Apply the exit policy's decision; commit; then log the events."""
+        now = time.time()
+        job.claim = None
+        self.runners.pop(job.key, None)
+        events: list[Event] = [term]
+        if decision.action == "hold":
+            attrs.update(self._hold_attrs(job, decision.reason, decision.code, decision.subcode))
+            ops = self.set_ops(job, attrs, jp.HELD, now)
+            events.append(held_event(job, decision.reason, decision.code, decision.subcode))
+        elif decision.action == "requeue":
+            ops = self.set_ops(job, attrs, jp.IDLE, now)
+            job.busy = False
+            self.queue.give_back_idle(job)
+        else:
+            ops = self.set_ops(job, attrs, jp.COMPLETED, now)
+        path = log_path(job.get)
+        if job.status == jp.COMPLETED:
+            ops += self.finish_ops(job)
+        # The claim may take its next job while this commits: only the report waits.
+        done = job.status == jp.COMPLETED
+        self._mark_unsettled(job.cluster.id)
+        if done:
+            self._hide_done(job)
+        durable = self.store.submit(ops)
+        self.host.spawn(
+            self._report_exit(job, durable, path, events, decision.action == "requeue", done), f"exit-{job.id}"
+        )
+
+    async def _report_exit(
+        self, job: Job, durable: asyncio.Future[None], path: str | None, events: list[Event], requeued: bool,
+        done: bool = False,
+    ) -> None:
+        try:
+            await durable
+            log.debug("job %s: exit committed", job.id)
+            self.userlogs.write(path, events, job.owner)
+        finally:
+            self._mark_settled(job.cluster.id)
+            if done:
+                self._show_done(job)
+        self.changed(job)
+        if requeued:
+            self.idle_arrived(job)
+
+    def _mark_unsettled(self, cid: int) -> None:
+        self._unsettled[cid] = self._unsettled.get(cid, 0) + 1
+
+    def _hide_done(self, job: Job) -> None:
+        """``job`` just became done in memory: hide that from WAIT_JOBS until it is durable and logged."""
+        if job.key not in self.done_unlogged:
+            self.done_unlogged.add(job.key)
+            cid = job.cluster.id
+            self.done_unlogged_by_cluster[cid] = self.done_unlogged_by_cluster.get(cid, 0) + 1
+
+    def _show_done(self, job: Job) -> None:
+        if job.key in self.done_unlogged:
+            self.done_unlogged.discard(job.key)
+            cid = job.cluster.id
+            n = self.done_unlogged_by_cluster.get(cid, 0) - 1
+            if n > 0:
+                self.done_unlogged_by_cluster[cid] = n
+            else:
+                self.done_unlogged_by_cluster.pop(cid, None)
+
+    def _mark_settled(self, cid: int) -> None:
+        n = self._unsettled.get(cid, 0) - 1
+        if n > 0:
+            self._unsettled[cid] = n
+        else:
+            self._unsettled.pop(cid, None)
+
+    async def report(
+        self, job: Job, ops: list[Any], events: list[Event], path: str | None = None, *, done: bool = False
+    ) -> None:
+        """Commit ``ops``, then write ``events`` to the job's log, then tell waiters.
+        ``done``: this change made the job done (WAIT_JOBS counts it only once logged)."""
+        self._mark_unsettled(job.cluster.id)
+        if done:
+            self._hide_done(job)
+        try:
+            if ops:
+                await self.commit(ops)
+            if events:
+                self.userlogs.write(path if path is not None else log_path(job.get), events, job.owner)
+        finally:
+            self._mark_settled(job.cluster.id)
+            if done:
+                self._show_done(job)
+        self.changed(job)
+
+    async def settled(self, cids: set[int]) -> None:
+        """Wait until no change to these clusters is still on its way to disk and log."""
+        for _ in range(10000):
+            await self.store.barrier()
+            if not any(self._unsettled.get(c) for c in cids):
+                return
+            await asyncio.sleep(0.001)
+
+    async def requeue(self, job: Job, why: str) -> None:
+        """A run ended without an exit (lost claim, restart): back to Idle."""
+        job.claim = None
+        self.runners.pop(job.key, None)
+        if job.cluster.procs.get(job.proc) is not job:
+            return
+        n = job.get("NumShadowExceptions", 0)
+        attrs = {"NumShadowExceptions": (n if isinstance(n, int) else 0) + 1, "LastRemoteHost": job.get("RemoteHost")}
+        status = jp.IDLE if job.status == jp.RUNNING else None
+        ops = self.set_ops(job, attrs, status)
+        job.busy = False
+        self.queue.give_back_idle(job)
+        await self.report(job, ops, [shadow_exception(job, why)])
+        self.idle_arrived(job)
+
+    async def evicted(self, job: Job, update: dict[str, Any]) -> None:
+        """A vacated job (owner policy, preemption, drain): back to Idle with an evicted event
+        (004), as HTCondor logs it, instead of requeue's shadow exception."""
+        job.claim = None
+        self.runners.pop(job.key, None)
+        if job.cluster.procs.get(job.proc) is not job:
+            return
+        usage = update.get("usage") if isinstance(update.get("usage"), dict) else {}
+        run = Usage(int(usage.get("RemoteUserCpu") or 0), int(usage.get("RemoteSysCpu") or 0))
+        attrs = {"LastRemoteHost": job.get("RemoteHost")}
+        ops = self.set_ops(job, attrs, jp.IDLE if job.status == jp.RUNNING else None)
+        job.busy = False
+        self.queue.give_back_idle(job)
+        await self.report(job, ops, [EvictedEvent(job.cluster.id, job.proc, time.time(), run_remote_usage=run)])
+        self.idle_arrived(job)
+
+    async def finish_removed(self, job: Job) -> None:
+        job.claim = None
+        self.runners.pop(job.key, None)
+        await self.report(job, self.finish_ops(job), [])
+
+    async def clear_claim(self, job: Job) -> None:
+        job.claim = None
+        self.runners.pop(job.key, None)
+        job.busy = False
+        await self.report(job, self.queue.set(job, {}), [])
+
+    async def hold(self, job: Job, reason: str, code: int, subcode: int = 0, *, vacate: bool = True) -> bool:
+        if job.cluster.procs.get(job.proc) is not job or not status_allows("hold", job.status):
+            return False
+        was_running = job.status == jp.RUNNING
+        if not was_running or not vacate:
+            job.claim = None
+            self.runners.pop(job.key, None)
+            job.busy = False
+        ops = self.set_ops(job, self._hold_attrs(job, reason, code, subcode), jp.HELD)
+        await self.report(job, ops, [held_event(job, reason, code, subcode)])
+        if was_running and vacate:
+            self.vacate(job)
+        return True
+
+    async def release(self, job: Job, reason: str) -> bool:
+        if job.cluster.procs.get(job.proc) is not job or job.status != jp.HELD:
+            return False
+        d = job.diff or {}
+        attrs: dict[str, Any] = {
+            "LastHoldReason": d.get("HoldReason"),
+            "LastHoldReasonCode": d.get("HoldReasonCode"),
+            "ReleaseReason": reason,
+        }
+        for k in ("HoldReason", "HoldReasonCode", "HoldReasonSubCode"):
+            d.pop(k, None)
+        ops = self.set_ops(job, attrs, jp.IDLE)
+        await self.report(job, ops, [ReleasedEvent(job.cluster.id, job.proc, time.time(), reason=reason)])
+        self.idle_arrived(job)
+        return True
+
+    async def remove(self, job: Job, reason: str) -> bool:
+        if job.cluster.procs.get(job.proc) is not job or not status_allows("remove", job.status):
+            return False
+        was_running = job.status == jp.RUNNING
+        ops = self.set_ops(job, {"RemoveReason": reason}, jp.REMOVED)
+        path = log_path(job.get)
+        if not was_running:
+            ops += self.finish_ops(job)
+        await self.report(job, ops, [AbortedEvent(job.cluster.id, job.proc, time.time(), reason=reason)], path, done=True)
+        if was_running:
+            self.vacate(job)
+        return True
+
+    def vacate(self, job: Job) -> None:
+        """Stop a running job whose status already says Removed or Held."""
+        runner = self.runners.get(job.key)
+        if runner is not None:
+            runner.vacate_job(job)
+            return
+        # No runner (e.g. between restart and reconnect): settle it now.
+        self.host.spawn(self._settle(job), f"settle-{job.id}")
+
+    async def _settle(self, job: Job) -> None:
+        if job.status == jp.REMOVED:
+            await self.finish_removed(job)
+        elif job.status == jp.HELD:
+            await self.clear_claim(job)
+
+    # -- periodic policy ------------------------------------------------------------------
+    async def periodic_policy(self, system: jp.SystemPolicy, max_history: int) -> None:
+        """PERIODIC_EXPR_INTERVAL's work: periodic_hold/release/remove, history trimming."""
+        trim = self.store.trim_history_ops(max_history)
+        if trim:
+            await self.commit(trim)
+        decided: list[tuple[Job, jp.Decision]] = []
+        seen = 0
+        for cluster in list(self.queue.clusters.values()):
+            cluster_has = jp.has_periodic(cluster.ad)
+            for job in list(cluster.procs.values()):
+                if not (system.empty is False or cluster_has or (job.diff and jp.has_periodic(job.diff))):
+                    continue
+                if job.status in (jp.REMOVED, jp.COMPLETED):
+                    continue
+                seen += 1
+                if seen % 500 == 0:
+                    await asyncio.sleep(0)  # keep answering while 100,000 jobs are looked at
+                try:
+                    decision = jp.periodic(job.classad(), job.status, system)
+                except Exception:
+                    log.exception("job %s: periodic policy", job.id)
+                    continue
+                if decision is not None:
+                    decided.append((job, decision))
+        # Applied concurrently, a thousand at a time: they share commits (group commit).
+        for i in range(0, len(decided), 1000):
+            await asyncio.gather(*(self._apply_periodic(job, d) for job, d in decided[i : i + 1000]))
+
+    async def _apply_periodic(self, job: Job, decision: jp.Decision) -> None:
+        if decision.action == "remove":
+            await self.remove(job, decision.reason)
+        elif decision.action == "hold":
+            await self.hold(job, decision.reason, decision.code, decision.subcode)
+        elif decision.action == "release":
+            await self.release(job, decision.reason)
+
+
+def shadow_exception(job: Job, why: str) -> ShadowExceptionEvent:
+    return ShadowExceptionEvent(job.cluster.id, job.proc, time.time(), message=why)
+
+
+def held_event(job: Job, reason: str, code: int, subcode: int) -> HeldEvent:
+    return HeldEvent(job.cluster.id, job.proc, time.time(), reason=reason, code=code, subcode=subcode)
+
+
+__all__ = ["Host", "JobLifecycle", "Runner", "held_event", "shadow_exception"]

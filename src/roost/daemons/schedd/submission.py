@@ -1,0 +1,194 @@
+"""Submitting jobs: NEW_CLUSTER, SUBMIT and SUBMIT_TEXT.
+
+A cluster is checked (owner, executable, every expression parses), committed, and
+only then acknowledged; its submit events are written after the commit. Local- and
+scheduler-universe jobs start at once; the rest ask the negotiator for a cycle.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import time
+from collections.abc import Callable
+from typing import Any
+
+from roost.core import jobpolicy as jp
+from roost.daemons.schedd.access import require_user
+from roost.daemons.schedd.autoclusters import LOCAL_UNIVERSES
+from roost.daemons.schedd.lifecycle import JobLifecycle
+from roost.daemons.schedd.localuniverse import start_local
+from roost.daemons.schedd.userlog import log_path
+from roost.eventlog import SubmitEvent
+from roost.eventlog.events import Event
+from roost.net.adwire import obj_to_ad
+from roost.net.errors import RequestError, bad_request
+from roost.net.server import Peer
+
+log = logging.getLogger("roost.schedd")
+
+
+class SubmitCalls:
+    """Handlers of the submit commands."""
+
+    def __init__(
+        self,
+        jobs: JobLifecycle,
+        filesystem_domain: str,
+        *,
+        ads_changed: Callable[[], None],
+        reschedule: Callable[[], None],
+    ) -> None:
+        self.jobs = jobs
+        self.queue = jobs.queue
+        self.filesystem_domain = filesystem_domain  # FILESYSTEM_DOMAIN, else this host
+        self._ads_changed = ads_changed
+        self._reschedule = reschedule
+
+    async def h_new_cluster(self, req: dict[str, Any], peer: Peer) -> dict[str, Any]:
+        require_user(peer, "NEW_CLUSTER")
+        cid = self.queue.new_cluster_id()
+        mine = peer.state.get("clusters")
+        if mine is None:
+            mine = peer.state["clusters"] = set()
+            reserved = self.queue.reserved
+
+            def release() -> None:
+                # Reservations end with their connection (docs/protocol.md), as
+                # HTCondor's NewCluster ends with its qmgmt connection.
+                if mine:
+                    log.debug("released clusters %s reserved by %s", sorted(mine), peer.address)
+                reserved.difference_update(mine)
+                mine.clear()
+
+            peer.on_close(release)
+        mine.add(cid)
+        return {"cluster": cid}
+
+    async def h_submit(self, req: dict[str, Any], peer: Peer) -> dict[str, Any]:
+        require_user(peer, "SUBMIT")
+        cid = req["cluster"]
+        if cid not in self.queue.reserved:
+            raise bad_request(f"SUBMIT: cluster {cid} was not reserved with NEW_CLUSTER (or was already submitted)")
+        count = await self._add_cluster(cid, dict(req["cluster_ad"]), req["procs"], peer)
+        return {"cluster": cid, "count": count}
+
+    async def _add_cluster(self, cid: int, cluster_ad: dict[str, Any], procs: list[dict[str, Any]],
+                           peer: Peer) -> int:
+        """Check a reserved cluster's ads, store it durably and start it moving; its proc count."""
+        if not procs:
+            raise bad_request("SUBMIT: no procs")
+        owner = cluster_ad.get("Owner")
+        if peer.user is not None:
+            if owner is None:
+                owner = peer.user
+            elif owner != peer.user and peer.uid != 0:
+                raise RequestError("DENIED", f"SUBMIT: user {peer.user} may not submit jobs owned by {owner!r}")
+        if not isinstance(owner, str) or not owner:
+            raise bad_request("SUBMIT: the cluster ad has no Owner")
+        cluster_ad["Owner"] = owner
+        # condor_submit's Requirements compare TARGET.FileSystemDomain with MY.FileSystemDomain
+        # (should_transfer_files = NO / IF_NEEDED): the job carries this host's domain.
+        cluster_ad.setdefault("FileSystemDomain", self.filesystem_domain)
+        cmd = cluster_ad.get("Cmd", procs[0].get("Cmd"))
+        if not isinstance(cmd, str) or not cmd:
+            raise bad_request("SUBMIT: the job has no Cmd (executable)")
+        obj_to_ad(cluster_ad)  # refuses bad expressions with BAD_REQUEST
+        now = int(time.time())
+        cluster_ad["ClusterId"] = cid
+        cluster_ad.setdefault("QDate", now)
+        cluster_ad.setdefault("EnteredCurrentStatus", now)
+        cluster_ad.setdefault("JobStatus", jp.IDLE)
+        if cluster_ad.get("JobStatus") not in (jp.IDLE, jp.HELD):
+            cluster_ad["JobStatus"] = jp.IDLE
+        checked: set[str] = set()
+        seen: set[int] = set()
+        for i, d in enumerate(procs):
+            p = d.get("ProcId", i)
+            if type(p) is not int or p < 0 or p in seen:
+                raise bad_request(f"SUBMIT: proc {i} has a bad or repeated ProcId {p!r}")
+            seen.add(p)
+            if "Owner" in d and d["Owner"] != owner:
+                raise bad_request(f"SUBMIT: proc {p} has a different Owner")
+            for k, v in d.items():
+                if type(v) is str and v.startswith("/Expr(") and v not in checked:
+                    obj_to_ad({k: v})
+                    checked.add(v)
+                elif type(v) is dict or type(v) is list:
+                    obj_to_ad({k: v})
+        peer.state.get("clusters", set()).discard(cid)
+        ops = self.queue.add_cluster(cid, owner, cluster_ad, procs)
+        await self.jobs.commit(ops)
+        cluster = self.queue.clusters.get(cid)
+        if cluster is not None:
+            self._log_submits(cluster, peer)
+            local = cluster.ad.get("JobUniverse") in LOCAL_UNIVERSES
+            for job in list(cluster.procs.values()):
+                if job.status == jp.IDLE and (local or job.get("JobUniverse") in LOCAL_UNIVERSES):
+                    start_local(self.jobs, job)
+            self._ads_changed()
+            if not local:
+                self._reschedule()
+        log.info("cluster %d: %d jobs submitted by %s", cid, len(procs), owner)
+        return len(procs)
+
+    async def h_submit_text(self, req: dict[str, Any], peer: Peer) -> dict[str, Any]:
+        """A whole submit description, parsed and expanded here for a local user.
+
+        The fast path of ``roost submit``: the tool then needs neither the submit
+        language nor the API, and one round trip replaces NEW_CLUSTER + SUBMIT.
+        The schedd reads the user's include, item and input files, so it takes this
+        path only when it has exactly the peer's rights (the same uid); otherwise it
+        answers SUBMIT_LOCALLY and the tool parses and SUBMITs itself.
+        """
+        if peer.uid is None or peer.user is None or peer.uid != os.geteuid():
+            raise RequestError("SUBMIT_LOCALLY", "SUBMIT_TEXT is served to the schedd's own user on its Unix socket")
+        env, overrides, append = req.get("env") or {}, req.get("overrides") or {}, req.get("append") or []
+        if any(type(v) is not str for v in (*env.values(), *overrides.values())) or any(
+            type(v) is not str for v in append
+        ):
+            raise bad_request("SUBMIT_TEXT: env and overrides map names to strings, append is a list of strings")
+        from roost.api.submitting import file_size, wire_cluster
+        from roost.submit import SubmitError, parse_submit
+
+        owner, qdate = peer.user, int(time.time())
+        first = self.queue.new_cluster_id()
+
+        def expand(cluster_id: int) -> list[Any]:
+            desc = parse_submit(req["text"], file=req.get("file"), cwd=req["cwd"], env=env, overrides=overrides,
+                                append=append, file_size=file_size, stdin_text=None)
+            return desc.expand(cluster_id=cluster_id, qdate=qdate, owner=owner)
+
+        ids = [first]
+        try:
+            try:
+                clusters = await asyncio.to_thread(expand, first)
+            except SubmitError as e:
+                raise RequestError("SUBMIT_ERROR", str(e)) from None
+            ids += [self.queue.new_cluster_id() for _ in clusters[1:]]
+            done: list[list[int]] = []
+            for i, (cid, c) in enumerate(zip(ids, clusters)):
+                if cid != c.cluster_id:  # another submit took an id in between: $(Cluster) must be the real one
+                    c = (await asyncio.to_thread(expand, cid - i))[i]
+                cluster_ad, procs = wire_cluster(c)
+                done.append([cid, await self._add_cluster(cid, cluster_ad, procs, peer)])
+        finally:
+            self.queue.reserved.difference_update(ids)
+        return {"clusters": done, "warnings": [str(w) for c in clusters for w in c.warnings]}
+
+    def _log_submits(self, cluster: Any, peer: Peer) -> None:
+        host = f"<{self.jobs.host.address}>"
+        now = time.time()
+        by_path: dict[str, list[Event]] = {}
+        shared = log_path(cluster.ad.get)
+        for job in cluster.procs.values():
+            d = job.diff
+            path = log_path(job.get) if d and ("UserLog" in d or "Iwd" in d) else shared
+            if path:
+                by_path.setdefault(path, []).append(SubmitEvent(cluster.id, job.proc, now, submit_host=host))
+        for path, events in by_path.items():
+            self.jobs.userlogs.write(path, events, cluster.owner)
+
+
+__all__ = ["SubmitCalls"]
