@@ -45,7 +45,7 @@ def _expand(text: str) -> int:
 def _dry_run_json(text: str) -> int:
     """Expansion plus the condor_q -json text of every proc (what -dry-run prints)."""
     from roost.submit import parse_submit
-    from roost.submit.jobads import iter_json
+    from roost.submit.wire import iter_json
 
     clusters = parse_submit(text, file="bench.sub", cwd="/tmp", env={}).expand(cluster_id=1, qdate=0)
     return sum(len(piece) for piece in iter_json(clusters))

@@ -94,7 +94,7 @@ class Schedd:
         Relative paths in the file are taken from the current directory, as
         condor_submit takes them. SubmitError on a bad description.
         """
-        from roost.api.submitting import parse_file
+        from roost.submit.reading import parse_file
 
         desc = parse_file(path, overrides=overrides, append=append)
         return self.submit(desc)
@@ -102,8 +102,9 @@ class Schedd:
     def submit(self, description: Any, count: int | None = None, *, cwd: str | None = None) -> Any:
         """Submit a description: a ``SubmitDescription``, submit-file text, or a dict of
         submit commands (``count`` procs, default 1, when it has no queue statement)."""
-        from roost.api.submitting import parse_text, submit_description
+        from roost.api.submitting import submit_description
         from roost.submit import SubmitDescription
+        from roost.submit.reading import parse_text
 
         if isinstance(description, SubmitDescription):
             desc = description

@@ -104,8 +104,8 @@ def main(argv: list[str]) -> int:
         status = submit_text(text, file=fname, cwd=cwd, overrides=overrides, append=append)
         if status is not None:
             return status
-    from roost.api.submitting import parse_text
     from roost.submit.errors import SubmitError
+    from roost.submit.reading import parse_text
 
     try:
         desc = parse_text(text, file=fname, cwd=cwd, overrides=overrides, append=append)
@@ -120,7 +120,7 @@ def main(argv: list[str]) -> int:
     for c in clusters:
         for w in c.warnings:
             print(str(w), file=sys.stderr)
-    from roost.submit.jobads import iter_json
+    from roost.submit.wire import iter_json
 
     if out_path == "-":
         sys.stdout.writelines(iter_json(clusters))

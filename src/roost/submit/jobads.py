@@ -2,8 +2,8 @@
 
 100,000 procs that differ only in ``Arguments`` and ``Out`` cost one cluster
 ad and 100,000 two-entry dicts, not 100,000 full ads. ``proc_ad(i)`` merges
-lazily; ``to_classad`` and ``to_json`` give the roost ClassAd and the
-``condor_q -json`` forms.
+lazily; ``to_classad`` gives the roost ClassAd (``roost.submit.wire`` the wire
+and ``condor_q -json`` forms).
 """
 
 from __future__ import annotations
@@ -69,65 +69,3 @@ def to_classad(ad: dict[str, AttrValue]):  # type: ignore[no-untyped-def]
     for k, v in ad.items():
         out[k] = ExprTree(str(v)) if isinstance(v, Expr) else v
     return out
-
-
-
-
-def to_json(ads: list[dict[str, AttrValue]]) -> str:
-    """The JSON list ``condor_q -json`` prints."""
-    from roost.classad.jsonform import ads_to_json
-
-    return ads_to_json([to_classad(a) for a in ads])
-
-
-class _JsonRenderer:
-    """Per-attribute JSON text, cached: the cluster part of every proc's ad is
-    rendered once, so printing 100,000 procs costs a dict merge and a join each."""
-
-    def __init__(self) -> None:
-        from roost.classad.jsonform import escape_string, format_real, node_to_json
-        from roost.classad.parser import parse_expr
-
-        self._esc = escape_string
-        self._real = format_real
-        self._node = node_to_json
-        self._parse = parse_expr
-        self._exprs: dict[str, str] = {}
-
-    def value(self, v: AttrValue) -> str:
-        if isinstance(v, Expr):
-            got = self._exprs.get(v)
-            if got is None:
-                got = self._exprs[v] = self._node(self._parse(str(v)))
-            return got
-        t = type(v)
-        if t is bool:
-            return "true" if v else "false"
-        if t is int:
-            return str(v)
-        if t is float:
-            r = self._real(v)  # type: ignore[arg-type]
-            return r if r is not None else self.value(Expr(f'real("{v}")'))
-        return '"' + self._esc(v) + '"'  # type: ignore[arg-type]
-
-    def pair(self, k: str, v: AttrValue) -> str:
-        return '"' + self._esc(k) + '": ' + self.value(v)
-
-
-def iter_json(clusters: list[ClusterSubmission]) -> Iterator[str]:
-    """The ``condor_q -json`` text of every proc, in pieces (one merged ad per proc).
-
-    Identical to ``to_json`` over ``procs()``, without building 100,000 ClassAds.
-    """
-    r = _JsonRenderer()
-    first = True
-    for c in clusters:
-        base = {k: r.pair(k, v) for k, v in c.cluster_ad.items()}
-        for diff in c.proc_diffs:
-            merged = base.copy()
-            for k, v in diff.items():
-                merged[k] = r.pair(k, v)
-            yield ("[\n{\n  " if first else "\n,\n{\n  ") + ",\n  ".join(merged.values()) + "\n}"
-            first = False
-    if not first:
-        yield "\n]\n"

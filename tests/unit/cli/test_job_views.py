@@ -4,11 +4,11 @@ import pytest
 
 from roost.api.jobids import is_job_id, normalize_ids, parse_job_id
 from roost.api.schedd import merge_jobs
-from roost.api.submitting import wire_ad, wire_procs
 from roost.cli.adtext import AutoFormat
 from roost.cli.jobview import command, duration, totals_line, totals_of
 from roost.cli.restrict import Restriction, split_af
 from roost.submit import Expr
+from roost.submit.wire import wire_ad, wire_procs
 
 
 def test_job_ids_as_users_write_them():

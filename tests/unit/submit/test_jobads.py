@@ -183,7 +183,7 @@ def test_cluster_only_values_stay_in_the_cluster_ad() -> None:
 
 
 def test_streamed_json_equals_classad_json() -> None:
-    from roost.submit.jobads import iter_json, to_json
+    from roost.submit.wire import iter_json, to_json
 
     text = ("executable = /bin/echo\narguments = \"a 'b c' $(Process)\"\nperiodic_hold = \"x\"\n+F = 2.5\n"
             "+G = \"tab\\there\"\nrequirements = Memory > 2\nqueue 3\nexecutable = /bin/b\nqueue\n")

@@ -149,8 +149,10 @@ class SubmitCalls:
             type(v) is not str for v in append
         ):
             raise bad_request("SUBMIT_TEXT: env and overrides map names to strings, append is a list of strings")
-        from roost.api.submitting import file_size, wire_cluster
+        # lazy: the submit language loads with the first SUBMIT_TEXT, not at schedd start-up
         from roost.submit import SubmitError, parse_submit
+        from roost.submit.reading import file_size
+        from roost.submit.wire import wire_cluster
 
         owner, qdate = peer.user, int(time.time())
         first = self.queue.new_cluster_id()
