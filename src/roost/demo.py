@@ -25,6 +25,13 @@ import time
 from pathlib import Path
 from typing import Any
 
+from roost.api.errors import PoolError
+from roost.api.pool import Pool
+from roost.api.schedd import Schedd
+from roost.cli.progress import Progress
+from roost.config import write_personal_config
+from roost.eventlog import EventType, read_events
+
 SWEEP_DIR = Path(__file__).resolve().parents[2] / "examples" / "sweep"
 DEMO_CONFIG = """
 # roost demo: 8 slots on however many cores this host has
@@ -69,8 +76,6 @@ def aggregate(work: Path, njobs: int) -> dict[str, float]:
 
 def latencies(log: Path) -> list[float]:
     """Submit-to-terminated seconds of each job, from the job event log."""
-    from roost.eventlog import EventType, read_events
-
     submitted: dict[tuple[int, int], float] = {}
     out: list[float] = []
     for ev in read_events(log, strict=False):
@@ -84,8 +89,6 @@ def latencies(log: Path) -> list[float]:
 
 def wait_for_sweep(schedd: Any, ids: list[str], timeout: float) -> dict[str, Any]:
     """Wait with a progress display; fail fast if every unfinished job is held."""
-    from roost.cli.progress import Progress
-
     bar = Progress()
     deadline = time.monotonic() + timeout
     while True:
@@ -107,10 +110,6 @@ def wait_for_sweep(schedd: Any, ids: list[str], timeout: float) -> dict[str, Any
 
 
 def run(home: Path, njobs: int, samples: int, timeout: float) -> int:
-    from roost.api.pool import Pool
-    from roost.api.schedd import Schedd
-    from roost.config import write_personal_config
-
     cfg = write_personal_config(home)
     if "roost demo" not in cfg.read_text():
         with open(cfg, "a") as f:
@@ -181,8 +180,6 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--keep", action="store_true", help="keep the temporary ROOST_HOME afterwards")
     p.add_argument("--timeout", type=float, default=600, help="seconds to wait for the sweep")
     ns = p.parse_args(argv)
-    from roost.api.errors import PoolError
-
     temp = ns.home is None
     home = Path(tempfile.mkdtemp(prefix="roost-demo-", dir="/tmp")) if temp else Path(ns.home).resolve()
     try:

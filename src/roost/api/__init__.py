@@ -11,6 +11,7 @@ client, never for asyncio or the submit language.
 
 from __future__ import annotations
 
+import importlib
 from typing import Any
 
 from roost.api.errors import NoPoolError, PoolError
@@ -28,6 +29,4 @@ def __getattr__(name: str) -> Any:
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'roost.api' has no attribute {name!r}")
-    import importlib
-
     return getattr(importlib.import_module(module), name)

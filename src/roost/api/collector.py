@@ -41,6 +41,7 @@ class Collector:
     def query(self, ad_type: Any = "Machine", constraint: str | None = None,
               projection: list[str] | None = None) -> list[Any]:
         """Ads as ClassAds (``htcondor2.Collector.query``)."""
+        # lazy: only query() builds ClassAds; `roost status` (query_objs) never loads the library (~25 ms)
         from roost.net.adwire import obj_to_ad
 
         return [obj_to_ad(o) for o in self.query_objs(ad_type, constraint, projection)]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from roost.api.collector import Collector
 from roost.api.connection import DaemonConnection
 from roost.api.errors import PoolError
 from roost.api.home import read_address, run_path
@@ -13,8 +14,6 @@ def negotiator_connection(home: str, timeout: float) -> DaemonConnection:
     either, calls raise the usual no-pool / not-answering ``NoPoolError``."""
     addr = read_address(run_path(home, "negotiator.address"))
     if not addr:
-        from roost.api.collector import Collector
-
         collector = Collector(home, timeout=timeout)
         try:
             ads = collector.query_objs("Negotiator", projection=["MyAddress"])

@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from roost.api.collector import Collector
 from roost.api.connection import DaemonConnection
 from roost.api.errors import PoolError
 from roost.api.home import pool_home, read_address
@@ -72,8 +73,6 @@ class Pool:
 
     def slots(self) -> int:
         """Slot ads the collector holds (0 if it cannot be asked)."""
-        from roost.api.collector import Collector
-
         try:
             c = Collector(self.home, timeout=5.0)
             try:
@@ -110,6 +109,7 @@ class Pool:
         if self.running():
             raise PoolError(f"a pool is already running (ROOST_HOME={self.home})")
         if write_config:
+            # lazy: only starting a pool writes config; `roost down` never parses it (~25 ms)
             from roost.config import write_personal_config
 
             write_personal_config(self.home)

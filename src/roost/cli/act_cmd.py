@@ -11,6 +11,11 @@ import argparse
 import os
 import sys
 
+from roost.api.errors import PoolError
+from roost.api.jobids import is_job_id
+from roost.api.schedd import Schedd, current_user
+from roost.cli.restrict import error_line
+
 #: action -> (command name, past participle used in messages)
 VERBS = {"remove": ("rm", "marked for removal"), "hold": ("hold", "held"), "release": ("release", "released")}
 
@@ -29,10 +34,6 @@ def run(action: str, argv: list[str]) -> int:
     if not ns.targets and not ns.constraint and not ns.all:
         print(f"roost {prog}: name jobs (ids, clusters or users), -constraint EXPR or -all", file=sys.stderr)
         return 1
-    from roost.api.errors import PoolError
-    from roost.api.jobids import is_job_id
-    from roost.api.schedd import Schedd, current_user
-
     rc = 0
     try:
         schedd = Schedd()
@@ -64,8 +65,6 @@ def run(action: str, argv: list[str]) -> int:
                 print(fail_msg, file=sys.stderr)
                 rc = 1
     except PoolError as e:
-        from roost.cli.restrict import error_line
-
         print(error_line(f"roost {prog}", e), file=sys.stderr)
         return 1
     return rc

@@ -20,6 +20,7 @@ def is_expr(v: Any) -> bool:
 
 
 def to_classad(obj: dict[str, Any]) -> Any:
+    # lazy: the ClassAd library (~25 ms) only when a view needs an ad (module docstring)
     from roost.net.adwire import obj_to_ad
 
     return obj_to_ad(obj)
@@ -37,10 +38,12 @@ def value_text(v: Any) -> str:
     if v is None:
         return "undefined"
     if t is float:
+        # lazy: the ClassAd library only when a value needs it (module docstring)
         from roost.classad.unparse import format_real_old
 
         return format_real_old(v)
     # lists and nested ads
+    # lazy: the ClassAd library only when a value needs it (module docstring)
     from roost.classad.convert import ad_pairs
     from roost.classad.jsonform import json_to_ad
     from roost.classad.unparse import unparse
@@ -79,6 +82,7 @@ class AutoFormat:
                 return _raw(v) if "r" in self.flags else value_text(v)
         if not ad:
             ad.append(to_classad(obj))
+        # lazy: the ClassAd library only for expressions (module docstring)
         from roost.classad import ExprTree
 
         try:
@@ -102,6 +106,7 @@ _MISSING = object()
 
 def _raw(v: Any) -> str:
     if type(v) is str and not is_expr(v):
+        # lazy: the ClassAd library only when a value needs it (module docstring)
         from roost.classad.unparse import quote
 
         return quote(v)
@@ -109,6 +114,7 @@ def _raw(v: Any) -> str:
 
 
 def _eval_text(result: Any, raw: bool) -> str:
+    # lazy: adtext loads the ClassAd library only for expressions (module docstring)
     from roost.classad import Value
 
     if result is Value.Undefined:
@@ -117,6 +123,7 @@ def _eval_text(result: Any, raw: bool) -> str:
         return "error"
     if isinstance(result, str):
         if raw:
+            # lazy: adtext loads the ClassAd library only for expressions (module docstring)
             from roost.classad.unparse import quote
 
             return quote(result)
@@ -131,6 +138,7 @@ def _eval_text(result: Any, raw: bool) -> str:
 
 def long_text(objs: Iterable[dict[str, Any]]) -> str:
     """``-long``: each ad as ``Name = value`` lines, sorted by name, a blank line after each."""
+    # lazy: the ClassAd library (~25 ms) only when a view needs it (module docstring)
     from roost.classad.convert import ad_pairs
     from roost.classad.unparse import unparse_old
 
@@ -143,6 +151,7 @@ def long_text(objs: Iterable[dict[str, Any]]) -> str:
 
 def json_text(objs: Iterable[dict[str, Any]]) -> str:
     """``-json``: the ``condor_q -json`` array (nothing at all for no ads)."""
+    # lazy: the ClassAd library (~25 ms) only when a view needs it (module docstring)
     from roost.classad.jsonform import ads_to_json
 
     return ads_to_json(to_classad(o) for o in objs)

@@ -5,6 +5,9 @@ from __future__ import annotations
 import argparse
 import sys
 
+from roost.api.errors import PoolError
+from roost.api.pool import Pool
+
 
 def main(argv: list[str]) -> int:
     p = argparse.ArgumentParser(prog="roost down", add_help=False,
@@ -15,9 +18,6 @@ def main(argv: list[str]) -> int:
     p.add_argument("-timeout", "--timeout", type=float, default=60.0,
                    help="seconds to wait for the master to exit (default 60)")
     ns = p.parse_args(argv)
-    from roost.api.errors import PoolError
-    from roost.api.pool import Pool
-
     pool = Pool()
     try:
         stopped = pool.stop(timeout=ns.timeout, fast=ns.fast)

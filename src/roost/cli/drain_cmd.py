@@ -18,14 +18,18 @@ import argparse
 import sys
 from typing import Any
 
+from roost.api.collector import Collector
+from roost.api.errors import PoolError
+from roost.api.home import pool_home, read_address, run_path
+from roost.net.errors import RemoteError
+from roost.net.syncclient import SyncClient
+
 
 class _Failed(Exception):
     pass
 
 
 def _startd_address(machine: str | None) -> str:
-    from roost.api.home import pool_home, read_address, run_path
-
     home = pool_home()
     if machine is None:
         addr = read_address(run_path(home, "startd.address"))
@@ -34,9 +38,6 @@ def _startd_address(machine: str | None) -> str:
                 raise _Failed(f"no pool is running (ROOST_HOME={home}): start one with `roost up`")
             raise _Failed(f"the pool at ROOST_HOME={home} runs no startd")
         return addr
-    from roost.api.collector import Collector
-    from roost.api.errors import PoolError
-
     quoted = machine.replace("\\", "\\\\").replace('"', '\\"')
     try:
         c = Collector()
@@ -53,9 +54,6 @@ def _startd_address(machine: str | None) -> str:
 
 
 def _call(machine: str | None, cmd: str, **args: Any) -> dict[str, Any]:
-    from roost.net.errors import RemoteError
-    from roost.net.syncclient import SyncClient
-
     address = _startd_address(machine)
     client = SyncClient(address, timeout=30.0)
     try:

@@ -6,13 +6,16 @@ import argparse
 import sys
 from typing import Any
 
+from roost.api.errors import PoolError
+from roost.api.schedd import Schedd
+from roost.cli.jobview import STATUS_LETTERS, command, duration, short_date
+from roost.cli.restrict import Restriction, error_line, split_af
+
 ATTRS = ["ClusterId", "ProcId", "Owner", "QDate", "RemoteWallClockTime", "JobStatus", "CompletionDate",
          "EnteredCurrentStatus", "Cmd", "Arguments", "Args"]
 
 
 def main(argv: list[str]) -> int:
-    from roost.cli.restrict import Restriction, split_af
-
     argv, af_flags = split_af(argv)
     p = argparse.ArgumentParser(prog="roost history", add_help=False,
                                 description="Show finished jobs (like condor_history). Positional "
@@ -27,9 +30,6 @@ def main(argv: list[str]) -> int:
     p.add_argument("-json", "--json", action="store_true")
     p.add_argument("-wide", "--wide", action="store_true")
     ns = p.parse_args(argv)
-    from roost.api.errors import PoolError
-    from roost.api.schedd import Schedd
-
     r = Restriction.parse(ns.restrict)
     raw = ns.af or ns.long or ns.json
     projection = None if raw else ATTRS
@@ -39,12 +39,11 @@ def main(argv: list[str]) -> int:
         jobs = Schedd().history(r.constraint(ns.constraint), projection, match=ns.limit,
                                 owner=r.owner(), ids=r.ids)
     except PoolError as e:
-        from roost.cli.restrict import error_line
-
         print(error_line("roost history", e), file=sys.stderr)
         return 1
     out = sys.stdout
     if raw:
+        # lazy: only -af/-long/-json print ads; adtext compiles a regex on import (~1 ms)
         from roost.cli import adtext
 
         out.write(adtext.ads_text(jobs, json=ns.json, long=ns.long, af=ns.af, af_flags=af_flags))
@@ -54,8 +53,6 @@ def main(argv: list[str]) -> int:
 
 
 def table(jobs: list[dict[str, Any]], wide: bool = False) -> str:
-    from roost.cli.jobview import STATUS_LETTERS, command, duration, short_date
-
     lines = [" ID      OWNER          SUBMITTED   RUN_TIME     ST COMPLETED   CMD"]
     for j in jobs:
         jid = f"{j['ClusterId']}.{j['ProcId']}"

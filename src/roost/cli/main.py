@@ -9,6 +9,8 @@ from __future__ import annotations
 import importlib
 import sys
 
+from roost import __version__
+
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "classad": ("roost.cli.classad_cmd", "evaluate, match and convert ClassAds"),
     "submit": ("roost.cli.submit_cmd", "turn a submit description into jobs (-dry-run)"),
@@ -43,8 +45,6 @@ def main(argv: list[str] | None = None) -> int:
         print(usage())
         return 0
     if args[0] in ("-version", "--version"):
-        from roost import __version__
-
         print(f"roost {__version__}")
         return 0
     entry = SUBCOMMANDS.get(args[0])

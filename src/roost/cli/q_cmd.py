@@ -9,9 +9,26 @@ heavy is imported for the table views: 100,000 jobs list in well under a second.
 from __future__ import annotations
 
 import os
+import socket
 import sys
 import time
 from typing import Any
+
+from roost.api.errors import PoolError
+from roost.api.home import read_address
+from roost.api.schedd import Schedd, current_user, merge_jobs
+from roost.cli.jobview import (
+    STATUS_KEYS,
+    STATUS_LETTERS,
+    command,
+    duration,
+    run_time,
+    short_date,
+    size_mb,
+    totals_line,
+)
+from roost.cli.options import Parser, UsageError
+from roost.cli.restrict import Restriction, error_line, split_af
 
 BATCH_ATTRS = ["ClusterId", "ProcId", "Owner", "JobBatchName", "QDate", "JobStatus", "TotalSubmitProcs"]
 JOB_ATTRS = ["ClusterId", "ProcId", "Owner", "QDate", "JobStatus", "JobPrio", "ImageSize", "Cmd",
@@ -44,9 +61,6 @@ ALIASES = {"autoformat": "af", "l": "long", "analyse": "analyze", "better-analys
 
 
 def main(argv: list[str]) -> int:
-    from roost.cli.options import Parser, UsageError
-    from roost.cli.restrict import Restriction, split_af
-
     argv, af_flags = split_af(argv)
     try:
         ns = Parser("roost q", USAGE, SPEC, ALIASES).parse(argv)
@@ -54,9 +68,6 @@ def main(argv: list[str]) -> int:
     except (UsageError, ValueError) as e:
         print(f"roost q: {e}", file=sys.stderr)
         return 2
-    from roost.api.errors import PoolError
-    from roost.api.schedd import Schedd, current_user
-
     r = Restriction.parse(ns.positional)
     constraint = r.constraint(ns.constraint)
     for flag, expr in ((ns.hold, "JobStatus == 5"), (ns.run, "JobStatus == 2"), (ns.idle, "JobStatus == 1")):
@@ -88,15 +99,11 @@ def main(argv: list[str]) -> int:
         _header(schedd)
         out = sys.stdout
         if ns.hold:
-            from roost.api.schedd import merge_jobs
-
             _hold_view(list(merge_jobs(raw)), out)
         elif ns.nobatch or ns.run:
             _job_view(raw, out, ns.wide)
         else:
             _batch_view(raw, out)
-        from roost.cli.jobview import totals_line
-
         if constraint or owner or r.ids or limit is not None:
             out.write("\n" + totals_line("query", _raw_totals(raw)) + "\n")
             _print_totals(schedd, None, me)
@@ -106,8 +113,6 @@ def main(argv: list[str]) -> int:
             out.write("\n")
             _print_totals(schedd, everyone, me, everyone=everyone)
     except PoolError as e:
-        from roost.cli.restrict import error_line
-
         print(error_line("roost q", e), file=sys.stderr)
         return 1
     return 0
@@ -119,6 +124,7 @@ ANALYZE_DEFAULT = 5  # jobs -analyze looks at when no ids are given
 def _analyze(schedd: Any, constraint: str | None, owner: str | None, ids: list[str], better: bool,
              limit: int | None) -> int:
     """``-analyze``/``-better-analyze``: each job against every slot ad and the priority table."""
+    # lazy: only -analyze asks the collector, builds ClassAds and runs the matchmaker (~30 ms of `roost q`)
     from roost.api.collector import Collector
     from roost.core.analyze import analyze, render
     from roost.net.adwire import obj_to_ad
@@ -159,7 +165,7 @@ def _submitter(job: dict[str, Any]) -> str | None:
 def _negotiator_view(home: str) -> tuple[list[dict[str, Any]] | None, Any, list[dict[str, Any]] | None]:
     """The negotiator's USERPRIO table, its concurrency limits (a ConcurrencyLimits) and
     accounting groups (LIMITS); each None when it cannot answer (not running, too old)."""
-    from roost.api.errors import PoolError
+    # lazy: only -analyze asks the negotiator and needs the matchmaker (~30 ms of `roost q`)
     from roost.api.negotiator import negotiator_connection
     from roost.core.matchmaker import ConcurrencyLimits
 
@@ -204,10 +210,6 @@ def _filters(constraint: str | None, owner: str | None, ids: list[str]) -> dict[
 
 
 def _header(schedd: Any) -> None:
-    import socket
-
-    from roost.api.home import read_address
-
     addr = read_address(os.path.join(schedd.home_dir, "run", "schedd.address")) or "local"
     stamp = time.strftime("%m/%d/%y %H:%M:%S")
     sys.stdout.write(f"\n-- Schedd: {socket.gethostname()} : <{addr}> @ {stamp}\n")
@@ -215,8 +217,6 @@ def _header(schedd: Any) -> None:
 
 def _print_totals(schedd: Any, query_counts: dict[str, int] | None, me: str,
                   everyone: dict[str, int] | None = None) -> None:
-    from roost.cli.jobview import totals_line
-
     lines = []
     if query_counts is not None:
         lines.append(totals_line("query", query_counts))
@@ -229,6 +229,7 @@ def _print_totals(schedd: Any, query_counts: dict[str, int] | None, me: str,
 
 
 def _print_ads(jobs: list[dict[str, Any]], ns: Any, af_flags: str) -> int:
+    # lazy: only -af/-long/-json print ads; adtext compiles a regex on import (~1 ms)
     from roost.cli import adtext
 
     sys.stdout.write(adtext.ads_text(jobs, json=ns.json, long=ns.long, af=ns.af, af_flags=af_flags))
@@ -236,8 +237,6 @@ def _print_ads(jobs: list[dict[str, Any]], ns: Any, af_flags: str) -> int:
 
 
 def _raw_totals(raw: dict[str, Any]) -> dict[str, int]:
-    from roost.cli.jobview import STATUS_KEYS
-
     clusters = raw.get("clusters") or {}
     counts: dict[str, int] = {}
     for c, _p, diff in raw.get("jobs") or ():
@@ -251,8 +250,6 @@ def _job_view(raw: dict[str, Any], out: Any, wide: bool) -> None:
     """One line per job. The answer holds each cluster's ad once and per-proc differences,
     so each column is formatted once per cluster and again only for procs whose own
     attributes change it: 100,000 procs of one cluster cost a lookup and a join each."""
-    from roost.cli.jobview import STATUS_LETTERS, command, duration, run_time, short_date, size_mb
-
     now = time.time()
     columns: list[tuple[frozenset[str], Any]] = [
         (frozenset({"Owner"}), lambda j: f"{str(j.get('Owner', '?')):<14}"),
@@ -309,8 +306,6 @@ def _job_view(raw: dict[str, Any], out: Any, wide: bool) -> None:
 
 
 def _hold_view(jobs: list[dict[str, Any]], out: Any) -> None:
-    from roost.cli.jobview import short_date
-
     lines = [" ID      OWNER          HELD_SINCE  HOLD_REASON"]
     for j in jobs:
         jid = f"{j['ClusterId']}.{j['ProcId']}"
@@ -349,8 +344,6 @@ def _batch_view(raw: dict[str, Any], out: Any) -> None:
         b["counts"][idx] += 1
         lo_hi = b["ids"].get(c)
         b["ids"][c] = (p, p) if lo_hi is None else (lo_hi[0] if lo_hi[0] < p else p, lo_hi[1] if lo_hi[1] > p else p)
-    from roost.cli.jobview import short_date
-
     any_held = any(b["counts"][3] for b in batches.values())
     head = f"{'OWNER':<10} {'BATCH_NAME':<18} {'SUBMITTED':>11} {'DONE':>6} {'RUN':>6} {'IDLE':>6}"
     head += f" {'HOLD':>6}" if any_held else ""

@@ -41,6 +41,7 @@ class Restriction:
         """-constraint plus, for several users, an ``Owner == ...`` alternative."""
         parts = []
         if len(self.users) > 1:
+            # lazy: only several users need ClassAd string quoting (roost.classad, ~4 ms)
             from roost.classad.unparse import quote
 
             parts.append("(" + " || ".join(f"Owner == {quote(u)}" for u in self.users) + ")")

@@ -3,9 +3,15 @@
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 import time
 from typing import Any
+
+from roost.api.collector import Collector
+from roost.api.errors import PoolError
+from roost.cli.jobview import duration
+from roost.cli.restrict import error_line, split_af
 
 SLOT_ATTRS = ["Name", "Machine", "OpSys", "Arch", "State", "Activity", "LoadAvg", "Memory",
               "EnteredCurrentActivity", "MyCurrentTime", "SlotType", "Cpus"]
@@ -36,16 +42,12 @@ def parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str]) -> int:
-    from roost.cli.restrict import split_af
-
     argv, af_flags = split_af(argv)
     ns = parser().parse_args(argv)
-    from roost.api.collector import Collector
-    from roost.api.errors import PoolError
-
     kind = ns.kind or "Machine"
     constraint = ns.constraint
     if ns.names:
+        # lazy: only NAME arguments need ClassAd string quoting (roost.classad, ~4 ms)
         from roost.classad.unparse import quote
 
         alt = " || ".join(f"Name == {quote(n)} || Machine == {quote(n)}" for n in ns.names)
@@ -60,13 +62,12 @@ def main(argv: list[str]) -> int:
     try:
         ads = Collector().query_objs(kind, constraint, projection)
     except PoolError as e:
-        from roost.cli.restrict import error_line
-
         print(error_line("roost status", e), file=sys.stderr)
         return 1
     ads.sort(key=lambda a: (str(a.get("Machine", "")), _name_key(str(a.get("Name", "")))))
     out = sys.stdout
     if raw_ads:
+        # lazy: only -af/-long/-json print ads; adtext compiles a regex on import (~1 ms)
         from roost.cli import adtext
 
         out.write(adtext.ads_text(ads, json=ns.json, long=ns.long, af=ns.af, af_flags=af_flags))
@@ -82,14 +83,10 @@ def main(argv: list[str]) -> int:
 
 def _name_key(name: str) -> tuple[Any, ...]:
     """slot2 before slot10; slot1_3 after slot1."""
-    import re
-
     return tuple(int(t) if t.isdigit() else t for t in re.split(r"(\d+)", name))
 
 
 def _slots(ads: list[dict[str, Any]], out: Any, totals_only: bool) -> None:
-    from roost.cli.jobview import duration
-
     if not totals_only:
         lines = [f"{'Name':<24} {'OpSys':<10} {'Arch':<6} {'State':<9} {'Activity':<8} "
                  f"{'LoadAv':>6} {'Mem':>6} {'ActvtyTime':>12}", ""]

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
 
 def _user_name() -> str:
     """The submitting account, as condor_submit records it in Owner (never $USER alone: it may be unset)."""
+    # lazy: only -dry-run names the owner itself; the timed submit path never needs it
     import pwd
 
     try:
@@ -46,6 +47,7 @@ def _parse_args(argv: list[str]) -> _Plain | object:
     # of a new process: importing argparse costs ~5 ms, so only a line with options pays it.
     if not any(a.startswith("-") for a in argv):
         return _Plain(list(argv))
+    # lazy: only a command line with options pays for argparse (~5 ms, see above)
     import argparse
 
     p = argparse.ArgumentParser(prog="roost submit", description="Submit jobs described by an HTCondor submit file.",
@@ -99,17 +101,20 @@ def main(argv: list[str]) -> int:
     fname = "<stdin>" if src == "-" else src
     cwd = os.getcwd()
     if ns.dry_run is None:
+        # lazy: -dry-run never reaches the schedd; keeps `import roost.cli.submit_cmd` at ~2 ms
         from roost.cli.submit_text import submit_text
 
         status = submit_text(text, file=fname, cwd=cwd, overrides=overrides, append=append)
         if status is not None:
             return status
+    # lazy: the submit language (~30 ms) only when the schedd does not parse the text itself
     from roost.submit.errors import SubmitError
     from roost.submit.reading import parse_text
 
     try:
         desc = parse_text(text, file=fname, cwd=cwd, overrides=overrides, append=append)
         if ns.dry_run is None:
+            # lazy: the API (~15 ms) only to submit from here, never for -dry-run
             from roost.cli.submit_send import send
 
             return send(desc)
@@ -120,6 +125,7 @@ def main(argv: list[str]) -> int:
     for c in clusters:
         for w in c.warnings:
             print(str(w), file=sys.stderr)
+    # lazy: only -dry-run prints the wire form
     from roost.submit.wire import iter_json
 
     if out_path == "-":

@@ -12,8 +12,11 @@ and submits itself (``submit_send``), as it does without a socket.
 
 from __future__ import annotations
 
+import _socket  # the C module: `socket` would import enum and selectors (~5 ms)
 import os
 import sys
+
+from roost.poolhome import pool_home, run_path
 
 TIMEOUT_S = 300.0  # a queue 100000 file is parsed and committed in about a second
 
@@ -54,11 +57,13 @@ def _dumps(obj: dict) -> bytes:
     """Compact ASCII JSON, as ``json.dumps`` makes it, through ``json``'s own C codec:
     ``import json`` pulls in ``re`` and ``enum``, ~5 ms of a timed process."""
     try:
+        # lazy: the C codec may be missing (another Python); `json` only then (~5 ms)
         import _json
 
         encode = _json.make_encoder(None, None, _json.encode_basestring_ascii, None, ":", ",", False, False, True)
         return "".join(encode(obj, 0)).encode()
     except (ImportError, AttributeError, TypeError):  # another Python: the plain way
+        # lazy: only without the C codec (`json` imports re and enum, ~5 ms)
         import json
 
         return json.dumps(obj, separators=(",", ":")).encode()
@@ -67,10 +72,12 @@ def _dumps(obj: dict) -> bytes:
 def _loads(data: bytes) -> object:
     text = data.decode()
     try:
+        # lazy: the C codec may be missing (another Python); `json` only then (~5 ms)
         import _json
 
         scan = _json.make_scanner(_ScanContext())
     except (ImportError, AttributeError, TypeError):
+        # lazy: only without the C codec (`json` imports re and enum, ~5 ms)
         import json
 
         return json.loads(text)
@@ -85,8 +92,6 @@ def _loads(data: bytes) -> object:
 
 def _call(path: str, request: dict) -> dict | None:
     """One request on the schedd's Unix socket; None when there is no schedd behind it."""
-    import _socket  # the C module: `socket` would import enum and selectors (~5 ms)
-
     body = _dumps(request)
     sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
     try:
@@ -110,8 +115,6 @@ def _call(path: str, request: dict) -> dict | None:
 
 def submit_text(text: str, *, file: str, cwd: str, overrides: dict[str, str], append: list[str]) -> int | None:
     """Submit through the schedd; the exit status, or None to take the full path."""
-    from roost.poolhome import pool_home, run_path
-
     path = run_path(pool_home(), "schedd.sock")
     if not os.path.exists(path):
         return None

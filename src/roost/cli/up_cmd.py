@@ -5,6 +5,10 @@ from __future__ import annotations
 import argparse
 import sys
 
+from roost.api.collector import Collector
+from roost.api.errors import PoolError
+from roost.api.pool import Pool
+
 
 def main(argv: list[str]) -> int:
     p = argparse.ArgumentParser(prog="roost up", add_help=False,
@@ -14,9 +18,6 @@ def main(argv: list[str]) -> int:
     p.add_argument("-timeout", "--timeout", type=float, default=60.0,
                    help="seconds to wait for the pool to become ready (default 60)")
     ns = p.parse_args(argv)
-    from roost.api.errors import PoolError
-    from roost.api.pool import Pool
-
     pool = Pool()
     if pool.running():
         print(f"roost up: a pool is already running (ROOST_HOME={pool.home}, master pid "
@@ -36,9 +37,6 @@ def main(argv: list[str]) -> int:
 
 def _slot_summary(pool: object) -> str:
     """``8 slots, 8 cpus`` or ``1 partitionable slot, 4 cpus``."""
-    from roost.api.collector import Collector
-    from roost.api.errors import PoolError
-
     try:
         ads = Collector(pool.home).query_objs("Machine", projection=["Name", "Cpus", "SlotType"])  # type: ignore[attr-defined]
     except PoolError:

@@ -13,6 +13,10 @@ import sys
 import time
 from typing import Any
 
+from roost.api.errors import PoolError
+from roost.api.home import pool_home
+from roost.api.negotiator import negotiator_connection
+
 USAGE = """usage: roost userprio [-all] [-json]
        roost userprio -setfactor USER FACTOR
        roost userprio -setprio USER PRIORITY
@@ -173,10 +177,6 @@ def main(argv: list[str]) -> int:
     if action == ("help",):
         print(USAGE)
         return 0
-    from roost.api.errors import PoolError
-    from roost.api.home import pool_home
-    from roost.api.negotiator import negotiator_connection
-
     conn = negotiator_connection(pool_home(None), 30.0)
     try:
         if action is None:

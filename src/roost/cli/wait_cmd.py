@@ -14,6 +14,12 @@ import os
 import sys
 import time
 
+from roost.api.errors import PoolError
+from roost.api.jobids import is_job_id, parse_job_id
+from roost.api.schedd import Schedd
+from roost.cli.progress import Progress
+from roost.cli.restrict import error_line
+
 
 def main(argv: list[str]) -> int:
     p = argparse.ArgumentParser(prog="roost wait", add_help=False,
@@ -26,8 +32,6 @@ def main(argv: list[str]) -> int:
                    help="with a log file: done once this many jobs have finished")
     p.add_argument("-quiet", "--quiet", action="store_true", help="no progress output")
     ns = p.parse_args(argv)
-    from roost.api.jobids import is_job_id
-
     first = ns.targets[0]
     if not is_job_id(first):
         if not os.path.exists(first):
@@ -42,10 +46,6 @@ def main(argv: list[str]) -> int:
 
 
 def wait_ids(ids: list[str], timeout: float | None, quiet: bool) -> int:
-    from roost.api.errors import PoolError
-    from roost.api.schedd import Schedd
-    from roost.cli.progress import Progress
-
     bar = None if quiet else Progress()
 
     def show(got: dict[str, object]) -> None:
@@ -60,8 +60,6 @@ def wait_ids(ids: list[str], timeout: float | None, quiet: bool) -> int:
         print("Time expired.")
         return 1
     except PoolError as e:
-        from roost.cli.restrict import error_line
-
         print(error_line("roost wait", e), file=sys.stderr)
         return 2
     if bar is not None:
@@ -71,7 +69,7 @@ def wait_ids(ids: list[str], timeout: float | None, quiet: bool) -> int:
 
 
 def wait_log(path: str, ids: list[str], timeout: float | None, num: int | None, quiet: bool) -> int:
-    from roost.api.jobids import parse_job_id
+    # lazy: only waiting on an event log reads one (importing roost.eventlog costs ~30 ms)
     from roost.eventlog import EventLogFollower, EventType
 
     want = [parse_job_id(i) for i in ids]

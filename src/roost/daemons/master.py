@@ -28,8 +28,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from roost.config import Config
+from roost.config import Config, ConfigError
 from roost.daemons.backoff import Backoff
+from roost.net.addresses import read_address, remove_address, write_address
+from roost.net.client import AsyncClient
+from roost.net.errors import RequestError
+from roost.net.server import serve as serve_requests
 
 log = logging.getLogger("roost.master")
 
@@ -68,8 +72,6 @@ class Child:
     last_exit: str | None = None
 
     def address(self) -> str | None:
-        from roost.net.addresses import read_address
-
         return read_address(self.address_path)
 
     def status(self) -> dict[str, Any]:
@@ -158,8 +160,6 @@ class Master:
     # -- supervision -----------------------------------------------------------------
 
     async def _spawn(self, child: Child) -> None:
-        from roost.net.addresses import remove_address
-
         remove_address(child.address_path)
         child.log_path.parent.mkdir(parents=True, exist_ok=True)
         # The daemon's stdout/stderr go to its own log, so a crash's traceback is where
@@ -254,9 +254,6 @@ class Master:
     async def advertise_loop(self) -> None:
         """Keep the Master ad in the collector: every UPDATE_INTERVAL, and again as soon
         as a restarted collector (new pid, empty soft state) is up."""
-        from roost.net.client import AsyncClient
-        from roost.net.errors import RequestError
-
         client: AsyncClient | None = None
         sent_to: int | None = None  # collector pid that has our ad
         last = 0.0
@@ -300,8 +297,6 @@ class Master:
         return {}
 
     async def cmd_restart_daemon(self, req: dict[str, Any], peer: Any = None) -> dict[str, Any]:
-        from roost.net.errors import RequestError
-
         name = str(req["name"]).upper()
         child = self.children.get(name)
         if child is None:
@@ -350,8 +345,6 @@ class Master:
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(self._advertiser, 1.5)
         await self._stop_group([c for n, c in self.children.items() if n == "COLLECTOR"], grace)
-        from roost.net.addresses import remove_address
-
         for c in self.children.values():
             c.state = "stopped"
             remove_address(c.address_path)
@@ -386,9 +379,6 @@ def take_lock(run_dir: Path) -> int | None:
 
 
 async def serve(master: Master) -> None:
-    from roost.net.addresses import remove_address, write_address
-    from roost.net.server import serve as serve_requests
-
     handlers = {
         "STATUS": master.cmd_status,
         "SHUTDOWN": master.cmd_shutdown,
@@ -419,8 +409,6 @@ async def serve(master: Master) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from roost.config import ConfigError
-
     try:
         config = Config.load(subsys="MASTER")
         master = Master(config)
