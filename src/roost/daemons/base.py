@@ -34,6 +34,7 @@ from collections.abc import Awaitable, Callable, Iterable
 from pathlib import Path
 from typing import Any
 
+from roost.classad import ClassAd, quote
 from roost.config import Config
 from roost.net.addresses import read_address, remove_address, write_address
 from roost.net.client import AsyncClient
@@ -191,7 +192,6 @@ class Daemon:
     async def advertise(self) -> bool:
         """Send every ad to the collector now (UPDATE_AD); failures are logged, not raised.
         Whether every ad got there."""
-        from roost.classad import ClassAd
         from roost.net.adwire import ad_to_obj
 
         for ad_type, ad, private in list(self.ads()):
@@ -241,8 +241,6 @@ class Daemon:
 
     async def locate(self, ad_type: str, name: str | None = None) -> str | None:
         """MyAddress of a daemon from its collector ad (e.g. ``Negotiator``); None if absent."""
-        from roost.classad import quote
-
         args: dict[str, Any] = {"type": ad_type, "projection": ["Name", "MyAddress"]}
         if name is not None:
             args["constraint"] = f"Name == {quote(name)}"
@@ -380,6 +378,7 @@ def run_event_loop(main: Any) -> Any:
     """Run a daemon's main coroutine on uvloop where it is installed (a project
     dependency: ~2x cheaper per message than asyncio's own loop), else asyncio's."""
     try:
+        # lazy: an optional dependency, looked for once at start-up
         import uvloop  # type: ignore[import-not-found]
     except ImportError:
         return asyncio.run(main)

@@ -26,6 +26,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from roost.classad import ClassAd
+from roost.classad.errors import ClassAdSyntaxError
+from roost.classad.evaluate import EvaluationFailed, evaluate
+from roost.classad.parser import parse_expr
 from roost.daemons.base import Daemon, run
 from roost.net.addresses import write_address
 from roost.net.errors import RequestError
@@ -220,9 +223,6 @@ class Collector(Daemon):
 def constraint_fn(text: str) -> Any:
     """The parsed constraint (the parser caches trees by text, the evaluator compiles
     each tree once, so repeated queries pay neither again)."""
-    from roost.classad.errors import ClassAdSyntaxError
-    from roost.classad.parser import parse_expr
-
     try:
         return parse_expr(text)
     except ClassAdSyntaxError as e:
@@ -230,8 +230,6 @@ def constraint_fn(text: str) -> Any:
 
 
 def _holds(node: Any, entry: Entry) -> bool:
-    from roost.classad.evaluate import EvaluationFailed, evaluate
-
     try:
         v = evaluate(node, entry.classad())
     except EvaluationFailed:

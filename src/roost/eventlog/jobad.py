@@ -9,12 +9,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from roost.classad.ast import AdExpr
+from roost.classad.classad import ClassAd
+from roost.classad.parser import parse_old_ad
+
 
 def attributes_to_classad(attributes: dict[str, str]) -> Any:
     """Build a ``roost.classad`` ClassAd from ordered name -> expression text pairs."""
-    from roost.classad.ast import AdExpr
-    from roost.classad.classad import ClassAd
-    from roost.classad.parser import parse_old_ad
-
     pairs = parse_old_ad("\n".join(f"{k} = {v}" for k, v in attributes.items()))
     return ClassAd(AdExpr(tuple(pairs)))

@@ -211,6 +211,7 @@ class JobAdInformationEvent(Event):
 
     def classad(self) -> Any:
         """The attributes as a ``roost.classad.ClassAd`` (imported only when asked for)."""
+        # lazy: the ClassAd library loads only when someone asks for an event's ad
         from roost.eventlog.jobad import attributes_to_classad
 
         return attributes_to_classad(self.attributes)
