@@ -18,9 +18,11 @@ import pytest
 
 from roost.config import Config
 from roost.core.slots import Claim
-from roost.daemons.startd.daemon import Startd, _Pending
+from roost.daemons.startd.claims import _Pending
+from roost.daemons.startd.daemon import Startd
 from roost.daemons.startd.jobspec import Identity
-from roost.daemons.startd.starter import Peers, Starter
+from roost.daemons.startd.peers import Peers
+from roost.daemons.startd.starter import Starter
 from roost.net.client import AsyncClient
 from roost.net.errors import RemoteError, RequestError
 
@@ -217,10 +219,10 @@ def test_an_unparsable_owner_policy_knob_is_logged_once_and_never_true(caplog) -
         d = _startd("SUSPEND = KeyboardIdle <\nPREEMPT = (((\n")
         with caplog.at_level(logging.ERROR):
             await d.start()  # no SystemExit
-        assert d.exprs.suspend == "error" and d.exprs.preempt == "error"
+        assert d.owner_policy.exprs.suspend == "error" and d.owner_policy.exprs.preempt == "error"
         assert [r.getMessage().split(" = ")[0] for r in caplog.records if "ClassAd" in r.getMessage()] == \
             ["SUSPEND", "PREEMPT"]
-        d._evaluate()
+        d.owner_policy.evaluate()
         assert d.slots["slot1"].state == "Unclaimed"
 
     asyncio.run(main())
@@ -243,18 +245,19 @@ def test_two_releases_of_a_preempted_claim_hand_the_slot_to_the_preempting_claim
         d = _startd()
         await d.start()
         cid = d.slots["slot1"].claim_id
-        got = await d.h_request_claim({"claim_id": cid, "job_ad": {"Owner": "alice"}, "schedd_address": "a:1",
-                                       "lease": 60}, None)  # type: ignore[arg-type]
+        got = await d.claims.h_request_claim({"claim_id": cid, "job_ad": {"Owner": "alice"},
+                                              "schedd_address": "a:1", "lease": 60}, None)  # type: ignore[arg-type]
         assert got["claim_id"] == cid
-        d.starters[cid] = _SlowStarter()  # type: ignore[assignment]
+        d.claims.starters[cid] = _SlowStarter()  # type: ignore[assignment]
         ready = asyncio.get_running_loop().create_future()
-        d.preempting["slot1"] = _Pending("new-claim", Claim(schedd_address="b:2", user="bob", lease=60), 0, ready)
-        await asyncio.gather(d._release("slot1", "lease expired"), d._release("slot1", "released by its schedd"))
+        d.claims.preempting["slot1"] = _Pending("new-claim", Claim(schedd_address="b:2", user="bob", lease=60), 0, ready)
+        await asyncio.gather(d.claims.release("slot1", "lease expired"),
+                             d.claims.release("slot1", "released by its schedd"))
         slot = d.slots["slot1"]
         assert ready.done() and not ready.cancelled()
         assert slot.claim_id == "new-claim" and slot.claim is not None and slot.claim.schedd_address == "b:2"
         assert (slot.state, slot.activity) == ("Claimed", "Idle")
-        assert d.by_claim.get("new-claim") == "slot1" and cid not in d.by_claim
+        assert d.claims.by_claim.get("new-claim") == "slot1" and cid not in d.claims.by_claim
 
     asyncio.run(main())
 
@@ -328,13 +331,13 @@ def test_only_connected_slots_stop_starting_jobs_when_the_owner_types(caplog) ->
                     "START = KeyboardIdle > 600\nDISCONNECTED_KEYBOARD_IDLE_BOOST = 2*600\n")
         await d.start()
         (d.home / "activity").touch()  # the owner is at the keyboard
-        d._measure(time.time())
-        d._evaluate()
-        assert d.owner_attrs["slot1"]["KeyboardIdle"] < 600
-        assert d.owner_attrs["slot2"]["KeyboardIdle"] >= 1200
+        d.owner_policy.measure(time.time())
+        d.owner_policy.evaluate()
+        assert d.owner_policy.owner_attrs["slot1"]["KeyboardIdle"] < 600
+        assert d.owner_policy.owner_attrs["slot2"]["KeyboardIdle"] >= 1200
         assert (d.slots["slot1"].state, d.slots["slot2"].state) == ("Owner", "Unclaimed")
         bad = _startd("SLOTS_CONNECTED_TO_KEYBOARD = many\n")
-        assert bad._connected_knobs[0] == 0  # the default: not connected
+        assert bad.owner_policy._connected_knobs[0] == 0  # the default: not connected
         assert any("SLOTS_CONNECTED_TO_KEYBOARD" in r.getMessage() for r in caplog.records)
 
     asyncio.run(main())

@@ -9,7 +9,8 @@ its schedd is down is reported after the schedd reconnects.
 
 Every running job's process group is written to ``execute/.jobs/<sandbox>``
 (a root-only directory the job cannot touch) so a restarted startd can kill
-what its predecessor left behind (see ``cleanup_leftovers``).
+what its predecessor left behind (leftovers.py). The connections to schedds
+that every starter shares are ``peers.Peers``.
 """
 
 from __future__ import annotations
@@ -23,21 +24,21 @@ import signal
 import stat
 import subprocess
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from typing import Any
 
 from roost.daemons.sandbox_paths import sandbox_relpath
 from roost.daemons.startd import launch, procstat
 from roost.daemons.startd.cgroups import JobCgroups
 from roost.daemons.startd.jobspec import Identity, JobSpec, executable_path, job_file
-from roost.net.client import Connection, open_connection
+from roost.daemons.startd.leftovers import JOBS_DIR
+from roost.daemons.startd.peers import CALL_TIMEOUT, Peers
+from roost.net.client import Connection
 from roost.net.errors import RemoteError
 
 log = logging.getLogger(__name__)
 
 CHUNK = 1 << 20
-CALL_TIMEOUT = 60.0
-JOBS_DIR = ".jobs"
 INTERNAL_FILES = (".job.ad", ".machine.ad")
 
 
@@ -49,58 +50,6 @@ class StartError(Exception):
     """The job cannot be started (its message goes to the schedd as is)."""
 
 
-class Peers:
-    """Idle connections to schedds, by address, reused by every starter.
-
-    A connection is held by one starter for one exchange (a request and the
-    bytes around it), so a large transfer never delays another job's report.
-    """
-
-    def __init__(self, connect_timeout: float = 5.0) -> None:
-        self._idle: dict[str, list[Connection]] = {}
-        self.connect_timeout = connect_timeout
-
-    @contextlib.asynccontextmanager
-    async def connection(self, address: str) -> AsyncIterator[Connection]:
-        idle = self._idle.get(address)
-        conn = None
-        while idle:
-            c = idle.pop()
-            if c.usable():
-                conn = c
-                break
-            c.close()
-        if conn is None:
-            conn = await open_connection(address, self.connect_timeout)
-        try:
-            yield conn
-        except RemoteError:
-            self._idle.setdefault(address, []).append(conn)
-            raise
-        except BaseException:
-            conn.close()
-            raise
-        else:
-            self._idle.setdefault(address, []).append(conn)
-
-    async def call(self, address: str, cmd: str, **args: Any) -> dict[str, Any]:
-        """One request; a stale idle connection is retried once on a fresh one."""
-        for attempt in (0, 1):
-            try:
-                async with self.connection(address) as conn, asyncio.timeout(CALL_TIMEOUT):
-                    return await conn.request(cmd, **args)
-            except (ConnectionError, OSError):
-                if attempt:
-                    raise
-        raise AssertionError("unreachable")
-
-    def close(self) -> None:
-        for conns in self._idle.values():
-            for c in conns:
-                c.close()
-        self._idle.clear()
-
-
 def _safe_relpath(name: Any) -> str:
     """A transferred file's name, refused if it could leave the sandbox."""
     return sandbox_relpath(name, TransferError)
@@ -110,44 +59,6 @@ def _proc_start_ticks(pid: int) -> int | None:
     """Start time of a process (clock ticks since boot): tells a reused pid apart."""
     got = procstat.read(pid)
     return got.start_ticks if got is not None else None
-
-
-def _group_members(pgid: int, not_before: int) -> list[int]:
-    """Pids in process group ``pgid`` started no earlier than ``not_before``."""
-    return [p.pid for p in procstat.processes() if p.pgid == pgid and p.start_ticks >= not_before]
-
-
-def cleanup_leftovers(execute_dir: str) -> list[str]:
-    """Kill the process groups a previous startd recorded and remove old sandboxes.
-
-    Returns what was cleaned (for the log). A recorded group is killed only
-    if its processes started after the recorded time, so a pid reused since
-    is left alone.
-    """
-    done = []
-    jobs = os.path.join(execute_dir, JOBS_DIR)
-    if os.path.isdir(jobs):
-        for name in os.listdir(jobs):
-            path = os.path.join(jobs, name)
-            try:
-                with open(path) as f:
-                    pgid_text, ticks_text = f.read().split()[:2]
-                pgid, ticks = int(pgid_text), int(ticks_text)
-            except (OSError, ValueError):
-                pgid = 0
-                ticks = 0
-            if pgid > 1:
-                for pid in _group_members(pgid, ticks):
-                    with contextlib.suppress(ProcessLookupError, PermissionError):
-                        os.kill(pid, signal.SIGKILL)
-                        done.append(f"killed pid {pid} of job group {pgid} ({name})")
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(path)
-    for name in os.listdir(execute_dir):
-        if name.startswith("dir_"):
-            shutil.rmtree(os.path.join(execute_dir, name), ignore_errors=True)
-            done.append(f"removed sandbox {name}")
-    return done
 
 
 class Starter:

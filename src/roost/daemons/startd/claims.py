@@ -1,0 +1,548 @@
+"""The startd's claim protocol: REQUEST_CLAIM, ACTIVATE_CLAIM, KEEPALIVE, RECONNECT,
+DEACTIVATE_CLAIM and RELEASE_CLAIM (docs/protocol.md), preempting claims, leases,
+and the starters that run the claims' jobs.
+
+``Claims`` owns every piece of claim state (which claim id names which slot, the
+running and reporting starters, each claim's job ad and CurrentRank, the
+PreemptClaimIds and the preempting claims that wait for a slot). The slot table,
+the slot ads and the daemon's services belong to the startd (``Host``); what a
+claim needs to know of the owner's will (draining, off, RANK) and the owner policy
+steps that claim and job events trigger go through ``PolicyHooks``. Neither is
+imported: this module sees both only through those two narrow protocols.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import logging
+import os
+import time
+from collections.abc import Awaitable
+from dataclasses import dataclass, replace
+from typing import Any, Protocol
+
+from roost.classad import ClassAd
+from roost.config import Config
+from roost.core import ownerpolicy as op
+from roost.core import slots as core
+from roost.core.slots import Claim, Slot
+from roost.daemons.startd.cgroups import JobCgroups
+from roost.daemons.startd.jobspec import Identity, JobSpecError, job_identity, parse_job
+from roost.daemons.startd.peers import Peers
+from roost.daemons.startd.starter import Starter
+from roost.net.adwire import ad_to_obj, obj_to_ad
+from roost.net.errors import RequestError
+from roost.net.server import Peer
+
+
+class Host(Protocol):
+    """What the claim protocol needs of the startd around it (``Startd``): its slot
+    table, the slot ads, and the daemon's services."""
+
+    config: Config
+    log: logging.Logger
+    slots: dict[str, Slot]
+    machine: core.Machine | None
+    policy: core.Policy
+    execute_dir: str
+    peers: Peers
+    cgroups: JobCgroups
+    want_reschedule: bool  # ask the negotiator for a cycle after this round of ads
+
+    def slot_name(self, name: str) -> str: ...
+
+    def slot_ad(self, name: str) -> ClassAd: ...
+
+    def build_ad(self, slot: Slot) -> ClassAd: ...
+
+    def changed(self, *names: str, urgent: bool = True) -> None: ...
+
+    def forget_ad(self, name: str) -> None: ...
+
+    def slot_gone(self, name: str) -> None: ...
+
+    def new_claim_id(self) -> str: ...
+
+    def spawn(self, coro: Awaitable[Any], name: str) -> asyncio.Task[Any]: ...
+
+
+class PolicyHooks(Protocol):
+    """What claims need of the owner policy (``owner_policy.OwnerPolicy``)."""
+
+    drain: str | None
+    off: bool
+    exprs: op.PolicyExprs
+
+    def evaluate(self, names: set[str] | None = None) -> None: ...
+
+    def evaluate_soon(self, *names: str) -> None: ...
+
+    def forget_claim(self, claim_id: str) -> None: ...
+
+
+def _limits_of(job: ClassAd) -> str:
+    v = job.eval("ConcurrencyLimits") if "ConcurrencyLimits" in job else None
+    return v if isinstance(v, str) else ""
+
+
+def _claim_for(job: ClassAd, schedd: str, lease: float, now: float) -> Claim:
+    """The claim a job's REQUEST_CLAIM makes: who holds it (RemoteUser is the job's User,
+    the name the accountant charges) and the concurrency limits it holds."""
+    user, owner = job.get("User"), job.get("Owner")
+    return Claim(
+        schedd_address=schedd,
+        user=user if isinstance(user, str) else (owner if isinstance(owner, str) else ""),
+        owner=owner if isinstance(owner, str) else "",
+        lease=lease,
+        lease_expires=now + lease,
+        concurrency_limits=_limits_of(job),
+    )
+
+
+def _claim_args(req: dict[str, Any], default_lease: float) -> tuple[str, float]:
+    """REQUEST_CLAIM's schedd address and lease, checked."""
+    schedd = req.get("schedd_address")
+    if not isinstance(schedd, str) or not schedd:
+        raise RequestError("BAD_REQUEST", "REQUEST_CLAIM: schedd_address is required")
+    lease = req.get("lease")
+    lease = default_lease if lease is None else float(lease)
+    if not 0 < lease <= 1e7:
+        raise RequestError("BAD_REQUEST", "REQUEST_CLAIM: lease must be between 0 and 1e7 seconds")
+    return schedd, lease
+
+
+def _not_found(what: str) -> RequestError:
+    return RequestError("NOT_FOUND", what)
+
+
+@dataclass
+class _Pending:
+    """A preempting claim granted on a busy slot, waiting for the old job to leave."""
+
+    claim_id: str
+    claim: Claim
+    rank: Any
+    ready: asyncio.Future[None]
+    job: ClassAd | None = None  # the job it was claimed for
+
+
+class Claims:
+    """Every claim on this startd's slots, and the jobs they run."""
+
+    def __init__(self, host: Host, owner_policy: PolicyHooks) -> None:
+        self.host = host
+        self.owner_policy = owner_policy
+        self.log = host.log
+        cfg = host.config
+        self.by_claim: dict[str, str] = {}  # claim id -> slot name
+        self.starters: dict[str, Starter] = {}  # claim id -> its active job
+        self.reporting: dict[str, list[Starter]] = {}  # claim id -> finished jobs, reports pending
+        self.default_lease = float(
+            (cfg.get_int("ALIVE_INTERVAL", 300) or 300) * (cfg.get_int("MAX_CLAIM_ALIVES_MISSED", 6) or 6)
+        )
+        self.allow_owner = bool(cfg.get_bool("STARTER_ALLOW_RUNAS_OWNER", True))
+        self.slot_user = cfg.get("SLOT_USER") or "nobody"
+        self._identities: dict[str, Identity] = {}
+        self._lease_task: asyncio.Task[None] | None = None
+        self._sandboxes = itertools.count(1)
+        self.job_ads: dict[str, ClassAd] = {}  # claim id -> its job's ad (TARGET): the claim's, then the last activated
+        self.current_rank: dict[str, Any] = {}  # claim id -> RANK against its first job
+        self.preempt_ids: dict[str, str] = {}  # PreemptClaimId -> slot name
+        self.preempt_of: dict[str, str] = {}  # slot name -> its PreemptClaimId
+        self.preempting: dict[str, _Pending] = {}  # slot name -> the claim waiting for it
+
+    def _claimed(self, claim_id: str) -> Slot:
+        """The claimed slot this claim id names; NOT_FOUND when it is no live claim."""
+        name = self.by_claim.get(claim_id)
+        slot = self.host.slots.get(name) if name else None
+        if slot is None or slot.claim is None:
+            raise _not_found("no such claim on this startd")
+        return slot
+
+    def _renew(self, slot: Slot, **changes: Any) -> Slot:
+        assert slot.claim is not None
+        claim = replace(slot.claim, lease_expires=time.time() + slot.claim.lease, **changes)
+        slot = replace(slot, claim=claim)
+        self.host.slots[slot.name] = slot
+        return slot
+
+    async def h_request_claim(self, req: dict[str, Any], peer: Peer) -> dict[str, Any]:
+        claim_id = req["claim_id"]
+        if claim_id in self.preempt_ids:
+            return self._request_preempting(req)
+        name = self.by_claim.get(claim_id)
+        if name is None:
+            raise _not_found("no slot has this claim id (stale match?)")
+        slot = self.host.slots[name]
+        schedd, lease = _claim_args(req, self.default_lease)
+        if slot.claim is not None:
+            if slot.claim.schedd_address == schedd and slot.claim.job is None:
+                slot = self._renew(slot)  # a retried request: the claim is already theirs
+                return {"claim_id": slot.claim_id, "slot_ad": ad_to_obj(self.host.slot_ad(name))}
+            raise RequestError("DENIED", f"{self.host.slot_name(name)} is already claimed")
+        drain, off = self.owner_policy.drain, self.owner_policy.off
+        if drain or off or slot.state not in ("Unclaimed", "Matched"):
+            why = "draining" if drain else "off" if off else f"in state {slot.state}"
+            raise RequestError("DENIED", f"{self.host.slot_name(name)} takes no claims: {why}")
+        slot, job, ad = self._judge(name, req)
+        now = time.time()
+        claim = _claim_for(job, schedd, lease, now)
+        try:
+            if slot.kind == core.PARTITIONABLE:
+                want = core.request_size(job, ad, self.host.policy)
+                pslot, granted = core.carve(slot, want, claim, self.host.new_claim_id(), now)
+            else:
+                pslot, granted = None, core.claim_static(slot, claim, now)
+        except core.SlotError as e:
+            raise RequestError("DENIED", str(e)) from None
+        # ACTIVATE_CLAIM judges the job on the granted slot's ad (a dynamic slot's size,
+        # State Claimed): judge it on that ad now, so a job the slot would refuse to run is
+        # refused before anything is carved or claimed, not after (where the schedd would
+        # release, the negotiator match it again, and round it goes).
+        why = core.accepts(self.host.build_ad(granted), job)
+        if why is not None:
+            raise RequestError("DENIED", f"{self.host.slot_name(granted.name)} as claimed: {why}")
+        if pslot is not None:
+            self.host.slots[pslot.name] = pslot
+            self.host.changed(pslot.name)
+        self.host.slots[granted.name] = granted
+        self.by_claim[granted.claim_id] = granted.name
+        self.host.changed(granted.name)
+        self._arm_leases()
+        self._claimed_now(granted, job)
+        self.job_ads[granted.claim_id] = job  # TARGET of the idle claim's policy (HTCondor's claim ad)
+        self.log.info("claimed %s for %s at %s", self.host.slot_name(granted.name), claim.user, schedd)
+        return {"claim_id": granted.claim_id, "slot_ad": ad_to_obj(self.host.slot_ad(granted.name))}
+
+    def _claimed_now(self, slot: Slot, job: ClassAd | None, rank: Any = None) -> None:
+        """Book-keeping of a new claim: its PreemptClaimId and CurrentRank."""
+        old = self.preempt_of.pop(slot.name, None)
+        if old is not None:
+            self.preempt_ids.pop(old, None)
+        pid = self.host.new_claim_id()
+        self.preempt_ids[pid] = slot.name
+        self.preempt_of[slot.name] = pid
+        if job is not None:
+            rank = op.evaluate(self.owner_policy.exprs.rank, self.host.slot_ad(slot.name), job)
+        self.current_rank[slot.claim_id] = rank if isinstance(rank, int | float) and not isinstance(rank, bool) else 0.0
+        self.host.forget_ad(slot.name)
+
+    def _forget_claim(self, slot: Slot) -> None:
+        cid = slot.claim_id
+        self.job_ads.pop(cid, None)
+        self.current_rank.pop(cid, None)
+        self.owner_policy.forget_claim(cid)
+        pid = self.preempt_of.pop(slot.name, None)
+        if pid is not None:
+            self.preempt_ids.pop(pid, None)
+
+    def _hand_over(self, slot: Slot, pending: _Pending, now: float) -> None:
+        """The preempted claim is gone: the waiting claim takes the same resources."""
+        claim = replace(pending.claim, lease_expires=now + pending.claim.lease, job=None, job_start=0.0)
+        slot = core.transition(slot, "Claimed", "Idle", now)
+        slot = replace(slot, claim=claim, claim_id=pending.claim_id)
+        self.host.slots[slot.name] = slot
+        self.by_claim[pending.claim_id] = slot.name
+        self._claimed_now(slot, None, pending.rank)
+        if pending.job is not None:
+            self.job_ads[pending.claim_id] = pending.job
+        if not pending.ready.done():
+            pending.ready.set_result(None)
+        self.host.changed(slot.name)
+        self._arm_leases()
+
+    def _judge(self, name: str, req: dict[str, Any]) -> tuple[Slot, ClassAd, ClassAd]:
+        """Count a claim request on the slot and check the job against its ad (DENIED if
+        either side's Requirements say no): the slot as counted, the job ad, the slot ad."""
+        # Counted whatever the answer: the negotiator settles its promises on this count.
+        slots = self.host.slots
+        slot = slots[name] = replace(slots[name], claim_requests=slots[name].claim_requests + 1)
+        self.host.changed(name)
+        job = obj_to_ad(req["job_ad"])
+        ad = self.host.slot_ad(name)
+        why = core.accepts(ad, job)
+        if why is not None:
+            raise RequestError("DENIED", f"{self.host.slot_name(name)}: {why}")
+        return slot, job, ad
+
+    def _request_preempting(self, req: dict[str, Any]) -> dict[str, Any]:
+        """REQUEST_CLAIM with a PreemptClaimId: grant at once, evict the running job, and
+        hold the new claim's ACTIVATE_CLAIM until the slot is free (docs/policy.md)."""
+        name = self.preempt_ids[req["claim_id"]]
+        slot = self.host.slots.get(name)
+        schedd, lease = _claim_args(req, self.default_lease)
+        if slot is None or slot.claim is None:
+            raise _not_found("the preempted claim is gone (stale match?)")
+        if name in self.preempting:
+            pending = self.preempting[name]
+            if pending.claim.schedd_address == schedd:
+                return {"claim_id": pending.claim_id, "slot_ad": ad_to_obj(self.host.slot_ad(name)), "preempting": True}
+            raise RequestError("DENIED", f"{self.host.slot_name(name)} is already being preempted")
+        drain, off = self.owner_policy.drain, self.owner_policy.off
+        if drain or off:
+            raise RequestError("DENIED", f"{self.host.slot_name(name)} takes no claims: {'draining' if drain else 'off'}")
+        slot, job, ad = self._judge(name, req)
+        now = time.time()
+        claim = _claim_for(job, schedd, lease, now)
+        rank = op.evaluate(self.owner_policy.exprs.rank, ad, job)
+        new_id = self.host.new_claim_id()
+        self.preempting[name] = _Pending(new_id, claim, rank, asyncio.get_running_loop().create_future(), job)
+        self.log.info("%s preempted by %s at %s", self.host.slot_name(name), claim.user, schedd)
+        self.host.changed(name)
+        self.owner_policy.evaluate()
+        return {"claim_id": new_id, "slot_ad": ad_to_obj(ad), "preempting": True}
+
+    def _pending_by_id(self, claim_id: str) -> tuple[str, _Pending] | None:
+        for name, pending in self.preempting.items():
+            if pending.claim_id == claim_id:
+                return name, pending
+        return None
+
+    async def h_activate_claim(self, req: dict[str, Any], peer: Peer) -> dict[str, Any]:
+        claim_id = req["claim_id"]
+        waiting = self._pending_by_id(claim_id)
+        if waiting is not None:
+            ready = waiting[1].ready
+            await asyncio.wait([ready])  # until the preempted job has left (no timeout)
+            if ready.cancelled():
+                raise _not_found("the preempting claim was released")
+        slot = self._claimed(claim_id)
+        if claim_id in self.starters:
+            raise RequestError("DENIED", f"a job is already running on {self.host.slot_name(slot.name)}")
+        drain, off = self.owner_policy.drain, self.owner_policy.off
+        if slot.name in self.preempting or slot.state != "Claimed" or drain or off:
+            why = "draining" if drain else "off" if off else (
+                "being preempted" if slot.name in self.preempting else f"in state {slot.state}")
+            raise RequestError("DENIED", f"{self.host.slot_name(slot.name)} takes no new job: {why}")
+        job = obj_to_ad(req["job_ad"])
+        why = core.accepts(self.host.slot_ad(slot.name), job)
+        if why is not None:
+            raise RequestError("DENIED", f"{self.host.slot_name(slot.name)}: {why}")
+        assert self.host.machine is not None
+        try:
+            spec = parse_job(job, self.host.machine.filesystem_domain)
+        except JobSpecError as e:
+            raise RequestError("BAD_REQUEST", f"ACTIVATE_CLAIM: {e}") from None
+        error = None
+        try:
+            identity = self._identity(spec.owner)
+        except JobSpecError as e:
+            error, identity = str(e), None
+        if (identity is not None and identity.switch and not identity.real_owner and not spec.transfer
+                and str(job.get("ShouldTransferFiles") or "").upper() == "IF_NEEDED"):
+            # A shared file system is only shared with the job's Owner: a job that runs as
+            # SLOT_USER (root's jobs, or owners without an account here) gets its files sent.
+            spec = replace(spec, transfer=True)
+        sandbox_name = f"dir_{os.getpid()}_{next(self._sandboxes)}"
+        sandbox = os.path.join(self.host.execute_dir, sandbox_name)
+        starter = Starter(
+            spec=spec,
+            claim_id=claim_id,
+            slot_name=slot.name,
+            execute_dir=self.host.execute_dir,
+            sandbox_name=sandbox_name,
+            identity=identity or Identity(os.getuid(), os.getgid(), "", ""),
+            env=self._job_env(spec.env, slot, sandbox, spec.transfer),
+            job_ad_text=job.printOld() if spec.transfer else "",
+            peers=self.host.peers,
+            address_of=lambda: self._schedd_of(claim_id),
+            on_finished=self._starter_finished,
+            on_done=self._starter_done,
+            cgroups=self.host.cgroups,
+        )
+        self.starters[claim_id] = starter
+        self.job_ads[claim_id] = job
+        now = time.time()
+        slot = self._renew(slot, job=spec.job_id, job_start=now, concurrency_limits=_limits_of(job))
+        self.host.slots[slot.name] = core.transition(slot, "Claimed", "Busy", now)
+        self.host.changed(slot.name, urgent=False)
+        if error is not None:
+            starter.fail_before_start(error)
+        else:
+            starter.start()
+        self.owner_policy.evaluate_soon(slot.name)
+        return {}
+
+    def _identity(self, owner: str) -> Identity:
+        got = self._identities.get(owner)
+        if got is None:
+            got = job_identity(owner, self.allow_owner, self.slot_user)
+            if len(self._identities) > 1000:
+                self._identities.clear()
+            self._identities[owner] = got
+        return got
+
+    def _job_env(self, env: dict[str, str], slot: Slot, sandbox: str, transfer: bool) -> dict[str, str]:
+        out = dict(env)
+        cpus = str(slot.total.cpus)
+        out.update(
+            {
+                "_CONDOR_SCRATCH_DIR": sandbox,
+                "_CONDOR_SLOT": slot.name,
+                "TMPDIR": sandbox,
+                "TEMP": sandbox,
+                "TMP": sandbox,
+                "BATCH_SYSTEM": "HTCondor",
+                "OMP_NUM_THREADS": cpus,
+                "MKL_NUM_THREADS": cpus,
+                "OPENBLAS_NUM_THREADS": cpus,
+            }
+        )
+        if transfer:
+            out["_CONDOR_JOB_AD"] = os.path.join(sandbox, ".job.ad")
+        if slot.total.gpus:
+            out["CUDA_VISIBLE_DEVICES"] = ",".join(g.rsplit("-", 1)[-1] for g in slot.total.gpus)
+            out["_CONDOR_AssignedGPUs"] = ",".join(slot.total.gpus)
+        return out
+
+    def _schedd_of(self, claim_id: str) -> str | None:
+        name = self.by_claim.get(claim_id)
+        slot = self.host.slots.get(name) if name else None
+        return slot.claim.schedd_address if slot is not None and slot.claim is not None else None
+
+    def _starter_finished(self, starter: Starter) -> None:
+        """The job's processes are gone: the claim is Idle (its report may still be in flight)."""
+        if self.starters.get(starter.claim_id) is starter:
+            del self.starters[starter.claim_id]
+            self.reporting.setdefault(starter.claim_id, []).append(starter)
+        name = self.by_claim.get(starter.claim_id)
+        slot = self.host.slots.get(name) if name else None
+        if slot is None or slot.claim is None or slot.claim.job != starter.spec.job_id:
+            return
+        slot = replace(slot, claim=replace(slot.claim, job=None, job_start=0.0))
+        if slot.state == "Claimed":
+            slot = core.transition(slot, "Claimed", "Idle", time.time())
+        self.host.slots[slot.name] = slot  # Preempting stays so until the claim ends
+        self.host.changed(slot.name, urgent=False)
+        self.owner_policy.evaluate_soon(slot.name)
+
+    def _starter_done(self, starter: Starter) -> None:
+        pending = self.reporting.get(starter.claim_id)
+        if pending and starter in pending:
+            pending.remove(starter)
+            if not pending:
+                del self.reporting[starter.claim_id]
+        self._starter_finished(starter)
+        name = self.by_claim.get(starter.claim_id)
+        if name is not None:
+            self.owner_policy.evaluate_soon(name)
+
+    async def h_keepalive(self, req: dict[str, Any], peer: Peer) -> dict[str, Any]:
+        waiting = self._pending_by_id(req["claim_id"])
+        if waiting is not None:
+            pending = waiting[1]
+            pending.claim = replace(pending.claim, lease_expires=time.time() + pending.claim.lease)
+            return {"state": "Idle"}
+        slot = self._renew(self._claimed(req["claim_id"]))
+        return {"state": slot.activity}
+
+    async def h_reconnect(self, req: dict[str, Any], peer: Peer) -> dict[str, Any]:
+        claim_id = req["claim_id"]
+        slot = self._claimed(claim_id)
+        slot = self._renew(slot, schedd_address=req["schedd_address"])
+        self.host.forget_ad(slot.name)
+        self.log.info("claim on %s reconnected from %s", self.host.slot_name(slot.name), req["schedd_address"])
+        starter = self.starters.get(claim_id) or (self.reporting.get(claim_id) or [None])[-1]
+        if starter is None:
+            return {"job": None, "state": "idle"}
+        out: dict[str, Any] = {"job": starter.spec.job_id, "pid": starter.pid}
+        final = starter.final
+        if starter.state in ("exited", "done") and final is not None and (
+            starter.files_sent or not starter.spec.transfer or final["state"] != "exited"
+        ):
+            out.update(final)  # the schedd may settle the job from this answer alone
+        else:
+            out["state"] = "running"
+        for pending in self.reporting.get(claim_id, []):
+            pending.retry_now()
+        return out
+
+    async def h_deactivate_claim(self, req: dict[str, Any], peer: Peer) -> dict[str, Any]:
+        claim_id = req["claim_id"]
+        slot = self._claimed(claim_id)
+        starter = self.starters.get(claim_id)
+        if starter is None:
+            return {"job": None, "state": "idle"}
+        graceful = req.get("graceful")
+        self.log.info(
+            "vacating job %s on %s (%s)", starter.spec.job_id, self.host.slot_name(slot.name),
+            "graceful" if graceful else "fast",
+        )
+        result = await starter.vacate(bool(graceful) if graceful is not None else True)
+        return {"job": starter.spec.job_id, **result}
+
+    async def h_release_claim(self, req: dict[str, Any], peer: Peer) -> dict[str, Any]:
+        waiting = self._pending_by_id(req["claim_id"])
+        if waiting is not None:  # the preempting schedd gave up before the slot was free
+            name, pending = waiting
+            del self.preempting[name]
+            if not pending.ready.done():
+                pending.ready.cancel()
+            self.owner_policy.evaluate_soon(name)
+            return {}
+        slot = self._claimed(req["claim_id"])
+        await self.release(slot.name, "released by its schedd")
+        return {}
+
+    async def release(self, name: str, why: str) -> None:
+        """End the claim on slot ``name`` (``why`` is for the log): its job is killed
+        unreported, and the slot goes back unclaimed, to its parent, or to the
+        preempting claim that waits for it."""
+        slot = self.host.slots.get(name)
+        if slot is None or slot.claim is None:
+            return
+        claim_id = slot.claim_id
+        starter = self.starters.pop(claim_id, None)
+        if starter is not None:
+            self.log.info("killing job %s on %s: claim %s", starter.spec.job_id, self.host.slot_name(name), why)
+            await starter.abandon()
+        for reporting in self.reporting.pop(claim_id, []):
+            await reporting.abandon()
+        slot = self.host.slots.get(name)
+        if slot is None or slot.claim is None or slot.claim_id != claim_id:
+            return  # ended meanwhile (another release, a lease); the slot may hold a new claim now
+        self.by_claim.pop(slot.claim_id, None)
+        self._forget_claim(slot)
+        now = time.time()
+        pending = self.preempting.pop(name, None)
+        if pending is not None:
+            self._hand_over(slot, pending, now)
+            self.log.info("claim on %s ended (%s); the preempting claim takes it", self.host.slot_name(name), why)
+            return
+        if slot.kind == core.DYNAMIC:
+            assert slot.parent is not None
+            parent = core.give_back(self.host.slots[slot.parent], slot)
+            self.host.slots[parent.name] = parent
+            self.host.slot_gone(name)
+            self.host.changed(parent.name)
+        else:
+            fresh = core.unclaim_static(slot, self.host.new_claim_id(), now)
+            self.host.slots[name] = fresh
+            self.by_claim[fresh.claim_id] = name
+            self.host.changed(name)
+        self.host.want_reschedule = True
+        self.owner_policy.evaluate_soon(slot.parent if slot.kind == core.DYNAMIC and slot.parent else name)
+        self.log.info("claim on %s ended: %s", self.host.slot_name(name), why)
+
+    # -- leases ----------------------------------------------------------------------------
+
+    def _arm_leases(self) -> None:
+        if self._lease_task is None or self._lease_task.done():
+            self._lease_task = self.host.spawn(self._lease_loop(), "claim-leases")
+
+    async def _lease_loop(self) -> None:
+        """Sleep until the earliest lease runs out; release claims whose lease did."""
+        while True:
+            deadlines = [
+                s.claim.lease_expires for s in self.host.slots.values() if s.claim is not None and s.claim.lease > 0
+            ]
+            if not deadlines:
+                return
+            now = time.time()
+            soonest = min(deadlines)
+            if soonest > now:
+                await asyncio.sleep(soonest - now + 0.01)
+                continue
+            for name in core.expired(self.host.slots.values(), now):
+                await self.release(name, "lease expired (no keep-alive from its schedd)")

@@ -1,0 +1,69 @@
+"""Connections from the startd's starters to schedds, by address, shared by every job.
+
+A separate piece because it is the daemon's, not one job's: the startd makes one
+``Peers`` and hands it to each ``Starter`` for its file transfers and reports.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+from typing import Any
+
+from roost.net.client import Connection, open_connection
+from roost.net.errors import RemoteError
+
+CALL_TIMEOUT = 60.0  # seconds for one request (a transfer gets ten times that)
+
+
+class Peers:
+    """Idle connections to schedds, by address, reused by every starter.
+
+    A connection is held by one starter for one exchange (a request and the
+    bytes around it), so a large transfer never delays another job's report.
+    """
+
+    def __init__(self, connect_timeout: float = 5.0) -> None:
+        self._idle: dict[str, list[Connection]] = {}
+        self.connect_timeout = connect_timeout
+
+    @contextlib.asynccontextmanager
+    async def connection(self, address: str) -> AsyncIterator[Connection]:
+        idle = self._idle.get(address)
+        conn = None
+        while idle:
+            c = idle.pop()
+            if c.usable():
+                conn = c
+                break
+            c.close()
+        if conn is None:
+            conn = await open_connection(address, self.connect_timeout)
+        try:
+            yield conn
+        except RemoteError:
+            self._idle.setdefault(address, []).append(conn)
+            raise
+        except BaseException:
+            conn.close()
+            raise
+        else:
+            self._idle.setdefault(address, []).append(conn)
+
+    async def call(self, address: str, cmd: str, **args: Any) -> dict[str, Any]:
+        """One request; a stale idle connection is retried once on a fresh one."""
+        for attempt in (0, 1):
+            try:
+                async with self.connection(address) as conn, asyncio.timeout(CALL_TIMEOUT):
+                    return await conn.request(cmd, **args)
+            except (ConnectionError, OSError):
+                if attempt:
+                    raise
+        raise AssertionError("unreachable")
+
+    def close(self) -> None:
+        for conns in self._idle.values():
+            for c in conns:
+                c.close()
+        self._idle.clear()
