@@ -57,6 +57,7 @@ def __getattr__(name: str) -> object:
     entry = _LAZY.get(name)
     if entry is None:
         raise AttributeError(f"module 'roost.classad' has no attribute {name!r}")
+    # lazy: only a public name's first use pays for importlib, not `import roost.classad.errors`
     import importlib
 
     value = getattr(importlib.import_module(entry[0]), entry[1])

@@ -26,7 +26,10 @@ from collections.abc import Iterable, Iterator
 from typing import IO, Any
 
 from roost.classad.ast import Node
+from roost.classad.classad import ClassAd
 from roost.classad.errors import ClassAdSyntaxError
+from roost.classad.jsonparse import iter_json_ads
+from roost.classad.parser import iter_ads as parse_stream
 
 
 class ParserType(enum.IntEnum):
@@ -70,8 +73,6 @@ def detect(text: str, start: int = 0) -> ParserType:
 
 def _make_ad(pairs: Iterable[tuple[str, Node]]) -> Any:
     """An ad from parsed pairs; ClassAd's own fill keeps a repeated name's first spelling and last value."""
-    from roost.classad.classad import ClassAd
-
     return ClassAd._from_pairs(pairs, None)
 
 
@@ -90,14 +91,10 @@ def _error(message: str, text: str, offset: int, file: str | None) -> ClassAdSyn
 def _iter_text(text: str, kind: ParserType, file: str | None) -> Iterator[tuple[Any, int]]:
     """(ad, end offset) for each ad of one known format."""
     if kind is ParserType.JSON:
-        from roost.classad.jsonform import iter_json_ads
-
         yield from iter_json_ads(text, file)
         return
     if kind is ParserType.XML:
         raise _error("the XML ClassAd format is not supported", text, 0, file)
-    from roost.classad.parser import iter_ads as parse_stream
-
     stream = parse_stream(text, "old" if kind is ParserType.Old else "new")
     while True:
         try:
@@ -150,8 +147,6 @@ def parseAds(input: Source, parser: ParserType | int = ParserType.Auto) -> Itera
 def parseOne(input: Source, parser: ParserType | int = ParserType.Auto) -> Any:  # noqa: N802
     """All the ads in ``input`` merged into one, later attributes replacing earlier
     ones; an empty input gives an empty ad (as in classad2)."""
-    from roost.classad.classad import ClassAd
-
     result = ClassAd()
     for ad in parseAds(input, parser):
         result.update(ad)

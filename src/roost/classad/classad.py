@@ -35,16 +35,23 @@ raises :class:`ClassAdParseError`, which is both classad2's
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping, MutableMapping
+import datetime as _dt
+from collections.abc import Callable, Iterable, Iterator, Mapping, MutableMapping
 from sys import intern as _intern
 from typing import Any
 
 from roost.classad import evaluate as _ev
-from roost.classad.ast import AdExpr, AttrRef, Literal, Node
-from roost.classad.errors import ClassAdSyntaxError
-from roost.classad.values import AbsTime, RelTime, RelTimeLiteral, Value
+from roost.classad.ast import AdExpr, AttrRef, FuncCall, ListExpr, Literal, Node
+from roost.classad.codegen import _MISS
+from roost.classad.convert import ad_pairs, datetime_to_abstime, expr_node, time_literal, to_python
+from roost.classad.errors import ClassAdSyntaxError, EvaluationFailed
+from roost.classad.evaluate import _RefsFailed, list_source, refs_node
+from roost.classad.flatten import _flatten, _value_node
+from roost.classad.parser import parse_ad, parse_expr
+from roost.classad.printing import print_json, print_old, print_pretty
+from roost.classad.unparse import pretty_expr, unparse, unparse_ad
+from roost.classad.values import INT64_MAX, INT64_MIN, AbsTime, RelTime, RelTimeLiteral, Value
 
-_MISS = _ev._MISS
 _matches = _ev.matches
 _PLAIN_TYPES = (bool, int, float, str)
 
@@ -62,18 +69,10 @@ def _reraise(e: ClassAdSyntaxError) -> ClassAdParseError:
 
 
 def _parse_expr(text: str) -> Node:
-    from roost.classad.parser import parse_expr
-
     try:
         return parse_expr(text)
     except ClassAdSyntaxError as e:
         raise _reraise(e) from None
-
-
-def _to_node(value: Any) -> Node:
-    from roost.classad.convert import to_node
-
-    return to_node(value)
 
 
 # Attribute spelling -> interned lower-case key. Interned keys compare by
@@ -100,8 +99,6 @@ def _parse_expr_like_classad2(text: str) -> Node:
     """
     if "/" not in text and ";" not in text and "]" not in text:
         return _parse_expr(text)
-    from roost.classad.parser import parse_ad
-
     try:
         pairs = parse_ad(f"[expression = {text}]")
     except ClassAdSyntaxError as e:
@@ -131,8 +128,6 @@ class ClassAd(MutableMapping):
         if input is None:
             return
         if isinstance(input, str):
-            from roost.classad.parser import parse_ad
-
             try:
                 pairs: Iterable[tuple[str, Node]] = parse_ad(input)
             except ClassAdSyntaxError as e:
@@ -216,8 +211,6 @@ class ClassAd(MutableMapping):
         node = self._attrs.get(k)
         if node is None:
             raise KeyError(key)
-        from roost.classad.convert import node_to_python
-
         return node_to_python(node, ExprTree._wrap)
 
     def __setitem__(self, key: str, value: Any) -> None:
@@ -230,7 +223,7 @@ class ClassAd(MutableMapping):
         ):
             node = Literal(value)
         else:
-            node = _to_node(value)  # an int wider than 64 bits raises OverflowError there
+            node = to_node(value)  # an int wider than 64 bits raises OverflowError there
         self._set_node(key, node)
 
     def __delitem__(self, key: str) -> None:
@@ -272,8 +265,6 @@ class ClassAd(MutableMapping):
         return self.unparse()
 
     def __str__(self) -> str:
-        from roost.classad.printing import print_pretty
-
         return print_pretty(self)
 
     def __reduce__(self) -> tuple[Any, ...]:
@@ -288,8 +279,6 @@ class ClassAd(MutableMapping):
     # -- classad2 API -------------------------------------------------------
     def unparse(self) -> str:
         """The ad in new ClassAd syntax on one line (``[ a = 1; b = x + 1 ]``)."""
-        from roost.classad.unparse import unparse_ad
-
         return unparse_ad([(self._names[k], node) for k, node in self._attrs.items()])
 
     def lookup(self, attr: str) -> ExprTree:
@@ -313,7 +302,7 @@ class ClassAd(MutableMapping):
                 raise KeyError(attr)
             try:
                 v = _ev.evaluate(node, self, None)
-            except _ev.EvaluationFailed as e:
+            except EvaluationFailed as e:
                 raise ClassAdException("failed to evaluate expression") from e
             if type(v) is list:
                 return _export_list(v, node, self, None)
@@ -335,16 +324,12 @@ class ClassAd(MutableMapping):
 
     def printOld(self) -> str:  # noqa: N802
         """The ad in the old (``condor_q -long``) format."""
-        from roost.classad.printing import print_old
-
         return print_old(self)
 
     formatOld = printOld
 
     def printJson(self) -> str:  # noqa: N802
         """The ad as a JSON object, as ``condor_q -json`` prints it."""
-        from roost.classad.printing import print_json
-
         return print_json(self)
 
     formatJson = printJson
@@ -363,7 +348,7 @@ class ClassAd(MutableMapping):
             raise TypeError("expr must be an ExprTree")
         try:
             ok, v = _flatten(self, expr.node, set())
-        except _ev.EvaluationFailed:  # e.g. random(0): classad2 raises ValueError here too
+        except EvaluationFailed:  # e.g. random(0): classad2 raises ValueError here too
             raise ValueError("Unable to flatten expression.") from None
         if ok:
             return v if type(v) in _PLAIN_TYPES or type(v) is Value else _export(v)
@@ -414,9 +399,9 @@ class ExprTree:
         except _ev._TooDeep:
             try:
                 v = _ev._run_precise(f, scope, target)
-            except _ev.EvaluationFailed as e:
+            except EvaluationFailed as e:
                 raise ClassAdException("failed to evaluate expression") from e
-        except _ev.EvaluationFailed as e:
+        except EvaluationFailed as e:
             raise ClassAdException("failed to evaluate expression") from e
         if type(v) in _PLAIN_TYPES or type(v) is Value:
             return v
@@ -442,13 +427,9 @@ class ExprTree:
         return hash(self.node)
 
     def __str__(self) -> str:
-        from roost.classad.printing import pretty_expr
-
         return pretty_expr(self.node)
 
     def __repr__(self) -> str:
-        from roost.classad.unparse import unparse
-
         return unparse(self.node)
 
     def __reduce__(self) -> tuple[Any, ...]:
@@ -456,15 +437,12 @@ class ExprTree:
 
 
 _NO_SCOPE = ClassAd()
-_ev._CA = ClassAd
-_ev._NO_SCOPE = _NO_SCOPE
+_ev.use_classad(ClassAd, _NO_SCOPE)  # the engine below makes records: see use_classad
 
 
 def _same(a: Any, b: Any) -> bool:
     """HTCondor's SameAs: structural equality where attribute and function names
     keep their case (``X`` is not ``x``) but record attribute names do not."""
-    from roost.classad import ast as ast_
-
     stack = [(a, b)]
     while stack:
         x, y = stack.pop()
@@ -487,11 +465,11 @@ def _same(a: Any, b: Any) -> bool:
             if dx.keys() != dy.keys():
                 return False
             stack.extend((e, dy[k]) for k, e in dx.items())
-        elif t is ast_.FuncCall:
+        elif t is FuncCall:
             if x.name != y.name or len(x.args) != len(y.args):
                 return False
             stack.extend(zip(x.args, y.args))
-        elif t is ast_.ListExpr:
+        elif t is ListExpr:
             if len(x.items) != len(y.items):
                 return False
             stack.extend(zip(x.items, y.items))
@@ -519,8 +497,6 @@ def _export(v: Any) -> Any:
             return v
         return ClassAd(v)
     if t is AbsTime or t is RelTime or t is RelTimeLiteral:
-        from roost.classad.convert import to_python
-
         return to_python(v)
     return v
 
@@ -536,117 +512,84 @@ def _export_list(v: list[Any], node: Node, scope: ClassAd, target: ClassAd | Non
     """
     src = list_source(node, scope, target)
     if src is not None:
-        from roost.classad.convert import node_to_python
-
         return node_to_python(src, ExprTree._wrap)
     return _export(v)
 
 
-def list_source(node: Node, scope: Any, target: Any) -> Node | None:
-    """The list expression (a ListExpr) that ``node``, evaluated in ``scope``, plainly comes from.
+# ---------------------------------------------------------------------------
+# Python values <-> expressions (classad2's rules; values -> Python is convert.to_python)
 
-    HTCondor keeps list elements unevaluated, so where it shows a list (classad2's
-    conversion to Python, string() and strcat()) it shows the expressions; roost
-    evaluates lists eagerly and uses this to recover them. None when the list
-    comes from somewhere this walk does not follow (a function result, ...).
+
+def to_node(value: Any) -> Node:
+    """The expression tree for a Python value, as classad2 converts on assignment.
+
+    Raises ``TypeError`` for objects with no ClassAd meaning.
     """
-    from roost.classad import ast as ast_
-    from roost.classad.ast import ListExpr, Paren
-
-    for _ in range(50):
-        t = type(node)
-        if t is Paren:
-            node = node.expr
-            continue
-        if t is ListExpr:
-            return node
-        if t is ast_.FuncCall and node.lname in ("debug", "eval") and len(node.args) == 1:
-            is_eval = node.lname == "eval"
-            node = node.args[0]  # both hand a list argument back as it is
-            if is_eval and type(node) is not ListExpr:
-                text = _ev.evaluate(node, scope, target)
-                if type(text) is str:
-                    try:  # eval("{...}"): the list expression in the string
-                        node = _parse_expr(text)
-                    except ClassAdSyntaxError:
-                        break
-            continue
-        if t is ast_.Conditional or (t is ast_.FuncCall and node.lname == "ifthenelse" and len(node.args) == 3):
-            cond, then, other = (
-                (node.cond, node.then, node.else_) if t is ast_.Conditional else node.args
-            )
-            c = _ev.evaluate(cond, scope, target)
-            if then is None:  # elvis: the condition itself unless UNDEFINED
-                node = other if c is Value.Undefined else cond
-            elif c is True or (type(c) in (int, float) and c != 0):
-                node = then
-            elif c is False or type(c) in (int, float):
-                node = other
-            else:
-                break
-            continue
-        if t is ast_.Subscript:
-            b, i = node.base, node.index
-            while type(b) is Paren:
-                b = b.expr
-            if type(b) is ListExpr and type(i) is Literal and type(i.value) is int:
-                if 0 <= i.value < len(b.items):
-                    node = b.items[i.value]
-                    continue
-            break
-        if t is not AttrRef or node.absolute:
-            break
-        base = node.base
-        while type(base) is Paren:
-            base = base.expr
-        if type(base) is AdExpr:
-            found = None
-            for name, n in base.attrs:
-                if name.lower() == node.lname:
-                    found = n
-            if found is None:
-                break
-            scope, target = ClassAd._from_pairs(base.attrs, scope), None
-            node = found
-            continue
-        if base is None:
-            ad: Any = scope
-            found = None
-            while ad is not None and found is None:
-                found = ad._attrs.get(node.lname)
-                ad = ad.parent
-            if found is None and target is not None:
-                found = target._attrs.get(node.lname)
-        elif type(base) is AttrRef and base.base is None and not base.absolute and base.lname in (
-            "my",
-            "self",
-            "target",
-        ):
-            ad = scope if base.lname != "target" else target
-            found = None if ad is None else ad._attrs.get(node.lname)
-            if base.lname == "target" and found is not None:
-                scope, target = target, scope  # type: ignore[assignment]
-        else:
-            rec = _ev.evaluate(base, scope, target) if scope is not None else None
-            if not isinstance(rec, ClassAd):
-                break
-            found = rec._attrs.get(node.lname)  # r.l: l of the record r only
-            scope = rec
-        if found is None:
-            break
-        node = found
-    return None
+    if isinstance(value, Node):
+        return value
+    if isinstance(value, Value):  # before int: Value is an IntEnum
+        return Literal(Value.Undefined if value is Value.Undefined else Value.Error)
+    if value is None:
+        return Literal(Value.Undefined)
+    if isinstance(value, bool):
+        return Literal(bool(value))
+    if isinstance(value, int):
+        n = int(value)
+        if not INT64_MIN <= n <= INT64_MAX:
+            raise OverflowError(f"integer {n} does not fit in a ClassAd integer (64 bits)")
+        return Literal(n)
+    if isinstance(value, str):
+        return Literal(str(value))
+    if isinstance(value, float):
+        return Literal(float(value))
+    if isinstance(value, (bytes, bytearray)):
+        return Literal(bytes(value).decode("utf-8"))
+    if isinstance(value, _dt.datetime):
+        return Literal(datetime_to_abstime(value))
+    if isinstance(value, (AbsTime, RelTime)):
+        return Literal(value)
+    if isinstance(value, ExprTree):
+        return expr_node(value)
+    if isinstance(value, ClassAd):
+        return AdExpr(tuple(ad_pairs(value)))
+    if isinstance(value, Mapping):
+        # Names are case-insensitive: a repeated one keeps its first spelling and last value.
+        attrs: dict[str, tuple[str, Node]] = {}
+        for key, item in value.items():
+            if not isinstance(key, str):
+                raise TypeError(
+                    f"ClassAd attribute names must be strings, not {type(key).__name__} ({key!r})"
+                )
+            k = key.lower()
+            attrs[k] = (attrs[k][0] if k in attrs else key, to_node(item))
+        return AdExpr(tuple(attrs.values()))
+    if isinstance(value, (list, tuple, set, frozenset, range)):
+        return ListExpr(tuple(to_node(item) for item in value))
+    raise TypeError(
+        f"cannot convert {type(value).__name__} to a ClassAd expression "
+        "(use int, float, str, bool, None, list, dict, datetime, ClassAd or ExprTree)"
+    )
 
 
-def _value_node(v: Any) -> Node:
-    """An expression tree standing for a runtime value."""
-    if isinstance(v, ClassAd):
-        return AdExpr(tuple((v._names[k], n) for k, n in v._attrs.items()))
-    if type(v) is list:
-        from roost.classad.ast import ListExpr
+def node_to_python(node: Node, make_expr: Callable[[Node], Any] | None = None) -> Any:
+    """What classad2's ``ad[key]`` returns for an attribute's expression.
 
-        return ListExpr(tuple(_value_node(x) for x in v))
-    return Literal(v)
+    Literals, lists and nested ads convert to Python (list items that are not
+    literals stay expressions); any other expression comes back as
+    ``make_expr(node)`` (an ExprTree by default) for the caller to evaluate.
+    """
+    wrap: Callable[[Node], Any] = make_expr or ExprTree
+    t = type(node)
+    if t is Literal:
+        return to_python(node.value)
+    if t is ListExpr:
+        return [node_to_python(item, wrap) for item in node.items]
+    if t is AdExpr:
+        return ClassAd(node)
+    time = time_literal(node)
+    if time is not None:
+        return to_python(time)
+    return wrap(node)
 
 
 def _refs(ad: ClassAd, expr: Any, external: bool) -> list[str]:
@@ -659,261 +602,7 @@ def _refs(ad: ClassAd, expr: Any, external: bool) -> list[str]:
     if not isinstance(expr, ExprTree):
         raise TypeError("expr must be an ExprTree")
     try:
-        return _refs_node(ad, expr.node, external)
+        return refs_node(ad, expr.node, external)
     except _RefsFailed:
         kind = "external" if external else "internal"
         raise ValueError(f"Unable to determine {kind} references.") from None
-
-
-class _RefsFailed(Exception):
-    """HTCondor's Get*References gives up: a selection from a value that is no record."""
-
-
-def _refs_node(ad: ClassAd, root: Node, external: bool, partial: bool = False) -> list[str]:
-    """The references of ``root``; raises _RefsFailed where HTCondor gives up, unless
-    ``partial``: then no names (what unresolved() sees)."""
-    from roost.classad import ast as a
-    from roost.classad.unparse import unparse
-
-    refs: dict[str, str] = {}
-    seen: set[tuple[int, int]] = set()
-
-    def add(name: str) -> None:
-        refs.setdefault(name.lower(), name)
-
-    def lookup(start: ClassAd, k: str) -> tuple[ClassAd, Node] | None:
-        cur: ClassAd | None = start
-        while cur is not None:
-            n = cur._attrs.get(k)
-            if n is not None:
-                return cur, n
-            cur = cur.parent
-        return None
-
-    def follow(found: tuple[ClassAd, Node], name: str) -> None:
-        where, n = found
-        if where is ad and not external:
-            add(name)
-        key = (id(n), id(where))
-        if key in seen:  # a reference cycle: HTCondor runs out of depth and gives up
-            raise _RefsFailed
-        seen.add(key)
-        walk(n, where)
-        seen.discard(key)
-
-    def walk(node: Any, scope: ClassAd) -> None:
-        t = type(node)
-        if t is Literal:
-            return
-        if t is AttrRef:
-            base = node.base
-            while type(base) is a.Paren:
-                base = base.expr
-            self_ref = (
-                type(base) is AttrRef
-                and base.base is None
-                and not base.absolute
-                and base.lname in ("my", "self")
-                and lookup(scope, base.lname) is None
-            )
-            if base is None or self_ref:
-                start = _ev._top(scope) if node.absolute else scope
-                found = lookup(start, node.lname)
-                if found is None:
-                    if external and node.lname not in _ev._SPECIAL:
-                        add(node.name)
-                else:
-                    follow(found, node.name)
-                return
-            if not external:
-                walk(base, scope)
-            try:
-                v = _ev.evaluate(base, scope, None)
-            except _ev.EvaluationFailed:
-                raise _RefsFailed from None
-            if v is Value.Undefined:
-                if external:
-                    add(unparse(node))  # the whole selection, as HTCondor unparses it
-            elif not isinstance(v, ClassAd):
-                raise _RefsFailed
-            else:
-                found = lookup(v, node.lname)
-                if found is None:
-                    if external:
-                        add(node.name)
-                else:
-                    follow(found, node.name)
-            return
-        if t is AdExpr:
-            # HTCondor walks a nested record's expressions in the enclosing scope
-            for _, n in node.attrs:
-                walk(n, scope)
-            return
-        if isinstance(node, Node):
-            for f in node._fields:
-                walk(getattr(node, "name" if f == "lname" else f), scope)
-        elif isinstance(node, tuple):
-            for x in node:
-                walk(x, scope)
-
-    try:
-        walk(root, ad)
-    except _RefsFailed:
-        if not partial:
-            raise
-        refs.clear()  # unresolved() then sees no names at all
-    names = sorted(refs.values(), key=str.lower)
-    if any("," in n for n in names):  # classad2 joins the names with commas and splits again
-        names = ",".join(names).split(",")
-    return names or [""]
-
-
-def _flatten(ad: ClassAd, node: Node, seen: set[int]) -> tuple[bool, Any]:
-    """Partial evaluation: (True, value) when ``node`` has a value in ``ad``, else (False, tree).
-
-    Follows HTCondor's Flatten for the common shapes: defined attributes whose
-    value is computable are replaced by it; undefined ones stay; constant parts
-    of ``+``/``*`` chains are folded and put first; ``&&``/``||`` with one known
-    side simplify where the result no longer depends on the other.
-    """
-    from roost.classad import ast as a
-
-    t = type(node)
-    if t is Literal:
-        v = node.value
-        return True, (float(v.secs) if type(v) is RelTimeLiteral else v)  # as evaluate.gen does
-    if t is AttrRef:
-        base = node.base
-        if base is None or (
-            type(base) is AttrRef and base.base is None and not base.absolute
-            and base.lname in ("my", "self") and base.lname not in ad._attrs
-        ):
-            # a name of this ad: its expression flattened (a missing one stays)
-            found = (_ev._top(ad) if node.absolute else ad)._attrs.get(node.lname)
-            if found is None or type(found) is AdExpr:
-                return False, node
-            if id(found) in seen:  # a reference cycle: HTCondor's Flatten fails
-                raise _ev.EvaluationFailed("reference cycle")
-            seen.add(id(found))
-            ok, v = _flatten(ad, found, seen)
-            seen.discard(id(found))
-            return (True, v) if ok and not isinstance(v, ClassAd) and type(v) is not list else (False, node)
-        # a selection from an expression: evaluated; a record, list or UNDEFINED keeps it
-        v = _ev.evaluate(node, ad)
-        if v is Value.Undefined or type(v) is list or isinstance(v, ClassAd):
-            return False, node
-        return True, v
-    if t is a.Subscript:
-        okb, bv = _flatten(ad, node.base, seen)
-        oki, iv = _flatten(ad, node.index, seen)
-        if okb and oki:
-            return True, _ev.evaluate(a.Subscript(_value_node(bv), _value_node(iv)), ad)
-        return False, a.Subscript(
-            _value_node(bv) if okb else bv, _value_node(iv) if oki else iv
-        )
-    if t is a.ListExpr:
-        items = []
-        for x in node.items:
-            ok, v = _flatten(ad, x, seen)
-            items.append(_value_node(v) if ok else v)
-        return False, a.ListExpr(tuple(items))
-    if t is AdExpr:
-        # flattened in the record's own scope (HTCondor sets curAd to it)
-        inner = ClassAd._from_pairs(node.attrs, None)
-        pairs = []
-        for name, x in node.attrs:
-            ok, v = _flatten(inner, x, seen)
-            pairs.append((name, _value_node(v) if ok else v))
-        return False, AdExpr(tuple(pairs))
-    if t is a.Paren:
-        ok, v = _flatten(ad, node.expr, seen)
-        return (True, v) if ok else (False, a.Paren(v))
-    if t is a.UnaryOp:
-        ok, v = _flatten(ad, node.operand, seen)
-        return (True, _ev.unary(node.op, v)) if ok else (False, a.UnaryOp(node.op, v))
-    if t is a.BinaryOp:
-        op = node.op
-        if op in ("+", "*", "&", "|", "^"):  # commutative and associative: constants folded first
-            vals: list[Any] = []
-            trees: list[Node] = []
-            stack = [node]
-            order: list[Node] = []
-            while stack:  # the operands of a same-operator chain, left to right
-                n = stack.pop()
-                if type(n) is a.BinaryOp and n.op == op:
-                    stack.append(n.right)
-                    stack.append(n.left)
-                else:
-                    order.append(n)
-            for n in order:
-                ok, v = _flatten(ad, n, seen)
-                (vals if ok else trees).append(v if ok else v)
-            acc = None
-            for v in vals:
-                acc = v if acc is None else _ev.binary(op, acc, v)
-            if not trees:
-                return True, acc
-            tree = trees[0]
-            for tr in trees[1:]:
-                tree = a.BinaryOp(op, tree, tr)
-            if acc is None:
-                return False, tree
-            return False, a.BinaryOp(op, _value_node(acc), tree)
-        okl, lv = _flatten(ad, node.left, seen)
-        okr, rv = _flatten(ad, node.right, seen)
-        if okl and okr:
-            return True, _ev.binary(op, lv, rv)
-        if op in ("&&", "||") and okl != okr:
-            known = lv if okl else rv
-            probe = _ev.binary(op, known, Value.Undefined) if okl else _ev.binary(op, Value.Undefined, known)
-            if type(probe) is bool:
-                return True, probe
-            if op == "&&" and known is True:
-                return False, (rv if okl else lv)
-            if not okl:  # HTCondor puts the known operand first
-                return False, a.BinaryOp(op, _value_node(rv), lv)
-        left = _value_node(lv) if okl else lv
-        right = _value_node(rv) if okr else rv
-        return False, a.BinaryOp(op, left, right)
-    if t is a.Conditional:
-        okc, c = _flatten(ad, node.cond, seen)
-        if node.then is None:  # a ?: b folds only when both sides have values
-            oke, e = _flatten(ad, node.else_, seen)
-            if okc and oke:
-                return True, (e if c is Value.Undefined else c)
-            return False, a.Conditional(
-                _value_node(c) if okc else c, None, _value_node(e) if oke else e
-            )
-        if okc and c is Value.Undefined:
-            okc, c = False, node.cond  # HTCondor keeps an UNDEFINED selector as written
-        if okc:
-            b = _ev._cond(c) if type(c) is not bool else c
-            if b is True:
-                return _flatten(ad, node.then, seen)
-            if b is False:
-                return _flatten(ad, node.else_, seen)
-            return True, b
-        parts = []
-        for part in (node.then, node.else_):
-            if part is None:
-                parts.append(None)
-                continue
-            ok, v = _flatten(ad, part, seen)
-            parts.append(_value_node(v) if ok else v)
-        return False, a.Conditional(c, parts[0], parts[1])
-    if t is a.FuncCall:
-        from roost.classad.functions import SPECIAL_FORMS
-
-        if node.lname not in SPECIAL_FORMS and node.lname not in _ev.functions():
-            return True, Value.Error  # an unknown function flattens to ERROR, as in HTCondor
-        args = []
-        all_values = True
-        for x in node.args:
-            ok, v = _flatten(ad, x, seen)
-            all_values = all_values and ok
-            args.append(_value_node(v) if ok else v)
-        call = a.FuncCall(node.name, tuple(args))
-        if all_values:
-            return True, _ev.evaluate(call, ad)
-        return False, call
-    return False, node

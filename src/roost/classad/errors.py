@@ -1,4 +1,8 @@
-"""The one exception type the ClassAd library raises for bad input."""
+"""The ClassAd library's exceptions: the one it raises for bad input, and a failed evaluation.
+
+Here, at the bottom of the package, so that every part (parser, code generator,
+evaluator) can raise them without importing one another.
+"""
 
 from __future__ import annotations
 
@@ -44,3 +48,7 @@ class ClassAdSyntaxError(ValueError):
         where = f"{self.file}:" if self.file else ""
         head = f"{where}{self.line}:{self.column}: {self.message}"
         return f"{head}\n{self.excerpt}" if self.text else head
+
+
+class EvaluationFailed(Exception):
+    """The evaluation itself failed (too deep a reference chain), as HTCondor's Evaluate() returning false."""

@@ -40,21 +40,37 @@ function object, not a call to Python's compiler.
 
 The precise mode's stack is per thread, so ads can be evaluated from several
 threads at once.
+
+Layout: the operators on values are :mod:`roost.classad.operators` and the code
+generator :mod:`roost.classad.codegen`. This module is what runs: the entry
+points, the depth machinery, the scope rules, the built-ins that need the
+evaluation context, and :func:`compile_node`, whose generated code calls them
+by name. Each of them can evaluate a sub-expression, which compiles it, so they
+and the compiler live together; :func:`list_source` and :func:`refs_node` (what
+``strcat({...})`` and ``unresolved()`` show, and what ``ClassAd.externalRefs``
+returns) are here for the same reason.
+
+Size: one recursion. Everything here is called from compiled code and can
+compile and evaluate again; split, the halves would import each other.
+
+The ClassAd class sits above this module (its methods evaluate) but records are
+ClassAds, so it hands itself over when it is imported (:func:`use_classad`).
 """
 
 from __future__ import annotations
 
-import math
+import re
 import sys
 import threading
 from collections.abc import Callable
 from types import FunctionType as _FunctionType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from roost.classad import operators as _operators
+from roost.classad import values as _values
 from roost.classad.ast import (
     AdExpr,
     AttrRef,
-    BinaryOp,
     Conditional,
     FuncCall,
     ListExpr,
@@ -62,43 +78,48 @@ from roost.classad.ast import (
     Node,
     Paren,
     Subscript,
-    UnaryOp,
 )
-from roost.classad.values import (
-    INT64_MAX,
-    INT64_MIN,
-    AbsTime,
-    RelTime,
-    RelTimeLiteral,
-    Value,
-    wrap_int,
-)
+from roost.classad.codegen import _MISS, FAST_DEPTH, _Gen, functions
+from roost.classad.errors import ClassAdSyntaxError, EvaluationFailed
+from roost.classad.operators import _cond, _fold
+from roost.classad.parser import parse_expr
+from roost.classad.unparse import pretty_expr, unparse, unparse_value
+from roost.classad.values import RelTime, RelTimeLiteral, Value, wrap_int
+
+if TYPE_CHECKING:  # the class itself comes from use_classad at run time
+    from roost.classad.classad import ClassAd
 
 UNDEFINED = Value.Undefined
 ERROR = Value.Error
 
-FAST_DEPTH = 60
-"""Attribute-reference depth above which evaluation switches to the precise (stack) mode."""
-
 MAX_DEPTH = 200
 """Deepest attribute-reference chain evaluated before the evaluation fails (HTCondor: 400 steps)."""
 
-# Set by roost.classad.classad once the ClassAd class exists (it imports this module):
-# the class, and the empty ad that stands for "no scope".
+# The ClassAd class and the empty ad that stands for "no scope", from use_classad.
 _CA: Any = None
 _NO_SCOPE: Any = None
 
-_MISS = object()  # "not in the dict" marker
-_BAD = object()  # a && / || operand that is neither boolean-equivalent nor exceptional
 _EMPTY: dict[str, Any] = {}
-
-
-class EvaluationFailed(Exception):
-    """The evaluation itself failed (too deep a reference chain), as HTCondor's Evaluate() returning false."""
 
 
 class _TooDeep(Exception):
     """Internal: the fast mode went too deep; rerun precisely."""
+
+
+def use_classad(cls: type, no_scope: Any) -> None:
+    """Take the ClassAd class, and its empty ad that stands for "no scope", from
+    :mod:`roost.classad.classad`, which calls this once, when it is imported.
+
+    Records are ClassAds, so the evaluator, the operators and ``splitTime()``
+    make and recognise them; but ClassAd sits above them all (its methods parse
+    and evaluate), so they cannot import it. The evaluator and the operators keep
+    it in a module global (read on hot paths: no attribute lookup), the rest reads
+    :data:`roost.classad.values.RECORD_CLASS`.
+    """
+    global _CA, _NO_SCOPE
+    _CA, _NO_SCOPE = cls, no_scope
+    _operators._CA = cls
+    _values.RECORD_CLASS = cls
 
 
 # ---------------------------------------------------------------------------
@@ -386,372 +407,6 @@ def _make_ad(node: AdExpr, cur: Any) -> Any:
     return _CA._from_pairs(node.attrs, cur)
 
 
-# ---------------------------------------------------------------------------
-# Operators (generic paths; the compiled code inlines the common cases)
-# ---------------------------------------------------------------------------
-
-_ASCII_LOWER = {c: c + 32 for c in range(65, 91)}
-
-
-def _fold(s: str) -> str:
-    """Case folding as C's strcasecmp does it: ASCII letters only."""
-    return s.lower() if s.isascii() else s.translate(_ASCII_LOWER)
-
-
-def _exceptional(a: Any, b: Any) -> Any:
-    if a is ERROR or b is ERROR:
-        return ERROR
-    if a is UNDEFINED or b is UNDEFINED:
-        return UNDEFINED
-    return None
-
-
-_CMP: dict[str, Callable[[Any, Any], bool]] = {
-    "<": lambda x, y: x < y,
-    "<=": lambda x, y: x <= y,
-    ">": lambda x, y: x > y,
-    ">=": lambda x, y: x >= y,
-    "==": lambda x, y: x == y,
-    "!=": lambda x, y: x != y,
-}
-
-
-def _compare(op: str, a: Any, b: Any) -> Any:
-    """<, <=, >, >=, ==, != (strict): numbers promote, strings compare ignoring case."""
-    ta, tb = type(a), type(b)
-    if (ta is int or ta is float) and (tb is int or tb is float):
-        return _CMP[op](a, b)
-    x = _exceptional(a, b)
-    if x is not None:
-        return x
-    if isinstance(a, _CA) or isinstance(b, _CA) or ta is list or tb is list:
-        return ERROR
-    if ta is str or tb is str:
-        if ta is str and tb is str:
-            fa, fb = _fold(a), _fold(b)
-            return _CMP[op](fa, fb)
-        return ERROR
-    if ta is AbsTime or tb is AbsTime:
-        if ta is AbsTime and tb is AbsTime:
-            return _CMP[op](a.secs, b.secs)
-        return ERROR
-    if ta is RelTime or tb is RelTime:
-        if ta is RelTime and tb is RelTime:
-            return _CMP[op](a.secs, b.secs)
-        return ERROR
-    # booleans promote to integers
-    return _CMP[op](int(a) if ta is bool else a, int(b) if tb is bool else b)
-
-
-def _cmp_lt(a: Any, b: Any) -> Any:
-    return _compare("<", a, b)
-
-
-def _cmp_le(a: Any, b: Any) -> Any:
-    return _compare("<=", a, b)
-
-
-def _cmp_gt(a: Any, b: Any) -> Any:
-    return _compare(">", a, b)
-
-
-def _cmp_ge(a: Any, b: Any) -> Any:
-    return _compare(">=", a, b)
-
-
-def _cmp_eq(a: Any, b: Any) -> Any:
-    return _compare("==", a, b)
-
-
-def _cmp_ne(a: Any, b: Any) -> Any:
-    return _compare("!=", a, b)
-
-
-def _meta_eq(a: Any, b: Any) -> Any:
-    """``=?=``: same type and same value, strings case-sensitively; never UNDEFINED."""
-    ta = type(a)
-    if ta is not type(b):
-        return False
-    if ta is Value:
-        return a is b
-    if ta is str or ta is int or ta is bool or ta is float:
-        return a == b
-    if ta is AbsTime:
-        return a.secs == b.secs and a.offset == b.offset
-    if ta is RelTime:
-        return a.secs == b.secs
-    return ERROR  # lists and records
-
-
-def _meta_ne(a: Any, b: Any) -> Any:
-    r = _meta_eq(a, b)
-    return r if r is ERROR else not r
-
-
-def _arith_types_ok(v: Any) -> bool:
-    t = type(v)
-    return t is int or t is float or t is bool or t is AbsTime or t is RelTime
-
-
-def _int_div(a: int, b: int) -> Any:
-    if b == 0:
-        return ERROR
-    if a == INT64_MIN and b == -1:
-        return INT64_MAX
-    q = abs(a) // abs(b)
-    return q if (a < 0) == (b < 0) else -q
-
-
-def _int_mod(a: int, b: int) -> Any:
-    if b == 0:
-        return ERROR
-    if a == INT64_MIN and b == -1:
-        return 0
-    r = abs(a) % abs(b)
-    return -r if a < 0 else r
-
-
-def _ieee_div(x: float, y: float) -> float:
-    """C's double division: x/0 is a signed infinity (or NaN), not an exception."""
-    if y == 0.0:
-        if x == 0.0 or math.isnan(x):
-            return math.nan
-        return math.copysign(math.inf, x) * math.copysign(1.0, y)
-    return x / y
-
-
-def _real(op: str, a: float, b: float) -> Any:
-    if op == "+":
-        r = a + b
-    elif op == "-":
-        r = a - b
-    elif op == "*":
-        r = a * b
-    elif op == "/":
-        r = _ieee_div(a, b)
-    else:  # % on reals is an error in HTCondor
-        return ERROR
-    if r == math.inf:  # HTCondor checks the result against HUGE_VAL (only +inf)
-        return ERROR
-    return r
-
-
-def _time_arith(op: str, a: Any, b: Any) -> Any:
-    ta, tb = type(a), type(b)
-    if op == "+":
-        if ta is AbsTime and tb is RelTime:
-            return AbsTime(a.secs + int(b.secs), a.offset)
-        if ta is RelTime and tb is AbsTime:
-            return AbsTime(b.secs + int(a.secs), b.offset)
-        if ta is RelTime and tb is RelTime:
-            return RelTime(float(a.secs) + b.secs)
-    elif op == "-":
-        if ta is AbsTime and tb is AbsTime:
-            return RelTime(float(a.secs - b.secs))
-        if ta is AbsTime and tb is RelTime:
-            return AbsTime(a.secs - int(b.secs), a.offset)
-        if ta is RelTime and tb is RelTime:
-            return RelTime(float(a.secs) - b.secs)
-    elif op == "*" or op == "/":
-        if ta is RelTime and (tb is int or tb is float):
-            if op == "*":
-                return RelTime(float(a.secs) * b)
-            return RelTime(_ieee_div(float(a.secs), float(b)))
-        if (ta is int or ta is float) and tb is RelTime and op == "*":
-            return RelTime(a * float(b.secs))
-    return ERROR
-
-
-def _arith(op: str, a: Any, b: Any) -> Any:
-    """+ - * / % (strict): 64-bit wrapping integers, reals, time arithmetic."""
-    x = _exceptional(a, b)
-    if x is not None:
-        return x
-    if not _arith_types_ok(a) or not _arith_types_ok(b):
-        return ERROR
-    ta, tb = type(a), type(b)
-    if ta is AbsTime or tb is AbsTime or ta is RelTime or tb is RelTime:
-        return _time_arith(op, a, b)
-    if ta is bool:
-        a = int(a)
-        ta = int
-    if tb is bool:
-        b = int(b)
-        tb = int
-    if ta is int and tb is int:
-        if op == "+":
-            return wrap_int(a + b)
-        if op == "-":
-            return wrap_int(a - b)
-        if op == "*":
-            return wrap_int(a * b)
-        if op == "/":
-            return _int_div(a, b)
-        return _int_mod(a, b)
-    return _real(op, float(a), float(b))
-
-
-def _add(a: Any, b: Any) -> Any:
-    return _arith("+", a, b)
-
-
-def _sub(a: Any, b: Any) -> Any:
-    return _arith("-", a, b)
-
-
-def _mul(a: Any, b: Any) -> Any:
-    return _arith("*", a, b)
-
-
-def _div(a: Any, b: Any) -> Any:
-    return _arith("/", a, b)
-
-
-def _mod(a: Any, b: Any) -> Any:
-    return _arith("%", a, b)
-
-
-def _bitwise(op: str, a: Any, b: Any) -> Any:
-    """& | ^ << >> >>> (strict, integers only; shifts behave as on x86-64)."""
-    x = _exceptional(a, b)
-    if x is not None:
-        return x
-    if type(a) is not int or type(b) is not int:
-        return ERROR
-    if op == "&":
-        return a & b
-    if op == "|":
-        return a | b
-    if op == "^":
-        return a ^ b
-    if op == "<<":
-        return wrap_int(a << (b & 63))
-    if op == ">>":
-        if a >= 0:
-            return a >> (b & 63)
-        return a >> max(0, min(64, b))
-    # >>> logical shift right
-    if a >= 0:
-        return a >> (b & 63)
-    v = (a >> 1) & INT64_MAX
-    return v >> ((b - 1) & 63)
-
-
-def _band(a: Any, b: Any) -> Any:
-    return _bitwise("&", a, b)
-
-
-def _bor(a: Any, b: Any) -> Any:
-    return _bitwise("|", a, b)
-
-
-def _bxor(a: Any, b: Any) -> Any:
-    return _bitwise("^", a, b)
-
-
-def _shl(a: Any, b: Any) -> Any:
-    return _bitwise("<<", a, b)
-
-
-def _shr(a: Any, b: Any) -> Any:
-    return _bitwise(">>", a, b)
-
-
-def _ushr(a: Any, b: Any) -> Any:
-    return _bitwise(">>>", a, b)
-
-
-def _neg(a: Any) -> Any:
-    t = type(a)
-    if t is int:
-        return wrap_int(-a)
-    if t is float:
-        return -a
-    if t is RelTime:
-        return RelTime(-a.secs)
-    if t is Value:
-        return a
-    return ERROR
-
-
-def _pos(a: Any) -> Any:
-    t = type(a)
-    if t is int or t is float or t is RelTime or t is Value:
-        return a
-    return ERROR
-
-
-def _not(a: Any) -> Any:
-    t = type(a)
-    if t is bool:
-        return not a
-    if t is int or t is float:
-        return a == 0
-    if t is Value:
-        return a
-    return ERROR
-
-
-def _bnot(a: Any) -> Any:
-    t = type(a)
-    if t is int:
-        return ~a
-    if t is Value:
-        return a
-    return ERROR
-
-
-def _logic_pre(a: Any) -> Any:
-    """Normalise the left operand of && / || (already known not to be a bool)."""
-    t = type(a)
-    if t is int or t is float:
-        return a != 0
-    if a is UNDEFINED or a is ERROR:
-        return a
-    return _BAD
-
-
-def _and_post(a: Any, b: Any) -> Any:
-    """``a && b`` once the right side had to be evaluated; ``a`` is True, UNDEFINED or _BAD."""
-    tb = type(b)
-    if tb is int or tb is float:
-        b = b != 0
-    elif tb is not bool and b is not UNDEFINED and b is not ERROR:
-        return ERROR
-    if a is _BAD:
-        return ERROR
-    if a is True:
-        return b
-    if b is True:
-        return UNDEFINED
-    return b  # False, UNDEFINED or ERROR
-
-
-def _or_post(a: Any, b: Any) -> Any:
-    """``a || b`` once the right side had to be evaluated; ``a`` is False, UNDEFINED or _BAD."""
-    tb = type(b)
-    if tb is int or tb is float:
-        b = b != 0
-    elif tb is not bool and b is not UNDEFINED and b is not ERROR:
-        return ERROR
-    if a is _BAD:
-        return ERROR
-    if a is False:
-        return b
-    if b is False:
-        return UNDEFINED
-    return b  # True, UNDEFINED or ERROR
-
-
-def _cond(c: Any) -> Any:
-    """Normalise a ?: condition that is not a bool: True/False, or the value of the whole."""
-    t = type(c)
-    if t is int or t is float:
-        return c != 0
-    if c is UNDEFINED:
-        return UNDEFINED
-    return ERROR
-
 
 def _cond_arms(c: Any, cur: Any, tgt: Any, d: int, node: Conditional) -> Any:
     """_cond, plus HTCondor's quirk: a condition that is neither a number nor UNDEFINED
@@ -764,60 +419,10 @@ def _cond_arms(c: Any, cur: Any, tgt: Any, d: int, node: Conditional) -> Any:
     return v
 
 
-_BINARY_HELPERS: dict[str, str] = {
-    "+": "_add", "-": "_sub", "*": "_mul", "/": "_div", "%": "_mod",
-    "<": "_cmp_lt", "<=": "_cmp_le", ">": "_cmp_gt", ">=": "_cmp_ge",
-    "==": "_cmp_eq", "!=": "_cmp_ne", "=?=": "_meta_eq", "=!=": "_meta_ne",
-    "&": "_band", "|": "_bor", "^": "_bxor", "<<": "_shl", ">>": "_shr", ">>>": "_ushr",
-}  # fmt: skip
-
-_BOOLISH_OPS = frozenset(("<", "<=", ">", ">=", "==", "!=", "=?=", "=!="))
-
-_UNARY_HELPERS = {"-": "_neg", "+": "_pos", "!": "_not", "~": "_bnot"}
-
-
-def binary(op: str, a: Any, b: Any) -> Any:
-    """Apply a strict or meta binary operator to two values (not && / ||, which are lazy)."""
-    if op == "&&":
-        if a is False:
-            return False
-        if a is not True:
-            a = _logic_pre(a)
-            if a is False or a is ERROR:
-                return a
-        return b if (a is True and type(b) is bool) else _and_post(a, b)
-    if op == "||":
-        if a is True:
-            return True
-        if a is not False:
-            a = _logic_pre(a)
-            if a is True or a is ERROR:
-                return a
-        return b if (a is False and type(b) is bool) else _or_post(a, b)
-    return _HELPERS[_BINARY_HELPERS[op]](a, b)
-
-
-def unary(op: str, a: Any) -> Any:
-    """Apply a unary operator to a value."""
-    return _HELPERS[_UNARY_HELPERS[op]](a)
-
 
 # ---------------------------------------------------------------------------
 # Built-in functions that need the evaluation context or lazy arguments
 # ---------------------------------------------------------------------------
-
-_functions_cache: dict[str, Callable[..., Any]] | None = None
-
-
-def functions() -> dict[str, Callable[..., Any]]:
-    """The table of ordinary built-ins (engineer C's module), loaded on first use."""
-    global _functions_cache
-    if _functions_cache is None:
-        from roost.classad.functions import FUNCTIONS
-
-        _functions_cache = FUNCTIONS
-    return _functions_cache
-
 
 def _fn_eval(cur: Any, tgt: Any, d: int, arg: Any) -> Any:
     """eval(s): parse the string and evaluate it where eval() was called."""
@@ -829,16 +434,12 @@ def _fn_eval(cur: Any, tgt: Any, d: int, arg: Any) -> Any:
     elif t is int:
         text = str(arg)
     elif t is float:
-        from roost.classad.unparse import unparse_value
-
         text = unparse_value(arg)
     elif t is list or isinstance(arg, _CA):
         return arg  # HTCondor unparses and re-parses these: the same value
     else:
         return ERROR
     try:
-        from roost.classad.parser import parse_expr
-
         node = parse_expr(text)
     except Exception:  # any parse failure is ERROR, as in HTCondor
         return ERROR
@@ -856,9 +457,6 @@ def _fn_unparse(cur: Any, args: tuple[Node, ...]) -> Any:
     """unparse(attr): the text of the referenced attribute's expression in the current ad."""
     if len(args) != 1 or type(args[0]) is not AttrRef:
         return ERROR
-    from roost.classad.printing import pretty_expr
-    from roost.classad.unparse import unparse
-
     name = unparse(args[0])
     node = cur._attrs.get(name.lower())
     return pretty_expr(node) if node is not None else ""
@@ -881,15 +479,11 @@ def _fn_unresolved(cur: Any, tgt: Any, d: int, args: tuple[Node, ...]) -> Any:
         if type(p) is not str:
             # HTCondor's unresolved() fails the whole evaluation here (classad2 raises)
             raise EvaluationFailed("unresolved(): the pattern is not a string")
-        import re
-
         try:
             pattern = re.compile(p, re.IGNORECASE)
         except re.error:
             return ERROR
-    from roost.classad.classad import _refs_node
-
-    names = [n[7:] if n[:7].lower() == "target." else n for n in _refs_node(cur, node, True, partial=True) if n]
+    names = [n[7:] if n[:7].lower() == "target." else n for n in refs_node(cur, node, True, partial=True) if n]
     if pattern is None:
         return ",".join(names)
     return any(pattern.search(n) for n in names)
@@ -955,356 +549,10 @@ def evaluate_in(node: Node, cur: Any, tgt: Any, d: int) -> Any:
     return (node._compiled or compile_node(node))(cur, tgt, d)
 
 
-# ---------------------------------------------------------------------------
-# The compiler
-# ---------------------------------------------------------------------------
-
-_HELPERS: dict[str, Any] = {
-    name: obj
-    for name, obj in list(globals().items())
-    if name.startswith("_") and callable(obj) and not isinstance(obj, type)
-}
-
-_INDENT_LIMIT = 24  # deeper sub-expressions become functions of their own
-
-
-class _Gen:
-    """Generates the source of one function for one expression tree."""
-
-    def __init__(self) -> None:
-        self.lines: list[str] = []
-        self.consts: dict[str, Any] = {}
-        self.n = 0
-        self.uses_l = False
-        self.uses_t = False
-        self.uses_m = False
-        self.boolish: set[str] = set()  # names whose value is a bool, UNDEFINED or ERROR
-        self.memo: dict[int, Any] = {}  # _fold_constant results by node id
-
-    def tmp(self) -> str:
-        self.n += 1
-        return f"v{self.n}"
-
-    def const(self, value: Any) -> str:
-        name = f"c{len(self.consts)}"
-        if type(value) is str and len(value) <= 64:
-            value = sys.intern(value)  # ads intern short strings too: == is then `is`
-        self.consts[name] = value
-        return name
-
-    def emit(self, ind: int, line: str) -> None:
-        self.lines.append("    " * ind + line)
-
-    def literal(self, v: Any) -> str:
-        # Numbers and strings become parameters of the generated code, so that
-        # expressions differing only in constants share one compiled code object.
-        if type(v) is bool:
-            return repr(v)
-        if v is UNDEFINED:
-            return "_U"
-        if v is ERROR:
-            return "_E"
-        return self.const(v)
-
-    # Each gen_* emits statements at indent ``ind`` and returns an expression
-    # (a name or a constant) holding the node's value.
-    def gen(self, node: Node, ind: int) -> str:
-        t = type(node)
-        if t is Literal:
-            v = node.value
-            if type(v) is RelTimeLiteral:
-                # HTCondor quirk: a relative-time *literal* (what the parser makes of
-                # relTime("1:00")) evaluates to a real, the seconds; computed relative
-                # times (relTime(60)) stay relative times.
-                v = float(v.secs)
-            return self.literal(v)
-        if t is Paren:
-            return self.gen(node.expr, ind)
-        folded = _fold_constant(node, self.memo)
-        if folded is not _MISS:
-            return self.literal(folded)
-        if ind > _INDENT_LIMIT and t is not AttrRef:
-            f = node._compiled or compile_node(node)
-            r = self.tmp()
-            self.emit(ind, f"{r} = {self.const(f)}(cur, tgt, d)")
-            return r
-        if t is AttrRef:
-            return self.gen_attr(node, ind)
-        if t is BinaryOp:
-            # Walk down the left operands iteratively: parsers build long
-            # left-associative chains (a || b || c ...) that would otherwise
-            # recurse once per operand.
-            spine = [node]
-            n = node.left
-            while (
-                type(n) is BinaryOp
-                and _fold_constant(n, self.memo) is _MISS
-                and len(spine) < 100000
-            ):
-                spine.append(n)
-                n = n.left
-            acc = self.gen(n, ind)
-            for s in reversed(spine):
-                acc = self.gen_binary(s, ind, acc)
-            return acc
-        if t is UnaryOp:
-            a = self.gen(node.operand, ind)
-            r = self.tmp()
-            if node.op == "-":
-                self.emit(ind, f"{r} = -{a} if _type({a}) is _float else _neg({a})")
-            else:
-                self.emit(ind, f"{r} = {_UNARY_HELPERS[node.op]}({a})")
-            return r
-        if t is Conditional:
-            return self.gen_cond(node, ind)
-        if t is FuncCall:
-            return self.gen_call(node, ind)
-        if t is ListExpr:
-            items = [self.gen(item, ind) for item in node.items]
-            r = self.tmp()
-            self.emit(ind, f"{r} = [{', '.join(items)}]")
-            return r
-        if t is AdExpr:
-            r = self.tmp()
-            self.emit(ind, f"{r} = _make_ad({self.const(node)}, cur)")
-            return r
-        if t is Subscript:
-            a = self.gen(node.base, ind)
-            b = self.gen(node.index, ind)
-            r = self.tmp()
-            self.emit(ind, f"{r} = _subscript({a}, {b}, cur, tgt, d)")
-            return r
-        raise TypeError(f"cannot evaluate node {node!r}")
-
-    def gen_attr(self, node: AttrRef, ind: int) -> str:
-        k = repr(node.lname)
-        r = self.tmp()
-        if node.absolute:
-            self.emit(ind, f"{r} = _absref(cur, tgt, {k}, d)")
-            return r
-        base = node.base
-        while type(base) is Paren:
-            base = base.expr
-        if base is None:
-            # literal in this ad / other expression in this ad / the scope rules
-            self.uses_l = True
-            self.emit(ind, f"if {k} in L: {r} = L[{k}]")
-            self.emit(ind, f"elif {k} in A:")
-            self.emit(ind + 1, f"{r} = A[{k}]")
-            self.emit(
-                ind + 1,
-                f"{r} = ({r}._compiled or _compile({r}))(cur, tgt, d + 1) "
-                f"if d < {FAST_DEPTH} else _deref_slow({r}, cur, tgt, d)",
-            )
-            self.emit(ind, f"else: {r} = _bare(cur, tgt, {k}, d)")
-            return r
-        if type(base) is AttrRef and base.base is None and not base.absolute:
-            if base.lname == "target":
-                self.uses_t = True
-                self.emit(ind, f"if {k} in TL: {r} = TL[{k}]")
-                # an expression in the target: evaluated there, with this ad as its target
-                self.emit(ind, f"elif TX and {k} in TA:")
-                self.emit(ind + 1, f"{r} = TA[{k}]")
-                self.emit(
-                    ind + 1,
-                    f"{r} = ({r}._compiled or _compile({r}))(T, cur, d + 1) "
-                    f"if d < {FAST_DEPTH} else _deref_slow({r}, T, cur, d)",
-                )
-                self.emit(ind, f"else: {r} = _sel(T, {k}, cur, tgt, d)")
-                return r
-            if base.lname == "my":
-                self.uses_m = True
-                self.emit(ind, f"if {k} in ML: {r} = ML[{k}]")
-                self.emit(ind, f"elif M is cur and {k} in cur._attrs:")
-                self.emit(ind + 1, f"{r} = cur._attrs[{k}]")
-                self.emit(
-                    ind + 1,
-                    f"{r} = ({r}._compiled or _compile({r}))(cur, tgt, d + 1) "
-                    f"if d < {FAST_DEPTH} else _deref_slow({r}, cur, tgt, d)",
-                )
-                self.emit(ind, f"else: {r} = _sel(M, {k}, cur, tgt, d)")
-                return r
-        b = self.gen(base, ind)
-        self.emit(ind, f"{r} = _sel({b}, {k}, cur, tgt, d)")
-        return r
-
-    def gen_binary(self, node: BinaryOp, ind: int, a: str) -> str:
-        """``node`` whose left operand is already generated into ``a``."""
-        op = node.op
-        if op == "&&" or op == "||":
-            return self.gen_logic(node, ind, a)
-        rlit = _fold_constant(node.right, self.memo)
-        b = self.gen(node.right, ind)
-        r = self.tmp()
-        helper = _BINARY_HELPERS[op]
-        if op in _BOOLISH_OPS:
-            self.boolish.add(r)
-        if op in ("==", "!=") and type(rlit) is str:
-            # attr == "literal": exact match first, then ASCII case folding (which
-            # keeps the length, so a length check rules most strings out cheaply)
-            lit = self.const(rlit)
-            low = self.const(_fold(rlit))
-            n = self.const(len(rlit))
-            if rlit.isascii():
-                eq = f"{a} == {lit} or (_len({a}) == {n} and {a}.lower() == {low} and {a}.isascii())"
-            else:
-                eq = f"{a} == {lit} or (_len({a}) == {n} and _fold({a}) == {low})"
-            if op == "==":
-                self.emit(ind, f"if _type({a}) is _str: {r} = {eq}")
-            else:
-                self.emit(ind, f"if _type({a}) is _str: {r} = not ({eq})")
-            self.emit(ind, f"else: {r} = {helper}({a}, {b})")
-            return r
-        if op in ("<", "<=", ">", ">=", "==", "!="):
-            if type(rlit) is int:
-                cond = f"_type({a}) is _int"
-            elif type(rlit) is float:
-                cond = f"_type({a}) is _float"
-            else:
-                cond = f"_type({a}) is _int and _type({b}) is _int"
-            self.emit(ind, f"if {cond}: {r} = {a} {op} {b}")
-            self.emit(ind, f"else: {r} = {helper}({a}, {b})")
-            return r
-        if op in ("+", "-", "*"):
-            if type(rlit) is int:
-                cond = f"_type({a}) is _int"
-            else:
-                cond = f"_type({a}) is _int and _type({b}) is _int"
-            self.emit(ind, f"if {cond}:")
-            self.emit(ind + 1, f"{r} = {a} {op} {b}")
-            self.emit(ind + 1, f"if not {INT64_MIN} <= {r} <= {INT64_MAX}: {r} = _wrap({r})")
-            self.emit(ind, f"else: {r} = {helper}({a}, {b})")
-            return r
-        self.emit(ind, f"{r} = {helper}({a}, {b})")
-        return r
-
-    def gen_logic(self, node: BinaryOp, ind: int, a: str) -> str:
-        r = self.tmp()
-        if node.op == "&&":
-            stop, go, post = "False", "True", "_and_post"
-        else:
-            stop, go, post = "True", "False", "_or_post"
-        if a != r:
-            self.emit(ind, f"{r} = {a}")
-        if a not in self.boolish:
-            # numbers count as booleans, strings and lists are errors
-            self.emit(ind, f"if {r} is not True and {r} is not False: {r} = _logic_pre({r})")
-        self.emit(ind, f"if {r} is not {stop} and {r} is not _E:")
-        b = self.gen(node.right, ind + 1)
-        if b in self.boolish:
-            self.emit(ind + 1, f"{r} = {b} if {r} is {go} else {post}({r}, {b})")
-        else:
-            self.emit(ind + 1, f"if {r} is {go} and _type({b}) is _bool: {r} = {b}")
-            self.emit(ind + 1, f"else: {r} = {post}({r}, {b})")
-        self.boolish.add(r)
-        return r
-
-    def gen_cond(self, node: Conditional, ind: int) -> str:
-        c = self.gen(node.cond, ind)
-        r = self.tmp()
-        if node.then is None:  # elvis
-            self.emit(ind, f"{r} = {c}")
-            self.emit(ind, f"if {r} is _U:")
-            e = self.gen(node.else_, ind + 1)
-            self.emit(ind + 1, f"{r} = {e}")
-            return r
-        self.emit(ind, f"{r} = {c}")
-        self.emit(ind, f"if {r} is not True and {r} is not False: {r} = _cond_arms({r}, cur, tgt, d, {self.const(node)})")
-        self.emit(ind, f"if {r} is True:")
-        th = self.gen(node.then, ind + 1)
-        self.emit(ind + 1, f"{r} = {th}")
-        self.emit(ind, f"elif {r} is False:")
-        el = self.gen(node.else_, ind + 1)
-        self.emit(ind + 1, f"{r} = {el}")
-        return r
-
-    def gen_call(self, node: FuncCall, ind: int) -> str:
-        name = node.lname
-        args = node.args
-        r = self.tmp()
-        if name == "ifthenelse":
-            if len(args) != 3:
-                return "_E"
-            c = self.gen(args[0], ind)
-            self.emit(ind, f"{r} = {c}")
-            self.emit(ind, f"if _type({r}) is not _bool: {r} = _ite_cond({r})")
-            self.emit(ind, f"if {r} is True:")
-            th = self.gen(args[1], ind + 1)
-            self.emit(ind + 1, f"{r} = {th}")
-            self.emit(ind, f"elif {r} is False:")
-            el = self.gen(args[2], ind + 1)
-            self.emit(ind + 1, f"{r} = {el}")
-            return r
-        if name == "eval":
-            if len(args) != 1:
-                return "_E"
-            a = self.gen(args[0], ind)
-            self.emit(ind, f"{r} = _fn_eval(cur, tgt, d, {a})")
-            return r
-        if name == "unparse":
-            self.emit(ind, f"{r} = _fn_unparse(cur, {self.const(args)})")
-            return r
-        if name in ("evalineachcontext", "countmatches"):
-            count = name == "countmatches"
-            self.emit(ind, f"{r} = _fn_eval_each(cur, tgt, d, {self.const(args)}, {count})")
-            return r
-        if name == "unresolved":
-            self.emit(ind, f"{r} = _fn_unresolved(cur, tgt, d, {self.const(args)})")
-            return r
-        fn = functions().get(name)
-        if fn is None:
-            return "_E"
-        if name in _MAY_FAIL:
-            fn = _failing_call(name, fn)
-        vals = [self.gen(a, ind) for a in args]
-        if name in _LIST_AS_TEXT:
-            # These show a list argument as text; HTCondor's lists are lazy, so the
-            # text is that of the list *expression* ("{ 1 + 1,x }"), see _list_text.
-            n = len(args)
-            for i, a in enumerate(args):
-                if type(a) is Literal or (name == "join" and n <= 2 and i == n - 1):
-                    continue  # join(sep, list) joins the items
-                v = self.tmp()
-                self.emit(ind, f"{v} = {vals[i]}")
-                self.emit(ind, f"if _type({v}) is list: {v} = _list_text({v}, {self.const(a)}, cur, tgt)")
-                vals[i] = v
-        self.emit(ind, f"{r} = {self.const(fn)}({', '.join(vals)})")
-        return r
-
-
-# Built-ins for which HTCondor's Evaluate() itself fails (not ERROR) on some
-# arguments: userHome with a wrong argument count, random(n <= 0), absTime(n, -1).
-# The whole evaluation is then aborted (classad2 raises), see fails_evaluation.
-_MAY_FAIL = frozenset(("userhome", "random", "abstime"))
-
-
-def _failing_call(name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
-    """``fn`` raising :class:`EvaluationFailed` where HTCondor's evaluation fails."""
-    from roost.classad.functions import fails_evaluation
-
-    def call(*args: Any) -> Any:
-        r = fn(*args)
-        if r is ERROR and fails_evaluation(name, args):
-            raise EvaluationFailed(f"{name}() failed to evaluate")
-        return r
-
-    return call
-
-
-# Built-ins that turn a list argument into its text (all of them, for join all but
-# the list of join(sep, list)/join(list)).
-_LIST_AS_TEXT = frozenset((
-    "strcat", "string", "toupper", "tolower", "strcmp", "stricmp", "join", "versioncmp",
-    "versiongt", "versionge", "versionlt", "versionle", "versioneq", "version_in_range",
-))  # fmt: skip
-
 
 def _list_text(v: list[Any], node: Node, cur: Any, tgt: Any) -> Any:
     """The text HTCondor shows for list ``v``, the value of ``node``: the unparsed list
     expression it comes from (elements unevaluated), else the unparsed values."""
-    from roost.classad.classad import list_source
-    from roost.classad.unparse import unparse
-
     try:
         src = list_source(node, cur, tgt)
     except EvaluationFailed:
@@ -1312,58 +560,206 @@ def _list_text(v: list[Any], node: Node, cur: Any, tgt: Any) -> Any:
     return unparse(src) if src is not None else v
 
 
-def _ite_cond(c: Any) -> Any:
-    """ifThenElse's condition: like ?: but every non-number, non-undefined value is ERROR."""
-    t = type(c)
-    if t is int or t is float:
-        return c != 0
-    if c is UNDEFINED:
-        return UNDEFINED
-    return ERROR
+# ---------------------------------------------------------------------------
+# References and list sources: walks over trees that evaluate as they go
+# ---------------------------------------------------------------------------
+
+class _RefsFailed(Exception):
+    """HTCondor's Get*References gives up: a selection from a value that is no record."""
 
 
-def _fold_constant(node: Node, memo: dict[int, Any] | None = None) -> Any:
-    """The value of an operator tree over scalar literals, or _MISS (folded at compile time).
+def refs_node(ad: ClassAd, root: Node, external: bool, partial: bool = False) -> list[str]:
+    """The references of ``root``; raises _RefsFailed where HTCondor gives up, unless
+    ``partial``: then no names (what unresolved() sees)."""
+    refs: dict[str, str] = {}
+    seen: set[tuple[int, int]] = set()
 
-    Iterative along left operands, so long ``a || b || c ...`` chains do not
-    hit Python's recursion limit; ``memo`` (by node id) keeps it linear.
-    """
-    if memo is None:
-        memo = {}
-    spine: list[Node] = []
-    n = node
-    while True:
-        if id(n) in memo:
-            v = memo[id(n)]
-            break
-        t = type(n)
-        if t is BinaryOp:
-            spine.append(n)
-            n = n.left
-        elif t is Paren:
-            spine.append(n)
-            n = n.expr
-        elif t is UnaryOp:
-            spine.append(n)
-            n = n.operand
-        else:
-            if t is Literal and type(n.value) in (int, float, str, bool, Value):
-                v = n.value
+    def add(name: str) -> None:
+        refs.setdefault(name.lower(), name)
+
+    def lookup(start: ClassAd, k: str) -> tuple[ClassAd, Node] | None:
+        cur: ClassAd | None = start
+        while cur is not None:
+            n = cur._attrs.get(k)
+            if n is not None:
+                return cur, n
+            cur = cur.parent
+        return None
+
+    def follow(found: tuple[ClassAd, Node], name: str) -> None:
+        where, n = found
+        if where is ad and not external:
+            add(name)
+        key = (id(n), id(where))
+        if key in seen:  # a reference cycle: HTCondor runs out of depth and gives up
+            raise _RefsFailed
+        seen.add(key)
+        walk(n, where)
+        seen.discard(key)
+
+    def walk(node: Any, scope: ClassAd) -> None:
+        t = type(node)
+        if t is Literal:
+            return
+        if t is AttrRef:
+            base = node.base
+            while type(base) is Paren:
+                base = base.expr
+            self_ref = (
+                type(base) is AttrRef
+                and base.base is None
+                and not base.absolute
+                and base.lname in ("my", "self")
+                and lookup(scope, base.lname) is None
+            )
+            if base is None or self_ref:
+                start = _top(scope) if node.absolute else scope
+                found = lookup(start, node.lname)
+                if found is None:
+                    if external and node.lname not in _SPECIAL:
+                        add(node.name)
+                else:
+                    follow(found, node.name)
+                return
+            if not external:
+                walk(base, scope)
+            try:
+                v = evaluate(base, scope, None)
+            except EvaluationFailed:
+                raise _RefsFailed from None
+            if v is Value.Undefined:
+                if external:
+                    add(unparse(node))  # the whole selection, as HTCondor unparses it
+            elif not isinstance(v, _CA):
+                raise _RefsFailed
             else:
-                v = _MISS
-            memo[id(n)] = v
-            break
-    for s in reversed(spine):
-        if v is not _MISS:
-            t = type(s)
-            if t is BinaryOp:
-                b = _fold_constant(s.right, memo)
-                v = _MISS if b is _MISS else binary(s.op, v, b)
-            elif t is UnaryOp:
-                v = unary(s.op, v)
-        memo[id(s)] = v
-    return v
+                found = lookup(v, node.lname)
+                if found is None:
+                    if external:
+                        add(node.name)
+                else:
+                    follow(found, node.name)
+            return
+        if t is AdExpr:
+            # HTCondor walks a nested record's expressions in the enclosing scope
+            for _, n in node.attrs:
+                walk(n, scope)
+            return
+        if isinstance(node, Node):
+            for f in node._fields:
+                walk(getattr(node, "name" if f == "lname" else f), scope)
+        elif isinstance(node, tuple):
+            for x in node:
+                walk(x, scope)
 
+    try:
+        walk(root, ad)
+    except _RefsFailed:
+        if not partial:
+            raise
+        refs.clear()  # unresolved() then sees no names at all
+    names = sorted(refs.values(), key=str.lower)
+    if any("," in n for n in names):  # classad2 joins the names with commas and splits again
+        names = ",".join(names).split(",")
+    return names or [""]
+
+
+def list_source(node: Node, scope: Any, target: Any) -> Node | None:
+    """The list expression (a ListExpr) that ``node``, evaluated in ``scope``, plainly comes from.
+
+    HTCondor keeps list elements unevaluated, so where it shows a list (classad2's
+    conversion to Python, string() and strcat()) it shows the expressions; roost
+    evaluates lists eagerly and uses this to recover them. None when the list
+    comes from somewhere this walk does not follow (a function result, ...).
+    """
+    for _ in range(50):
+        t = type(node)
+        if t is Paren:
+            node = node.expr
+            continue
+        if t is ListExpr:
+            return node
+        if t is FuncCall and node.lname in ("debug", "eval") and len(node.args) == 1:
+            is_eval = node.lname == "eval"
+            node = node.args[0]  # both hand a list argument back as it is
+            if is_eval and type(node) is not ListExpr:
+                text = evaluate(node, scope, target)
+                if type(text) is str:
+                    try:  # eval("{...}"): the list expression in the string
+                        node = parse_expr(text)
+                    except ClassAdSyntaxError:
+                        break
+            continue
+        if t is Conditional or (t is FuncCall and node.lname == "ifthenelse" and len(node.args) == 3):
+            cond, then, other = (
+                (node.cond, node.then, node.else_) if t is Conditional else node.args
+            )
+            c = evaluate(cond, scope, target)
+            if then is None:  # elvis: the condition itself unless UNDEFINED
+                node = other if c is Value.Undefined else cond
+            elif c is True or (type(c) in (int, float) and c != 0):
+                node = then
+            elif c is False or type(c) in (int, float):
+                node = other
+            else:
+                break
+            continue
+        if t is Subscript:
+            b, i = node.base, node.index
+            while type(b) is Paren:
+                b = b.expr
+            if type(b) is ListExpr and type(i) is Literal and type(i.value) is int:
+                if 0 <= i.value < len(b.items):
+                    node = b.items[i.value]
+                    continue
+            break
+        if t is not AttrRef or node.absolute:
+            break
+        base = node.base
+        while type(base) is Paren:
+            base = base.expr
+        if type(base) is AdExpr:
+            found = None
+            for name, n in base.attrs:
+                if name.lower() == node.lname:
+                    found = n
+            if found is None:
+                break
+            scope, target = _CA._from_pairs(base.attrs, scope), None
+            node = found
+            continue
+        if base is None:
+            ad: Any = scope
+            found = None
+            while ad is not None and found is None:
+                found = ad._attrs.get(node.lname)
+                ad = ad.parent
+            if found is None and target is not None:
+                found = target._attrs.get(node.lname)
+        elif type(base) is AttrRef and base.base is None and not base.absolute and base.lname in (
+            "my",
+            "self",
+            "target",
+        ):
+            ad = scope if base.lname != "target" else target
+            found = None if ad is None else ad._attrs.get(node.lname)
+            if base.lname == "target" and found is not None:
+                scope, target = target, scope  # type: ignore[assignment]
+        else:
+            rec = evaluate(base, scope, target) if scope is not None else None
+            if not isinstance(rec, _CA):
+                break
+            found = rec._attrs.get(node.lname)  # r.l: l of the record r only
+            scope = rec
+        if found is None:
+            break
+        node = found
+    return None
+
+
+# ---------------------------------------------------------------------------
+# The compiler
+# ---------------------------------------------------------------------------
 
 _FN_HEADER = (
     "def _f(cur, tgt, d=0, _type=type, _int=int, _float=float, _str=str, _bool=bool, "
@@ -1384,7 +780,7 @@ def compile_node(node: Node) -> Callable[[Any, Any], Any]:
     f = node._compiled
     if f is not None:
         return f
-    g = _Gen()
+    g = _Gen(compile_node)
     result = g.gen(node, 1)
     params = "".join(f", {name}=None" for name in g.consts)
     lines = [_FN_HEADER.replace("_CAt=None", "_CAt=None" + params)]
@@ -1425,13 +821,12 @@ def compile_node(node: Node) -> Callable[[Any, Any], Any]:
     return f
 
 
-_HELPERS.update(
-    _ite_cond=_ite_cond,
-    _fn_eval=_fn_eval,
-    _fn_unparse=_fn_unparse,
-    _fn_unresolved=_fn_unresolved,
-    _fn_eval_each=_fn_eval_each,
-    _current_time=_current_time,
-    _list_text=_list_text,
-    _cond_arms=_cond_arms,
-)
+_HELPERS: dict[str, Any] = {
+    **_operators._HELPERS,
+    **{
+        name: obj
+        for name, obj in list(globals().items())
+        if name.startswith("_") and callable(obj) and not isinstance(obj, type)
+    },
+}
+"""What the compiled code calls by name: the operators' helpers and this module's."""

@@ -14,7 +14,8 @@ from roost.classad.values import ERROR, UNDEFINED
 
 def _home_of(user: str) -> str | None:
     try:
-        import pwd  # noqa: PLC0415 - POSIX only; HTCondor returns ERROR on Windows too
+        # lazy: an optional module (POSIX only); HTCondor returns ERROR on Windows too
+        import pwd
     except ImportError:
         return None
     try:

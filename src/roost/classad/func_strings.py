@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from roost.classad.func_values import (
     convert_to_string,
+    double_to_int64,
     strtod,
     to_int32,
 )
@@ -410,8 +411,6 @@ def _summarize(kind: str, args: tuple[object, ...]) -> object:
         acc /= len(items)
     if is_real:
         return acc
-    from roost.classad.func_values import double_to_int64  # noqa: PLC0415
-
     return double_to_int64(acc)
 
 

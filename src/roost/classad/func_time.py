@@ -15,6 +15,7 @@ import re
 import time as _time
 from collections.abc import Callable
 
+from roost.classad import values as _values
 from roost.classad.func_values import (
     _c_div,
     _c_mod,
@@ -23,6 +24,7 @@ from roost.classad.func_values import (
     convert_to_int,
     double_to_int32,
     is_classad,
+    strtod,
     to_int32,
 )
 from roost.classad.values import ERROR, UNDEFINED, AbsTime, RelTime
@@ -191,10 +193,9 @@ def _split_fields(v: object) -> list[tuple[str, object]] | None:
 
 
 def make_record(fields: list[tuple[str, object]]) -> object:
-    """Build a roost ClassAd from (name, value) pairs (engineer B's class, imported lazily)."""
-    from roost.classad.classad import ClassAd  # noqa: PLC0415 - classad imports this module
-
-    ad = ClassAd()
+    """Build a roost ClassAd from (name, value) pairs (the class is values.RECORD_CLASS:
+    roost.classad.classad sits above the built-ins)."""
+    ad = _values.RECORD_CLASS()
     for name, value in fields:
         ad[name] = value
     return ad
@@ -710,6 +711,4 @@ def parse_reltime_literal(text: str) -> float | None:
 
 def strtod_prefix(s: str) -> float:
     """C ``strtod`` ignoring what follows the number (0.0 when there is none)."""
-    from roost.classad.func_values import strtod  # noqa: PLC0415
-
     return strtod(s)[0]

@@ -24,6 +24,9 @@ back, exactly as in HTCondor; it evaluates to the same real):
 
 The old form (``unparse_old``, ``printOld`` in classad2) writes strings without
 escapes except ``\\"``, reals as ``%.16G`` and ``=?=``/``=!=`` for is/isnt.
+
+The pretty form (``pretty_expr``, classad2's ``str(ExprTree)``) lays nested records
+and lists out on indented lines of their own.
 """
 
 from __future__ import annotations
@@ -53,6 +56,7 @@ __all__ = [
     "format_abstime",
     "format_real",
     "format_reltime",
+    "pretty_expr",
     "quote",
     "quote_name",
     "unparse",
@@ -107,6 +111,7 @@ def quote(s: str) -> str:
 
 def unquote(s: str) -> str:
     """The value of the string literal ``s``; ClassAdSyntaxError unless ``s`` is exactly one."""
+    # lazy: the lexer compiles its patterns (~2 ms); quote() alone, what commands import, never needs it
     from .lexer import syntax_error, tokenize
 
     toks = tokenize(s)
@@ -497,6 +502,63 @@ def unparse_old_expr(node: Node) -> str:
     """One expression in old-format spelling (the right-hand side of an old-format line)."""
     out: list[str] = []
     _OLD.node(node, out)
+    return "".join(out)
+
+
+class _PrettyUnparser(_Unparser):
+    """The compact unparser with records and lists laid out on indented lines."""
+
+    __slots__ = ("level",)
+
+    AD_INDENT = 4
+    LIST_INDENT = 3
+
+    def __init__(self) -> None:
+        super().__init__(False)
+        self.level = 0
+
+    def node(self, n: Node, out: list[str]) -> None:
+        t = type(n)
+        if t is AdExpr:
+            self.pretty_record(n.attrs, out)  # type: ignore[attr-defined]
+        elif t is ListExpr:
+            self.pretty_list(n.items, out)  # type: ignore[attr-defined]
+        else:
+            super().node(n, out)
+
+    def pretty_record(self, attrs: tuple[tuple[str, Node], ...] | list[tuple[str, Node]], out: list[str]) -> None:
+        self.level += self.AD_INDENT
+        out.append("\n" + " " * self.level + "[")
+        self.level += self.AD_INDENT
+        last = len(attrs) - 1
+        for i, (name, expr) in enumerate(attrs):
+            out.append("\n" + " " * self.level + quote_name(name) + " = ")
+            self.node(expr, out)
+            if i != last:
+                out.append("; ")
+        self.level -= self.AD_INDENT
+        out.append("\n" + " " * self.level + "]")
+        self.level -= self.AD_INDENT
+
+    def pretty_list(self, items: tuple[Node, ...], out: list[str]) -> None:
+        self.level += self.LIST_INDENT
+        out.append("\n" + " " * self.level + "{")
+        self.level += self.LIST_INDENT
+        last = len(items) - 1
+        for i, item in enumerate(items):
+            out.append("\n" + " " * self.level)
+            self.node(item, out)
+            if i != last:
+                out.append(",")
+        self.level -= self.LIST_INDENT
+        out.append("\n" + " " * self.level + "}")
+        self.level -= self.LIST_INDENT
+
+
+def pretty_expr(node: Node) -> str:
+    """One expression in the indented form classad2's ``str(ExprTree)`` prints."""
+    out: list[str] = []
+    _PrettyUnparser().node(node, out)
     return "".join(out)
 
 

@@ -32,6 +32,11 @@ ERROR = Value.Error
 INT64_MIN = -(1 << 63)
 INT64_MAX = (1 << 63) - 1
 
+RECORD_CLASS: type = None  # type: ignore[assignment]
+"""The class of records, ``roost.classad.classad.ClassAd``, set when that module is
+imported (:func:`roost.classad.evaluate.use_classad`). ClassAd sits above what makes
+records (``splitTime()``, ``flatten``), so they find it here instead of importing it."""
+
 
 def wrap_int(n: int) -> int:
     """Wrap an arbitrary Python int to a signed 64-bit value, as C++ arithmetic does."""

@@ -45,7 +45,7 @@ def value_text(v: Any) -> str:
     # lists and nested ads
     # lazy: the ClassAd library only when a value needs it (module docstring)
     from roost.classad.convert import ad_pairs
-    from roost.classad.jsonform import json_to_ad
+    from roost.classad.jsonparse import json_to_ad
     from roost.classad.unparse import unparse
 
     return unparse(ad_pairs(json_to_ad({"v": v}))[0][1])

@@ -165,9 +165,9 @@ def _submitter(job: dict[str, Any]) -> str | None:
 def _negotiator_view(home: str) -> tuple[list[dict[str, Any]] | None, Any, list[dict[str, Any]] | None]:
     """The negotiator's USERPRIO table, its concurrency limits (a ConcurrencyLimits) and
     accounting groups (LIMITS); each None when it cannot answer (not running, too old)."""
-    # lazy: only -analyze asks the negotiator and needs the matchmaker (~30 ms of `roost q`)
+    # lazy: only -analyze asks the negotiator (the api client and its protocol code)
     from roost.api.negotiator import negotiator_connection
-    from roost.core.matchmaker import ConcurrencyLimits
+    from roost.core.concurrency import ConcurrencyLimits
 
     conn = negotiator_connection(home, 5.0)
     try:

@@ -20,12 +20,47 @@ Values are strings; daemons evaluate them as ClassAd expressions
 themselves.  ``Config.from_text`` is pure; ``Config.load`` reads files
 ($ROOST_CONFIG, else $ROOST_HOME/roost_config, then LOCAL_CONFIG_FILE,
 LOCAL_CONFIG_DIR and ``_ROOST_NAME`` environment overrides).
+
+The public names are imported on first use (PEP 562 ``__getattr__``), as in
+``roost.classad``: the submit language uses ``roost.config.macros`` alone and
+should not pay for the loader, the defaults table and the templates.
 """
 
-from roost.config.config import Config
-from roost.config.defaults import DEFAULTS, Knob
-from roost.config.errors import ConfigError
-from roost.config.personal import write_personal_config
-from roost.config.table import Entry
+from __future__ import annotations
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
+
+if TYPE_CHECKING:  # pragma: no cover - for type checkers only
+    from roost.config.config import Config
+    from roost.config.defaults import DEFAULTS, Knob
+    from roost.config.errors import ConfigError
+    from roost.config.personal import write_personal_config
+    from roost.config.table import Entry
 
 __all__ = ["DEFAULTS", "Config", "ConfigError", "Entry", "Knob", "write_personal_config"]
+
+# public name -> (module, attribute)
+_LAZY: dict[str, tuple[str, str]] = {
+    "Config": ("roost.config.config", "Config"),
+    "DEFAULTS": ("roost.config.defaults", "DEFAULTS"),
+    "Knob": ("roost.config.defaults", "Knob"),
+    "ConfigError": ("roost.config.errors", "ConfigError"),
+    "write_personal_config": ("roost.config.personal", "write_personal_config"),
+    "Entry": ("roost.config.table", "Entry"),
+}
+
+
+def __getattr__(name: str) -> object:
+    entry = _LAZY.get(name)
+    if entry is None:
+        raise AttributeError(f"module 'roost.config' has no attribute {name!r}")
+    # lazy: a public name's first use pays for importlib, not `import roost.config.macros`
+    import importlib
+
+    value = getattr(importlib.import_module(entry[0]), entry[1])
+    globals()[name] = value  # later lookups are plain module attributes
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

@@ -1,39 +1,25 @@
-"""The ``Config`` object: knob lookup with lazy expansion and typed getters."""
+"""The ``Config`` object: knob lookup with lazy expansion and typed getters.
+
+What every daemon and tool reads knobs through, so the lookup order
+(LOCALNAME.X, SUBSYS.X, X; files, defaults, host facts) lives in one place.
+Files and commands are the loader's: this module calls it, never the reverse.
+"""
 
 from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from types import MappingProxyType
 
+from roost.config import loader
 from roost.config.arith import ArithError, evaluate
-from roost.config.defaults import DEFAULTS
 from roost.config.errors import ConfigError
+from roost.config.layers import DEFAULT_LAYER, apply_env_overrides, facts_layer
 from roost.config.macros import Expander
-from roost.config.parser import ParseState, _resolve_self_reference, parse_text
+from roost.config.parser import ParseState, parse_text
 from roost.config.table import Entry, find
 
-ENV_PREFIX = "_ROOST_"
 _TRUE = {"true", "yes", "t", "on"}
 _FALSE = {"false", "no", "f", "off"}
-
-DEFAULT_LAYER: Mapping[str, Entry] = MappingProxyType(
-    {key: Entry(k.name, k.default, "<default>", 0) for key, k in DEFAULTS.items()}
-)
-
-
-def facts_layer(facts: Mapping[str, str]) -> dict[str, Entry]:
-    """Host facts (detected by the loader, or given by a test) as the lowest layer."""
-    return {k.upper(): Entry(k, v, "<detected>", 0) for k, v in facts.items()}
-
-
-def apply_env_overrides(state: ParseState, env: Mapping[str, str]) -> None:
-    """``_ROOST_NAME=value`` in the environment beats every file, as ``_CONDOR_NAME`` does."""
-    for key, value in env.items():
-        if key.upper().startswith(ENV_PREFIX) and len(key) > len(ENV_PREFIX):
-            name = key[len(ENV_PREFIX) :]
-            value = _resolve_self_reference(state, name, value)
-            state.table[name.upper()] = Entry(name, value, f"environment ({key})", 0)
 
 
 class Config:
@@ -91,8 +77,6 @@ class Config:
         ``env`` defaults to empty (not ``os.environ``) so a test sees only
         what it passes; it feeds ``$ENV()`` and ``_ROOST_NAME`` overrides.
         """
-        from roost.config.loader import run_command
-
         env = dict(env or {})
         fact_entries = facts_layer(facts or {})
         state = ParseState(
@@ -101,7 +85,7 @@ class Config:
             env=env,
             subsys=subsys,
             localname=localname,
-            run_command=run_command if allow_commands else None,
+            run_command=loader.run_command if allow_commands else None,
         )
         parse_text(state, text, file)
         apply_env_overrides(state, env)
@@ -119,16 +103,21 @@ class Config:
         subsys: str | None = None,
         localname: str | None = None,
         allow_commands: bool = False,
+        facts: Mapping[str, str] | None = None,
     ) -> Config:
         """Read the configuration files: ``path``, else $ROOST_CONFIG, else $ROOST_HOME/roost_config.
 
         Then LOCAL_CONFIG_FILE and LOCAL_CONFIG_DIR, then ``_ROOST_*``
-        environment overrides.  See ``roost.config.loader``.
+        environment overrides.  ``facts`` replaces the detected host facts
+        (tests).  See ``roost.config.loader``.
         """
-        from roost.config.loader import load
-
-        return load(
-            path, env=env, subsys=subsys, localname=localname, allow_commands=allow_commands
+        got = loader.load(
+            path, env=env, subsys=subsys, localname=localname,
+            allow_commands=allow_commands, facts=facts,
+        )
+        return cls(
+            got.table, facts=got.facts, env=got.env, subsys=subsys,
+            localname=localname, files=got.files, warnings=got.warnings,
         )
 
     def with_subsys(self, subsys: str | None, localname: str | None = None) -> Config:

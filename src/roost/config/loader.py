@@ -1,7 +1,9 @@
 """The only part of roost.config that touches the host: files, commands, host facts.
 
 Kept apart so the language itself (parser, macros, Config.from_text)
-stays pure and testable from text.
+stays pure and testable from text.  It returns what it read (``Loaded``)
+rather than a ``Config``: ``Config.load`` wraps it, so the dependency runs
+one way, from ``roost.config.config`` to here.
 """
 
 from __future__ import annotations
@@ -11,12 +13,13 @@ import platform
 import socket
 import subprocess
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
-from roost.config.config import DEFAULT_LAYER, Config, apply_env_overrides, facts_layer
 from roost.config.errors import ConfigError
+from roost.config.layers import DEFAULT_LAYER, apply_env_overrides, facts_layer
 from roost.config.parser import ParseState, parse_text
-from roost.config.table import find
+from roost.config.table import Entry, find
 
 CONFIG_ENV = "ROOST_CONFIG"
 HOME_ENV = "ROOST_HOME"
@@ -24,6 +27,17 @@ CONFIG_FILE_NAME = "roost_config"
 # ROOST_CONFIG=ONLY_ENV reads no file at all, as CONDOR_CONFIG=ONLY_ENV does.
 ONLY_ENV = "ONLY_ENV"
 COMMAND_TIMEOUT_S = 60
+
+
+@dataclass
+class Loaded:
+    """What reading the configuration produced: the pieces of a ``Config``."""
+
+    table: dict[str, Entry]
+    facts: dict[str, Entry]
+    env: dict[str, str]
+    files: list[str]
+    warnings: list[str]
 
 
 def default_home(env: Mapping[str, str]) -> Path:
@@ -125,13 +139,14 @@ def load(
     localname: str | None = None,
     allow_commands: bool = False,
     facts: Mapping[str, str] | None = None,
-) -> Config:
+) -> Loaded:
     """Read the main file, LOCAL_CONFIG_FILE, LOCAL_CONFIG_DIR, then ``_ROOST_*`` overrides.
 
     A main file named by ``path`` or $ROOST_CONFIG must exist; the implicit
     $ROOST_HOME/roost_config may be missing (defaults only), so commands
     work before ``roost up`` has written one.  ROOST_CONFIG=ONLY_ENV reads
     no main file: defaults, LOCAL_CONFIG_* and the environment only.
+    ``facts`` replaces the detected host facts (tests).
     """
     env = dict(env)
     if path is not None:
@@ -173,7 +188,4 @@ def load(
                 continue
             files.append(_read_into(state, full, where))
     apply_env_overrides(state, env)
-    return Config(
-        state.table, facts=fact_entries, env=env, subsys=subsys, localname=localname,
-        files=files, warnings=state.warnings,
-    )
+    return Loaded(state.table, fact_entries, env, files, state.warnings)

@@ -1,6 +1,13 @@
 """``$(NAME)`` expansion and the ``$FUNC(...)`` macro functions.
 
-Expansion is lazy (done when a value is read) and recursive: the value
+Two parts. The scanner (``MacroRef``, ``Syntax``, ``references``, ``expand``)
+finds ``$(...)`` and ``$NAME(...)`` references, nested parentheses and all,
+and knows nothing of what they mean; the configuration language, the submit
+language (``roost.submit.macros``) and DAGMan's VARS share it, each with its
+own ``Syntax`` and replacement function. ``Expander`` is the configuration
+language's meaning for them.
+
+Config expansion is lazy (done when a value is read) and recursive: the value
 substituted for ``$(A)`` is itself expanded, with ``A`` on a stack so a
 cycle is reported instead of looping.  Text produced by a substitution is
 not rescanned, which is why ``$(DOLLAR)(X)`` yields a literal ``$(X)``.
@@ -10,33 +17,158 @@ from __future__ import annotations
 
 import random
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 
 from roost.config.arith import ArithError, evaluate
 from roost.config.errors import ConfigError
-from roost.config.table import Entry
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (the submit language imports this)
+
+if TYPE_CHECKING:  # pragma: no cover - for type checkers only
+    from roost.config.table import Entry
 
 NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*\Z")
-_FUNC_RE = re.compile(r"\$([A-Za-z_]*)\(")
 _FUNCS = {"ENV", "INT", "REAL", "CHOICE", "SUBSTR", "RANDOM_CHOICE", "RANDOM_INTEGER"}
 _FILE_FUNC = re.compile(r"F[a-z]*\Z")
 MAX_DEPTH = 100
 
-Lookup = Callable[[str], Entry | None]
+Lookup = Callable[[str], "Entry | None"]
+
+# -- the scanner, shared by every language that writes $(NAME) ------------------
+
+#: where a reference starts: ``$(`` or ``$NAME(``
+_OPEN_RE = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]*)?\(")
+
+
+class MacroRef:
+    """One reference: ``text[start:end]`` is ``$func(body)`` (``$(body)`` when func is "")."""
+
+    __slots__ = ("start", "end", "func", "body")
+
+    def __init__(self, start: int, end: int, func: str, body: str) -> None:
+        self.start = start
+        self.end = end
+        self.func = func
+        self.body = body
+
+    def __repr__(self) -> str:
+        return f"MacroRef({self.start}, {self.end}, {self.func!r}, {self.body!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, MacroRef):
+            return NotImplemented
+        return (self.start, self.end, self.func, self.body) == (
+            other.start, other.end, other.func, other.body
+        )
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+class Syntax:
+    """Where languages read the same text differently; everything else is shared.
+
+    ``is_function``: which ``$NAME(`` open a reference (None: every name);
+    any other is plain text and scanning goes on inside its parentheses.
+    ``dollar_pair``: True, ``$$`` is plain text (config); False, a whole
+    ``$$(...)`` is, the schedd's match-time reference (submit).
+    ``stop_at_unclosed``: an unclosed ``$NAME(`` makes the rest of the text
+    plain (submit); otherwise only the ``$NAME(`` itself is (config).
+    (A plain class, not a dataclass: this module is on ``roost submit``'s start-up path.)
+    """
+
+    __slots__ = ("is_function", "dollar_pair", "stop_at_unclosed")
+
+    def __init__(
+        self, *, is_function: Callable[[str], bool] | None, dollar_pair: bool, stop_at_unclosed: bool
+    ) -> None:
+        self.is_function = is_function
+        self.dollar_pair = dollar_pair
+        self.stop_at_unclosed = stop_at_unclosed
 
 
 def matching_paren(text: str, open_pos: int) -> int:
-    """Index of the ``)`` closing the ``(`` at ``open_pos``, or -1."""
-    depth = 0
-    for i in range(open_pos, len(text)):
-        c = text[i]
-        if c == "(":
-            depth += 1
-        elif c == ")":
-            depth -= 1
-            if depth == 0:
-                return i
-    return -1
+    """Index of the ``)`` closing the ``(`` at ``open_pos`` (which must be one), or -1."""
+    depth = 1
+    i = open_pos + 1
+    # from one ")" to the next, counting the "(" between: str methods, not a loop per character
+    while True:
+        close = text.find(")", i)
+        if close < 0:
+            return -1
+        depth += text.count("(", i, close) - 1
+        if depth == 0:
+            return close
+        i = close + 1
+
+
+def _scan(text: str, syntax: Syntax) -> Iterator[tuple[int, int, str, str]]:
+    """``references`` as plain tuples, for ``expand``'s inner loop."""
+    find = text.find
+    is_function = syntax.is_function
+    i = 0
+    while True:
+        j = find("$", i)
+        if j < 0:
+            return
+        if text.startswith("$$", j):
+            if syntax.dollar_pair:
+                i = j + 2
+                continue
+            if text.startswith("$$(", j):
+                close = matching_paren(text, j + 2)
+                if close < 0:
+                    if syntax.stop_at_unclosed:
+                        return
+                    i = j + 3
+                else:
+                    i = close + 1
+                continue
+        m = _OPEN_RE.match(text, j)
+        if m is None:
+            i = j + 1
+            continue
+        func = m.group(1) or ""
+        opened = m.end()
+        if is_function is not None and not is_function(func):
+            i = opened
+            continue
+        close = matching_paren(text, opened - 1)
+        if close < 0:
+            if syntax.stop_at_unclosed:
+                return
+            i = opened
+            continue
+        yield j, close + 1, func, text[opened:close]
+        i = close + 1
+
+
+def references(text: str, syntax: Syntax) -> Iterator[MacroRef]:
+    """The references in ``text``, left to right. One nested in another's body is not
+    yielded on its own: the body is the caller's to expand, or not."""
+    for start, end, func, body in _scan(text, syntax):
+        yield MacroRef(start, end, func, body)
+
+
+def expand(text: str, replace: Callable[[str, str], str | None], syntax: Syntax) -> str:
+    """``text`` with each reference replaced by ``replace(func, body)``; None keeps it as written.
+
+    ``func`` is "" for ``$(body)``. Replacements are not rescanned: ``replace``
+    expands what it returns itself (and the body, if it should be).
+    """
+    if "$" not in text:
+        return text
+    out: list[str] = []
+    last = 0
+    for start, end, func, body in _scan(text, syntax):
+        got = replace(func, body)
+        if got is not None:
+            out.append(text[last:start])
+            out.append(got)
+            last = end
+    if not out:
+        return text
+    out.append(text[last:])
+    return "".join(out)
 
 
 def split_args(text: str) -> list[str]:
@@ -56,6 +188,17 @@ def split_args(text: str) -> list[str]:
             start = i + 1
     args.append(text[start:])
     return args
+
+
+# -- the configuration language's meaning --------------------------------------
+
+
+def _is_config_function(name: str) -> bool:
+    return name == "" or name.upper() in _FUNCS or _FILE_FUNC.match(name) is not None
+
+
+#: ``$$`` is text (the schedd expands ``$$(X)`` at match time); unknown ``$NAME(`` is text
+CONFIG_SYNTAX = Syntax(is_function=_is_config_function, dollar_pair=True, stop_at_unclosed=False)
 
 
 class Expander:
@@ -82,44 +225,14 @@ class Expander:
     def expand(self, text: str, file: str = "<string>", line: int = 0) -> str:
         return self._expand(text, [], file, line)
 
-    # -- the scanner -------------------------------------------------------
-
     def _expand(self, text: str, stack: list[str], file: str, line: int) -> str:
         if "$" not in text:
             return text
-        out: list[str] = []
-        i = 0
-        while i < len(text):
-            j = text.find("$", i)
-            if j < 0:
-                out.append(text[i:])
-                break
-            out.append(text[i:j])
-            if text.startswith("$$", j):
-                # $$(X) is expanded at match time by the schedd, not here.
-                out.append("$$")
-                i = j + 2
-                continue
-            m = _FUNC_RE.match(text, j)
-            if not m:
-                out.append("$")
-                i = j + 1
-                continue
-            func = m.group(1)
-            known = func.upper() in _FUNCS or func == "" or _FILE_FUNC.match(func)
-            close = matching_paren(text, m.end() - 1) if known else -1
-            if close < 0:
-                out.append(text[j : m.end()])
-                i = m.end()
-                continue
-            body = self._expand(text[m.end() : close], stack, file, line)
-            replaced = self._call(func, body, stack, file, line)
-            if replaced is None:
-                out.append(text[j : close + 1])
-            else:
-                out.append(replaced)
-            i = close + 1
-        return "".join(out)
+
+        def replace(func: str, body: str) -> str | None:
+            return self._call(func, self._expand(body, stack, file, line), stack, file, line)
+
+        return expand(text, replace, CONFIG_SYNTAX)
 
     def _call(
         self, func: str, body: str, stack: list[str], file: str, line: int

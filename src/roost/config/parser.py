@@ -162,11 +162,11 @@ def parse_text(state: ParseState, text: str, file: str, _origin: _Origin | None 
 def _assign(
     state: ParseState, name: str, value: str, where: tuple[str, int], origin: _Origin | None
 ) -> None:
-    value = _resolve_self_reference(state, name, value)
+    value = resolve_self_reference(state, name, value)
     state.table[name.upper()] = Entry(name, value, where[0], where[1], origin.via if origin else None)
 
 
-def _resolve_self_reference(state: ParseState, name: str, value: str) -> str:
+def resolve_self_reference(state: ParseState, name: str, value: str) -> str:
     """Replace ``$(NAME)`` in NAME's own value by the value it had until now.
 
     For ``SCHEDD.X = $(X) more`` the unqualified ``$(X)`` counts as a self

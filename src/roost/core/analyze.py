@@ -21,15 +21,16 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from roost.classad import ClassAd, ExprTree
 from roost.classad.ast import AttrRef, BinaryOp, Literal, Node, Paren
+from roost.classad.classad import to_node
 from roost.classad.evaluate import eval_attr, evaluate
+from roost.classad.unparse import format_real_old, unparse
 from roost.classad.values import Value
-
-if TYPE_CHECKING:
-    from roost.core.matchmaker import ConcurrencyLimits
+from roost.core.concurrency import ConcurrencyLimits, parse_concurrency_limits
+from roost.core.conjuncts import conjuncts
 
 STATUS_NAMES = {1: "idle", 2: "running", 3: "removed", 4: "completed", 5: "held",
                 6: "transferring output", 7: "suspended"}
@@ -47,9 +48,6 @@ _FLIP = {">=": "<=", ">": "<", "<=": ">=", "<": ">", "==": "==", "!=": "!=", "=?
 
 def show_value(value: Any) -> str:
     """A runtime value in ClassAd syntax; a real in the short form of ``condor_q -long``."""
-    from roost.classad.convert import to_node
-    from roost.classad.unparse import format_real_old, unparse
-
     if type(value) is float:
         return format_real_old(value)
     return unparse(to_node(value))
@@ -69,23 +67,12 @@ def truth(value: Any) -> str | None:
     return f"not boolean ({show_value(value)})"
 
 
-def conjuncts(node: Node) -> list[Node]:
-    """The top-level ``&&`` clauses of ``node`` (parentheses around it looked through)."""
-    while type(node) is Paren:
-        node = node.expr
-    if type(node) is BinaryOp and node.op == "&&":
-        return conjuncts(node.left) + conjuncts(node.right)
-    return [node]
-
-
 def failing_clause(ad: Any, name: str, target: Any) -> str:
     """The ``&&`` clause of ``ad``'s ``name`` that stops a match, as ``clause is false``.
 
     A false clause decides ``&&`` even next to an undefined one, so it is
     preferred; "" when the expression is not a conjunction.
     """
-    from roost.classad.unparse import unparse
-
     parts = conjuncts(ad.lookup(name).node)
     if len(parts) < 2:
         return ""
@@ -416,8 +403,6 @@ def analyze(job: ClassAd, slots: Sequence[ClassAd], users: Sequence[Mapping[str,
         a.suggestion = f"it is {STATUS_NAMES[status]}: it will not run again"
         return a
 
-    from roost.classad.unparse import unparse
-
     nodes = conjuncts(job.lookup("Requirements").node) if "Requirements" in job else []
     wholes = [_whole(s) for s in slots]
     failing: list[list[int]] = []  # per slot, the indexes of failing clauses
@@ -479,8 +464,6 @@ def analyze(job: ClassAd, slots: Sequence[ClassAd], users: Sequence[Mapping[str,
         else:
             a.notes.append(f"{me} is not in the priority table yet (no usage: best priority)")
     if "ConcurrencyLimits" in job:
-        from roost.core.matchmaker import parse_concurrency_limits  # it imports this module
-
         text = eval_attr(job, "ConcurrencyLimits")
         needs = parse_concurrency_limits(text)
         if needs is None:

@@ -27,6 +27,7 @@ from typing import Any
 
 from roost.classad import ClassAd
 from roost.classad.ast import Literal, Node
+from roost.classad.evaluate import refs_node
 from roost.classad.unparse import unparse
 
 BASE_SIGNIFICANT: tuple[str, ...] = (
@@ -62,15 +63,11 @@ def _value_key(node: Node | None) -> Any:
 
 
 def _internal_refs(ad: ClassAd, node: Node) -> list[str]:
-    from roost.classad.classad import _refs_node
-
-    return [r for r in _refs_node(ad, node, False) if r]
+    return [r for r in refs_node(ad, node, False) if r]
 
 
 def _external_refs(ad: ClassAd, node: Node) -> list[str]:
-    from roost.classad.classad import _refs_node
-
-    return [r for r in _refs_node(ad, node, True) if r]
+    return [r for r in refs_node(ad, node, True) if r]
 
 
 def job_references(job: ClassAd) -> set[str]:

@@ -37,6 +37,7 @@ from typing import Any
 
 from roost.classad.ast import Node
 from roost.classad.evaluate import EvaluationFailed, eval_attr, evaluate
+from roost.classad.parser import parse_expr
 
 # preemption levels, in the order the matchmaker prefers them
 NO_PREEMPTION = 0
@@ -72,8 +73,6 @@ class PreemptionPolicy:
         """From the configuration text; a knob left unset (None or blank) takes
         HTCondor's default (PREEMPTION_REQUIREMENTS False, PREEMPTION_RANK
         :data:`DEFAULT_PREEMPTION_RANK`)."""
-        from roost.classad.parser import parse_expr
-
         req = parse_expr(requirements) if requirements and requirements.strip() else None
         rk = parse_expr(rank if rank and rank.strip() else DEFAULT_PREEMPTION_RANK)
         return cls(req, rk, consider)

@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from roost.classad import ClassAd, quote
+from roost.classad.jsonform import ad_to_obj
 from roost.config import Config
 from roost.net.addresses import read_address, remove_address, write_address
 from roost.net.client import AsyncClient
@@ -192,8 +193,6 @@ class Daemon:
     async def advertise(self) -> bool:
         """Send every ad to the collector now (UPDATE_AD); failures are logged, not raised.
         Whether every ad got there."""
-        from roost.net.adwire import ad_to_obj
-
         for ad_type, ad, private in list(self.ads()):
             obj = ad_to_obj(ad) if isinstance(ad, ClassAd) else ad
             args: dict[str, Any] = {"type": ad_type, "ad": obj}

@@ -31,6 +31,7 @@ from roost.classad.evaluate import EvaluationFailed, evaluate
 from roost.classad.parser import parse_expr
 from roost.daemons.base import Daemon, run
 from roost.net.addresses import write_address
+from roost.net.adwire import obj_to_ad
 from roost.net.errors import RequestError
 from roost.net.server import Handler, Peer, Server, serve
 
@@ -47,8 +48,6 @@ class Entry:
 
     def classad(self) -> ClassAd:
         if self.ad is None:
-            from roost.net.adwire import obj_to_ad
-
             self.ad = obj_to_ad(self.obj)
         return self.ad
 
@@ -88,8 +87,6 @@ class AdStore:
         if not any(k.lower() == "mytype" for k in obj):
             obj["MyType"] = ad_type
         obj["LastHeardFrom"] = int(wall)
-        from roost.net.adwire import obj_to_ad
-
         ad = obj_to_ad(obj)  # refuses a malformed ad now, with a clear error
         entry = Entry(ad_type, obj, private or None, mono + _lifetime(obj, self.default_lifetime), ad)
         self.ads[(ad_type.lower(), name.lower())] = entry

@@ -29,15 +29,16 @@ aside, never fatal). The plan comes from ``roost.core.fairshare.negotiate_fair``
 (pie spins by effective priority, group quotas, concurrency limits, and,
 with ``NEGOTIATOR_CONSIDER_PREEMPTION``, claimed slots offered through their
 private ``PreemptClaimId``).
+
+This module is the cycle: the collector's ads in, the slot views, usage and policy
+knobs, the pure plan, promises out. Beside it, ``negotiator_schedds`` talks to schedds
+(GET_REQUESTS, MATCHES) and ``negotiator_priorities`` keeps ``accountant.json`` and
+answers the commands that change priorities.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import json
-import math
-import os
 import re
 import time
 from collections import deque
@@ -46,24 +47,28 @@ from typing import Any
 
 from roost.classad import ClassAd
 from roost.classad.ast import Literal
+from roost.classad.parser import parse_expr
 from roost.config.errors import ConfigError
 from roost.core.accountant import Accountant, UserRecord
-from roost.core.fairshare import NONE_GROUP, GroupConfig, Submitter, negotiate_fair
-from roost.core.matchmaker import (
+from roost.core.concurrency import (
     DEFAULT_CONCURRENCY_LIMIT,
     ConcurrencyLimits,
-    Match,
-    Request,
-    Slot,
-    negotiate,
     parse_concurrency_limits,
 )
+from roost.core.fairshare import NONE_GROUP, GroupConfig, Submitter, negotiate_fair
+from roost.core.matchmaker import Match, Request, Slot, negotiate
 from roost.core.preemption import PreemptionPolicy
 from roost.core.promises import COUNTER, OFFER, WITHHOLD, Charge, PromiseBook
 from roost.core.updown import UpDown, UpDownRates, preemption_priority
 from roost.daemons.base import Daemon, run
+from roost.daemons.negotiator_priorities import (
+    AccountantFile,
+    PriorityCommands,
+    is_nice,
+    record_obj,
+)
+from roost.daemons.negotiator_schedds import Schedds
 from roost.net.adwire import obj_to_ad
-from roost.net.client import AsyncClient
 from roost.net.errors import RequestError
 from roost.net.server import Handler, Peer
 
@@ -136,9 +141,9 @@ class Negotiator(Daemon):
         self._last_start = 0.0
         self.cycles = 0
         self.stats: deque[CycleStats] = deque(maxlen=20)
-        self._schedds: dict[str, AsyncClient] = {}
         self._slot_cache: dict[str, tuple[dict[str, Any], ClassAd]] = {}
         self.promises = PromiseBook(self.match_hold)
+        self.schedds = Schedds(self.timeout, self.promises, self.log)
         # -- Up-Down (NEGOTIATOR_ALGORITHM = updown): submit machines, not users ------
         algorithm = (cfg.get("NEGOTIATOR_ALGORITHM") or "fairshare").strip().lower()
         if algorithm not in ("fairshare", "updown"):
@@ -160,6 +165,8 @@ class Negotiator(Daemon):
         self.consider_preemption = cfg.get_bool("NEGOTIATOR_CONSIDER_PREEMPTION", True) is not False
         self.use_slot_weights = cfg.get_bool("NEGOTIATOR_USE_SLOT_WEIGHTS", True) is not False
         self.accountant_path = self.spool_dir / ACCOUNTANT_FILE
+        self.accountant_file = AccountantFile(self.accountant_path, self.log)
+        self.priority_commands = PriorityCommands(self)
         # replaced by the saved state in start(); a fresh one until then
         self._policy_warned: set[str] = set()
         self.accountant = Accountant(**self._accountant_kw())
@@ -175,8 +182,6 @@ class Negotiator(Daemon):
         text = (self.config.get(knob) or "").strip()
         if not text:
             return None
-        from roost.classad.parser import parse_expr
-
         try:
             return parse_expr(text)
         except Exception as e:  # a bad knob must not stop the pool: log and ignore it
@@ -189,11 +194,7 @@ class Negotiator(Daemon):
             "RESCHEDULE": self.h_reschedule,
             "CYCLE_STATS": self.h_cycle_stats,
             "USERPRIO": self.h_userprio,
-            "SET_FACTOR": self.h_set_factor,
-            "SET_PRIORITY": self.h_set_priority,
-            "RESET_USAGE": self.h_reset_usage,
-            "SET_FLOOR": self.h_set_floor,
-            "SET_CEILING": self.h_set_ceiling,
+            **self.priority_commands.handlers(),
             "LIMITS": self.h_limits,
         }
 
@@ -212,7 +213,7 @@ class Negotiator(Daemon):
         acct = self.accountant
         acct.update(self._last_usage, time.time())  # fresh figures, not those of the last cycle
         self._acct_dirty = True
-        out: dict[str, Any] = {"users": [self._record_obj(r) for r in acct.records()]}
+        out: dict[str, Any] = {"users": [record_obj(r, acct) for r in acct.records()]}
         if self.updown_mode:
             out["stations"] = [{"name": s, "index": self.updown.index.get(s, 0.0)}
                                for s in self.updown.order(set(self.updown.index) | set(self._station_of.values()))]
@@ -248,69 +249,11 @@ class Negotiator(Daemon):
                        for g in groups],
         }
 
-    def _record_obj(self, rec: UserRecord) -> dict[str, Any]:
-        """A UserRecord as USERPRIO's wire form (docs/protocol.md)."""
-        out: dict[str, Any] = {
-            "name": rec.name, "priority": rec.priority, "factor": rec.factor,
-            "effective": self.accountant.effective_priority(rec.name, nice=_is_nice(rec.name)),
-            "usage": rec.usage, "accumulated_usage": rec.accumulated_usage,
-            "begin_usage": rec.begin_usage_time, "resources_used": rec.resources_used,
-            "floor": rec.floor, "ceiling": rec.ceiling, "last_usage": rec.last_usage_time, "group": rec.group,
-        }
-        return {k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in out.items()}
-
-    def _changed_accountant(self) -> None:
+    def accountant_changed(self) -> None:
+        """A command changed the accountant: save it now and run a cycle by the new priorities."""
         self._acct_dirty = True
         self.save_accountant(force=True)
         self.reschedule("user priorities changed")
-
-    async def h_set_factor(self, req: dict[str, Any], peer: Peer) -> dict[str, Any]:
-        factor = req["factor"]
-        if not (isinstance(factor, (int, float)) and math.isfinite(factor) and factor >= 1):
-            raise RequestError("BAD_REQUEST", "SET_FACTOR: factor must be a number >= 1")
-        self.accountant.set_factor(req["name"], float(factor))
-        self.log.info("priority factor of %s set to %g by %s", req["name"], factor, peer.address)
-        self._changed_accountant()
-        return {}
-
-    async def h_set_priority(self, req: dict[str, Any], peer: Peer) -> dict[str, Any]:
-        prio = req["priority"]
-        if isinstance(prio, bool) or not (isinstance(prio, (int, float)) and math.isfinite(prio)):
-            raise RequestError("BAD_REQUEST", "SET_PRIORITY: priority must be a finite number")
-        self.accountant.set_priority(req["name"], float(prio))
-        got = self.accountant.real_priority(req["name"])
-        self.log.info("real priority of %s set to %g by %s", req["name"], got, peer.address)
-        self._changed_accountant()
-        return {"priority": got}
-
-    async def h_reset_usage(self, req: dict[str, Any], peer: Peer) -> dict[str, Any]:
-        acct = self.accountant
-        name = req["name"]
-        names = [r.name for r in acct.records()] if name == "*" else [name]
-        now = time.time()
-        for n in names:
-            acct.reset_usage(n, now)
-        self.log.info("usage of %s reset by %s", "everyone" if name == "*" else name, peer.address)
-        self._changed_accountant()
-        return {"count": len(names)}
-
-    def _weight_arg(self, req: dict[str, Any], key: str) -> float | None:
-        v = req.get(key)
-        if v is None:
-            return None
-        if not (isinstance(v, (int, float)) and math.isfinite(v) and v >= 0):
-            raise RequestError("BAD_REQUEST", f"{key} must be a number >= 0 or null")
-        return float(v)
-
-    async def h_set_floor(self, req: dict[str, Any], peer: Peer) -> dict[str, Any]:
-        self.accountant.set_floor(req["name"], self._weight_arg(req, "floor"))
-        self._changed_accountant()
-        return {}
-
-    async def h_set_ceiling(self, req: dict[str, Any], peer: Peer) -> dict[str, Any]:
-        self.accountant.set_ceiling(req["name"], self._weight_arg(req, "ceiling"))
-        self._changed_accountant()
-        return {}
 
     # -- the accountant's state ------------------------------------------------------------
     def _accountant_kw(self) -> dict[str, Any]:
@@ -329,31 +272,9 @@ class Negotiator(Daemon):
 
     def load_accountant(self) -> None:
         """Read $(SPOOL)/accountant.json; a corrupt file is renamed aside and logged."""
-        kw = self._accountant_kw()
-        path = self.accountant_path
-        try:
-            text = path.read_text(encoding="utf-8")
-        except FileNotFoundError:
-            self.accountant = Accountant(**kw)
-            return
-        except OSError as e:
-            self.log.error("cannot read %s (%s): starting with empty usage", path, e)
-            self.accountant = Accountant(**kw)
-            return
-        try:
-            obj = json.loads(text)
-            if not isinstance(obj, dict):
-                raise ValueError("not a JSON object")
-            self.accountant = Accountant.from_json(obj, **kw)
-            self.updown = UpDown.from_json(obj.get("updown"))
-        except Exception as e:
-            aside = path.with_name(f"{path.name}.corrupt.{int(time.time())}")
-            with contextlib.suppress(OSError):
-                os.replace(path, aside)
-            self.log.error("%s is corrupt (%s): set aside as %s; starting with empty usage", path, e, aside.name)
-            self.accountant = Accountant(**kw)
-            return
-        self.log.info("accountant state loaded from %s", path)
+        self.accountant, updown = self.accountant_file.load(**self._accountant_kw())
+        if updown is not None:
+            self.updown = updown
 
     def save_accountant(self, force: bool = False) -> bool:
         """Write the accountant's state (temp file + rename) if it changed and the last
@@ -363,21 +284,7 @@ class Negotiator(Daemon):
         now = time.monotonic()
         if not force and now - self._acct_saved < self.save_interval:
             return False
-        path = self.accountant_path
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            data = json.dumps({**self.accountant.to_json(), "updown": self.updown.to_json()},
-                              sort_keys=True, allow_nan=False)
-            with open(tmp, "w", encoding="utf-8") as f:
-                f.write(data)
-                f.flush()
-                os.fsync(f.fileno())
-            os.replace(tmp, path)
-        except (OSError, ValueError, TypeError) as e:
-            self.log.error("cannot write %s: %s", path, e)
-            with contextlib.suppress(OSError):
-                tmp.unlink()
+        if not self.accountant_file.write(self.accountant, self.updown):
             return False
         self._acct_dirty = False
         self._acct_saved = now
@@ -473,7 +380,7 @@ class Negotiator(Daemon):
         stats.slots = len(slots)
         if not slots:
             return self._finish(stats, t0)
-        answers = await asyncio.gather(*(self._get_requests(s) for s in subs), return_exceptions=True)
+        answers = await asyncio.gather(*(self.schedds.get_requests(s) for s in subs), return_exceptions=True)
         requests: dict[str, list[Request]] = {}
         order: list[str] = []
         for sub, answer in zip(subs, answers):
@@ -482,7 +389,7 @@ class Negotiator(Daemon):
                 stats.errors.append(f"{name}: {answer}")
                 self.log.warning("GET_REQUESTS for %s failed: %s", name, answer)
                 continue
-            reqs = self._requests(sub, answer, stats, prios.get(name))
+            reqs = self.schedds.requests(sub, answer, stats, prios.get(name))
             if reqs:
                 requests[name] = reqs
                 order.append(name)
@@ -497,7 +404,7 @@ class Negotiator(Daemon):
         stats.per_submitter = {k: v for k, v in plan.by_submitter.items() if v}
         stats.matches = len(plan.matches)
         self._remember(plan.matches)
-        await self._send_matches(plan.matches, stats)
+        await self.schedds.send_matches(plan.matches, stats)
         return self._finish(stats, t0)
 
     # -- fair share -------------------------------------------------------------------------
@@ -512,7 +419,7 @@ class Negotiator(Daemon):
 
     def _user_prio(self, name: str) -> float:
         """The accountant's effective priority of ``name`` (real × factor)."""
-        return self.accountant.effective_priority(name, nice=_is_nice(name))
+        return self.accountant.effective_priority(name, nice=is_nice(name))
 
     def _advance_updown(self, subs: list[dict[str, Any]], now: float) -> None:
         """Each submit machine's weight in use and whether it waits, from the Submitter
@@ -790,85 +697,9 @@ class Negotiator(Daemon):
             charge = Charge(m.submitter, m.weight, parse_concurrency_limits(text) or {})
             self.promises.note(m.slot.name, _answered(m.slot.extra), m.resources, now, charge)
 
-    # -- schedds -------------------------------------------------------------------------------
-    def _schedd(self, address: str) -> AsyncClient:
-        client = self._schedds.get(address)
-        if client is None:
-            client = self._schedds[address] = AsyncClient(address, timeout=self.timeout)
-        return client
-
-    async def _get_requests(self, sub: dict[str, Any]) -> dict[str, Any]:
-        owner = sub.get("Owner")
-        if not isinstance(owner, str):
-            owner = str(sub.get("Name"))
-        return await self._schedd(sub["ScheddAddress"]).call("GET_REQUESTS", owner=owner,
-                                                              submitter=str(sub.get("Name")))
-
-    def _requests(self, sub: dict[str, Any], answer: dict[str, Any], stats: CycleStats,
-                  prio: float | None = None) -> list[Request]:
-        name = str(sub.get("Name"))
-        out = []
-        items = answer.get("requests")
-        if not isinstance(items, list):
-            stats.errors.append(f"{name}: GET_REQUESTS answer has no requests list")
-            return out
-        for item in items:
-            if not isinstance(item, dict):
-                stats.rejected += 1
-                continue
-            count, ad_obj = item.get("count"), item.get("ad")
-            if type(count) is not int or count <= 0 or not isinstance(ad_obj, dict):
-                stats.rejected += 1
-                continue
-            try:
-                ad = obj_to_ad(ad_obj)
-            except RequestError as e:
-                stats.rejected += 1
-                self.log.warning("bad request ad from %s: %s", name, e)
-                continue
-            if prio is not None:
-                ad["SubmitterUserPrio"] = prio
-            out.append(Request(name, item.get("autocluster"), count, ad, sub["ScheddAddress"]))
-        return out
-
-    async def _send_matches(self, matches: list[Match], stats: CycleStats) -> None:
-        by_schedd: dict[str, list[dict[str, Any]]] = {}
-        for m in matches:
-            slot = m.slot
-            entry = {
-                "autocluster": m.request.autocluster,
-                "submitter": m.request.submitter,
-                "slot_name": slot.name,
-                "claim_id": slot.claim_id,
-                "startd_address": slot.address,
-                "slot_ad": slot.extra,
-            }
-            if m.resources:
-                entry["resources"] = m.resources
-            if m.preempts:
-                entry["preempt"] = True
-            by_schedd.setdefault(m.request.extra, []).append(entry)
-
-        async def send(address: str, items: list[dict[str, Any]]) -> None:
-            try:
-                await self._schedd(address).call("MATCHES", matches=items)
-            except (ConnectionError, RequestError) as e:
-                stats.errors.append(f"MATCHES to {address}: {e}")
-                for item in items:  # never claimed: offer those slots again
-                    self.promises.forget(item["slot_name"])
-
-        await asyncio.gather(*(send(a, items) for a, items in by_schedd.items()))
-
     async def stop(self) -> None:
         self.save_accountant(force=True)
-        for client in self._schedds.values():
-            await client.close()
-
-
-def _is_nice(name: str) -> bool:
-    """A nice_user submitter: submit puts its jobs in the ``nice-user`` accounting
-    group (HTCondor's NICE_USER_ACCOUNTING_GROUP_NAME), so its name starts so."""
-    return name.lower().startswith("nice-user.")
+        await self.schedds.close()
 
 
 def _never(node: Any) -> bool:

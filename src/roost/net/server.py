@@ -69,6 +69,7 @@ def _user_name(uid: int) -> str:
     name = _user_names.get(uid)
     if name is None:
         try:
+            # lazy: pwd is Unix-only; a peer's uid is only named on a Unix socket
             import pwd
 
             name = pwd.getpwuid(uid).pw_name

@@ -63,6 +63,7 @@ class ClusterSubmission:
 
 def to_classad(ad: dict[str, AttrValue]):  # type: ignore[no-untyped-def]
     """A roost ClassAd holding ``ad`` (expressions parsed, literals as values)."""
+    # lazy: the ClassAd library (~35 ms) only for the API and daemons, not `roost submit`
     from roost.classad import ClassAd, ExprTree
 
     out = ClassAd()

@@ -3,6 +3,10 @@
 ``$CHOICE()``, ``$RANDOM_INTEGER()``, ``$RANDOM_CHOICE()``; ``$$(Attr)`` is kept
 for the schedd to expand at match time.
 
+Finding the references (nested parentheses, ``$$``) is the scanner shared with the
+configuration language (``roost.config.macros``, with ``SUBMIT_SYNTAX``); what each
+one means is this module's.
+
 Names are case-insensitive. *Live* variables (ClusterId, ProcId, Item, Row,
 Step, the queue's own variables...) change per proc, so the expander records
 whether a value touched one: per-proc work then re-expands only the commands
@@ -17,9 +21,12 @@ import random
 import re
 from collections.abc import Callable, Mapping
 
+from roost.config.macros import Syntax, expand
 from roost.submit.errors import SubmitError
 
-_FUNC_RE = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]*)?\(")
+#: every ``$NAME(`` is a reference (an unknown one is kept as written); ``$$(...)``
+#: is kept for the schedd; an unclosed ``$NAME(`` leaves the rest of the text as written
+SUBMIT_SYNTAX = Syntax(is_function=None, dollar_pair=False, stop_at_unclosed=True)
 _NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_.+]*\Z")
 _SENTINEL_RE = re.compile("\x01(\\d+)\x02")
 MAX_DEPTH = 64
@@ -57,19 +64,6 @@ class Template:
         if self.named is not None:
             return self.named.format_map(live)
         return self.fmt.format(*[live[s] for s in self.slots])
-
-
-def _match_paren(text: str, open_at: int) -> int:
-    depth = 0
-    for k in range(open_at, len(text)):
-        c = text[k]
-        if c == "(":
-            depth += 1
-        elif c == ")":
-            depth -= 1
-            if depth == 0:
-                return k
-    return -1
 
 
 def _unquote(s: str) -> str:
@@ -218,38 +212,11 @@ class Expander:
     def _expand(self, text: str, depth: int) -> str:
         if depth > MAX_DEPTH:
             raise SubmitError(f"macro expansion too deep (a macro refers to itself?): {text[:60]}")
-        out: list[str] = []
-        i = 0
-        while True:
-            j = text.find("$", i)
-            if j < 0:
-                out.append(text[i:])
-                break
-            out.append(text[i:j])
-            if text.startswith("$$(", j):
-                k = _match_paren(text, j + 2)
-                if k < 0:
-                    out.append(text[j:])
-                    break
-                out.append(text[j:k + 1])
-                i = k + 1
-                continue
-            m = _FUNC_RE.match(text, j)
-            if not m:
-                out.append("$")
-                i = j + 1
-                continue
-            k = _match_paren(text, m.end() - 1)
-            if k < 0:
-                out.append(text[j:])
-                break
-            got = self._call(m.group(1), text[m.end():k], depth)
-            if got is None:
-                out.append(text[j:k + 1])
-            else:
-                out.append(got)
-            i = k + 1
-        return "".join(out)
+
+        def replace(func: str, body: str) -> str | None:
+            return self._call(func, body, depth)
+
+        return expand(text, replace, SUBMIT_SYNTAX)
 
     def _raw(self, name: str) -> tuple[bool, str]:
         """Look a name up: live variables win, then the submit hash, then defaults."""
@@ -291,8 +258,9 @@ class Expander:
                 return v
         return self._expand(arg, depth + 1) if "$" in arg else arg
 
-    def _call(self, func: str | None, body: str, depth: int) -> str | None:
-        if func is None:
+    def _call(self, func: str, body: str, depth: int) -> str | None:
+        """What ``$func(body)`` expands to (``$(body)`` when func is ""); None keeps it as written."""
+        if not func:
             name, colon, default = body.partition(":")
             if not _NAME_RE.match(name):
                 return None
@@ -389,6 +357,7 @@ class Expander:
 
 def classad_number(text: str) -> object:
     """Evaluate text as a ClassAd expression ($INT(2*3)); None when it is not one."""
+    # lazy: the ClassAd library (~35 ms) only for a $INT()/$REAL() of an expression
     from roost.classad import ExprTree
 
     try:

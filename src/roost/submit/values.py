@@ -35,6 +35,7 @@ def to_classad_text(v: AttrValue) -> str:
         if math.isfinite(v) and v == int(v) and abs(v) < 1e15:
             return f"{v:.1f}"
         return repr(v)
-    from roost.classad.unparse import quote  # the unparser imports typing &c.: not at start-up
+    # lazy: the unparser imports typing &c. (~7 ms): not at start-up
+    from roost.classad.unparse import quote
 
     return quote(v)

@@ -10,11 +10,16 @@ writes; this module adds only what the submit library's own value types need.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from roost.classad.jsonform import ads_to_json, escape_string, format_real, node_to_json
+from roost.classad.jsonform import (
+    ads_to_json,
+    escape_string,
+    node_to_json,
+    value_to_json,
+    value_to_obj,
+)
 from roost.classad.parser import parse_expr
 from roost.submit.jobads import ClusterSubmission, to_classad
 from roost.submit.values import AttrValue, Expr
@@ -24,10 +29,7 @@ def wire_value(v: Any) -> Any:
     """One submit-library value in the wire form (``/Expr(...)/`` for expressions)."""
     if type(v) is Expr:
         return "/Expr(" + v + ")/"
-    if type(v) is float and not math.isfinite(v):
-        text = "NaN" if math.isnan(v) else ("INF" if v > 0 else "-INF")
-        return f'/Expr(real("{text}"))/'
-    return v
+    return value_to_obj(v)
 
 
 def wire_ad(ad: Mapping[str, Any]) -> dict[str, Any]:
@@ -78,15 +80,7 @@ class _JsonRenderer:
             if got is None:
                 got = self._exprs[v] = node_to_json(parse_expr(str(v)))
             return got
-        t = type(v)
-        if t is bool:
-            return "true" if v else "false"
-        if t is int:
-            return str(v)
-        if t is float:
-            r = format_real(v)  # type: ignore[arg-type]
-            return r if r is not None else self.value(Expr(f'real("{v}")'))
-        return '"' + escape_string(v) + '"'  # type: ignore[arg-type]
+        return value_to_json(v)
 
     def pair(self, k: str, v: AttrValue) -> str:
         return '"' + escape_string(k) + '": ' + self.value(v)

@@ -12,13 +12,12 @@ import pytest
 
 from roost.classad import ClassAd, ExprTree, Value
 from roost.classad.ast import AdExpr, BinaryOp, FuncCall, ListExpr, Literal
+from roost.classad.classad import node_to_python, to_node
 from roost.classad.convert import (
     abstime_to_datetime,
     datetime_to_abstime,
     literal_value,
-    node_to_python,
     time_literal,
-    to_node,
     to_python,
 )
 from roost.classad.parser import parse_expr

@@ -22,9 +22,8 @@ from roost.classad.jsonform import (
     ads_to_jsonl,
     escape_string,
     format_real,
-    json_to_ad,
-    json_to_ads,
 )
+from roost.classad.jsonparse import json_to_ad, json_to_ads
 
 # Ads in classad2's syntax. Each is parsed by classad2, and roost reads
 # classad2's own repr of it, so both sides hold the attributes in one order.

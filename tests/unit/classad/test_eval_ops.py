@@ -19,6 +19,7 @@ from eval_harness import E, U, run
 
 import roost.classad as rc
 from roost.classad import evaluate as ev
+from roost.classad import operators as ops
 from roost.classad.ast import BinaryOp, Literal
 from roost.classad.parser import parse_expr
 from roost.classad.values import AbsTime, RelTime, Value
@@ -141,12 +142,12 @@ def test_operators_on_attribute_values() -> None:
 
 
 def test_binary_and_unary_functions_match_compiled_code() -> None:
-    """evaluate.binary/unary (used for constant folding) agree with compiled evaluation."""
-    assert ev.binary("+", 1, 2) == 3
-    assert ev.binary("&&", Value.Undefined, False) is False
-    assert ev.binary("||", Value.Undefined, True) is True
-    assert ev.unary("-", RelTime(3)) == RelTime(-3)
-    assert ev.binary("-", AbsTime(10), AbsTime(4)) == RelTime(6.0)
+    """operators.binary/unary (used for constant folding) agree with compiled evaluation."""
+    assert ops.binary("+", 1, 2) == 3
+    assert ops.binary("&&", Value.Undefined, False) is False
+    assert ops.binary("||", Value.Undefined, True) is True
+    assert ops.unary("-", RelTime(3)) == RelTime(-3)
+    assert ops.binary("-", AbsTime(10), AbsTime(4)) == RelTime(6.0)
     node = BinaryOp("+", Literal(1), Literal(2))
     assert ev.evaluate(node) == 3
 

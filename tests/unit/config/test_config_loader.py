@@ -13,10 +13,8 @@ FACTS = {"DETECTED_CPUS": "2", "DETECTED_MEMORY": "4096"}
 
 
 def load(path=None, env=None, **kw) -> Config:
-    from roost.config.loader import load as _load
-
     env = env or {}
-    return _load(path, env=env, facts={**FACTS, "ROOST_HOME": env.get("ROOST_HOME", "/no-home")}, **kw)
+    return Config.load(path, env=env, facts={**FACTS, "ROOST_HOME": env.get("ROOST_HOME", "/no-home")}, **kw)
 
 
 def test_explicit_path(tmp_path: Path) -> None:

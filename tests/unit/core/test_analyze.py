@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from roost.classad import ClassAd, ExprTree
 from roost.core.analyze import analyze, render, slot_refusal
-from roost.core.matchmaker import ConcurrencyLimits
+from roost.core.concurrency import ConcurrencyLimits
 
 REQ = ('(TARGET.Arch == "X86_64") && (TARGET.OpSys == "LINUX") && (TARGET.Disk >= RequestDisk)'
        ' && (TARGET.Memory >= RequestMemory) && (TARGET.HasFileTransfer)')

@@ -376,7 +376,7 @@ def test_thin_slices_still_get_a_heavy_slot():
 
 
 def test_concurrency_limits_hold_across_spins():
-    from roost.core.matchmaker import ConcurrencyLimits
+    from roost.core.concurrency import ConcurrencyLimits
 
     lic = job(ConcurrencyLimits="license")
     reqs = {"a@h": [Request("a@h", 1, 10, lic)], "b@h": [Request("b@h", 1, 10, lic)]}

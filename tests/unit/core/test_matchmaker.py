@@ -134,19 +134,16 @@ import random  # noqa: E402
 
 from roost.classad import ExprTree  # noqa: E402
 from roost.classad.evaluate import matches  # noqa: E402
-from roost.core.matchmaker import (  # noqa: E402
-    ConcurrencyLimits,
-    _eval,
-    _fits,
-    _requested,
-    _View,
-)
+from roost.core.concurrency import ConcurrencyLimits  # noqa: E402
+from roost.core.matchmaker import _fits, _requested  # noqa: E402
+from roost.core.matchvalues import eval_number  # noqa: E402
+from roost.core.slotclasses import SlotView  # noqa: E402
 
 
 def _reference(slots, requests_by_submitter, order, limits=None, pre=None, post=None):
     """The old all-pairs matchmaker (every request against every slot), kept as the
     definition of the answer; a partitionable slot stays on offer while it has room."""
-    views = [_View(s, i, False) for i, s in enumerate(slots) if s.ad.eval("State") == "Unclaimed"]
+    views = [SlotView(s, i, False) for i, s in enumerate(slots) if s.ad.eval("State") == "Unclaimed"]
     out = []
     for sub in order:
         budget = None if limits is None else limits.get(sub)
@@ -164,8 +161,8 @@ def _reference(slots, requests_by_submitter, order, limits=None, pre=None, post=
                     if not _fits(v, amounts):
                         return None
                     weight = amounts["Cpus"]
-                rank = (_eval(pre, ad, job), _eval(job._attrs.get("rank"), job, ad),
-                        _eval(post, ad, job))
+                rank = (eval_number(pre, ad, job), eval_number(job._attrs.get("rank"), job, ad),
+                        eval_number(post, ad, job))
                 return rank, amounts, weight
 
             heap = []

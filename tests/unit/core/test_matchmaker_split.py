@@ -1,4 +1,4 @@
-"""Jobs that read a partitionable slot's resources only as thresholds (``_Split``):
+"""Jobs that read a partitionable slot's resources only as thresholds (``Split``):
 their answers per base, the per-base scan with its cursors and spent-slot skips,
 must give exactly the plans of the all-pairs reference and of a pool that
 remembers nothing between requests."""
@@ -6,7 +6,8 @@ remembers nothing between requests."""
 import random
 
 from roost.classad import ClassAd, ExprTree
-from roost.core.matchmaker import Slot, SlotPool, _Split, negotiate
+from roost.core.matchmaker import Slot, SlotPool, negotiate
+from roost.core.thresholds import Split
 
 from .test_matchmaker import _reference, job, req
 from .test_matchmaker_cache import Forgetful, _spin
@@ -80,7 +81,7 @@ def test_which_jobs_are_split():
         return pool._job_info(job(requirements=requirements, rank=rank, **extra))[5]
 
     s = split("TARGET.Memory >= RequestMemory && TARGET.Arch =!= \"ppc\"", rank="0")
-    assert isinstance(s, _Split) and s.ranked and s.monotone and s.cpus and len(s.rest) == 1
+    assert isinstance(s, Split) and s.ranked and s.monotone and s.cpus and len(s.rest) == 1
     assert not split("TARGET.Memory <= 4096").monotone
     assert not split("TARGET.Memory >= 1", rank="TARGET.Memory").ranked
     assert split("TARGET.Memory / 2 >= RequestMemory") is None  # not a threshold

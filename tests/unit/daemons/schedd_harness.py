@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from roost.net.adwire import ad_to_obj
+from roost.classad.jsonform import ad_to_obj
 from roost.net.client import AsyncClient
 from roost.net.server import serve
 from roost.net.syncclient import SyncClient

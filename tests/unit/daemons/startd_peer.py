@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from roost.classad import ClassAd, ExprTree
-from roost.net.adwire import ad_to_obj
+from roost.classad.jsonform import ad_to_obj
 from roost.net.client import AsyncClient
 from roost.net.errors import RequestError
 from roost.net.server import Peer, serve

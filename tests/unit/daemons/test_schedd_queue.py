@@ -240,7 +240,7 @@ def test_a_reservation_ends_with_its_connection(schedd, tmp_path):
         cid = a.call("NEW_CLUSTER")["cluster"]
     # the reserving connection is closed: the reservation is gone with it
     [cs] = parse_submit(JOB.format(mem=1, n=1), cwd=str(tmp_path)).expand(cid, int(time.time()), "root")
-    from roost.net.adwire import ad_to_obj
+    from roost.classad.jsonform import ad_to_obj
     from roost.submit.jobads import to_classad
 
     args = {"cluster": cid, "cluster_ad": ad_to_obj(cs.cluster_classad()),

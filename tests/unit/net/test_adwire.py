@@ -4,7 +4,8 @@ import math
 import pytest
 
 from roost.classad import ClassAd
-from roost.net.adwire import ad_to_obj, obj_to_ad
+from roost.classad.jsonform import ad_to_obj
+from roost.net.adwire import obj_to_ad
 from roost.net.errors import RequestError
 
 

@@ -23,6 +23,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 from roost.classad import ClassAd
+from roost.classad.jsonform import ad_to_obj
 from roost.config import Config
 from roost.core import ownerpolicy as op
 from roost.core import slots as core
@@ -31,7 +32,7 @@ from roost.daemons.startd.cgroups import JobCgroups
 from roost.daemons.startd.jobspec import Identity, JobSpecError, job_identity, parse_job
 from roost.daemons.startd.peers import Peers
 from roost.daemons.startd.starter import Starter
-from roost.net.adwire import ad_to_obj, obj_to_ad
+from roost.net.adwire import obj_to_ad
 from roost.net.errors import RequestError
 from roost.net.server import Peer
 

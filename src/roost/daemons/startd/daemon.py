@@ -43,6 +43,7 @@ from dataclasses import replace
 from typing import Any
 
 from roost.classad import ClassAd, ExprTree
+from roost.classad.jsonform import ad_to_obj
 from roost.config import Config
 from roost.core import ownerpolicy as op
 from roost.core import slots as core
@@ -54,7 +55,6 @@ from roost.daemons.startd.claims import Claims
 from roost.daemons.startd.leftovers import JOBS_DIR, cleanup_leftovers
 from roost.daemons.startd.owner_policy import OwnerPolicy
 from roost.daemons.startd.peers import Peers
-from roost.net.adwire import ad_to_obj
 from roost.net.client import AsyncClient
 from roost.net.errors import RequestError
 from roost.net.server import Handler

@@ -31,10 +31,12 @@ from __future__ import annotations
 
 import asyncio
 import errno
+import hashlib
 import os
 import shutil
 import stat
 import subprocess
+import tempfile
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
@@ -195,9 +197,6 @@ def build_launcher(directory: str) -> str | None:
     its path, or None without a compiler or when the build fails. Blocking (~0.1 s
     the first time): run it off the event loop. Later spawns use it."""
     global _launcher
-    import hashlib
-    import tempfile
-
     digest = hashlib.sha256(LAUNCHER_SOURCE.encode()).hexdigest()[:16]
     path = os.path.join(directory, f"roost-launcher-{digest}")
     try:

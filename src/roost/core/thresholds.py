@@ -1,0 +1,144 @@
+"""Jobs that read a partitionable slot's resources only as thresholds.
+
+``TARGET.Memory >= RequestMemory`` with a number on the other side: for such a job
+the rest of the match (the other conjuncts and the slot's own Requirements), and its
+ranks when they read no resource, are the same for every slot of one base (its values
+of everything but the resources; see :mod:`roost.core.slotclasses`). They are
+evaluated once per base, and a carved slot costs a few number comparisons instead of
+an evaluation. Carving makes a new class per slot, so that is most of a cycle.
+
+Its own module because it is an analysis of one job's Requirements (:func:`split_of`
+says whether a job is such a job, and how), apart from the matching that uses it
+(:meth:`roost.core.matchmaker.SlotPool.match_request`).
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Callable
+from typing import Any
+
+from roost.classad import ClassAd
+from roost.classad.ast import AttrRef, BinaryOp, Literal, Node
+from roost.core.conjuncts import conjuncts, unparen
+from roost.core.slotclasses import RESOURCE_KEYS, RESOURCE_NAMES, SlotClasses
+
+_CMP_OPS: dict[str, Callable[[Any, Any], bool]] = {
+    ">=": operator.ge, ">": operator.gt, "<=": operator.le, "<": operator.lt,
+}
+_FLIPPED = {">=": "<=", ">": "<", "<=": ">=", "<": ">"}
+_SPLIT_BLOCKERS = RESOURCE_KEYS | {"requirements"}
+
+
+class Split:
+    """How a job reads a partitionable slot's resources: only as thresholds."""
+
+    __slots__ = ("checks", "rest", "ranked", "monotone", "cpus", "reads")
+
+    def __init__(self, checks: tuple[tuple[str, Callable[[Any, Any], bool], float], ...],
+                 rest: tuple[Node, ...] | None, ranked: bool, cpus: bool,
+                 reads: frozenset[str]) -> None:
+        # (resource, comparison, number): what is left must pass ``left cmp number``,
+        # for the thresholds and for the request to fit (``matchmaker._fits``)
+        self.checks = checks
+        self.rest = rest  # the other conjuncts; None: Requirements reads no resource at all
+        self.ranked = ranked  # the ranks read no resource: one answer per base too
+        # every check only ever fails more as a slot is carved (lower bounds)
+        self.monotone = all(c[1] in (operator.ge, operator.gt, _never) for c in checks)
+        self.cpus = cpus  # asks for Cpus: a slot with none left never passes
+        # the resources its thresholds compare: a slot must have them (an absent one
+        # is UNDEFINED to the job, not the 0 that ``remaining`` holds)
+        self.reads = reads
+
+
+def _scope(node: Node | None, name: str) -> bool:
+    """``node`` is the bare scope name ``name`` (``TARGET``, ``MY``)."""
+    return (type(node) is AttrRef and node.base is None and not node.absolute
+            and node.lname == name)
+
+
+def _slot_resource(node: Node, job: ClassAd) -> str | None:
+    """The resource (lower-case) that a job-side reference reads from the slot, else None."""
+    node = unparen(node)
+    if type(node) is not AttrRef or node.absolute or node.lname not in RESOURCE_KEYS:
+        return None
+    if node.base is None:  # a bare name is the job's own first
+        return None if node.lname in job._attrs else node.lname
+    return node.lname if _scope(node.base, "target") else None
+
+
+def _job_number(node: Node, job: ClassAd) -> float | None:
+    """The number a job-side expression is whatever the slot: a number literal, or
+    a reference to a job attribute that is one."""
+    node = unparen(node)
+    if type(node) is AttrRef and not node.absolute and (node.base is None or _scope(node.base, "my")):
+        found = job._attrs.get(node.lname)
+        if found is None:
+            return None
+        node = found
+    if type(node) is Literal and type(node.value) in (int, float):
+        return node.value
+    return None
+
+
+def _threshold(node: Node, job: ClassAd) -> tuple[str, Callable[[Any, Any], bool], float] | None:
+    node = unparen(node)
+    if type(node) is not BinaryOp or node.op not in _CMP_OPS:
+        return None
+    op, other = node.op, node.right
+    res = _slot_resource(node.left, job)
+    if res is None:
+        res, op, other = _slot_resource(node.right, job), _FLIPPED[op], node.left
+        if res is None:
+            return None
+    v = _job_number(other, job)
+    return None if v is None else (RESOURCE_NAMES[res], _CMP_OPS[op], v)
+
+
+def _never(left: Any, number: Any) -> bool:
+    return False
+
+
+def split_of(job: ClassAd, fixed: dict[str, float] | None, classes: SlotClasses,
+             pre_job_rank: Node | None, post_job_rank: Node | None) -> Split | None:
+    """How ``job`` reads a partitionable slot's resources, when only as thresholds.
+    ``fixed``: its request when that cannot depend on the slot (else no split)."""
+    req = job._attrs.get("requirements")
+    if fixed is None or req is None:
+        return None
+    thresholds, rest = [], []
+    for c in conjuncts(req):
+        t = _threshold(c, job)
+        if t is None:
+            rest.append(c)
+        else:
+            thresholds.append(t)
+    refs = classes.pslot_refs.get("requirements", ())
+    if refs is None:
+        return None
+    start = set(refs)
+    for c in rest:
+        names = classes.names(c)
+        if names is None:
+            return None
+        start |= names
+    reach = classes.reach(start, job)
+    if reach is None or not reach.isdisjoint(_SPLIT_BLOCKERS):
+        return None
+    rank_names: set[str] = set()
+    for node in (pre_job_rank, job._attrs.get("rank"), post_job_rank):
+        if node is not None and type(node) is not Literal:
+            names = classes.names(node)
+            if names is None:
+                return None
+            rank_names |= names
+    reach = classes.reach(rank_names, job)
+    ranked = reach is not None and reach.isdisjoint(_SPLIT_BLOCKERS)
+    checks = [(attr, operator.ge, amount) for attr, amount in fixed.items() if amount > 0]
+    if fixed["Cpus"] <= 0 and fixed["Memory"] <= 0:
+        checks.append(("Cpus", _never, 0.0))  # takes nothing: never fits (see matchmaker._fits)
+    return Split(tuple(checks + thresholds), tuple(rest) if thresholds else None, ranked,
+                 fixed["Cpus"] > 0, frozenset(t[0] for t in thresholds))
+
+
+__all__ = ["Split", "split_of"]
