@@ -25,8 +25,12 @@ class Collector:
     def __init__(self, home: str | os.PathLike[str] | None = None, *, address: str | None = None,
                  timeout: float | None = 60.0) -> None:
         self.home = pool_home(home)
-        addr = address or read_address(run_path(self.home, "collector.address"))
-        self._conn = DaemonConnection(self.home, "collector", [addr] if addr else [], timeout)
+        self._conn = DaemonConnection(self.home, "collector", self._addresses, timeout)
+        self._address = address
+
+    def _addresses(self) -> list[str]:
+        addr = self._address or read_address(run_path(self.home, "collector.address"))
+        return [addr] if addr else []
 
     def query_objs(self, ad_type: Any = "Machine", constraint: str | None = None,
                    projection: list[str] | None = None) -> list[dict[str, Any]]:

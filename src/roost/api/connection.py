@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from roost.api.errors import PoolError
 from roost.api.home import no_daemon
 from roost.net.errors import RemoteError
 from roost.net.syncclient import SyncClient
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
 
 class RefusedError(PoolError):
@@ -21,9 +24,13 @@ class RefusedError(PoolError):
 class DaemonConnection:
     """A lazily opened connection to ``daemon`` of the pool at ``home``."""
 
-    def __init__(self, home: str, daemon: str, addresses: list[str], timeout: float | None) -> None:
+    def __init__(
+        self, home: str, daemon: str, addresses: Callable[[], list[str]], timeout: float | None
+    ) -> None:
         self.home = home
         self.daemon = daemon
+        # looked up at each (re)connection, not once: a client made before `roost up`
+        # (or kept across a daemon's restart on a new port) finds the daemon once it runs
         self.addresses = addresses
         self.timeout = timeout
         self._client: SyncClient | None = None
@@ -31,7 +38,7 @@ class DaemonConnection:
     def _open(self) -> SyncClient:
         if self._client is not None:
             return self._client
-        for address in self.addresses:
+        for address in self.addresses():
             client = SyncClient(address, timeout=self.timeout, connect_timeout=5.0)
             try:
                 client.connect()

@@ -17,11 +17,24 @@ def parse_job_id(text: str) -> tuple[int, int | None]:
     return int(c), (int(p) if p else None)
 
 
+def _is_pair(value: object) -> bool:
+    """A (cluster, proc) tuple: two whole numbers (ints or digit strings). Any other
+    2-tuple, such as ("5.0", "6.0") or ((1, 0), (2, 0)), is two ids."""
+    return (
+        isinstance(value, tuple)
+        and len(value) == 2
+        and all(
+            (isinstance(v, int) and not isinstance(v, bool)) or (isinstance(v, str) and v.strip().isdigit())
+            for v in value
+        )
+    )
+
+
 def normalize_ids(ids: object) -> list[str]:
     """Accept one id or many, as str/int/(c, p) tuples; return ``"C"``/``"C.P"`` strings."""
     if ids is None:
         return []
-    if isinstance(ids, (str, int)) or (isinstance(ids, tuple) and len(ids) == 2):
+    if isinstance(ids, (str, int)) or _is_pair(ids):
         ids = [ids]
     out: list[str] = []
     for i in ids:  # type: ignore[attr-defined]

@@ -22,4 +22,4 @@ def negotiator_connection(home: str, timeout: float) -> DaemonConnection:
         finally:
             collector.close()
         addr = next((a["MyAddress"] for a in ads if isinstance(a.get("MyAddress"), str)), None)
-    return DaemonConnection(home, "negotiator", [addr] if addr else [], timeout)
+    return DaemonConnection(home, "negotiator", lambda: [addr] if addr else [], timeout)

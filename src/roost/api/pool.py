@@ -54,7 +54,7 @@ class Pool:
 
     def _master(self, timeout: float = 10.0) -> DaemonConnection:
         addr = read_address(self.run_dir / "master.address")
-        return DaemonConnection(str(self.home), "master", [addr] if addr else [], timeout)
+        return DaemonConnection(str(self.home), "master", lambda: [addr] if addr else [], timeout)
 
     def status(self) -> dict[str, Any]:
         """The master's STATUS: ``{"daemons": {name: {...}}, "ready": bool}``."""

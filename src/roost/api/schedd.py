@@ -46,6 +46,10 @@ class Schedd:
 
     def __init__(self, home: str | os.PathLike[str] | None = None, *, timeout: float | None = 300.0) -> None:
         self.home_dir = pool_home(home)
+        self._conn = DaemonConnection(self.home_dir, "schedd", self._addresses, timeout)
+
+    def _addresses(self) -> list[str]:
+        """The schedd's Unix socket, then its TCP address, as run/ says now."""
         addresses = []
         sock = run_path(self.home_dir, "schedd.sock")
         if os.path.exists(sock):
@@ -53,7 +57,7 @@ class Schedd:
         tcp = read_address(run_path(self.home_dir, "schedd.address"))
         if tcp:
             addresses.append(tcp)
-        self._conn = DaemonConnection(self.home_dir, "schedd", addresses, timeout)
+        return addresses
 
     @property
     def home(self) -> Any:
@@ -106,6 +110,7 @@ class Schedd:
         # lazy: the submit language (~30 ms) only for submitting, never for `roost q`
         from roost.api.submitting import submit_description
         from roost.submit import SubmitDescription
+        from roost.submit.lexer import is_queue_statement
         from roost.submit.reading import parse_text
 
         if isinstance(description, SubmitDescription):
@@ -115,10 +120,9 @@ class Schedd:
                 text = "\n".join(f"{k} = {v}" for k, v in description.items()) + "\n"
             else:
                 text = str(description)
-            has_queue = any(ln.strip().lower().startswith("queue") for ln in text.splitlines())
+            has_queue = any(is_queue_statement(ln) for ln in text.splitlines())
             if count is not None or not has_queue:
-                text = "\n".join(ln for ln in text.splitlines()
-                                 if not ln.strip().lower().startswith("queue"))
+                text = "\n".join(ln for ln in text.splitlines() if not is_queue_statement(ln))
                 text += f"\nqueue {1 if count is None else int(count)}\n"
             desc = parse_text(text, cwd=cwd)
         return submit_description(self.call, desc, owner=current_user(), qdate=int(time.time()))
@@ -244,6 +248,9 @@ class Schedd:
         last: dict[str, Any] | None = None
         while True:
             step = 30.0
+            if self._conn.timeout is not None:
+                # the schedd answers when the hold ends: ask for less than the client waits
+                step = min(step, self._conn.timeout * 0.8)
             if deadline is not None:
                 step = min(step, max(0.0, deadline - time.monotonic()))
             got = self.call("WAIT_JOBS", ids=id_list, timeout=step)

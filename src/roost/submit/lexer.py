@@ -95,6 +95,13 @@ def _needs_block(args: str) -> bool:
     return ")" not in rest[i:]
 
 
+def is_queue_statement(line: str) -> bool:
+    """Whether one line is a queue statement as :func:`lex` reads it (``queue_name = x``
+    is an assignment, not a queue)."""
+    s = line.strip()
+    return bool(s) and _QUEUE_RE.match(s) is not None and "=" not in s.split(None, 1)[0]
+
+
 def lex(text: str, file: str | None = None) -> list[Statement]:
     """Turn submit text into statements; raise SubmitError on a line it cannot read."""
     out: list[Statement] = []
@@ -106,8 +113,8 @@ def lex(text: str, file: str | None = None) -> list[Statement]:
         s = line.strip()
         if not s or s.startswith("#"):
             continue
-        m = _QUEUE_RE.match(s)
-        if m and "=" not in s.split(None, 1)[0]:
+        m = _QUEUE_RE.match(s) if is_queue_statement(s) else None
+        if m:
             args = m.group(1).strip()
             rows: list[str] | None = None
             if _needs_block(args):

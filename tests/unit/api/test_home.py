@@ -95,10 +95,6 @@ def test_constructing_a_client_does_not_need_a_pool(tmp_path: Path) -> None:
     assert not (tmp_path / "run").exists()  # nothing was created on the way
 
 
-@pytest.mark.xfail(strict=True, raises=roost.NoPoolError,
-                   reason="BUG: Schedd (and Collector) read run/ once, in the constructor: a "
-                          "client built before its daemon has started keeps answering 'no pool "
-                          "is running ... start one with `roost up`' after the pool is up")
 def test_a_client_built_before_the_schedd_starts_reaches_it_once_it_runs(tmp_path: Path) -> None:
     home = make_home(tmp_path)
     schedd = roost.Schedd(home)

@@ -44,9 +44,6 @@ def test_normalize_accepts_many_ids_mixed_and_keeps_their_order() -> None:
     assert normalize_ids(None) == []
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: normalize_ids reads every 2-tuple as one (cluster, "
-                   "proc) pair, so a tuple of two ids that cannot be one fails: ('5.0', '6.0') "
-                   "with int()'s 'invalid literal' ValueError, ((1, 0), (2, 0)) with a TypeError")
 @pytest.mark.parametrize("ids, want", [(("5.0", "6.0"), ["5.0", "6.0"]),
                                        (((1, 0), (2, 0)), ["1.0", "2.0"])])
 def test_a_tuple_of_two_ids_is_two_ids(ids: tuple, want: list[str]) -> None:

@@ -131,11 +131,6 @@ def test_submit_text_takes_relative_paths_from_cwd_and_a_parsed_description_as_i
     schedd.act("remove", [str(r.cluster), str(r2.cluster)])
 
 
-@pytest.mark.xfail(strict=True, raises=(SubmitError, AssertionError),
-                   reason="BUG: Schedd.submit takes any line starting with 'queue' for a queue "
-                          "statement, so a macro such as queue_name = ... makes a description "
-                          "without count fail ('no queue statement') and is dropped when count "
-                          "is given; the submit language itself reads it as an assignment")
 @pytest.mark.parametrize("count", [None, 2])
 def test_a_macro_whose_name_starts_with_queue_is_not_a_queue_statement(
         schedd: roost.Schedd, count: int | None) -> None:
@@ -308,11 +303,6 @@ def test_a_schedd_that_does_not_answer_in_the_clients_timeout_is_a_pool_error(tm
             assert schedd.totals() == {"Total": 7}
 
 
-@pytest.mark.xfail(strict=True, raises=roost.PoolError,
-                   reason="BUG: Schedd.wait asks the schedd to hold each WAIT_JOBS up to 30 s "
-                          "(or the wait's whole timeout) whatever the client's timeout=, so a "
-                          "Schedd(timeout=T) waiting longer than T fails with 'lost the "
-                          "connection ... no answer in T s' instead of waiting")
 def test_wait_outlasts_a_client_timeout_shorter_than_the_wait(schedd_daemon) -> None:
     with roost.Schedd(schedd_daemon.home, timeout=0.2) as schedd:
         r = schedd.submit({"executable": "/bin/sleep", "arguments": "300"})
