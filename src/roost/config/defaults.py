@@ -57,6 +57,13 @@ _KNOBS = [
     Knob("DENY_NEGOTIATOR", "", "hosts denied NEGOTIATOR"),
     Knob("SEC_DEFAULT_AUTHENTICATION_METHODS", "FS, IDTOKENS, SSL", "authentication methods tried, in order"),
     Knob("SEC_TOKEN_DIRECTORY", "$(LOCAL_DIR)/tokens.d", "where IDTOKENS-style tokens are kept"),
+    Knob("SEC_TOKEN_SYSTEM_DIRECTORY", "$(SEC_TOKEN_DIRECTORY)", "tokens daemons present to other daemons (HTCondor: /etc/condor/tokens.d)"),
+    Knob("TRUST_DOMAIN", "$(CONDOR_HOST)", "issuer (iss) of this pool's tokens; the same on every host (HTCondor defaults it to $(UID_DOMAIN))"),
+    Knob("SEC_PASSWORD_DIRECTORY", "$(LOCAL_DIR)/passwords.d", "token signing keys, one owner-only file per key name"),
+    Knob("SEC_TOKEN_POOL_SIGNING_KEY_FILE", "$(SEC_PASSWORD_DIRECTORY)/POOL", "the POOL signing key, made by the central manager at first start"),
+    Knob("SEC_TOKEN_REVOCATION_EXPR", "", "ClassAd expression over a token's claims (sub, jti, iat ...): true revokes it"),
+    Knob("SEC_TOKEN_REVOCATION_FILE", "$(LOCAL_DIR)/revoked_tokens", "revoked token ids (jti), one a line; `roost token revoke` appends (roost only)"),
+    Knob("SEC_TOKEN_MAX_AGE", "", "refuse tokens issued longer ago than this many seconds (empty: no limit)"),
     # -- collector -------------------------------------------------------------
     Knob("UPDATE_INTERVAL", "300", "seconds between a daemon's periodic ad updates to the collector"),
     Knob("CLASSAD_LIFETIME", "900", "seconds the collector keeps an ad without an update"),

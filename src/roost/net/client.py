@@ -24,6 +24,7 @@ from typing import Any
 
 from roost.net import framing
 from roost.net.addresses import parse_address
+from roost.net.auth import AuthError, ClientHandshake
 from roost.net.errors import CallTimeout, ProtocolError, RemoteError
 
 
@@ -83,8 +84,11 @@ class Connection:
         self.writer.close()
 
 
-async def open_connection(address: str, timeout: float = 5.0) -> Connection:
-    """Connect to ``host:port`` or ``unix:/path``; ConnectionError on failure."""
+async def open_connection(address: str, timeout: float = 5.0, token: str | None = None) -> Connection:
+    """Connect to ``host:port`` or ``unix:/path``; ConnectionError on failure.
+
+    With ``token``, a TCP connection first proves its identity (:mod:`roost.net.auth`);
+    RemoteError(AUTH_FAILED) when the daemon does not accept it."""
     try:
         kind, where = parse_address(address)
     except ValueError as e:
@@ -105,14 +109,34 @@ async def open_connection(address: str, timeout: float = 5.0) -> Connection:
     if sock is not None and sock.family in (socket.AF_INET, socket.AF_INET6):
         with contextlib.suppress(OSError):
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-    return Connection(reader, writer, address)
+    conn = Connection(reader, writer, address)
+    if token is not None and kind != "unix":
+        try:
+            async with asyncio.timeout(timeout):
+                await _authenticate(conn, token)
+        except BaseException:
+            conn.close()
+            raise
+    return conn
+
+
+async def _authenticate(conn: Connection, token: str) -> None:
+    hs = ClientHandshake(token)
+    try:
+        reply = await conn.request(**hs.hello())
+        await conn.request(**hs.answer(reply))
+    except AuthError as e:
+        raise RemoteError("AUTH_FAILED", str(e)) from None
 
 
 class AsyncClient:
     """A persistent, reconnecting connection to one daemon."""
 
-    def __init__(self, address: str, *, timeout: float = 30.0, connect_timeout: float = 5.0) -> None:
+    def __init__(
+        self, address: str, *, timeout: float = 30.0, connect_timeout: float = 5.0, token: str | None = None
+    ) -> None:
         self.address = address
+        self.token = token
         self.timeout = timeout
         self.connect_timeout = connect_timeout
         self._conn: Connection | None = None
@@ -125,7 +149,7 @@ class AsyncClient:
         if conn is not None:
             conn.close()
         self._conn = None
-        conn = await open_connection(self.address, self.connect_timeout)
+        conn = await open_connection(self.address, self.connect_timeout, self.token)
         self._conn = conn
         return conn
 

@@ -26,6 +26,14 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from roost.net import framing
+from roost.net.auth import (
+    AuthError,
+    Identity,
+    ServerState,
+    TokenAuthority,
+    server_challenge,
+    server_finish,
+)
 from roost.net.errors import ProtocolError, RequestError
 from roost.net.protocol import SCHEMAS, Schema, validate
 
@@ -84,10 +92,13 @@ class Peer:
 
     ``uid``/``user`` are set only for Unix-socket peers (SO_PEERCRED: the
     kernel's word, HTCondor's FS authentication); ``address`` is
-    ``host:port`` for TCP peers and ``unix:`` + our socket path otherwise.
+    ``host:port`` for TCP peers and ``unix:`` + our socket path otherwise;
+    ``host`` the peer's IP (``unix`` for a local socket). ``identity`` is who the
+    peer has proved to be (:mod:`roost.net.auth`), None while it has not.
     """
 
-    __slots__ = ("address", "uid", "user", "pid", "reader", "writer", "responded", "state", "_on_close")
+    __slots__ = ("address", "host", "uid", "user", "pid", "identity", "reader", "writer", "responded",
+                 "state", "_on_close", "_handshake")
 
     def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         self.reader = reader
@@ -95,6 +106,9 @@ class Peer:
         self.uid: int | None = None
         self.user: str | None = None
         self.pid: int | None = None
+        self.identity: Identity | None = None
+        self._handshake: ServerState | None = None
+        self.host = "unix"
         self.responded = False
         self.state: dict[str, Any] = {}  # per-connection state a handler may keep
         self._on_close: list[Callable[[], None]] = []
@@ -109,6 +123,7 @@ class Peer:
                 self.pid, self.uid, self.user = pid, uid, _user_name(uid)
         elif isinstance(peername, tuple):
             host, port = peername[0], peername[1]
+            self.host = host
             self.address = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
         else:
             self.address = str(peername)
@@ -148,13 +163,26 @@ class Peer:
 
 
 Handler = Callable[[dict[str, Any], Peer], Awaitable[dict[str, Any] | None]]
+#: (peer, command, request) -> None to let the command run, else why it may not
+Authorize = Callable[[Peer, str, dict[str, Any]], str | None]
 
 
 class Server:
     """A running server: one handler table, one or two listening sockets."""
 
-    def __init__(self, handlers: Mapping[str, Handler], schemas: Mapping[str, Schema]) -> None:
+    def __init__(
+        self,
+        handlers: Mapping[str, Handler],
+        schemas: Mapping[str, Schema],
+        *,
+        authority: TokenAuthority | None = None,
+        authorize: Authorize | None = None,
+        uid_domain: str | None = None,
+    ) -> None:
         self.handlers = dict(handlers)
+        self.authority = authority
+        self.authorize = authorize
+        self.uid_domain = uid_domain
         self.schemas = dict(SCHEMAS)
         self.schemas.update(schemas)
         self.tcp_address: str | None = None
@@ -207,6 +235,9 @@ class Server:
         peer: Peer | None = None
         try:
             peer = Peer(reader, writer)
+            if peer.user is not None:
+                name = f"{peer.user}@{self.uid_domain}" if self.uid_domain else peer.user
+                peer.identity = Identity(name, "FS")
             await self._serve_connection(peer)
         except asyncio.CancelledError:
             pass
@@ -258,9 +289,15 @@ class Server:
         try:
             if type(cmd) is not str:
                 raise RequestError("BAD_REQUEST", "request has no 'cmd' string")
+            if cmd == "AUTH" or cmd == "AUTH_PROOF":
+                return framing.encode(self._authenticate(cmd, req, peer)), True
             handler = self.handlers.get(cmd)
             if handler is None:
                 raise RequestError("BAD_REQUEST", f"unknown command {cmd!r}")
+            if self.authorize is not None:
+                denied = self.authorize(peer, cmd, req)
+                if denied is not None:
+                    raise RequestError("PERMISSION_DENIED", denied)
             schema = self.schemas.get(cmd)
             if schema:
                 validate(cmd, req, schema)
@@ -285,6 +322,26 @@ class Server:
             return _error("INTERNAL", message), False
 
 
+    def _authenticate(self, cmd: str, req: dict[str, Any], peer: Peer) -> dict[str, Any]:
+        """One step of the handshake of :mod:`roost.net.auth`; RequestError(AUTH_FAILED)
+        with the one-line reason when it fails (the connection stays usable)."""
+        try:
+            if self.authority is None:
+                raise AuthError("this server takes no tokens (it authenticates local peers only)")
+            if cmd == "AUTH":
+                peer._handshake = None
+                reply, peer._handshake = server_challenge(req, self.authority)
+                return {"ok": True, **reply}
+            state, peer._handshake = peer._handshake, None
+            if state is None:
+                raise AuthError("AUTH_PROOF without an AUTH before it on this connection")
+            peer.identity = server_finish(req, state)
+            return {"ok": True, "identity": peer.identity.name}
+        except AuthError as e:
+            log.info("authentication of %s failed: %s", peer.address, e)
+            raise RequestError("AUTH_FAILED", str(e)) from None
+
+
 async def serve(
     handlers: Mapping[str, Handler],
     *,
@@ -292,6 +349,9 @@ async def serve(
     port: int = 0,
     unix_path: str | None = None,
     schemas: Mapping[str, Schema] | None = None,
+    authority: TokenAuthority | None = None,
+    authorize: Authorize | None = None,
+    uid_domain: str | None = None,
 ) -> Server:
     """Start serving ``handlers`` (cmd → async handler(req, peer) → result dict).
 
@@ -301,6 +361,6 @@ async def serve(
     """
     if host is None and unix_path is None:
         host = "127.0.0.1"
-    server = Server(handlers, schemas or {})
+    server = Server(handlers, schemas or {}, authority=authority, authorize=authorize, uid_domain=uid_domain)
     await server._start(host, port, unix_path)
     return server

@@ -22,11 +22,17 @@ __all__ = ["SyncClient", "RemoteError", "CallTimeout"]
 class SyncClient:
     """A persistent blocking connection to one daemon (``host:port`` or ``unix:/path``).
 
-    Not thread-safe: one client per thread.
+    Not thread-safe: one client per thread. With ``token``, every new TCP
+    connection first proves the token's identity (:mod:`roost.net.auth`); a Unix
+    socket needs none (the kernel tells the daemon who we are).
     """
 
-    def __init__(self, address: str, timeout: float | None = 30.0, connect_timeout: float = 5.0) -> None:
+    def __init__(
+        self, address: str, timeout: float | None = 30.0, connect_timeout: float = 5.0,
+        token: str | None = None,
+    ) -> None:
         self.address = address
+        self.token = token
         self.timeout = timeout
         self.connect_timeout = connect_timeout
         self._sock: socket.socket | None = None
@@ -60,6 +66,32 @@ class SyncClient:
         sock.settimeout(self.timeout)
         self._sock = sock
         self._rfile = sock.makefile("rb")
+        if self.token is not None and kind != "unix":
+            self._authenticate(self.token)
+
+    def _authenticate(self, token: str) -> None:
+        """The IDTOKENS handshake on a fresh connection; RemoteError(AUTH_FAILED) if refused."""
+        # lazy: hashing and the handshake load only for a client that presents a token
+        from roost.net.auth import AuthError, ClientHandshake
+
+        assert self._sock is not None
+        try:
+            hs = ClientHandshake(token)
+            self._auth_step(hs.answer(self._auth_step(hs.hello())))
+        except AuthError as e:
+            self.close()
+            raise RemoteError("AUTH_FAILED", str(e)) from None
+        except BaseException:
+            self.close()
+            raise
+
+    def _auth_step(self, req: dict[str, Any]) -> dict[str, Any]:
+        assert self._sock is not None
+        self._sock.sendall(framing.encode(req))
+        reply = self.recv()
+        if reply.get("ok") is not True:
+            raise RemoteError(str(reply.get("code") or "AUTH_FAILED"), str(reply.get("error") or "refused"))
+        return reply
 
     def _stale(self) -> bool:
         """True if the peer closed an idle connection (readable with nothing pending

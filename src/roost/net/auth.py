@@ -1,0 +1,167 @@
+"""Proving who is at the other end of a connection, with no secret crossing the wire.
+
+Unix-socket peers are known from the kernel (SO_PEERCRED, HTCondor's FS method):
+:class:`roost.net.server.Peer` reads that itself. A TCP peer proves an identity
+with an IDTOKENS token (:mod:`roost.net.tokens`) in a challenge and response, so
+that neither the token's signature (the part that makes it worth stealing) nor
+any key is ever sent, and each side proves itself to the other:
+
+1. client → ``AUTH {method: IDTOKENS, token: <header.claims>, nonce: c}``: the
+   token without its signature, and a fresh random nonce.
+2. The server checks the claims (known key, issuer, expiry, revocation) and
+   recomputes the signature ``s`` from its key: only the pool's key and the
+   token's holder know it. It answers ``{nonce: n, proof: H(s, "server", c, n, t)}``.
+3. The client checks that proof (the server holds the pool's key: no fake
+   daemon collects tokens) and sends ``AUTH_PROOF {proof: H(s, "client", c, n, t)}``.
+4. The server compares; the connection's peer is now the token's subject,
+   limited to its scopes, for as long as the connection lasts.
+
+``H`` is HMAC-SHA256 keyed by ``s``; both nonces and the token text are in every
+proof, so a proof replayed on another connection, or for another token, fails.
+The pure halves are here (:class:`ClientHandshake`, :func:`server_challenge`,
+:func:`server_finish`); the server and the clients carry the messages.
+Encryption of what follows is TLS's job, not this module's.
+"""
+
+from __future__ import annotations
+
+import base64
+import hmac
+import secrets
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from hashlib import sha256
+from typing import Any
+
+from roost.net.tokens import Claims, TokenError, decode_token, signature_of, verify_token
+
+METHOD = "IDTOKENS"
+_NONCE_BYTES = 32
+_MAX_NONCE_TEXT = 128
+
+
+class AuthError(Exception):
+    """Authentication failed; the message is one line naming the method and why."""
+
+
+def _proof(secret: str, side: str, client_nonce: str, server_nonce: str, signing_input: str) -> str:
+    msg = "\n".join(("roost-idtokens-1", side, client_nonce, server_nonce, signing_input)).encode()
+    return base64.b64encode(hmac.new(secret.encode("ascii"), msg, sha256).digest()).decode("ascii")
+
+
+def _nonce() -> str:
+    return secrets.token_urlsafe(_NONCE_BYTES)
+
+
+@dataclass(frozen=True)
+class Identity:
+    """Who an authenticated peer is: ``user@domain``, the method that proved it, and
+    the levels its token allows (empty: no limit beyond the pool's policy)."""
+
+    name: str
+    method: str
+    scopes: tuple[str, ...] = ()
+
+
+class TokenAuthority:
+    """The server's side of IDTOKENS: the pool's keys, its trust domain, what is revoked.
+
+    ``clock`` is a parameter so that tests can move time; daemons pass ``time.time``.
+    """
+
+    def __init__(
+        self,
+        keys: Mapping[str, bytes],
+        issuer: str,
+        *,
+        clock: Callable[[], float],
+        revoked: Callable[[Claims], bool] | None = None,
+    ) -> None:
+        self.keys = dict(keys)
+        self.issuer = issuer
+        self.clock = clock
+        self.revoked = revoked
+
+    def check(self, signing_input: str) -> tuple[Claims, str]:
+        """The claims of an unsigned token (``header.claims``) and the signature this
+        pool would give it; TokenError when the pool does not honour it."""
+        if type(signing_input) is not str or signing_input.count(".") != 1:
+            raise TokenError("malformed token: expected header.claims, without the signature")
+        _, unverified = decode_token(signing_input + ".-")  # only to find the key it names
+        key = self.keys.get(unverified.key_id)
+        if key is None:
+            raise TokenError(f"token signed with unknown key {unverified.key_id!r}")
+        sig = signature_of(key, signing_input)
+        claims = verify_token(
+            signing_input + "." + sig, self.keys, issuer=self.issuer, now=self.clock(), revoked=self.revoked
+        )
+        return claims, sig
+
+
+@dataclass
+class ServerState:
+    """What the server remembers between the two messages of one handshake."""
+
+    claims: Claims
+    secret: str
+    client_nonce: str
+    server_nonce: str
+    signing_input: str
+
+
+def server_challenge(req: Mapping[str, Any], authority: TokenAuthority) -> tuple[dict[str, Any], ServerState]:
+    """Answer an ``AUTH`` request: the reply to send and the state to keep; AuthError
+    (one line) when the method is unknown or the token is not honoured."""
+    method = req.get("method")
+    if method != METHOD:
+        raise AuthError(f"authentication method {method!r} is not offered here (this server takes {METHOD})")
+    token, nonce = req.get("token"), req.get("nonce")
+    if type(nonce) is not str or not 16 <= len(nonce) <= _MAX_NONCE_TEXT:
+        raise AuthError(f"{METHOD}: the client's nonce is missing or malformed")
+    try:
+        claims, secret = authority.check(token)  # type: ignore[arg-type]
+    except TokenError as e:
+        raise AuthError(f"{METHOD}: {e}") from None
+    server_nonce = _nonce()
+    state = ServerState(claims, secret, nonce, server_nonce, token)  # type: ignore[arg-type]
+    return {"nonce": server_nonce, "proof": _proof(secret, "server", nonce, server_nonce, token)}, state  # type: ignore[arg-type]
+
+
+def server_finish(req: Mapping[str, Any], state: ServerState) -> Identity:
+    """Check an ``AUTH_PROOF``; the peer's identity, or AuthError."""
+    want = _proof(state.secret, "client", state.client_nonce, state.server_nonce, state.signing_input)
+    got = req.get("proof")
+    if type(got) is not str or not hmac.compare_digest(want.encode(), got.encode("ascii", "replace")):
+        raise AuthError(f"{METHOD}: the client could not prove it holds the token (jti {state.claims.jti})")
+    levels = tuple(s.split("/", 1)[1] for s in state.claims.scopes if s.startswith("condor:/"))
+    return Identity(state.claims.subject, METHOD, levels)
+
+
+class ClientHandshake:
+    """The client's side: :meth:`hello` to send, then :meth:`answer` to the reply."""
+
+    def __init__(self, token: str) -> None:
+        token = token.strip()
+        parts = token.split(".")
+        if len(parts) != 3 or not all(parts):
+            raise AuthError(f"{METHOD}: the token to present is malformed (not three dot-separated parts)")
+        self.signing_input = parts[0] + "." + parts[1]
+        self.secret = parts[2]
+        self.nonce = _nonce()
+
+    def hello(self) -> dict[str, Any]:
+        return {"cmd": "AUTH", "method": METHOD, "token": self.signing_input, "nonce": self.nonce}
+
+    def answer(self, reply: Mapping[str, Any]) -> dict[str, Any]:
+        """The ``AUTH_PROOF`` request, once the server has proved it holds the pool's key."""
+        server_nonce, proof = reply.get("nonce"), reply.get("proof")
+        if type(server_nonce) is not str or type(proof) is not str:
+            raise AuthError(f"{METHOD}: the server's answer is malformed")
+        want = _proof(self.secret, "server", self.nonce, server_nonce, self.signing_input)
+        if not hmac.compare_digest(want.encode(), proof.encode("ascii", "replace")):
+            raise AuthError(
+                f"{METHOD}: the server's proof does not match this token: the token was not "
+                "signed with this pool's key, or the server does not hold it (not this pool's)"
+            )
+        return {"cmd": "AUTH_PROOF", "proof": _proof(self.secret, "client", self.nonce, server_nonce,
+                                                     self.signing_input)}

@@ -1,0 +1,182 @@
+"""The IDTOKENS handshake of roost.net.auth, over real sockets: a real server, the
+blocking and the asyncio client, and a recording proxy between them."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import pwd
+import socket
+import threading
+import time
+
+import pytest
+
+from roost.net.auth import (
+    AuthError,
+    ClientHandshake,
+    TokenAuthority,
+    server_challenge,
+    server_finish,
+)
+from roost.net.client import AsyncClient
+from roost.net.errors import RemoteError
+from roost.net.syncclient import SyncClient
+from roost.net.tokens import create_token
+
+from .helpers import ThreadedServer
+
+KEY = b"k" * 32
+OTHER = b"o" * 32
+POOL = "pool.example"
+
+
+async def whoami(req, peer):
+    ident = peer.identity
+    return {"name": ident.name if ident else None, "method": ident.method if ident else None,
+            "scopes": list(ident.scopes) if ident else []}
+
+
+def token(subject: str = "alice@example", key: bytes = KEY, **kw) -> str:
+    kw.setdefault("now", time.time())
+    return create_token(key, "POOL", POOL, subject, **kw)
+
+
+def authority(keys=None, **kw) -> TokenAuthority:
+    return TokenAuthority(keys or {"POOL": KEY}, POOL, clock=time.time, **kw)
+
+
+def authenticated_only(peer, cmd, req):
+    return None if peer.identity is not None else f"{cmd} needs an authenticated peer"
+
+
+@pytest.fixture
+def server():
+    with ThreadedServer({"WHOAMI": whoami}, host="127.0.0.1", authority=authority(),
+                        authorize=authenticated_only, uid_domain="example") as s:
+        yield s
+
+
+def test_a_token_proves_its_subject_over_tcp_for_both_clients(server) -> None:
+    tok = token(scopes=["READ", "WRITE"])
+    with SyncClient(server.server.address, token=tok) as c:
+        assert c.call("WHOAMI") == {"name": "alice@example", "method": "IDTOKENS", "scopes": ["READ", "WRITE"]}
+        assert c.call("WHOAMI")["name"] == "alice@example"  # once per connection
+
+    async def run():
+        client = AsyncClient(server.server.address, token=token("bob@example"))
+        try:
+            return await client.call("WHOAMI")
+        finally:
+            await client.close()
+
+    assert asyncio.run(run())["name"] == "bob@example"
+
+
+def test_without_a_token_the_policy_refuses_and_says_why(server) -> None:
+    with SyncClient(server.server.address) as c, pytest.raises(RemoteError) as err:
+        c.call("WHOAMI")
+    assert err.value.code == "PERMISSION_DENIED" and "WHOAMI needs an authenticated peer" in str(err.value)
+
+
+@pytest.mark.parametrize("make, why", [
+    (lambda: token(key=OTHER), "not signed with this pool's key"),
+    (lambda: token(lifetime=1, now=time.time() - 100), "token expired at"),
+    (lambda: create_token(KEY, "POOL", "elsewhere", "alice@example", now=time.time()), "not this pool's"),
+    (lambda: create_token(KEY, "NOPE", POOL, "alice@example", now=time.time()), "unknown key 'NOPE'"),
+])
+def test_a_bad_token_fails_with_one_line_naming_the_method_and_why(server, make, why) -> None:
+    with SyncClient(server.server.address, token=make()) as c, pytest.raises(RemoteError) as err:
+        c.call("WHOAMI")
+    assert err.value.code == "AUTH_FAILED"
+    assert "IDTOKENS" in str(err.value) and why in str(err.value) and "\n" not in str(err.value)
+
+
+def test_a_revoked_token_is_refused() -> None:
+    tok = token()
+    with ThreadedServer({"WHOAMI": whoami}, host="127.0.0.1",
+                        authority=authority(revoked=lambda claims: claims.subject == "alice@example")) as s:
+        with SyncClient(s.server.address, token=tok) as c, pytest.raises(RemoteError, match="revoked"):
+            c.call("WHOAMI")
+
+
+def test_a_server_without_the_pools_key_gets_no_proof_from_the_client() -> None:
+    """A fake daemon cannot collect what a token proves: the client stops at its reply."""
+    with ThreadedServer({"WHOAMI": whoami}, host="127.0.0.1",
+                        authority=TokenAuthority({"POOL": OTHER}, POOL, clock=time.time)) as s:
+        # the fake server believes the token's claims (same kid and issuer) but holds another key
+        with SyncClient(s.server.address, token=token()) as c, pytest.raises(RemoteError) as err:
+            c.call("WHOAMI")
+        assert err.value.code == "AUTH_FAILED" and "the server does not hold it" in str(err.value)
+
+
+def test_a_proof_replayed_on_another_connection_fails() -> None:
+    tok = token()
+    auth = authority()
+    hs = ClientHandshake(tok)
+    reply, state = server_challenge(hs.hello(), auth)
+    proof = hs.answer(reply)
+    assert server_finish(proof, state).name == "alice@example"
+    _, other = server_challenge(ClientHandshake(tok).hello(), auth)  # a new connection's nonces
+    with pytest.raises(AuthError, match="could not prove"):
+        server_finish(proof, other)
+
+
+def test_proof_without_hello_and_unknown_methods_are_refused_and_the_connection_lives(server) -> None:
+    with SyncClient(server.server.address) as c:
+        with pytest.raises(RemoteError, match="AUTH_PROOF without an AUTH"):
+            c.call("AUTH_PROOF", proof="x")
+        with pytest.raises(RemoteError, match="'KERBEROS' is not offered"):
+            c.call("AUTH", method="KERBEROS", token="a.b", nonce="n" * 20)
+        with pytest.raises(RemoteError, match="malformed"):
+            c.call("AUTH", method="IDTOKENS", token=["x"], nonce="n" * 20)
+        with pytest.raises(RemoteError, match="PERMISSION_DENIED|needs an authenticated"):
+            c.call("WHOAMI")
+
+
+def test_a_server_that_takes_no_tokens_says_so() -> None:
+    with ThreadedServer({"WHOAMI": whoami}, host="127.0.0.1") as s:
+        with SyncClient(s.server.address, token=token()) as c, pytest.raises(RemoteError, match="takes no tokens"):
+            c.call("WHOAMI")
+
+
+def test_unix_socket_peers_are_known_by_the_kernel_as_user_at_uid_domain(tmp_path) -> None:
+    path = str(tmp_path / "s.sock")
+    with ThreadedServer({"WHOAMI": whoami}, unix_path=path, uid_domain="example") as s:
+        del s
+        with SyncClient("unix:" + path) as c:
+            got = c.call("WHOAMI")
+    assert got == {"name": f"{pwd.getpwuid(os.getuid()).pw_name}@example", "method": "FS", "scopes": []}
+
+
+def test_the_signature_never_crosses_the_wire(server) -> None:
+    """A proxy records every byte both ways; the token's signature is in none of them."""
+    tok = token()
+    signature = tok.rsplit(".", 1)[1]
+    target = server.server.address.rsplit(":", 1)
+    seen = bytearray()
+    lsock = socket.create_server(("127.0.0.1", 0))
+    port = lsock.getsockname()[1]
+
+    def pump(a: socket.socket, b: socket.socket) -> None:
+        while data := a.recv(65536):
+            seen.extend(data)
+            b.sendall(data)
+        b.shutdown(socket.SHUT_WR)
+
+    def proxy() -> None:
+        conn, _ = lsock.accept()
+        up = socket.create_connection((target[0], int(target[1])))
+        t = threading.Thread(target=pump, args=(up, conn), daemon=True)
+        t.start()
+        pump(conn, up)
+        t.join(5)
+
+    th = threading.Thread(target=proxy, daemon=True)
+    th.start()
+    with SyncClient(f"127.0.0.1:{port}", token=tok) as c:
+        assert c.call("WHOAMI")["name"] == "alice@example"
+    th.join(5)
+    lsock.close()
+    assert b"WHOAMI" in seen and b"AUTH_PROOF" in seen
+    assert signature.encode() not in seen and KEY not in seen
