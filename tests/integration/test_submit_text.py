@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from poolkit import PoolHandle
 
+from roost.api.connection import pool_token
 from roost.net.errors import RemoteError
 from roost.net.syncclient import SyncClient
 
@@ -52,17 +53,29 @@ def test_cli_submit_errors_name_the_file_and_line(pool: PoolHandle, tmp_path: Pa
 
 
 def test_submit_text_is_refused_to_a_peer_without_the_schedds_rights(pool: PoolHandle, tmp_path: Path) -> None:
+    """Over TCP: an unauthenticated peer may not submit at all (PERMISSION_DENIED); an
+    authenticated one, even the pool's owner, is told to parse and submit itself
+    (SUBMIT_LOCALLY): a token proves who the peer is, not that the schedd shares its
+    file rights, so the schedd reads no files for it. Nothing is queued either way."""
     tcp = (pool.home / "run" / "schedd.address").read_text().strip()
-    client = SyncClient(tcp, timeout=10)
-    try:
+    text = "executable = /bin/true\nqueue\n"
+    with SyncClient(tcp, timeout=10) as anon:
         with pytest.raises(RemoteError) as e:
-            client.call("SUBMIT_TEXT", text="executable = /bin/true\nqueue\n", cwd=str(tmp_path))
+            anon.call("SUBMIT_TEXT", text=text, cwd=str(tmp_path))
+        assert e.value.code == "PERMISSION_DENIED"
+        assert e.value.message.startswith("SUBMIT_TEXT refused to an unauthenticated peer: ")
+        assert "\n" not in e.value.message
+    owner = pool_token(str(pool.home))  # what `roost up` gave the pool's owner
+    assert owner is not None
+    with SyncClient(tcp, timeout=10, token=owner) as client:
+        with pytest.raises(RemoteError) as e:
+            client.call("SUBMIT_TEXT", text=text, cwd=str(tmp_path))
         assert e.value.code == "SUBMIT_LOCALLY"
-        with pytest.raises(RemoteError) as e:  # malformed arguments are still BAD_REQUEST
+        with pytest.raises(RemoteError) as e:  # malformed arguments are still refused
             client.call("SUBMIT_TEXT", text="queue\n", cwd=str(tmp_path), env={"A": 1})
         assert e.value.code in ("BAD_REQUEST", "SUBMIT_LOCALLY")
-    finally:
-        client.close()
+    with pool.schedd() as s:
+        assert s.query_objs(f'Iwd == "{tmp_path}"', ["ClusterId"]) == []
 
 
 def test_submit_text_over_the_socket_answers_clusters_and_warnings(pool: PoolHandle, tmp_path: Path) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from typing import TYPE_CHECKING, Any
 
 from roost.api.errors import PoolError
@@ -11,6 +12,30 @@ from roost.net.syncclient import SyncClient
 
 if TYPE_CHECKING:
     from collections.abc import Callable
+
+
+def pool_token(home: str) -> str | None:
+    """The first token in the pool's token directory (``$(LOCAL_DIR)/tokens.d``, the
+    default ``SEC_TOKEN_DIRECTORY``) that this user may read: what a tool presents on a
+    TCP connection. The schedd's Unix socket needs none. Read without the configuration
+    (``roost q`` must start fast); files are taken in name order, as HTCondor does."""
+    directory = os.path.join(home, "tokens.d")
+    try:
+        names = sorted(os.listdir(directory))
+    except OSError:
+        return None
+    for name in names:
+        if name.startswith("."):
+            continue
+        try:
+            with open(os.path.join(directory, name), encoding="utf-8") as f:
+                for line in f:
+                    line = line.strip()
+                    if line and not line.startswith("#") and line.count(".") == 2:
+                        return line
+        except (OSError, UnicodeDecodeError):
+            continue
+    return None
 
 
 class RefusedError(PoolError):
@@ -39,11 +64,14 @@ class DaemonConnection:
         if self._client is not None:
             return self._client
         for address in self.addresses():
-            client = SyncClient(address, timeout=self.timeout, connect_timeout=5.0)
+            token = None if address.startswith("unix:") else pool_token(self.home)
+            client = SyncClient(address, timeout=self.timeout, connect_timeout=5.0, token=token)
             try:
                 client.connect()
             except ConnectionError:
                 continue  # a stale socket file or address: try the next way in
+            except RemoteError as e:  # the daemon did not accept our token
+                raise RefusedError(e.code, e.message) from None
             self._client = client
             return client
         raise no_daemon(self.home, self.daemon)

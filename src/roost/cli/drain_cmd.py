@@ -19,6 +19,7 @@ import sys
 from typing import Any
 
 from roost.api.collector import Collector
+from roost.api.connection import pool_token
 from roost.api.errors import PoolError
 from roost.api.home import pool_home, read_address, run_path
 from roost.net.errors import RemoteError
@@ -55,7 +56,7 @@ def _startd_address(machine: str | None) -> str:
 
 def _call(machine: str | None, cmd: str, **args: Any) -> dict[str, Any]:
     address = _startd_address(machine)
-    client = SyncClient(address, timeout=30.0)
+    client = SyncClient(address, timeout=30.0, token=pool_token(pool_home()))
     try:
         return client.call(cmd, **args)
     except RemoteError as e:

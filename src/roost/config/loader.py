@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import platform
+import pwd
 import socket
 import subprocess
 from collections.abc import Mapping
@@ -88,6 +89,15 @@ def _cpus() -> int:
         return os.cpu_count() or 1
 
 
+def _username(env: Mapping[str, str]) -> str:
+    """The account this process runs as (its effective uid, not $USER: the security
+    policy's defaults name it, so the environment must not choose it)."""
+    try:
+        return pwd.getpwuid(os.geteuid()).pw_name
+    except KeyError:
+        return env.get("USER") or env.get("LOGNAME") or str(os.geteuid())
+
+
 def detect_facts(env: Mapping[str, str]) -> dict[str, str]:
     """What HTCondor calls the built-in macros: host name, CPUs, memory, home ..."""
     full = socket.getfqdn() or socket.gethostname()
@@ -104,7 +114,7 @@ def detect_facts(env: Mapping[str, str]) -> dict[str, str]:
         "DETECTED_MEMORY": str(_memory_mib()),
         "OPSYS": platform.system().upper(),
         "ARCH": {"AMD64": "X86_64"}.get(machine, machine),
-        "USERNAME": env.get("USER") or env.get("LOGNAME") or "",
+        "USERNAME": _username(env),
         "TILDE": env.get("HOME", ""),
         "ROOST_HOME": str(default_home(env)),
     }

@@ -37,6 +37,7 @@ from typing import Any
 from roost.classad import ClassAd, quote
 from roost.classad.jsonform import ad_to_obj
 from roost.config import Config
+from roost.daemons.security import Security
 from roost.net.addresses import read_address, remove_address, write_address
 from roost.net.client import AsyncClient
 from roost.net.errors import RequestError
@@ -93,6 +94,20 @@ class Daemon:
         self._tasks: set[asyncio.Task[Any]] = set()
         self._advertised: set[tuple[str, str]] = set()
         self._log_handler: logging.Handler | None = None
+        self._security: Security | None = None
+
+    @property
+    def security(self) -> Security:
+        """This daemon's keys, policy and token (:mod:`roost.daemons.security`), read
+        when first needed: a daemon built only to be inspected needs none of it."""
+        if self._security is None:
+            central = "COLLECTOR" in (self.config.get("DAEMON_LIST") or "").upper().replace(",", " ").split()
+            self._security = Security(self.config, self.subsys, make_key=central or self.subsys == "COLLECTOR")
+        return self._security
+
+    def client(self, address: str, *, timeout: float = 30.0) -> AsyncClient:
+        """A client to another daemon that proves this daemon's identity on TCP."""
+        return AsyncClient(address, timeout=timeout, token=self.security.token)
 
     # -- what subclasses provide ---------------------------------------------------
     def handlers(self) -> dict[str, Handler]:
@@ -172,7 +187,7 @@ class Daemon:
             if old is not None:
                 self.spawn(old.close(), "close-old-collector-client")
             self._collector_address = address
-            self.collector = AsyncClient(address, timeout=10.0) if address else None
+            self.collector = self.client(address, timeout=10.0) if address else None
         return self.collector
 
     async def collector_call(self, cmd: str, **args: Any) -> dict[str, Any]:
@@ -305,7 +320,9 @@ class Daemon:
 
     async def listen(self) -> Server:
         host, port = self.listen_on()
-        return await serve(self.handlers(), host=host, port=port, unix_path=self.unix_socket())
+        return await serve(
+            self.handlers(), host=host, port=port, unix_path=self.unix_socket(), **self.security.serve_args()
+        )
 
     async def main(self) -> int:
         """Run until asked to stop; the exit status."""

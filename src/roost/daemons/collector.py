@@ -144,9 +144,11 @@ class Collector(Daemon):
         server = None
         if port == 0:
             with contextlib.suppress(ValueError, OSError):
-                server = await serve(self.handlers(), host=host, port=int(sticky.read_text()))
+                server = await serve(
+                    self.handlers(), host=host, port=int(sticky.read_text()), **self.security.serve_args()
+                )
         if server is None:
-            server = await serve(self.handlers(), host=host, port=port)
+            server = await serve(self.handlers(), host=host, port=port, **self.security.serve_args())
         if port == 0 and server.tcp_address:
             write_address(sticky, server.tcp_address.rsplit(":", 1)[1])
         return server

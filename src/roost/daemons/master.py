@@ -30,6 +30,7 @@ from typing import Any
 
 from roost.config import Config, ConfigError
 from roost.daemons.backoff import Backoff
+from roost.daemons.security import Security
 from roost.net.addresses import read_address, remove_address, write_address
 from roost.net.client import AsyncClient
 from roost.net.errors import RequestError
@@ -117,6 +118,9 @@ class Master:
         self.update_interval = config.get_float("UPDATE_INTERVAL", 300.0) or 300.0
         for name in self._daemon_names():
             self.children[name] = self._make_child(name)
+        # the central manager's master makes the pool key before any daemon starts
+        self.security = Security(config, "MASTER", make_key="COLLECTOR" in self.children)
+        self.security.ensure_owner_token()
 
     # -- configuration ---------------------------------------------------------------
 
@@ -264,7 +268,7 @@ class Master:
             due = time.monotonic() - last >= self.update_interval
             if addr and st.get("state") == "running" and (due or st.get("pid") != sent_to):
                 if client is None or client.address != addr:
-                    client = AsyncClient(addr, timeout=5.0)
+                    client = AsyncClient(addr, timeout=5.0, token=self.security.token)
                 try:
                     await client.call("UPDATE_AD", type="Master", ad=self.own_ad())
                     sent_to, last = st.get("pid"), time.monotonic()
@@ -387,7 +391,7 @@ async def serve(master: Master) -> None:
     bind = master.config.get("BIND_ADDRESS") or "127.0.0.1"
     if bind == "0.0.0.0":
         bind = "127.0.0.1"
-    server = await serve_requests(handlers, host=bind, port=0)
+    server = await serve_requests(handlers, host=bind, port=0, **master.security.serve_args())
     address = server.address
     master.address = address
     addr_path = master.run_dir / "master.address"

@@ -143,7 +143,7 @@ class Negotiator(Daemon):
         self.stats: deque[CycleStats] = deque(maxlen=20)
         self._slot_cache: dict[str, tuple[dict[str, Any], ClassAd]] = {}
         self.promises = PromiseBook(self.match_hold)
-        self.schedds = Schedds(self.timeout, self.promises, self.log)
+        self.schedds = Schedds(self.timeout, self.promises, self.log, self.client)
         # -- Up-Down (NEGOTIATOR_ALGORITHM = updown): submit machines, not users ------
         algorithm = (cfg.get("NEGOTIATOR_ALGORITHM") or "fairshare").strip().lower()
         if algorithm not in ("fairshare", "updown"):

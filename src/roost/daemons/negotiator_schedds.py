@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 from typing import Any, Protocol
 
 from roost.core.matchmaker import Match, Request
@@ -30,8 +31,12 @@ class Tally(Protocol):
 class Schedds:
     """One client per schedd address, kept across cycles; what is said to schedds."""
 
-    def __init__(self, timeout: float, promises: PromiseBook, log: logging.Logger) -> None:
+    def __init__(
+        self, timeout: float, promises: PromiseBook, log: logging.Logger,
+        connect: Callable[..., AsyncClient] = AsyncClient,
+    ) -> None:
         self.timeout = timeout
+        self.connect = connect  # the negotiator's Daemon.client: it proves who we are
         self.promises = promises
         self.log = log
         self._clients: dict[str, AsyncClient] = {}
@@ -39,7 +44,7 @@ class Schedds:
     def client(self, address: str) -> AsyncClient:
         client = self._clients.get(address)
         if client is None:
-            client = self._clients[address] = AsyncClient(address, timeout=self.timeout)
+            client = self._clients[address] = self.connect(address, timeout=self.timeout)
         return client
 
     async def get_requests(self, sub: dict[str, Any]) -> dict[str, Any]:

@@ -76,8 +76,10 @@ class TokenAuthority:
         *,
         clock: Callable[[], float],
         revoked: Callable[[Claims], bool] | None = None,
+        max_age: int | None = None,
     ) -> None:
         self.keys = dict(keys)
+        self.max_age = max_age
         self.issuer = issuer
         self.clock = clock
         self.revoked = revoked
@@ -93,7 +95,8 @@ class TokenAuthority:
             raise TokenError(f"token signed with unknown key {unverified.key_id!r}")
         sig = signature_of(key, signing_input)
         claims = verify_token(
-            signing_input + "." + sig, self.keys, issuer=self.issuer, now=self.clock(), revoked=self.revoked
+            signing_input + "." + sig, self.keys, issuer=self.issuer, now=self.clock(), revoked=self.revoked,
+            max_age=self.max_age,
         )
         return claims, sig
 

@@ -67,11 +67,8 @@ def read_key_file(path: str | os.PathLike[str]) -> bytes:
 def ensure_key_file(path: str | os.PathLike[str]) -> bytes:
     """The key in ``path``, made first if there is none (owner-only, 32 random bytes)."""
     path = os.fspath(path)
-    try:
+    if os.path.lexists(path):  # whatever is there is the key, or an error naming it
         return read_key_file(path)
-    except TokenError:
-        if os.path.lexists(path):
-            raise
     directory = os.path.dirname(path) or "."
     os.makedirs(directory, mode=0o700, exist_ok=True)
     tmp = os.path.join(directory, f".{os.path.basename(path)}.new.{os.getpid()}.{secrets.token_hex(4)}")

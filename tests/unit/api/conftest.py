@@ -5,6 +5,11 @@ to (started with ``python -m roost.daemons.<name>`` as tests/unit/daemons does, 
 stopped by their pids), never against stand-ins. One schedd and one collector per
 test process (each xdist worker has its own) keep the directory fast; each test works
 on clusters it submitted itself and leaves the daemons as it found them.
+
+Security: these daemons are started directly, not by a master, so nothing gives the
+user running the tests a token of the pool. :func:`owner.owner_token` does what ``roost up``
+(the master) does: it writes a token for this user to ``$(LOCAL_DIR)/tokens.d``, which
+the API presents on TCP (:func:`roost.api.connection.pool_token`).
 """
 
 from __future__ import annotations
@@ -22,6 +27,8 @@ from daemons.daemon_procs import make_home, start_daemon, stop_daemon
 
 import roost.api as roost
 
+from .owner import owner_token
+
 
 @dataclass
 class Daemon:
@@ -37,6 +44,7 @@ def schedd_daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Daemon]:
     """A schedd alone: jobs queue, hold, release and are removed; local-universe jobs
     run on the submit host, other jobs stay idle (there is no startd)."""
     home = make_home(tmp_path_factory.mktemp("schedd"), "SCHEDD_MIN_INTERVAL = 0\n")
+    owner_token(home)  # before the schedd starts: it reads the pool key then
     proc, address = start_daemon("schedd", home)
     try:
         yield Daemon(home, address, proc)
@@ -47,6 +55,7 @@ def schedd_daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Daemon]:
 @pytest.fixture(scope="session")
 def collector_daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Daemon]:
     home = make_home(tmp_path_factory.mktemp("collector"))
+    owner_token(home)
     proc, address = start_daemon("collector", home)
     try:
         yield Daemon(home, address, proc)

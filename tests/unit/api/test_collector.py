@@ -6,17 +6,20 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from daemons.daemon_procs import pool_token, user_identity
 
 import roost.api as roost
 from roost.classad import ClassAd
+from roost.net.errors import RemoteError
 from roost.net.syncclient import SyncClient
 
 
 @pytest.fixture(scope="module")
 def advertised(collector_daemon):
-    """Two slots and a schedd, advertised as a startd and a schedd would."""
+    """Two slots and a schedd, advertised as a startd and a schedd would (with the
+    pool's daemon token: only a daemon may advertise)."""
     req = "/Expr(TARGET.RequestCpus <= MY.Cpus)/"
-    with SyncClient(collector_daemon.address, timeout=5) as c:
+    with SyncClient(collector_daemon.address, timeout=5, token=pool_token(collector_daemon.home)) as c:
         for name, memory, state in (("slot1@a", 512, "Unclaimed"), ("slot1@b", 4096, "Claimed")):
             c.call("UPDATE_AD", type="Machine", private={"ClaimId": f"secret-{name}"},
                    ad={"Name": name, "Cpus": 1, "Memory": memory, "State": state, "Requirements": req})
@@ -66,6 +69,19 @@ def test_query_gives_classads_without_private_attributes(collector: roost.Collec
     assert ad["Requirements"].eval(ad, ClassAd({"RequestCpus": 1})) is True
     assert ad["Requirements"].eval(ad, ClassAd({"RequestCpus": 2})) is False
     assert "ClaimId" not in ad  # the claim is the negotiator's secret, not every reader's
+    assert all("ClaimId" not in a for a in collector.query_objs("Machine", projection=["Name", "ClaimId"]))
+
+
+def test_a_users_query_never_gets_private_attributes(advertised) -> None:
+    """Private attributes (ClaimId) are for the negotiator and administrators: a user's
+    ``private: true`` query is refused with one line, and asking for a ClaimId by name
+    at READ gets nothing."""
+    with SyncClient(advertised.address, timeout=5,
+                    token=pool_token(advertised.home, user_identity(advertised.home, "bob"))) as c:
+        with pytest.raises(RemoteError) as e:
+            c.call("QUERY", type="Machine", private=True)
+        assert e.value.code == "PERMISSION_DENIED" and "\n" not in e.value.message
+        assert "secret-" not in str(c.call("QUERY", type="Machine", projection=["Name", "ClaimId"]))
 
 
 def test_slots_are_the_default_and_query_objs_is_query_without_classads(collector: roost.Collector) -> None:

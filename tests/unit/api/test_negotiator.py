@@ -14,11 +14,16 @@ import roost.api as roost
 from roost.api.negotiator import negotiator_connection
 from roost.net.addresses import write_address
 
+from .owner import owner_token
+
 
 @pytest.fixture(scope="module")
 def central_manager(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, str, str]]:
-    """A real collector and negotiator: (their home, collector address, negotiator address)."""
+    """A real collector and negotiator: (their home, collector address, negotiator address).
+    The test's user holds a token of the pool there, as after ``roost up``: an
+    administrator's (``$(USERNAME)@UID_DOMAIN``)."""
     home = make_home(tmp_path_factory.mktemp("cm"), "NEGOTIATOR_INTERVAL = 300\n")
+    owner_token(home)
     procs = []
     try:
         collector, caddr = start_daemon("collector", home)
@@ -37,14 +42,21 @@ def factor_of(conn, name: str) -> float | None:
 
 
 def test_the_address_file_under_run_leads_to_the_negotiator(central_manager, tmp_path: Path) -> None:
-    """run/negotiator.address alone is enough: no collector needs asking."""
+    """run/negotiator.address alone is enough: no collector needs asking. A home with
+    no token may read priorities there, not change them."""
     home, _, naddr = central_manager
     write_address(tmp_path / "run" / "negotiator.address", naddr)
     direct = negotiator_connection(str(home), 5.0)
     by_file = negotiator_connection(str(tmp_path), 5.0)
     try:
-        by_file.call("SET_FACTOR", name="alice@here", factor=7.0)
-        assert factor_of(direct, "alice@here") == 7.0  # it is the pool's negotiator
+        direct.call("SET_FACTOR", name="alice@here", factor=7.0)
+        assert factor_of(by_file, "alice@here") == 7.0  # it is the pool's negotiator
+        with pytest.raises(roost.PoolError) as err:
+            by_file.call("SET_FACTOR", name="alice@here", factor=1.0)
+        assert err.value.code == "PERMISSION_DENIED"
+        assert str(err.value).startswith("SET_FACTOR refused to an unauthenticated peer: ")
+        assert "\n" not in str(err.value)
+        assert factor_of(direct, "alice@here") == 7.0
     finally:
         direct.close()
         by_file.close()

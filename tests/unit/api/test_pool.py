@@ -9,7 +9,9 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
+import pwd
 import signal
+import stat
 import subprocess
 import sys
 import time
@@ -17,11 +19,13 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from daemons.daemon_procs import make_home
+from daemons.daemon_procs import make_home, pool_token, user_identity
 
 import roost.api as roost
+from roost.api.connection import pool_token as presented_token
 from roost.api.negotiator import negotiator_connection
 from roost.net.syncclient import SyncClient
+from roost.net.tokens import decode_token
 
 
 def alive(pid: int) -> bool:
@@ -141,10 +145,21 @@ def test_a_daemon_the_pool_does_not_run_is_reported_as_not_answering(running_poo
     assert err.value.code == "NOT_FOUND"
 
 
+def test_the_master_gives_the_pools_owner_a_token_only_the_owner_may_read(running_pool: roost.Pool) -> None:
+    """``roost up`` writes ``tokens.d/<user>`` (owner-only), a token for the user
+    running the pool: what the API presents on TCP (roost.api.connection.pool_token)."""
+    user = pwd.getpwuid(os.geteuid()).pw_name
+    path = running_pool.home / "tokens.d" / user
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    token = presented_token(str(running_pool.home))
+    assert token is not None and token in path.read_text()
+    assert decode_token(token)[1].subject == user_identity(running_pool.home, user)
+
+
 def test_slots_counts_the_slot_ads_the_collector_holds(running_pool: roost.Pool) -> None:
     address = running_pool.status()["daemons"]["COLLECTOR"]["address"]
     assert running_pool.slots() == 0
-    with SyncClient(address, timeout=5) as c:
+    with SyncClient(address, timeout=5, token=pool_token(running_pool.home)) as c:  # as a startd would
         for name in ("slot1@x", "slot2@x"):
             c.call("UPDATE_AD", type="Machine", ad={"Name": name, "Cpus": 1})
         try:

@@ -54,3 +54,30 @@ def stop_daemon(proc: subprocess.Popen, timeout: float = 10.0) -> int:
     if proc.stderr:
         proc.stderr.close()
     return proc.returncode
+
+
+def pool_token(home: Path, identity: str | None = None, **kw: object) -> str:
+    """A token of the pool at ``home`` for ``identity`` (default: the daemons' own,
+    ``condor@UID_DOMAIN``), signed with its POOL key (made here when no daemon has yet):
+    what a test that stands in for a daemon or a user presents on TCP."""
+    import time
+
+    from roost.config import Config
+    from roost.daemons.security import DAEMON_USER, uid_domain
+    from roost.net.signing_key import ensure_key_file
+    from roost.net.token_store import TokenSettings
+    from roost.net.tokens import create_token
+
+    cfg = Config.load(str(home / "roost_config"), env={"ROOST_HOME": str(home)})
+    settings = TokenSettings.from_config(cfg)
+    key = ensure_key_file(settings.pool_key_file)
+    who = identity or f"{DAEMON_USER}@{uid_domain(cfg)}"
+    return create_token(key, "POOL", settings.trust_domain, who, now=time.time(), **kw)  # type: ignore[arg-type]
+
+
+def user_identity(home: Path, user: str) -> str:
+    """``user@UID_DOMAIN`` of the pool at ``home``."""
+    from roost.config import Config
+    from roost.daemons.security import uid_domain
+
+    return f"{user}@{uid_domain(Config.load(str(home / 'roost_config'), env={'ROOST_HOME': str(home)}))}"

@@ -1,5 +1,11 @@
 """Helpers for the schedd tests: a real schedd process, real clients, and a small
-startd-like peer (a real server on a real socket) that claims, runs and reports."""
+startd-like peer (a real server on a real socket) that claims, runs and reports.
+
+Security: the local tools speak over the schedd's Unix socket (FS: the kernel says
+who they are); whatever stands in for another daemon on TCP (the negotiator's
+GET_REQUESTS/MATCHES, the fake startd and its starter) presents the pool's daemon
+token (``condor@UID_DOMAIN``, :func:`daemon_procs.pool_token`), as the real daemons
+do, and the fake startd checks the schedd's token with the pool's own policy."""
 
 from __future__ import annotations
 
@@ -11,12 +17,14 @@ from pathlib import Path
 from typing import Any
 
 from roost.classad.jsonform import ad_to_obj
+from roost.config import Config
+from roost.daemons.security import Security
 from roost.net.client import AsyncClient
 from roost.net.server import serve
 from roost.net.syncclient import SyncClient
 from roost.submit import parse_submit
 
-from .daemon_procs import make_home, start_daemon, stop_daemon
+from .daemon_procs import make_home, pool_token, start_daemon, stop_daemon
 
 SCHEDD_CONFIG = "\nPERIODIC_EXPR_INTERVAL = 0.3\nSCHEDD_MIN_INTERVAL = 0\n"
 
@@ -28,6 +36,7 @@ class ScheddProc:
         self.home = make_home(tmp_path, SCHEDD_CONFIG + extra_config)
         self.proc: Any = None
         self.address = ""
+        self._token: str | None = None
 
     def start(self) -> ScheddProc:
         self.proc, self.address = start_daemon("schedd", self.home)
@@ -39,6 +48,17 @@ class ScheddProc:
 
     def client(self) -> SyncClient:
         return SyncClient(self.sock, timeout=10)
+
+    @property
+    def token(self) -> str:
+        """The pool's daemon token (``condor@UID_DOMAIN``): what a daemon presents."""
+        if self._token is None:
+            self._token = pool_token(self.home)
+        return self._token
+
+    def daemon_client(self, timeout: float = 5) -> SyncClient:
+        """A TCP client that proves the daemon identity, as the negotiator does."""
+        return SyncClient(self.address, timeout=timeout, token=self.token)
 
     def kill9(self) -> None:
         self.proc.kill()
@@ -89,12 +109,27 @@ def wait_for(pred: Any, timeout: float = 10.0, interval: float = 0.02) -> Any:
         time.sleep(interval)
 
 
+def pool_security(home: Path, daemon: str) -> Security:
+    """The security of a daemon of the pool at ``home`` (its keys, policy and token),
+    for a test-side peer that stands in for ``daemon``. Makes the pool key if no
+    daemon has yet."""
+    pool_token(home)  # the pool key exists from here on
+    cfg = Config.load(str(home / "roost_config"), env={"ROOST_HOME": str(home)})
+    return Security(cfg, daemon, make_key=False)
+
+
 class FakeStartd:
     """A startd-like peer: answers REQUEST_CLAIM/ACTIVATE_CLAIM/KEEPALIVE/..., and for
     each activation pulls input (GET_FILES), "runs" the job by calling ``behaviour``,
-    pushes output (PUT_FILES) and reports the exit (JOB_UPDATE), as a starter does."""
+    pushes output (PUT_FILES) and reports the exit (JOB_UPDATE), as a starter does.
 
-    def __init__(self, behaviour: Any = None, slot: dict[str, Any] | None = None) -> None:
+    It belongs to the pool at ``home`` (the schedd's): its server authenticates and
+    authorizes the schedd as a real startd would, and it presents the pool's daemon
+    token to the schedd."""
+
+    def __init__(self, home: Path, behaviour: Any = None, slot: dict[str, Any] | None = None) -> None:
+        self.security = pool_security(home, "STARTD")
+        self.token = self.security.token
         self.behaviour = behaviour or (lambda job_ad, inputs: ({}, {"exit_code": 0}))
         self.slot = slot or {
             "MyType": "Machine", "Name": "slot1_1@fake", "Cpus": 1, "Memory": 4096, "Disk": 10**7,
@@ -120,7 +155,7 @@ class FakeStartd:
         asyncio.set_event_loop(self.loop)
 
         async def main() -> None:
-            self.server = await serve(self._handlers(), host="127.0.0.1")
+            self.server = await serve(self._handlers(), host="127.0.0.1", **self.security.serve_args())
             self.address = self.server.address
             ready.set()
             self._stop = asyncio.Event()
@@ -197,7 +232,7 @@ class FakeStartd:
         }
 
     async def _starter(self, claim_id: str, jid: str, job: dict[str, Any]) -> None:
-        schedd = AsyncClient(self.claims[claim_id], timeout=10)
+        schedd = AsyncClient(self.claims[claim_id], timeout=10, token=self.token)
         try:
             inputs: dict[str, bytes] = {}
             async with schedd.stream() as conn:
@@ -223,7 +258,7 @@ class FakeStartd:
                         await conn.send_bytes(b)
                     await conn.recv()
             claim_now = claim_id
-            await AsyncClient(self.claims.get(claim_now, ""), timeout=10).call(
+            await AsyncClient(self.claims.get(claim_now, ""), timeout=10, token=self.token).call(
                 "JOB_UPDATE", claim_id=claim_id, job=jid, state="exited",
                 usage={"user": 1.0, "system": 0.0}, **result)
         except Exception as e:  # a test failure shows up as a job that never finishes
@@ -232,7 +267,7 @@ class FakeStartd:
             await schedd.close()
 
     def send_match(self, schedd_tcp: str, autocluster: int, claim_id: str = "claim-1") -> dict[str, Any]:
-        with SyncClient(schedd_tcp, timeout=10) as c:
+        with SyncClient(schedd_tcp, timeout=10, token=self.token) as c:
             return c.call("MATCHES", matches=[{
                 "autocluster": autocluster, "slot_name": self.slot["Name"], "claim_id": claim_id,
                 "startd_address": self.address, "slot_ad": self.slot}])

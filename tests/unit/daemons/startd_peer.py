@@ -4,6 +4,11 @@ The peer is a real server (roost.net) in the test's event loop: it records
 slot ads and RESCHEDULE pokes, serves input files for GET_FILES, stores
 PUT_FILES outputs and queues JOB_UPDATEs, so a test drives the startd's
 claim protocol and sees exactly what a schedd would.
+
+Security as in a real pool: the startd and the peer share the pool's key (made in
+the startd's ROOST_HOME before it starts); the peer authenticates and authorizes the
+startd's connections with the pool's policy, and the client to the startd presents
+the daemon token (``condor@UID_DOMAIN``), as a schedd does.
 """
 
 from __future__ import annotations
@@ -23,10 +28,14 @@ from typing import Any
 
 from roost.classad import ClassAd, ExprTree
 from roost.classad.jsonform import ad_to_obj
+from roost.config import Config
+from roost.daemons.security import Security
 from roost.net.client import AsyncClient
 from roost.net.errors import RequestError
 from roost.net.server import Peer, serve
 from roost.submit import Expr, parse_submit
+
+from .daemon_procs import pool_token
 
 
 @dataclass
@@ -67,6 +76,17 @@ class PoolPeer:
             host="127.0.0.1",
         )
         self.address = self.server.address
+
+    def join_pool(self, home: Path) -> None:
+        """Authenticate and authorize peers as a daemon of the pool at ``home`` would
+        (its key, trust domain and ALLOW_* policy): from here on the startd must prove
+        it is a daemon of that pool. Call once that pool's key exists."""
+        cfg = Config.load(str(home / "roost_config"), env={"ROOST_HOME": str(home)})
+        args = Security(cfg, "SCHEDD", make_key=False).serve_args()
+        assert self.server is not None and args["authority"] is not None
+        self.server.authority = args["authority"]
+        self.server.authorize = args["authorize"]
+        self.server.uid_domain = args["uid_domain"]
 
     async def close(self) -> None:
         if self.server is not None:
@@ -148,6 +168,13 @@ class StartdProc:
         self.home = home
         self.proc: subprocess.Popen[bytes] | None = None
         self.address = ""
+        #: the pool's daemon token (``condor@UID_DOMAIN``); makes the pool key the
+        #: startd reads at start (a startd alone never makes it)
+        self.token = pool_token(home)
+
+    def client(self, timeout: float = 20.0, token: str | None = None) -> AsyncClient:
+        """A TCP client to the startd presenting ``token`` (default: the daemon token)."""
+        return AsyncClient(self.address, timeout=timeout, token=token or self.token)
 
     async def start(self, timeout: float = 15.0) -> str:
         env = {k: v for k, v in os.environ.items() if not k.startswith("_ROOST_")}
@@ -217,10 +244,11 @@ async def pool(extra_config: str = "") -> AsyncIterator[tuple[PoolPeer, StartdPr
     (home / "run").mkdir()
     (home / "run" / "negotiator.address").write_text(peer.address + "\n")
     startd = StartdProc(home)
+    peer.join_pool(home)
     client = None
     try:
         await startd.start()
-        client = AsyncClient(startd.address, timeout=20.0)
+        client = startd.client()
         yield peer, startd, client
     finally:
         if client is not None:

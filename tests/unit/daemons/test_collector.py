@@ -9,7 +9,7 @@ import pytest
 from roost.net.errors import RemoteError
 from roost.net.syncclient import SyncClient
 
-from .daemon_procs import make_home, start_daemon, stop_daemon
+from .daemon_procs import make_home, pool_token, start_daemon, stop_daemon, user_identity
 
 
 @pytest.fixture(scope="module")
@@ -22,6 +22,17 @@ def collector(tmp_path_factory):
         stop_daemon(proc)
 
 
+def as_daemon(collector) -> SyncClient:
+    """A client that stands in for another daemon of the pool (``condor@UID_DOMAIN``)."""
+    home, _, address = collector
+    return SyncClient(address, timeout=5, token=pool_token(home))
+
+
+def as_user(collector, user: str = "alice") -> SyncClient:
+    home, _, address = collector
+    return SyncClient(address, timeout=5, token=pool_token(home, user_identity(home, user)))
+
+
 def slot(name, **attrs):
     ad = {"Name": name, "MyType": "Machine", "Cpus": 1, "Memory": 1024, "State": "Unclaimed",
           "Requirements": "/Expr(TARGET.RequestCpus <= MY.Cpus)/"}
@@ -31,7 +42,7 @@ def slot(name, **attrs):
 
 def test_update_query_constraint_projection(collector):
     _, _, address = collector
-    with SyncClient(address, timeout=5) as c:
+    with as_daemon(collector) as c:
         c.call("UPDATE_AD", type="Machine", ad=slot("slot1@a", Memory=512), private={"ClaimId": "c1"})
         c.call("UPDATE_AD", type="Machine", ad=slot("slot1@b", Memory=4096), private={"ClaimId": "c2"})
         c.call("UPDATE_AD", type="Machine", ad=slot("slot1@b", Memory=8192))  # replaces
@@ -57,8 +68,7 @@ def test_update_query_constraint_projection(collector):
 
 
 def test_invalidate(collector):
-    _, _, address = collector
-    with SyncClient(address, timeout=5) as c:
+    with as_daemon(collector) as c:
         c.call("UPDATE_AD", type="Submitter", ad={"Name": "alice@x", "IdleJobs": 3})
         assert c.call("INVALIDATE_AD", type="Submitter", name="ALICE@x") == {"removed": 1}
         assert c.call("INVALIDATE_AD", type="Submitter", name="alice@x") == {"removed": 0}
@@ -66,8 +76,7 @@ def test_invalidate(collector):
 
 
 def test_expiry_by_classad_lifetime(collector):
-    _, _, address = collector
-    with SyncClient(address, timeout=5) as c:
+    with as_daemon(collector) as c:
         c.call("UPDATE_AD", type="Scheduler", ad={"Name": "short", "ClassAdLifetime": 0.3})
         c.call("UPDATE_AD", type="Scheduler", ad={"Name": "long"})
         assert {a["Name"] for a in c.call("QUERY", type="Scheduler")["ads"]} == {"short", "long"}
@@ -76,6 +85,48 @@ def test_expiry_by_classad_lifetime(collector):
         # an update renews the lease
         c.call("UPDATE_AD", type="Scheduler", ad={"Name": "short", "ClassAdLifetime": 0.3})
         assert len(c.call("QUERY", type="Scheduler")["ads"]) == 2
+
+
+def test_read_is_open_but_never_shows_private_attributes(collector):
+    with as_daemon(collector) as c:
+        c.call("UPDATE_AD", type="Machine", ad=slot("slot1@secret"), private={"ClaimId": "<c9#secret>"})
+    for who in (lambda: SyncClient(collector[2], timeout=5), lambda: as_user(collector)):
+        with who() as c:
+            ads = c.call("QUERY", type="Machine", constraint='Name == "slot1@secret"')["ads"]
+            assert [a["Name"] for a in ads] == ["slot1@secret"]
+            assert "ClaimId" not in ads[0] and "<c9#secret>" not in str(ads)
+            projected = c.call("QUERY", type="Machine", projection=["Name", "ClaimId"])["ads"]
+            assert projected and all("ClaimId" not in a for a in projected)
+            with pytest.raises(RemoteError) as e:
+                c.call("QUERY", type="Machine", constraint='Name == "slot1@secret"', private=True)
+            assert e.value.code == "PERMISSION_DENIED" and "\n" not in e.value.message
+            assert "<c9#secret>" not in e.value.message
+    with as_daemon(collector) as c:  # the negotiator's identity may read them
+        ads = c.call("QUERY", type="Machine", constraint='Name == "slot1@secret"', private=True)["ads"]
+        assert ads[0]["ClaimId"] == "<c9#secret>"
+
+
+@pytest.mark.parametrize("user", [False, True], ids=["unauthenticated", "user-token"])
+def test_only_daemons_may_advertise_or_invalidate_slots(collector, user):
+    with as_daemon(collector) as c:
+        c.call("UPDATE_AD", type="Machine", ad=slot("slot1@real"))
+    home, proc, address = collector
+    fake = slot("slot1@fake")
+    with as_user(collector, "bob") if user else SyncClient(address, timeout=5) as c:
+        for cmd, args in [
+            ("UPDATE_AD", {"type": "Machine", "ad": fake}),
+            ("INVALIDATE_AD", {"type": "Machine", "name": "slot1@real"}),
+            ("UPDATE_AD", {"type": "Scheduler", "ad": {"Name": "fake-schedd"}}),
+        ]:
+            with pytest.raises(RemoteError) as e:
+                c.call(cmd, **args)
+            assert e.value.code == "PERMISSION_DENIED", (cmd, e.value)
+            assert cmd in e.value.message and "\n" not in e.value.message
+            who = user_identity(home, "bob") if user else "unauthenticated"
+            assert who in e.value.message
+        names = {a["Name"] for a in c.call("QUERY", type="Machine")["ads"]}  # READ still works
+    assert "slot1@real" in names and "slot1@fake" not in names
+    assert proc.poll() is None
 
 
 @pytest.mark.parametrize(
@@ -93,8 +144,8 @@ def test_expiry_by_classad_lifetime(collector):
     ],
 )
 def test_bad_requests_get_clear_errors(collector, cmd, args, words):
-    _, proc, address = collector
-    with SyncClient(address, timeout=5) as c:
+    _, proc, _ = collector
+    with as_daemon(collector) as c:
         with pytest.raises(RemoteError) as e:
             c.call(cmd, **args)
         assert e.value.code == "BAD_REQUEST" and words in e.value.message

@@ -2,6 +2,8 @@
 
 import asyncio
 
+import pytest
+
 from roost.config import Config
 from roost.daemons.base import Daemon
 from roost.net.addresses import read_address, write_address
@@ -33,7 +35,8 @@ class Echo(Daemon):
         async def ping(req, peer):
             return {"pong": True}
 
-        return {"PING": ping}
+        # STATUS is a READ command (roost.core.authz.COMMAND_LEVELS); PING is in no table
+        return {"STATUS": ping, "PING": ping}
 
     def ad(self):
         return {"Extra": 42}
@@ -65,9 +68,14 @@ def test_lifecycle_against_an_in_process_collector(tmp_path):
             assert updates[0]["type"] == "Scheduler"
             assert ad["Name"] == "h.example" and ad["MyAddress"] == d.address and ad["Extra"] == 42
             from roost.net.client import AsyncClient
+            from roost.net.errors import RemoteError
 
             c = AsyncClient(d.address)
-            assert await c.call("PING") == {"pong": True}
+            assert await c.call("STATUS") == {"pong": True}  # READ: open to an unauthenticated peer
+            # a command with no authorization level is refused to everyone, handler or not
+            with pytest.raises(RemoteError) as e:
+                await c.call("PING")
+            assert e.value.code == "PERMISSION_DENIED" and "no authorization level" in e.value.message
             await c.close()
             d.request_stop()
             assert await asyncio.wait_for(task, 5) == 0

@@ -6,23 +6,34 @@ import time
 import pytest
 from net.helpers import ThreadedServer  # tests/unit/net: the one threaded test server
 
+from roost.net.errors import RemoteError
 from roost.net.syncclient import SyncClient
 
-from .daemon_procs import make_home, start_daemon, stop_daemon
+from .daemon_procs import make_home, pool_token, start_daemon, stop_daemon, user_identity
 
 JOB_REQ = "/Expr(TARGET.Memory >= MY.RequestMemory && TARGET.Cpus >= MY.RequestCpus)/"
 
 
-class FakeSchedd:
-    """Answers GET_REQUESTS from a table, records MATCHES."""
+def schedd_security(home):
+    """What a real schedd of the pool at ``home`` passes to its server: the pool's token
+    authority and policy, so the negotiator must prove it is one of the pool's daemons."""
+    from roost.config import Config
+    from roost.daemons.security import Security
 
-    def __init__(self, requests):
+    cfg = Config.load(str(home / "roost_config"), env={"ROOST_HOME": str(home)}, subsys="SCHEDD")
+    return Security(cfg, "SCHEDD", make_key=False).serve_args()
+
+
+class FakeSchedd:
+    """Answers GET_REQUESTS from a table, records MATCHES; enforces the schedd's policy."""
+
+    def __init__(self, requests, home):
         self.requests = requests
         self.asked = []
         self.matches = []
         self.got = threading.Event()
         self.ts = ThreadedServer({"GET_REQUESTS": self.get_requests, "MATCHES": self.on_matches},
-                                 host="127.0.0.1")
+                                 host="127.0.0.1", **schedd_security(home))
         self.address = self.ts.server.tcp_address
 
     async def get_requests(self, req, peer):
@@ -55,10 +66,15 @@ def pool(tmp_path):
         procs.append(collector)
         negotiator, naddr = start_daemon("negotiator", home)
         procs.append(negotiator)
-        yield caddr, naddr, negotiator
+        yield caddr, naddr, negotiator, home
     finally:
         for p in reversed(procs):
             stop_daemon(p)
+
+
+def as_daemon(home, address):
+    """A client standing in for a daemon of the pool (``condor@UID_DOMAIN``)."""
+    return SyncClient(address, timeout=5, token=pool_token(home))
 
 
 def wait_cycles(neg, n, timeout=10):
@@ -72,14 +88,14 @@ def wait_cycles(neg, n, timeout=10):
 
 
 def test_reschedule_matches_and_partitionable_slots(pool):
-    caddr, naddr, proc = pool
+    caddr, naddr, proc, home = pool
     schedd = FakeSchedd({
         "alice": [{"autocluster": 1, "count": 6, "ad": job_ad(512)},
                   {"autocluster": 2, "count": 1, "ad": {"RequestMemory": "/Expr(1 +)/"}}],
         "bob": [{"autocluster": 7, "count": 2, "ad": job_ad(1, '/Expr(TARGET.Arch == "SPARC")/', "bob")}],
-    })
+    }, home)
     try:
-        with SyncClient(caddr, timeout=5) as c, SyncClient(naddr, timeout=5) as neg:
+        with as_daemon(home, caddr) as c, as_daemon(home, naddr) as neg:
             c.call("UPDATE_AD", type="Machine", ad=slot_ad("slot1@h", 1, 1024), private={"ClaimId": "c-h1"})
             c.call("UPDATE_AD", type="Machine", ad=slot_ad("slot2@h", 1, 256), private={"ClaimId": "c-h2"})
             c.call("UPDATE_AD", type="Machine", ad=slot_ad("slot3@h", 1, 8192, state="Claimed"),
@@ -125,15 +141,15 @@ def test_reschedule_matches_and_partitionable_slots(pool):
 
 
 def test_unreachable_schedd_and_bad_answers_do_not_stop_cycles(pool):
-    caddr, naddr, proc = pool
+    caddr, naddr, proc, home = pool
 
     async def bad_answer(req, peer):
         return {"requests": "nope"}
 
-    bad = ThreadedServer({"GET_REQUESTS": bad_answer}, host="127.0.0.1")
-    good = FakeSchedd({"carol": [{"autocluster": 3, "count": 1, "ad": job_ad(1, owner="carol")}]})
+    bad = ThreadedServer({"GET_REQUESTS": bad_answer}, host="127.0.0.1", **schedd_security(home))
+    good = FakeSchedd({"carol": [{"autocluster": 3, "count": 1, "ad": job_ad(1, owner="carol")}]}, home)
     try:
-        with SyncClient(caddr, timeout=5) as c, SyncClient(naddr, timeout=5) as neg:
+        with as_daemon(home, caddr) as c, as_daemon(home, naddr) as neg:
             c.call("UPDATE_AD", type="Machine", ad=slot_ad("slot1@x", 1, 1024), private={"ClaimId": "c-x"})
             c.call("UPDATE_AD", type="Machine", ad=slot_ad("slot0@x", 1, 1024))  # no claim id: not offered
             c.call("UPDATE_AD", type="Submitter", ad={"Name": "dead@x", "ScheddAddress": "127.0.0.1:1"})
@@ -154,7 +170,7 @@ def test_unreachable_schedd_and_bad_answers_do_not_stop_cycles(pool):
 
 
 def test_negotiator_advertises_itself(pool):
-    caddr, naddr, _ = pool
+    caddr, naddr, _, _ = pool
     with SyncClient(caddr, timeout=5) as c:
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline:
@@ -214,3 +230,19 @@ def test_ads_come_back_after_the_collector_is_killed(tmp_path):
         if negotiator is not None:
             stop_daemon(negotiator)
         stop_daemon(collector)
+
+
+def test_reschedule_needs_a_daemon_and_reads_are_open(pool):
+    caddr, naddr, proc, home = pool
+    with SyncClient(naddr, timeout=5) as anon, \
+            SyncClient(naddr, timeout=5, token=pool_token(home, user_identity(home, "bob"))) as bob:
+        for c, who in ((anon, "unauthenticated"), (bob, user_identity(home, "bob"))):
+            assert isinstance(c.call("CYCLE_STATS")["cycles"], int)  # READ
+            assert "users" in c.call("USERPRIO")
+            with pytest.raises(RemoteError) as e:
+                c.call("RESCHEDULE")
+            assert e.value.code == "PERMISSION_DENIED"
+            assert "RESCHEDULE" in e.value.message and who in e.value.message and "\n" not in e.value.message
+    with as_daemon(home, naddr) as neg:
+        assert neg.call("RESCHEDULE") is not None
+    assert proc.poll() is None

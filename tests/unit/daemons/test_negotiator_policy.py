@@ -3,6 +3,7 @@ SET_FACTOR / RESET_USAGE / SET_FLOOR / SET_CEILING commands, on a real collector
 negotiator in a temporary home; usage charged from claimed slot ads."""
 
 import asyncio
+import getpass
 import json
 import time
 
@@ -11,7 +12,7 @@ import pytest
 from roost.net.errors import RemoteError
 from roost.net.syncclient import SyncClient
 
-from .daemon_procs import make_home, start_daemon, stop_daemon
+from .daemon_procs import make_home, pool_token, start_daemon, stop_daemon, user_identity
 
 pytest.importorskip("roost.core.accountant")
 
@@ -32,6 +33,17 @@ def collector(home):
         stop_daemon(proc)
 
 
+def as_owner(home, address):
+    """A client for the pool's owner, ``$(USERNAME)@UID_DOMAIN`` (ADMINISTRATOR and DAEMON
+    by default): what the owner's tools present after ``roost up``."""
+    return SyncClient(address, token=pool_token(home, user_identity(home, getpass.getuser())))
+
+
+def as_daemon(home, address):
+    """A client standing in for a daemon of the pool (``condor@UID_DOMAIN``)."""
+    return SyncClient(address, token=pool_token(home))
+
+
 def users(neg):
     return {u["name"]: u for u in neg.call("USERPRIO")["users"]}
 
@@ -39,7 +51,7 @@ def users(neg):
 def test_factor_persists_across_restarts(home, collector):
     proc, addr = start_daemon("negotiator", home)
     try:
-        neg = SyncClient(addr)
+        neg = as_owner(home, addr)
         neg.call("SET_FACTOR", name="alice@h", factor=5000)
         neg.call("SET_CEILING", name="alice@h", ceiling=3)
         got = users(neg)["alice@h"]
@@ -54,7 +66,7 @@ def test_factor_persists_across_restarts(home, collector):
     assert not list((home / "spool").glob(".accountant.json.*.tmp"))
     proc, addr = start_daemon("negotiator", home)
     try:
-        neg = SyncClient(addr)
+        neg = as_owner(home, addr)
         got = users(neg)["alice@h"]
         assert got["factor"] == 5000 and got["ceiling"] == 3
         neg.call("SET_CEILING", name="alice@h", ceiling=None)
@@ -70,7 +82,7 @@ def test_corrupt_state_is_set_aside(home, collector):
     (spool / "accountant.json").write_text("{not json")
     proc, addr = start_daemon("negotiator", home)
     try:
-        neg = SyncClient(addr)
+        neg = as_owner(home, addr)
         assert users(neg) == {}
         neg.call("SET_FACTOR", name="bob@h", factor=2000)
         assert users(neg)["bob@h"]["factor"] == 2000
@@ -87,7 +99,7 @@ def test_corrupt_state_is_set_aside(home, collector):
 def test_bad_arguments_are_refused(home, collector):
     proc, addr = start_daemon("negotiator", home)
     try:
-        neg = SyncClient(addr)
+        neg = as_owner(home, addr)
         for cmd, args in [("SET_FACTOR", {"name": "a@h", "factor": 0.5}),
                           ("SET_FACTOR", {"name": "a@h", "factor": "big"}),
                           ("SET_FLOOR", {"name": "a@h", "floor": -1}),
@@ -100,6 +112,30 @@ def test_bad_arguments_are_refused(home, collector):
         stop_daemon(proc)
 
 
+def test_only_an_administrator_may_change_priorities(home, collector):
+    proc, addr = start_daemon("negotiator", home)
+    bob = user_identity(home, "bob")
+    try:
+        with SyncClient(addr, token=pool_token(home, bob)) as c, SyncClient(addr) as anon:
+            for client, who in ((c, bob), (anon, "unauthenticated")):
+                assert "users" in client.call("USERPRIO")  # READ is open
+                for cmd, args in [("SET_FACTOR", {"name": bob, "factor": 1.0}),
+                                  ("SET_PRIORITY", {"name": "alice@h", "priority": 1000}),
+                                  ("RESET_USAGE", {"name": "*"}),
+                                  ("SET_FLOOR", {"name": bob, "floor": 10}),
+                                  ("SET_CEILING", {"name": bob, "ceiling": 10})]:
+                    with pytest.raises(RemoteError) as e:
+                        client.call(cmd, **args)
+                    assert e.value.code == "PERMISSION_DENIED", (cmd, e.value)
+                    assert cmd in e.value.message and who in e.value.message and "\n" not in e.value.message
+            assert bob not in users(c)
+        with SyncClient(addr, token=pool_token(home, user_identity(home, "root"))) as admin:
+            admin.call("SET_FACTOR", name=bob, factor=1.0)
+            assert users(admin)[bob]["factor"] == 1.0
+    finally:
+        stop_daemon(proc)
+
+
 def claimed_slot(name, user, cpus):
     return {"Name": name, "MyType": "Machine", "Cpus": cpus, "Memory": 1024, "State": "Claimed",
             "Activity": "Busy", "RemoteUser": user, "RemoteOwner": user.split("@")[0],
@@ -107,13 +143,13 @@ def claimed_slot(name, user, cpus):
 
 
 def test_usage_comes_from_claimed_slots_and_resets(home, collector):
-    col = SyncClient(collector)
+    col = as_daemon(home, collector)
     col.call("UPDATE_AD", type="Machine", ad=claimed_slot("slot1@h", "carol@h", 2))
     col.call("UPDATE_AD", type="Machine", ad=claimed_slot("slot2@h", "carol@h", 1))
     col.call("UPDATE_AD", type="Machine", ad=claimed_slot("slot3@h", "dave@h", 1))
     proc, addr = start_daemon("negotiator", home)
     try:
-        neg = SyncClient(addr)
+        neg = as_owner(home, addr)
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline and "dave@h" not in users(neg):
             neg.call("RESCHEDULE")
@@ -140,13 +176,13 @@ def test_set_priority_and_limits_on_a_live_negotiator(tmp_path):
     home = make_home(tmp_path, CONFIG + "LICENSE_LIMIT = 2\nCONCURRENCY_LIMIT_DEFAULT_SW = 1\n"
                                         "GROUP_NAMES = physics\nGROUP_QUOTA_physics = 3\n")
     col_proc, col_addr = start_daemon("collector", home)
-    col = SyncClient(col_addr)
+    col = as_daemon(home, col_addr)
     try:
         col.call("UPDATE_AD", type="Machine",
                  ad={**claimed_slot("slot1@h", "physics.carol@h", 2), "ConcurrencyLimits": "license, sw.x:0.5"})
         proc, addr = start_daemon("negotiator", home)
         try:
-            neg = SyncClient(addr)
+            neg = as_owner(home, addr)
             deadline = time.monotonic() + 10
             while time.monotonic() < deadline and neg.call("LIMITS")["as_of"] is None:
                 neg.call("RESCHEDULE")

@@ -13,6 +13,7 @@ from roost.eventlog import read_events
 from roost.net.errors import RemoteError
 from roost.net.syncclient import SyncClient
 
+from .daemon_procs import pool_token, user_identity
 from .schedd_harness import ScheddProc, query, submit, wait_for
 
 JOB = """\
@@ -139,7 +140,7 @@ def test_get_requests_groups_into_autoclusters(schedd, tmp_path):
         b, _ = submit(c, JOB.format(mem=2000, n=3), str(tmp_path))
         submit(c, JOB.format(mem=2000, n=2), str(tmp_path), owner="alice")
         c.call("ACT", action="hold", ids=[f"{a}.4"])
-    with SyncClient(schedd.address, timeout=5) as n:
+    with SyncClient(schedd.address, timeout=5, token=pool_token(schedd.home)) as n:  # the negotiator
         reqs = n.call("GET_REQUESTS", owner="root")["requests"]
         counts = sorted((r["count"], r["ad"]["RequestMemory"]) for r in reqs)
         assert counts == [(3, 2000), (4, 100)]
@@ -204,16 +205,61 @@ def test_submit_owner_from_unix_peer(schedd, tmp_path):
         assert job["ClusterId"] == cid and isinstance(job["QDate"], int)
 
 
-@pytest.mark.skipif(__import__("os").geteuid() != 0, reason="only a root schedd refuses unauthenticated writers")
-def test_tcp_peers_may_read_but_not_submit(schedd, tmp_path):
+def test_unauthenticated_tcp_peers_may_read_but_not_write(schedd, tmp_path):
     with schedd.client() as c:
-        submit(c, JOB.format(mem=100, n=1), str(tmp_path))
+        cid, _ = submit(c, JOB.format(mem=100, n=1), str(tmp_path))
     with SyncClient(schedd.address, timeout=5) as tcp:
         assert tcp.call("QUERY_JOBS", totals=True)["totals"]["Idle"] == 1
-        for cmd, args in (("NEW_CLUSTER", {}), ("ACT", {"action": "remove", "owner": "root"})):
+        assert tcp.call("WAIT_JOBS", ids=[f"{cid}.0"], timeout=0)["total"] == 1
+        for cmd, args in (
+            ("NEW_CLUSTER", {}),
+            ("SUBMIT", {"cluster": cid + 1, "cluster_ad": {"Cmd": "/bin/true"}, "procs": [{"ProcId": 0}]}),
+            ("SUBMIT_TEXT", {"text": "executable = /bin/true\nqueue\n", "cwd": str(tmp_path)}),
+            ("ACT", {"action": "remove", "owner": "root"}),
+            ("ACT", {"action": "hold", "ids": [f"{cid}.0"]}),
+            ("GET_REQUESTS", {"owner": "root"}),
+            ("MATCHES", {"matches": []}),
+            ("JOB_UPDATE", {"claim_id": "x", "job": f"{cid}.0", "state": "exited"}),
+        ):
             with pytest.raises(RemoteError) as e:
                 tcp.call(cmd, **args)
-            assert e.value.code == "DENIED"
+            assert e.value.code == "PERMISSION_DENIED", (cmd, e.value)
+            assert e.value.message.startswith(f"{cmd} refused to an unauthenticated peer: ")
+            assert "\n" not in e.value.message
+    with schedd.client() as c:
+        jobs = query(c)
+    assert list(jobs) == [f"{cid}.0"] and jobs[f"{cid}.0"]["JobStatus"] == 1  # untouched, nothing added
+
+
+@pytest.mark.skipif(__import__("os").geteuid() != 0, reason="only a root schedd runs other users' jobs")
+def test_a_user_token_acts_on_that_users_jobs_only(schedd, tmp_path):
+    job = "executable = /bin/true\nqueue\n"
+    with schedd.client() as c:  # root, a queue super user, submits for alice
+        alice_job, _ = submit(c, job, str(tmp_path), owner="alice")
+    bob = SyncClient(schedd.address, timeout=5, token=pool_token(schedd.home, user_identity(schedd.home, "bob")))
+    with bob:
+        mine, n = submit(bob, job, str(tmp_path), owner="bob")
+        assert n == 1
+        jobs = query(bob)  # READ: bob sees the whole queue
+        assert jobs[f"{mine}.0"]["Owner"] == "bob" and jobs[f"{alice_job}.0"]["Owner"] == "alice"
+        with pytest.raises(RemoteError) as e:
+            submit(bob, job, str(tmp_path), owner="alice")
+        assert e.value.code == "DENIED"
+        assert "user bob may not submit jobs owned by 'alice'" in e.value.message and "\n" not in e.value.message
+        for action in ("hold", "remove"):
+            assert bob.call("ACT", action=action, ids=[f"{alice_job}.0"])["count"] == 0
+            assert bob.call("ACT", action=action, owner="alice")["count"] == 0
+            # every job bob names, he acts on his own only
+            assert bob.call("ACT", action=action, constraint="true")["ids"] == [f"{mine}.0"]
+        for cmd, args in (("GET_REQUESTS", {"owner": "bob"}), ("MATCHES", {"matches": []})):
+            with pytest.raises(RemoteError) as e:
+                bob.call(cmd, **args)
+            assert e.value.code == "PERMISSION_DENIED" and "bob@" in e.value.message
+    with schedd.client() as c:
+        jobs = query(c)
+    assert jobs[f"{alice_job}.0"]["JobStatus"] == 1  # alice's job: neither held nor removed
+    assert f"{mine}.0" not in jobs or jobs[f"{mine}.0"]["JobStatus"] == 3  # bob's: removed
+    assert [k for k, a in jobs.items() if a["Owner"] == "alice"] == [f"{alice_job}.0"]
 
 
 def test_holds_are_counted_as_htcondor_counts_them(schedd, tmp_path):

@@ -11,7 +11,6 @@ import tempfile
 import pytest
 
 from roost.eventlog import read_events
-from roost.net.syncclient import SyncClient
 
 from .schedd_harness import FakeStartd, ScheddProc, query, submit, wait_for
 
@@ -29,7 +28,7 @@ def pool(tmp_path):
 
 
 def match_all(s: ScheddProc, startd: FakeStartd, claim: str = "claim-1") -> int:
-    with SyncClient(s.address, timeout=5) as n:
+    with s.daemon_client() as n:
         reqs = n.call("GET_REQUESTS", owner="root")["requests"]
     for r in reqs:
         startd.send_match(s.address, r["autocluster"], claim)
@@ -39,7 +38,7 @@ def match_all(s: ScheddProc, startd: FakeStartd, claim: str = "claim-1") -> int:
 def run_one_held_open(s: ScheddProc, peers: list[FakeStartd], tmp_path) -> tuple[FakeStartd, int]:
     """One `sleep` job (log ``job.log``) running on a fake startd that keeps it running
     (``hang``) until the test says otherwise; the startd and the job's cluster."""
-    startd = FakeStartd()
+    startd = FakeStartd(s.home)
     startd.hang = True
     peers.append(startd)
     with s.client() as c:
@@ -70,7 +69,7 @@ def test_job_runs_with_files_events_and_history(pool, tmp_path):
         assert job["Cmd"] == "/bin/echo"
         return {"stdout": b"hello\n", "result.dat": inputs["in.txt"][::-1], "sub/y": b"yy"}, {"exit_code": 0}
 
-    startd = FakeStartd(run)
+    startd = FakeStartd(s.home, run)
     peers.append(startd)
     with s.client() as c:
         cid, _ = submit(c, "executable = /bin/echo\noutput = out.txt\nerror = err.txt\nlog = job.log\n"
@@ -96,11 +95,11 @@ def test_job_runs_with_files_events_and_history(pool, tmp_path):
 
 def test_claim_is_reused_for_the_next_jobs(pool, tmp_path):
     s, peers = pool
-    startd = FakeStartd()
+    startd = FakeStartd(s.home)
     peers.append(startd)
     with s.client() as c:
         cid, _ = submit(c, "executable = /bin/true\nlog = job.log\nqueue 4\n", str(tmp_path))
-    with SyncClient(s.address, timeout=5) as n:
+    with s.daemon_client() as n:
         [req] = n.call("GET_REQUESTS", owner="root")["requests"]
         assert req["count"] == 4
     startd.send_match(s.address, req["autocluster"])
@@ -115,7 +114,7 @@ def test_claim_is_reused_for_the_next_jobs(pool, tmp_path):
 
 def test_exit_policy_retries_and_holds(pool, tmp_path):
     s, peers = pool
-    startd = FakeStartd(lambda job, inputs: ({}, {"exit_code": 3 if job["ProcId"] == 0 else 5}))
+    startd = FakeStartd(s.home, lambda job, inputs: ({}, {"exit_code": 3 if job["ProcId"] == 0 else 5}))
     peers.append(startd)
     with s.client() as c:
         cid, _ = submit(c, "executable = /bin/false\nlog = job.log\nmax_retries = 1\n"
@@ -206,7 +205,7 @@ def test_local_universe_runs_on_the_submit_host(pool):
 @pytest.mark.skipif(os.geteuid() != 0, reason="the schedd checks owners' rights only when it runs as root")
 def test_files_the_owner_may_not_read_are_not_sent(pool, tmp_path):
     s, peers = pool
-    startd = FakeStartd()
+    startd = FakeStartd(s.home)
     peers.append(startd)
     d = tempfile.mkdtemp()
     os.chmod(d, 0o777)
@@ -218,7 +217,7 @@ def test_files_the_owner_may_not_read_are_not_sent(pool, tmp_path):
         with s.client() as c:
             cid, _ = submit(c, f"executable = /bin/cat\ntransfer_input_files = {secret}\n"
                             "should_transfer_files = YES\nlog = job.log\nqueue\n", d, owner="nobody")
-        with SyncClient(s.address, timeout=5) as n:
+        with s.daemon_client() as n:
             [req] = n.call("GET_REQUESTS", owner="nobody")["requests"]
         startd.send_match(s.address, req["autocluster"])
         with s.client() as c:
@@ -268,7 +267,7 @@ def test_local_job_left_by_a_killed_schedd_is_replaced(pool):
 
 def test_refused_claim_leaves_the_job_idle_for_the_next_match(pool, tmp_path):
     s, peers = pool
-    startd = FakeStartd()
+    startd = FakeStartd(s.home)
     startd.deny_claims = True
     peers.append(startd)
     with s.client() as c:
@@ -318,7 +317,7 @@ def test_refused_activation_backs_off_instead_of_storming(pool, tmp_path):
     the refused autocluster is left out of GET_REQUESTS for a growing while (1 s, then
     2 s, ...), logged once, and offered again (then run) once the startd accepts."""
     s, peers = pool
-    startd = FakeStartd()
+    startd = FakeStartd(s.home)
     startd.deny_activations = True
     peers.append(startd)
     with s.client() as c:
@@ -341,13 +340,13 @@ def test_a_reused_claim_takes_the_owners_jobs_in_jobprio_order(pool, tmp_path):
     """condor_submit's `priority`: a later, more urgent cluster runs before the earlier
     jobs on a claim the schedd reuses, not only at negotiation."""
     s, peers = pool
-    startd = FakeStartd()
+    startd = FakeStartd(s.home)
     peers.append(startd)
     with s.client() as c:
         low, _ = submit(c, "executable = /bin/true\nqueue 3\n", str(tmp_path))
         high, _ = submit(c, "executable = /bin/true\npriority = 10\nqueue 2\n", str(tmp_path))
         neg, _ = submit(c, "executable = /bin/true\npriority = -5\nqueue 1\n", str(tmp_path))
-    with SyncClient(s.address, timeout=5) as n:
+    with s.daemon_client() as n:
         reqs = n.call("GET_REQUESTS", owner="root")["requests"]
     startd.send_match(s.address, reqs[0]["autocluster"])  # one claim: every job runs on it in turn
     wait_for(lambda: len(history(s)) == 6)

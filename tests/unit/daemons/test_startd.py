@@ -315,7 +315,7 @@ def test_restarted_startd_kills_leftover_jobs():
                 await _gone(pid)
                 await _eventually(lambda: not [d for d in os.listdir(startd.home / "execute") if d.startswith("dir_")])
                 with pytest.raises(RemoteError) as e:
-                    await client.__class__(startd.address).call("KEEPALIVE", claim_id=got["claim_id"])
+                    await startd.client().call("KEEPALIVE", claim_id=got["claim_id"])
                 assert e.value.code == "NOT_FOUND"
             finally:
                 with contextlib.suppress(ProcessLookupError):

@@ -23,7 +23,6 @@ from roost.daemons.startd.daemon import Startd
 from roost.daemons.startd.jobspec import Identity
 from roost.daemons.startd.peers import Peers
 from roost.daemons.startd.starter import Starter
-from roost.net.client import AsyncClient
 from roost.net.errors import RemoteError, RequestError
 
 from .startd_peer import job_ad, pool, slot_ads
@@ -57,7 +56,7 @@ def test_preempting_claim_vacates_the_job_then_activates_on_the_same_slot() -> N
             assert got["preempting"] is True and got["claim_id"] not in (cid, pid)
             new_cid = got["claim_id"]
             # the new claim's activation is answered only once the old job has left
-            other = AsyncClient(startd.address, timeout=30)
+            other = startd.client(timeout=30)
             try:
                 activation = asyncio.ensure_future(other.call("ACTIVATE_CLAIM", claim_id=new_cid, job_ad=new))
                 update = await peer.next_update()

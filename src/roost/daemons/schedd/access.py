@@ -8,7 +8,10 @@ input file, writing an output file or appending to a user log. Owners without an
 account here are treated as ``nobody``. When the schedd is not root it can only
 reach what its own user may anyway, and nothing is checked.
 
-``require_user`` is the other half of acting for an owner: who may change the queue.
+:class:`QueueRights` is the other half of acting for an owner: who may change which
+jobs. The command's level (WRITE) is checked before any handler runs
+(:mod:`roost.daemons.security`); here, which jobs: a user's own, or every job for a
+queue super user (``QUEUE_SUPER_USERS``) and the schedd's own account.
 """
 
 from __future__ import annotations
@@ -16,7 +19,9 @@ from __future__ import annotations
 import os
 import pwd
 import stat
+from collections.abc import Iterable
 
+from roost.daemons.security import peer_user
 from roost.net.errors import RequestError
 from roost.net.server import Peer
 
@@ -120,11 +125,35 @@ def may_write(owner: str, path: str, *, replace: bool = True) -> bool:
     return _searchable(os.path.join(d, "x"), ident)
 
 
-def require_user(peer: Peer, cmd: str) -> None:
-    """Changing the queue needs an authenticated user: the Unix socket's peer. A root
-    schedd runs jobs as their owners, so an unauthenticated TCP peer must not name
-    one (token/SSL authentication comes with the security issue)."""
-    if peer.user is None and os.geteuid() == 0:
-        raise RequestError(
-            "DENIED", f"{cmd} needs an authenticated user: use the schedd's Unix socket (run/schedd.sock)"
-        )
+class QueueRights:
+    """Who may change which jobs, from the peer's authenticated identity."""
+
+    def __init__(self, uid_domain: str, super_users: Iterable[str], schedd_user: str) -> None:
+        self.uid_domain = uid_domain
+        self.schedd_user = schedd_user
+        self.super_users = frozenset(super_users) | {schedd_user}
+        self.root = os.geteuid() == 0
+
+    def user(self, peer: Peer, cmd: str) -> str:
+        """The local account the peer speaks for; DENIED when it is no user of this
+        UID_DOMAIN (unauthenticated, or from another domain)."""
+        user = peer_user(peer, self.uid_domain)
+        if user is None:
+            who = peer.identity.name if peer.identity else "an unauthenticated peer"
+            raise RequestError(
+                "DENIED", f"{cmd}: {who} is no user of UID_DOMAIN {self.uid_domain}, so it may own no jobs here"
+            )
+        return user
+
+    def is_super(self, user: str) -> bool:
+        return user in self.super_users
+
+    def check_owner(self, user: str, owner: str, cmd: str) -> None:
+        """May ``user`` queue a job that runs as ``owner``?"""
+        if owner != user and not self.is_super(user):
+            raise RequestError("DENIED", f"{cmd}: user {user} may not submit jobs owned by {owner!r}")
+        if not self.root and owner != self.schedd_user:
+            raise RequestError(
+                "DENIED", f"{cmd}: this schedd runs as {self.schedd_user}, not root, so it can run only "
+                f"{self.schedd_user}'s jobs, not {owner!r}'s",
+            )

@@ -16,10 +16,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
+import pwd
 from typing import Any
 
 from roost.core import jobpolicy as jp
 from roost.daemons.base import Daemon, run
+from roost.daemons.schedd.access import QueueRights
 from roost.daemons.schedd.autoclusters import LOCAL_UNIVERSES, AutoClusters
 from roost.daemons.schedd.claimreuse import ClaimReuse
 from roost.daemons.schedd.jobqueue import Job, JobQueue
@@ -33,6 +36,7 @@ from roost.daemons.schedd.store import Store
 from roost.daemons.schedd.submission import SubmitCalls
 from roost.daemons.schedd.submitters import submitter_ads, submitter_name
 from roost.daemons.schedd.userlog import UserLogs
+from roost.daemons.security import uid_domain
 from roost.net.client import AsyncClient
 from roost.net.errors import RemoteError, RequestError
 from roost.net.server import Handler
@@ -104,13 +108,17 @@ class Schedd(Daemon):
         reuse = ClaimReuse(queue, autoclusters, self.submitter_of, self.claim_worklife)
         shadows = self.shadows = Shadows(
             jobs, autoclusters, reuse, lease=self.lease, alive_interval=self.alive_interval,
-            submitter_of=self.submitter_of, reschedule=self.reschedule,
+            submitter_of=self.submitter_of, reschedule=self.reschedule, connect=self.client,
+        )
+        rights = QueueRights(
+            uid_domain(self.config), self.config.get_list("QUEUE_SUPER_USERS", ["root", "condor"]) or [],
+            pwd.getpwuid(os.geteuid()).pw_name,
         )
         submit = SubmitCalls(
-            jobs, self.config.get("FILESYSTEM_DOMAIN") or self.hostname,
+            jobs, self.config.get("FILESYSTEM_DOMAIN") or self.hostname, rights,
             ads_changed=self.ads_changed, reschedule=self.reschedule,
         )
-        queries = QueueCalls(jobs)
+        queries = QueueCalls(jobs, rights)
         negotiation = NegotiatorCalls(jobs, autoclusters, shadows, self.max_running)
         starters = StarterCalls(shadows)
         self._calls = {
@@ -195,7 +203,7 @@ class Schedd(Daemon):
                 if self._negotiator is None or self._negotiator.address != address:
                     if self._negotiator is not None:
                         await self._negotiator.close()
-                    self._negotiator = AsyncClient(address, timeout=5.0)
+                    self._negotiator = self.client(address, timeout=5.0)
                 try:
                     log.debug("RESCHEDULE to %s", address)
                     await self._negotiator.call("RESCHEDULE")

@@ -17,7 +17,7 @@ from typing import Any
 
 from roost.classad import ClassAd, ExprTree
 from roost.core import jobpolicy as jp
-from roost.daemons.schedd.access import require_user
+from roost.daemons.schedd.access import QueueRights
 from roost.daemons.schedd.jobqueue import Job, status_allows
 from roost.daemons.schedd.lifecycle import JobLifecycle
 from roost.net.adwire import obj_to_ad
@@ -32,8 +32,9 @@ WAIT_PROGRESS_S = 0.05  # WAIT_JOBS: least time between a first change and a pro
 class QueueCalls:
     """Handlers of the tools' queue commands."""
 
-    def __init__(self, jobs: JobLifecycle) -> None:
+    def __init__(self, jobs: JobLifecycle, rights: QueueRights) -> None:
         self.jobs = jobs
+        self.rights = rights
         self.queue = jobs.queue
         self.store = jobs.store
         self._constraint_cache: dict[str, Any] = {}
@@ -211,15 +212,15 @@ class QueueCalls:
 
     # -- ACT ------------------------------------------------------------------------------
     async def h_act(self, req: dict[str, Any], peer: Peer) -> dict[str, Any]:
-        require_user(peer, "ACT")
+        user = self.rights.user(peer, "ACT")
         action = req["action"]
         if action not in ("remove", "hold", "release"):
             raise bad_request(f"ACT: unknown action {action!r} (remove, hold or release)")
         if req.get("ids") is None and not req.get("constraint") and req.get("owner") is None:
             raise bad_request("ACT: name the jobs with ids, constraint or owner")
         owner = req.get("owner")
-        who = peer.user or peer.address
-        restrict = peer.user if (peer.user is not None and peer.uid != 0) else None
+        who = user
+        restrict = None if self.rights.is_super(user) else user
         reason = req.get("reason")
         jobs = [
             job

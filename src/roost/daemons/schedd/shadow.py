@@ -53,8 +53,10 @@ class Shadows:
         alive_interval: float,
         submitter_of: Callable[[Any], str],
         reschedule: Callable[[], None],
+        connect: Callable[..., AsyncClient] = AsyncClient,
     ) -> None:
         self.jobs = jobs
+        self.connect = connect  # the schedd's Daemon.client: it proves who we are
         self.autoclusters = autoclusters
         self.reuse = reuse
         self.lease = lease  # JOB_LEASE_DURATION
@@ -69,7 +71,7 @@ class Shadows:
     def client_for(self, address: str) -> AsyncClient:
         c = self.clients.get(address)
         if c is None:
-            c = self.clients[address] = AsyncClient(address, timeout=30.0)
+            c = self.clients[address] = self.connect(address, timeout=30.0)
         return c
 
     def job_lease(self, job: Job) -> float:
@@ -358,7 +360,7 @@ class Shadow:
         """ACTIVATE_CLAIM of a preempting claim, on a connection of its own (the startd
         answers only after the preempted job has left; keep-alives must not queue
         behind it). Given up if the claim is lost meanwhile."""
-        client = AsyncClient(self.startd_address, timeout=PREEMPT_ACTIVATE_WAIT)
+        client = self.shadows.connect(self.startd_address, timeout=PREEMPT_ACTIVATE_WAIT)
         try:
             act = asyncio.ensure_future(client.call("ACTIVATE_CLAIM", claim_id=self.claim_id, job_ad=ad))
             waits: set[asyncio.Future[Any]] = {act}

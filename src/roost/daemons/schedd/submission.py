@@ -15,7 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from roost.core import jobpolicy as jp
-from roost.daemons.schedd.access import require_user
+from roost.daemons.schedd.access import QueueRights
 from roost.daemons.schedd.autoclusters import LOCAL_UNIVERSES
 from roost.daemons.schedd.lifecycle import JobLifecycle
 from roost.daemons.schedd.localuniverse import start_local
@@ -36,6 +36,7 @@ class SubmitCalls:
         self,
         jobs: JobLifecycle,
         filesystem_domain: str,
+        rights: QueueRights,
         *,
         ads_changed: Callable[[], None],
         reschedule: Callable[[], None],
@@ -43,11 +44,12 @@ class SubmitCalls:
         self.jobs = jobs
         self.queue = jobs.queue
         self.filesystem_domain = filesystem_domain  # FILESYSTEM_DOMAIN, else this host
+        self.rights = rights
         self._ads_changed = ads_changed
         self._reschedule = reschedule
 
     async def h_new_cluster(self, req: dict[str, Any], peer: Peer) -> dict[str, Any]:
-        require_user(peer, "NEW_CLUSTER")
+        self.rights.user(peer, "NEW_CLUSTER")
         cid = self.queue.new_cluster_id()
         mine = peer.state.get("clusters")
         if mine is None:
@@ -67,7 +69,7 @@ class SubmitCalls:
         return {"cluster": cid}
 
     async def h_submit(self, req: dict[str, Any], peer: Peer) -> dict[str, Any]:
-        require_user(peer, "SUBMIT")
+        self.rights.user(peer, "SUBMIT")
         cid = req["cluster"]
         if cid not in self.queue.reserved:
             raise bad_request(f"SUBMIT: cluster {cid} was not reserved with NEW_CLUSTER (or was already submitted)")
@@ -79,14 +81,13 @@ class SubmitCalls:
         """Check a reserved cluster's ads, store it durably and start it moving; its proc count."""
         if not procs:
             raise bad_request("SUBMIT: no procs")
+        user = self.rights.user(peer, "SUBMIT")
         owner = cluster_ad.get("Owner")
-        if peer.user is not None:
-            if owner is None:
-                owner = peer.user
-            elif owner != peer.user and peer.uid != 0:
-                raise RequestError("DENIED", f"SUBMIT: user {peer.user} may not submit jobs owned by {owner!r}")
+        if owner is None:
+            owner = user
         if not isinstance(owner, str) or not owner:
             raise bad_request("SUBMIT: the cluster ad has no Owner")
+        self.rights.check_owner(user, owner, "SUBMIT")
         cluster_ad["Owner"] = owner
         # condor_submit's Requirements compare TARGET.FileSystemDomain with MY.FileSystemDomain
         # (should_transfer_files = NO / IF_NEEDED): the job carries this host's domain.

@@ -77,7 +77,7 @@ class Startd(Daemon):
         self.slots: dict[str, Slot] = {}
         self.machine: core.Machine | None = None
         self.policy = core.Policy()
-        self.peers = Peers()
+        self.peers = Peers(token=lambda: self.security.token)
         self.cgroups = JobCgroups(None)
         self._ads: dict[str, ClassAd] = {}
         self._dirty: set[str] = set()
@@ -366,7 +366,7 @@ class Startd(Daemon):
                 address = await self.negotiator_address()
                 if address is None:
                     return
-                self._negotiator = AsyncClient(address, timeout=5.0)
+                self._negotiator = self.client(address, timeout=5.0)
             try:
                 await self._negotiator.call("RESCHEDULE")
                 return

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 from roost.net.client import Connection, open_connection
@@ -24,9 +24,10 @@ class Peers:
     bytes around it), so a large transfer never delays another job's report.
     """
 
-    def __init__(self, connect_timeout: float = 5.0) -> None:
+    def __init__(self, connect_timeout: float = 5.0, token: Callable[[], str | None] = lambda: None) -> None:
         self._idle: dict[str, list[Connection]] = {}
         self.connect_timeout = connect_timeout
+        self.token = token  # the startd's own token, presented on every new TCP connection
 
     @contextlib.asynccontextmanager
     async def connection(self, address: str) -> AsyncIterator[Connection]:
@@ -39,7 +40,7 @@ class Peers:
                 break
             c.close()
         if conn is None:
-            conn = await open_connection(address, self.connect_timeout)
+            conn = await open_connection(address, self.connect_timeout, self.token())
         try:
             yield conn
         except RemoteError:

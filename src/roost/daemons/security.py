@@ -1,0 +1,139 @@
+"""A daemon's security, read from its configuration: who may send it what, and how it
+proves itself to other daemons.
+
+Three parts, built once per (re)configuration:
+
+- the token authority (:class:`roost.net.auth.TokenAuthority`): the pool's signing
+  keys, the trust domain and what is revoked, so TCP peers can prove a token's
+  identity. A host with no readable key takes no tokens (local peers only).
+- the policy (:class:`roost.core.authz.Policy`) and the ``authorize`` hook the
+  server calls before every handler: the one place a command is allowed or not.
+- the daemon's own token (``condor@UID_DOMAIN``), presented by every client the
+  daemon opens to another daemon: minted from the pool key where this host has it
+  (a personal pool, the central manager), else read from
+  ``SEC_TOKEN_SYSTEM_DIRECTORY``.
+
+A personal pool needs no set-up: the first daemon to start makes the pool key
+(``SEC_TOKEN_POOL_SIGNING_KEY_FILE``, owner-only), the others read it.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import pwd
+import time
+from typing import Any
+
+from roost.config import Config
+from roost.core.authz import Policy
+from roost.net.auth import TokenAuthority
+from roost.net.server import Peer
+from roost.net.signing_key import ensure_key_file
+from roost.net.token_store import TokenSettings, find_tokens, write_token_file
+from roost.net.tokens import DEFAULT_KEY, create_token
+
+log = logging.getLogger(__name__)
+
+DAEMON_USER = "condor"
+_LOCAL = "127.0.0.1"
+
+
+def uid_domain(config: Config) -> str:
+    return (config.get("UID_DOMAIN") or config.get("FULL_HOSTNAME") or "localdomain").strip()
+
+
+class Security:
+    """What :func:`roost.net.server.serve` and a daemon's clients need, from one config."""
+
+    def __init__(self, config: Config, daemon: str, *, make_key: bool) -> None:
+        self.daemon = daemon.upper()
+        self.uid_domain = uid_domain(config)
+        self.identity = f"{DAEMON_USER}@{self.uid_domain}"
+        settings = self.settings = TokenSettings.from_config(config)
+        self.trust_domain = settings.trust_domain
+        if make_key:
+            ensure_key_file(settings.pool_key_file)
+        keys = self.keys = settings.keys(warn=log.warning)
+        self.authority = (
+            TokenAuthority(keys, self.trust_domain, clock=time.time, revoked=settings.revocation(),
+                           max_age=settings.max_age)
+            if keys else None
+        )
+        self.policy = Policy.from_config(config.get, local_ips=_local_ips(config), daemons=(self.daemon,))
+        self.token = self._daemon_token(keys, settings)
+
+    def _daemon_token(self, keys: dict[str, bytes], settings: TokenSettings) -> str | None:
+        key = keys.get(DEFAULT_KEY)
+        if key is not None:
+            return create_token(key, DEFAULT_KEY, self.trust_domain, self.identity, now=time.time())
+        for found in find_tokens(settings.system_token_dir, warn=log.warning):
+            if found.claims.issuer == self.trust_domain:
+                return found.token
+        log.warning("no pool signing key and no token for %s in %s: other daemons will see this "
+                    "daemon as unauthenticated", self.trust_domain, settings.system_token_dir)
+        return None
+
+    def ensure_owner_token(self) -> str | None:
+        """Give the account running this central manager a token of the pool, unless one
+        is in ``SEC_TOKEN_DIRECTORY`` already: so the owner's tools can speak TCP to every
+        daemon with no set-up (``roost up``). Owner-only file. Its path, or None."""
+        key = self.keys.get(DEFAULT_KEY)
+        if key is None:
+            return None
+        for found in find_tokens(self.settings.token_dir, warn=log.warning):
+            if found.claims.issuer == self.trust_domain:
+                return None
+        user = pwd.getpwuid(os.geteuid()).pw_name
+        path = os.path.join(self.settings.token_dir, user)
+        write_token_file(path, create_token(key, DEFAULT_KEY, self.trust_domain, f"{user}@{self.uid_domain}",
+                                            now=time.time()))
+        log.info("wrote a token for %s@%s to %s", user, self.uid_domain, path)
+        return path
+
+    def authorize(self, peer: Peer, cmd: str, req: dict[str, Any]) -> str | None:
+        """The server's hook: None to run ``cmd``, else the one-line reason it may not."""
+        ident = peer.identity
+        decision = self.policy.decide(
+            ident.name if ident else None,
+            _LOCAL if peer.host == "unix" else peer.host,
+            cmd,
+            self.daemon,
+            req,
+            scopes=ident.scopes if ident else (),
+        )
+        if decision.allowed:
+            return None
+        who = ident.name if ident else "an unauthenticated peer"
+        log.info("refused %s from %s (%s): %s", cmd, who, peer.address, decision.reason)
+        return f"{cmd} refused to {who}: {decision.reason}"
+
+    def serve_args(self) -> dict[str, Any]:
+        """Keyword arguments for :func:`roost.net.server.serve`."""
+        return {"authority": self.authority, "authorize": self.authorize, "uid_domain": self.uid_domain}
+
+
+def _local_ips(config: Config) -> list[str]:
+    ips = [_LOCAL, "::1"]
+    ip = config.get("IP_ADDRESS")
+    if ip:
+        ips.append(ip.strip())
+    return ips
+
+
+def peer_user(peer: Peer, domain: str) -> str | None:
+    """The local account an authenticated peer speaks for: the user part of its identity
+    when the domain is this pool's ``UID_DOMAIN``; None for anyone else."""
+    ident = peer.identity
+    if ident is None:
+        return None
+    user, _, dom = ident.name.partition("@")
+    return user if dom == domain and user else None
+
+
+def is_daemon(peer: Peer, domain: str) -> bool:
+    ident = peer.identity
+    return ident is not None and ident.name == f"{DAEMON_USER}@{domain}"
+
+
+__all__ = ["Security", "is_daemon", "peer_user", "uid_domain"]
