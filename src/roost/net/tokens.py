@@ -21,6 +21,7 @@ command-line tool presenting a token pays for no parser.
 from __future__ import annotations
 
 import base64
+import functools
 import hashlib
 import hmac
 import json
@@ -113,8 +114,10 @@ def hkdf_sha256(ikm: bytes, salt: bytes, info: bytes, length: int = 32) -> bytes
     return out[:length]
 
 
+@functools.lru_cache(maxsize=64)
 def jwt_key(key: bytes) -> bytes:
-    """The HMAC key derived from a signing key file's bytes."""
+    """The HMAC key derived from a signing key file's bytes. Cached: a daemon derives
+    it for every token it checks, from the same few keys."""
     return hkdf_sha256(key, _HKDF_SALT, _HKDF_INFO)
 
 
