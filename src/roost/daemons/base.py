@@ -36,12 +36,13 @@ from typing import Any
 
 from roost.classad import ClassAd, quote
 from roost.classad.jsonform import ad_to_obj
-from roost.config import Config
+from roost.config import Config, ConfigError
 from roost.daemons.security import Security
 from roost.net.addresses import read_address, remove_address, write_address
 from roost.net.client import AsyncClient
 from roost.net.errors import RequestError
 from roost.net.server import Handler, Server, serve
+from roost.net.tokens import TokenError
 
 LOG_FORMAT = "%(asctime)s.%(msecs)03d %(levelname)s %(name)s: %(message)s"
 LOG_DATEFMT = "%Y-%m-%d %H:%M:%S"
@@ -383,6 +384,12 @@ class Daemon:
         if "D_FULLDEBUG" in debug or "D_ALL" in debug:
             level = logging.DEBUG
         self._log_handler = setup_logging(self.log_file(), level)
+        try:
+            self.security  # noqa: B018 -- a bad SEC_*/ALLOW_* setting stops the daemon now, in one line
+        except (ConfigError, TokenError) as e:
+            self.log.error("%s cannot start: %s", self.name, e)
+            print(f"roost {self.name}: {e}", file=sys.stderr)
+            return 1
         try:
             return int(run_event_loop(self.main()))
         except Exception:

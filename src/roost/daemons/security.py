@@ -25,8 +25,9 @@ import pwd
 import time
 from typing import Any
 
-from roost.config import Config
+from roost.config import Config, ConfigError
 from roost.core.authz import Policy
+from roost.core.authz_patterns import AuthzConfigError
 from roost.net.auth import TokenAuthority
 from roost.net.server import Peer
 from roost.net.signing_key import ensure_key_file
@@ -60,7 +61,11 @@ class Security:
                            max_age=settings.max_age)
             if keys else None
         )
-        self.policy = Policy.from_config(config.get, local_ips=_local_ips(config), daemons=(self.daemon,))
+        try:
+            self.policy = Policy.from_config(config.get, local_ips=_local_ips(config), daemons=(self.daemon,))
+        except AuthzConfigError as e:
+            where = config.source(e.knob) or ("<configuration>", 0)
+            raise ConfigError(where[0], where[1], str(e)) from None
         self.token = self._daemon_token(keys, settings)
 
     def _daemon_token(self, keys: dict[str, bytes], settings: TokenSettings) -> str | None:

@@ -1,0 +1,62 @@
+"""A daemon's security from its configuration: a bad setting is one line naming the
+file and line, the daemon refuses to start, and good settings give the policy."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from roost.config import Config, ConfigError
+from roost.daemons.security import Security
+from roost.net.tokens import TokenError
+
+from .daemon_procs import make_home
+
+
+def load(home: Path) -> Config:
+    return Config.load(str(home / "roost_config"), env={"ROOST_HOME": str(home)})
+
+
+def test_a_bad_allow_entry_names_the_file_and_line(tmp_path: Path) -> None:
+    home = make_home(tmp_path, "ALLOW_WRITE = alice@*, +staff\n")
+    with pytest.raises(ConfigError) as err:
+        Security(load(home), "SCHEDD", make_key=True)
+    assert str(err.value).startswith(f"{home / 'roost_config'}:")
+    assert "ALLOW_WRITE" in str(err.value) and "+staff" in str(err.value)
+
+
+def test_a_trust_domain_that_is_no_word_is_refused(tmp_path: Path) -> None:
+    home = make_home(tmp_path, "TRUST_DOMAIN = my pool\n")
+    with pytest.raises(TokenError, match="TRUST_DOMAIN.*roost_config"):
+        Security(load(home), "SCHEDD", make_key=True)
+
+
+def test_the_daemon_refuses_to_start_in_one_line(tmp_path: Path) -> None:
+    home = make_home(tmp_path, "DENY_DAEMON = +staff\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("_ROOST_")}
+    env.pop("ROOST_CONFIG", None)
+    env["ROOST_HOME"] = str(home)
+    done = subprocess.run([sys.executable, "-m", "roost.daemons.negotiator"], env=env, capture_output=True,
+                          text=True, timeout=60)
+    assert done.returncode == 1
+    assert done.stderr.strip().splitlines() == [
+        f"roost negotiator: {home / 'roost_config'}:{len((home / 'roost_config').read_text().splitlines())}: "
+        "DENY_DAEMON: entry '+staff': netgroups are not supported"
+    ]
+
+
+def test_defaults_give_the_daemons_and_the_owner_daemon_rights_and_users_write(tmp_path: Path) -> None:
+    home = make_home(tmp_path)
+    sec = Security(load(home), "STARTD", make_key=True)
+    me = f"{__import__('pwd').getpwuid(os.geteuid()).pw_name}@{sec.uid_domain}"
+    assert sec.token is not None  # minted from the pool key this test made
+    decide = sec.policy.decide
+    assert decide(sec.identity, "10.1.1.1", "ACTIVATE_CLAIM", "STARTD").allowed
+    assert decide(me, "127.0.0.1", "DRAIN", "STARTD").allowed
+    assert not decide(f"bob@{sec.uid_domain}", "127.0.0.1", "ACTIVATE_CLAIM", "STARTD").allowed
+    assert not decide(None, "127.0.0.1", "REQUEST_CLAIM", "STARTD").allowed
+    assert decide(None, "127.0.0.1", "STATUS", "MASTER").allowed
