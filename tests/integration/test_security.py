@@ -148,3 +148,27 @@ def test_another_user_cannot_change_the_pool(pool: PoolHandle, tmp_path: Path) -
         after = [a["Name"] for a in c.call("QUERY", type="Machine", projection=["Name"])["ads"]]
     assert sorted(after) == sorted(names)
     pool.schedd().act("remove", jid)
+
+
+def test_reconfig_applies_a_new_policy_and_keeps_the_jobs(fresh_pool: PoolHandle, tmp_path: Path) -> None:
+    pool = fresh_pool
+    held = pool.submit("executable = /bin/sleep\narguments = 60\nhold = true\nqueue\n", tmp_path)
+    coll = address(pool, "collector")
+    assert attack([(coll, "QUERY", {"type": "Machine"})])[0]["ok"]
+    assert denied(attack([(address(pool, "master"), "RECONFIG", {})])[0])
+
+    config = pool.home / "roost_config"
+    config.write_text(config.read_text() + "DENY_READ = unauthenticated@unmapped\n")
+    done = pool.roost("reconfig", check=True)
+    for name in ("master", "collector", "negotiator", "schedd", "startd"):
+        assert f"{name}: reconfigured" in done.stdout
+    got = attack([(coll, "QUERY", {"type": "Machine"})])[0]
+    assert denied(got) and "DENY_READ" in got["error"]
+    assert pool.job(f"{held.cluster}.0")["JobStatus"] == 5  # the queue is what it was
+
+    lines = config.read_text().splitlines()
+    config.write_text(config.read_text() + "ALLOW_WRITE = +staff\n")
+    bad = pool.roost("reconfig")
+    assert bad.returncode == 1 and f"roost_config:{len(lines) + 1}: ALLOW_WRITE" in bad.stderr + bad.stdout
+    assert denied(attack([(coll, "QUERY", {"type": "Machine"})])[0])  # the last good policy still holds
+    assert pool.master_status()["ready"]

@@ -7,6 +7,7 @@ from typing import Any
 
 from roost.api.connection import DaemonConnection
 from roost.api.home import pool_home, read_address, run_path
+from roost.net.addresses import collector_address
 
 #: htcondor2.AdType names -> the ad's MyType
 ALIASES = {"startd": "Machine", "schedd": "Scheduler", "machine": "Machine", "scheduler": "Scheduler",
@@ -29,8 +30,28 @@ class Collector:
         self._address = address
 
     def _addresses(self) -> list[str]:
+        """``address``, else the address this home's collector published (a personal
+        pool, a central manager), else ``COLLECTOR_HOST`` of this home's configuration:
+        a submit or execute host's tools reach the central manager as its daemons do.
+        The configuration is read only then, so a personal pool's tools never pay for it."""
         addr = self._address or read_address(run_path(self.home, "collector.address"))
+        if addr is None:
+            addr = self._configured_address()
         return [addr] if addr else []
+
+    def _configured_address(self) -> str | None:
+        if not os.environ.get("ROOST_CONFIG") and not os.path.exists(os.path.join(self.home, "roost_config")):
+            return None  # no pool was ever set up here: "no pool is running", not a guess
+        # lazy: only a host without a collector of its own parses the configuration (~25 ms)
+        from roost.config import Config, ConfigError
+
+        try:
+            cfg = Config.load(env={**os.environ, "ROOST_HOME": self.home})
+        except ConfigError:
+            return None
+        if not cfg.files:
+            return None
+        return collector_address(cfg.get("COLLECTOR_HOST") or "", cfg.get_int("COLLECTOR_PORT", 9618) or 9618)
 
     def query_objs(self, ad_type: Any = "Machine", constraint: str | None = None,
                    projection: list[str] | None = None) -> list[dict[str, Any]]:

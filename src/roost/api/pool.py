@@ -71,6 +71,16 @@ class Pool:
         finally:
             conn.close()
 
+    def reconfig(self, daemon: str | None = None) -> dict[str, str]:
+        """Have the master (and each of its daemons, or only ``daemon``) reread the
+        configuration (``condor_reconfig``); each daemon's outcome by name."""
+        conn = self._master()
+        try:
+            args = {"daemon": daemon} if daemon else {}
+            return dict(conn.call("RECONFIG", **args).get("daemons") or {})
+        finally:
+            conn.close()
+
     def slots(self) -> int:
         """Slot ads the collector holds (0 if it cannot be asked)."""
         try:

@@ -29,6 +29,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "off": ("roost.cli.drain_cmd", "stop offering this machine's slots"),
     "on": ("roost.cli.drain_cmd", "offer this machine's slots again"),
     "userprio": ("roost.cli.userprio_cmd", "show and set users' fair-share priorities (condor_userprio)"),
+    "reconfig": ("roost.cli.reconfig_cmd", "make the pool's daemons reread their configuration (condor_reconfig)"),
     "token": ("roost.cli.token_cmd", "create, list and revoke IDTOKENS (condor_token_create/_list)"),
 }
 

@@ -37,6 +37,7 @@ _KNOBS = [
     Knob("COLLECTOR_HOST", "$(CONDOR_HOST)", "collector address host[:port]; port 0 means pick one and publish it under $(RUN)"),
     Knob("COLLECTOR_PORT", "9618", "collector port when COLLECTOR_HOST names none"),
     Knob("BIND_ADDRESS", "0.0.0.0", "address daemons listen on (ROLE:Personal sets 127.0.0.1)"),
+    Knob("NETWORK_INTERFACE", "*", "address daemons advertise when BIND_ADDRESS is a wildcard (*: the detected IP_ADDRESS); never 0.0.0.0"),
     Knob("DAEMON_LIST", "MASTER", "daemons the master starts on this host"),
     Knob("MASTER_BACKOFF_CONSTANT", "9", "seconds before restarting a daemon that died"),
     Knob("MASTER_BACKOFF_FACTOR", "2.0", "growth of the restart delay for each successive death"),

@@ -9,10 +9,12 @@ optionally :meth:`Daemon.start`, :meth:`Daemon.stop`, :meth:`Daemon.ad`,
         run(MyDaemon)
 
 Lifecycle of :meth:`Daemon.main`: ``start()`` (open stores), listen, write
-``$(RUN)/<name>.address`` (and ``<name>.pid``), advertise, then serve until
+``$(RUN)/<name>.address`` and ``<name>.pid``, advertise, then serve until
 SIGTERM/SIGINT or :meth:`Daemon.request_stop`; on the way out: stop periodic
 tasks, invalidate the advertised ads, ``stop()``, close the server, remove
-the address and pid files (only if they are still ours).
+the address and pid files (only if they are still ours). The address published
+and advertised is one other hosts reach: a wildcard bind (``BIND_ADDRESS =
+0.0.0.0``) is replaced by :meth:`Daemon.advertise_host`.
 
 The collector is found from ``COLLECTOR_HOST`` (``_ROOST_COLLECTOR_HOST`` in
 the environment overrides it, as every ``_ROOST_*`` does): ``host:port`` is
@@ -38,7 +40,14 @@ from roost.classad import ClassAd, quote
 from roost.classad.jsonform import ad_to_obj
 from roost.config import Config, ConfigError
 from roost.daemons.security import Security
-from roost.net.addresses import read_address, remove_address, write_address
+from roost.net.addresses import (
+    WILDCARD_HOSTS,
+    advertised,
+    collector_address,
+    read_address,
+    remove_address,
+    write_address,
+)
 from roost.net.client import AsyncClient
 from roost.net.errors import RequestError
 from roost.net.server import Handler, Server, serve
@@ -144,6 +153,16 @@ class Daemon:
         host = self.config.get("BIND_ADDRESS") or "127.0.0.1"
         return host, self.config.get_int(f"{self.subsys}_PORT", 0) or 0
 
+    def advertise_host(self) -> str | None:
+        """The host other machines reach this daemon at, in place of a wildcard bind
+        (``BIND_ADDRESS = 0.0.0.0``, the default outside a personal pool):
+        ``NETWORK_INTERFACE`` where it names an address (HTCondor's knob; ``*`` names
+        none), else the detected ``IP_ADDRESS``."""
+        chosen = (self.config.get("NETWORK_INTERFACE") or "").strip()
+        if chosen and chosen != "*" and chosen not in WILDCARD_HOSTS:
+            return chosen
+        return (self.config.get("IP_ADDRESS") or "").strip() or None
+
     def unix_socket(self) -> str | None:
         """A Unix socket to listen on as well (the schedd's, for local tools)."""
         return None
@@ -169,17 +188,9 @@ class Daemon:
     # -- collector -------------------------------------------------------------------
     def collector_address(self) -> str | None:
         """Where the collector is now (see the module docstring); None if not known yet."""
-        host = (self.config.get("COLLECTOR_HOST") or "").strip()
-        if not host:
-            return read_address(self.run_dir / "collector.address")
-        if host.startswith("unix:"):
-            return host
-        h, sep, port = host.rpartition(":")
-        if not sep or not port.isdigit():
-            return f"{host}:{self.config.get_int('COLLECTOR_PORT', 9618)}"
-        if int(port) == 0:
-            return read_address(self.run_dir / "collector.address")
-        return host
+        configured = collector_address(self.config.get("COLLECTOR_HOST") or "",
+                                       self.config.get_int("COLLECTOR_PORT", 9618) or 9618)
+        return configured or read_address(self.run_dir / "collector.address")
 
     def _collector_client(self) -> AsyncClient | None:
         address = self.collector_address()
@@ -319,10 +330,40 @@ class Daemon:
         stem = _LOG_NAMES.get(self.name, self.name.capitalize())
         return self.log_dir / f"{stem}Log"
 
+    def served_handlers(self) -> dict[str, Handler]:
+        """What the server answers: the daemon's own commands and RECONFIG, which every
+        daemon takes."""
+        handlers = self.handlers()
+        handlers.setdefault("RECONFIG", self.h_reconfig)
+        return handlers
+
+    async def h_reconfig(self, req: dict[str, Any], peer: Any) -> dict[str, Any]:
+        """RECONFIG: reread the configuration files and apply what can change while
+        running (who may do what, the daemon's token, UPDATE_INTERVAL and what
+        :meth:`reconfigured` takes), keeping every job, claim and ad. A configuration
+        that does not read is refused and the old one stays."""
+        path = self.config.files[0] if self.config.files else None
+        try:
+            config = Config.load(path, subsys=self.subsys)
+            security = Security(config, self.subsys, make_key=False)
+        except (ConfigError, TokenError) as e:
+            raise RequestError("BAD_CONFIG", f"RECONFIG: {e} (still running on the old configuration)") from None
+        self.config, self._security = config, security
+        if self.server is not None:
+            self.server.authority, self.server.authorize = security.authority, security.authorize
+        self.update_interval = config.get_float("UPDATE_INTERVAL", 300.0) or 300.0
+        await self.reconfigured()
+        self.log.info("reconfigured from %s", ", ".join(config.files) or "defaults")
+        return {"files": config.files}
+
+    async def reconfigured(self) -> None:
+        """Apply a new ``self.config`` after RECONFIG (daemons override)."""
+
     async def listen(self) -> Server:
         host, port = self.listen_on()
         return await serve(
-            self.handlers(), host=host, port=port, unix_path=self.unix_socket(), **self.security.serve_args()
+            self.served_handlers(), host=host, port=port, unix_path=self.unix_socket(),
+            **self.security.serve_args(),
         )
 
     async def main(self) -> int:
@@ -335,7 +376,7 @@ class Daemon:
         self.log.info("starting %s (pid %d, home %s)", self.name, os.getpid(), self.home)
         await self.start()
         self.server = await self.listen()
-        self.address = self.server.address
+        self.address = advertised(self.server.address, self.advertise_host())
         write_address(self.address_file, self.address)
         write_address(self.pid_file, str(os.getpid()))
         self.log.info("listening on %s", self.address)

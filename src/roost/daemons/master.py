@@ -33,8 +33,10 @@ from roost.daemons.backoff import Backoff
 from roost.daemons.security import Security
 from roost.net.addresses import read_address, remove_address, write_address
 from roost.net.client import AsyncClient
-from roost.net.errors import RequestError
+from roost.net.errors import RemoteError, RequestError
+from roost.net.server import Server
 from roost.net.server import serve as serve_requests
+from roost.net.tokens import TokenError
 
 log = logging.getLogger("roost.master")
 
@@ -114,6 +116,7 @@ class Master:
         self._tasks: list[asyncio.Task[None]] = []
         self.hostname = config.get("FULL_HOSTNAME") or "localhost"
         self.address: str | None = None
+        self.server: Server | None = None
         self.start_time = time.time()
         self.update_interval = config.get_float("UPDATE_INTERVAL", 300.0) or 300.0
         for name in self._daemon_names():
@@ -300,6 +303,43 @@ class Master:
         asyncio.get_running_loop().call_soon(self.request_stop, fast)
         return {}
 
+    async def cmd_reconfig(self, req: dict[str, Any], peer: Any = None) -> dict[str, Any]:
+        """RECONFIG (``roost reconfig``): the master rereads its configuration, then asks
+        each running daemon (or only ``daemon``) to reread its own. Each daemon's answer,
+        by name; a daemon that refuses keeps running on its old configuration."""
+        only = str(req["daemon"]).upper() if req.get("daemon") else None
+        if only is not None and only != "MASTER" and only not in self.children:
+            raise RequestError("NOT_FOUND", f"no daemon {only!r} here (DAEMON_LIST: {' '.join(self.children)})")
+        results: dict[str, str] = {}
+        if only in (None, "MASTER"):
+            path = self.config.files[0] if self.config.files else None
+            try:
+                config = Config.load(path, subsys="MASTER")
+                security = Security(config, "MASTER", make_key=False)
+            except (ConfigError, TokenError) as e:
+                raise RequestError("BAD_CONFIG", f"RECONFIG: {e} (still running on the old configuration)") from None
+            self.config, self.security = config, security
+            if self.server is not None:
+                self.server.authority, self.server.authorize = security.authority, security.authorize
+            results["MASTER"] = "reconfigured"
+        for name, child in self.children.items():
+            if only not in (None, name):
+                continue
+            address = child.status().get("address")
+            if not address:
+                results[name] = "not running"
+                continue
+            client = AsyncClient(address, timeout=10.0, token=self.security.token)
+            try:
+                await client.call("RECONFIG")
+                results[name] = "reconfigured"
+            except (ConnectionError, RemoteError) as e:
+                results[name] = f"failed: {e}"
+            finally:
+                await client.close()
+        log.info("reconfig: %s", results)
+        return {"daemons": results}
+
     async def cmd_restart_daemon(self, req: dict[str, Any], peer: Any = None) -> dict[str, Any]:
         name = str(req["name"]).upper()
         child = self.children.get(name)
@@ -387,11 +427,12 @@ async def serve(master: Master) -> None:
         "STATUS": master.cmd_status,
         "SHUTDOWN": master.cmd_shutdown,
         "RESTART_DAEMON": master.cmd_restart_daemon,
+        "RECONFIG": master.cmd_reconfig,
     }
     bind = master.config.get("BIND_ADDRESS") or "127.0.0.1"
     if bind == "0.0.0.0":
         bind = "127.0.0.1"
-    server = await serve_requests(handlers, host=bind, port=0, **master.security.serve_args())
+    server = master.server = await serve_requests(handlers, host=bind, port=0, **master.security.serve_args())
     address = server.address
     master.address = address
     addr_path = master.run_dir / "master.address"

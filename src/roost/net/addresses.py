@@ -38,6 +38,43 @@ def parse_address(address: str) -> tuple[str, str | tuple[str, int]]:
     return "tcp", (host, p)
 
 
+def collector_address(collector_host: str, collector_port: int) -> str | None:
+    """Where ``COLLECTOR_HOST`` says the collector is: ``host:port`` and ``unix:``
+    addresses as they are, a bare host on ``collector_port`` (``COLLECTOR_PORT``).
+    None for an empty value and for ``host:0``, which mean "the address the
+    collector of this ``ROOST_HOME`` published" (a personal pool's)."""
+    host = collector_host.strip()
+    if not host:
+        return None
+    if host.startswith("unix:"):
+        return host
+    _, sep, port = host.rpartition(":")
+    if not sep or not port.isdigit() or host.endswith("]"):
+        return f"{host}:{collector_port}"
+    return None if int(port) == 0 else host
+
+
+#: hosts a server listens on that name no one place: what it advertises must not be these
+WILDCARD_HOSTS = frozenset({"0.0.0.0", "::", "[::]", ""})
+
+
+def advertised(address: str, host: str | None) -> str:
+    """The address to publish for a server that listens on ``address``.
+
+    A server bound to every interface (``0.0.0.0:port``, ``[::]:port``) names no
+    host another machine can reach: ``host`` (the one this host advertises, from
+    ``NETWORK_INTERFACE`` or ``IP_ADDRESS``) takes the wildcard's place. Any other
+    address, and ``unix:`` ones, are returned as they are.
+    """
+    if not host or address.startswith("unix:"):
+        return address
+    bound, sep, port = address.rpartition(":")
+    if not sep or bound not in WILDCARD_HOSTS:
+        return address
+    host = host.strip()
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
 def write_address(path: str | os.PathLike[str], address: str) -> None:
     """Publish an address: written to a temp file, then renamed, so readers never see
     half of one."""

@@ -70,6 +70,8 @@ SCHEMAS: dict[str, Schema] = {
     "STATUS": {},
     "SHUTDOWN": {"fast": "bool?"},
     "RESTART_DAEMON": {"name": "str"},
+    # every daemon (the master forwards it to one or all of its daemons)
+    "RECONFIG": {"daemon": "str?"},
 }
 
 

@@ -102,3 +102,23 @@ def test_an_explicit_address_reaches_a_collector_of_another_home(advertised, tmp
     finally:
         c.close()
     assert not (tmp_path / "run").exists()
+
+
+def test_a_home_without_a_collector_finds_it_through_collector_host(advertised, tmp_path: Path) -> None:
+    """A submit or execute host: no ``run/collector.address``, the central manager in
+    its configuration (``COLLECTOR_HOST``), as its daemons find it."""
+    (tmp_path / "roost_config").write_text(f"COLLECTOR_HOST = {advertised.address}\n")
+    c = roost.Collector(tmp_path)
+    try:
+        assert names(c.query_objs("Machine")) == ["slot1@a", "slot1@b"]
+    finally:
+        c.close()
+
+
+def test_a_home_never_set_up_has_no_pool_rather_than_a_guessed_collector(tmp_path: Path) -> None:
+    c = roost.Collector(tmp_path / "nothing-here", timeout=5)
+    try:
+        with pytest.raises(roost.PoolError, match="no pool is running"):
+            c.query_objs("Machine")
+    finally:
+        c.close()

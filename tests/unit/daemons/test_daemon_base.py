@@ -28,6 +28,15 @@ def test_collector_address_forms(tmp_path):
     assert Daemon("schedd", "SCHEDD", config=config(tmp_path)).log_file().name == "SchedLog"
 
 
+def test_a_daemon_bound_to_every_interface_advertises_a_reachable_address(tmp_path):
+    d = Daemon("testd", "TESTD", config=config(tmp_path, "BIND_ADDRESS = 0.0.0.0\nNETWORK_INTERFACE = 10.9.8.7"))
+    assert d.advertise_host() == "10.9.8.7"
+    d = Daemon("testd", "TESTD", config=Config.from_text(
+        f"LOCAL_DIR = {tmp_path}\nBIND_ADDRESS = 0.0.0.0\n",
+        facts={"FULL_HOSTNAME": "h.example", "IP_ADDRESS": "10.1.2.3"}, subsys="TESTD"))
+    assert d.advertise_host() == "10.1.2.3"  # NETWORK_INTERFACE = * (the default)
+
+
 class Echo(Daemon):
     ad_type = "Scheduler"
 

@@ -49,3 +49,24 @@ def test_wait_for_address(tmp_path):
     with pytest.raises(TimeoutError, match="nothing.address"):
         wait_address(tmp_path / "nothing.address", timeout=0.05)
     assert time.monotonic() - start < 2
+
+
+def test_a_wildcard_bind_is_advertised_as_the_hosts_address():
+    from roost.net.addresses import advertised
+
+    assert advertised("0.0.0.0:9618", "10.0.0.5") == "10.0.0.5:9618"
+    assert advertised("[::]:9618", "fd00::5") == "[fd00::5]:9618"
+    assert advertised("0.0.0.0:9618", None) == "0.0.0.0:9618"  # nothing better known
+    assert advertised("127.0.0.1:9618", "10.0.0.5") == "127.0.0.1:9618"  # a bound host stays
+    assert advertised("unix:/run/s.sock", "10.0.0.5") == "unix:/run/s.sock"
+
+
+def test_collector_host_forms():
+    from roost.net.addresses import collector_address
+
+    assert collector_address("cm.example:9000", 9618) == "cm.example:9000"
+    assert collector_address("cm.example", 9700) == "cm.example:9700"
+    assert collector_address("[fd00::1]", 9618) == "[fd00::1]:9618"
+    assert collector_address("unix:/run/c.sock", 9618) == "unix:/run/c.sock"
+    assert collector_address("127.0.0.1:0", 9618) is None  # the one this home published
+    assert collector_address("  ", 9618) is None

@@ -1,0 +1,120 @@
+"""roost on the hosts of a :class:`netns.Network`: each host its own ROOST_HOME and
+configuration (``use ROLE : ...``, ``CONDOR_HOST`` = the central manager's address,
+``NETWORK_INTERFACE`` = its own, one ``UID_DOMAIN``), ``roost`` run inside it, and a
+copy of the POOL signing key the central manager made, as an administrator copies it.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from netns import Host, Network
+
+ROOST = [sys.executable, "-m", "roost.cli.main"]
+UID_DOMAIN = "roost.test"
+
+#: knobs that make a test pool quick (as the integration tests' FAST_CONFIG)
+FAST_CONFIG = """
+NEGOTIATOR_INTERVAL = 2
+NEGOTIATOR_MIN_INTERVAL = 0.02
+UPDATE_INTERVAL = 2
+SCHEDD_INTERVAL = 2
+SCHEDD_MIN_INTERVAL = 0.1
+PERIODIC_EXPR_INTERVAL = 1
+ALIVE_INTERVAL = 1
+JOB_LEASE_DURATION = 6
+STARTER_UPDATE_INTERVAL = 1
+MASTER_BACKOFF_CONSTANT = 0.5
+MASTER_BACKOFF_CEILING = 5
+MASTER_RECOVER_FACTOR = 10
+SHUTDOWN_GRACEFUL_TIMEOUT = 5
+"""
+
+
+class RoostHost:
+    """A host of the pool: where its ROOST_HOME is and how to run ``roost`` there."""
+
+    def __init__(self, host: Host, roles: list[str], cm_address: str) -> None:
+        self.host = host
+        self.name = host.name
+        self.address = host.address
+        self.home = host.dir / "home"
+        self.home.mkdir()
+        self.env = {k: v for k, v in os.environ.items() if not k.startswith(("ROOST_", "_ROOST_"))}
+        self.env["ROOST_HOME"] = str(self.home)
+        lines = [f"use ROLE : {r}" for r in roles]
+        if "Execute" in roles:
+            lines += ["use FEATURE : PartitionableSlot", "NUM_CPUS = 2", "MEMORY = 1024"]
+        lines += [
+            f"LOCAL_DIR = {self.home}",
+            f"CONDOR_HOST = {cm_address}",
+            f"UID_DOMAIN = {UID_DOMAIN}",
+            f"NETWORK_INTERFACE = {host.address}",
+        ]
+        (self.home / "roost_config").write_text("\n".join(lines) + "\n" + FAST_CONFIG)
+
+    def roost(self, *args: str, timeout: float = 60, cwd: Path | None = None,
+              check: bool = True) -> subprocess.CompletedProcess[str]:
+        done = self.host.run([*ROOST, *args], env=self.env, cwd=cwd, timeout=timeout)
+        if check and done.returncode != 0:
+            raise AssertionError(f"[{self.name}] roost {' '.join(args)} exited {done.returncode}:\n"
+                                 f"{done.stdout}\n{done.stderr}\n{self.log_tails()}")
+        return done
+
+    def take_pool_key(self, cm: RoostHost) -> None:
+        """Copy the central manager's POOL key here, owner-only, as its admin would."""
+        keys = self.home / "passwords.d"
+        keys.mkdir(mode=0o700)
+        shutil.copyfile(cm.home / "passwords.d" / "POOL", keys / "POOL")
+        os.chmod(keys / "POOL", 0o600)
+
+    def log_tails(self, lines: int = 25) -> str:
+        out = []
+        for f in sorted((self.home / "log").glob("*Log")):
+            text = f.read_text(errors="replace").splitlines()[-lines:]
+            out.append(f"==== {self.name} {f.name}\n" + "\n".join(text))
+        return "\n".join(out)
+
+
+class MultiHostPool:
+    def __init__(self, net: Network) -> None:
+        self.net = net
+        self.hosts: dict[str, RoostHost] = {}
+
+    def __getitem__(self, name: str) -> RoostHost:
+        return self.hosts[name]
+
+    def add(self, name: str, *roles: str) -> RoostHost:
+        host = self.net.add_host(name)
+        cm = self.hosts.get("cm")
+        cm_address = cm.address if cm is not None else host.address
+        h = self.hosts[name] = RoostHost(host, list(roles), cm_address)
+        return h
+
+    def wait_for_slots(self, machines: set[str], timeout: float = 30) -> None:
+        """Until the collector holds slots of every one of ``machines``."""
+        deadline = time.monotonic() + timeout
+        seen: set[str] = set()
+        while time.monotonic() < deadline:
+            done = self["cm"].roost("status", "-af", "Machine", check=False)
+            seen = set(done.stdout.split())
+            if machines <= seen:
+                return
+            time.sleep(0.2)
+        raise AssertionError(f"slots of {sorted(machines - seen)} never reached the collector\n"
+                             + self.log_tails())
+
+    def log_tails(self) -> str:
+        return "\n".join(h.log_tails() for h in self.hosts.values())
+
+    def stop(self) -> None:
+        for h in reversed(list(self.hosts.values())):
+            try:
+                h.roost("down", "-timeout", "15", timeout=20, check=False)
+            except subprocess.TimeoutExpired:
+                pass  # Network.close kills what is left
