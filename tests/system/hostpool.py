@@ -66,6 +66,14 @@ class RoostHost:
                                  f"{done.stdout}\n{done.stderr}\n{self.log_tails()}")
         return done
 
+    def python(self, code: str, *args: str, timeout: float = 30) -> subprocess.CompletedProcess[str]:
+        """Run Python ``code`` (``sys.argv[1:]`` = ``args``) inside this host, roost importable:
+        a client of the pool's daemons that is not ``roost`` itself."""
+        done = self.host.run([sys.executable, "-c", code, *args], env=self.env, timeout=timeout)
+        if done.returncode != 0:
+            raise AssertionError(f"[{self.name}] python exited {done.returncode}:\n{done.stdout}\n{done.stderr}")
+        return done
+
     def take_pool_key(self, cm: RoostHost) -> None:
         """Copy the central manager's POOL key here, owner-only, as its admin would."""
         keys = self.home / "passwords.d"

@@ -1,8 +1,9 @@
 """The collector: the pool's soft-state directory of ClassAds (``python -m roost.daemons.collector``).
 
 Daemons push their ads (UPDATE_AD); readers QUERY them by type with an
-optional constraint and projection. Ads are keyed by (type, Name), replaced
-by each update and forgotten ``ClassAdLifetime`` seconds (ad attribute, else
+optional constraint and projection. Ads are keyed by (type, Name), Submitter
+ads by (type, Name, ScheddName) (one user submits from several schedds: see
+``roost.core.submitters``), replaced by each update and forgotten ``ClassAdLifetime`` seconds (ad attribute, else
 ``CLASSAD_LIFETIME``) after the last one, as HTCondor's collector does: a
 daemon that dies silently disappears from the pool on its own.
 
@@ -29,6 +30,7 @@ from roost.classad import ClassAd
 from roost.classad.errors import ClassAdSyntaxError
 from roost.classad.evaluate import EvaluationFailed, evaluate
 from roost.classad.parser import parse_expr
+from roost.core.submitters import ad_key
 from roost.daemons.base import Daemon, run
 from roost.net.addresses import write_address
 from roost.net.adwire import obj_to_ad
@@ -76,7 +78,7 @@ class AdStore:
 
     def __init__(self, default_lifetime: float) -> None:
         self.default_lifetime = default_lifetime
-        self.ads: dict[tuple[str, str], Entry] = {}
+        self.ads: dict[tuple[str, str, str], Entry] = {}
 
     def update(self, ad_type: str, obj: dict[str, Any], private: dict[str, Any] | None,
                mono: float, wall: float) -> Entry:
@@ -89,13 +91,20 @@ class AdStore:
         obj["LastHeardFrom"] = int(wall)
         ad = obj_to_ad(obj)  # refuses a malformed ad now, with a clear error
         entry = Entry(ad_type, obj, private or None, mono + _lifetime(obj, self.default_lifetime), ad)
-        self.ads[(ad_type.lower(), name.lower())] = entry
+        self.ads[ad_key(ad_type, obj, name)] = entry
         return entry
 
-    def invalidate(self, ad_type: str, name: str) -> int:
-        return 1 if self.ads.pop((ad_type.lower(), name.lower()), None) is not None else 0
+    def invalidate(self, ad_type: str, name: str, schedd_name: str | None = None) -> int:
+        """Forget an ad; for Submitter ads that of ``schedd_name``, or without one every
+        schedd's ad of that name. How many went."""
+        t, n = ad_type.lower(), name.lower()
+        if t == "submitter" and schedd_name is None:
+            keys = [k for k in self.ads if k[0] == t and k[1] == n]
+        else:
+            keys = [ad_key(ad_type, {"ScheddName": schedd_name}, name)]
+        return sum(1 for k in keys if self.ads.pop(k, None) is not None)
 
-    def expire(self, mono: float) -> list[tuple[str, str]]:
+    def expire(self, mono: float) -> list[tuple[str, str, str]]:
         gone = [key for key, e in self.ads.items() if e.expires <= mono]
         for key in gone:
             del self.ads[key]
@@ -103,7 +112,7 @@ class AdStore:
 
     def of_type(self, ad_type: str, mono: float) -> list[Entry]:
         t = ad_type.lower()
-        return [e for (et, _), e in self.ads.items() if et == t and e.expires > mono]
+        return [e for (et, _, _), e in self.ads.items() if et == t and e.expires > mono]
 
 
 def _project(obj: dict[str, Any], wanted: list[str]) -> dict[str, Any]:
@@ -160,8 +169,8 @@ class Collector(Daemon):
         self.every(min(5.0, self.store.default_lifetime / 4), self._sweep, "expire-ads")
 
     async def _sweep(self) -> None:
-        for ad_type, name in self.store.expire(time.monotonic()):
-            self.log.info("%s ad %r expired", ad_type, name)
+        for ad_type, name, schedd in self.store.expire(time.monotonic()):
+            self.log.info("%s ad %r%s expired", ad_type, name, f" of schedd {schedd}" if schedd else "")
 
     # -- own ad: stored directly ---------------------------------------------------------
     def ad(self) -> dict[str, Any]:
@@ -194,7 +203,7 @@ class Collector(Daemon):
         return {}
 
     async def invalidate_ad(self, req: dict[str, Any], peer: Peer) -> dict[str, Any]:
-        n = self.store.invalidate(req["type"], req["name"])
+        n = self.store.invalidate(req["type"], req["name"], req.get("schedd_name"))
         if n:
             self.log.info("invalidated %s ad %r (from %s)", req["type"], req["name"], peer.address)
         return {"removed": n}

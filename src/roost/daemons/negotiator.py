@@ -9,7 +9,10 @@ whatever a lost message missed.
 A cycle: query the collector for Unclaimed ``Machine`` ads (with private
 attributes: the ``ClaimId`` handed to the schedd) and ``Submitter`` ads;
 ask each submitter's schedd (``ScheddAddress``) GET_REQUESTS; run the pure
-``roost.core.matchmaker``; send each schedd its MATCHES.
+``roost.core.matchmaker``; send each schedd its MATCHES. A user who submits from
+several schedds has a Submitter ad at each, all of one name (``user@UID_DOMAIN``):
+each schedd is asked for its own requests and gets its own matches, but the name is
+one submitter to the pie and the accountant (``roost.core.submitters``).
 
 Slots just matched stay Unclaimed in the collector until their startd
 reports the claim, and cycles here are milliseconds apart, so the
@@ -59,6 +62,7 @@ from roost.core.fairshare import NONE_GROUP, GroupConfig, Submitter, negotiate_f
 from roost.core.matchmaker import Match, Request, Slot, negotiate
 from roost.core.preemption import PreemptionPolicy
 from roost.core.promises import COUNTER, OFFER, WITHHOLD, Charge, PromiseBook
+from roost.core.submitters import merge_requests
 from roost.core.updown import UpDown, UpDownRates, preemption_priority
 from roost.daemons.base import Daemon, run
 from roost.daemons.negotiator_priorities import (
@@ -156,7 +160,7 @@ class Negotiator(Daemon):
             down=max(0.0, cfg.get_float("UPDOWN_DOWN_RATE", 1.0) or 0.0),
             decay=max(0.0, cfg.get_float("UPDOWN_DECAY_RATE", 1.0) or 0.0),
         )
-        self._station_of: dict[str, str] = {}  # submitter name -> its schedd (ScheddName)
+        self._station_of: dict[str, set[str]] = {}  # submitter name -> its schedds (ScheddName)
         # -- fair share ---------------------------------------------------------------
         self.halflife = cfg.get_float("PRIORITY_HALFLIFE", 86400.0) or 86400.0
         self.default_factor = cfg.get_float("DEFAULT_PRIO_FACTOR", 1000.0) or 1000.0
@@ -216,7 +220,7 @@ class Negotiator(Daemon):
         out: dict[str, Any] = {"users": [record_obj(r, acct) for r in acct.records()]}
         if self.updown_mode:
             out["stations"] = [{"name": s, "index": self.updown.index.get(s, 0.0)}
-                               for s in self.updown.order(set(self.updown.index) | set(self._station_of.values()))]
+                               for s in self.updown.order(set(self.updown.index).union(*self._station_of.values()))]
         return out
 
     async def h_limits(self, req: dict[str, Any], peer: Peer) -> dict[str, Any]:
@@ -381,18 +385,16 @@ class Negotiator(Daemon):
         if not slots:
             return self._finish(stats, t0)
         answers = await asyncio.gather(*(self.schedds.get_requests(s) for s in subs), return_exceptions=True)
-        requests: dict[str, list[Request]] = {}
-        order: list[str] = []
+        per_ad: list[tuple[str, list[Request]]] = []
         for sub, answer in zip(subs, answers):
             name = str(sub.get("Name"))
             if isinstance(answer, BaseException):
-                stats.errors.append(f"{name}: {answer}")
-                self.log.warning("GET_REQUESTS for %s failed: %s", name, answer)
+                stats.errors.append(f"{name} at {sub.get('ScheddName')}: {answer}")
+                self.log.warning("GET_REQUESTS for %s at %s failed: %s", name, sub.get("ScheddName"), answer)
                 continue
-            reqs = self.schedds.requests(sub, answer, stats, prios.get(name))
-            if reqs:
-                requests[name] = reqs
-                order.append(name)
+            per_ad.append((name, self.schedds.requests(sub, answer, stats, prios.get(name))))
+        # one submitter however many schedds it submits from; each request keeps its schedd
+        requests, order = merge_requests(per_ad)
         stats.requests = sum(len(r) for r in requests.values())
         stats.jobs_wanted = sum(r.count for rs in requests.values() for r in rs)
         if not order:
@@ -412,9 +414,10 @@ class Negotiator(Daemon):
         """The submitter's effective priority (lower is better): its own, or under Up-Down
         its submit machine's index (:func:`preemption_priority`), which then decides the
         order, ``SubmitterUserPrio`` and the ``RemoteUserPrio`` preemption compares."""
-        if self.updown_mode:
-            station = self._station_of.get(name)
-            return preemption_priority(self.updown.index.get(station, 0.0) if station else 0.0)
+        if self.updown_mode:  # a user at several submit machines: the best of them
+            stations = self._station_of.get(name)
+            index = min((self.updown.index.get(st, 0.0) for st in stations), default=0.0) if stations else 0.0
+            return preemption_priority(index)
         return self._user_prio(name)
 
     def _user_prio(self, name: str) -> float:
@@ -426,14 +429,14 @@ class Negotiator(Daemon):
         ads its schedd sends; then the indexes move (``roost.core.updown``)."""
         held: dict[str, float] = {}
         waiting: set[str] = set()
-        station_of: dict[str, str] = {}
+        station_of: dict[str, set[str]] = {}
         for s in subs:
             name, station = s.get("Name"), s.get("ScheddName")
             if not isinstance(station, str) or not station:
                 station = s.get("ScheddAddress")
             if not isinstance(name, str) or not isinstance(station, str) or not station:
                 continue
-            station_of[name] = station
+            station_of.setdefault(name, set()).add(station)
             w = s.get("WeightedRunningJobs")
             if type(w) in (int, float) and w > 0:
                 held[station] = held.get(station, 0.0) + float(w)

@@ -21,7 +21,7 @@ AD_TYPES = ("Machine", "Scheduler", "Submitter", "Negotiator", "Master", "Collec
 SCHEMAS: dict[str, Schema] = {
     # collector
     "UPDATE_AD": {"type": "str", "ad": "object", "private": "object?"},
-    "INVALIDATE_AD": {"type": "str", "name": "str"},
+    "INVALIDATE_AD": {"type": "str", "name": "str", "schedd_name": "str?"},
     "QUERY": {"type": "str", "constraint": "str?", "projection": "list[str]?", "private": "bool?"},
     # negotiator
     "RESCHEDULE": {},

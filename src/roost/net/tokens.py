@@ -41,6 +41,9 @@ DEFAULT_KEY = "POOL"
 #: a token longer than this is refused unread (it arrives from the network)
 MAX_TOKEN_BYTES = 16384
 
+#: a time claim (``iat``, ``exp``) is a signed 64-bit number of seconds, as HTCondor's
+_MAX_TIME = 2**63
+
 _HKDF_SALT = b"roost"
 _HKDF_INFO = b"idtokens jwt"
 
@@ -184,7 +187,8 @@ def _claims(header: Mapping[str, Any], payload: Mapping[str, Any]) -> Claims:
         value = payload.get(name)
         if value is None and not required:
             return None
-        if not isinstance(value, kind) or isinstance(value, bool) or value == "":
+        if (not isinstance(value, kind) or isinstance(value, bool) or value == ""
+                or (kind is not str and not -_MAX_TIME < value < _MAX_TIME)):  # NaN, Infinity, 1e400
             raise TokenError(f"malformed token: claim {name!r} is missing or not "
                              f"{'a non-empty string' if kind is str else 'a number'}")
         return value

@@ -75,6 +75,22 @@ def test_invalidate(collector):
         assert c.call("QUERY", type="Submitter", constraint='Name == "alice@x"')["ads"] == []
 
 
+def test_one_submitter_at_two_schedds_has_two_ads(collector):
+    """HTCondor's key for Submitter ads: Name and ScheddName (one user, several schedds)."""
+    def names(c):
+        ads = c.call("QUERY", type="Submitter", constraint='Name == "bob@x"')["ads"]
+        return sorted((a["ScheddName"], a["IdleJobs"]) for a in ads)
+
+    with as_daemon(collector) as c:
+        for schedd, idle in (("s1", 1), ("s2", 2), ("s2", 5), ("s3", 3)):
+            c.call("UPDATE_AD", type="Submitter", ad={"Name": "bob@x", "ScheddName": schedd, "IdleJobs": idle})
+        assert names(c) == [("s1", 1), ("s2", 5), ("s3", 3)]
+        assert c.call("INVALIDATE_AD", type="Submitter", name="bob@x", schedd_name="S2") == {"removed": 1}
+        assert names(c) == [("s1", 1), ("s3", 3)]
+        assert c.call("INVALIDATE_AD", type="Submitter", name="bob@x") == {"removed": 2}
+        assert names(c) == []
+
+
 def test_expiry_by_classad_lifetime(collector):
     with as_daemon(collector) as c:
         c.call("UPDATE_AD", type="Scheduler", ad={"Name": "short", "ClassAdLifetime": 0.3})

@@ -128,6 +128,12 @@ def test_unsigned_algorithm_is_refused() -> None:
     (f"{b64({'alg': 'HS256', 'kid': 'POOL'})}.{b64({'iss': ISS, 'sub': 'a@b', 'iat': '1', 'jti': 'j'})}.c",
      "claim 'iat' is missing or not a number"),
     ("a." * 9000 + "b", "longer than 16384 bytes"),
+    # not finite, or past 64 bits: Python's json reads NaN, Infinity and 1e400 (issue 12's
+    # fuzzing: these were an OverflowError, answered INTERNAL to an unauthenticated AUTH)
+    *((f"{b64({'alg': 'HS256', 'kid': 'POOL'})}."
+       + base64.urlsafe_b64encode(f'{{"iss":"{ISS}","sub":"a@b","iat":1,"jti":"j","exp":{v}}}'.encode())
+       .rstrip(b"=").decode() + ".c", "claim 'exp' is missing or not a number")
+      for v in ("NaN", "Infinity", "-Infinity", "1e400", str(2**64))),
 ])
 def test_malformed_tokens_say_why_in_one_line(token: str, why: str) -> None:
     with pytest.raises(TokenError, match=r"^malformed token: ") as e:

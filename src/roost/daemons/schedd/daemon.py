@@ -65,6 +65,9 @@ class Schedd(Daemon):
         self.max_history = int(cfg.get_int("MAX_HISTORY_ROWS", 1000000) or 1000000)
         self.max_running = int(cfg.get_int("MAX_JOBS_RUNNING", 10000) or 10000)
         self.userlogs = UserLogs()
+        # users are user@UID_DOMAIN: submitter names, job owners (read once: a RECONFIG
+        # that changed it would rename every submitter mid-queue)
+        self.uid_domain = uid_domain(cfg)
         # Built by start(), once the queue is loaded.
         self.store: Store | None = None
         self.queue: JobQueue | None = None
@@ -111,7 +114,7 @@ class Schedd(Daemon):
             submitter_of=self.submitter_of, reschedule=self.reschedule, connect=self.client,
         )
         rights = QueueRights(
-            uid_domain(self.config), self.config.get_list("QUEUE_SUPER_USERS", ["root", "condor"]) or [],
+            self.uid_domain, self.config.get_list("QUEUE_SUPER_USERS", ["root", "condor"]) or [],
             pwd.getpwuid(os.geteuid()).pw_name,
         )
         submit = SubmitCalls(
@@ -215,7 +218,7 @@ class Schedd(Daemon):
     # -- ads -------------------------------------------------------------------------------
     def submitter_of(self, cluster: Any) -> str:
         """The submitter (accounting) name of a cluster's jobs (submitters.py)."""
-        return submitter_name(cluster, self.hostname)
+        return submitter_name(cluster, self.uid_domain)
 
     def ads_changed(self) -> None:
         self._ads_dirty = True
@@ -257,6 +260,17 @@ class Schedd(Daemon):
             self._sent_counts[ad["Name"]] = (ad["IdleJobs"], ad["RunningJobs"], ad["HeldJobs"])
             self._note_sent(ad)
 
+    async def invalidate(self, ad_type: str, name: str) -> None:
+        """As the base's, but a Submitter ad is this schedd's of that name: other
+        schedds advertise the same user (``roost.core.submitters``)."""
+        if ad_type != "Submitter":
+            return await super().invalidate(ad_type, name)
+        self._advertised.discard((ad_type, name))
+        try:
+            await self.collector_call("INVALIDATE_AD", type=ad_type, name=name, schedd_name=self.daemon_name)
+        except (ConnectionError, RequestError) as e:
+            log.info("cannot invalidate %s ad %r: %s", ad_type, name, e)
+
     def ad(self) -> dict[str, Any] | None:
         q = self.queue
         t = q.totals_named() if q is not None else {}
@@ -281,7 +295,7 @@ class Schedd(Daemon):
     def submitter_ads(self) -> Any:
         if self.queue is None:
             return iter(())
-        return submitter_ads(self.queue, self.hostname, self.daemon_name, self.address, self._advertised_names)
+        return submitter_ads(self.queue, self.uid_domain, self.daemon_name, self.address, self._advertised_names)
 
 
 def main() -> None:

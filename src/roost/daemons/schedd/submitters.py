@@ -1,9 +1,11 @@
 """Submitters: the accounting names the schedd's jobs are negotiated under, and their ads.
 
-A submitter is what the negotiator gives a fair share to: ``owner@domain``, or
-``group.user@domain`` for jobs in an accounting group. The schedd advertises one
-Submitter ad per name with jobs, and one with zeros once a name's jobs are gone, so
-the negotiator forgets it. Pure functions of the queue: the daemon sends the ads.
+A submitter is what the negotiator gives a fair share to: ``owner@UID_DOMAIN``, or
+``group.user@UID_DOMAIN`` for jobs in an accounting group, the same name on every
+submit host of the domain (``roost.core.submitters``). The schedd advertises one
+Submitter ad per name with jobs (its ``ScheddName`` telling it from other schedds'
+ads of the same name), and one with zeros once a name's jobs are gone, so the
+negotiator forgets it. Pure functions of the queue: the daemon sends the ads.
 """
 
 from __future__ import annotations
@@ -12,17 +14,17 @@ from collections.abc import Iterator
 from typing import Any
 
 from roost.core import jobpolicy as jp
+from roost.core.submitters import submitter_name as accounting_name
 from roost.daemons.schedd.jobqueue import JobQueue
 
 
 def submitter_name(cluster: Any, domain: str) -> str:
     """The submitter (accounting) name of a cluster's jobs, as HTCondor names it:
     ``AccountingGroup@domain`` when the job has one (``group.user``, or
-    ``nice-user.user`` for nice_user jobs), else ``owner@domain``. Taken from the
-    cluster ad: procs of one cluster share their accounting group."""
-    g = cluster.ad.get("AccountingGroup")
-    base = g if isinstance(g, str) and g else cluster.owner
-    return f"{base}@{domain}"
+    ``nice-user.user`` for nice_user jobs), else ``owner@domain``; ``domain`` is
+    ``UID_DOMAIN``. Taken from the cluster ad: procs of one cluster share their
+    accounting group."""
+    return accounting_name(cluster.owner, cluster.ad.get("AccountingGroup"), domain)
 
 
 def submitter_ads(
@@ -34,7 +36,7 @@ def submitter_ads(
     counts: dict[str, tuple[str, dict[int, int], float]] = {}
     for owner, c in queue.owner_totals.items():
         if any(c.values()):
-            counts[f"{owner}@{domain}"] = (owner, dict(c), 0.0)
+            counts[accounting_name(owner, None, domain)] = (owner, dict(c), 0.0)
     weights: dict[str, float] = {}
     for cluster in queue.clusters.values():
         cc = cluster.counts
@@ -47,7 +49,7 @@ def submitter_ads(
         g = cluster.ad.get("AccountingGroup")
         name = submitter_name(cluster, domain)
         if isinstance(g, str) and g and any(cc.values()):
-            default = counts.get(f"{cluster.owner}@{domain}")
+            default = counts.get(accounting_name(cluster.owner, None, domain))
             if default is not None:  # move these counts from the owner's plain name
                 for st, n in cc.items():
                     default[1][st] = default[1].get(st, 0) - n
