@@ -32,7 +32,7 @@ from roost.net.auth import TokenAuthority
 from roost.net.server import Peer
 from roost.net.signing_key import ensure_key_file
 from roost.net.token_store import TokenSettings, find_tokens, write_token_file
-from roost.net.tokens import DEFAULT_KEY, create_token
+from roost.net.tokens import DEFAULT_KEY, TokenError, create_token, verify_token
 
 log = logging.getLogger(__name__)
 
@@ -87,8 +87,11 @@ class Security:
         if key is None:
             return None
         for found in find_tokens(self.settings.token_dir, warn=log.warning):
-            if found.claims.issuer == self.trust_domain:
+            try:  # one this pool still honours (not one of a key since replaced, say)
+                verify_token(found.token, self.keys, issuer=self.trust_domain, now=time.time())
                 return None
+            except TokenError:
+                continue
         user = pwd.getpwuid(os.geteuid()).pw_name
         path = os.path.join(self.settings.token_dir, user)
         write_token_file(path, create_token(key, DEFAULT_KEY, self.trust_domain, f"{user}@{self.uid_domain}",

@@ -60,3 +60,15 @@ def test_defaults_give_the_daemons_and_the_owner_daemon_rights_and_users_write(t
     assert not decide(f"bob@{sec.uid_domain}", "127.0.0.1", "ACTIVATE_CLAIM", "STARTD").allowed
     assert not decide(None, "127.0.0.1", "REQUEST_CLAIM", "STARTD").allowed
     assert decide(None, "127.0.0.1", "STATUS", "MASTER").allowed
+
+
+def test_the_owner_token_is_written_once_and_again_when_its_key_changed(tmp_path: Path) -> None:
+    home = make_home(tmp_path)
+    sec = Security(load(home), "MASTER", make_key=True)
+    path = sec.ensure_owner_token()
+    assert path is not None and os.stat(path).st_mode & 0o777 == 0o600
+    first = Path(path).read_text()
+    assert Security(load(home), "MASTER", make_key=True).ensure_owner_token() is None  # still good
+    os.unlink(sec.settings.pool_key_file)  # a new pool key: the old token no longer verifies
+    again = Security(load(home), "MASTER", make_key=True).ensure_owner_token()
+    assert again == path and Path(path).read_text() != first
