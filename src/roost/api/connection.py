@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, Any
 
-from roost.api.errors import PoolError
+from roost.api.errors import NoPoolError, PoolError
 from roost.api.home import no_daemon
 from roost.net.errors import RemoteError
 from roost.net.syncclient import SyncClient
@@ -58,12 +58,16 @@ class DaemonConnection:
         # (or kept across a daemon's restart on a new port) finds the daemon once it runs
         self.addresses = addresses
         self.timeout = timeout
+        #: set for a daemon found through a collector (``-name``/``-pool``): a failure to
+        #: connect then names its address, not this home's pool
+        self.remote = False
         self._client: SyncClient | None = None
 
     def _open(self) -> SyncClient:
         if self._client is not None:
             return self._client
-        for address in self.addresses():
+        addresses = self.addresses()
+        for address in addresses:
             token = None if address.startswith("unix:") else pool_token(self.home)
             client = SyncClient(address, timeout=self.timeout, connect_timeout=5.0, token=token)
             try:
@@ -74,6 +78,8 @@ class DaemonConnection:
                 raise RefusedError(e.code, e.message) from None
             self._client = client
             return client
+        if self.remote and addresses:
+            raise NoPoolError(f"the {self.daemon} at {', '.join(addresses)} is not answering")
         raise no_daemon(self.home, self.daemon)
 
     def call(self, cmd: str, **args: Any) -> dict[str, Any]:

@@ -42,14 +42,41 @@ def merge_jobs(result: dict[str, Any]) -> Iterator[dict[str, Any]]:
 
 
 class Schedd:
-    """A client of the schedd of the pool at ``home`` ($ROOST_HOME by default)."""
+    """A client of the schedd of the pool at ``home`` ($ROOST_HOME by default).
 
-    def __init__(self, home: str | os.PathLike[str] | None = None, *, timeout: float | None = 300.0) -> None:
+    ``name`` and/or ``pool`` (``HOST[:PORT]`` of a collector) find another schedd, as
+    ``condor_q -name NAME -pool HOST`` does: its Scheduler ad in that pool's collector
+    (this home's without ``pool``) gives its address; TCP, with this home's pool token.
+    """
+
+    def __init__(self, home: str | os.PathLike[str] | None = None, *, name: str | None = None,
+                 pool: str | None = None, timeout: float | None = 300.0) -> None:
         self.home_dir = pool_home(home)
+        self.name = name
+        self.pool = pool
+        #: the address found through the collector (with ``name``/``pool``), once connected
+        self.address: str | None = None
         self._conn = DaemonConnection(self.home_dir, "schedd", self._addresses, timeout)
+        self._conn.remote = name is not None or pool is not None
+
+    @classmethod
+    def locate(cls, name: str | None = None, pool: str | None = None,
+               home: str | os.PathLike[str] | None = None, *, timeout: float | None = 300.0) -> Schedd:
+        """The schedd called ``name`` in the pool whose collector is at ``pool``,
+        connected now: NoPoolError ("no schedd named X in the pool at H:P") if none."""
+        schedd = cls(home, name=name, pool=pool, timeout=timeout)
+        schedd.connect()
+        return schedd
 
     def _addresses(self) -> list[str]:
-        """The schedd's Unix socket, then its TCP address, as run/ says now."""
+        """The schedd's Unix socket, then its TCP address, as run/ says now; with
+        ``name``/``pool``, the address its collector ad gives."""
+        if self._conn.remote:
+            # lazy: only -name/-pool ask a collector where the schedd is
+            from roost.api.locate import locate
+
+            self.address = locate(self.home_dir, "Scheduler", self.name, self.pool)
+            return [self.address]
         addresses = []
         sock = run_path(self.home_dir, "schedd.sock")
         if os.path.exists(sock):

@@ -14,6 +14,7 @@ import sys
 from roost.api.errors import PoolError
 from roost.api.jobids import is_job_id
 from roost.api.schedd import Schedd, current_user
+from roost.cli.options import add_pool_args
 from roost.cli.restrict import error_line
 
 #: action -> (command name, past participle used in messages)
@@ -30,13 +31,14 @@ def run(action: str, argv: list[str]) -> int:
     p.add_argument("-constraint", "--constraint", default=None, metavar="EXPR")
     p.add_argument("-all", "--all", action="store_true", help="every job (every job of yours unless root)")
     p.add_argument("-reason", "--reason", default=None, help="recorded in the job (HoldReason, RemoveReason)")
+    add_pool_args(p)
     ns = p.parse_args(argv)
     if not ns.targets and not ns.constraint and not ns.all:
         print(f"roost {prog}: name jobs (ids, clusters or users), -constraint EXPR or -all", file=sys.stderr)
         return 1
     rc = 0
     try:
-        schedd = Schedd()
+        schedd = Schedd(name=ns.name, pool=ns.pool)
         requests: list[tuple[dict[str, object], str, str]] = []
         for t in ns.targets:
             if is_job_id(t):

@@ -22,6 +22,7 @@ from roost.api.collector import Collector
 from roost.api.connection import pool_token
 from roost.api.errors import PoolError
 from roost.api.home import pool_home, read_address, run_path
+from roost.cli.options import add_pool_args, collector_for
 from roost.net.errors import RemoteError
 from roost.net.syncclient import SyncClient
 
@@ -30,8 +31,10 @@ class _Failed(Exception):
     pass
 
 
-def _startd_address(machine: str | None) -> str:
+def _startd_address(machine: str | None, pool: str | None = None) -> str:
     home = pool_home()
+    if machine is None and pool is not None:
+        raise _Failed("with -pool, name the machine")
     if machine is None:
         addr = read_address(run_path(home, "startd.address"))
         if addr is None:
@@ -41,21 +44,22 @@ def _startd_address(machine: str | None) -> str:
         return addr
     quoted = machine.replace("\\", "\\\\").replace('"', '\\"')
     try:
-        c = Collector()
+        c = Collector(address=collector_for(pool))
         try:
             ads = c.query_objs("Machine", f'Machine == "{quoted}" || Name == "{quoted}"', ["MyAddress"])
         finally:
             c.close()
-    except PoolError as e:
+    except (PoolError, ValueError) as e:
         raise _Failed(str(e)) from None
     for ad in ads:
         if isinstance(ad.get("MyAddress"), str) and ad["MyAddress"]:
             return str(ad["MyAddress"])
-    raise _Failed(f"no startd for machine {machine!r} is known to the collector")
+    raise _Failed(f"no startd for machine {machine!r} is known to the collector"
+                  + (f" at {collector_for(pool)}" if pool else ""))
 
 
-def _call(machine: str | None, cmd: str, **args: Any) -> dict[str, Any]:
-    address = _startd_address(machine)
+def _call(machine: str | None, cmd: str, pool: str | None = None, **args: Any) -> dict[str, Any]:
+    address = _startd_address(machine, pool)
     client = SyncClient(address, timeout=30.0, token=pool_token(pool_home()))
     try:
         return client.call(cmd, **args)
@@ -72,7 +76,16 @@ def _parser(prog: str, description: str) -> argparse.ArgumentParser:
     p.add_argument("-h", "-help", "--help", action="help", help="show this help and exit")
     p.add_argument("machine", nargs="?", default=None, metavar="MACHINE",
                    help="the machine (default: this pool's own startd)")
+    add_pool_args(p, daemon="startd")
     return p
+
+
+def _machine(ns: Any) -> str | None:
+    """MACHINE, or -name MACHINE (condor_off/condor_vacate's spelling)."""
+    if ns.machine and ns.name and ns.machine != ns.name:
+        raise SystemExit(f"roost: give the machine once (MACHINE or -name), not {ns.machine} and {ns.name}")
+    ns.machine = ns.machine or ns.name
+    return ns.machine
 
 
 def _run(prog: str, fn: Any) -> int:
@@ -98,16 +111,16 @@ def main_drain(argv: list[str]) -> int:
                      help="stop draining: offer the slots again")
     p.add_argument("-reason", "--reason", default=None, metavar="R", help="why (shown as DrainReason)")
     ns = p.parse_args(argv)
-    where = ns.machine or "this machine"
+    where = _machine(ns) or "this machine"
 
     def go() -> str:
         if ns.how == "cancel":
-            _call(ns.machine, "CANCEL_DRAIN")
+            _call(ns.machine, "CANCEL_DRAIN", ns.pool)
             return f"Drain of {where} cancelled"
         args: dict[str, Any] = {"how": ns.how or "graceful"}
         if ns.reason:
             args["reason"] = ns.reason
-        got = _call(ns.machine, "DRAIN", **args)
+        got = _call(ns.machine, "DRAIN", ns.pool, **args)
         return f"Sent {args['how']} drain to {where} ({got.get('claims', 0)} claims to empty)"
 
     return _run("drain", go)
@@ -117,9 +130,10 @@ def main_vacate(argv: list[str]) -> int:
     p = _parser("vacate", "Evict every job a machine runs; the jobs go back to Idle (condor_vacate).")
     p.add_argument("-fast", "--fast", action="store_true", help="kill the jobs at once (no SIGTERM first)")
     ns = p.parse_args(argv)
+    _machine(ns)
 
     def go() -> str:
-        got = _call(ns.machine, "VACATE", fast=bool(ns.fast))
+        got = _call(ns.machine, "VACATE", ns.pool, fast=bool(ns.fast))
         return f"Sent {'fast ' if ns.fast else ''}vacate to {ns.machine or 'this machine'} ({got.get('jobs', 0)} jobs)"
 
     return _run("vacate", go)
@@ -128,9 +142,10 @@ def main_vacate(argv: list[str]) -> int:
 def _switch(argv: list[str], prog: str, cmd: str, description: str, done: str) -> int:
     """``roost off`` / ``roost on``: one command, no options but MACHINE."""
     ns = _parser(prog, description).parse_args(argv)
+    _machine(ns)
 
     def go() -> str:
-        _call(ns.machine, cmd)
+        _call(ns.machine, cmd, ns.pool)
         return f"{ns.machine or 'This machine'} {done}"
 
     return _run(prog, go)

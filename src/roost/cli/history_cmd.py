@@ -9,6 +9,7 @@ from typing import Any
 from roost.api.errors import PoolError
 from roost.api.schedd import Schedd
 from roost.cli.jobview import STATUS_LETTERS, command, duration, short_date
+from roost.cli.options import add_pool_args
 from roost.cli.restrict import Restriction, error_line, split_af
 
 ATTRS = ["ClusterId", "ProcId", "Owner", "QDate", "RemoteWallClockTime", "JobStatus", "CompletionDate",
@@ -29,6 +30,7 @@ def main(argv: list[str]) -> int:
     p.add_argument("-long", "-l", "--long", action="store_true")
     p.add_argument("-json", "--json", action="store_true")
     p.add_argument("-wide", "--wide", action="store_true")
+    add_pool_args(p)
     ns = p.parse_args(argv)
     r = Restriction.parse(ns.restrict)
     raw = ns.af or ns.long or ns.json
@@ -36,7 +38,7 @@ def main(argv: list[str]) -> int:
     if ns.af and all(a.isidentifier() for a in ns.af):
         projection = ns.af
     try:
-        jobs = Schedd().history(r.constraint(ns.constraint), projection, match=ns.limit,
+        jobs = Schedd(name=ns.name, pool=ns.pool).history(r.constraint(ns.constraint), projection, match=ns.limit,
                                 owner=r.owner(), ids=r.ids)
     except PoolError as e:
         print(error_line("roost history", e), file=sys.stderr)

@@ -92,3 +92,37 @@ class Parser:
                     raise UsageError(f"option -{name} needs at least one argument")
                 opts.values[name] = got
         return opts
+
+
+# -- finding the pool and the daemon: -pool HOST[:PORT], -name NAME -------------------------
+
+POOL_HELP = "the pool whose collector is at HOST[:PORT] (port 9618 when omitted); default: the configuration's"
+NAME_HELP = "the {daemon} called NAME (its Name, or its host), found through the pool's collector"
+
+
+def pool_spec(daemon: str | None = "schedd") -> dict[str, tuple[str, str]]:
+    """``-pool`` (and ``-name`` of ``daemon`` unless None) for a :class:`Parser` spec."""
+    spec = {"pool": (VALUE, POOL_HELP)}
+    if daemon is not None:
+        spec["name"] = (VALUE, NAME_HELP.format(daemon=daemon))
+    return spec
+
+
+def add_pool_args(parser: object, daemon: str | None = "schedd") -> None:
+    """The same options on an ``argparse.ArgumentParser`` (taken as an object: this
+    module must not import argparse, which the fast commands avoid)."""
+    add = parser.add_argument  # type: ignore[attr-defined]
+    add("-pool", "--pool", default=None, metavar="HOST[:PORT]", help=POOL_HELP)
+    if daemon is not None:
+        add("-name", "--name", default=None, metavar="NAME", help=NAME_HELP.format(daemon=daemon))
+
+
+def collector_for(pool: str | None) -> str | None:
+    """The collector address ``-pool`` names (None: the configuration's); ValueError
+    for a bad HOST[:PORT]."""
+    if not pool:
+        return None
+    # lazy: only -pool parses a collector address
+    from roost.api.locate import pool_address
+
+    return pool_address(pool)

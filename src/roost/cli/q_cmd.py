@@ -27,7 +27,7 @@ from roost.cli.jobview import (
     size_mb,
     totals_line,
 )
-from roost.cli.options import Parser, UsageError
+from roost.cli.options import Parser, UsageError, pool_spec
 from roost.cli.restrict import Restriction, error_line, split_af
 
 BATCH_ATTRS = ["ClusterId", "ProcId", "Owner", "JobBatchName", "QDate", "JobStatus", "TotalSubmitProcs"]
@@ -53,6 +53,7 @@ SPEC = {
     "limit": ("value", "at most this many jobs"),
     "analyze": ("flag", "why are these jobs idle? (default: your first idle jobs)"),
     "better-analyze": ("flag", "-analyze with each Requirements clause, the pool's values and slot policies"),
+    **pool_spec("schedd"),
 }
 USAGE = "[options] [ID|USER ...]   (IDs: CLUSTER or CLUSTER.PROC)"
 # Other spellings. Any unambiguous prefix works too, as in condor_q: -ba is -batch,
@@ -78,7 +79,7 @@ def main(argv: list[str]) -> int:
     if owner is None and not r.users and not r.ids and not ns.allusers and os.geteuid() != 0:
         owner = me  # condor_q's default: only my jobs, unless I am a queue superuser
     try:
-        schedd = Schedd()
+        schedd = Schedd(name=ns.name, pool=ns.pool)  # type: ignore[arg-type]
         if ns.analyze or ns.values["better-analyze"]:
             return _analyze(schedd, constraint, owner, r.ids, bool(ns.values["better-analyze"]), limit)
         if ns.totals:
@@ -140,12 +141,18 @@ def _analyze(schedd: Any, constraint: str | None, owner: str | None, ids: list[s
     if not ids and limit is None and len(jobs) > ANALYZE_DEFAULT:
         jobs = jobs[:ANALYZE_DEFAULT]
         out.write(f"Analyzing the first {ANALYZE_DEFAULT} idle jobs (name job ids, or -limit N, for others).\n")
-    collector = Collector(schedd.home_dir)
+    pool = schedd.pool
+    if pool:
+        # lazy: only -pool names another collector
+        from roost.api.locate import pool_address
+
+        pool = pool_address(pool)
+    collector = Collector(schedd.home_dir, address=pool)
     try:
         slots = collector.query("Machine")
     finally:
         collector.close()
-    users, limits, groups = _negotiator_view(schedd.home_dir)
+    users, limits, groups = _negotiator_view(schedd.home_dir, schedd.pool)
     if users is None:
         out.write("(the negotiator gave no priority table: analyzing without user priorities)\n")
     for obj in jobs:
@@ -162,14 +169,17 @@ def _submitter(job: dict[str, Any]) -> str | None:
     return user if isinstance(user, str) else None
 
 
-def _negotiator_view(home: str) -> tuple[list[dict[str, Any]] | None, Any, list[dict[str, Any]] | None]:
+def _negotiator_view(home: str, pool: str | None = None) -> tuple[list[dict[str, Any]] | None, Any, list[dict[str, Any]] | None]:
     """The negotiator's USERPRIO table, its concurrency limits (a ConcurrencyLimits) and
     accounting groups (LIMITS); each None when it cannot answer (not running, too old)."""
     # lazy: only -analyze asks the negotiator (the api client and its protocol code)
     from roost.api.negotiator import negotiator_connection
     from roost.core.concurrency import ConcurrencyLimits
 
-    conn = negotiator_connection(home, 5.0)
+    try:
+        conn = negotiator_connection(home, 5.0, pool=pool)
+    except PoolError:
+        return None, None, None
     try:
         try:
             users = conn.call("USERPRIO").get("users")
@@ -210,9 +220,9 @@ def _filters(constraint: str | None, owner: str | None, ids: list[str]) -> dict[
 
 
 def _header(schedd: Any) -> None:
-    addr = read_address(os.path.join(schedd.home_dir, "run", "schedd.address")) or "local"
+    addr = schedd.address or read_address(os.path.join(schedd.home_dir, "run", "schedd.address")) or "local"
     stamp = time.strftime("%m/%d/%y %H:%M:%S")
-    sys.stdout.write(f"\n-- Schedd: {socket.gethostname()} : <{addr}> @ {stamp}\n")
+    sys.stdout.write(f"\n-- Schedd: {schedd.name or socket.gethostname()} : <{addr}> @ {stamp}\n")
 
 
 def _print_totals(schedd: Any, query_counts: dict[str, int] | None, me: str,

@@ -11,6 +11,7 @@ from typing import Any
 from roost.api.collector import Collector
 from roost.api.errors import PoolError
 from roost.cli.jobview import duration
+from roost.cli.options import add_pool_args, collector_for
 from roost.cli.restrict import error_line, split_af
 
 SLOT_ATTRS = ["Name", "Machine", "OpSys", "Arch", "State", "Activity", "LoadAvg", "Memory",
@@ -31,6 +32,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("-long", "-l", "--long", action="store_true")
     p.add_argument("-json", "--json", action="store_true")
     p.add_argument("-totals", "--totals", action="store_true", help="only the totals table")
+    add_pool_args(p, daemon=None)
     kind = p.add_mutually_exclusive_group()
     kind.add_argument("-schedd", "--schedd", dest="kind", action="store_const", const="Scheduler")
     kind.add_argument("-submitters", "--submitters", dest="kind", action="store_const", const="Submitter")
@@ -60,8 +62,8 @@ def main(argv: list[str]) -> int:
     elif ns.af and all(a.isidentifier() for a in ns.af):
         projection = ["Name", *ns.af]
     try:
-        ads = Collector().query_objs(kind, constraint, projection)
-    except PoolError as e:
+        ads = Collector(address=collector_for(ns.pool)).query_objs(kind, constraint, projection)
+    except (PoolError, ValueError) as e:
         print(error_line("roost status", e), file=sys.stderr)
         return 1
     ads.sort(key=lambda a: (str(a.get("Machine", "")), _name_key(str(a.get("Name", "")))))

@@ -60,6 +60,10 @@ def _parse_args(argv: list[str]) -> _Plain | object:
     p.add_argument("-file", dest="file_opt", default=None, help="the submit description file")
     p.add_argument("-queue", dest="queue", default=None, help="queue arguments, in place of the file's queue statement")
     p.add_argument("-batch-name", dest="batch_name", default=None)
+    # lazy: with the argparse path only (see above)
+    from roost.cli.options import add_pool_args
+
+    add_pool_args(p)
     p.add_argument("args", nargs="*", help="submit file (- for stdin) and name=value assignments")
     return p.parse_intermixed_args(argv)
 
@@ -100,7 +104,8 @@ def main(argv: list[str]) -> int:
         text = "\n".join(ln for ln in text.splitlines() if not ln.strip().lower().startswith("queue")) + f"\nqueue {ns.queue}\n"
     fname = "<stdin>" if src == "-" else src
     cwd = os.getcwd()
-    if ns.dry_run is None:
+    name, pool = getattr(ns, "name", None), getattr(ns, "pool", None)
+    if ns.dry_run is None and name is None and pool is None:
         # lazy: -dry-run never reaches the schedd; keeps `import roost.cli.submit_cmd` at ~2 ms
         from roost.cli.submit_text import submit_text
 
@@ -117,7 +122,7 @@ def main(argv: list[str]) -> int:
             # lazy: the API (~15 ms) only to submit from here, never for -dry-run
             from roost.cli.submit_send import send
 
-            return send(desc)
+            return send(desc, name=name, pool=pool)
         clusters = desc.expand(cluster_id=1, qdate=int(time.time()), owner=_user_name())
     except SubmitError as e:
         print(f"ERROR: {e}", file=sys.stderr)

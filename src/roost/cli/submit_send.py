@@ -11,20 +11,21 @@ import sys
 import time
 from typing import Any
 
-from roost.api.errors import NoPoolError, PoolError
+from roost.api.errors import PoolError
 from roost.api.home import read_address, run_path
 from roost.api.schedd import Schedd, current_user
 from roost.api.submitting import submit_description
 from roost.submit import SubmitError
 
 
-def send(desc: Any, *, quiet: bool = False) -> int:
-    """Submit ``desc`` (a ``SubmitDescription``) to $ROOST_HOME's schedd; the exit status."""
-    schedd = Schedd()
+def send(desc: Any, *, quiet: bool = False, name: str | None = None, pool: str | None = None) -> int:
+    """Submit ``desc`` (a ``SubmitDescription``) to $ROOST_HOME's schedd (or the one
+    ``name``/``pool`` find through a collector); the exit status."""
+    schedd = Schedd(name=name, pool=pool)
     try:
         schedd.connect()
-    except NoPoolError as e:
-        if read_address(run_path(schedd.home_dir, "master.address")) is None:
+    except PoolError as e:
+        if name is None and pool is None and read_address(run_path(schedd.home_dir, "master.address")) is None:
             print(f"ERROR: no roost pool is running to submit to (ROOST_HOME={schedd.home_dir}): "
                   "start one with `roost up`", file=sys.stderr)
         else:

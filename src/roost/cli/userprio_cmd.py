@@ -17,7 +17,7 @@ from roost.api.errors import PoolError
 from roost.api.home import pool_home
 from roost.api.negotiator import negotiator_connection
 
-USAGE = """usage: roost userprio [-all] [-json]
+USAGE = """usage: roost userprio [-pool HOST[:PORT]] [-name NEGOTIATOR] [-all] [-json]
        roost userprio -setfactor USER FACTOR
        roost userprio -setprio USER PRIORITY
        roost userprio -resetusage USER | -resetusage -all | -resetall
@@ -26,7 +26,9 @@ USAGE = """usage: roost userprio [-all] [-json]
 
 Show each submitter's effective priority (real priority x factor; lower is
 better), real priority, factor, resources in use and accumulated usage.
-Without -all, submitters idle for over a day are left out."""
+Without -all, submitters idle for over a day are left out. -pool asks the
+pool whose collector is at HOST[:PORT] (port 9618 when omitted), -name the
+negotiator of that name it knows."""
 
 #: submitters idle longer than this are left out unless -all
 INACTIVE_AFTER = 86400.0
@@ -46,7 +48,7 @@ def _number(text: str, what: str, *, allow_none: bool = False) -> float | None:
 
 
 def parse(argv: list[str]) -> dict[str, Any]:
-    opts: dict[str, Any] = {"all": False, "json": False, "action": None}
+    opts: dict[str, Any] = {"all": False, "json": False, "action": None, "pool": None, "name": None}
     i = 0
 
     def take(n: int, flag: str) -> list[str]:
@@ -66,6 +68,8 @@ def parse(argv: list[str]) -> dict[str, Any]:
             opts["all"] = True
         elif flag == "-json":
             opts["json"] = True
+        elif flag in ("-pool", "-name"):
+            (opts[flag[1:]],) = take(1, a)
         elif flag == "-setfactor":
             user, f = take(2, a)
             factor = _number(f, "the factor")
@@ -177,7 +181,11 @@ def main(argv: list[str]) -> int:
     if action == ("help",):
         print(USAGE)
         return 0
-    conn = negotiator_connection(pool_home(None), 30.0)
+    try:
+        conn = negotiator_connection(pool_home(None), 30.0, name=opts["name"], pool=opts["pool"])
+    except PoolError as e:
+        print(f"roost userprio: {e}", file=sys.stderr)
+        return 1
     try:
         if action is None:
             got = conn.call("USERPRIO")

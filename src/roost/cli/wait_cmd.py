@@ -17,6 +17,7 @@ import time
 from roost.api.errors import PoolError
 from roost.api.jobids import is_job_id, parse_job_id
 from roost.api.schedd import Schedd
+from roost.cli.options import add_pool_args
 from roost.cli.progress import Progress
 from roost.cli.restrict import error_line
 
@@ -31,6 +32,7 @@ def main(argv: list[str]) -> int:
     p.add_argument("-num", "--num", type=int, default=None,
                    help="with a log file: done once this many jobs have finished")
     p.add_argument("-quiet", "--quiet", action="store_true", help="no progress output")
+    add_pool_args(p)
     ns = p.parse_args(argv)
     first = ns.targets[0]
     if not is_job_id(first):
@@ -42,10 +44,11 @@ def main(argv: list[str]) -> int:
     if bad:
         print(f"roost wait: not a job id: {' '.join(bad)}", file=sys.stderr)
         return 2
-    return wait_ids(ns.targets, ns.wait, ns.quiet)
+    return wait_ids(ns.targets, ns.wait, ns.quiet, name=ns.name, pool=ns.pool)
 
 
-def wait_ids(ids: list[str], timeout: float | None, quiet: bool) -> int:
+def wait_ids(ids: list[str], timeout: float | None, quiet: bool, *, name: str | None = None,
+             pool: str | None = None) -> int:
     bar = None if quiet else Progress()
 
     def show(got: dict[str, object]) -> None:
@@ -53,7 +56,7 @@ def wait_ids(ids: list[str], timeout: float | None, quiet: bool) -> int:
             bar.update(int(got.get("done", 0)), int(got.get("total", 0)), got.get("counts") or {})  # type: ignore[arg-type]
 
     try:
-        got = Schedd().wait(ids, timeout=timeout, progress=show)
+        got = Schedd(name=name, pool=pool).wait(ids, timeout=timeout, progress=show)
     except TimeoutError:
         if bar is not None and bar.tty:
             sys.stdout.write("\n")

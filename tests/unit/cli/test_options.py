@@ -43,3 +43,17 @@ def test_help_exits_zero(capsys):  # type: ignore[no-untyped-def]
         parse("-help")
     assert e.value.code == 0
     assert "-constraint VALUE" in capsys.readouterr().out
+
+
+def test_pool_and_name_options_are_shared() -> None:
+    from roost.api.locate import pool_address
+    from roost.cli.options import pool_spec
+
+    opts = Parser("roost q", "", {**SPEC, **pool_spec()}).parse(["-pool", "cm.example", "-name", "s@h", "7"])
+    assert (opts.pool, opts.name, opts.positional) == ("cm.example", "s@h", ["7"])
+    assert "name" not in pool_spec(None)
+    assert pool_address("cm.example") == "cm.example:9618"
+    assert pool_address("10.0.0.1:9700") == "10.0.0.1:9700"
+    assert pool_address("<10.0.0.1:9700?x=y>") == "10.0.0.1:9700"
+    with pytest.raises(ValueError):
+        pool_address(" ")

@@ -1,0 +1,39 @@
+"""The tools on one host reach another host's schedd through the central manager's
+collector: ``roost q -pool CM -name SCHEDD`` from the central manager lists the submit
+host's jobs, and ``roost rm -name`` with the administrator's token removes them."""
+
+from __future__ import annotations
+
+import re
+
+from hostpool import UID_DOMAIN, MultiHostPool
+
+
+def test_q_and_rm_of_the_submit_hosts_schedd_from_the_central_manager(hosts: MultiHostPool) -> None:
+    cm, submit = hosts["cm"], hosts["submit"]
+    work = submit.host.dir / "work"
+    work.mkdir()
+    work.chmod(0o755)
+    (work / "job.sub").write_text("executable = /bin/sleep\narguments = 60\nhold = true\nqueue 3\n")
+    m = re.search(r"submitted to cluster (\d+)", submit.roost("submit", "job.sub", cwd=work).stdout)
+    assert m
+    cluster = m.group(1)
+    names = cm.roost("status", "-schedd", "-af", "Machine", "Name").stdout.split("\n")
+    name = next(line.split()[1] for line in names if line.startswith("submit "))
+
+    # the administrator's token, where the central manager's tools look for one
+    token = cm.roost("token", "create", "-identity", f"root@{UID_DOMAIN}").stdout.strip().splitlines()[-1]
+    tokens = cm.home / "tokens.d"
+    tokens.mkdir(exist_ok=True)
+    (tokens / "zz-admin").write_text(token + "\n")
+
+    q = cm.roost("q", "-pool", cm.address, "-name", name, cluster, "-af", "ClusterId", "ProcId")
+    assert sorted(q.stdout.splitlines()) == [f"{cluster} {p}" for p in range(3)], q.stdout
+    wrong = cm.roost("q", "-pool", cm.address, "-name", "nosuch", check=False)
+    assert wrong.returncode == 1
+    assert wrong.stderr.strip() == f"roost q: no schedd named nosuch in the pool at {cm.address}:9618", wrong.stderr
+
+    rm = cm.roost("rm", "-pool", cm.address, "-name", name, cluster)
+    assert rm.stdout.strip() == f"All jobs in cluster {cluster} have been marked for removal"
+    left = submit.roost("q", "-allusers", cluster, "-af", "JobStatus").stdout.split()
+    assert set(left) <= {"3"}, left
