@@ -37,3 +37,25 @@ def test_q_and_rm_of_the_submit_hosts_schedd_from_the_central_manager(hosts: Mul
     assert rm.stdout.strip() == f"All jobs in cluster {cluster} have been marked for removal"
     left = submit.roost("q", "-allusers", cluster, "-af", "JobStatus").stdout.split()
     assert set(left) <= {"3"}, left
+
+
+def test_reconfig_of_another_host_through_its_master_is_for_administrators(hosts: MultiHostPool) -> None:
+    """The masters of a multi-host pool listen beyond loopback and advertise a reachable
+    address; `roost reconfig -pool CM -name HOST` reaches one, ADMINISTRATOR only."""
+    cm, execute = hosts["cm"], hosts["exec1"]
+    machine = execute.roost("status", "-master", "-af", "Machine").stdout.split()
+    assert machine, "the execute host's master is in the collector"
+    tokens = cm.home / "tokens.d"
+    tokens.mkdir(exist_ok=True)
+    user = cm.roost("token", "create", "-identity", f"bob@{UID_DOMAIN}").stdout.strip().splitlines()[-1]
+    admin = cm.roost("token", "create", "-identity", f"root@{UID_DOMAIN}").stdout.strip().splitlines()[-1]
+    for f in tokens.iterdir():
+        f.unlink()  # only the token under test, first in name order
+    (tokens / "a-user").write_text(user + "\n")
+    refused = cm.roost("reconfig", "-pool", cm.address, "-name", "exec1", check=False)
+    assert refused.returncode == 1, refused
+    assert refused.stderr.startswith(f"roost reconfig: RECONFIG refused to bob@{UID_DOMAIN}"), refused.stderr
+    assert "ADMINISTRATOR" in refused.stderr and len(refused.stderr.strip().splitlines()) == 1
+    (tokens / "a-user").write_text(admin + "\n")
+    done = cm.roost("reconfig", "-pool", cm.address, "-name", "exec1")
+    assert "master: reconfigured" in done.stdout and "startd: reconfigured" in done.stdout, done.stdout

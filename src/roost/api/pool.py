@@ -71,10 +71,21 @@ class Pool:
         finally:
             conn.close()
 
-    def reconfig(self, daemon: str | None = None) -> dict[str, str]:
+    def reconfig(self, daemon: str | None = None, *, name: str | None = None,
+                 pool: str | None = None) -> dict[str, str]:
         """Have the master (and each of its daemons, or only ``daemon``) reread the
-        configuration (``condor_reconfig``); each daemon's outcome by name."""
-        conn = self._master()
+        configuration (``condor_reconfig``); each daemon's outcome by name. ``name``
+        (a host) and ``pool`` (a collector) reach another host's master through the
+        pool's collector, with this host's token."""
+        if name is not None or pool is not None:
+            # lazy: only remote administration asks a collector where a master is
+            from roost.api.locate import locate
+
+            addr = locate(str(self.home), "Master", name, pool)
+            conn = DaemonConnection(str(self.home), "master", lambda: [addr], 10.0)
+            conn.remote = True
+        else:
+            conn = self._master()
         try:
             args = {"daemon": daemon} if daemon else {}
             return dict(conn.call("RECONFIG", **args).get("daemons") or {})

@@ -13,6 +13,7 @@ import sys
 
 from roost.api.errors import PoolError
 from roost.api.pool import Pool
+from roost.cli.options import add_pool_args
 
 
 def main(argv: list[str]) -> int:
@@ -21,9 +22,10 @@ def main(argv: list[str]) -> int:
     p.add_argument("-h", "-help", "--help", action="help", help="show this help and exit")
     p.add_argument("-daemon", "--daemon", metavar="NAME",
                    help="only this daemon (master, collector, negotiator, schedd, startd)")
+    add_pool_args(p, "master (a host)")
     ns = p.parse_args(argv)
     try:
-        results = Pool().reconfig(ns.daemon)
+        results = Pool().reconfig(ns.daemon, name=ns.name, pool=ns.pool)
     except PoolError as e:
         print(f"roost reconfig: {e}", file=sys.stderr)
         return 1

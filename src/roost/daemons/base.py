@@ -73,6 +73,17 @@ def setup_logging(path: Path, level: int = logging.INFO) -> logging.Handler:
     return handler
 
 
+def advertise_host(config: Config) -> str | None:
+    """The host other machines reach a daemon at, in place of a wildcard bind
+    (``BIND_ADDRESS = 0.0.0.0``, the default outside a personal pool):
+    ``NETWORK_INTERFACE`` where it names an address (HTCondor's knob; ``*`` names
+    none), else the detected ``IP_ADDRESS``."""
+    chosen = (config.get("NETWORK_INTERFACE") or "").strip()
+    if chosen and chosen != "*" and chosen not in WILDCARD_HOSTS:
+        return chosen
+    return (config.get("IP_ADDRESS") or "").strip() or None
+
+
 class Daemon:
     """Base of the collector, negotiator, schedd and startd (and the master)."""
 
@@ -154,14 +165,7 @@ class Daemon:
         return host, self.config.get_int(f"{self.subsys}_PORT", 0) or 0
 
     def advertise_host(self) -> str | None:
-        """The host other machines reach this daemon at, in place of a wildcard bind
-        (``BIND_ADDRESS = 0.0.0.0``, the default outside a personal pool):
-        ``NETWORK_INTERFACE`` where it names an address (HTCondor's knob; ``*`` names
-        none), else the detected ``IP_ADDRESS``."""
-        chosen = (self.config.get("NETWORK_INTERFACE") or "").strip()
-        if chosen and chosen != "*" and chosen not in WILDCARD_HOSTS:
-            return chosen
-        return (self.config.get("IP_ADDRESS") or "").strip() or None
+        return advertise_host(self.config)
 
     def unix_socket(self) -> str | None:
         """A Unix socket to listen on as well (the schedd's, for local tools)."""

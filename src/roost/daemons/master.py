@@ -30,8 +30,15 @@ from typing import Any
 
 from roost.config import Config, ConfigError
 from roost.daemons.backoff import Backoff
+from roost.daemons.base import advertise_host
 from roost.daemons.security import Security
-from roost.net.addresses import read_address, remove_address, write_address
+from roost.net.addresses import (
+    advertised,
+    collector_address,
+    read_address,
+    remove_address,
+    write_address,
+)
 from roost.net.client import AsyncClient
 from roost.net.errors import RemoteError, RequestError
 from roost.net.server import Server
@@ -112,6 +119,7 @@ class Master:
         self.stopped = asyncio.Event()
         self.children: dict[str, Child] = {}
         self.collector_host: str | None = None
+        self.remote_collector: str | None = None  # COLLECTOR_HOST's, on a host without a collector
         self._advertiser: asyncio.Task[None] | None = None
         self._tasks: list[asyncio.Task[None]] = []
         self.hostname = config.get("FULL_HOSTNAME") or "localhost"
@@ -239,6 +247,10 @@ class Master:
                 # Pin the port: a restarted collector binds the same address.
                 self.collector_host = addr
                 log.info("collector is at %s", addr)
+        else:  # a submit or execute host: the central manager's collector, as its daemons find it
+            self.remote_collector = collector_address(
+                self.config.get("COLLECTOR_HOST") or "", self.config.get_int("COLLECTOR_PORT", 9618) or 9618
+            )
         for name, child in self.children.items():
             if name != "COLLECTOR" and not self.stopping:
                 self._tasks.append(asyncio.create_task(self._supervise(child)))
@@ -266,10 +278,13 @@ class Master:
         last = 0.0
         while not self.stopping:
             collector = self.children.get("COLLECTOR")
-            st = collector.status() if collector else {"state": None}
-            addr = st.get("address") or self.collector_host
+            if collector is not None:
+                st = collector.status()
+                addr = st.get("address") or self.collector_host
+            else:  # another host's collector: advertise every UPDATE_INTERVAL, retry until it answers
+                st, addr = {"state": "running", "pid": None}, self.remote_collector
             due = time.monotonic() - last >= self.update_interval
-            if addr and st.get("state") == "running" and (due or st.get("pid") != sent_to):
+            if addr and st.get("state") == "running" and (due or st.get("pid") != sent_to or not last):
                 if client is None or client.address != addr:
                     client = AsyncClient(addr, timeout=5.0, token=self.security.token)
                 try:
@@ -429,11 +444,12 @@ async def serve(master: Master) -> None:
         "RESTART_DAEMON": master.cmd_restart_daemon,
         "RECONFIG": master.cmd_reconfig,
     }
+    # Like every daemon, on BIND_ADDRESS and advertised at an address other hosts reach:
+    # remote administration (`roost reconfig -name HOST`) comes through here, and every
+    # command but STATUS needs ADMINISTRATOR.
     bind = master.config.get("BIND_ADDRESS") or "127.0.0.1"
-    if bind == "0.0.0.0":
-        bind = "127.0.0.1"
     server = master.server = await serve_requests(handlers, host=bind, port=0, **master.security.serve_args())
-    address = server.address
+    address = advertised(server.address, advertise_host(master.config))
     master.address = address
     addr_path = master.run_dir / "master.address"
     write_address(addr_path, address)
@@ -445,7 +461,7 @@ async def serve(master: Master) -> None:
     loop.add_signal_handler(signal.SIGHUP, lambda: log.info("SIGHUP ignored: restart a daemon to reconfigure it"))
     try:
         await master.start_daemons()
-        if "COLLECTOR" in master.children or master.collector_host:
+        if "COLLECTOR" in master.children or master.collector_host or master.remote_collector:
             master._advertiser = asyncio.create_task(master.advertise_loop())
         await master.stopped.wait()
     finally:
