@@ -94,6 +94,9 @@ class Daemon:
         self.name = name
         self.subsys = subsys.upper()
         self.config = config if config is not None else Config.load(subsys=self.subsys)
+        # what RECONFIG rereads: the start's own lookup ($ROOST_CONFIG, else $ROOST_HOME's),
+        # or, for a daemon given a read configuration, the main file it was read from
+        self._config_path = None if config is None or not config.files else config.files[0]
         cfg = self.config
         self.home = Path(cfg.get("LOCAL_DIR") or cfg.get("ROOST_HOME") or ".")
         self.run_dir = Path(cfg.get("RUN") or self.home / "run")
@@ -345,16 +348,19 @@ class Daemon:
         """RECONFIG: reread the configuration files and apply what can change while
         running (who may do what, the daemon's token, UPDATE_INTERVAL and what
         :meth:`reconfigured` takes), keeping every job, claim and ad. A configuration
-        that does not read is refused and the old one stays."""
-        path = self.config.files[0] if self.config.files else None
+        that does not read is refused and the old one stays. ``UID_DOMAIN`` names the
+        users of queued jobs and running claims: changing it needs a restart."""
         try:
-            config = Config.load(path, subsys=self.subsys)
+            config = Config.load(self._config_path, subsys=self.subsys)
             security = Security(config, self.subsys, make_key=False)
         except (ConfigError, TokenError) as e:
             raise RequestError("BAD_CONFIG", f"RECONFIG: {e} (still running on the old configuration)") from None
         self.config, self._security = config, security
         if self.server is not None:
             self.server.authority, self.server.authorize = security.authority, security.authorize
+        if self.collector is not None:  # a new token (a new pool key, say) on the next connection
+            self.spawn(self.collector.close(), "close-old-collector-client")
+            self.collector, self._collector_address = None, None
         self.update_interval = config.get_float("UPDATE_INTERVAL", 300.0) or 300.0
         await self.reconfigured()
         self.log.info("reconfigured from %s", ", ".join(config.files) or "defaults")

@@ -327,13 +327,13 @@ class Master:
             raise RequestError("NOT_FOUND", f"no daemon {only!r} here (DAEMON_LIST: {' '.join(self.children)})")
         results: dict[str, str] = {}
         if only in (None, "MASTER"):
-            path = self.config.files[0] if self.config.files else None
             try:
-                config = Config.load(path, subsys="MASTER")
+                config = Config.load(subsys="MASTER")  # as at start: $ROOST_CONFIG, else $ROOST_HOME's
                 security = Security(config, "MASTER", make_key=False)
             except (ConfigError, TokenError) as e:
                 raise RequestError("BAD_CONFIG", f"RECONFIG: {e} (still running on the old configuration)") from None
             self.config, self.security = config, security
+            self.update_interval = config.get_float("UPDATE_INTERVAL", 300.0) or 300.0
             if self.server is not None:
                 self.server.authority, self.server.authorize = security.authority, security.authorize
             results["MASTER"] = "reconfigured"

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import logging
 import os
+import secrets
 import stat
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -95,8 +96,9 @@ def write_token_file(path: str | os.PathLike[str], token: str) -> None:
     path = os.fspath(path)
     directory = os.path.dirname(path) or "."
     os.makedirs(directory, mode=0o700, exist_ok=True)
-    tmp = os.path.join(directory, f".{os.path.basename(path)}.new.{os.getpid()}")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    # a fresh, unguessable name made with O_EXCL: nobody else can have opened it first
+    tmp = os.path.join(directory, f".{os.path.basename(path)}.new.{os.getpid()}.{secrets.token_hex(8)}")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
     try:
         os.fchmod(fd, 0o600)
         os.write(fd, (token.strip() + "\n").encode("ascii"))

@@ -175,7 +175,7 @@ def _split(token: str) -> tuple[dict[str, Any], dict[str, Any], str, str]:
     try:
         header = json.loads(_unb64(parts[0]))
         payload = json.loads(_unb64(parts[1]))
-    except (ValueError, UnicodeDecodeError):
+    except (ValueError, UnicodeDecodeError, RecursionError):  # RecursionError: "[[[[..." from a peer
         raise TokenError("malformed token: header or claims are not base64url JSON") from None
     if not isinstance(header, dict) or not isinstance(payload, dict):
         raise TokenError("malformed token: header or claims are not JSON objects")

@@ -72,3 +72,12 @@ def test_the_owner_token_is_written_once_and_again_when_its_key_changed(tmp_path
     os.unlink(sec.settings.pool_key_file)  # a new pool key: the old token no longer verifies
     again = Security(load(home), "MASTER", make_key=True).ensure_owner_token()
     assert again == path and Path(path).read_text() != first
+
+
+def test_queue_super_users_change_with_reconfig_and_the_schedds_account_stays_one() -> None:
+    from roost.daemons.schedd.access import QueueRights
+
+    rights = QueueRights("example", ["root", "alice"], "condor")
+    assert rights.is_super("alice") and rights.is_super("condor") and not rights.is_super("bob")
+    rights.set_super_users(["bob"])
+    assert rights.is_super("bob") and rights.is_super("condor") and not rights.is_super("alice")

@@ -180,3 +180,14 @@ def test_the_signature_never_crosses_the_wire(server) -> None:
     lsock.close()
     assert b"WHOAMI" in seen and b"AUTH_PROOF" in seen
     assert signature.encode() not in seen and KEY not in seen
+
+
+def test_a_deeply_nested_token_header_is_malformed_not_an_internal_error(server) -> None:
+    import base64
+
+    def b64(data: bytes) -> str:
+        return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
+
+    with SyncClient(server.server.address) as c, pytest.raises(RemoteError) as err:
+        c.call("AUTH", method="IDTOKENS", nonce="n" * 20, token=b64(b"[" * 12000) + "." + b64(b"{}"))
+    assert err.value.code == "AUTH_FAILED" and "malformed token" in str(err.value)

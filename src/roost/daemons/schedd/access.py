@@ -134,6 +134,10 @@ class QueueRights:
         self.super_users = frozenset(super_users) | {schedd_user}
         self.root = os.geteuid() == 0
 
+    def set_super_users(self, super_users: Iterable[str]) -> None:
+        """QUEUE_SUPER_USERS again (RECONFIG); the schedd's own account stays one."""
+        self.super_users = frozenset(super_users) | {self.schedd_user}
+
     def user(self, peer: Peer, cmd: str) -> str:
         """The local account the peer speaks for; DENIED when it is no user of this
         UID_DOMAIN (unauthenticated, or from another domain)."""

@@ -113,7 +113,7 @@ class Schedd(Daemon):
             jobs, autoclusters, reuse, lease=self.lease, alive_interval=self.alive_interval,
             submitter_of=self.submitter_of, reschedule=self.reschedule, connect=self.client,
         )
-        rights = QueueRights(
+        rights = self.rights = QueueRights(
             self.uid_domain, self.config.get_list("QUEUE_SUPER_USERS", ["root", "condor"]) or [],
             pwd.getpwuid(os.geteuid()).pw_name,
         )
@@ -137,6 +137,11 @@ class Schedd(Daemon):
             "GET_FILES": starters.h_get_files,
             "PUT_FILES": starters.h_put_files,
         }
+
+    async def reconfigured(self) -> None:
+        """RECONFIG: QUEUE_SUPER_USERS takes effect at once. UID_DOMAIN names submitters
+        and owners of queued jobs, so the schedd keeps the one it started with."""
+        self.rights.set_super_users(self.config.get_list("QUEUE_SUPER_USERS", ["root", "condor"]) or [])
 
     async def started(self) -> None:
         jobs, shadows = self.jobs, self.shadows
