@@ -39,7 +39,7 @@ from typing import Any
 from roost.classad import ClassAd, quote
 from roost.classad.jsonform import ad_to_obj
 from roost.config import Config, ConfigError
-from roost.daemons.security import Security
+from roost.daemons.security import Security, reread
 from roost.net.addresses import (
     WILDCARD_HOSTS,
     advertised,
@@ -350,14 +350,10 @@ class Daemon:
         :meth:`reconfigured` takes), keeping every job, claim and ad. A configuration
         that does not read is refused and the old one stays. ``UID_DOMAIN`` names the
         users of queued jobs and running claims: changing it needs a restart."""
-        try:
-            config = Config.load(self._config_path, subsys=self.subsys)
-            security = Security(config, self.subsys, make_key=False)
-        except (ConfigError, TokenError) as e:
-            raise RequestError("BAD_CONFIG", f"RECONFIG: {e} (still running on the old configuration)") from None
+        config, security = reread(self._config_path, self.subsys)
         self.config, self._security = config, security
         if self.server is not None:
-            self.server.authority, self.server.authorize = security.authority, security.authorize
+            security.install(self.server)
         if self.collector is not None:  # a new token (a new pool key, say) on the next connection
             self.spawn(self.collector.close(), "close-old-collector-client")
             self.collector, self._collector_address = None, None

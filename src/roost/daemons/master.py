@@ -31,7 +31,7 @@ from typing import Any
 from roost.config import Config, ConfigError
 from roost.daemons.backoff import Backoff
 from roost.daemons.base import advertise_host
-from roost.daemons.security import Security
+from roost.daemons.security import Security, reread
 from roost.net.addresses import (
     advertised,
     collector_address,
@@ -43,7 +43,6 @@ from roost.net.client import AsyncClient
 from roost.net.errors import RemoteError, RequestError
 from roost.net.server import Server
 from roost.net.server import serve as serve_requests
-from roost.net.tokens import TokenError
 
 log = logging.getLogger("roost.master")
 
@@ -327,15 +326,11 @@ class Master:
             raise RequestError("NOT_FOUND", f"no daemon {only!r} here (DAEMON_LIST: {' '.join(self.children)})")
         results: dict[str, str] = {}
         if only in (None, "MASTER"):
-            try:
-                config = Config.load(subsys="MASTER")  # as at start: $ROOST_CONFIG, else $ROOST_HOME's
-                security = Security(config, "MASTER", make_key=False)
-            except (ConfigError, TokenError) as e:
-                raise RequestError("BAD_CONFIG", f"RECONFIG: {e} (still running on the old configuration)") from None
-            self.config, self.security = config, security
-            self.update_interval = config.get_float("UPDATE_INTERVAL", 300.0) or 300.0
+            # as at start: $ROOST_CONFIG, else $ROOST_HOME's
+            self.config, self.security = reread(None, "MASTER")
+            self.update_interval = self.config.get_float("UPDATE_INTERVAL", 300.0) or 300.0
             if self.server is not None:
-                self.server.authority, self.server.authorize = security.authority, security.authorize
+                self.security.install(self.server)
             results["MASTER"] = "reconfigured"
         for name, child in self.children.items():
             if only not in (None, name):

@@ -29,7 +29,8 @@ from roost.config import Config, ConfigError
 from roost.core.authz import Policy
 from roost.core.authz_patterns import AuthzConfigError
 from roost.net.auth import TokenAuthority
-from roost.net.server import Peer
+from roost.net.errors import RequestError
+from roost.net.server import Peer, Server
 from roost.net.signing_key import ensure_key_file
 from roost.net.token_store import TokenSettings, find_tokens, write_token_file
 from roost.net.tokens import DEFAULT_KEY, TokenError, create_token, verify_token
@@ -116,9 +117,24 @@ class Security:
         log.info("refused %s from %s (%s): %s", cmd, who, peer.address, decision.reason)
         return f"{cmd} refused to {who}: {decision.reason}"
 
+    def install(self, server: Server) -> None:
+        """Make a running server check peers with this (RECONFIG's new) security."""
+        server.authority, server.authorize = self.authority, self.authorize
+
     def serve_args(self) -> dict[str, Any]:
         """Keyword arguments for :func:`roost.net.server.serve`."""
         return {"authority": self.authority, "authorize": self.authorize, "uid_domain": self.uid_domain}
+
+
+def reread(path: str | None, subsys: str) -> tuple[Config, Security]:
+    """RECONFIG's reading: the configuration (``path``, or the start's own lookup when
+    None) and the security built from it; RequestError(BAD_CONFIG) naming file and line
+    when either does not read, so the caller keeps running on the old one."""
+    try:
+        config = Config.load(path, subsys=subsys)
+        return config, Security(config, subsys, make_key=False)
+    except (ConfigError, TokenError) as e:
+        raise RequestError("BAD_CONFIG", f"RECONFIG: {e} (still running on the old configuration)") from None
 
 
 def _local_ips(config: Config) -> list[str]:
