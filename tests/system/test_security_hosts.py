@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -29,17 +30,25 @@ from netns import Network, unavailable
 
 from roost.net.protocol import AD_TYPES
 
-# A user's client: each item is (address, token or None, [(cmd, args), ...]), the calls
-# of one item on one connection (NEW_CLUSTER's reservation lives as long as it).
+# A user's client: each item is (address, token or None, [(cmd, args), ...][, OPTS]),
+# the calls of one item on one connection (NEW_CLUSTER's reservation lives as long as
+# it), over TLS unless OPTS is "plain"; a dict OPTS gives ClientTLS's settings (a
+# certificate, the CA to check the daemon with, the methods).
 _CLIENT = """
 import json, sys
 from roost.net.errors import RemoteError
 from roost.net.syncclient import SyncClient
+from roost.net.tls import ClientTLS
 out = []
-for address, token, calls in json.loads(sys.argv[1]):
+for address, token, calls, *opts in json.loads(sys.argv[1]):
     answers = []
+    if opts and opts[0] == "plain":
+        tls = None
+    else:
+        kw = opts[0] if opts else {}
+        tls = ClientTLS("REQUIRED", **{k: tuple(v) if k == "methods" else v for k, v in kw.items()})
     try:
-        with SyncClient(address, timeout=10, connect_timeout=5, token=token) as c:
+        with SyncClient(address, timeout=10, connect_timeout=5, token=token, tls=tls) as c:
             for cmd, args in calls:
                 try:
                     answers.append({"ok": True, "result": c.call(cmd, **args)})
@@ -57,8 +66,9 @@ print(json.dumps(out))
 # holds another key than its own: it answers the challenge with its own token's proof,
 # then advertises anyway.
 _FAKE_STARTD = """
-import json, socket, sys
+import json, socket, ssl, sys
 from roost.net import auth, framing
+from roost.net.tls import binding_of
 address, token, ad = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
 host, port = address.rsplit(":", 1)
 s = socket.create_connection((host, int(port)), timeout=10)
@@ -66,9 +76,15 @@ f = s.makefile("rb")
 def call(req):
     s.sendall(framing.encode(req))
     return framing.decode_body(f.read(framing.body_length(f.read(4))))
-hs = auth.ClientHandshake(token)
+assert call({"cmd": "STARTTLS"})["ok"]
+ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+ctx.check_hostname, ctx.verify_mode = False, ssl.CERT_NONE
+s = ctx.wrap_socket(s)
+f = s.makefile("rb")
+binding = binding_of(s.getpeercert(binary_form=True))
+hs = auth.ClientHandshake(token, binding)
 hello = call(hs.hello())
-proof = auth._proof(hs.secret, "client", hs.nonce, str(hello.get("nonce")), hs.signing_input)
+proof = auth._proof(hs.secret, "client", hs.nonce, str(hello.get("nonce")), hs.signing_input, binding)
 print(json.dumps([hello, call({"cmd": "AUTH_PROOF", "proof": proof}),
                   call({"cmd": "UPDATE_AD", "type": "Machine", "ad": ad})]))
 """
@@ -354,3 +370,139 @@ def test_remote_admin_is_refused_to_users_and_works_for_the_administrator(sec: S
     assert factor(f"bob@{UID_DOMAIN}") == 7.0
     # the execute host still offers its slots after the drain was cancelled
     sec.pool.wait_for_slots({"exec1"})
+
+
+# -- (e) on the wire: TLS between hosts --------------------------------------------------
+
+# Captures every frame on the LAN's switch (a raw packet socket in the switch's namespace,
+# which sees each veth port) into a file until a stop file appears, or 60 s at most.
+_CAPTURE = """
+import os, select, socket, sys, time
+out, stop = sys.argv[1], sys.argv[2]
+s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(0x0003))
+deadline = time.monotonic() + 60
+with open(out, "wb") as f:
+    print("ready", flush=True)
+    while not os.path.exists(stop) and time.monotonic() < deadline:
+        if select.select([s], [], [], 0.1)[0]:
+            f.write(s.recv(65535))
+"""
+
+
+def test_a_capture_on_the_lan_shows_no_claim_id_and_plain_tcp_is_refused(sec: SecPool, running: str) -> None:
+    import subprocess
+
+    net = sec.pool.net
+    out, stop = net.dir / "capture.bin", net.dir / "capture.stop"
+    argv = ["nsenter", f"--net=/run/netns/{net.switch}", sys.executable, "-c", _CAPTURE, str(out), str(stop)]
+    cap = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True)
+    try:
+        assert cap.stdout is not None and cap.stdout.readline().strip() == "ready"
+        # a new job: a new claim on exec1, its ClaimId sent negotiator -> schedd -> startd,
+        # and the startd's private ad to the collector; plus new connections from a tool
+        submit = sec["submit"]
+        work = submit.host.dir / "work"
+        done = submit.roost("submit", "job.sub", cwd=work)
+        jid = re.search(r"submitted to cluster (\d+)", done.stdout).group(1) + ".0"  # type: ignore[union-attr]
+        deadline = time.monotonic() + 20
+        while sec.job_status(jid) != 2:
+            assert time.monotonic() < deadline, f"{jid} never ran\n{_log_tails(sec.pool)}"
+            time.sleep(0.2)
+        private = sec.admin("cm", "collector", "QUERY", type="Machine", private=True)["ads"]
+        time.sleep(2.5)  # an UPDATE_INTERVAL: the startd's updates with the new ClaimId
+    finally:
+        stop.touch()
+        cap.wait(timeout=10)
+    sec["submit"].roost("rm", jid)  # its slot back, for the tests after this one
+    wire = out.read_bytes()
+    claim_ids = [a["ClaimId"] for a in private if isinstance(a.get("ClaimId"), str)]
+    assert len(claim_ids) >= 3, private
+    assert b'"cmd":"STARTTLS"' in wire  # the capture sees the pool's connections being made
+    for cid in claim_ids:
+        secret = cid.rsplit("#", 1)[-1].encode()
+        assert secret not in wire, f"claim id {cid} crossed the LAN in clear"
+    assert b'"ClaimId"' not in wire and b"REQUEST_CLAIM" not in wire and b"ACTIVATE_CLAIM" not in wire
+    for token in sec.tokens.values():
+        assert token.rsplit(".", 1)[-1].encode() not in wire  # no token signature either
+
+    # plain TCP to a daemon of another host: refused in one line, before any command runs
+    coll, startd = sec.address("cm", "collector"), sec.address("exec1", "startd")
+    got = sec.calls("rogue", [(coll, None, [("QUERY", {"type": "Machine"})], "plain"),
+                              (startd, sec.tokens["root"], [("DRAIN", {})], "plain")])
+    assert got[0][0]["code"] == "ENCRYPTION_REQUIRED" and "STARTTLS" in got[0][0]["error"], got[0]
+    assert got[1][0]["code"] == "AUTH_FAILED" and "only TLS" in got[1][0]["error"], got[1]
+    assert sec.slots(), "the daemons answer others after that"
+
+
+# -- (f) the SSL method with the pool's own CA (last: it reconfigures the pool) ----------
+
+def test_ssl_method_with_a_pool_ca_and_a_map_file(sec: SecPool, running: str) -> None:
+    cm = sec["cm"]
+    ca = cm.home / "ssl" / "ca"
+    cm.roost("ca", "create", "-dir", str(ca))
+    certs = sec.pool.net.dir / "certs"
+    certs.mkdir()
+    certs.chmod(0o755)
+
+    def issue(out: str, *args: str) -> tuple[str, str]:
+        cm.roost("ca", "issue", "-dir", str(ca), "-out", str(certs / out), *args)
+        return str(certs / f"{out}.crt"), str(certs / f"{out}.key")
+
+    mapfile = certs / "certmap"
+    mapfile.write_text(
+        "# users by their certificates' common names; the daemons' hosts are condor\n"
+        f'SSL "/O={UID_DOMAIN}/CN=alice" alice@{UID_DOMAIN}\n'
+        f"SSL /^\\/O={UID_DOMAIN}\\/CN=(root|carol)$/ \\1@{UID_DOMAIN}\n"
+    )
+    hosts = ("cm", "submit", "submit2", "exec1")
+    # as an administrator would: first every host gets its certificate, then every host
+    # checks the others' against the CA (the other way round, a host would refuse the
+    # self-signed certificates its neighbours still show)
+    for name in hosts:
+        h = sec[name]
+        crt, key = issue(name, "-host", name, "-ip", h.address)
+        with (h.home / "roost_config").open("a") as f:
+            f.write(f"\nAUTH_SSL_SERVER_CERTFILE = {crt}\nAUTH_SSL_SERVER_KEYFILE = {key}\n"
+                    f"AUTH_SSL_SERVER_CAFILE = {ca / 'ca.crt'}\nCERTIFICATE_MAPFILE = {mapfile}\n")
+        h.roost("reconfig")
+    for name in hosts:
+        with (sec[name].home / "roost_config").open("a") as f:
+            f.write(f"AUTH_SSL_CLIENT_CAFILE = {ca / 'ca.crt'}\n")
+        sec[name].roost("reconfig")
+    alice, root, mallory = issue("alice", "-user", "alice", "-org", UID_DOMAIN), \
+        issue("root", "-user", "root", "-org", UID_DOMAIN), issue("mallory", "-user", "mallory", "-org", UID_DOMAIN)
+    other_ca = sec.pool.net.dir / "other-ca"
+    cm.roost("ca", "create", "-dir", str(other_ca))
+    cm.roost("ca", "issue", "-dir", str(other_ca), "-out", str(certs / "fake-root"), "-user", "root", "-org", UID_DOMAIN)
+    fake = (str(certs / "fake-root.crt"), str(certs / "fake-root.key"))
+
+    def opts(cert: tuple[str, str] | None, **kw: Any) -> dict[str, Any]:
+        o: dict[str, Any] = {"cafile": str(ca / "ca.crt"), "methods": ["SSL"], **kw}
+        if cert:
+            o["certfile"], o["keyfile"] = cert
+        return o
+
+    startd = sec.address("exec1", "startd")
+    got = sec.calls("submit2", [
+        (startd, None, [("DRAIN", {"reason": "alice"})], opts(alice)),
+        (startd, None, [("DRAIN", {"reason": "root"}), ("CANCEL_DRAIN", {})], opts(root)),
+        (startd, None, [("DRAIN", {})], opts(fake)),
+        (startd, None, [("DRAIN", {})], opts(mallory)),
+        # the daemon's certificate checked against the pool's CA: one of another CA is not it
+        (startd, None, [("QUERY", {})], opts(None, cafile=str(other_ca / "ca.crt"))),
+    ])
+    assert _denied(got[0][0]) and f"alice@{UID_DOMAIN}" in got[0][0]["error"], got[0]  # known, not an admin
+    assert all(a["ok"] for a in got[1]), got[1]  # root's certificate: the administrator
+    assert got[2][0]["code"] == "AUTH_FAILED" and "did not accept our certificate" in got[2][0]["error"], got[2]
+    assert got[3][0]["code"] == "AUTH_FAILED" and "no mapping" in got[3][0]["error"], got[3]
+    assert got[4][0]["code"] == "AUTH_FAILED" and "does not verify" in got[4][0]["error"], got[4]
+
+    # the pool works on its new certificates: a job from submit runs on exec1
+    submit = sec["submit"]
+    done = submit.roost("submit", "job.sub", cwd=submit.host.dir / "work")
+    jid = re.search(r"submitted to cluster (\d+)", done.stdout).group(1) + ".0"  # type: ignore[union-attr]
+    deadline = time.monotonic() + 30
+    while sec.job_status(jid) != 2:
+        assert time.monotonic() < deadline, f"{jid} never ran\n{_log_tails(sec.pool)}"
+        time.sleep(0.2)
+    submit.roost("rm", jid)

@@ -13,6 +13,10 @@ from roost.net.syncclient import SyncClient
 if TYPE_CHECKING:
     from collections.abc import Callable
 
+    from roost.net.tls import ClientTLS
+
+_tls_cache: dict[str, ClientTLS | None] = {}
+
 
 def pool_token(home: str) -> str | None:
     """The first token in the pool's token directory (``$(LOCAL_DIR)/tokens.d``, the
@@ -36,6 +40,43 @@ def pool_token(home: str) -> str | None:
         except (OSError, UnicodeDecodeError):
             continue
     return None
+
+
+def _address_host(address: str) -> str:
+    host = address.rsplit(":", 1)[0]
+    return host[1:-1] if host.startswith("[") else host
+
+
+def client_credentials(home: str, address: str) -> dict[str, Any]:
+    """What a tool presents on a connection to ``address``: nothing on a Unix socket
+    (the kernel says who we are); on TCP the pool token, and to another host TLS and
+    the certificate the configuration names (the configuration is read only then:
+    ``roost q`` on a personal pool never pays for it)."""
+    if address.startswith("unix:"):
+        return {}
+    creds: dict[str, Any] = {"token": pool_token(home)}
+    # lazy: ssl and the configuration load only for a tool that talks to another host
+    from roost.net.tls import is_loopback
+
+    if not is_loopback(_address_host(address)):
+        creds["tls"] = tool_tls(home)
+    return creds
+
+
+def tool_tls(home: str) -> ClientTLS | None:
+    """The tools' TLS settings from the configuration of the pool at ``home`` (cached)."""
+    if home not in _tls_cache:
+        # lazy: the configuration is read only by a tool that talks to another host
+        from roost.config import Config, ConfigError
+        from roost.net.tls import TLSConfigError
+        from roost.net.tls_settings import client_tls
+
+        try:
+            cfg = Config.load(env={**os.environ, "ROOST_HOME": home}, subsys="TOOL")
+            _tls_cache[home] = client_tls(cfg)
+        except (ConfigError, TLSConfigError) as e:
+            raise PoolError(f"TLS settings: {e}") from None
+    return _tls_cache[home]
 
 
 class RefusedError(PoolError):
@@ -68,8 +109,8 @@ class DaemonConnection:
             return self._client
         addresses = self.addresses()
         for address in addresses:
-            token = None if address.startswith("unix:") else pool_token(self.home)
-            client = SyncClient(address, timeout=self.timeout, connect_timeout=5.0, token=token)
+            client = SyncClient(address, timeout=self.timeout, connect_timeout=5.0,
+                                **client_credentials(self.home, address))
             try:
                 client.connect()
             except ConnectionError:

@@ -19,7 +19,7 @@ import sys
 from typing import Any
 
 from roost.api.collector import Collector
-from roost.api.connection import pool_token
+from roost.api.connection import client_credentials
 from roost.api.errors import PoolError
 from roost.api.home import pool_home, read_address, run_path
 from roost.cli.options import add_pool_args, collector_for
@@ -60,7 +60,7 @@ def _startd_address(machine: str | None, pool: str | None = None) -> str:
 
 def _call(machine: str | None, cmd: str, pool: str | None = None, **args: Any) -> dict[str, Any]:
     address = _startd_address(machine, pool)
-    client = SyncClient(address, timeout=30.0, token=pool_token(pool_home()))
+    client = SyncClient(address, timeout=30.0, **client_credentials(pool_home(), address))
     try:
         return client.call(cmd, **args)
     except RemoteError as e:

@@ -31,6 +31,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "userprio": ("roost.cli.userprio_cmd", "show and set users' fair-share priorities (condor_userprio)"),
     "reconfig": ("roost.cli.reconfig_cmd", "make the pool's daemons reread their configuration (condor_reconfig)"),
     "token": ("roost.cli.token_cmd", "create, list and revoke IDTOKENS (condor_token_create/_list)"),
+    "ca": ("roost.cli.ca_cmd", "a CA for the pool: host and user certificates for TLS and the SSL method"),
 }
 
 

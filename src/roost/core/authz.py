@@ -243,6 +243,7 @@ COMMAND_LEVELS: dict[str, CommandLevel] = {
     # every daemon
     "AUTH": _c("every daemon", L.ALLOW, "`DC_AUTHENTICATE` (the security handshake)"),
     "AUTH_PROOF": _c("every daemon", L.ALLOW, "`DC_AUTHENTICATE` (its second step)"),
+    "STARTTLS": _c("every daemon", L.ALLOW, "`DC_AUTHENTICATE` (its encryption; roost runs TLS)"),
     "RECONFIG": _c("every daemon", L.ADMINISTRATOR, "`DC_RECONFIG`"),
 }
 

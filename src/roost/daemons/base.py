@@ -131,7 +131,7 @@ class Daemon:
 
     def client(self, address: str, *, timeout: float = 30.0) -> AsyncClient:
         """A client to another daemon that proves this daemon's identity on TCP."""
-        return AsyncClient(address, timeout=timeout, token=self.security.token)
+        return AsyncClient(address, timeout=timeout, **self.security.client_args())
 
     # -- what subclasses provide ---------------------------------------------------
     def handlers(self) -> dict[str, Handler]:
@@ -353,7 +353,7 @@ class Daemon:
         config, security = reread(self._config_path, self.subsys)
         self.config, self._security = config, security
         if self.server is not None:
-            security.install(self.server)
+            security.install(self.server, self.listen_on()[0])
         if self.collector is not None:  # a new token (a new pool key, say) on the next connection
             self.spawn(self.collector.close(), "close-old-collector-client")
             self.collector, self._collector_address = None, None
@@ -369,7 +369,7 @@ class Daemon:
         host, port = self.listen_on()
         return await serve(
             self.served_handlers(), host=host, port=port, unix_path=self.unix_socket(),
-            **self.security.serve_args(),
+            **self.security.serve_args(host),
         )
 
     async def main(self) -> int:

@@ -154,10 +154,10 @@ class Collector(Daemon):
         if port == 0:
             with contextlib.suppress(ValueError, OSError):
                 server = await serve(
-                    self.served_handlers(), host=host, port=int(sticky.read_text()), **self.security.serve_args()
+                    self.served_handlers(), host=host, port=int(sticky.read_text()), **self.security.serve_args(host)
                 )
         if server is None:
-            server = await serve(self.served_handlers(), host=host, port=port, **self.security.serve_args())
+            server = await serve(self.served_handlers(), host=host, port=port, **self.security.serve_args(host))
         if port == 0 and server.tcp_address:
             write_address(sticky, server.tcp_address.rsplit(":", 1)[1])
         return server

@@ -285,7 +285,7 @@ class Master:
             due = time.monotonic() - last >= self.update_interval
             if addr and st.get("state") == "running" and (due or st.get("pid") != sent_to or not last):
                 if client is None or client.address != addr:
-                    client = AsyncClient(addr, timeout=5.0, token=self.security.token)
+                    client = AsyncClient(addr, timeout=5.0, **self.security.client_args())
                 try:
                     await client.call("UPDATE_AD", type="Master", ad=self.own_ad())
                     sent_to, last = st.get("pid"), time.monotonic()
@@ -330,7 +330,7 @@ class Master:
             self.config, self.security = reread(None, "MASTER")
             self.update_interval = self.config.get_float("UPDATE_INTERVAL", 300.0) or 300.0
             if self.server is not None:
-                self.security.install(self.server)
+                self.security.install(self.server, self.config.get("BIND_ADDRESS") or "127.0.0.1")
             results["MASTER"] = "reconfigured"
         for name, child in self.children.items():
             if only not in (None, name):
@@ -339,7 +339,7 @@ class Master:
             if not address:
                 results[name] = "not running"
                 continue
-            client = AsyncClient(address, timeout=10.0, token=self.security.token)
+            client = AsyncClient(address, timeout=10.0, **self.security.client_args())
             try:
                 await client.call("RECONFIG")
                 results[name] = "reconfigured"
@@ -443,7 +443,7 @@ async def serve(master: Master) -> None:
     # remote administration (`roost reconfig -name HOST`) comes through here, and every
     # command but STATUS needs ADMINISTRATOR.
     bind = master.config.get("BIND_ADDRESS") or "127.0.0.1"
-    server = master.server = await serve_requests(handlers, host=bind, port=0, **master.security.serve_args())
+    server = master.server = await serve_requests(handlers, host=bind, port=0, **master.security.serve_args(bind))
     address = advertised(server.address, advertise_host(master.config))
     master.address = address
     addr_path = master.run_dir / "master.address"

@@ -12,6 +12,10 @@ Three parts, built once per (re)configuration:
   daemon opens to another daemon: minted from the pool key where this host has it
   (a personal pool, the central manager), else read from
   ``SEC_TOKEN_SYSTEM_DIRECTORY``.
+- TLS (:mod:`roost.net.tls`): the server's certificate (a self-signed one made at
+  first start when ``AUTH_SSL_SERVER_CERTFILE`` is missing), the CAs it trusts for
+  client certificates, the map from their subjects to identities, and what clients
+  of this daemon need to start TLS and show a certificate.
 
 A personal pool needs no set-up: the first daemon to start makes the pool key
 (``SEC_TOKEN_POOL_SIGNING_KEY_FILE``, owner-only), the others read it.
@@ -29,9 +33,13 @@ from roost.config import Config, ConfigError
 from roost.core.authz import Policy
 from roost.core.authz_patterns import AuthzConfigError
 from roost.net.auth import TokenAuthority
+from roost.net.certmap import MapFileError, map_principal
+from roost.net.certmap import load as load_map
 from roost.net.errors import RequestError
 from roost.net.server import Peer, Server
 from roost.net.signing_key import ensure_key_file
+from roost.net.tls import ServerTLS, TLSConfigError, is_loopback, own_binding, server_context
+from roost.net.tls_settings import auth_methods, client_tls
 from roost.net.token_store import TokenSettings, find_tokens, write_token_file
 from roost.net.tokens import DEFAULT_KEY, TokenError, create_token, verify_token
 
@@ -68,6 +76,69 @@ class Security:
             where = config.source(e.knob) or ("<configuration>", 0)
             raise ConfigError(where[0], where[1], str(e)) from None
         self.token = self._daemon_token(keys, settings)
+        self._config = config
+        try:
+            self.methods = auth_methods(config)
+            self.client_tls = client_tls(config)
+            self._map = self._load_map(config)
+        except TLSConfigError as e:
+            raise config_error(config, e) from None
+        if "IDTOKENS" not in self.methods:
+            self.authority = None
+        self._server_tls: ServerTLS | None = None
+
+    def _load_map(self, config: Config) -> list | None:
+        path = (config.get("CERTIFICATE_MAPFILE") or "").strip()
+        if not path:
+            return None
+        try:
+            return load_map(path)
+        except MapFileError as e:
+            file, _, rest = str(e).partition(": ")
+            line = 0
+            if file.rsplit(":", 1)[-1].isdigit():
+                file, num = file.rsplit(":", 1)
+                line = int(num)
+            raise ConfigError(file, line, rest) from None
+
+    def map_subject(self, subject: str) -> str:
+        """A verified client certificate's identity, by CERTIFICATE_MAPFILE."""
+        # lazy: AuthError is the server's vocabulary; security is built before any connection
+        from roost.net.auth import AuthError
+
+        name = map_principal(self._map or [], "SSL", subject)
+        if name is None:
+            raise AuthError(f"SSL: no mapping for certificate subject {subject!r} in CERTIFICATE_MAPFILE")
+        return name
+
+    def server_tls(self, host: str | None) -> ServerTLS | None:
+        """The server's TLS for a listener on ``host``, built (and its self-signed
+        certificate made, if it has none) on first need; None where no peer will
+        start TLS (loopback only, or encryption NEVER)."""
+        tls = self.client_tls
+        if tls.encryption == "NEVER" or (host is not None and is_loopback(host) and not tls.encrypt_loopback):
+            return None
+        if self._server_tls is None:
+            config = self._config
+            cert = config.get("AUTH_SSL_SERVER_CERTFILE") or ""
+            key = config.get("AUTH_SSL_SERVER_KEYFILE") or ""
+            try:
+                if not os.path.exists(cert) and not os.path.exists(key):
+                    # lazy: cryptography loads only for the one start that makes a certificate
+                    from roost.net.certs import ensure_self_signed
+
+                    names = [n for n in (config.get("FULL_HOSTNAME"), config.get("IP_ADDRESS")) if n]
+                    if ensure_self_signed(cert, key, names):
+                        log.warning("no TLS certificate given (AUTH_SSL_SERVER_CERTFILE): made a self-signed "
+                                    "one at %s; it encrypts, and IDTOKENS binds to it", cert)
+                ctx = server_context(cert, key, (config.get("AUTH_SSL_SERVER_CAFILE") or "").strip() or None,
+                                     require_client_cert=bool(config.get_bool("AUTH_SSL_REQUIRE_CLIENT_CERTIFICATE", False)))
+                binding = own_binding(cert)
+            except TLSConfigError as e:
+                raise config_error(config, e) from None
+            self._server_tls = ServerTLS(ctx, tls.encryption, tls.encrypt_loopback, binding,
+                                         self.map_subject if "SSL" in self.methods else None)
+        return self._server_tls
 
     def _daemon_token(self, keys: dict[str, bytes], settings: TokenSettings) -> str | None:
         key = keys.get(DEFAULT_KEY)
@@ -117,13 +188,19 @@ class Security:
         log.info("refused %s from %s (%s): %s", cmd, who, peer.address, decision.reason)
         return f"{cmd} refused to {who}: {decision.reason}"
 
-    def install(self, server: Server) -> None:
+    def install(self, server: Server, host: str | None) -> None:
         """Make a running server check peers with this (RECONFIG's new) security."""
         server.authority, server.authorize = self.authority, self.authorize
+        server.tls = self.server_tls(host)
 
-    def serve_args(self) -> dict[str, Any]:
-        """Keyword arguments for :func:`roost.net.server.serve`."""
-        return {"authority": self.authority, "authorize": self.authorize, "uid_domain": self.uid_domain}
+    def client_args(self) -> dict[str, Any]:
+        """Keyword arguments for the clients this daemon opens: its token and TLS."""
+        return {"token": self.token, "tls": self.client_tls}
+
+    def serve_args(self, host: str | None) -> dict[str, Any]:
+        """Keyword arguments for :func:`roost.net.server.serve` on a listener at ``host``."""
+        return {"authority": self.authority, "authorize": self.authorize, "uid_domain": self.uid_domain,
+                "tls": self.server_tls(host)}
 
 
 def reread(path: str | None, subsys: str) -> tuple[Config, Security]:
@@ -135,6 +212,11 @@ def reread(path: str | None, subsys: str) -> tuple[Config, Security]:
         return config, Security(config, subsys, make_key=False)
     except (ConfigError, TokenError) as e:
         raise RequestError("BAD_CONFIG", f"RECONFIG: {e} (still running on the old configuration)") from None
+
+
+def config_error(config: Config, e: TLSConfigError) -> ConfigError:
+    where = config.source(e.knob) or ("<configuration>", 0)
+    return ConfigError(where[0], where[1], str(e))
 
 
 def _local_ips(config: Config) -> list[str]:

@@ -18,9 +18,17 @@ any key is ever sent, and each side proves itself to the other:
 
 ``H`` is HMAC-SHA256 keyed by ``s``; both nonces and the token text are in every
 proof, so a proof replayed on another connection, or for another token, fails.
+Over TLS both proofs also hold the channel binding (a hash of the server's
+certificate, :func:`roost.net.tls.binding_of`): a man in the middle terminating
+TLS with any other certificate cannot relay the handshake.
+
+The SSL method needs no messages of its own beyond ``AUTH {method: SSL}``: the
+TLS handshake has verified the client's certificate, and the server maps its
+subject (:mod:`roost.net.certmap`).
+
 The pure halves are here (:class:`ClientHandshake`, :func:`server_challenge`,
-:func:`server_finish`); the server and the clients carry the messages.
-Encryption of what follows is TLS's job, not this module's.
+:func:`server_finish`, and :func:`client_methods`, the client's whole sequence as
+a generator of requests); the server and the clients carry the messages.
 """
 
 from __future__ import annotations
@@ -28,7 +36,7 @@ from __future__ import annotations
 import base64
 import hmac
 import secrets
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Generator, Mapping
 from dataclasses import dataclass
 from hashlib import sha256
 from typing import Any
@@ -44,8 +52,9 @@ class AuthError(Exception):
     """Authentication failed; the message is one line naming the method and why."""
 
 
-def _proof(secret: str, side: str, client_nonce: str, server_nonce: str, signing_input: str) -> str:
-    msg = "\n".join(("roost-idtokens-1", side, client_nonce, server_nonce, signing_input)).encode()
+def _proof(secret: str, side: str, client_nonce: str, server_nonce: str, signing_input: str,
+           binding: str) -> str:
+    msg = "\n".join(("roost-idtokens-2", side, client_nonce, server_nonce, signing_input, binding)).encode()
     return base64.b64encode(hmac.new(secret.encode("ascii"), msg, sha256).digest()).decode("ascii")
 
 
@@ -110,14 +119,17 @@ class ServerState:
     client_nonce: str
     server_nonce: str
     signing_input: str
+    binding: str
 
 
-def server_challenge(req: Mapping[str, Any], authority: TokenAuthority) -> tuple[dict[str, Any], ServerState]:
+def server_challenge(
+    req: Mapping[str, Any], authority: TokenAuthority, binding: str = ""
+) -> tuple[dict[str, Any], ServerState]:
     """Answer an ``AUTH`` request: the reply to send and the state to keep; AuthError
     (one line) when the method is unknown or the token is not honoured."""
     method = req.get("method")
     if method != METHOD:
-        raise AuthError(f"authentication method {method!r} is not offered here (this server takes {METHOD})")
+        raise AuthError(f"authentication method {method!r} is not offered here")
     token, nonce = req.get("token"), req.get("nonce")
     if type(nonce) is not str or not 16 <= len(nonce) <= _MAX_NONCE_TEXT:
         raise AuthError(f"{METHOD}: the client's nonce is missing or malformed")
@@ -126,13 +138,15 @@ def server_challenge(req: Mapping[str, Any], authority: TokenAuthority) -> tuple
     except TokenError as e:
         raise AuthError(f"{METHOD}: {e}") from None
     server_nonce = _nonce()
-    state = ServerState(claims, secret, nonce, server_nonce, token)  # type: ignore[arg-type]
-    return {"nonce": server_nonce, "proof": _proof(secret, "server", nonce, server_nonce, token)}, state  # type: ignore[arg-type]
+    state = ServerState(claims, secret, nonce, server_nonce, token, binding)  # type: ignore[arg-type]
+    proof = _proof(secret, "server", nonce, server_nonce, token, binding)  # type: ignore[arg-type]
+    return {"nonce": server_nonce, "proof": proof}, state
 
 
 def server_finish(req: Mapping[str, Any], state: ServerState) -> Identity:
     """Check an ``AUTH_PROOF``; the peer's identity, or AuthError."""
-    want = _proof(state.secret, "client", state.client_nonce, state.server_nonce, state.signing_input)
+    want = _proof(state.secret, "client", state.client_nonce, state.server_nonce, state.signing_input,
+                  state.binding)
     got = req.get("proof")
     if type(got) is not str or not hmac.compare_digest(want.encode(), got.encode("ascii", "replace")):
         raise AuthError(f"{METHOD}: the client could not prove it holds the token (jti {state.claims.jti})")
@@ -143,7 +157,8 @@ def server_finish(req: Mapping[str, Any], state: ServerState) -> Identity:
 class ClientHandshake:
     """The client's side: :meth:`hello` to send, then :meth:`answer` to the reply."""
 
-    def __init__(self, token: str) -> None:
+    def __init__(self, token: str, binding: str = "") -> None:
+        self.binding = binding
         token = token.strip()
         parts = token.split(".")
         if len(parts) != 3 or not all(parts):
@@ -160,11 +175,47 @@ class ClientHandshake:
         server_nonce, proof = reply.get("nonce"), reply.get("proof")
         if type(server_nonce) is not str or type(proof) is not str:
             raise AuthError(f"{METHOD}: the server's answer is malformed")
-        want = _proof(self.secret, "server", self.nonce, server_nonce, self.signing_input)
+        want = _proof(self.secret, "server", self.nonce, server_nonce, self.signing_input, self.binding)
         if not hmac.compare_digest(want.encode(), proof.encode("ascii", "replace")):
             raise AuthError(
                 f"{METHOD}: the server's proof does not match this token: the token was not "
-                "signed with this pool's key, or the server does not hold it (not this pool's)"
+                "signed with this pool's key, the server does not hold it (not this pool's), "
+                "or someone between us holds the TLS connection"
             )
         return {"cmd": "AUTH_PROOF", "proof": _proof(self.secret, "client", self.nonce, server_nonce,
-                                                     self.signing_input)}
+                                                     self.signing_input, self.binding)}
+
+
+#: what a client's generator yields and is sent back: a request, then its reply frame
+#: (``ok`` true or false, as the server answered)
+AuthSteps = Generator[dict[str, Any], dict[str, Any], "str | None"]
+
+
+def client_methods(token: str | None, *, tls: bool, has_cert: bool, binding: str = "",
+                   methods: tuple[str, ...] = ("SSL", "IDTOKENS")) -> AuthSteps:
+    """The client's authentication after connecting (and after STARTTLS when ``tls``):
+    each method it can use, in ``methods`` order, until one succeeds. Yields requests,
+    is sent each reply; returns the identity proved, or None when it had nothing to
+    try (the peer stays unauthenticated). AuthError with every method's reason, on
+    one line, when all it tried failed."""
+    failures: list[str] = []
+    for method in methods:
+        if method == "SSL" and tls and has_cert:
+            reply = yield {"cmd": "AUTH", "method": "SSL"}
+            if reply.get("ok") is True:
+                return str(reply.get("identity"))
+            failures.append(str(reply.get("error") or "SSL: refused"))
+        elif method == METHOD and token is not None:
+            try:
+                hs = ClientHandshake(token, binding)
+                reply = yield hs.hello()
+                if reply.get("ok") is True:
+                    reply = yield hs.answer(reply)
+                    if reply.get("ok") is True:
+                        return str(reply.get("identity"))
+                failures.append(str(reply.get("error") or f"{METHOD}: refused"))
+            except AuthError as e:
+                failures.append(str(e))
+    if failures:
+        raise AuthError("; ".join(failures))
+    return None

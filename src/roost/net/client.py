@@ -24,8 +24,15 @@ from typing import Any
 
 from roost.net import framing
 from roost.net.addresses import parse_address
-from roost.net.auth import AuthError, ClientHandshake
+from roost.net.auth import AuthError, client_methods
 from roost.net.errors import CallTimeout, ProtocolError, RemoteError
+from roost.net.tls import (
+    ClientTLS,
+    binding_of,
+    cert_refused_hint,
+    client_context,
+    describe_ssl_error,
+)
 
 
 def _raise_remote(resp: dict[str, Any]) -> None:
@@ -84,11 +91,15 @@ class Connection:
         self.writer.close()
 
 
-async def open_connection(address: str, timeout: float = 5.0, token: str | None = None) -> Connection:
+async def open_connection(
+    address: str, timeout: float = 5.0, token: str | None = None, tls: ClientTLS | None = None
+) -> Connection:
     """Connect to ``host:port`` or ``unix:/path``; ConnectionError on failure.
 
-    With ``token``, a TCP connection first proves its identity (:mod:`roost.net.auth`);
-    RemoteError(AUTH_FAILED) when the daemon does not accept it."""
+    A TCP connection then starts TLS where ``tls`` wants it (:mod:`roost.net.tls`) and
+    proves an identity with what it holds (a certificate, ``token``:
+    :mod:`roost.net.auth`); RemoteError(AUTH_FAILED) naming each method's failure
+    when the daemon accepts none."""
     try:
         kind, where = parse_address(address)
     except ValueError as e:
@@ -110,33 +121,75 @@ async def open_connection(address: str, timeout: float = 5.0, token: str | None 
         with contextlib.suppress(OSError):
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     conn = Connection(reader, writer, address)
-    if token is not None and kind != "unix":
+    if kind != "unix" and (token is not None or tls is not None):
+        assert isinstance(where, tuple)
         try:
             async with asyncio.timeout(timeout):
-                await _authenticate(conn, token)
+                await _secure(conn, where[0], token, tls)
+        except TimeoutError:
+            conn.close()
+            raise CallTimeout(f"securing the connection to {address} timed out after {timeout:g} s") from None
         except BaseException:
             conn.close()
             raise
     return conn
 
 
-async def _authenticate(conn: Connection, token: str) -> None:
-    hs = ClientHandshake(token)
+async def _secure(conn: Connection, host: str, token: str | None, tls: ClientTLS | None) -> None:
+    """STARTTLS where wanted, then each authentication method this client can use."""
+    binding, on_tls = "", False
+    if tls is not None and tls.wanted(host):
+        await conn.send({"cmd": "STARTTLS"})
+        reply = await conn.recv()
+        if reply.get("ok") is True:
+            ctx = client_context(tls)
+            try:
+                await conn.writer.start_tls(ctx, server_hostname=host if ctx.check_hostname else None,
+                                            ssl_handshake_timeout=10.0)
+            except (OSError, TimeoutError) as e:
+                raise RemoteError("AUTH_FAILED", f"{conn.address}: {describe_ssl_error(e)}") from None
+            sslobj = conn.writer.get_extra_info("ssl_object")
+            binding, on_tls = binding_of(sslobj.getpeercert(binary_form=True) if sslobj else None), True
+        elif tls.required:
+            raise RemoteError("AUTH_FAILED", f"SSL: {conn.address} does not start TLS ({reply.get('error')}) "
+                              "and SEC_DEFAULT_ENCRYPTION = REQUIRED here")
+    steps = client_methods(token, tls=on_tls, has_cert=bool(tls and tls.has_cert), binding=binding,
+                           methods=tls.methods if tls is not None else ("IDTOKENS",))
     try:
-        reply = await conn.request(**hs.hello())
-        await conn.request(**hs.answer(reply))
+        req = next(steps)
+        while True:
+            await conn.send(req)
+            try:
+                reply = await conn.recv()
+            except OSError as e:
+                if on_tls:  # a refused client certificate shows up as the first read failing
+                    raise RemoteError("AUTH_FAILED", cert_refused_hint(f"{conn.address}: {_ssl_cause(e)}", tls)) from None
+                raise
+            req = steps.send(reply)
+    except StopIteration:
+        return
     except AuthError as e:
         raise RemoteError("AUTH_FAILED", str(e)) from None
+
+
+def _ssl_cause(e: BaseException) -> str:
+    """What ended a TLS connection during authentication, in one line."""
+    if not isinstance(e, ConnectionError) or "SSL" in type(e).__name__:
+        return describe_ssl_error(e)
+    cause = e.__cause__ or e.__context__
+    return describe_ssl_error(cause) if cause is not None else str(e)
 
 
 class AsyncClient:
     """A persistent, reconnecting connection to one daemon."""
 
     def __init__(
-        self, address: str, *, timeout: float = 30.0, connect_timeout: float = 5.0, token: str | None = None
+        self, address: str, *, timeout: float = 30.0, connect_timeout: float = 5.0, token: str | None = None,
+        tls: ClientTLS | None = None,
     ) -> None:
         self.address = address
         self.token = token
+        self.tls = tls
         self.timeout = timeout
         self.connect_timeout = connect_timeout
         self._conn: Connection | None = None
@@ -149,7 +202,7 @@ class AsyncClient:
         if conn is not None:
             conn.close()
         self._conn = None
-        conn = await open_connection(self.address, self.connect_timeout, self.token)
+        conn = await open_connection(self.address, self.connect_timeout, self.token, self.tls)
         self._conn = conn
         return conn
 

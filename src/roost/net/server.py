@@ -36,6 +36,7 @@ from roost.net.auth import (
 )
 from roost.net.errors import ProtocolError, RequestError
 from roost.net.protocol import SCHEMAS, Schema, validate
+from roost.net.tls import ServerTLS, describe_ssl_error, subject_dn
 
 log = logging.getLogger(__name__)
 
@@ -95,10 +96,12 @@ class Peer:
     ``host:port`` for TCP peers and ``unix:`` + our socket path otherwise;
     ``host`` the peer's IP (``unix`` for a local socket). ``identity`` is who the
     peer has proved to be (:mod:`roost.net.auth`), None while it has not.
+    ``tls`` is True once the connection runs TLS (``STARTTLS``); ``subject`` is then
+    the DN of the client certificate it verified, if the client showed one.
     """
 
     __slots__ = ("address", "host", "uid", "user", "pid", "identity", "reader", "writer", "responded",
-                 "state", "_on_close", "_handshake")
+                 "state", "tls", "subject", "_on_close", "_handshake")
 
     def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         self.reader = reader
@@ -109,6 +112,8 @@ class Peer:
         self.identity: Identity | None = None
         self._handshake: ServerState | None = None
         self.host = "unix"
+        self.tls = False
+        self.subject: str | None = None
         self.responded = False
         self.state: dict[str, Any] = {}  # per-connection state a handler may keep
         self._on_close: list[Callable[[], None]] = []
@@ -178,8 +183,10 @@ class Server:
         authority: TokenAuthority | None = None,
         authorize: Authorize | None = None,
         uid_domain: str | None = None,
+        tls: ServerTLS | None = None,
     ) -> None:
         self.handlers = dict(handlers)
+        self.tls = tls
         self.authority = authority
         self.authorize = authorize
         self.uid_domain = uid_domain
@@ -271,6 +278,16 @@ class Server:
                 writer.write(_error(e.code, str(e)))
                 await writer.drain()
                 return
+            cmd = req.get("cmd")
+            if cmd == "STARTTLS":
+                if await self._start_tls(peer):
+                    continue
+                return
+            if not peer.tls and self.tls is not None and self.tls.required_for(peer.host):
+                writer.write(_error("ENCRYPTION_REQUIRED", f"{cmd}: this daemon takes only TLS connections "
+                                    "from other hosts (SEC_DEFAULT_ENCRYPTION = REQUIRED): send STARTTLS first"))
+                await writer.drain()
+                return
             peer.responded = False
             resp, ok = await self._dispatch(req, peer)
             if not peer.responded:
@@ -322,15 +339,41 @@ class Server:
             return _error("INTERNAL", message), False
 
 
+    async def _start_tls(self, peer: Peer) -> bool:
+        """Answer ``STARTTLS`` and run the server's side of the handshake; False when
+        the connection must end (the handshake failed)."""
+        tls = self.tls
+        if tls is None or peer.tls or peer.host == "unix" or tls.encryption == "NEVER":
+            why = "already TLS" if peer.tls else "this daemon offers no TLS here"
+            peer.writer.write(_error("TLS_UNAVAILABLE", f"STARTTLS: {why}"))
+            await peer.writer.drain()
+            return True
+        peer.writer.write(framing.encode({"ok": True}))
+        try:
+            await peer.writer.start_tls(tls.context, ssl_handshake_timeout=10.0)
+        except (OSError, TimeoutError) as e:  # ssl.SSLError is an OSError
+            log.info("TLS handshake with %s failed: %s", peer.address, describe_ssl_error(e))
+            return False
+        peer.tls = True
+        sslobj = peer.writer.get_extra_info("ssl_object")
+        cert = sslobj.getpeercert() if sslobj is not None else None
+        peer.subject = subject_dn(cert) if cert else None
+        return True
+
     def _authenticate(self, cmd: str, req: dict[str, Any], peer: Peer) -> dict[str, Any]:
         """One step of the handshake of :mod:`roost.net.auth`; RequestError(AUTH_FAILED)
         with the one-line reason when it fails (the connection stays usable)."""
         try:
+            if cmd == "AUTH" and req.get("method") == "SSL":
+                peer._handshake = None
+                peer.identity = self._ssl_identity(peer)
+                return {"ok": True, "identity": peer.identity.name}
             if self.authority is None:
-                raise AuthError("this server takes no tokens (it authenticates local peers only)")
+                raise AuthError("IDTOKENS: this server takes no tokens (it authenticates local peers only)")
             if cmd == "AUTH":
                 peer._handshake = None
-                reply, peer._handshake = server_challenge(req, self.authority)
+                binding = self.tls.binding if (peer.tls and self.tls is not None) else ""
+                reply, peer._handshake = server_challenge(req, self.authority, binding)
                 return {"ok": True, **reply}
             state, peer._handshake = peer._handshake, None
             if state is None:
@@ -340,6 +383,17 @@ class Server:
         except AuthError as e:
             log.info("authentication of %s failed: %s", peer.address, e)
             raise RequestError("AUTH_FAILED", str(e)) from None
+
+    def _ssl_identity(self, peer: Peer) -> Identity:
+        if not peer.tls:
+            raise AuthError("SSL: this connection is not TLS (send STARTTLS first)")
+        if peer.subject is None:
+            raise AuthError("SSL: no client certificate was verified on this connection "
+                            "(none shown, or this daemon trusts no CA for clients: AUTH_SSL_SERVER_CAFILE)")
+        mapper = self.tls.map_subject if self.tls is not None else None
+        if mapper is None:
+            raise AuthError(f"SSL: no CERTIFICATE_MAPFILE here to map {peer.subject!r}")
+        return Identity(mapper(peer.subject), "SSL")
 
 
 async def serve(
@@ -352,6 +406,7 @@ async def serve(
     authority: TokenAuthority | None = None,
     authorize: Authorize | None = None,
     uid_domain: str | None = None,
+    tls: ServerTLS | None = None,
 ) -> Server:
     """Start serving ``handlers`` (cmd → async handler(req, peer) → result dict).
 
@@ -361,6 +416,7 @@ async def serve(
     """
     if host is None and unix_path is None:
         host = "127.0.0.1"
-    server = Server(handlers, schemas or {}, authority=authority, authorize=authorize, uid_domain=uid_domain)
+    server = Server(handlers, schemas or {}, authority=authority, authorize=authorize, uid_domain=uid_domain,
+                    tls=tls)
     await server._start(host, port, unix_path)
     return server

@@ -10,11 +10,14 @@ from __future__ import annotations
 import io
 import select
 import socket
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from roost.net import framing
 from roost.net.addresses import parse_address
 from roost.net.errors import CallTimeout, ProtocolError, RemoteError
+
+if TYPE_CHECKING:
+    from roost.net.tls import ClientTLS
 
 __all__ = ["SyncClient", "RemoteError", "CallTimeout"]
 
@@ -22,17 +25,19 @@ __all__ = ["SyncClient", "RemoteError", "CallTimeout"]
 class SyncClient:
     """A persistent blocking connection to one daemon (``host:port`` or ``unix:/path``).
 
-    Not thread-safe: one client per thread. With ``token``, every new TCP
-    connection first proves the token's identity (:mod:`roost.net.auth`); a Unix
-    socket needs none (the kernel tells the daemon who we are).
+    Not thread-safe: one client per thread. Every new TCP connection starts TLS
+    where ``tls`` wants it (:mod:`roost.net.tls`), then proves an identity with what
+    it holds (a certificate, ``token``: :mod:`roost.net.auth`); a Unix socket needs
+    none of that (the kernel tells the daemon who we are).
     """
 
     def __init__(
         self, address: str, timeout: float | None = 30.0, connect_timeout: float = 5.0,
-        token: str | None = None,
+        token: str | None = None, tls: ClientTLS | None = None,
     ) -> None:
         self.address = address
         self.token = token
+        self.tls = tls
         self.timeout = timeout
         self.connect_timeout = connect_timeout
         self._sock: socket.socket | None = None
@@ -66,32 +71,56 @@ class SyncClient:
         sock.settimeout(self.timeout)
         self._sock = sock
         self._rfile = sock.makefile("rb")
-        if self.token is not None and kind != "unix":
-            self._authenticate(self.token)
+        if kind != "unix" and (self.token is not None or self.tls is not None):
+            assert isinstance(where, tuple)
+            try:
+                self._secure(where[0])
+            except BaseException:
+                self.close()
+                raise
 
-    def _authenticate(self, token: str) -> None:
-        """The IDTOKENS handshake on a fresh connection; RemoteError(AUTH_FAILED) if refused."""
-        # lazy: hashing and the handshake load only for a client that presents a token
-        from roost.net.auth import AuthError, ClientHandshake
+    def _secure(self, host: str) -> None:
+        """STARTTLS where wanted, then each authentication method this client can use;
+        RemoteError(AUTH_FAILED) naming why each failed."""
+        # lazy: TLS, hashing and the handshake load only for a client that goes beyond a Unix socket
+        from roost.net.auth import AuthError, client_methods
+        from roost.net.tls import binding_of, cert_refused_hint, client_context, describe_ssl_error
 
         assert self._sock is not None
+        binding, on_tls, tls = "", False, self.tls
+        if tls is not None and tls.wanted(host):
+            self._sock.sendall(framing.encode({"cmd": "STARTTLS"}))
+            reply = self.recv()
+            if reply.get("ok") is True:
+                ctx = client_context(tls)
+                try:
+                    sock = ctx.wrap_socket(self._sock, server_hostname=host if ctx.check_hostname else None)
+                except OSError as e:
+                    raise RemoteError("AUTH_FAILED", f"{self.address}: {describe_ssl_error(e)}") from None
+                if self._rfile is not None:
+                    self._rfile.close()
+                self._sock, self._rfile = sock, sock.makefile("rb")
+                binding, on_tls = binding_of(sock.getpeercert(binary_form=True)), True
+            elif tls.required:
+                raise RemoteError("AUTH_FAILED", f"SSL: {self.address} does not start TLS "
+                                  f"({reply.get('error')}) and SEC_DEFAULT_ENCRYPTION = REQUIRED here")
+        steps = client_methods(self.token, tls=on_tls, has_cert=bool(tls and tls.has_cert), binding=binding,
+                           methods=tls.methods if tls is not None else ("IDTOKENS",))
         try:
-            hs = ClientHandshake(token)
-            self._auth_step(hs.answer(self._auth_step(hs.hello())))
+            req = next(steps)
+            while True:
+                self._sock.sendall(framing.encode(req))
+                try:
+                    reply = self.recv()
+                except ConnectionError as e:
+                    if on_tls:  # a refused client certificate shows up as the first read failing
+                        raise RemoteError("AUTH_FAILED", cert_refused_hint(str(e), tls)) from None
+                    raise
+                req = steps.send(reply)
+        except StopIteration:
+            return
         except AuthError as e:
-            self.close()
             raise RemoteError("AUTH_FAILED", str(e)) from None
-        except BaseException:
-            self.close()
-            raise
-
-    def _auth_step(self, req: dict[str, Any]) -> dict[str, Any]:
-        assert self._sock is not None
-        self._sock.sendall(framing.encode(req))
-        reply = self.recv()
-        if reply.get("ok") is not True:
-            raise RemoteError(str(reply.get("code") or "AUTH_FAILED"), str(reply.get("error") or "refused"))
-        return reply
 
     def _stale(self) -> bool:
         """True if the peer closed an idle connection (readable with nothing pending
@@ -158,6 +187,11 @@ class SyncClient:
             raise CallTimeout(f"{self.address}: no answer in {self.timeout:g} s") from None
         except OSError as e:
             self.close()
+            if type(e).__name__.startswith("SSL"):
+                # lazy: only a TLS connection gets here, and it has loaded ssl already
+                from roost.net.tls import describe_ssl_error
+
+                raise ConnectionError(f"{self.address}: {describe_ssl_error(e)}") from None
             raise ConnectionError(f"reading from {self.address} failed: {e.strerror or e}") from None
         if len(data) != n:
             self.close()

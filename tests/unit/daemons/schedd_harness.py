@@ -155,7 +155,7 @@ class FakeStartd:
         asyncio.set_event_loop(self.loop)
 
         async def main() -> None:
-            self.server = await serve(self._handlers(), host="127.0.0.1", **self.security.serve_args())
+            self.server = await serve(self._handlers(), host="127.0.0.1", **self.security.serve_args("127.0.0.1"))
             self.address = self.server.address
             ready.set()
             self._stop = asyncio.Event()

@@ -82,7 +82,7 @@ class PoolPeer:
         (its key, trust domain and ALLOW_* policy): from here on the startd must prove
         it is a daemon of that pool. Call once that pool's key exists."""
         cfg = Config.load(str(home / "roost_config"), env={"ROOST_HOME": str(home)})
-        args = Security(cfg, "SCHEDD", make_key=False).serve_args()
+        args = Security(cfg, "SCHEDD", make_key=False).serve_args("127.0.0.1")
         assert self.server is not None and args["authority"] is not None
         self.server.authority = args["authority"]
         self.server.authorize = args["authorize"]

@@ -21,7 +21,7 @@ def schedd_security(home):
     from roost.daemons.security import Security
 
     cfg = Config.load(str(home / "roost_config"), env={"ROOST_HOME": str(home)}, subsys="SCHEDD")
-    return Security(cfg, "SCHEDD", make_key=False).serve_args()
+    return Security(cfg, "SCHEDD", make_key=False).serve_args("127.0.0.1")
 
 
 class FakeSchedd:

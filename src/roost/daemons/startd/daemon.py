@@ -77,7 +77,7 @@ class Startd(Daemon):
         self.slots: dict[str, Slot] = {}
         self.machine: core.Machine | None = None
         self.policy = core.Policy()
-        self.peers = Peers(token=lambda: self.security.token)
+        self.peers = Peers(credentials=lambda: self.security.client_args())
         self.cgroups = JobCgroups(None)
         self._ads: dict[str, ClassAd] = {}
         self._dirty: set[str] = set()

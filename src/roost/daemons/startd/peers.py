@@ -24,10 +24,13 @@ class Peers:
     bytes around it), so a large transfer never delays another job's report.
     """
 
-    def __init__(self, connect_timeout: float = 5.0, token: Callable[[], str | None] = lambda: None) -> None:
+    def __init__(self, connect_timeout: float = 5.0,
+                 credentials: Callable[[], dict[str, Any]] = dict) -> None:
         self._idle: dict[str, list[Connection]] = {}
         self.connect_timeout = connect_timeout
-        self.token = token  # the startd's own token, presented on every new TCP connection
+        # the startd's token and TLS, used for every new TCP connection (read at each, so
+        # RECONFIG's new ones apply)
+        self.credentials = credentials
 
     @contextlib.asynccontextmanager
     async def connection(self, address: str) -> AsyncIterator[Connection]:
@@ -40,7 +43,7 @@ class Peers:
                 break
             c.close()
         if conn is None:
-            conn = await open_connection(address, self.connect_timeout, self.token())
+            conn = await open_connection(address, self.connect_timeout, **self.credentials())
         try:
             yield conn
         except RemoteError:
