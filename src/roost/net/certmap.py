@@ -5,7 +5,7 @@ One rule a line, ``METHOD PRINCIPAL CANONICAL``; ``#`` starts a comment. PRINCIP
 a literal, double-quoted when it holds spaces or starts with a slash (a DN:
 ``"/O=pool/CN=alice"``), or ``/regex/`` (``\\/`` for a slash,
 an ``i`` after the closing slash ignores case), matched against the whole
-principal's start (``re.search``, as HTCondor's PCRE); CANONICAL may use ``\\1``…
+principal (``re.search``, as HTCondor's PCRE: anchor it with ^ and $); CANONICAL may use ``\\1``…
 for the regex's groups. The first rule of the connection's method that matches
 wins; no match is no identity (the method fails and says so).
 """

@@ -16,7 +16,13 @@ import time
 import pytest
 
 from roost.net import framing
-from roost.net.auth import AuthError, ClientHandshake, client_methods, server_challenge, server_finish
+from roost.net.auth import (
+    AuthError,
+    ClientHandshake,
+    client_methods,
+    server_challenge,
+    server_finish,
+)
 from roost.net.certmap import MapFileError, map_principal, parse
 from roost.net.certs import CertError, create_ca, ensure_self_signed, issue, subject_of_file
 from roost.net.client import AsyncClient
