@@ -44,6 +44,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from hostpool import MultiHostPool  # noqa: E402
 from netns import Network, unavailable  # noqa: E402
+
 from pool_bench import wait_terminated  # noqa: E402
 
 EXECUTE = "\nNUM_CPUS = 4\nuse FEATURE : StaticSlots\n"
