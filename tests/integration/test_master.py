@@ -125,6 +125,27 @@ def test_restart_daemon_command(master_pool: Pool) -> None:
     assert e.value.code == "NOT_FOUND"
 
 
+def test_off_keeps_a_daemon_stopped_until_on_and_the_cli_says_so(master_pool: Pool) -> None:
+    import subprocess
+
+    old = master_pool.status()["daemons"]["WORKER"]["pid"]
+    env = dict(os.environ, ROOST_HOME=str(master_pool.home))
+    roost = [sys.executable, "-m", "roost.cli.main"]
+    off = subprocess.run([*roost, "off", "-daemon", "worker"], env=env, capture_output=True, text=True, timeout=30)
+    assert off.returncode == 0 and off.stdout.strip() == "worker on this host: turned off", off
+    st = _wait(lambda: (s := master_pool.status())["daemons"]["WORKER"]["state"] == "off" and s, what="worker off")
+    assert st["daemons"]["WORKER"]["pid"] is None and not _alive(old)
+    time.sleep(1.0)  # no back-off restart brings it back
+    assert master_pool.status()["daemons"]["WORKER"]["state"] == "off"
+    on = subprocess.run([*roost, "on", "-daemon", "worker"], env=env, capture_output=True, text=True, timeout=30)
+    assert on.returncode == 0, on
+    _wait(lambda: master_pool.status()["daemons"]["WORKER"]["state"] == "running", what="worker on again")
+    re = subprocess.run([*roost, "restart"], env=env, capture_output=True, text=True, timeout=30)
+    assert re.returncode == 0 and sorted(re.stdout.split()) == ["collector:", "restarting", "restarting", "worker:"], re
+    bad = subprocess.run([*roost, "off", "-daemon", "nosuch"], env=env, capture_output=True, text=True, timeout=30)
+    assert bad.returncode == 1 and "no daemon 'NOSUCH' here" in bad.stderr, bad
+
+
 def test_shutdown_stops_every_daemon(master_pool: Pool) -> None:
     pids = [d["pid"] for d in master_pool.status()["daemons"].values()]
     master_pid = master_pool.master_pid()

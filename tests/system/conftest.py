@@ -21,14 +21,18 @@ def network() -> Iterator[Network]:
 
 @pytest.fixture
 def hosts(network: Network) -> Iterator[MultiHostPool]:
-    """A central manager, a submit host and two execute hosts, started."""
+    """A central manager, a submit host and two execute hosts, started. exec1 holds a
+    copy of the pool key; the submit host and exec2 joined with a daemon token only."""
     pool = MultiHostPool(network)
     try:
         cm = pool.add("cm", "CentralManager")
         cm.roost("up", "-timeout", "30", timeout=45)
         for name, role in (("submit", "Submit"), ("exec1", "Execute"), ("exec2", "Execute")):
             h = pool.add(name, role)
-            h.take_pool_key(cm)
+            if name == "exec1":
+                h.take_pool_key(cm)
+            else:
+                h.take_token(cm)
             h.roost("up", "-timeout", "30", timeout=45)
         yield pool
     finally:

@@ -1,7 +1,8 @@
 """roost on the hosts of a :class:`netns.Network`: each host its own ROOST_HOME and
 configuration (``use ROLE : ...``, ``CONDOR_HOST`` = the central manager's address,
 ``NETWORK_INTERFACE`` = its own, one ``UID_DOMAIN``), ``roost`` run inside it, and a
-copy of the POOL signing key the central manager made, as an administrator copies it.
+copy of the POOL signing key the central manager made, as an administrator copies it,
+or (``take_token``) only a daemon token the central manager minted.
 """
 
 from __future__ import annotations
@@ -80,6 +81,14 @@ class RoostHost:
         keys.mkdir(mode=0o700)
         shutil.copyfile(cm.home / "passwords.d" / "POOL", keys / "POOL")
         os.chmod(keys / "POOL", 0o600)
+
+    def take_token(self, cm: RoostHost) -> None:
+        """Join the pool as HTCondor's hosts do: a ``condor@UID_DOMAIN`` token, minted on
+        the central manager, in this host's token directory; no pool key. Its daemons
+        present the token, and check the tokens of others with the central manager."""
+        tokens = self.home / "tokens.d"
+        tokens.mkdir(mode=0o700)
+        cm.roost("token", "create", "-identity", f"condor@{UID_DOMAIN}", "-file", str(tokens / "pool"))
 
     def log_tails(self, lines: int = 25) -> str:
         out = []

@@ -77,3 +77,84 @@ def test_every_daemon_advertises_an_address_other_hosts_reach(hosts: MultiHostPo
             machine, address = line.split()
             seen[machine] = address.rsplit(":", 1)[0]
     assert seen == {h.name: h.address for h in hosts.hosts.values()}, seen
+
+
+SLEEPERS = """\
+executable = /bin/sh
+arguments = "-c 'sleep 2; hostname > done.$(Process)'"
+transfer_executable = false
+should_transfer_files = YES
+when_to_transfer_output = ON_EXIT
+transfer_output_files = done.$(Process)
+log = sleepers.log
+request_cpus = 1
+request_memory = 64
+queue 6
+"""
+
+
+def _jobs_on(submit, cluster: str) -> dict[str, str]:
+    out = submit.roost("q", cluster, "-af", "ProcId", "JobStatus", "RemoteHost").stdout
+    return {f[0]: f[2] for f in (line.split() for line in out.splitlines()) if len(f) == 3 and f[1] == "2"}
+
+
+def test_an_execute_host_leaves_and_joins_with_nothing_lost(hosts: MultiHostPool) -> None:
+    """exec2 (token only, no pool key) stops while jobs run on it and starts again:
+    every job completes exactly once, its output back on the submit host."""
+    import time
+
+    submit, exec2 = hosts["submit"], hosts["exec2"]
+    hosts.wait_for_slots({"exec1", "exec2"})
+    work = submit.host.dir / "leave"
+    work.mkdir()
+    work.chmod(0o777)
+    (work / "job.sub").write_text(SLEEPERS)
+    done = submit.roost("submit", "job.sub", cwd=work)
+    cluster = re.search(r"submitted to cluster (\d+)", done.stdout).group(1)  # type: ignore[union-attr]
+    deadline = time.monotonic() + 30
+    while not any(h.endswith("@exec2") for h in _jobs_on(submit, cluster).values()):
+        assert time.monotonic() < deadline, submit.roost("q", cluster, "-af", "JobStatus", "RemoteHost").stdout
+        time.sleep(0.2)
+    exec2.roost("down", "-timeout", "20", timeout=30)
+    exec2.roost("up", "-timeout", "30", timeout=45)
+    submit.roost("wait", "-quiet", "-wait", "90", cluster, timeout=100)
+    hist = submit.roost("history", cluster, "-af", "ProcId", "ExitCode").stdout.split("\n")
+    rows = sorted(line.split() for line in hist if line.strip())
+    assert rows == [[str(p), "0"] for p in range(6)], rows  # each once, each exit 0
+    for p in range(6):
+        assert (work / f"done.{p}").read_text().strip() in ("exec1", "exec2")
+
+
+def test_remote_admin_of_a_host_without_the_pool_key(hosts: MultiHostPool) -> None:
+    """exec2 holds no key: its startd checks an administrator's token, and a revoked
+    one, with the central manager."""
+    cm = hosts["cm"]
+    hosts.wait_for_slots({"exec2"})
+    root = cm.roost("token", "create", "-identity", "root@roost.test").stdout.strip().splitlines()[-1]
+    gone = cm.roost("token", "create", "-identity", "root@roost.test").stdout.strip().splitlines()[-1]
+    import base64
+    import json
+
+    def claims(tok: str) -> dict:
+        part = tok.split(".")[1]
+        return json.loads(base64.urlsafe_b64decode(part + "=" * (-len(part) % 4)))
+
+    cm.roost("token", "revoke", "-jti", claims(gone)["jti"])
+    startd = (hosts["exec2"].home / "run" / "startd.address").read_text().strip()
+    code = """
+import json, sys
+from roost.net.errors import RemoteError
+from roost.net.syncclient import SyncClient
+from roost.net.tls import ClientTLS
+out = []
+for tok in sys.argv[2:]:
+    try:
+        with SyncClient(sys.argv[1], token=tok, tls=ClientTLS("REQUIRED")) as c:
+            out.append([c.call("DRAIN", reason="admin").get("state", "ok"), c.call("CANCEL_DRAIN") and "ok"])
+    except RemoteError as e:
+        out.append([e.code, e.message])
+print(json.dumps(out))
+"""
+    got = json.loads(hosts["submit"].python(code, startd, root, gone).stdout)
+    assert got[0][1] == "ok", got
+    assert got[1][0] == "AUTH_FAILED" and "revoked" in got[1][1], got

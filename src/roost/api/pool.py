@@ -71,26 +71,49 @@ class Pool:
         finally:
             conn.close()
 
+    def _a_master(self, name: str | None, pool: str | None) -> DaemonConnection:
+        """This host's master, or (``name``, a host; ``pool``, a collector) another host's,
+        found through the pool's collector and reached with this host's token."""
+        if name is None and pool is None:
+            return self._master()
+        # lazy: only remote administration asks a collector where a master is
+        from roost.api.locate import locate
+
+        addr = locate(str(self.home), "Master", name, pool)
+        conn = DaemonConnection(str(self.home), "master", lambda: [addr], 10.0)
+        conn.remote = True
+        return conn
+
+    def _master_call(self, cmd: str, host: str | None, pool: str | None, /, **args: Any) -> dict[str, Any]:
+        conn = self._a_master(host, pool)
+        try:
+            return conn.call(cmd, **args)
+        finally:
+            conn.close()
+
     def reconfig(self, daemon: str | None = None, *, name: str | None = None,
                  pool: str | None = None) -> dict[str, str]:
         """Have the master (and each of its daemons, or only ``daemon``) reread the
-        configuration (``condor_reconfig``); each daemon's outcome by name. ``name``
-        (a host) and ``pool`` (a collector) reach another host's master through the
-        pool's collector, with this host's token."""
-        if name is not None or pool is not None:
-            # lazy: only remote administration asks a collector where a master is
-            from roost.api.locate import locate
+        configuration (``condor_reconfig``); each daemon's outcome by name."""
+        args = {"daemon": daemon} if daemon else {}
+        return dict(self._master_call("RECONFIG", name, pool, **args).get("daemons") or {})
 
-            addr = locate(str(self.home), "Master", name, pool)
-            conn = DaemonConnection(str(self.home), "master", lambda: [addr], 10.0)
-            conn.remote = True
-        else:
-            conn = self._master()
-        try:
-            args = {"daemon": daemon} if daemon else {}
-            return dict(conn.call("RECONFIG", **args).get("daemons") or {})
-        finally:
-            conn.close()
+    def daemons(self, *, name: str | None = None, pool: str | None = None) -> list[str]:
+        """The daemons a host's master runs (its DAEMON_LIST, the master left out)."""
+        return sorted(self._master_call("STATUS", name, pool).get("daemons") or {})
+
+    def restart(self, daemon: str, *, name: str | None = None, pool: str | None = None) -> None:
+        """Restart one daemon of a host (``condor_restart -daemon``): its state is kept."""
+        self._master_call("RESTART_DAEMON", name, pool, name=daemon.upper())
+
+    def daemon_off(self, daemon: str, *, fast: bool = False, name: str | None = None,
+                   pool: str | None = None) -> None:
+        """Stop one daemon of a host and keep it stopped (``condor_off -daemon``)."""
+        self._master_call("DAEMON_OFF", name, pool, name=daemon.upper(), fast=fast)
+
+    def daemon_on(self, daemon: str, *, name: str | None = None, pool: str | None = None) -> None:
+        """Start a daemon turned off (``condor_on -daemon``)."""
+        self._master_call("DAEMON_ON", name, pool, name=daemon.upper())
 
     def slots(self) -> int:
         """Slot ads the collector holds (0 if it cannot be asked)."""

@@ -140,15 +140,40 @@ def main_vacate(argv: list[str]) -> int:
 
 
 def _switch(argv: list[str], prog: str, cmd: str, description: str, done: str) -> int:
-    """``roost off`` / ``roost on``: one command, no options but MACHINE."""
-    ns = _parser(prog, description).parse_args(argv)
+    """``roost off`` / ``roost on``: a machine's slots; with ``-daemon NAME``, one daemon
+    of a host, through its master (condor_off/condor_on -daemon)."""
+    p = _parser(prog, description)
+    p.add_argument("-daemon", "--daemon", metavar="NAME",
+                   help="stop (off) or start (on) this daemon of the host instead, through its master")
+    if prog == "off":
+        p.add_argument("-fast", "--fast", action="store_true", help="with -daemon: kill it, no graceful stop")
+    ns = p.parse_args(argv)
     _machine(ns)
+    if ns.daemon:
+        return _daemon_switch(prog, ns)
 
     def go() -> str:
         _call(ns.machine, cmd, ns.pool)
         return f"{ns.machine or 'This machine'} {done}"
 
     return _run(prog, go)
+
+
+def _daemon_switch(prog: str, ns: Any) -> int:
+    # lazy: only -daemon speaks to a master
+    from roost.api.errors import PoolError
+    from roost.api.pool import Pool
+
+    try:
+        if prog == "off":
+            Pool().daemon_off(ns.daemon, fast=bool(ns.fast), name=ns.machine, pool=ns.pool)
+        else:
+            Pool().daemon_on(ns.daemon, name=ns.machine, pool=ns.pool)
+    except PoolError as e:
+        print(f"roost {prog}: {e}", file=sys.stderr)
+        return 1
+    print(f"{ns.daemon.lower()} on {ns.machine or 'this host'}: turned {prog}")
+    return 0
 
 
 def main_off(argv: list[str]) -> int:

@@ -197,6 +197,7 @@ COMMAND_LEVELS: dict[str, CommandLevel] = {
     # collector
     "UPDATE_AD": _c("collector", _ad_type_rule(), "`UPDATE_STARTD_AD`, `UPDATE_SCHEDD_AD`, ... (one per type)"),
     "INVALIDATE_AD": _c("collector", _ad_type_rule(), "`INVALIDATE_STARTD_ADS`, ... (one per type)"),
+    "VERIFY_TOKEN": _c("collector", L.DAEMON, "none (HTCondor's hosts hold a session with the central manager; roost's key-less hosts ask it to check a token)"),
     "QUERY": _c(
         "collector",
         ByArg("private", (("true", (L.NEGOTIATOR, L.ADMINISTRATOR)),), (L.READ,)),
@@ -240,6 +241,8 @@ COMMAND_LEVELS: dict[str, CommandLevel] = {
     "STATUS": _c("master", L.READ, "`DC_QUERY_READY`"),
     "SHUTDOWN": _c("master", L.ADMINISTRATOR, "`DAEMONS_OFF`"),
     "RESTART_DAEMON": _c("master", L.ADMINISTRATOR, "`RESTART`"),
+    "DAEMON_OFF": _c("master", L.ADMINISTRATOR, "`DAEMON_OFF`, `DAEMON_OFF_FAST`"),
+    "DAEMON_ON": _c("master", L.ADMINISTRATOR, "`DAEMON_ON`"),
     # every daemon
     "AUTH": _c("every daemon", L.ALLOW, "`DC_AUTHENTICATE` (the security handshake)"),
     "AUTH_PROOF": _c("every daemon", L.ALLOW, "`DC_AUTHENTICATE` (its second step)"),

@@ -90,10 +90,16 @@ class Daemon:
     #: ClassAd type of this daemon's own ad (``Negotiator``, ``Scheduler``, ...); None: none.
     ad_type: str | None = None
 
-    def __init__(self, name: str, subsys: str, *, config: Config | None = None) -> None:
-        self.name = name
+    def __init__(self, name: str, subsys: str, *, config: Config | None = None,
+                 local_name: str | None = None) -> None:
+        #: ``-local-name`` (HTCondor's): a second daemon of a kind on this host, e.g. a
+        #: second schedd; ``<SUBSYS>.<LOCAL>.KNOB`` configures it, and its run files, log
+        #: and spool are its own
+        self.local_name = local_name
+        self.base_name = name
+        self.name = local_name.lower() if local_name else name
         self.subsys = subsys.upper()
-        self.config = config if config is not None else Config.load(subsys=self.subsys)
+        self.config = config if config is not None else Config.load(subsys=self.subsys, localname=local_name)
         # what RECONFIG rereads: the start's own lookup ($ROOST_CONFIG, else $ROOST_HOME's),
         # or, for a daemon given a read configuration, the main file it was read from
         self._config_path = None if config is None or not config.files else config.files[0]
@@ -102,10 +108,12 @@ class Daemon:
         self.run_dir = Path(cfg.get("RUN") or self.home / "run")
         self.log_dir = Path(cfg.get("LOG") or self.home / "log")
         self.spool_dir = Path(cfg.get("SPOOL") or self.home / "spool")
+        if local_name:
+            self.spool_dir = self.spool_dir / self.name
         for d in (self.run_dir, self.log_dir):
             d.mkdir(parents=True, exist_ok=True)
         self.hostname = cfg.get("FULL_HOSTNAME") or "localhost"
-        self.daemon_name = cfg.get(f"{self.subsys}_NAME") or self.hostname
+        self.daemon_name = daemon_name(cfg.get(f"{self.subsys}_NAME"), self.hostname, local_name)
         self.log = logging.getLogger(f"roost.{name}")
         self.update_interval = cfg.get_float("UPDATE_INTERVAL", 300.0) or 300.0
         self.start_time = time.time()
@@ -334,8 +342,8 @@ class Daemon:
 
     def log_file(self) -> Path:
         """HTCondor's log names: CollectorLog, NegotiatorLog, SchedLog, StartLog, MasterLog."""
-        stem = _LOG_NAMES.get(self.name, self.name.capitalize())
-        return self.log_dir / f"{stem}Log"
+        stem = _LOG_NAMES.get(self.base_name, self.base_name.capitalize())
+        return self.log_dir / (f"{stem}Log.{self.name}" if self.local_name else f"{stem}Log")
 
     def served_handlers(self) -> dict[str, Handler]:
         """What the server answers: the daemon's own commands and RECONFIG, which every
@@ -455,6 +463,26 @@ def run_event_loop(main: Any) -> Any:
     return uvloop.run(main)
 
 
-def run(daemon_cls: Callable[[], Daemon]) -> None:
+def daemon_name(configured: str | None, hostname: str, local_name: str | None) -> str:
+    """A daemon's Name: ``<SUBSYS>_NAME`` (with ``@host`` added when it has none, as
+    HTCondor does), else ``local@host`` for a local-named daemon, else the host name."""
+    name = (configured or "").strip()
+    if name:
+        return name if "@" in name else f"{name}@{hostname}"
+    return f"{local_name.lower()}@{hostname}" if local_name else hostname
+
+
+def local_name_arg(argv: list[str]) -> str | None:
+    """``-local-name NAME`` from a daemon's command line (HTCondor's option)."""
+    for i, arg in enumerate(argv):
+        if arg in ("-local-name", "--local-name") and i + 1 < len(argv):
+            return argv[i + 1]
+        if arg.startswith(("-local-name=", "--local-name=")):
+            return arg.split("=", 1)[1]
+    return None
+
+
+def run(daemon_cls: Callable[..., Daemon]) -> None:
     """Entry point of ``python -m roost.daemons.<name>``: build, run, exit with its status."""
-    sys.exit(daemon_cls().run())
+    local = local_name_arg(sys.argv[1:])
+    sys.exit((daemon_cls(local_name=local) if local else daemon_cls()).run())

@@ -34,8 +34,10 @@ from roost.core.submitters import ad_key
 from roost.daemons.base import Daemon, run
 from roost.net.addresses import write_address
 from roost.net.adwire import obj_to_ad
+from roost.net.auth import TokenAuthority
 from roost.net.errors import RequestError
 from roost.net.server import Handler, Peer, Server, serve
+from roost.net.tokens import TokenError
 
 
 @dataclass(slots=True)
@@ -191,7 +193,21 @@ class Collector(Daemon):
 
     # -- commands ------------------------------------------------------------------------
     def handlers(self) -> dict[str, Handler]:
-        return {"UPDATE_AD": self.update_ad, "INVALIDATE_AD": self.invalidate_ad, "QUERY": self.query}
+        return {"UPDATE_AD": self.update_ad, "INVALIDATE_AD": self.invalidate_ad, "QUERY": self.query,
+                "VERIFY_TOKEN": self.verify_token}
+
+    async def verify_token(self, req: dict[str, Any], peer: Peer) -> dict[str, Any]:
+        """VERIFY_TOKEN: check a token (``header.claims``) for a daemon of a host that
+        holds no pool key, and give it the signature its handshake needs (it is
+        ``condor@UID_DOMAIN``, which may act as anyone already)."""
+        authority = self.security.authority
+        if not isinstance(authority, TokenAuthority):
+            raise RequestError("NOT_FOUND", "VERIFY_TOKEN: this collector holds no pool signing key")
+        try:
+            _, signature = authority.check(req["token"])
+        except TokenError as e:
+            raise RequestError("AUTH_FAILED", f"IDTOKENS: {e}") from None
+        return {"signature": signature}
 
     async def update_ad(self, req: dict[str, Any], peer: Peer) -> dict[str, Any]:
         ad_type = req["type"]

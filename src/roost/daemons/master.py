@@ -79,6 +79,8 @@ class Child:
     state: str = "stopped"  # starting, running, waiting (to restart), stopping, stopped
     restart_now: asyncio.Event = field(default_factory=asyncio.Event)
     last_exit: str | None = None
+    #: turned off by an administrator (``roost off -daemon``): not restarted until ``on``
+    off: bool = False
 
     def address(self) -> str | None:
         return read_address(self.address_path)
@@ -142,13 +144,27 @@ class Master:
         return out
 
     def _make_child(self, name: str) -> Child:
-        module, log_name = KNOWN_DAEMONS.get(name, (f"roost.daemons.{name.lower()}", f"{name.title()}Log"))
+        local = None
+        known = KNOWN_DAEMONS.get(name)
+        if known is None:
+            # SCHEDD2, SCHEDD_ALICE ...: another daemon of a known kind, run with
+            # -local-name (HTCondor's way to a second schedd on one host)
+            base = next((k for k in KNOWN_DAEMONS if name.startswith(k) and name != k), None)
+            if base is not None:
+                local = name.lower()
+                module, log_name = KNOWN_DAEMONS[base][0], f"{KNOWN_DAEMONS[base][1]}.{local}"
+            else:
+                module, log_name = f"roost.daemons.{name.lower()}", f"{name.title()}Log"
+        else:
+            module, log_name = known
         # As in HTCondor, a knob named after the daemon overrides what runs (here a command line).
         command = (self.config.get(name) or "").strip()
         argv = shlex.split(command) if command else [sys.executable, "-m", module]
         args = (self.config.get(f"{name}_ARGS") or "").strip()
         if args:
             argv += shlex.split(args)
+        if local is not None and "-local-name" not in argv:
+            argv += ["-local-name", local]
         backoff = Backoff(
             constant=self.config.get_float("MASTER_BACKOFF_CONSTANT", 1.0) or 0.0,
             factor=self.config.get_float("MASTER_BACKOFF_FACTOR", 2.0) or 1.0,
@@ -198,6 +214,11 @@ class Master:
     async def _supervise(self, child: Child) -> None:
         """Run ``child`` until the master stops, restarting it whenever it dies."""
         while not self.stopping:
+            if child.off:
+                child.state = "off"
+                await child.restart_now.wait()
+                child.restart_now.clear()
+                continue
             try:
                 await self._spawn(child)
             except OSError as e:
@@ -210,6 +231,9 @@ class Master:
                 if self.stopping:
                     break
                 child.last_exit = describe_exit(rc)
+                if child.off:
+                    log.info("%s (pid %d) %s; off until `roost on`", child.name, child.proc.pid, child.last_exit)
+                    continue
                 if child.restart_now.is_set():
                     child.restart_now.clear()
                     child.backoff.reset()
@@ -350,16 +374,43 @@ class Master:
         log.info("reconfig: %s", results)
         return {"daemons": results}
 
-    async def cmd_restart_daemon(self, req: dict[str, Any], peer: Any = None) -> dict[str, Any]:
+    def _child(self, req: dict[str, Any]) -> Child:
         name = str(req["name"]).upper()
         child = self.children.get(name)
         if child is None:
             raise RequestError("NOT_FOUND", f"no daemon {name!r} here (DAEMON_LIST: {' '.join(self.children)})")
-        log.info("restart of %s requested", name)
-        child.restart_now.set()
+        return child
+
+    @staticmethod
+    def _signal(child: Child, fast: bool) -> None:
         if child.proc is not None and child.proc.returncode is None:
             with contextlib.suppress(ProcessLookupError):
-                child.proc.send_signal(signal.SIGTERM)
+                child.proc.send_signal(signal.SIGKILL if fast else signal.SIGTERM)
+
+    async def cmd_restart_daemon(self, req: dict[str, Any], peer: Any = None) -> dict[str, Any]:
+        child = self._child(req)
+        log.info("restart of %s requested", child.name)
+        child.off = False
+        child.restart_now.set()
+        self._signal(child, False)
+        return {}
+
+    async def cmd_daemon_off(self, req: dict[str, Any], peer: Any = None) -> dict[str, Any]:
+        """DAEMON_OFF: stop one daemon (gracefully: its jobs vacated, its state saved;
+        ``fast``: killed) and keep it stopped until DAEMON_ON (condor_off -daemon)."""
+        child = self._child(req)
+        log.info("%s turned off (%s)", child.name, "fast" if req.get("fast") else "graceful")
+        child.off = True
+        self._signal(child, bool(req.get("fast")))
+        return {"state": child.status()["state"]}
+
+    async def cmd_daemon_on(self, req: dict[str, Any], peer: Any = None) -> dict[str, Any]:
+        """DAEMON_ON: start a daemon turned off (condor_on -daemon); a running one is left be."""
+        child = self._child(req)
+        if child.off:
+            log.info("%s turned on", child.name)
+            child.off = False
+            child.restart_now.set()
         return {}
 
     # -- stopping --------------------------------------------------------------------
@@ -437,6 +488,8 @@ async def serve(master: Master) -> None:
         "STATUS": master.cmd_status,
         "SHUTDOWN": master.cmd_shutdown,
         "RESTART_DAEMON": master.cmd_restart_daemon,
+        "DAEMON_OFF": master.cmd_daemon_off,
+        "DAEMON_ON": master.cmd_daemon_on,
         "RECONFIG": master.cmd_reconfig,
     }
     # Like every daemon, on BIND_ADDRESS and advertised at an address other hosts reach:

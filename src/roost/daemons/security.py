@@ -32,9 +32,11 @@ from typing import Any
 from roost.config import Config, ConfigError
 from roost.core.authz import Policy
 from roost.core.authz_patterns import AuthzConfigError
-from roost.net.auth import TokenAuthority
+from roost.net.addresses import collector_address
+from roost.net.auth import DelegatedAuthority, TokenAuthority
 from roost.net.certmap import MapFileError, map_principal
 from roost.net.certmap import load as load_map
+from roost.net.client import AsyncClient
 from roost.net.errors import RequestError
 from roost.net.server import Peer, Server
 from roost.net.signing_key import ensure_key_file
@@ -83,9 +85,27 @@ class Security:
             self._map = self._load_map(config)
         except TLSConfigError as e:
             raise config_error(config, e) from None
+        if self.authority is None and self.token is not None:
+            self.authority = self._delegated(config)
         if "IDTOKENS" not in self.methods:
             self.authority = None
         self._server_tls: ServerTLS | None = None
+
+    def _delegated(self, config: Config) -> DelegatedAuthority | None:
+        """A host with a daemon token but no pool key: its daemons check peers' tokens
+        with the central manager's collector (:class:`roost.net.auth.DelegatedAuthority`)."""
+        address = collector_address(config.get("COLLECTOR_HOST") or "", config.get_int("COLLECTOR_PORT", 9618) or 9618)
+        if not address or address.startswith("unix:"):
+            return None
+        client: list[AsyncClient] = []
+
+        async def ask(signing_input: str) -> dict[str, Any]:
+            if not client:
+                client.append(AsyncClient(address, timeout=5.0, connect_timeout=5.0, **self.client_args()))
+            return await client[0].call("VERIFY_TOKEN", token=signing_input)
+
+        log.info("no pool signing key here: tokens are checked by the collector at %s", address)
+        return DelegatedAuthority(ask, self.trust_domain, clock=time.time)
 
     def _load_map(self, config: Config) -> list | None:
         path = (config.get("CERTIFICATE_MAPFILE") or "").strip()

@@ -41,7 +41,8 @@ from dataclasses import dataclass
 from hashlib import sha256
 from typing import Any
 
-from roost.net.tokens import Claims, TokenError, decode_token, signature_of, verify_token
+from roost.net.errors import RemoteError
+from roost.net.tokens import Claims, TokenError, decode_token, signature_of, utc, verify_token
 
 METHOD = "IDTOKENS"
 _NONCE_BYTES = 32
@@ -219,3 +220,59 @@ def client_methods(token: str | None, *, tls: bool, has_cert: bool, binding: str
     if failures:
         raise AuthError("; ".join(failures))
     return None
+
+
+class DelegatedAuthority:
+    """IDTOKENS for a host that holds no pool key (HTCondor's execute and submit hosts
+    hold only a token): the central manager's collector checks each token
+    (``VERIFY_TOKEN``, asked by this daemon as ``condor@UID_DOMAIN`` over TLS) and
+    returns the signature the handshake needs; revocation and expiry are the central
+    manager's. Answers are kept a minute (or to the token's expiry), so a daemon asks
+    once per peer, not per connection.
+
+    ``ask(signing_input)`` returns the collector's answer (``{"signature": s}``) or
+    raises RemoteError (the token is refused: its message) or ConnectionError.
+    """
+
+    TTL = 60.0
+
+    def __init__(self, ask: Callable[[str], Any], issuer: str, *, clock: Callable[[], float]) -> None:
+        self.ask = ask
+        self.issuer = issuer
+        self.clock = clock
+        self._cache: dict[str, tuple[float, str | None, str]] = {}  # input -> (until, sig, error)
+
+    async def prefetch(self, signing_input: Any) -> None:
+        """Fill the cache for this token (before :meth:`check`, which must not wait)."""
+        if type(signing_input) is not str or len(signing_input) > 16384:
+            return
+        now = self.clock()
+        hit = self._cache.get(signing_input)
+        if hit is not None and hit[0] > now:
+            return
+        if len(self._cache) > 4096:
+            self._cache = {k: v for k, v in self._cache.items() if v[0] > now}
+        try:
+            answer = await self.ask(signing_input)
+            sig = answer.get("signature")
+            self._cache[signing_input] = (now + self.TTL, sig if type(sig) is str else None,
+                                          "" if type(sig) is str else "the central manager's answer is malformed")
+        except RemoteError as e:
+            self._cache[signing_input] = (now + min(self.TTL, 5.0), None, e.message)
+        except (ConnectionError, OSError) as e:  # not cached: the next connection asks again
+            self._cache.pop(signing_input, None)
+            raise TokenError(f"the central manager, which checks this pool's tokens, cannot be reached: {e}") from None
+
+    def check(self, signing_input: str) -> tuple[Claims, str]:
+        if type(signing_input) is not str or signing_input.count(".") != 1:
+            raise TokenError("malformed token: expected header.claims, without the signature")
+        hit = self._cache.get(signing_input)
+        if hit is None:
+            raise TokenError("the token was not checked with the central manager")
+        _, sig, error = hit
+        if sig is None:
+            raise TokenError(error.removeprefix("IDTOKENS: "))
+        _, claims = decode_token(signing_input + "." + sig)
+        if claims.expires_at is not None and self.clock() > claims.expires_at:
+            raise TokenError(f"token expired at {utc(claims.expires_at)} (jti {claims.jti})")
+        return claims, sig

@@ -23,6 +23,7 @@ SCHEMAS: dict[str, Schema] = {
     "UPDATE_AD": {"type": "str", "ad": "object", "private": "object?"},
     "INVALIDATE_AD": {"type": "str", "name": "str", "schedd_name": "str?"},
     "QUERY": {"type": "str", "constraint": "str?", "projection": "list[str]?", "private": "bool?"},
+    "VERIFY_TOKEN": {"token": "str"},
     # negotiator
     "RESCHEDULE": {},
     "CYCLE_STATS": {},
@@ -70,6 +71,8 @@ SCHEMAS: dict[str, Schema] = {
     "STATUS": {},
     "SHUTDOWN": {"fast": "bool?"},
     "RESTART_DAEMON": {"name": "str"},
+    "DAEMON_OFF": {"name": "str", "fast": "bool?"},
+    "DAEMON_ON": {"name": "str"},
     # every daemon (the master forwards it to one or all of its daemons)
     "RECONFIG": {"daemon": "str?"},
 }

@@ -28,6 +28,7 @@ from typing import Any
 from roost.net import framing
 from roost.net.auth import (
     AuthError,
+    DelegatedAuthority,
     Identity,
     ServerState,
     TokenAuthority,
@@ -37,6 +38,7 @@ from roost.net.auth import (
 from roost.net.errors import ProtocolError, RequestError
 from roost.net.protocol import SCHEMAS, Schema, validate
 from roost.net.tls import ServerTLS, describe_ssl_error, subject_dn
+from roost.net.tokens import TokenError
 
 log = logging.getLogger(__name__)
 
@@ -180,7 +182,7 @@ class Server:
         handlers: Mapping[str, Handler],
         schemas: Mapping[str, Schema],
         *,
-        authority: TokenAuthority | None = None,
+        authority: TokenAuthority | DelegatedAuthority | None = None,
         authorize: Authorize | None = None,
         uid_domain: str | None = None,
         tls: ServerTLS | None = None,
@@ -307,6 +309,12 @@ class Server:
             if type(cmd) is not str:
                 raise RequestError("BAD_REQUEST", "request has no 'cmd' string")
             if cmd == "AUTH" or cmd == "AUTH_PROOF":
+                prefetch = getattr(self.authority, "prefetch", None)
+                if cmd == "AUTH" and prefetch is not None and req.get("method") == "IDTOKENS":
+                    try:  # a host without the pool key asks the central manager first
+                        await prefetch(req.get("token"))
+                    except TokenError as e:
+                        raise RequestError("AUTH_FAILED", f"IDTOKENS: {e}") from None
                 return framing.encode(self._authenticate(cmd, req, peer)), True
             handler = self.handlers.get(cmd)
             if handler is None:
@@ -403,7 +411,7 @@ async def serve(
     port: int = 0,
     unix_path: str | None = None,
     schemas: Mapping[str, Schema] | None = None,
-    authority: TokenAuthority | None = None,
+    authority: TokenAuthority | DelegatedAuthority | None = None,
     authorize: Authorize | None = None,
     uid_domain: str | None = None,
     tls: ServerTLS | None = None,

@@ -96,7 +96,7 @@ class Schedd(Daemon):
         return self.jobs is not None and self.jobs.stopping
 
     def unix_socket(self) -> str | None:
-        return str(self.run_dir / "schedd.sock")
+        return str(self.run_dir / f"{self.name}.sock")
 
     async def start(self) -> None:
         self.spool_dir.mkdir(parents=True, exist_ok=True)
