@@ -24,9 +24,13 @@ bench: venv
 	for b in bench/*_bench.py; do [ $$b = bench/eventlog_bench.py ] || $(BIN)/python $$b; done
 
 # tests/system/ builds hosts in network namespaces: it needs `ip` (iproute2), `nsenter`
-# and `unshare` (util-linux) and root; as root on Debian, install what is missing
+# and `unshare` (util-linux) and root; the KERBEROS tests start a real MIT KDC
+# (krb5-kdc, krb5-admin-server, krb5-user). As root on Debian, install what is missing
 # (elsewhere those tests skip and say why).
+SYSTEM_PACKAGES := iproute2 krb5-kdc krb5-admin-server krb5-user
 system-tools:
-	@export DEBIAN_FRONTEND=noninteractive; command -v ip >/dev/null 2>&1 || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1 \
-	  && { apt-get install -y -q iproute2 || { apt-get update -q && apt-get install -y -q iproute2; }; } \
+	@export DEBIAN_FRONTEND=noninteractive; \
+	{ command -v ip && { command -v krb5kdc || test -x /usr/sbin/krb5kdc; }; } >/dev/null 2>&1 || \
+	{ [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1 \
+	  && { apt-get install -y -q $(SYSTEM_PACKAGES) || { apt-get update -q && apt-get install -y -q $(SYSTEM_PACKAGES); }; } \
 	  >/dev/null 2>&1; } || true

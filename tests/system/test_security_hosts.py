@@ -22,6 +22,7 @@ import re
 import sys
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -35,7 +36,7 @@ from roost.net.protocol import AD_TYPES
 # it), over TLS unless OPTS is "plain"; a dict OPTS gives ClientTLS's settings (a
 # certificate, the CA to check the daemon with, the methods).
 _CLIENT = """
-import json, sys
+import json, os, sys
 from roost.net.errors import RemoteError
 from roost.net.syncclient import SyncClient
 from roost.net.tls import ClientTLS
@@ -45,7 +46,8 @@ for address, token, calls, *opts in json.loads(sys.argv[1]):
     if opts and opts[0] == "plain":
         tls = None
     else:
-        kw = opts[0] if opts else {}
+        kw = dict(opts[0]) if opts else {}
+        os.environ.update(kw.pop("env", {}))  # KRB5_CONFIG, KRB5CCNAME for KERBEROS
         tls = ClientTLS("REQUIRED", **{k: tuple(v) if k == "methods" else v for k, v in kw.items()})
     try:
         with SyncClient(address, timeout=10, connect_timeout=5, token=token, tls=tls) as c:
@@ -432,6 +434,48 @@ def test_a_capture_on_the_lan_shows_no_claim_id_and_plain_tcp_is_refused(sec: Se
     assert got[0][0]["code"] == "ENCRYPTION_REQUIRED" and "STARTTLS" in got[0][0]["error"], got[0]
     assert got[1][0]["code"] == "AUTH_FAILED" and "only TLS" in got[1][0]["error"], got[1]
     assert sec.slots(), "the daemons answer others after that"
+
+
+# -- (f) KERBEROS, with a real MIT KDC on the central manager ------------------------------
+
+def test_kerberos_method_with_a_kdc_on_the_central_manager(sec: SecPool) -> None:
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "unit" / "net"))
+    from kdc import KDC, REALM
+    from kdc import unavailable as no_kdc
+
+    reason = no_kdc()
+    if reason is not None:
+        pytest.skip(reason)
+    cm, submit2, exec1 = sec["cm"], sec["submit2"], sec["exec1"]
+    kdc = KDC(host=cm.address, prefix=cm.host.argv([])).start()
+    try:
+        kdc.add_user("alice", "alice-pw")
+        keytab = kdc.dir / "daemons.keytab"
+        service = kdc.add_service("condor/pool", keytab)
+        (kdc.dir / "certmap").write_text(f"KERBEROS /^([a-z]+)@{REALM.replace('.', '[.]')}$/ \\1@{UID_DOMAIN}\n")
+        with (exec1.home / "roost_config").open("a") as f:
+            f.write(f"\nSEC_DEFAULT_AUTHENTICATION_METHODS = FS, IDTOKENS, SSL, KERBEROS\n"
+                    f"KERBEROS_SERVER_KEYTAB = {keytab}\nCERTIFICATE_MAPFILE = {kdc.dir / 'certmap'}\n")
+        exec1.roost("reconfig")
+        ccache = kdc.dir / "alice.cc"
+        kdc.kinit("alice", "alice-pw", ccache, prefix=submit2.host.argv([]))  # asked from submit2
+
+        startd = sec.address("exec1", "startd")
+        env = {**kdc.env, "KRB5CCNAME": f"FILE:{ccache}"}
+        kerberos = {"methods": ["KERBEROS"], "kerberos_principal": service, "env": env}
+        nobody = {**kerberos, "env": {**env, "KRB5CCNAME": f"FILE:{kdc.dir / 'none.cc'}"}}
+        got = sec.calls("submit2", [
+            (startd, None, [("DRAIN", {"reason": "alice"})], kerberos),
+            (startd, None, [("DRAIN", {})], nobody),
+            (sec.address("cm", "collector"), None, [("QUERY", {"type": "Collector"})], kerberos),
+        ])
+        # known as alice (the map file), over TLS from another host; not an administrator
+        assert _denied(got[0][0]) and f"refused to alice@{UID_DOMAIN}" in got[0][0]["error"], got[0]
+        assert got[1][0]["code"] == "AUTH_FAILED" and "No Kerberos credentials" in got[1][0]["error"], got[1]
+        # the collector was not told to take Kerberos: it says so, in one line
+        assert got[2][0]["code"] == "AUTH_FAILED" and "takes no Kerberos" in got[2][0]["error"], got[2]
+    finally:
+        kdc.stop()
 
 
 # -- (f) the SSL method with the pool's own CA (last: it reconfigures the pool) ----------

@@ -81,6 +81,9 @@ _KNOBS = [
     Knob("AUTH_SSL_CLIENT_CERTFILE", "", "the certificate a client shows for the SSL method (a daemon's: the host's)"),
     Knob("AUTH_SSL_CLIENT_KEYFILE", "", "its private key"),
     Knob("SSL_SKIP_HOST_CHECK", "False", "do not check that a daemon's certificate names the host connected to"),
+    Knob("KERBEROS_SERVER_KEYTAB", "", "the daemons' service key for KERBEROS (empty: KRB5_KTNAME or the system keytab)"),
+    Knob("KERBEROS_SERVER_PRINCIPAL", "", "the daemons' service principal clients ask tickets for (empty: KERBEROS_SERVER_SERVICE@host)"),
+    Knob("KERBEROS_SERVER_SERVICE", "host", "service name of the daemons' principal when KERBEROS_SERVER_PRINCIPAL is empty"),
     Knob("CERTIFICATE_MAPFILE", "", "map file: METHOD PRINCIPAL CANONICAL lines, from certificate subjects to user@domain"),
     # -- collector -------------------------------------------------------------
     Knob("UPDATE_INTERVAL", "300", "seconds between a daemon's periodic ad updates to the collector"),

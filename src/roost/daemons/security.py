@@ -33,7 +33,7 @@ from roost.config import Config, ConfigError
 from roost.core.authz import Policy
 from roost.core.authz_patterns import AuthzConfigError
 from roost.net.addresses import collector_address
-from roost.net.auth import DelegatedAuthority, TokenAuthority
+from roost.net.auth import DelegatedAuthority, KerberosSettings, TokenAuthority
 from roost.net.certmap import MapFileError, map_principal
 from roost.net.certmap import load as load_map
 from roost.net.client import AsyncClient
@@ -131,6 +131,18 @@ class Security:
             raise AuthError(f"SSL: no mapping for certificate subject {subject!r} in CERTIFICATE_MAPFILE")
         return name
 
+    def map_kerberos(self, principal: str) -> str:
+        """A Kerberos client's identity: CERTIFICATE_MAPFILE's KERBEROS rules, else the
+        principal itself (``alice@EXAMPLE.ORG``: the realm is the domain, as HTCondor)."""
+        return map_principal(self._map or [], "KERBEROS", principal) or principal
+
+    def kerberos(self) -> KerberosSettings | None:
+        """The daemons' side of KERBEROS, where it is one of the methods."""
+        if "KERBEROS" not in self.methods:
+            return None
+        keytab = (self._config.get("KERBEROS_SERVER_KEYTAB") or "").strip() or None
+        return KerberosSettings(keytab, self.map_kerberos)
+
     def server_tls(self, host: str | None) -> ServerTLS | None:
         """The server's TLS for a listener on ``host``, built (and its self-signed
         certificate made, if it has none) on first need; None where no peer will
@@ -212,6 +224,7 @@ class Security:
         """Make a running server check peers with this (RECONFIG's new) security."""
         server.authority, server.authorize = self.authority, self.authorize
         server.tls = self.server_tls(host)
+        server.kerberos = self.kerberos()
 
     def client_args(self) -> dict[str, Any]:
         """Keyword arguments for the clients this daemon opens: its token and TLS."""
@@ -220,7 +233,7 @@ class Security:
     def serve_args(self, host: str | None) -> dict[str, Any]:
         """Keyword arguments for :func:`roost.net.server.serve` on a listener at ``host``."""
         return {"authority": self.authority, "authorize": self.authorize, "uid_domain": self.uid_domain,
-                "tls": self.server_tls(host)}
+                "tls": self.server_tls(host), "kerberos": self.kerberos()}
 
 
 def reread(path: str | None, subsys: str) -> tuple[Config, Security]:

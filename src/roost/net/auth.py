@@ -192,8 +192,68 @@ class ClientHandshake:
 AuthSteps = Generator[dict[str, Any], dict[str, Any], "str | None"]
 
 
+@dataclass(frozen=True)
+class KerberosSettings:
+    """A daemon's side of KERBEROS: its service key (``KERBEROS_SERVER_KEYTAB``; None:
+    ``KRB5_KTNAME`` or the system's) and the map from client principals to identities
+    (raises AuthError naming the principal when there is none)."""
+
+    keytab: str | None
+    map_principal: Callable[[str], str]
+
+
+def kerberos_accept(req: Mapping[str, Any], settings: KerberosSettings, binding: str,
+                    pending: Any = None) -> tuple[dict[str, Any], Any, Identity | None]:
+    """One step of ``AUTH {method: KERBEROS, token}``: the reply, the acceptor to keep
+    for a next step (None when done), and the identity once established."""
+    # lazy: the GSSAPI library loads only for a daemon that takes Kerberos
+    from roost.net.gss import Acceptor, GSSError
+
+    token = req.get("token")
+    if type(token) is not str or len(token) > 65536:
+        raise AuthError("KERBEROS: the client's token is missing or malformed")
+    try:
+        raw = base64.b64decode(token, validate=True)
+        acceptor = pending if pending is not None else Acceptor(binding, settings.keytab)
+        out = acceptor.step(raw)
+    except (ValueError, GSSError) as e:
+        raise AuthError(str(e) if isinstance(e, GSSError) else "KERBEROS: the client's token is not base64") from None
+    reply: dict[str, Any] = {"token": base64.b64encode(out).decode("ascii")}
+    if not acceptor.done:
+        return reply, acceptor, None
+    assert acceptor.peer is not None
+    ident = Identity(settings.map_principal(acceptor.peer), "KERBEROS")
+    acceptor.close()
+    reply["identity"] = ident.name
+    return reply, None, ident
+
+
+def _kerberos_steps(service: str, binding: str) -> AuthSteps:
+    # lazy: the GSSAPI library loads only for a client that tries Kerberos
+    from roost.net.gss import GSSError, Initiator
+
+    try:
+        ctx = Initiator(service, binding)
+        out = ctx.step(None)
+        while True:
+            reply = yield {"cmd": "AUTH", "method": "KERBEROS", "token": base64.b64encode(out).decode("ascii")}
+            if reply.get("ok") is not True:
+                raise AuthError(str(reply.get("error") or "KERBEROS: refused"))
+            back = base64.b64decode(str(reply.get("token") or ""))
+            if back or not ctx.done:
+                out = ctx.step(back)  # mutual authentication: the daemon proves it holds the service key
+            if reply.get("identity") is not None:
+                if not ctx.done:
+                    raise AuthError("KERBEROS: the daemon did not prove it holds the service's key")
+                ctx.close()
+                return str(reply["identity"])
+    except GSSError as e:
+        raise AuthError(str(e)) from None
+
+
 def client_methods(token: str | None, *, tls: bool, has_cert: bool, binding: str = "",
-                   methods: tuple[str, ...] = ("SSL", "IDTOKENS")) -> AuthSteps:
+                   methods: tuple[str, ...] = ("SSL", "IDTOKENS"),
+                   kerberos_service: str | None = None) -> AuthSteps:
     """The client's authentication after connecting (and after STARTTLS when ``tls``):
     each method it can use, in ``methods`` order, until one succeeds. Yields requests,
     is sent each reply; returns the identity proved, or None when it had nothing to
@@ -206,6 +266,11 @@ def client_methods(token: str | None, *, tls: bool, has_cert: bool, binding: str
             if reply.get("ok") is True:
                 return str(reply.get("identity"))
             failures.append(str(reply.get("error") or "SSL: refused"))
+        elif method == "KERBEROS" and kerberos_service:
+            try:
+                return (yield from _kerberos_steps(kerberos_service, binding))
+            except AuthError as e:
+                failures.append(str(e))
         elif method == METHOD and token is not None:
             try:
                 hs = ClientHandshake(token, binding)

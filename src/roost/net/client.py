@@ -154,7 +154,8 @@ async def _secure(conn: Connection, host: str, token: str | None, tls: ClientTLS
             raise RemoteError("AUTH_FAILED", f"SSL: {conn.address} does not start TLS ({reply.get('error')}) "
                               "and SEC_DEFAULT_ENCRYPTION = REQUIRED here")
     steps = client_methods(token, tls=on_tls, has_cert=bool(tls and tls.has_cert), binding=binding,
-                           methods=tls.methods if tls is not None else ("IDTOKENS",))
+                           methods=tls.methods if tls is not None else ("IDTOKENS",),
+                           kerberos_service=tls.kerberos_target(host) if tls is not None else None)
     try:
         req = next(steps)
         while True:

@@ -30,8 +30,10 @@ from roost.net.auth import (
     AuthError,
     DelegatedAuthority,
     Identity,
+    KerberosSettings,
     ServerState,
     TokenAuthority,
+    kerberos_accept,
     server_challenge,
     server_finish,
 )
@@ -112,7 +114,7 @@ class Peer:
         self.user: str | None = None
         self.pid: int | None = None
         self.identity: Identity | None = None
-        self._handshake: ServerState | None = None
+        self._handshake: Any = None  # a handshake's state between its messages
         self.host = "unix"
         self.tls = False
         self.subject: str | None = None
@@ -186,9 +188,11 @@ class Server:
         authorize: Authorize | None = None,
         uid_domain: str | None = None,
         tls: ServerTLS | None = None,
+        kerberos: KerberosSettings | None = None,
     ) -> None:
         self.handlers = dict(handlers)
         self.tls = tls
+        self.kerberos = kerberos
         self.authority = authority
         self.authorize = authorize
         self.uid_domain = uid_domain
@@ -376,6 +380,16 @@ class Server:
                 peer._handshake = None
                 peer.identity = self._ssl_identity(peer)
                 return {"ok": True, "identity": peer.identity.name}
+            if cmd == "AUTH" and req.get("method") == "KERBEROS":
+                if self.kerberos is None:
+                    raise AuthError("KERBEROS: this daemon takes no Kerberos (no KERBEROS_SERVER_KEYTAB, "
+                                    "or KERBEROS is not in its SEC_DEFAULT_AUTHENTICATION_METHODS)")
+                pending = peer._handshake if not isinstance(peer._handshake, ServerState) else None
+                binding = self.tls.binding if (peer.tls and self.tls is not None) else ""
+                reply, peer._handshake, ident = kerberos_accept(req, self.kerberos, binding, pending)
+                if ident is not None:
+                    peer.identity = ident
+                return {"ok": True, **reply}
             if self.authority is None:
                 raise AuthError("IDTOKENS: this server takes no tokens (it authenticates local peers only)")
             if cmd == "AUTH":
@@ -384,7 +398,7 @@ class Server:
                 reply, peer._handshake = server_challenge(req, self.authority, binding)
                 return {"ok": True, **reply}
             state, peer._handshake = peer._handshake, None
-            if state is None:
+            if not isinstance(state, ServerState):
                 raise AuthError("AUTH_PROOF without an AUTH before it on this connection")
             peer.identity = server_finish(req, state)
             return {"ok": True, "identity": peer.identity.name}
@@ -415,6 +429,7 @@ async def serve(
     authorize: Authorize | None = None,
     uid_domain: str | None = None,
     tls: ServerTLS | None = None,
+    kerberos: KerberosSettings | None = None,
 ) -> Server:
     """Start serving ``handlers`` (cmd → async handler(req, peer) → result dict).
 
@@ -425,6 +440,6 @@ async def serve(
     if host is None and unix_path is None:
         host = "127.0.0.1"
     server = Server(handlers, schemas or {}, authority=authority, authorize=authorize, uid_domain=uid_domain,
-                    tls=tls)
+                    tls=tls, kerberos=kerberos)
     await server._start(host, port, unix_path)
     return server

@@ -105,7 +105,8 @@ class SyncClient:
                 raise RemoteError("AUTH_FAILED", f"SSL: {self.address} does not start TLS "
                                   f"({reply.get('error')}) and SEC_DEFAULT_ENCRYPTION = REQUIRED here")
         steps = client_methods(self.token, tls=on_tls, has_cert=bool(tls and tls.has_cert), binding=binding,
-                           methods=tls.methods if tls is not None else ("IDTOKENS",))
+                           methods=tls.methods if tls is not None else ("IDTOKENS",),
+                           kerberos_service=tls.kerberos_target(host) if tls is not None else None)
         try:
             req = next(steps)
             while True:

@@ -27,6 +27,7 @@ import base64
 import hashlib
 import ipaddress
 import os
+import socket
 import ssl
 import time
 from collections.abc import Callable
@@ -133,6 +134,10 @@ class ClientTLS:
     check_host: bool = True
     #: SEC_DEFAULT_AUTHENTICATION_METHODS, in the order to try them
     methods: tuple[str, ...] = ("FS", "IDTOKENS", "SSL")
+    #: KERBEROS: the daemons' service principal (KERBEROS_SERVER_PRINCIPAL), else
+    #: ``KERBEROS_SERVER_SERVICE@<the daemon's host name>``
+    kerberos_principal: str | None = None
+    kerberos_service: str = "host"
     _context: ssl.SSLContext | None = field(default=None, repr=False)
 
     def wanted(self, host: str) -> bool:
@@ -147,6 +152,19 @@ class ClientTLS:
     @property
     def has_cert(self) -> bool:
         return bool(self.certfile)
+
+    def kerberos_target(self, host: str) -> str | None:
+        """The service principal to ask a ticket for when reaching ``host`` (None: this
+        client does not try KERBEROS)."""
+        if "KERBEROS" not in self.methods:
+            return None
+        if self.kerberos_principal:
+            return self.kerberos_principal
+        try:
+            name = socket.gethostbyaddr(host)[0]
+        except OSError:
+            name = host
+        return f"{self.kerberos_service}@{name}"
 
     def context(self) -> ssl.SSLContext:
         """Built once: TLS 1.2+; the server checked against ``cafile`` when there is one

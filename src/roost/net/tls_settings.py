@@ -37,4 +37,6 @@ def client_tls(config: Config) -> ClientTLS:
         keyfile=(config.get("AUTH_SSL_CLIENT_KEYFILE") or "").strip() or None,
         check_host=not config.get_bool("SSL_SKIP_HOST_CHECK", False),
         methods=auth_methods(config),
+        kerberos_principal=(config.get("KERBEROS_SERVER_PRINCIPAL") or "").strip() or None,
+        kerberos_service=(config.get("KERBEROS_SERVER_SERVICE") or "host").strip() or "host",
     )
