@@ -57,12 +57,13 @@ def test_jobs_from_a_submit_host_run_on_both_execute_hosts(hosts: MultiHostPool)
         ran_on[proc] = result[0]
     assert set(ran_on.values()) == {"exec1", "exec2"}, ran_on
 
-    hist = submit.roost("history", cluster, "-af", "ProcId", "ExitCode", "RemoteHost")
+    hist = submit.roost("history", cluster, "-af", "ProcId", "ExitCode", "RemoteHost", "ExecuteUser")
     rows = [line.split() for line in hist.stdout.splitlines() if line.strip()]
     assert len(rows) == 8, hist.stdout
-    for proc, code, remote in rows:
+    for proc, code, remote, user in rows:
         assert code == "0"
         assert remote.endswith("@" + ran_on[int(proc)]), (proc, remote, ran_on)
+        assert user == "nobody", rows  # root's jobs run as the slot user, never as root
 
 
 def test_every_daemon_advertises_an_address_other_hosts_reach(hosts: MultiHostPool) -> None:

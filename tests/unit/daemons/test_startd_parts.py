@@ -228,3 +228,12 @@ def test_transferred_names_inside_the_sandbox_are_kept():
 
     assert _safe_relpath("dir/sub/f.txt") == "dir/sub/f.txt"
     assert _safe_relpath("a/../b") == "b"
+
+
+def test_a_job_runs_as_its_owner_only_within_the_uid_domain() -> None:
+    from roost.daemons.startd.jobspec import local_owner, slot_number
+
+    assert local_owner("alice", "alice@pool.example", "pool.example") == "alice"
+    assert local_owner("alice", "alice@elsewhere.org", "pool.example") == ""  # another alice: a slot user
+    assert local_owner("alice", "", "pool.example") == "alice"  # no submitter named (a local job)
+    assert [slot_number(n) for n in ("slot3", "slot3_2", "slot12@host", "other")] == ["3", "3", "12", None]

@@ -126,12 +126,16 @@ class JobLifecycle:
         return self.queue.to_history(job, int(time.time()))
 
     async def mark_running(
-        self, job: Job, remote_host: str, runner: Runner | None = None, claim: dict[str, Any] | None = None
+        self, job: Job, remote_host: str, runner: Runner | None = None, claim: dict[str, Any] | None = None,
+        extra: dict[str, Any] | None = None,
     ) -> None:
         """Commit ``job`` as Running on ``remote_host``; with a ``claim`` (a shadow's
-        claim_id, startd_address, slot_name) ``runner`` is recorded as its runner."""
+        claim_id, startd_address, slot_name) ``runner`` is recorded as its runner;
+        ``extra``: more attributes the start sets (the account it runs as)."""
         now = time.time()
         attrs = jp.start_attrs(job.classad(), remote_host, now)
+        if extra:
+            attrs.update(extra)
         if claim is not None:
             job.claim = claim
             attrs["StartdAddress"] = claim["startd_address"]

@@ -323,7 +323,7 @@ class Shadow:
         self.exit = asyncio.get_running_loop().create_future()
         self.transfer_error = None
         try:
-            await self._activate(job)
+            activated = await self._activate(job)
         except (RemoteError, ConnectionError) as e:
             log.debug("job %s: activation on %s failed: %s", job.id, self.slot_name, e)
             self.shadows.autoclusters.note_refused(job, f"activation on {self.slot_name} refused: {e}")
@@ -337,7 +337,10 @@ class Shadow:
         log.debug("job %s: activated on %s", job.id, self.slot_name)
         if job.cluster.procs.get(job.proc) is job and job.status == jp.IDLE:
             claim = {"claim_id": self.claim_id, "startd_address": self.startd_address, "slot_name": self.slot_name}
-            await jobs.mark_running(job, self.slot_name, self, claim)
+            # the account the execute host runs it as (its Owner, or a slot user): roost's ExecuteUser
+            user = activated.get("user") if isinstance(activated, dict) else None
+            await jobs.mark_running(job, self.slot_name, self, claim,
+                                    {"ExecuteUser": user} if isinstance(user, str) else None)
             self._write_execute(job)
         return await self._await_exit(job)
 
@@ -356,7 +359,7 @@ class Shadow:
         ad["User"] = self.shadows.submitter_of(job.cluster)
         return ad
 
-    async def _activate_preempting(self, ad: dict[str, Any]) -> None:
+    async def _activate_preempting(self, ad: dict[str, Any]) -> dict[str, Any]:
         """ACTIVATE_CLAIM of a preempting claim, on a connection of its own (the startd
         answers only after the preempted job has left; keep-alives must not queue
         behind it). Given up if the claim is lost meanwhile."""
@@ -371,28 +374,27 @@ class Shadow:
                 act.cancel()
                 lost = self.exit.result() if self.exit is not None and self.exit.done() else {}
                 raise ConnectionError(f"claim lost while waiting for the preempted job: {lost.get('error')}")
-            act.result()
+            return act.result()
         finally:
             self.preempting = False
             await client.close()
 
-    async def _activate(self, job: Job) -> None:
-        """ACTIVATE_CLAIM; a startd still wrapping up the previous job's starter refuses
-        for a moment after reporting its exit, so DENIED is retried briefly."""
+    async def _activate(self, job: Job) -> dict[str, Any]:
+        """ACTIVATE_CLAIM (its answer); a startd still wrapping up the previous job's
+        starter refuses for a moment after reporting its exit, so DENIED is retried briefly."""
         ad = self._job_ad(job)
         if self.preempting:
-            await self._activate_preempting(ad)
-            return
+            return await self._activate_preempting(ad)
         delay = 0.002
         for attempt in range(8):
             try:
-                await self.client.call("ACTIVATE_CLAIM", claim_id=self.claim_id, job_ad=ad)
-                return
+                return await self.client.call("ACTIVATE_CLAIM", claim_id=self.claim_id, job_ad=ad)
             except RemoteError as e:
                 if e.code != "DENIED" or attempt == 7 or self.jobs_run == 0:
                     raise
             await asyncio.sleep(delay)
             delay *= 2
+        raise AssertionError("unreachable: the last attempt raises")
 
     async def _resume(self, job: Job, state: dict[str, Any]) -> bool:
         """Continue a reconnected job: the starter reports its exit to us from now on."""

@@ -29,7 +29,14 @@ from roost.core import ownerpolicy as op
 from roost.core import slots as core
 from roost.core.slots import Claim, Slot
 from roost.daemons.startd.cgroups import JobCgroups
-from roost.daemons.startd.jobspec import Identity, JobSpecError, job_identity, parse_job
+from roost.daemons.startd.jobspec import (
+    Identity,
+    JobSpecError,
+    job_identity,
+    local_owner,
+    parse_job,
+    slot_number,
+)
 from roost.daemons.startd.peers import Peers
 from roost.daemons.startd.starter import Starter
 from roost.net.adwire import obj_to_ad
@@ -144,7 +151,8 @@ class Claims:
         )
         self.allow_owner = bool(cfg.get_bool("STARTER_ALLOW_RUNAS_OWNER", True))
         self.slot_user = cfg.get("SLOT_USER") or "nobody"
-        self._identities: dict[str, Identity] = {}
+        self.uid_domain = (cfg.get("UID_DOMAIN") or cfg.get("FULL_HOSTNAME") or "").strip()
+        self._identities: dict[tuple[str, str], Identity] = {}
         self._lease_task: asyncio.Task[None] | None = None
         self._sandboxes = itertools.count(1)
         self.job_ads: dict[str, ClassAd] = {}  # claim id -> its job's ad (TARGET): the claim's, then the last activated
@@ -327,7 +335,7 @@ class Claims:
             raise RequestError("BAD_REQUEST", f"ACTIVATE_CLAIM: {e}") from None
         error = None
         try:
-            identity = self._identity(spec.owner)
+            identity = self._identity(spec.owner, str(job.get("User") or ""), slot.name)
         except JobSpecError as e:
             error, identity = str(e), None
         if (identity is not None and identity.switch and not identity.real_owner and not spec.transfer
@@ -363,16 +371,25 @@ class Claims:
         else:
             starter.start()
         self.owner_policy.evaluate_soon(slot.name)
-        return {}
+        return {"user": identity.name} if identity is not None and identity.name else {}
 
-    def _identity(self, owner: str) -> Identity:
-        got = self._identities.get(owner)
+    def _identity(self, owner: str, user: str, slot_name: str) -> Identity:
+        """Who the job runs as: its Owner where that account exists here and the job's
+        submitter is of this pool's UID_DOMAIN (``User`` = owner@domain), else the
+        slot's user (``SLOT<N>_USER``, else ``SLOT_USER``, nobody); never root."""
+        key = (local_owner(owner, user, self.uid_domain), self._slot_user(slot_name))
+        got = self._identities.get(key)
         if got is None:
-            got = job_identity(owner, self.allow_owner, self.slot_user)
+            got = job_identity(key[0], self.allow_owner, key[1])
             if len(self._identities) > 1000:
                 self._identities.clear()
-            self._identities[owner] = got
+            self._identities[key] = got
         return got
+
+    def _slot_user(self, slot_name: str) -> str:
+        number = slot_number(slot_name)
+        per_slot = self.host.config.get(f"SLOT{number}_USER") if number else None
+        return (per_slot or self.slot_user).strip()
 
     def _job_env(self, env: dict[str, str], slot: Slot, sandbox: str, transfer: bool) -> dict[str, str]:
         out = dict(env)

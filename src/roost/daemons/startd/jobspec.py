@@ -145,6 +145,21 @@ class Identity:
         return os.geteuid() == 0
 
 
+def local_owner(owner: str, user: str, uid_domain: str) -> str:
+    """The account a job may run as here: its ``Owner`` when its submitter (``User``,
+    ``owner@UID_DOMAIN``) is of this host's UID_DOMAIN, else none (a slot user): the
+    same name in another domain is another person."""
+    if "@" not in user:
+        return owner
+    return owner if user.rpartition("@")[2] == uid_domain else ""
+
+
+def slot_number(slot_name: str) -> str | None:
+    """``slot3``, ``slot3_2``, ``slot3@host`` -> ``"3"`` (for SLOT<N>_USER)."""
+    number = slot_name.split("@", 1)[0].removeprefix("slot").split("_", 1)[0]
+    return number if number.isdigit() else None
+
+
 def job_identity(owner: str, allow_owner: bool, slot_user: str) -> Identity:
     """HTCondor's rule: as root, run as the job's Owner when that is a real non-root
     user and STARTER_ALLOW_RUNAS_OWNER is true, otherwise as SLOT_USER (nobody);
