@@ -33,8 +33,8 @@ from roost.config import Config, ConfigError
 from roost.core.authz import Policy
 from roost.core.authz_patterns import AuthzConfigError
 from roost.net.addresses import collector_address
-from roost.net.auth import DelegatedAuthority, KerberosSettings, TokenAuthority
-from roost.net.certmap import MapFileError, map_principal
+from roost.net.auth import AuthError, DelegatedAuthority, KerberosSettings, TokenAuthority
+from roost.net.certmap import MapFileError, Rule, map_principal
 from roost.net.certmap import load as load_map
 from roost.net.client import AsyncClient
 from roost.net.errors import RequestError
@@ -107,25 +107,17 @@ class Security:
         log.info("no pool signing key here: tokens are checked by the collector at %s", address)
         return DelegatedAuthority(ask, self.trust_domain, clock=time.time)
 
-    def _load_map(self, config: Config) -> list | None:
+    def _load_map(self, config: Config) -> list[Rule] | None:
         path = (config.get("CERTIFICATE_MAPFILE") or "").strip()
         if not path:
             return None
         try:
             return load_map(path)
         except MapFileError as e:
-            file, _, rest = str(e).partition(": ")
-            line = 0
-            if file.rsplit(":", 1)[-1].isdigit():
-                file, num = file.rsplit(":", 1)
-                line = int(num)
-            raise ConfigError(file, line, rest) from None
+            raise ConfigError(e.path, e.line, e.what) from None
 
     def map_subject(self, subject: str) -> str:
         """A verified client certificate's identity, by CERTIFICATE_MAPFILE."""
-        # lazy: AuthError is the server's vocabulary; security is built before any connection
-        from roost.net.auth import AuthError
-
         name = map_principal(self._map or [], "SSL", subject)
         if name is None:
             raise AuthError(f"SSL: no mapping for certificate subject {subject!r} in CERTIFICATE_MAPFILE")
@@ -242,7 +234,9 @@ def reread(path: str | None, subsys: str) -> tuple[Config, Security]:
     when either does not read, so the caller keeps running on the old one."""
     try:
         config = Config.load(path, subsys=subsys)
-        return config, Security(config, subsys, make_key=False)
+        security = Security(config, subsys, make_key=False)
+        security.server_tls(config.get("BIND_ADDRESS") or "127.0.0.1")  # a bad certificate: refused here
+        return config, security
     except (ConfigError, TokenError) as e:
         raise RequestError("BAD_CONFIG", f"RECONFIG: {e} (still running on the old configuration)") from None
 

@@ -232,6 +232,7 @@ def _kerberos_steps(service: str, binding: str) -> AuthSteps:
     # lazy: the GSSAPI library loads only for a client that tries Kerberos
     from roost.net.gss import GSSError, Initiator
 
+    ctx = None
     try:
         ctx = Initiator(service, binding)
         out = ctx.step(None)
@@ -248,6 +249,8 @@ def _kerberos_steps(service: str, binding: str) -> AuthSteps:
                 ctx.close()
                 return str(reply["identity"])
     except GSSError as e:
+        if ctx is not None:
+            ctx.close()
         raise AuthError(str(e)) from None
 
 
@@ -291,8 +294,8 @@ class DelegatedAuthority:
     """IDTOKENS for a host that holds no pool key (HTCondor's execute and submit hosts
     hold only a token): the central manager's collector checks each token
     (``VERIFY_TOKEN``, asked by this daemon as ``condor@UID_DOMAIN`` over TLS) and
-    returns the signature the handshake needs; revocation and expiry are the central
-    manager's. Answers are kept a minute (or to the token's expiry), so a daemon asks
+    returns the signature the handshake needs; revocation is the central manager's.
+    Answers are kept a minute (expiry is checked again at each use), so a daemon asks
     once per peer, not per connection.
 
     ``ask(signing_input)`` returns the collector's answer (``{"signature": s}``) or

@@ -19,7 +19,12 @@ _GROUP = re.compile(r"\\(\d)")
 
 
 class MapFileError(Exception):
-    """A line of the map file does not read: ``path:line: what``."""
+    """A line of the map file does not read: ``path:line: what`` (``path``, ``line``:
+    0 for the whole file, ``what``)."""
+
+    def __init__(self, path: str, line: int, what: str) -> None:
+        super().__init__(f"{path}:{line}: {what}" if line else f"{path}: {what}")
+        self.path, self.line, self.what = path, line, what
 
 
 @dataclass(frozen=True)
@@ -46,7 +51,7 @@ class Rule:
         return _GROUP.sub(group, self.canonical)
 
 
-def _fields(line: str, where: str) -> list[str]:
+def _fields(line: str, where: tuple[str, int]) -> list[str]:
     """Split a rule into its three fields, keeping a quoted or /regex/ field whole."""
     out: list[str] = []
     i, n = 0, len(line)
@@ -60,7 +65,7 @@ def _fields(line: str, where: str) -> list[str]:
             while j < n and line[j] != close:
                 j += 2 if line[j] == "\\" else 1
             if j >= n:
-                raise MapFileError(f"{where}: unterminated {close}…{close} in the principal")
+                raise MapFileError(*where, f"unterminated {close}…{close} in the principal")
             j += 1
             while j < n and not line[j].isspace():  # regex flags
                 j += 1
@@ -81,29 +86,29 @@ def parse(text: str, path: str = "<map>") -> list[Rule]:
         line = raw.strip()
         if not line or line.startswith("#"):
             continue
-        where = f"{path}:{lineno}"
+        where = (path, lineno)
         fields = _fields(line, where)
         if len(fields) != 3:
-            raise MapFileError(f"{where}: expected METHOD PRINCIPAL CANONICAL, found {len(fields)} field(s)")
+            raise MapFileError(*where, f"expected METHOD PRINCIPAL CANONICAL, found {len(fields)} field(s)")
         method, principal, canonical = fields
         pattern: re.Pattern[str] | str
         if principal.startswith("/"):
             end = principal.rfind("/")
             if end == 0:
-                raise MapFileError(f"{where}: unterminated /regex/")
+                raise MapFileError(*where, "unterminated /regex/")
             flags = principal[end + 1:]
             if flags.strip("i"):
-                raise MapFileError(f"{where}: unknown regex flag(s) {flags!r} (only i)")
+                raise MapFileError(*where, f"unknown regex flag(s) {flags!r} (only i)")
             body = principal[1:end].replace("\\/", "/")
             try:
                 pattern = re.compile(body, re.IGNORECASE if "i" in flags else 0)
             except re.error as e:
-                raise MapFileError(f"{where}: bad regular expression {body!r}: {e}") from None
+                raise MapFileError(*where, f"bad regular expression {body!r}: {e}") from None
         elif principal.startswith('"'):
             pattern = principal[1:-1].replace('\\"', '"')
         else:
             pattern = principal
-        rules.append(Rule(method.upper(), pattern, canonical, where))
+        rules.append(Rule(method.upper(), pattern, canonical, f"{path}:{lineno}"))
     return rules
 
 
@@ -112,9 +117,9 @@ def load(path: str) -> list[Rule]:
         with open(path, encoding="utf-8") as f:
             return parse(f.read(), path)
     except OSError as e:
-        raise MapFileError(f"{path}: cannot be read: {e.strerror}") from None
+        raise MapFileError(path, 0, f"cannot be read: {e.strerror}") from None
     except UnicodeDecodeError:
-        raise MapFileError(f"{path}: not UTF-8 text") from None
+        raise MapFileError(path, 0, "not UTF-8 text") from None
 
 
 def map_principal(rules: list[Rule], method: str, principal: str) -> str | None:

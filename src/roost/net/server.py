@@ -105,7 +105,7 @@ class Peer:
     """
 
     __slots__ = ("address", "host", "uid", "user", "pid", "identity", "reader", "writer", "responded",
-                 "state", "tls", "subject", "_on_close", "_handshake")
+                 "state", "tls", "subject", "binding", "_on_close", "_handshake")
 
     def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         self.reader = reader
@@ -118,6 +118,7 @@ class Peer:
         self.host = "unix"
         self.tls = False
         self.subject: str | None = None
+        self.binding = ""  # the channel binding of the certificate this connection's TLS showed
         self.responded = False
         self.state: dict[str, Any] = {}  # per-connection state a handler may keep
         self._on_close: list[Callable[[], None]] = []
@@ -366,7 +367,7 @@ class Server:
         except (OSError, TimeoutError) as e:  # ssl.SSLError is an OSError
             log.info("TLS handshake with %s failed: %s", peer.address, describe_ssl_error(e))
             return False
-        peer.tls = True
+        peer.tls, peer.binding = True, tls.binding
         sslobj = peer.writer.get_extra_info("ssl_object")
         cert = sslobj.getpeercert() if sslobj is not None else None
         peer.subject = subject_dn(cert) if cert else None
@@ -385,8 +386,7 @@ class Server:
                     raise AuthError("KERBEROS: this daemon takes no Kerberos (no KERBEROS_SERVER_KEYTAB, "
                                     "or KERBEROS is not in its SEC_DEFAULT_AUTHENTICATION_METHODS)")
                 pending = peer._handshake if not isinstance(peer._handshake, ServerState) else None
-                binding = self.tls.binding if (peer.tls and self.tls is not None) else ""
-                reply, peer._handshake, ident = kerberos_accept(req, self.kerberos, binding, pending)
+                reply, peer._handshake, ident = kerberos_accept(req, self.kerberos, peer.binding, pending)
                 if ident is not None:
                     peer.identity = ident
                 return {"ok": True, **reply}
@@ -394,8 +394,7 @@ class Server:
                 raise AuthError("IDTOKENS: this server takes no tokens (it authenticates local peers only)")
             if cmd == "AUTH":
                 peer._handshake = None
-                binding = self.tls.binding if (peer.tls and self.tls is not None) else ""
-                reply, peer._handshake = server_challenge(req, self.authority, binding)
+                reply, peer._handshake = server_challenge(req, self.authority, peer.binding)
                 return {"ok": True, **reply}
             state, peer._handshake = peer._handshake, None
             if not isinstance(state, ServerState):

@@ -81,3 +81,25 @@ def test_queue_super_users_change_with_reconfig_and_the_schedds_account_stays_on
     assert rights.is_super("alice") and rights.is_super("condor") and not rights.is_super("bob")
     rights.set_super_users(["bob"])
     assert rights.is_super("bob") and rights.is_super("condor") and not rights.is_super("alice")
+
+
+def test_bad_tls_and_map_settings_name_the_file_and_line(tmp_path: Path) -> None:
+    home = make_home(tmp_path, "SEC_DEFAULT_ENCRYPTION = sometimes\n")
+    with pytest.raises(ConfigError) as err:
+        Security(load(home), "SCHEDD", make_key=True)
+    assert str(err.value).startswith(f"{home / 'roost_config'}:") and "'sometimes'" in str(err.value)
+
+    mapfile = tmp_path / "certmap"
+    mapfile.write_text('SSL "/CN=a" a@x\nSSL /(/ b@x\n')
+    home = make_home(tmp_path / "m", f"CERTIFICATE_MAPFILE = {mapfile}\n")
+    with pytest.raises(ConfigError) as err:
+        Security(load(home), "SCHEDD", make_key=True)
+    assert str(err.value).startswith(f"{mapfile}:2: bad regular expression")
+
+    home = make_home(tmp_path / "c", f"AUTH_SSL_SERVER_CAFILE = {tmp_path / 'none.crt'}\n")
+    sec = Security(load(home), "SCHEDD", make_key=True)
+    assert sec.server_tls("127.0.0.1") is None  # loopback listeners take no TLS
+    with pytest.raises(ConfigError) as err:
+        sec.server_tls("10.1.2.3")  # the self-signed certificate is made; the CA file is missing
+    assert "AUTH_SSL_SERVER_CAFILE" in str(err.value) and "no such file" in str(err.value)
+    assert (home / "ssl" / "host.crt").exists() and oct((home / "ssl" / "host.key").stat().st_mode)[-3:] == "600"

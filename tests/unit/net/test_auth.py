@@ -126,8 +126,10 @@ def test_proof_without_hello_and_unknown_methods_are_refused_and_the_connection_
     with SyncClient(server.server.address) as c:
         with pytest.raises(RemoteError, match="AUTH_PROOF without an AUTH"):
             c.call("AUTH_PROOF", proof="x")
-        with pytest.raises(RemoteError, match="'KERBEROS' is not offered"):
-            c.call("AUTH", method="KERBEROS", token="a.b", nonce="n" * 20)
+        with pytest.raises(RemoteError, match="'GSI' is not offered"):
+            c.call("AUTH", method="GSI", token="a.b", nonce="n" * 20)
+        with pytest.raises(RemoteError, match="takes no Kerberos"):
+            c.call("AUTH", method="KERBEROS", token="a.b")
         with pytest.raises(RemoteError, match="malformed"):
             c.call("AUTH", method="IDTOKENS", token=["x"], nonce="n" * 20)
         with pytest.raises(RemoteError, match="PERMISSION_DENIED|needs an authenticated"):
