@@ -159,3 +159,15 @@ print(json.dumps(out))
     got = json.loads(hosts["submit"].python(code, startd, root, gone).stdout)
     assert got[0][1] == "ok", got
     assert got[1][0] == "AUTH_FAILED" and "revoked" in got[1][1], got
+
+
+def test_a_host_whose_name_does_not_resolve_finds_its_address(network) -> None:
+    """IP_ADDRESS (what daemons advertise when NETWORK_INTERFACE says nothing) comes
+    from the host's interfaces when its name gives no address, never 127.x."""
+    import sys
+
+    h = network.add_host("noname")
+    code = "from roost.config import Config; print(Config.load(env={}).get('IP_ADDRESS'))"
+    done = h.run([sys.executable, "-c", code])
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == h.address

@@ -98,6 +98,32 @@ def _username(env: Mapping[str, str]) -> str:
         return env.get("USER") or env.get("LOGNAME") or str(os.geteuid())
 
 
+def interface_address() -> str | None:
+    """The first IPv4 address of a network interface other than loopback (as
+    HTCondor picks one when the host name gives none); asked of the kernel
+    (SIOCGIFADDR), nothing sent. None when there is none, or not on Linux."""
+    try:
+        # lazy: fcntl/struct only when the host name does not give an address
+        import fcntl
+        import struct
+
+        names = [name for _, name in socket.if_nameindex()]
+    except (ImportError, OSError, AttributeError):
+        return None
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        for name in names:
+            if name == "lo":
+                continue
+            try:
+                packed = fcntl.ioctl(s.fileno(), 0x8915, struct.pack("256s", name.encode()[:15]))  # SIOCGIFADDR
+            except OSError:
+                continue  # no IPv4 address on it
+            ip = socket.inet_ntoa(packed[20:24])
+            if not ip.startswith("127."):
+                return ip
+    return None
+
+
 def detect_facts(env: Mapping[str, str]) -> dict[str, str]:
     """What HTCondor calls the built-in macros: host name, CPUs, memory, home ..."""
     full = socket.getfqdn() or socket.gethostname()
@@ -105,6 +131,8 @@ def detect_facts(env: Mapping[str, str]) -> dict[str, str]:
         ip = socket.gethostbyname(socket.gethostname())
     except OSError:
         ip = "127.0.0.1"
+    if ip.startswith("127."):  # a name that does not resolve, or Debian's 127.0.1.1
+        ip = interface_address() or ip
     machine = platform.machine().upper()
     return {
         "FULL_HOSTNAME": full,
