@@ -1,4 +1,4 @@
-"""Fuzz every daemon's TCP port (issue 12): malformed and oversized frames, before and
+"""Fuzz every daemon's TCP port (issue 12), plain and inside TLS: malformed and oversized frames, before and
 after a real IDTOKENS handshake. After each batch the daemon is the same process, a
 well-formed request on another connection is still answered, and its memory has not
 grown (VmRSS, measured after a warm-up batch and again at the end).
@@ -20,24 +20,30 @@ import base64
 import json
 import random
 import socket
+import ssl
 import struct
+import tempfile
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
-from poolkit import PoolHandle
+from poolkit import PoolHandle, start_pool, stop_pool
 
 from roost.api.connection import pool_token
 from roost.api.home import read_address
 from roost.net.auth import ClientHandshake
 from roost.net.framing import MAX_FRAME
 from roost.net.protocol import SCHEMAS
+from roost.net.tls import binding_of
 
 DAEMONS = ["collector", "negotiator", "schedd", "startd", "master"]
 WARMUP = 60
 CASES = 300  # after the warm-up, per daemon
 RSS_BOUND_KB = 20 * 1024
+TLS_QUIET = 0.3  # seconds without an answer that end a TLS case (see ``exchange``)
+TLS_CASES = 150  # fewer inside TLS: a case with no known answer count costs TLS_QUIET
 SEED = 12
 
 OK = "OK"
@@ -91,11 +97,20 @@ def _read_frame(s: socket.socket) -> dict[str, Any] | None:
     return obj
 
 
-def _connect(address: str, token: str | None) -> socket.socket:
+def _connect(address: str, token: str | None, tls: bool = False) -> socket.socket:
     host, port = address.rsplit(":", 1)
     s = socket.create_connection((host, int(port)), timeout=10)
+    binding = ""
+    if tls:  # STARTTLS, then the TLS handshake on the same socket (the daemon's certificate unchecked)
+        s.sendall(frame({"cmd": "STARTTLS"}))
+        started = _read_frame(s)
+        assert started is not None and started["ok"] is True, started
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+        ctx.check_hostname, ctx.verify_mode = False, ssl.CERT_NONE
+        s = ctx.wrap_socket(s)
+        binding = binding_of(s.getpeercert(binary_form=True))
     if token is not None:
-        hs = ClientHandshake(token)
+        hs = ClientHandshake(token, binding)
         s.sendall(frame(hs.hello()))
         challenge = _read_frame(s)
         assert challenge is not None and challenge["ok"] is True, challenge
@@ -105,20 +120,36 @@ def _connect(address: str, token: str | None) -> socket.socket:
     return s
 
 
-def exchange(address: str, payload: bytes, token: str | None) -> list[dict[str, Any]]:
-    """Send ``payload`` on a fresh connection, half-close, read every answer to EOF."""
-    with _connect(address, token) as s:
+def exchange(address: str, payload: bytes, token: str | None, tls: bool = False,
+             want: int | None = None) -> list[dict[str, Any]]:
+    """Send ``payload`` on a fresh connection, half-close, read every answer to EOF.
+    Inside TLS (no half-close): ``want`` answers when the case knows how many, else
+    until the daemon is quiet for TLS_QUIET."""
+    with _connect(address, token, tls) as s:
         try:
             s.sendall(payload)
-            s.shutdown(socket.SHUT_WR)
-        except (BrokenPipeError, ConnectionResetError):
+            if tls:
+                # TLS has no half-close (an end of TCP without close_notify aborts the
+                # session, answers and all): wait for answers until the daemon is quiet
+                s.settimeout(TLS_QUIET)
+            else:
+                s.shutdown(socket.SHUT_WR)
+        except (BrokenPipeError, ConnectionResetError, ssl.SSLError):
             pass  # it hung up on a bad frame before we were done: its answer is still there
-        answers = []
+        answers: list[dict[str, Any]] = []
+        limit = want if tls else None
+        if limit is not None:
+            s.settimeout(10.0)
         try:
-            while (a := _read_frame(s)) is not None:
+            while limit is None or len(answers) < limit:
+                a = _read_frame(s)
+                if a is None:
+                    break
                 answers.append(a)
-        except ConnectionResetError:
+        except (ConnectionResetError, ssl.SSLError):
             pass  # it closed with our unread bytes in its buffer (a frame over MAX_FRAME)
+        except TimeoutError:
+            assert tls, "a plain connection is half-closed: the daemon answers, then hangs up"
         return answers
 
 
@@ -304,17 +335,42 @@ def _check(answers: list[dict[str, Any]], expect: list[set[str]] | None, what: s
             f"{what}: answers {got}, expected {expect}: {answers}")
 
 
-def _probe(address: str, daemon: str, owner: str) -> None:
+def _probe(address: str, daemon: str, owner: str, tls: bool = False) -> None:
     req, needs_token, want = PROBE[daemon]
-    answers = exchange(address, frame(req), owner if needs_token else None)
+    answers = exchange(address, frame(req), owner if needs_token else None, tls, want=1)
     assert len(answers) == 1, answers
     got = OK if answers[0]["ok"] else answers[0]["code"]
     assert got == want, f"{daemon} no longer answers {req}: {answers}"
 
 
+@pytest.fixture
+def tls_pool() -> Iterator[PoolHandle]:
+    """A personal pool whose daemons take only TLS, loopback included."""
+    home = Path(tempfile.mkdtemp(prefix="roost-itt-", dir="/tmp"))
+    p = start_pool(home, "\nSEC_ENCRYPT_LOOPBACK = True\n")
+    try:
+        yield p
+    finally:
+        stop_pool(p)
+
+
 @pytest.mark.parametrize("daemon", DAEMONS)
 def test_fuzzed_port_stays_up_answers_and_does_not_grow(fresh_pool: PoolHandle, daemon: str) -> None:
-    pool = fresh_pool
+    fuzz(fresh_pool, daemon, tls=False)
+
+
+@pytest.mark.parametrize("daemon", DAEMONS)
+def test_fuzzed_tls_port_stays_up_answers_and_does_not_grow(tls_pool: PoolHandle, daemon: str) -> None:
+    """The same cases inside TLS, and plain TCP to the TLS port (refused in one line)."""
+    address = read_address(tls_pool.home / "run" / f"{daemon}.address")
+    assert address
+    plain = exchange(address, frame(PROBE[daemon][0]), None)
+    assert [a.get("code") for a in plain] == ["ENCRYPTION_REQUIRED"], plain
+    fuzz(tls_pool, daemon, tls=True)
+
+
+def fuzz(pool: PoolHandle, daemon: str, tls: bool) -> None:
+    warmup, cases_n = (WARMUP // 3, TLS_CASES) if tls else (WARMUP, CASES)
     address = read_address(pool.home / "run" / f"{daemon}.address")
     assert address, f"{daemon} has no address"
     owner = pool_token(str(pool.home))
@@ -329,19 +385,20 @@ def test_fuzzed_port_stays_up_answers_and_does_not_grow(fresh_pool: PoolHandle, 
     def batch(n: int) -> None:
         for i, ((payload, expect), authed) in enumerate(cases(rng, n, owner)):
             what = f"{daemon} case {i} ({'after' if authed else 'before'} auth) {payload[:80]!r}"
-            _check(exchange(address, payload, owner if authed else None), expect, what)
+            _check(exchange(address, payload, owner if authed else None, tls,
+                            want=len(expect) if expect is not None else None), expect, what)
         # still the same process, and it answers a well-formed request on a new
         # connection while one of ours sits stalled mid-frame
         assert _alive(pid), f"{daemon} (pid {pid}) died"
-        with _connect(address, owner) as stalled:
+        with _connect(address, owner, tls) as stalled:
             stalled.sendall(struct.pack(">I", 1000) + b'{"cmd"')
-            _probe(address, daemon, owner)
+            _probe(address, daemon, owner, tls)
 
-    batch(WARMUP)
+    batch(warmup)
     before = rss_kb(pid)
     started = time.monotonic()
     for _ in range(3):
-        batch(CASES // 3)
+        batch(cases_n // 3)
     after = rss_kb(pid)
     assert after - before < RSS_BOUND_KB, f"{daemon}'s RSS grew from {before} kB to {after} kB"
     now = pool.master_status()["daemons"]
@@ -349,7 +406,7 @@ def test_fuzzed_port_stays_up_answers_and_does_not_grow(fresh_pool: PoolHandle, 
         assert d.get("restarts", 0) == restarts.get(name, 0), f"{name} restarted: {d}"
     if daemon != "master":
         assert now[daemon.upper()]["pid"] == pid
-    print(f"{daemon}: {WARMUP + CASES} cases, {time.monotonic() - started:.1f} s after warm-up, "
+    print(f"{daemon}: {warmup + cases_n} cases{' in TLS' if tls else ''}, {time.monotonic() - started:.1f} s after warm-up, "
           f"RSS {before} -> {after} kB")
 
 

@@ -55,10 +55,12 @@ def client_credentials(home: str, address: str) -> dict[str, Any]:
     if address.startswith("unix:"):
         return {}
     creds: dict[str, Any] = {"token": pool_token(home)}
-    # lazy: ssl and the configuration load only for a tool that talks to another host
+    # lazy: ssl and the configuration load only for a tool that talks to another host,
+    # or to a pool whose daemons have a certificate (SEC_ENCRYPT_LOOPBACK may ask for TLS
+    # on loopback too); a personal pool's tools never pay for them
     from roost.net.tls import is_loopback
 
-    if not is_loopback(_address_host(address)):
+    if not is_loopback(_address_host(address)) or os.path.exists(os.path.join(home, "ssl", "host.crt")):
         creds["tls"] = tool_tls(home)
     return creds
 
