@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from roost.api.errors import NoPoolError, PoolError
 from roost.api.home import no_daemon
+from roost.net.addresses import is_loopback
 from roost.net.errors import RemoteError
 from roost.net.syncclient import SyncClient
 
@@ -55,11 +56,9 @@ def client_credentials(home: str, address: str) -> dict[str, Any]:
     if address.startswith("unix:"):
         return {}
     creds: dict[str, Any] = {"token": pool_token(home)}
-    # lazy: ssl and the configuration load only for a tool that talks to another host,
-    # or to a pool whose daemons have a certificate (SEC_ENCRYPT_LOOPBACK may ask for TLS
-    # on loopback too); a personal pool's tools never pay for them
-    from roost.net.tls import is_loopback
-
+    # TLS settings (ssl, the configuration) load only for a tool that talks to another
+    # host, or to a pool whose daemons have a certificate (SEC_ENCRYPT_LOOPBACK may ask
+    # for TLS on loopback too): a personal pool's tools never pay for them
     if not is_loopback(_address_host(address)) or os.path.exists(os.path.join(home, "ssl", "host.crt")):
         creds["tls"] = tool_tls(home)
     return creds
@@ -68,7 +67,7 @@ def client_credentials(home: str, address: str) -> dict[str, Any]:
 def tool_tls(home: str) -> ClientTLS | None:
     """The tools' TLS settings from the configuration of the pool at ``home`` (cached)."""
     if home not in _tls_cache:
-        # lazy: the configuration is read only by a tool that talks to another host
+        # lazy: the configuration and ssl load only for a tool that needs TLS
         from roost.config import Config, ConfigError
         from roost.net.tls import TLSConfigError
         from roost.net.tls_settings import client_tls

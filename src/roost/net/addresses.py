@@ -119,3 +119,10 @@ def wait_address(
         if time.monotonic() >= deadline:
             raise TimeoutError(f"no address in {os.fspath(path)} after {timeout:g} s")
         time.sleep(interval)
+
+
+def is_loopback(host: str) -> bool:
+    """``host`` (an IP or ``unix``) is this machine's own: 127.0.0.0/8, ::1, localhost.
+    Here (no ``ipaddress``, no ``ssl``) because tools ask it before every TCP connection."""
+    h = host.strip("[]").lower()
+    return h in ("unix", "localhost", "::1", "0:0:0:0:0:0:0:1") or h.startswith("127.") or h.startswith("::ffff:127.")

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import ipaddress
 import os
 import socket
 import ssl
@@ -34,6 +33,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from roost.net.addresses import is_loopback
 from roost.net.errors import RemoteError
 
 LEVELS = ("REQUIRED", "PREFERRED", "OPTIONAL", "NEVER")
@@ -58,15 +58,6 @@ def level(value: str | None, knob: str, default: str = "OPTIONAL") -> str:
 
 def strongest(*levels: str) -> str:
     return min(levels, key=_RANK.__getitem__)
-
-
-def is_loopback(host: str) -> bool:
-    if host in ("unix", "localhost"):
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
 
 
 def binding_of(der: bytes | None) -> str:
