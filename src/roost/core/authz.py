@@ -197,7 +197,7 @@ COMMAND_LEVELS: dict[str, CommandLevel] = {
     # collector
     "UPDATE_AD": _c("collector", _ad_type_rule(), "`UPDATE_STARTD_AD`, `UPDATE_SCHEDD_AD`, ... (one per type)"),
     "INVALIDATE_AD": _c("collector", _ad_type_rule(), "`INVALIDATE_STARTD_ADS`, ... (one per type)"),
-    "VERIFY_TOKEN": _c("collector", L.DAEMON, "none (HTCondor's hosts hold a session with the central manager; roost's key-less hosts ask it to check a token)"),
+    "TOKEN_CHALLENGE": _c("collector", L.DAEMON, "none (HTCondor's hosts hold a session with the central manager; roost's key-less hosts have it run their side of a token handshake)"),
     "QUERY": _c(
         "collector",
         ByArg("private", (("true", (L.NEGOTIATOR, L.ADMINISTRATOR)),), (L.READ,)),

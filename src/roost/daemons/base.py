@@ -358,8 +358,11 @@ class Daemon:
         :meth:`reconfigured` takes), keeping every job, claim and ad. A configuration
         that does not read is refused and the old one stays. ``UID_DOMAIN`` names the
         users of queued jobs and running claims: changing it needs a restart."""
-        config, security = reread(self._config_path, self.subsys)
+        config, security = reread(self._config_path, self.subsys, self.local_name)
+        old = self._security
         self.config, self._security = config, security
+        if old is not None:
+            self.spawn(old.close(), "close-old-security")
         if self.server is not None:
             security.install(self.server, self.listen_on()[0])
         if self.collector is not None:  # a new token (a new pool key, say) on the next connection

@@ -32,12 +32,11 @@ from roost.classad.evaluate import EvaluationFailed, evaluate
 from roost.classad.parser import parse_expr
 from roost.core.submitters import ad_key
 from roost.daemons.base import Daemon, run
-from roost.net.addresses import write_address
+from roost.net.addresses import is_loopback, write_address
 from roost.net.adwire import obj_to_ad
-from roost.net.auth import TokenAuthority
+from roost.net.auth import AuthError, TokenAuthority, challenge_for
 from roost.net.errors import RequestError
 from roost.net.server import Handler, Peer, Server, serve
-from roost.net.tokens import TokenError
 
 
 @dataclass(slots=True)
@@ -194,20 +193,22 @@ class Collector(Daemon):
     # -- commands ------------------------------------------------------------------------
     def handlers(self) -> dict[str, Handler]:
         return {"UPDATE_AD": self.update_ad, "INVALIDATE_AD": self.invalidate_ad, "QUERY": self.query,
-                "VERIFY_TOKEN": self.verify_token}
+                "TOKEN_CHALLENGE": self.token_challenge}
 
-    async def verify_token(self, req: dict[str, Any], peer: Peer) -> dict[str, Any]:
-        """VERIFY_TOKEN: check a token (``header.claims``) for a daemon of a host that
-        holds no pool key, and give it the signature its handshake needs (it is
-        ``condor@UID_DOMAIN``, which may act as anyone already)."""
+    async def token_challenge(self, req: dict[str, Any], peer: Peer) -> dict[str, Any]:
+        """TOKEN_CHALLENGE: the server's half of an IDTOKENS handshake for a daemon of a
+        host that holds no pool key (:class:`roost.net.auth.DelegatedAuthority`); the
+        signature never leaves this host. Only over TLS (or from this host): the answer
+        holds the client proof to expect."""
+        if not peer.tls and not is_loopback(peer.host):
+            raise RequestError("ENCRYPTION_REQUIRED", "TOKEN_CHALLENGE: only over TLS")
         authority = self.security.authority
         if not isinstance(authority, TokenAuthority):
-            raise RequestError("NOT_FOUND", "VERIFY_TOKEN: this collector holds no pool signing key")
+            raise RequestError("NOT_FOUND", "TOKEN_CHALLENGE: this collector holds no pool signing key")
         try:
-            _, signature = authority.check(req["token"])
-        except TokenError as e:
-            raise RequestError("AUTH_FAILED", f"IDTOKENS: {e}") from None
-        return {"signature": signature}
+            return challenge_for(req, authority)
+        except AuthError as e:
+            raise RequestError("AUTH_FAILED", str(e)) from None
 
     async def update_ad(self, req: dict[str, Any], peer: Peer) -> dict[str, Any]:
         ad_type = req["type"]

@@ -30,7 +30,7 @@ from typing import Any
 
 from roost.config import Config, ConfigError
 from roost.daemons.backoff import Backoff
-from roost.daemons.base import advertise_host
+from roost.daemons.base import advertise_host, local_name_arg
 from roost.daemons.security import Security, reread
 from roost.net.addresses import (
     advertised,
@@ -163,8 +163,13 @@ class Master:
         args = (self.config.get(f"{name}_ARGS") or "").strip()
         if args:
             argv += shlex.split(args)
-        if local is not None and "-local-name" not in argv:
-            argv += ["-local-name", local]
+        if local is not None:
+            given = local_name_arg(argv)
+            if given is None:
+                argv += ["-local-name", local]
+            else:
+                local = given.lower()  # SCHEDD2_ARGS = -local-name X: its files are X's
+                log_name = f"{log_name.rsplit('.', 1)[0]}.{local}"
         backoff = Backoff(
             constant=self.config.get_float("MASTER_BACKOFF_CONSTANT", 1.0) or 0.0,
             factor=self.config.get_float("MASTER_BACKOFF_FACTOR", 2.0) or 1.0,
@@ -175,7 +180,7 @@ class Master:
             name=name,
             argv=argv,
             log_path=self.log_dir / log_name,
-            address_path=self.run_dir / f"{name.lower()}.address",
+            address_path=self.run_dir / f"{(local or name).lower()}.address",
             backoff=backoff,
         )
 
@@ -351,7 +356,9 @@ class Master:
         results: dict[str, str] = {}
         if only in (None, "MASTER"):
             # as at start: $ROOST_CONFIG, else $ROOST_HOME's
+            old = self.security
             self.config, self.security = reread(None, "MASTER")
+            await old.close()
             self.update_interval = self.config.get_float("UPDATE_INTERVAL", 300.0) or 300.0
             if self.server is not None:
                 self.security.install(self.server, self.config.get("BIND_ADDRESS") or "127.0.0.1")
@@ -402,7 +409,22 @@ class Master:
         log.info("%s turned off (%s)", child.name, "fast" if req.get("fast") else "graceful")
         child.off = True
         self._signal(child, bool(req.get("fast")))
+        if not req.get("fast"):
+            self._tasks.append(asyncio.create_task(self._kill_after(child, self.grace)))
         return {"state": child.status()["state"]}
+
+    async def _kill_after(self, child: Child, grace: float) -> None:
+        """A daemon turned off that has not stopped in ``grace`` seconds is killed."""
+        proc = child.proc
+        if proc is None:
+            return
+        with contextlib.suppress(asyncio.TimeoutError):
+            await asyncio.wait_for(proc.wait(), grace)
+            return
+        if child.off and proc.returncode is None:
+            log.warning("%s (pid %d) did not stop in %g s; killing it", child.name, proc.pid, grace)
+            with contextlib.suppress(ProcessLookupError):
+                proc.kill()
 
     async def cmd_daemon_on(self, req: dict[str, Any], peer: Any = None) -> dict[str, Any]:
         """DAEMON_ON: start a daemon turned off (condor_on -daemon); a running one is left be."""

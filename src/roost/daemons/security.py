@@ -27,6 +27,7 @@ import logging
 import os
 import pwd
 import time
+from dataclasses import replace
 from typing import Any
 
 from roost.config import Config, ConfigError
@@ -92,20 +93,36 @@ class Security:
         self._server_tls: ServerTLS | None = None
 
     def _delegated(self, config: Config) -> DelegatedAuthority | None:
-        """A host with a daemon token but no pool key: its daemons check peers' tokens
-        with the central manager's collector (:class:`roost.net.auth.DelegatedAuthority`)."""
+        """A host with a daemon token but no pool key: the central manager's collector
+        runs its side of each token handshake (:class:`roost.net.auth.DelegatedAuthority`),
+        always over TLS."""
         address = collector_address(config.get("COLLECTOR_HOST") or "", config.get_int("COLLECTOR_PORT", 9618) or 9618)
         if not address or address.startswith("unix:"):
             return None
-        client: list[AsyncClient] = []
+        # TLS even where the pool's own setting would allow plain TCP (proofs travel here)
+        tls = replace(self.client_tls, encryption="REQUIRED")
+        # a few connections, so that one slow handshake does not hold up the others
+        clients = [AsyncClient(address, timeout=DelegatedAuthority.TIMEOUT, connect_timeout=DelegatedAuthority.TIMEOUT,
+                               token=self.token, tls=tls) for _ in range(4)]
+        turn = iter(range(1 << 62))
 
-        async def ask(signing_input: str) -> dict[str, Any]:
-            if not client:
-                client.append(AsyncClient(address, timeout=5.0, connect_timeout=5.0, **self.client_args()))
-            return await client[0].call("VERIFY_TOKEN", token=signing_input)
+        async def ask(args: dict[str, Any]) -> dict[str, Any]:
+            idle = [c for c in clients if not c.busy()]
+            client = idle[0] if idle else clients[next(turn) % len(clients)]
+            return await client.call("TOKEN_CHALLENGE", **args)
 
-        log.info("no pool signing key here: tokens are checked by the collector at %s", address)
-        return DelegatedAuthority(ask, self.trust_domain, clock=time.time)
+        async def close() -> None:
+            for c in clients:
+                await c.close()
+
+        log.info("no pool signing key here: the collector at %s checks the tokens shown to this daemon", address)
+        return DelegatedAuthority(ask, self.trust_domain, close=close)
+
+    async def close(self) -> None:
+        """Close what this security holds open (a key-less host's collector connections)."""
+        authority = self.authority
+        if isinstance(authority, DelegatedAuthority) and authority.close is not None:
+            await authority.close()
 
     def _load_map(self, config: Config) -> list[Rule] | None:
         path = (config.get("CERTIFICATE_MAPFILE") or "").strip()
@@ -228,12 +245,12 @@ class Security:
                 "tls": self.server_tls(host), "kerberos": self.kerberos()}
 
 
-def reread(path: str | None, subsys: str) -> tuple[Config, Security]:
+def reread(path: str | None, subsys: str, local_name: str | None = None) -> tuple[Config, Security]:
     """RECONFIG's reading: the configuration (``path``, or the start's own lookup when
     None) and the security built from it; RequestError(BAD_CONFIG) naming file and line
     when either does not read, so the caller keeps running on the old one."""
     try:
-        config = Config.load(path, subsys=subsys)
+        config = Config.load(path, subsys=subsys, localname=local_name)
         security = Security(config, subsys, make_key=False)
         security.server_tls(config.get("BIND_ADDRESS") or "127.0.0.1")  # a bad certificate: refused here
         return config, security

@@ -42,7 +42,7 @@ from hashlib import sha256
 from typing import Any
 
 from roost.net.errors import RemoteError
-from roost.net.tokens import Claims, TokenError, decode_token, signature_of, utc, verify_token
+from roost.net.tokens import Claims, TokenError, decode_token, signature_of, verify_token
 
 METHOD = "IDTOKENS"
 _NONCE_BYTES = 32
@@ -57,6 +57,13 @@ def _proof(secret: str, side: str, client_nonce: str, server_nonce: str, signing
            binding: str) -> str:
     msg = "\n".join(("roost-idtokens-2", side, client_nonce, server_nonce, signing_input, binding)).encode()
     return base64.b64encode(hmac.new(secret.encode("ascii"), msg, sha256).digest()).decode("ascii")
+
+
+def plain_binding(offered: bool) -> str:
+    """The binding of a connection without TLS: whether the daemon offered TLS to this
+    peer, inside the proofs, so a client whose STARTTLS was refused on the path (a
+    downgrade) finds out."""
+    return f"plain;tls-offered={int(offered)}"
 
 
 def _nonce() -> str:
@@ -124,7 +131,7 @@ class ServerState:
 
 
 def server_challenge(
-    req: Mapping[str, Any], authority: TokenAuthority, binding: str = ""
+    req: Mapping[str, Any], authority: TokenAuthority, binding: str = "plain;tls-offered=0"
 ) -> tuple[dict[str, Any], ServerState]:
     """Answer an ``AUTH`` request: the reply to send and the state to keep; AuthError
     (one line) when the method is unknown or the token is not honoured."""
@@ -158,8 +165,11 @@ def server_finish(req: Mapping[str, Any], state: ServerState) -> Identity:
 class ClientHandshake:
     """The client's side: :meth:`hello` to send, then :meth:`answer` to the reply."""
 
-    def __init__(self, token: str, binding: str = "") -> None:
+    def __init__(self, token: str, binding: str = "", refused_tls: bool = False) -> None:
+        #: the TLS channel binding; "" on a connection without TLS (``refused_tls``:
+        #: the daemon answered our STARTTLS with TLS_UNAVAILABLE)
         self.binding = binding
+        self.refused_tls = refused_tls
         token = token.strip()
         parts = token.split(".")
         if len(parts) != 3 or not all(parts):
@@ -176,15 +186,19 @@ class ClientHandshake:
         server_nonce, proof = reply.get("nonce"), reply.get("proof")
         if type(server_nonce) is not str or type(proof) is not str:
             raise AuthError(f"{METHOD}: the server's answer is malformed")
-        want = _proof(self.secret, "server", self.nonce, server_nonce, self.signing_input, self.binding)
+        binding = self.binding or plain_binding(reply.get("tls") is True)
+        want = _proof(self.secret, "server", self.nonce, server_nonce, self.signing_input, binding)
         if not hmac.compare_digest(want.encode(), proof.encode("ascii", "replace")):
             raise AuthError(
                 f"{METHOD}: the server's proof does not match this token: the token was not "
                 "signed with this pool's key, the server does not hold it (not this pool's), "
                 "or someone between us holds the TLS connection"
             )
+        if self.refused_tls and reply.get("tls") is True:
+            raise AuthError(f"{METHOD}: the daemon offers TLS, yet our STARTTLS was refused: someone "
+                            "between us is stripping TLS")
         return {"cmd": "AUTH_PROOF", "proof": _proof(self.secret, "client", self.nonce, server_nonce,
-                                                     self.signing_input, self.binding)}
+                                                     self.signing_input, binding)}
 
 
 #: what a client's generator yields and is sent back: a request, then its reply frame
@@ -240,23 +254,26 @@ def _kerberos_steps(service: str, binding: str) -> AuthSteps:
             reply = yield {"cmd": "AUTH", "method": "KERBEROS", "token": base64.b64encode(out).decode("ascii")}
             if reply.get("ok") is not True:
                 raise AuthError(str(reply.get("error") or "KERBEROS: refused"))
-            back = base64.b64decode(str(reply.get("token") or ""))
+            try:
+                back = base64.b64decode(str(reply.get("token") or ""), validate=True)
+            except ValueError:
+                raise AuthError("KERBEROS: the daemon's token is not base64") from None
             if back or not ctx.done:
                 out = ctx.step(back)  # mutual authentication: the daemon proves it holds the service key
             if reply.get("identity") is not None:
                 if not ctx.done:
                     raise AuthError("KERBEROS: the daemon did not prove it holds the service's key")
-                ctx.close()
                 return str(reply["identity"])
     except GSSError as e:
+        raise AuthError(str(e)) from None
+    finally:  # done, failed, or abandoned (the generator closed): the context is released
         if ctx is not None:
             ctx.close()
-        raise AuthError(str(e)) from None
 
 
 def client_methods(token: str | None, *, tls: bool, has_cert: bool, binding: str = "",
                    methods: tuple[str, ...] = ("SSL", "IDTOKENS"),
-                   kerberos_service: str | None = None) -> AuthSteps:
+                   kerberos_service: str | None = None, refused_tls: bool = False) -> AuthSteps:
     """The client's authentication after connecting (and after STARTTLS when ``tls``):
     each method it can use, in ``methods`` order, until one succeeds. Yields requests,
     is sent each reply; returns the identity proved, or None when it had nothing to
@@ -276,7 +293,7 @@ def client_methods(token: str | None, *, tls: bool, has_cert: bool, binding: str
                 failures.append(str(e))
         elif method == METHOD and token is not None:
             try:
-                hs = ClientHandshake(token, binding)
+                hs = ClientHandshake(token, binding, refused_tls)
                 reply = yield hs.hello()
                 if reply.get("ok") is True:
                     reply = yield hs.answer(reply)
@@ -290,57 +307,78 @@ def client_methods(token: str | None, *, tls: bool, has_cert: bool, binding: str
     return None
 
 
+@dataclass
+class DelegatedState:
+    """What a key-less daemon keeps between ``AUTH`` and ``AUTH_PROOF``: the client's
+    proof the central manager expects, and whom it proves."""
+
+    expect: str
+    subject: str
+    scopes: tuple[str, ...]
+    jti: str
+
+
 class DelegatedAuthority:
     """IDTOKENS for a host that holds no pool key (HTCondor's execute and submit hosts
-    hold only a token): the central manager's collector checks each token
-    (``VERIFY_TOKEN``, asked by this daemon as ``condor@UID_DOMAIN`` over TLS) and
-    returns the signature the handshake needs; revocation is the central manager's.
-    Answers are kept a minute (expiry is checked again at each use), so a daemon asks
-    once per peer, not per connection.
+    hold only a token). The central manager's collector runs the server's half of the
+    handshake for it (``TOKEN_CHALLENGE``, asked as ``condor@UID_DOMAIN`` over TLS):
+    it checks the token (issuer, expiry, revocation), picks the server nonce and
+    returns the server's proof and the client proof it expects, both bound to this
+    daemon's channel. No signature or key ever leaves the central manager, so a host
+    that holds no key learns nothing it could use anywhere else.
 
-    ``ask(signing_input)`` returns the collector's answer (``{"signature": s}``) or
-    raises RemoteError (the token is refused: its message) or ConnectionError.
+    ``ask(request)`` sends ``TOKEN_CHALLENGE`` and returns its answer, or raises
+    RemoteError (the token is refused: its message) or ConnectionError/TimeoutError.
     """
 
-    TTL = 60.0
+    TIMEOUT = 5.0
 
-    def __init__(self, ask: Callable[[str], Any], issuer: str, *, clock: Callable[[], float]) -> None:
+    def __init__(self, ask: Callable[[dict[str, Any]], Any], issuer: str,
+                 close: Callable[[], Any] | None = None) -> None:
         self.ask = ask
         self.issuer = issuer
-        self.clock = clock
-        self._cache: dict[str, tuple[float, str | None, str]] = {}  # input -> (until, sig, error)
+        self.close = close
 
-    async def prefetch(self, signing_input: Any) -> None:
-        """Fill the cache for this token (before :meth:`check`, which must not wait)."""
-        if type(signing_input) is not str or len(signing_input) > 16384:
-            return
-        now = self.clock()
-        hit = self._cache.get(signing_input)
-        if hit is not None and hit[0] > now:
-            return
-        if len(self._cache) > 4096:
-            self._cache = {k: v for k, v in self._cache.items() if v[0] > now}
+    async def challenge(self, req: Mapping[str, Any], binding: str) -> tuple[dict[str, Any], DelegatedState]:
+        """The reply to an ``AUTH`` and the state for its ``AUTH_PROOF``; AuthError (one line)."""
+        token, nonce = req.get("token"), req.get("nonce")
+        if type(nonce) is not str or not 16 <= len(nonce) <= _MAX_NONCE_TEXT:
+            raise AuthError(f"{METHOD}: the client's nonce is missing or malformed")
+        if type(token) is not str or token.count(".") != 1 or len(token) > 16384:
+            raise AuthError(f"{METHOD}: malformed token: expected header.claims, without the signature")
+        import asyncio  # lazy: only a daemon's event loop gets here; auth stays importable by tools
+
         try:
-            answer = await self.ask(signing_input)
-            sig = answer.get("signature")
-            self._cache[signing_input] = (now + self.TTL, sig if type(sig) is str else None,
-                                          "" if type(sig) is str else "the central manager's answer is malformed")
+            async with asyncio.timeout(self.TIMEOUT):
+                got = await self.ask({"token": token, "nonce": nonce, "binding": binding})
         except RemoteError as e:
-            self._cache[signing_input] = (now + min(self.TTL, 5.0), None, e.message)
-        except (ConnectionError, OSError) as e:  # not cached: the next connection asks again
-            self._cache.pop(signing_input, None)
-            raise TokenError(f"the central manager, which checks this pool's tokens, cannot be reached: {e}") from None
+            raise AuthError(e.message if e.message.startswith(f"{METHOD}:") else f"{METHOD}: {e.message}") from None
+        except (ConnectionError, OSError, TimeoutError) as e:
+            raise AuthError(f"{METHOD}: the central manager, which checks this pool's tokens, cannot be "
+                            f"reached: {e or 'no answer in time'}") from None
+        fields = ("nonce", "proof", "expect", "subject", "jti")
+        if not all(type(got.get(f)) is str for f in fields) or not isinstance(got.get("scopes"), list):
+            raise AuthError(f"{METHOD}: the central manager's answer is malformed")
+        state = DelegatedState(got["expect"], got["subject"], tuple(str(x) for x in got["scopes"]), got["jti"])
+        return {"nonce": got["nonce"], "proof": got["proof"]}, state
 
-    def check(self, signing_input: str) -> tuple[Claims, str]:
-        if type(signing_input) is not str or signing_input.count(".") != 1:
-            raise TokenError("malformed token: expected header.claims, without the signature")
-        hit = self._cache.get(signing_input)
-        if hit is None:
-            raise TokenError("the token was not checked with the central manager")
-        _, sig, error = hit
-        if sig is None:
-            raise TokenError(error.removeprefix("IDTOKENS: "))
-        _, claims = decode_token(signing_input + "." + sig)
-        if claims.expires_at is not None and self.clock() > claims.expires_at:
-            raise TokenError(f"token expired at {utc(claims.expires_at)} (jti {claims.jti})")
-        return claims, sig
+
+def delegated_finish(req: Mapping[str, Any], state: DelegatedState) -> Identity:
+    """Check an ``AUTH_PROOF`` against the proof the central manager expects."""
+    got = req.get("proof")
+    if type(got) is not str or not hmac.compare_digest(state.expect.encode(), got.encode("ascii", "replace")):
+        raise AuthError(f"{METHOD}: the client could not prove it holds the token (jti {state.jti})")
+    return Identity(state.subject, METHOD, state.scopes)
+
+
+def challenge_for(req: Mapping[str, Any], authority: TokenAuthority) -> dict[str, Any]:
+    """The central manager's side of ``TOKEN_CHALLENGE``: the server nonce and proof for
+    a key-less daemon to send, the client proof it must then expect, and whom it
+    proves; AuthError when the pool does not honour the token."""
+    binding = req.get("binding")
+    if type(binding) is not str or len(binding) > 256:
+        raise AuthError(f"{METHOD}: the channel binding is missing or malformed")
+    reply, state = server_challenge(req, authority, binding)
+    expect = _proof(state.secret, "client", state.client_nonce, state.server_nonce, state.signing_input, binding)
+    levels = [sc.split("/", 1)[1] for sc in state.claims.scopes if sc.startswith("condor:/")]
+    return {**reply, "expect": expect, "subject": state.claims.subject, "scopes": levels, "jti": state.claims.jti}

@@ -26,6 +26,8 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
+from roost.net.tls import escape_dn_value
+
 DAY = datetime.timedelta(days=1)
 
 
@@ -59,7 +61,7 @@ def dn_text(name: x509.Name) -> str:
     for rdn in name.rdns:
         for attr in rdn:
             key = attr.oid._name if attr.oid._name else attr.oid.dotted_string
-            out.append(f"/{_SHORT.get(key, key)}={attr.value}")
+            out.append(f"/{_SHORT.get(key, key)}={escape_dn_value(str(attr.value))}")
     return "".join(out)
 
 

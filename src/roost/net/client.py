@@ -137,10 +137,14 @@ async def open_connection(
 
 async def _secure(conn: Connection, host: str, token: str | None, tls: ClientTLS | None) -> None:
     """STARTTLS where wanted, then each authentication method this client can use."""
-    binding, on_tls = "", False
+    binding, on_tls, refused = "", False, False
     if tls is not None and tls.wanted(host):
         await conn.send({"cmd": "STARTTLS"})
         reply = await conn.recv()
+        if reply.get("ok") is True and getattr(conn.reader, "_buffer", b""):
+            # more in the clear after the ok would be read as if it came over TLS
+            raise RemoteError("AUTH_FAILED", f"SSL: {conn.address} sent data in the clear after agreeing to "
+                              "start TLS (someone on the path?)")
         if reply.get("ok") is True:
             ctx = client_context(tls)
             try:
@@ -153,9 +157,14 @@ async def _secure(conn: Connection, host: str, token: str | None, tls: ClientTLS
         elif tls.required:
             raise RemoteError("AUTH_FAILED", f"SSL: {conn.address} does not start TLS ({reply.get('error')}) "
                               "and SEC_DEFAULT_ENCRYPTION = REQUIRED here")
+        else:
+            refused = True
+    ktarget = None
+    if tls is not None and "KERBEROS" in tls.methods:  # a reverse lookup may block: not in the loop
+        ktarget = tls.kerberos_principal or await asyncio.to_thread(tls.kerberos_target, host)
     steps = client_methods(token, tls=on_tls, has_cert=bool(tls and tls.has_cert), binding=binding,
                            methods=tls.methods if tls is not None else ("IDTOKENS",),
-                           kerberos_service=tls.kerberos_target(host) if tls is not None else None)
+                           kerberos_service=ktarget, refused_tls=refused)
     try:
         req = next(steps)
         while True:
@@ -211,6 +220,10 @@ class AsyncClient:
         if self._conn is not None:
             self._conn.close()
             self._conn = None
+
+    def busy(self) -> bool:
+        """True while a call or a stream holds the connection."""
+        return self._lock.locked()
 
     def dropped(self) -> bool:
         """True if the peer closed our idle connection (e.g. it restarted)."""

@@ -123,23 +123,21 @@ def _bindings(binding: str) -> tuple[_Bindings, Any]:
     return b, data  # keep ``data`` alive as long as the bindings
 
 
-def _hostbased_oid() -> _OID:
-    # 1.2.840.113554.1.2.1.4: GSS_C_NT_HOSTBASED_SERVICE ("service@host")
-    return _oid(b"\x2a\x86\x48\x86\xf7\x12\x01\x02\x01\x04")
-
-
-def _krb5_principal_oid() -> _OID:
-    # 1.2.840.113554.1.2.2.1: GSS_KRB5_NT_PRINCIPAL_NAME ("primary/instance@REALM")
-    return _oid(b"\x2a\x86\x48\x86\xf7\x12\x01\x02\x02\x01")
-
-
-_keep: list[Any] = []
+#: GSS_C_NT_HOSTBASED_SERVICE ("service@host"), 1.2.840.113554.1.2.1.4, and
+#: GSS_KRB5_NT_PRINCIPAL_NAME ("primary/instance@REALM"), 1.2.840.113554.1.2.2.1
+_HOSTBASED_DER = b"\x2a\x86\x48\x86\xf7\x12\x01\x02\x01\x04"
+_PRINCIPAL_DER = b"\x2a\x86\x48\x86\xf7\x12\x01\x02\x02\x01"
+_OIDS: dict[bytes, tuple[_OID, Any]] = {}
 
 
 def _oid(der: bytes) -> _OID:
-    data = ctypes.create_string_buffer(der, len(der))
-    _keep.append(data)
-    return _OID(len(der), ctypes.cast(data, ctypes.c_void_p))
+    """A name-type OID, made once and kept (with the bytes it points at)."""
+    with _lock:
+        got = _OIDS.get(der)
+        if got is None:
+            data = ctypes.create_string_buffer(der, len(der))
+            got = _OIDS[der] = (_OID(len(der), ctypes.cast(data, ctypes.c_void_p)), data)
+    return got[0]
 
 
 def _import_name(text: str) -> ctypes.c_void_p:
@@ -148,7 +146,7 @@ def _import_name(text: str) -> ctypes.c_void_p:
     buf = _Buffer(len(raw), ctypes.cast(ctypes.c_char_p(raw), ctypes.c_void_p))
     # ``service@host`` is host-based; ``primary/instance@REALM`` (a realm is upper case) a principal
     host_based = "/" not in text and "@" in text and not text.rsplit("@", 1)[1].isupper()
-    oid = _hostbased_oid() if host_based else _krb5_principal_oid()
+    oid = _oid(_HOSTBASED_DER if host_based else _PRINCIPAL_DER)
     name = ctypes.c_void_p()
     minor = OM_uint32(0)
     _check(lib.gss_import_name(ctypes.byref(minor), ctypes.byref(buf), ctypes.byref(oid), ctypes.byref(name)),

@@ -29,18 +29,20 @@ from roost.net import framing
 from roost.net.auth import (
     AuthError,
     DelegatedAuthority,
+    DelegatedState,
     Identity,
     KerberosSettings,
     ServerState,
     TokenAuthority,
+    delegated_finish,
     kerberos_accept,
+    plain_binding,
     server_challenge,
     server_finish,
 )
 from roost.net.errors import ProtocolError, RequestError
 from roost.net.protocol import SCHEMAS, Schema, validate
 from roost.net.tls import ServerTLS, describe_ssl_error, subject_dn
-from roost.net.tokens import TokenError
 
 log = logging.getLogger(__name__)
 
@@ -76,6 +78,11 @@ def one_line(message: str) -> str:
 
 def _error(code: str, message: str) -> bytes:
     return framing.encode(framing.error_response(code, one_line(message)))
+
+
+def _buffered(reader: asyncio.StreamReader) -> bool:
+    """Whether ``reader`` holds bytes not yet read (asyncio keeps them in ``_buffer``)."""
+    return bool(getattr(reader, "_buffer", b""))
 
 
 def _user_name(uid: int) -> str:
@@ -314,13 +321,7 @@ class Server:
             if type(cmd) is not str:
                 raise RequestError("BAD_REQUEST", "request has no 'cmd' string")
             if cmd == "AUTH" or cmd == "AUTH_PROOF":
-                prefetch = getattr(self.authority, "prefetch", None)
-                if cmd == "AUTH" and prefetch is not None and req.get("method") == "IDTOKENS":
-                    try:  # a host without the pool key asks the central manager first
-                        await prefetch(req.get("token"))
-                    except TokenError as e:
-                        raise RequestError("AUTH_FAILED", f"IDTOKENS: {e}") from None
-                return framing.encode(self._authenticate(cmd, req, peer)), True
+                return framing.encode(await self._authenticate(cmd, req, peer)), True
             handler = self.handlers.get(cmd)
             if handler is None:
                 raise RequestError("BAD_REQUEST", f"unknown command {cmd!r}")
@@ -361,6 +362,11 @@ class Server:
             peer.writer.write(_error("TLS_UNAVAILABLE", f"STARTTLS: {why}"))
             await peer.writer.drain()
             return True
+        if _buffered(peer.reader):
+            # bytes sent in the clear after STARTTLS would be read as if they came over
+            # TLS (a command injected on the path): the client must wait for our ok
+            log.warning("%s sent data after STARTTLS before the TLS handshake; closing", peer.address)
+            return False
         peer.writer.write(framing.encode({"ok": True}))
         try:
             await peer.writer.start_tls(tls.context, ssl_handshake_timeout=10.0)
@@ -373,33 +379,49 @@ class Server:
         peer.subject = subject_dn(cert) if cert else None
         return True
 
-    def _authenticate(self, cmd: str, req: dict[str, Any], peer: Peer) -> dict[str, Any]:
+    def _offers_tls(self, peer: Peer) -> bool:
+        """Whether this daemon would run TLS with ``peer`` if asked (STARTTLS)."""
+        return self.tls is not None and self.tls.encryption != "NEVER" and peer.host != "unix"
+
+    async def _authenticate(self, cmd: str, req: dict[str, Any], peer: Peer) -> dict[str, Any]:
         """One step of the handshake of :mod:`roost.net.auth`; RequestError(AUTH_FAILED)
         with the one-line reason when it fails (the connection stays usable)."""
         try:
-            if cmd == "AUTH" and req.get("method") == "SSL":
-                peer._handshake = None
-                peer.identity = self._ssl_identity(peer)
-                return {"ok": True, "identity": peer.identity.name}
+            pending, peer._handshake = peer._handshake, None
             if cmd == "AUTH" and req.get("method") == "KERBEROS":
                 if self.kerberos is None:
                     raise AuthError("KERBEROS: this daemon takes no Kerberos (no KERBEROS_SERVER_KEYTAB, "
                                     "or KERBEROS is not in its SEC_DEFAULT_AUTHENTICATION_METHODS)")
-                pending = peer._handshake if not isinstance(peer._handshake, ServerState) else None
-                reply, peer._handshake, ident = kerberos_accept(req, self.kerberos, peer.binding, pending)
+                acceptor = pending if hasattr(pending, "step") else None
+                reply, peer._handshake, ident = kerberos_accept(req, self.kerberos, peer.binding, acceptor)
+                if peer._handshake is not None and peer._handshake is not acceptor:
+                    peer.on_close(peer._handshake.close)  # a context left half-made goes with the connection
                 if ident is not None:
                     peer.identity = ident
                 return {"ok": True, **reply}
+            if hasattr(pending, "close"):
+                pending.close()  # a Kerberos context another method replaces
+            if cmd == "AUTH" and req.get("method") == "SSL":
+                peer.identity = self._ssl_identity(peer)
+                return {"ok": True, "identity": peer.identity.name}
             if self.authority is None:
                 raise AuthError("IDTOKENS: this server takes no tokens (it authenticates local peers only)")
             if cmd == "AUTH":
-                peer._handshake = None
-                reply, peer._handshake = server_challenge(req, self.authority, peer.binding)
+                offered = self._offers_tls(peer)
+                binding = peer.binding if peer.tls else plain_binding(offered)
+                if isinstance(self.authority, DelegatedAuthority):  # a host without the pool key
+                    reply, peer._handshake = await self.authority.challenge(req, binding)
+                else:
+                    reply, peer._handshake = server_challenge(req, self.authority, binding)
+                if not peer.tls:
+                    reply["tls"] = offered  # inside the proofs: a client whose STARTTLS was stripped sees it
                 return {"ok": True, **reply}
-            state, peer._handshake = peer._handshake, None
-            if not isinstance(state, ServerState):
+            if isinstance(pending, DelegatedState):
+                peer.identity = delegated_finish(req, pending)
+            elif isinstance(pending, ServerState):
+                peer.identity = server_finish(req, pending)
+            else:
                 raise AuthError("AUTH_PROOF without an AUTH before it on this connection")
-            peer.identity = server_finish(req, state)
             return {"ok": True, "identity": peer.identity.name}
         except AuthError as e:
             log.info("authentication of %s failed: %s", peer.address, e)

@@ -87,7 +87,7 @@ class SyncClient:
         from roost.net.tls import binding_of, cert_refused_hint, client_context, describe_ssl_error
 
         assert self._sock is not None
-        binding, on_tls, tls = "", False, self.tls
+        binding, on_tls, refused, tls = "", False, False, self.tls
         if tls is not None and tls.wanted(host):
             self._sock.sendall(framing.encode({"cmd": "STARTTLS"}))
             reply = self.recv()
@@ -104,9 +104,12 @@ class SyncClient:
             elif tls.required:
                 raise RemoteError("AUTH_FAILED", f"SSL: {self.address} does not start TLS "
                                   f"({reply.get('error')}) and SEC_DEFAULT_ENCRYPTION = REQUIRED here")
+            else:
+                refused = True
         steps = client_methods(self.token, tls=on_tls, has_cert=bool(tls and tls.has_cert), binding=binding,
                            methods=tls.methods if tls is not None else ("IDTOKENS",),
-                           kerberos_service=tls.kerberos_target(host) if tls is not None else None)
+                           kerberos_service=tls.kerberos_target(host) if tls is not None else None,
+                           refused_tls=refused)
         try:
             req = next(steps)
             while True:

@@ -77,8 +77,14 @@ def subject_dn(peercert: dict[str, Any]) -> str:
     out = []
     for rdn in peercert.get("subject", ()):
         for key, value in rdn:
-            out.append(f"/{short.get(key, key)}={value}")
+            out.append(f"/{short.get(key, key)}={escape_dn_value(value)}")
     return "".join(out)
+
+
+def escape_dn_value(value: str) -> str:
+    r"""A DN value with ``\``, ``/`` and line breaks escaped, so that a value holding
+    ``/CN=admin`` cannot pass for another attribute, nor a newline for the end (``$``)."""
+    return (value.replace("\\", "\\\\").replace("/", "\\/").replace("\n", "\\n").replace("\r", "\\r"))
 
 
 def _file(knob: str, path: str) -> str:

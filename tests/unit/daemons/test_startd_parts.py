@@ -235,5 +235,6 @@ def test_a_job_runs_as_its_owner_only_within_the_uid_domain() -> None:
 
     assert local_owner("alice", "alice@pool.example", "pool.example") == "alice"
     assert local_owner("alice", "alice@elsewhere.org", "pool.example") == ""  # another alice: a slot user
-    assert local_owner("alice", "", "pool.example") == "alice"  # no submitter named (a local job)
+    assert local_owner("alice", "alice@Pool.Example", "pool.example") == "alice"  # domains ignore case
+    assert local_owner("alice", "", "pool.example") == ""  # no submitter named: a slot user
     assert [slot_number(n) for n in ("slot3", "slot3_2", "slot12@host", "other")] == ["3", "3", "12", None]

@@ -321,3 +321,76 @@ def test_a_missing_ca_file_is_a_clear_error(pki, tmp_path) -> None:
     with pytest.raises(TLSConfigError, match="AUTH_SSL_SERVER_CAFILE"):
         server_context(pki["host"].cert_path, pki["host"].key_path, str(tmp_path / "none.crt"))
     assert KEY and POOL  # the shared test key and trust domain of test_auth
+
+
+def test_bytes_sent_in_the_clear_after_starttls_end_the_connection(pki) -> None:
+    """A command appended on the path after a client's STARTTLS would otherwise be read
+    as if it came over the client's TLS (and as the client's certificate's identity)."""
+    with tls_server(pki) as srv:
+        host, port = srv.server.address.rsplit(":", 1)
+        with socket.create_connection((host, int(port)), timeout=5) as s:
+            s.sendall(framing.encode({"cmd": "STARTTLS"}) + framing.encode({"cmd": "WHOAMI"}))
+            time.sleep(0.2)
+            assert s.makefile("rb").read(1) == b""  # no ok: closed
+        with SyncClient(srv.server.address, token=token(), tls=client_tls()) as c:
+            assert c.call("WHOAMI")["name"] == "alice@example"
+
+
+def test_a_client_that_prefers_tls_sees_starttls_stripped(pki) -> None:
+    """The proxy answers STARTTLS itself (TLS_UNAVAILABLE) and relays the rest in the
+    clear to a daemon that offers TLS: the daemon's proof says it offers TLS, so the
+    client refuses to go on in the clear."""
+    with tls_server(pki, encryption="PREFERRED") as srv:
+        host, port = srv.server.address.rsplit(":", 1)
+        lst = socket.create_server(("127.0.0.1", 0))
+
+        def frame(f) -> dict:
+            return framing.decode_body(f.read(framing.body_length(f.read(4))))
+
+        def strip() -> None:
+            down, _ = lst.accept()
+            df = down.makefile("rb")
+            assert frame(df)["cmd"] == "STARTTLS"
+            down.sendall(framing.encode({"ok": False, "code": "TLS_UNAVAILABLE", "error": "no TLS here"}))
+            up = socket.create_connection((host, int(port)))
+            uf = up.makefile("rb")
+            try:
+                while True:
+                    up.sendall(framing.encode(frame(df)))
+                    down.sendall(framing.encode(frame(uf)))
+            except Exception:
+                pass
+
+        t = threading.Thread(target=strip, daemon=True)
+        t.start()
+        tls = client_tls(encryption="PREFERRED")
+        with pytest.raises(RemoteError) as e, SyncClient(f"127.0.0.1:{lst.getsockname()[1]}", token=token(),
+                                                         tls=tls) as c:
+            c.call("WHOAMI")
+        assert "stripping TLS" in e.value.message
+        lst.close()
+        t.join(5)
+        # without the proxy, a PREFERRED client runs TLS with that daemon
+        with SyncClient(srv.server.address, token=token(), tls=tls) as c:
+            assert c.call("WHOAMI")["name"] == "alice@example" and isinstance(c._sock, ssl.SSLSocket)
+
+
+def test_the_central_manager_runs_a_keyless_hosts_handshake_without_giving_out_secrets() -> None:
+    from roost.net.auth import DelegatedState, challenge_for, delegated_finish
+
+    tok = token("bob@example", scopes=["READ"])
+    hs = ClientHandshake(tok, binding="the key-less daemon's certificate")
+    got = challenge_for({**hs.hello(), "binding": "the key-less daemon's certificate"}, authority())
+    assert set(got) == {"nonce", "proof", "expect", "subject", "scopes", "jti"}
+    assert tok.rsplit(".", 1)[1] not in str(got)  # never the signature
+    state = DelegatedState(got["expect"], got["subject"], tuple(got["scopes"]), got["jti"])
+    ident = delegated_finish(hs.answer(got), state)
+    assert (ident.name, ident.scopes) == ("bob@example", ("READ",))
+    with pytest.raises(AuthError, match="could not prove"):
+        delegated_finish({"proof": "forged"}, state)
+    # a token the pool did not sign still gets a challenge, but its holder cannot answer it
+    forged = token("root@example", key=b"z" * 32)
+    hs = ClientHandshake(forged, binding="b")
+    got = challenge_for({**hs.hello(), "binding": "b"}, authority())
+    with pytest.raises(AuthError, match="proof does not match"):
+        hs.answer(got)

@@ -150,8 +150,8 @@ def local_owner(owner: str, user: str, uid_domain: str) -> str:
     ``owner@UID_DOMAIN``) is of this host's UID_DOMAIN, else none (a slot user): the
     same name in another domain is another person."""
     if "@" not in user:
-        return owner
-    return owner if user.rpartition("@")[2] == uid_domain else ""
+        return ""  # a job ad that does not say whose it is runs as nobody in particular
+    return owner if user.rpartition("@")[2].lower() == uid_domain.lower() else ""
 
 
 def slot_number(slot_name: str) -> str | None:
