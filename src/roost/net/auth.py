@@ -378,7 +378,7 @@ def challenge_for(req: Mapping[str, Any], authority: TokenAuthority) -> dict[str
     binding = req.get("binding")
     if type(binding) is not str or len(binding) > 256:
         raise AuthError(f"{METHOD}: the channel binding is missing or malformed")
-    reply, state = server_challenge(req, authority, binding)
+    reply, state = server_challenge({**req, "method": METHOD}, authority, binding)
     expect = _proof(state.secret, "client", state.client_nonce, state.server_nonce, state.signing_input, binding)
     levels = [sc.split("/", 1)[1] for sc in state.claims.scopes if sc.startswith("condor:/")]
     return {**reply, "expect": expect, "subject": state.claims.subject, "scopes": levels, "jti": state.claims.jti}
