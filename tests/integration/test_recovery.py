@@ -91,3 +91,39 @@ def test_queue_survives_down_and_up(fresh_pool: PoolHandle, tmp_path: Path) -> N
     assert pool.wait(running, timeout=60)["done"] == 1
     ad = pool.job(running[0])
     assert ad is not None and ad["JobStatus"] == 4 and ad["ExitCode"] == 0
+
+
+def test_schedd_killed_during_input_transfer_reruns_the_job_not_holds_it(fresh_pool: PoolHandle, tmp_path: Path) -> None:
+    """kill -9 of the schedd while a job's input streams to the starter: a fault of the
+    infrastructure, so the job goes back to Idle and runs again (once), never Held."""
+    pool = fresh_pool
+    big = tmp_path / "big.in"
+    with open(big, "wb") as f:  # large enough that the transfer takes a moment
+        f.truncate(768 << 20)
+    r = pool.submit("executable = /bin/sh\narguments = \"-c 'wc -c < big.in > n.out'\"\n"
+                    "transfer_executable = false\nshould_transfer_files = YES\n"
+                    "when_to_transfer_output = ON_EXIT\ntransfer_input_files = big.in\n"
+                    "log = x.log\nqueue\n", tmp_path)
+    jid = r.job_ids()[0]
+    execute = pool.home / "execute"
+    deadline = time.monotonic() + 30
+    partial = None
+    while partial is None:  # the input file appears in a sandbox and grows
+        assert time.monotonic() < deadline, "the input transfer never began"
+        for f in execute.glob("dir_*/big.in"):
+            try:
+                if 0 < f.stat().st_size < (768 << 20):
+                    partial = f
+            except FileNotFoundError:
+                pass
+        time.sleep(0.002)
+    old = pool.daemon_pid("schedd")
+    os.kill(old, signal.SIGKILL)
+    pool.wait_daemon_back("schedd", old)
+    got = pool.wait([jid], timeout=120)
+    assert got["done"] == 1
+    ad = pool.job(jid)
+    assert ad is not None and ad["JobStatus"] == 4 and ad["ExitCode"] == 0, ad
+    assert (tmp_path / "n.out").read_text().strip() == str(768 << 20)
+    events = (tmp_path / "x.log").read_text()
+    assert "Job was held" not in events and events.count("Job terminated") == 1, events

@@ -143,6 +143,8 @@ class FakeStartd:
         self.deny_claims = False
         self.deny_activations = False  # START false at activation (claims are granted)
         self.hang = False  # don't report exits (for vacate/lease tests)
+        #: the next activation's input transfer is cut (as a starter reports it): "failed" + retry
+        self.cut_transfer_once: str | None = None
         self.running: dict[str, asyncio.Task[Any]] = {}
         self.loop = asyncio.new_event_loop()
         self.address = ""
@@ -242,6 +244,10 @@ class FakeStartd:
                     for f in resp["files"]:
                         inputs[f["name"]] = await conn.read_exactly(f["size"]) if f["size"] else b""
             self.inputs[jid] = inputs
+            if self.cut_transfer_once is not None:
+                error, self.cut_transfer_once = self.cut_transfer_once, None
+                await schedd.call("JOB_UPDATE", claim_id=claim_id, job=jid, state="failed", error=error, retry=True)
+                return
             if not resp.get("ok"):
                 await schedd.call("JOB_UPDATE", claim_id=claim_id, job=jid, state="failed", error=resp.get("error"))
                 return

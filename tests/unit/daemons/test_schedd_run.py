@@ -352,3 +352,38 @@ def test_a_reused_claim_takes_the_owners_jobs_in_jobprio_order(pool, tmp_path):
     wait_for(lambda: len(history(s)) == 6)
     ran = [f"{r['job_ad']['ClusterId']}.{r['job_ad']['ProcId']}" for c, r in startd.calls if c == "ACTIVATE_CLAIM"]
     assert ran == [f"{high}.0", f"{high}.1", f"{low}.0", f"{low}.1", f"{low}.2", f"{neg}.0"]
+
+
+def test_a_cut_input_transfer_is_not_the_jobs_fault(pool, tmp_path):
+    """The starter reports its input transfer cut (a reset, a schedd restarting) as
+    ``failed`` with ``retry``: the job goes back to Idle and runs again; no hold."""
+    s, peers = pool
+    startd = FakeStartd(s.home)
+    startd.cut_transfer_once = "input transfer failed: GET_FILES from x: Connection reset by peer"
+    peers.append(startd)
+    with s.client() as c:
+        cid, _ = submit(c, "executable = /bin/true\nlog = job.log\nqueue\n", str(tmp_path))
+        match_all(s, startd)
+        idle = wait_for(lambda: (j := query(c, ids=[f"{cid}.0"]).get(f"{cid}.0")) and j.get("JobStatus") == 1
+                        and j.get("NumShadowExceptions") == 1 and j)
+        assert "HoldReasonCode" not in idle or not idle.get("HoldReasonCode")
+    match_all(s, startd, claim="claim-2")
+    done = wait_for(lambda: history(s).get(f"{cid}.0"))
+    assert done["JobStatus"] == 4 and done["ExitCode"] == 0
+    kinds = kinds_when(tmp_path / "job.log", ["SUBMIT", "EXECUTE", "SHADOW_EXCEPTION", "EXECUTE", "JOB_TERMINATED"])
+    assert "JOB_HELD" not in kinds and kinds.count("SHADOW_EXCEPTION") == 1, kinds
+
+
+def test_output_the_job_did_not_make_holds_it_with_code_12(pool, tmp_path):
+    s, peers = pool
+    startd = FakeStartd(s.home, lambda job, inputs: (
+        {}, {"exit_code": 0, "output_error": "result.txt: the job did not create it (No such file or directory)"}))
+    peers.append(startd)
+    with s.client() as c:
+        cid, _ = submit(c, "executable = /bin/true\nlog = job.log\nqueue\n", str(tmp_path))
+        match_all(s, startd)
+        held = wait_for(lambda: (j := query(c, ids=[f"{cid}.0"]).get(f"{cid}.0")) and j.get("JobStatus") == 5 and j)
+    assert (held["HoldReasonCode"], held["HoldReasonSubCode"]) == (12, 2), held
+    assert "result.txt: the job did not create it" in held["HoldReason"]
+    kinds = kinds_when(tmp_path / "job.log", ["SUBMIT", "EXECUTE", "JOB_HELD"])
+    assert "JOB_TERMINATED" not in kinds, kinds

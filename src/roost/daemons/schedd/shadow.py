@@ -432,12 +432,22 @@ class Shadow:
                 await s.evicted(job, update)
                 return False
             if state == "failed":
+                if update.get("retry") is True and self.transfer_error is None:
+                    # the infrastructure's fault (a transfer cut, this schedd restarting): run it again
+                    await s.requeue(job, f"Error from {self.slot_name}: {update.get('error') or 'interrupted'}")
+                    return False
                 code, msg = self.transfer_error or (
                     jp.HOLD_FAILED_TO_CREATE_PROCESS,
                     f"Error from {self.slot_name}: {update.get('error') or 'the job could not be started'}",
                 )
                 await s.hold(job, msg, code, 0, vacate=False)
                 return False
+            output_error = update.get("output_error")
+            if isinstance(output_error, str) and output_error:
+                # the job ran, but its output could not all come back: HTCondor holds it (12/2)
+                msg = f"Error from {self.slot_name}: Failed to transfer output files: {output_error}"
+                await s.hold(job, msg[:2000], jp.HOLD_TRANSFER_OUTPUT_ERROR, 2, vacate=False)
+                return True
             await self._exited(job, update)
             return True
         except Exception:

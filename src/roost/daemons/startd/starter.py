@@ -43,7 +43,13 @@ INTERNAL_FILES = (".job.ad", ".machine.ad")
 
 
 class TransferError(Exception):
-    """Input or output files could not be moved."""
+    """Input or output files could not be moved. ``transient``: the infrastructure's
+    fault (a connection cut, a schedd restarting), not the job's: the job runs again
+    rather than being held."""
+
+    def __init__(self, message: str, *, transient: bool = False) -> None:
+        super().__init__(message)
+        self.transient = transient
 
 
 class StartError(Exception):
@@ -117,6 +123,8 @@ class Starter:
         self._exited: asyncio.Future[tuple[int, Any]] | None = None
         self._retry = asyncio.Event()
         self._inputs: dict[str, tuple[int, int]] = {}
+        #: what the output transfer could not do (the job's fault: the schedd holds it)
+        self.output_problems: list[str] = []
         self._reaped_and_killed = False
         self._move_after_exec = True
 
@@ -138,6 +146,8 @@ class Starter:
                 self.final = {"state": "vacated"}
             except (OSError, TransferError, ValueError, StartError) as e:
                 self.final = {"state": "failed", "error": self._why(e)}
+                if isinstance(e, TransferError) and e.transient:
+                    self.final["retry"] = True  # not the job's fault: the schedd runs it again
                 log.info("job %s failed to start: %s", self.spec.job_id, self.final["error"])
             else:
                 self.state = "running"
@@ -230,8 +240,8 @@ class Starter:
                     await self._receive(conn, entry, exe)
         except RemoteError as e:
             raise TransferError(f"schedd refused GET_FILES: {e.message}") from None
-        except (ConnectionError, TimeoutError) as e:
-            raise TransferError(f"GET_FILES from {address}: {e}") from None
+        except (ConnectionError, TimeoutError, OSError) as e:
+            raise TransferError(f"GET_FILES from {address}: {e or 'timed out'}", transient=True) from None
         for entry in os.scandir(self.sandbox):
             st = entry.stat(follow_symlinks=False)
             self._inputs[entry.name] = (st.st_size, st.st_mtime_ns)
@@ -304,7 +314,7 @@ class Starter:
             try:
                 rel = _safe_relpath(item)
             except TransferError:
-                log.warning("job %s: output %r is outside the sandbox, skipped", spec.job_id, item)
+                self.output_problems.append(f"output {item!r} is outside the job's sandbox")
                 continue
             path = os.path.join(box, rel)
             base = os.path.basename(rel)
@@ -318,8 +328,9 @@ class Starter:
                 if base not in seen:
                     out.append((base, path, ""))
                     seen.add(base)
-            else:
-                log.warning("job %s: output %r does not exist, skipped", spec.job_id, item)
+            elif spec.transfer_output is not None:
+                # named in transfer_output_files: HTCondor holds a job that did not make it
+                self.output_problems.append(f"{item}: the job did not create it (No such file or directory)")
         return out
 
     async def _put_files(self, address: str) -> None:
@@ -591,7 +602,15 @@ class Starter:
                 return  # the claim is gone: nobody to report to
             try:
                 if self.final["state"] == "exited" and self.spec.transfer and not self.files_sent:
-                    await self._put_files(address)
+                    try:
+                        await self._put_files(address)
+                    except RemoteError as e:
+                        if e.code == "NOT_FOUND":
+                            raise  # a restarted schedd that does not know the job yet
+                        # refused (a remap outside the sandbox ...): the job's fault, reported
+                        self.output_problems.append(f"the schedd refused the output: {e.message}")
+                    if self.output_problems:
+                        self.final["output_error"] = "; ".join(self.output_problems)
                 self.files_sent = True
                 await self._report(self.final)
                 return

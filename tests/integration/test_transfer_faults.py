@@ -1,0 +1,36 @@
+"""Output the job owes and cannot give back is the job's fault: HTCondor's hold (code 12),
+with the reason, and the slot free for the next job at once (not after the lease)."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from poolkit import PoolHandle
+
+TRANSFER = ("should_transfer_files = YES\nwhen_to_transfer_output = ON_EXIT\n"
+            "transfer_executable = false\nlog = t.log\n")
+
+
+def _held(pool: PoolHandle, jid: str, timeout: float = 30) -> dict:
+    return pool.wait_for(jid, lambda ad: ad.get("JobStatus") == 5, timeout=timeout, what="held")
+
+
+def test_a_named_output_the_job_did_not_create_holds_it(pool: PoolHandle, tmp_path: Path) -> None:
+    r = pool.submit("executable = /bin/true\n" + TRANSFER + "transfer_output_files = result.txt\nqueue\n", tmp_path)
+    ad = _held(pool, r.job_ids()[0])
+    assert (ad["HoldReasonCode"], ad["HoldReasonSubCode"]) == (12, 2), ad
+    assert "result.txt: the job did not create it" in ad["HoldReason"], ad["HoldReason"]
+    assert "Job terminated" not in (tmp_path / "t.log").read_text()
+
+
+def test_an_output_outside_the_sandbox_holds_the_job_and_frees_the_slot(pool: PoolHandle, tmp_path: Path) -> None:
+    r = pool.submit("executable = /bin/sh\narguments = \"-c 'echo x > ok.txt'\"\n" + TRANSFER
+                    + "transfer_output_files = ok.txt, ../../escape.txt\nqueue\n", tmp_path)
+    ad = _held(pool, r.job_ids()[0])
+    assert ad["HoldReasonCode"] == 12 and "outside the job's sandbox" in ad["HoldReason"], ad
+    assert (tmp_path / "ok.txt").read_text() == "x\n"  # what could come back did
+    t0 = time.monotonic()
+    nxt = pool.submit("executable = /bin/true\nlog = n.log\nqueue\n", tmp_path).job_ids()
+    assert pool.wait(nxt, timeout=30)["done"] == 1
+    assert time.monotonic() - t0 < 20
