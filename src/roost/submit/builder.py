@@ -28,6 +28,9 @@ class BuildContext:
     opsys: str = "LINUX"
     file_system_domain: str | None = None
     file_size: Callable[[str], int] | None = None
+    #: (what, path) -> what is wrong with it for a submit, or None (condor_submit's
+    #: checks; only when the caller lets us look at the file system)
+    check_path: Callable[[str, str], str | None] | None = None
 
 
 class Builder:

@@ -563,14 +563,48 @@ def h_forced(b: Builder) -> None:
             b.set(name, _literal_or_expr(b, v, key))
 
 
-#: handlers whose result depends on files' sizes, not only on their text: never templated per proc
-READS_FILES: frozenset[Handler] = frozenset({h_transfer, h_image_size})
+def h_check_files(b: Builder) -> None:
+    """condor_submit's checks of the files a job names, before anything is queued: the
+    executable (unless it is on the execute machine), the input files, and the
+    directories of the log, output and error. Each problem is one line naming the
+    file, the line and what is wrong."""
+    check = b.ctx.check_path
+    if check is None:
+        return
+
+    def problem(what: str, path: str, key: str) -> None:
+        why = check(what, path)
+        if why is not None:
+            b.error(f"{key}: {why}", key)
+
+    cmd = b.lookup("Cmd")
+    if isinstance(cmd, str) and b.lookup("TransferExecutable") is not False and "://" not in cmd \
+            and b.lookup("JobUniverse") not in (9,):
+        problem("executable", cmd, "executable")
+    transfers = b.lookup("ShouldTransferFiles") != "NO"
+    stdin = b.lookup("In")
+    if isinstance(stdin, str) and stdin != "/dev/null" and b.lookup("TransferIn") is not False:
+        problem("input", _path(b, stdin), "input")
+    tin = b.lookup("TransferInput")
+    if transfers and isinstance(tin, str):
+        for f in tin.split(","):
+            f = f.strip()
+            if f and "://" not in f:
+                problem("input", _path(b, f.rstrip("/")), "transfer_input_files")
+    for attr, key in (("UserLog", "log"), ("Out", "output"), ("Err", "error")):
+        v = b.lookup(attr)
+        if isinstance(v, str) and v and v != "/dev/null":
+            problem("written", _path(b, v), key)
+
+
+#: handlers whose result depends on the file system, not only on the text: never templated per proc
+READS_FILES: frozenset[Handler] = frozenset({h_transfer, h_image_size, h_check_files})
 
 HANDLERS: list[Handler] = [
     h_universe, h_iwd, h_executable, h_arguments, h_parallel, h_environment, h_status,
     h_stdin, h_stdout, h_stderr, h_log, h_notification, h_rank, h_periodic, h_leave_in_queue,
     h_retries, h_killsig, h_resources, h_concurrency, h_accounting, h_simple, h_transfer,
-    h_image_size, h_auto, h_forced,
+    h_image_size, h_auto, h_forced, h_check_files,
 ]
 
 KNOWN_KEYS: frozenset[str] = frozenset(

@@ -34,6 +34,7 @@ class SubmitDescription:
     blocks: list[QueueBlock]
     warnings: list[SubmitWarning] = field(default_factory=list)
     file_size: Callable[[str], int] | None = None
+    check_path: Callable[[str, str], str | None] | None = None
     #: macro names used while parsing (queue arguments, if conditions, include paths)
     parse_used: set[str] = field(default_factory=set)
 
@@ -52,7 +53,7 @@ class SubmitDescription:
         """Job ads for every queue statement; consecutive statements share a
         cluster until the executable changes, as in condor_submit."""
         ctx = BuildContext(file=self.file, cwd=self.cwd, env=self.env, owner=owner, qdate=qdate,
-                           arch=arch, opsys=opsys, file_size=self.file_size)
+                           arch=arch, opsys=opsys, file_size=self.file_size, check_path=self.check_path)
         out: list[ClusterSubmission] = []
         current: ClusterSubmission | None = None
         current_exe: str | None = None
@@ -132,6 +133,7 @@ def parse_submit(
     stdin_text: str | None = None,
     file_size: Callable[[str], int] | None = None,
     require_queue: bool = True,
+    check_path: Callable[[str, str], str | None] | None = None,
 ) -> SubmitDescription:
     """Parse and validate a submit description.
 
@@ -220,7 +222,7 @@ def parse_submit(
         raise SubmitError("'if' without 'endif'", file=file, line=0)
     if not blocks and require_queue:
         raise SubmitError("no 'queue' statement: nothing to submit", file=file)
-    return SubmitDescription(file, cwd, env, blocks, warnings, file_size, set(exp.used))
+    return SubmitDescription(file, cwd, env, blocks, warnings, file_size, check_path, set(exp.used))
 
 
 def _count(expr: str, st: lexer.Queue) -> int:

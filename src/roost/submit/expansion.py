@@ -223,7 +223,7 @@ def _attribute_templates(dependent, per_proc, base_vals, live0, first_ad, lines,
     fast: list[tuple[str, Template, bool]] = []
     slow: list[commands.Handler] = []
     for h, live_keys, via_attrs in dependent:
-        ok = not via_attrs and not (ctx.file_size and h in commands.READS_FILES) and all(
+        ok = not via_attrs and not ((ctx.file_size or ctx.check_path) and h in commands.READS_FILES) and all(
             per_proc.get(k) is not None and set(per_proc[k].slots) <= numeric for k in live_keys
         )
         got: list[tuple[str, Template, bool]] = []

@@ -23,6 +23,49 @@ def file_size(path: str) -> int:
         return 0
 
 
+class PathChecks:
+    """condor_submit's look at the files a description names, before anything is
+    queued: what is wrong with a path for its use, or None. One per submit (answers
+    are kept for that submit: ``queue 100000`` looks at each path once)."""
+
+    def __init__(self) -> None:
+        self._seen: dict[tuple[str, str], str | None] = {}
+
+    def __call__(self, what: str, path: str) -> str | None:
+        key = (what, path)
+        if key not in self._seen:
+            self._seen[key] = self._check(what, path)
+        return self._seen[key]
+
+    @staticmethod
+    def _check(what: str, path: str) -> str | None:
+        if what in ("executable", "input"):
+            if not os.path.exists(path):
+                return f"{path}: no such file"
+            if not os.access(path, os.R_OK):
+                return f"{path}: not readable"
+            if what == "executable":
+                if os.path.isdir(path):
+                    return f"{path}: is a directory"
+                try:
+                    with open(path, "rb") as f:
+                        head = f.read(512)
+                except OSError as e:
+                    return f"{path}: {e.strerror}"
+                first = head.split(b"\n", 1)[0]
+                if first.startswith(b"#!") and first.endswith(b"\r"):
+                    return (f"{path}: a script with DOS line endings (CRLF): its #! line would name "
+                            "an interpreter ending in a carriage return (convert it with dos2unix)")
+            return None
+        # a file the job or the schedd will write: its directory must be there and writable
+        parent = os.path.dirname(path) or "."
+        if not os.path.isdir(parent):
+            return f"{path}: its directory {parent} does not exist"
+        if not os.access(parent, os.W_OK | os.X_OK):
+            return f"{path}: its directory {parent} is not writable"
+        return None
+
+
 def parse_file(
     path: str,
     *,
@@ -45,7 +88,8 @@ def parse_text(
     cwd: str | None = None,
 ) -> SubmitDescription:
     return parse_submit(text, file=file, cwd=cwd or os.getcwd(), env=dict(os.environ),
-                        overrides=dict(overrides or {}), append=list(append or []), file_size=file_size)
+                        overrides=dict(overrides or {}), append=list(append or []), file_size=file_size,
+                        check_path=PathChecks())
 
 
-__all__ = ["file_size", "parse_file", "parse_text"]
+__all__ = ["PathChecks", "file_size", "parse_file", "parse_text"]

@@ -152,7 +152,7 @@ class SubmitCalls:
             raise bad_request("SUBMIT_TEXT: env and overrides map names to strings, append is a list of strings")
         # lazy: the submit language loads with the first SUBMIT_TEXT, not at schedd start-up
         from roost.submit import SubmitError, parse_submit
-        from roost.submit.reading import file_size
+        from roost.submit.reading import PathChecks, file_size
         from roost.submit.wire import wire_cluster
 
         owner, qdate = peer.user, int(time.time())
@@ -160,7 +160,7 @@ class SubmitCalls:
 
         def expand(cluster_id: int) -> list[Any]:
             desc = parse_submit(req["text"], file=req.get("file"), cwd=req["cwd"], env=env, overrides=overrides,
-                                append=append, file_size=file_size, stdin_text=None)
+                                append=append, file_size=file_size, stdin_text=None, check_path=PathChecks())
             return desc.expand(cluster_id=cluster_id, qdate=qdate, owner=owner)
 
         ids = [first]
