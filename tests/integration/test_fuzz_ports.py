@@ -35,6 +35,7 @@ from roost.api.connection import pool_token
 from roost.api.home import read_address
 from roost.net.auth import ClientHandshake
 from roost.net.framing import MAX_FRAME
+from roost.net.server import UNAUTHENTICATED_FRAME
 from roost.net.protocol import SCHEMAS
 from roost.net.tls import binding_of
 
@@ -274,9 +275,9 @@ def garbage(rng: random.Random) -> Case:
     if choice == 2:  # a length over MAX_FRAME, with or without bytes after it
         return struct.pack(">I", rng.randrange(MAX_FRAME + 1, 2**32)) + rng.randbytes(rng.randrange(0, 64)), [
             {"BAD_FRAME"}]
-    if choice == 3:  # a length it may read, then only part of it and the hang-up
-        n = rng.randrange(MAX_FRAME // 2, MAX_FRAME + 1)
-        return struct.pack(">I", n) + b"{" + rng.randbytes(rng.randrange(0, 256 * 1024)), []
+    if choice == 3:  # a length it may read (under every limit), then only part of it and the hang-up
+        n = rng.randrange(1024, UNAUTHENTICATED_FRAME + 1)
+        return struct.pack(">I", n) + b"{" + rng.randbytes(rng.randrange(0, min(n - 1, 256 * 1024))), []
     if choice == 4:  # not UTF-8
         body = rng.choice([b'{"cmd": "STATUS\xff"}', b"\xc3\x28", b'{"cmd":"QUERY","type":"\xed\xa0\x80"}',
                            rng.randbytes(50)])

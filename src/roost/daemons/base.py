@@ -89,6 +89,9 @@ class Daemon:
 
     #: ClassAd type of this daemon's own ad (``Negotiator``, ``Scheduler``, ...); None: none.
     ad_type: str | None = None
+    #: the largest request frame it takes from an authenticated peer (each daemon's
+    #: biggest command fits; a frame over it is refused before its body is read)
+    max_frame: int = 8 << 20
 
     def __init__(self, name: str, subsys: str, *, config: Config | None = None,
                  local_name: str | None = None) -> None:
@@ -380,7 +383,7 @@ class Daemon:
         host, port = self.listen_on()
         return await serve(
             self.served_handlers(), host=host, port=port, unix_path=self.unix_socket(),
-            **self.security.serve_args(host),
+            max_frame=self.max_frame, **self.security.serve_args(host),
         )
 
     async def main(self) -> int:

@@ -155,10 +155,12 @@ class Collector(Daemon):
         if port == 0:
             with contextlib.suppress(ValueError, OSError):
                 server = await serve(
-                    self.served_handlers(), host=host, port=int(sticky.read_text()), **self.security.serve_args(host)
+                    self.served_handlers(), host=host, port=int(sticky.read_text()), max_frame=self.max_frame,
+                    **self.security.serve_args(host)
                 )
         if server is None:
-            server = await serve(self.served_handlers(), host=host, port=port, **self.security.serve_args(host))
+            server = await serve(self.served_handlers(), host=host, port=port, max_frame=self.max_frame,
+                                 **self.security.serve_args(host))
         if port == 0 and server.tcp_address:
             write_address(sticky, server.tcp_address.rsplit(":", 1)[1])
         return server

@@ -46,6 +46,9 @@ from roost.net.server import serve as serve_requests
 
 log = logging.getLogger("roost.master")
 
+#: the master's commands are all small
+MASTER_MAX_FRAME = 1 << 20
+
 #: DAEMON_LIST name -> (module run with ``python -m``, log file name as HTCondor names it)
 KNOWN_DAEMONS: dict[str, tuple[str, str]] = {
     "COLLECTOR": ("roost.daemons.collector", "CollectorLog"),
@@ -518,7 +521,8 @@ async def serve(master: Master) -> None:
     # remote administration (`roost reconfig -name HOST`) comes through here, and every
     # command but STATUS needs ADMINISTRATOR.
     bind = master.config.get("BIND_ADDRESS") or "127.0.0.1"
-    server = master.server = await serve_requests(handlers, host=bind, port=0, **master.security.serve_args(bind))
+    server = master.server = await serve_requests(handlers, host=bind, port=0, max_frame=MASTER_MAX_FRAME,
+                                                  **master.security.serve_args(bind))
     address = advertised(server.address, advertise_host(master.config))
     master.address = address
     addr_path = master.run_dir / "master.address"

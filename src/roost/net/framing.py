@@ -30,11 +30,12 @@ def encode(obj: dict[str, Any]) -> bytes:
     return HEADER.pack(n) + body
 
 
-def body_length(header: bytes) -> int:
-    """The body length announced by a 4-byte header; ProtocolError if over MAX_FRAME."""
+def body_length(header: bytes, limit: int = MAX_FRAME, what: str = "MAX_FRAME") -> int:
+    """The body length announced by a 4-byte header; ProtocolError if over ``limit``
+    (checked before a byte of the body is read: an announced size costs nothing)."""
     (n,) = HEADER.unpack(header)
-    if n > MAX_FRAME:
-        raise ProtocolError(f"frame announces {n} bytes, over MAX_FRAME ({MAX_FRAME} bytes)")
+    if n > limit:
+        raise ProtocolError(f"frame announces {n} bytes, over {what} ({limit} bytes)")
     return n
 
 

@@ -179,6 +179,12 @@ class Peer:
         return f"<Peer {self.address}{who}>"
 
 
+#: the largest frame a peer that has not authenticated may send (AUTH, STARTTLS, READ
+#: queries): a stranger cannot make a daemon hold more than this per connection
+UNAUTHENTICATED_FRAME = 1 << 20
+#: seconds a frame's body may take to arrive once its header has
+FRAME_TIMEOUT = 60.0
+
 Handler = Callable[[dict[str, Any], Peer], Awaitable[dict[str, Any] | None]]
 #: (peer, command, request) -> None to let the command run, else why it may not
 Authorize = Callable[[Peer, str, dict[str, Any]], str | None]
@@ -197,8 +203,11 @@ class Server:
         uid_domain: str | None = None,
         tls: ServerTLS | None = None,
         kerberos: KerberosSettings | None = None,
+        max_frame: int = framing.MAX_FRAME,
     ) -> None:
         self.handlers = dict(handlers)
+        self.max_frame = max_frame
+        self.frame_timeout = FRAME_TIMEOUT
         self.tls = tls
         self.kerberos = kerberos
         self.authority = authority
@@ -285,8 +294,20 @@ class Server:
                     log.info("peer %s closed mid-header", peer.address)
                 return
             try:
-                n = framing.body_length(header)
-                req = framing.decode_body(await readexactly(n))
+                if peer.identity is not None:
+                    n = framing.body_length(header, self.max_frame, "this daemon's frame limit")
+                else:
+                    n = framing.body_length(header, min(self.max_frame, UNAUTHENTICATED_FRAME),
+                                            "the frame limit before authentication")
+                try:  # a body that stops arriving ends the connection (its buffer with it)
+                    async with asyncio.timeout(self.frame_timeout):
+                        body = await readexactly(n)
+                except TimeoutError:
+                    log.info("peer %s sent part of a frame, then nothing for %g s; closing",
+                             peer.address, self.frame_timeout)
+                    return
+                req = framing.decode_body(body)
+                del body
             except ProtocolError as e:
                 log.warning("bad frame from %s: %s", peer.address, e)
                 writer.write(_error(e.code, str(e)))
@@ -451,16 +472,18 @@ async def serve(
     uid_domain: str | None = None,
     tls: ServerTLS | None = None,
     kerberos: KerberosSettings | None = None,
+    max_frame: int = framing.MAX_FRAME,
 ) -> Server:
     """Start serving ``handlers`` (cmd → async handler(req, peer) → result dict).
 
     Listens on TCP ``host:port`` (port 0: the kernel picks; see ``server.address``)
     and/or the Unix socket ``unix_path``. ``schemas`` adds or overrides argument
-    schemas (see ``roost.net.protocol``).
+    schemas (see ``roost.net.protocol``). ``max_frame``: the largest request frame
+    an authenticated peer may send (a peer that has not: UNAUTHENTICATED_FRAME).
     """
     if host is None and unix_path is None:
         host = "127.0.0.1"
     server = Server(handlers, schemas or {}, authority=authority, authorize=authorize, uid_domain=uid_domain,
-                    tls=tls, kerberos=kerberos)
+                    tls=tls, kerberos=kerberos, max_frame=max_frame)
     await server._start(host, port, unix_path)
     return server

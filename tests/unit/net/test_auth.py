@@ -193,3 +193,45 @@ def test_a_deeply_nested_token_header_is_malformed_not_an_internal_error(server)
     with SyncClient(server.server.address) as c, pytest.raises(RemoteError) as err:
         c.call("AUTH", method="IDTOKENS", nonce="n" * 20, token=b64(b"[" * 12000) + "." + b64(b"{}"))
     assert err.value.code == "AUTH_FAILED" and "malformed token" in str(err.value)
+
+
+def test_frame_limits_come_before_the_body_and_a_stalled_body_ends_the_connection() -> None:
+    """A stranger may announce at most UNAUTHENTICATED_FRAME; an authenticated peer the
+    daemon's own limit; nothing of an over-long body is read. A body that stops
+    arriving closes the connection after the frame timeout (its buffer goes with it)."""
+    import struct
+
+    from roost.net import framing
+    from roost.net.server import UNAUTHENTICATED_FRAME
+
+    with ThreadedServer({"WHOAMI": whoami}, host="127.0.0.1", authority=authority(), max_frame=4 << 20) as srv:
+        host, port = srv.server.address.rsplit(":", 1)
+
+        def raw(payload: bytes, tok: str | None = None) -> bytes:
+            with socket.create_connection((host, int(port)), timeout=10) as s:
+                if tok is not None:
+                    hs = ClientHandshake(tok)
+                    f = s.makefile("rb")
+                    s.sendall(framing.encode(hs.hello()))
+                    reply = framing.decode_body(f.read(framing.body_length(f.read(4))))
+                    s.sendall(framing.encode(hs.answer(reply)))
+                    framing.decode_body(f.read(framing.body_length(f.read(4))))
+                s.sendall(payload)
+                s.shutdown(socket.SHUT_WR)  # then every answer, to the daemon's hang-up
+                return s.makefile("rb").read()
+
+        got = raw(struct.pack(">I", UNAUTHENTICATED_FRAME + 1))
+        assert b"BAD_FRAME" in got and b"before authentication" in got
+        got = raw(struct.pack(">I", 2 << 30))  # 2 GB announced: refused at once
+        assert b"BAD_FRAME" in got
+        big = framing.encode({"cmd": "WHOAMI", "pad": "x" * (2 << 20)})
+        assert b'"name":"alice@example"' in raw(big, token())  # 2 MiB: fine once authenticated
+        got = raw(struct.pack(">I", (4 << 20) + 1), token())
+        assert b"this daemon's frame limit" in got
+
+        srv.server.frame_timeout = 0.3
+        with socket.create_connection((host, int(port)), timeout=10) as s:
+            s.sendall(struct.pack(">I", 1000) + b'{"cmd"')  # then silence
+            t0 = time.monotonic()
+            assert s.makefile("rb").read() == b""  # closed, no answer
+            assert time.monotonic() - t0 < 5

@@ -37,6 +37,7 @@ from roost.daemons.schedd.submission import SubmitCalls
 from roost.daemons.schedd.submitters import submitter_ads, submitter_name
 from roost.daemons.schedd.userlog import UserLogs
 from roost.daemons.security import uid_domain
+from roost.net import framing
 from roost.net.client import AsyncClient
 from roost.net.errors import RemoteError, RequestError
 from roost.net.server import Handler
@@ -46,6 +47,7 @@ log = logging.getLogger("roost.schedd")
 
 class Schedd(Daemon):
     ad_type = "Scheduler"
+    max_frame = framing.MAX_FRAME  # SUBMIT of a large cluster, SUBMIT_TEXT of a big description
 
     def __init__(self, **kw: Any) -> None:
         super().__init__("schedd", "SCHEDD", **kw)

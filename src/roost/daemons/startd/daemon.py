@@ -67,6 +67,8 @@ CONDOR_VERSION = "$CondorVersion: 25.12.0 2026-01-01 BuildID: roost $"
 class Startd(Daemon):
     """The execute-side daemon."""
 
+    max_frame = 16 << 20  # ACTIVATE_CLAIM carries a job ad; file bytes follow frames, not in them
+
     ad_type = None  # it advertises slot ads only (see ``ads``)
 
     def __init__(self, config: Config | None = None) -> None:
