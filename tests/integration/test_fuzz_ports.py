@@ -35,8 +35,8 @@ from roost.api.connection import pool_token
 from roost.api.home import read_address
 from roost.net.auth import ClientHandshake
 from roost.net.framing import MAX_FRAME
-from roost.net.server import UNAUTHENTICATED_FRAME
 from roost.net.protocol import SCHEMAS
+from roost.net.server import UNAUTHENTICATED_FRAME
 from roost.net.tls import binding_of
 
 DAEMONS = ["collector", "negotiator", "schedd", "startd", "master"]

@@ -135,12 +135,16 @@ def test_owner_activity_suspends_then_evicts_and_the_job_runs_again_later(deskto
         busy = [a for a in ads if a.get("Activity") == "Suspended"][0]
         assert busy["State"] == "Claimed"
         assert busy["KeyboardIdle"] <= 1
+        # the schedd sees it too: JobStatus 7, a 010 event, the count and the time
+        sus = pool.wait_for(jid, lambda j: j.get("JobStatus") == 7, timeout=10, what="suspended at the schedd")
+        assert sus["TotalSuspensions"] == 1 and sus["LastSuspensionTime"] >= sus["JobCurrentStartDate"]
         # the owner stays: the suspended job is evicted and goes back to Idle
         pool.wait_for(jid, lambda j: j.get("JobStatus") == 1, timeout=15, what="back to idle")
         _wait_slots(pool, lambda ads: any(a.get("State") == "Owner" for a in ads), "in the Owner state")
         time.sleep(0.5)
         assert pool.job(jid)["JobStatus"] == 1  # the owner is still here: nothing runs
     assert htcondor2.JobEventType.JOB_EVICTED in _events(d / "job.log")
+    assert htcondor2.JobEventType.JOB_SUSPENDED in _events(d / "job.log")
     # the owner leaves: after StartIdleTime the job starts again and completes
     done = pool.wait([jid], timeout=40)
     assert done["done"] == 1

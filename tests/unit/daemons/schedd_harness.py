@@ -145,6 +145,8 @@ class FakeStartd:
         self.hang = False  # don't report exits (for vacate/lease tests)
         #: the next activation's input transfer is cut (as a starter reports it): "failed" + retry
         self.cut_transfer_once: str | None = None
+        #: after "running": report suspended, then (after this many seconds) resumed
+        self.suspend_for: float | None = None
         self.running: dict[str, asyncio.Task[Any]] = {}
         self.loop = asyncio.new_event_loop()
         self.address = ""
@@ -252,6 +254,10 @@ class FakeStartd:
                 await schedd.call("JOB_UPDATE", claim_id=claim_id, job=jid, state="failed", error=resp.get("error"))
                 return
             await schedd.call("JOB_UPDATE", claim_id=claim_id, job=jid, state="running", pid=4242)
+            if self.suspend_for is not None:
+                await schedd.call("JOB_UPDATE", claim_id=claim_id, job=jid, state="suspended", num_pids=3)
+                await asyncio.sleep(self.suspend_for)
+                await schedd.call("JOB_UPDATE", claim_id=claim_id, job=jid, state="resumed")
             outputs, result = self.behaviour(job, inputs)
             while self.hang:
                 await asyncio.sleep(0.05)

@@ -387,3 +387,22 @@ def test_output_the_job_did_not_make_holds_it_with_code_12(pool, tmp_path):
     assert "result.txt: the job did not create it" in held["HoldReason"]
     kinds = kinds_when(tmp_path / "job.log", ["SUBMIT", "EXECUTE", "JOB_HELD"])
     assert "JOB_TERMINATED" not in kinds, kinds
+
+
+def test_a_suspension_shows_as_status_7_and_events_010_011(pool, tmp_path):
+    s, peers = pool
+    startd = FakeStartd(s.home)
+    startd.suspend_for = 1.0
+    peers.append(startd)
+    with s.client() as c:
+        cid, _ = submit(c, "executable = /bin/true\nlog = job.log\nqueue\n", str(tmp_path))
+        match_all(s, startd)
+        sus = wait_for(lambda: (j := query(c, ids=[f"{cid}.0"]).get(f"{cid}.0")) and j.get("JobStatus") == 7 and j)
+        assert sus["TotalSuspensions"] == 1 and sus["LastSuspensionTime"] > 0
+        assert c.call("QUERY_JOBS", totals=True)["totals"].get("Suspended") == 1
+    done = wait_for(lambda: history(s).get(f"{cid}.0"))
+    assert done["JobStatus"] == 4 and done["TotalSuspensions"] == 1
+    kinds = kinds_when(tmp_path / "job.log", ["SUBMIT", "EXECUTE", "JOB_SUSPENDED", "JOB_UNSUSPENDED", "JOB_TERMINATED"])
+    assert kinds == ["SUBMIT", "EXECUTE", "JOB_SUSPENDED", "JOB_UNSUSPENDED", "JOB_TERMINATED"], kinds
+    text = (tmp_path / "job.log").read_text()
+    assert "Job was suspended.\n\tNumber of processes actually suspended: 3" in text and "Job was unsuspended." in text

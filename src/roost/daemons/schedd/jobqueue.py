@@ -20,7 +20,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from roost.classad import ClassAd
-from roost.core.jobpolicy import COMPLETED, HELD, IDLE, REMOVED, RUNNING, STATUS_NAMES
+from roost.core.jobpolicy import COMPLETED, HELD, IDLE, REMOVED, RUNNING, STATUS_NAMES, SUSPENDED
 from roost.daemons.schedd.store import Op, Store, dumps
 from roost.net.adwire import obj_to_ad
 
@@ -216,7 +216,7 @@ class JobQueue:
                 idle = self.idle.get(job.cluster.owner)
                 if idle is not None:
                     idle.pop(job.key, None)
-        elif status == RUNNING:
+        elif status == RUNNING or status == SUSPENDED:  # a suspended job still holds its claim
             if delta > 0:
                 self.running[job.key] = job
             else:

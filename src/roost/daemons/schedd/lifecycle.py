@@ -28,11 +28,16 @@ from roost.eventlog import (
     HeldEvent,
     ReleasedEvent,
     ShadowExceptionEvent,
+    SuspendedEvent,
+    UnsuspendedEvent,
     Usage,
 )
 from roost.eventlog.events import Event
 
 log = logging.getLogger("roost.schedd")
+
+#: Running or Suspended: the job holds a claim and a starter runs it
+_ON_A_SLOT = (jp.RUNNING, jp.SUSPENDED)
 
 
 class Host(Protocol):
@@ -242,6 +247,21 @@ class JobLifecycle:
                 return
             await asyncio.sleep(0.001)
 
+    async def suspended(self, job: Job, suspended: bool, num_pids: int = 0) -> None:
+        """The starter suspended or resumed the job (the machine owner's policy):
+        JobStatus 7 and back, TotalSuspensions, LastSuspensionTime, events 010/011."""
+        if job.cluster.procs.get(job.proc) is not job:
+            return
+        now = time.time()
+        if suspended and job.status == jp.RUNNING:
+            n = job.get("TotalSuspensions", 0)
+            attrs = {"TotalSuspensions": (n if isinstance(n, int) else 0) + 1, "LastSuspensionTime": int(now)}
+            ops = self.set_ops(job, attrs, jp.SUSPENDED, now)
+            await self.report(job, ops, [SuspendedEvent(job.cluster.id, job.proc, now, num_pids=num_pids)])
+        elif not suspended and job.status == jp.SUSPENDED:
+            ops = self.set_ops(job, {}, jp.RUNNING, now)
+            await self.report(job, ops, [UnsuspendedEvent(job.cluster.id, job.proc, now)])
+
     async def requeue(self, job: Job, why: str) -> None:
         """A run ended without an exit (lost claim, restart): back to Idle."""
         job.claim = None
@@ -250,7 +270,7 @@ class JobLifecycle:
             return
         n = job.get("NumShadowExceptions", 0)
         attrs = {"NumShadowExceptions": (n if isinstance(n, int) else 0) + 1, "LastRemoteHost": job.get("RemoteHost")}
-        status = jp.IDLE if job.status == jp.RUNNING else None
+        status = jp.IDLE if job.status in _ON_A_SLOT else None
         ops = self.set_ops(job, attrs, status)
         job.busy = False
         self.queue.give_back_idle(job)
@@ -267,7 +287,7 @@ class JobLifecycle:
         usage = update.get("usage") if isinstance(update.get("usage"), dict) else {}
         run = Usage(int(usage.get("RemoteUserCpu") or 0), int(usage.get("RemoteSysCpu") or 0))
         attrs = {"LastRemoteHost": job.get("RemoteHost")}
-        ops = self.set_ops(job, attrs, jp.IDLE if job.status == jp.RUNNING else None)
+        ops = self.set_ops(job, attrs, jp.IDLE if job.status in _ON_A_SLOT else None)
         job.busy = False
         self.queue.give_back_idle(job)
         await self.report(job, ops, [EvictedEvent(job.cluster.id, job.proc, time.time(), run_remote_usage=run)])
@@ -287,7 +307,7 @@ class JobLifecycle:
     async def hold(self, job: Job, reason: str, code: int, subcode: int = 0, *, vacate: bool = True) -> bool:
         if job.cluster.procs.get(job.proc) is not job or not status_allows("hold", job.status):
             return False
-        was_running = job.status == jp.RUNNING
+        was_running = job.status in _ON_A_SLOT
         if not was_running or not vacate:
             job.claim = None
             self.runners.pop(job.key, None)
@@ -317,7 +337,7 @@ class JobLifecycle:
     async def remove(self, job: Job, reason: str) -> bool:
         if job.cluster.procs.get(job.proc) is not job or not status_allows("remove", job.status):
             return False
-        was_running = job.status == jp.RUNNING
+        was_running = job.status in _ON_A_SLOT
         ops = self.set_ops(job, {"RemoveReason": reason}, jp.REMOVED)
         path = log_path(job.get)
         if not was_running:

@@ -141,6 +141,7 @@ class Shadow:
         self.exit: asyncio.Future[dict[str, Any]] | None = None
         self.vacating = False
         self.transfer_error: tuple[int, str] | None = None
+        self._suspend_lock = asyncio.Lock()
         self.claimed_at = time.time()
         self.last_alive = time.monotonic()
         self.started_at = 0.0
@@ -303,8 +304,18 @@ class Shadow:
             if isinstance(pid, int) and self.job is not None:
                 log.debug("job %s running as pid %d", self.job.id, pid)
             return
+        if state in ("suspended", "resumed"):
+            if self.job is not None:
+                n = update.get("num_pids")
+                self.jobs.host.spawn(self._suspension(self.job, state == "suspended", n if isinstance(n, int) else 0),
+                                     f"{state}-{self.job.id}")
+            return
         if state in ("exited", "failed", "vacated") and self.exit is not None and not self.exit.done():
             self.exit.set_result(update)
+
+    async def _suspension(self, job: Job, suspended: bool, num_pids: int) -> None:
+        async with self._suspend_lock:  # FIFO: a suspend and the resume after it stay in order
+            await self.jobs.suspended(job, suspended, num_pids)
 
     # -- one job ----------------------------------------------------------------------------
     async def _run_job(self, job: Job) -> bool:

@@ -38,7 +38,7 @@ class StarterCalls:
 
     async def h_job_update(self, req: dict[str, Any], peer: Peer) -> dict[str, Any]:
         state = req["state"]
-        if state not in ("running", "exited", "failed", "vacated"):
+        if state not in ("running", "suspended", "resumed", "exited", "failed", "vacated"):
             raise bad_request(f"JOB_UPDATE: unknown state {state!r}")
         sh, _job = self.shadows.serving(req["claim_id"], req["job"])
         sh.report(req)

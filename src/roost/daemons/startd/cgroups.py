@@ -139,6 +139,17 @@ class JobCgroups:
         """SIGKILL everything in the job's cgroup (cgroup.kill, Linux 5.14+)."""
         self._write(name, "cgroup.kill", b"1")
 
+    def count(self, name: str) -> int:
+        """How many processes the job's cgroup holds (0 when it has none or none is here)."""
+        procs = self.procs_file(name)
+        if procs is None:
+            return 0
+        try:
+            with open(procs, "rb") as f:
+                return sum(1 for line in f if line.strip())
+        except OSError:
+            return 0
+
     def freeze(self, name: str, frozen: bool) -> bool:
         """Freeze (or thaw) everything in the job's cgroup (``cgroup.freeze``, Linux
         5.2+): what a job started in a session of its own stops too, which SIGSTOP

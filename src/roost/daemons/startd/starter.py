@@ -122,6 +122,7 @@ class Starter:
         self._proc: subprocess.Popen[bytes] | launch.Cloned | None = None
         self._exited: asyncio.Future[tuple[int, Any]] | None = None
         self._retry = asyncio.Event()
+        self._telling: asyncio.Task[None] | None = None
         self._inputs: dict[str, tuple[int, int]] = {}
         #: what the output transfer could not do (the job's fault: the schedd holds it)
         self.output_problems: list[str] = []
@@ -533,6 +534,7 @@ class Starter:
             self._kill_group(signal.SIGSTOP)
             self.cgroups.freeze(self.name, True)
             self.suspended = True
+            self._tell({"state": "suspended", "num_pids": self.cgroups.count(self.name) or 1})
 
     def resume(self) -> None:
         """Thaw the job's cgroup and SIGCONT its process group (CONTINUE, and before a
@@ -541,7 +543,22 @@ class Starter:
             self.cgroups.freeze(self.name, False)
             if self._alive():
                 self._kill_group(signal.SIGCONT)
+                self._tell({"state": "resumed"})
             self.suspended = False
+
+    def _tell(self, update: dict[str, Any]) -> None:
+        """Report a change while the job runs (suspended, resumed), in order, best effort:
+        the schedd shows it (JobStatus 7, events 010/011); a lost one changes nothing else."""
+        previous = self._telling
+
+        async def send() -> None:
+            if previous is not None:
+                with contextlib.suppress(BaseException):
+                    await previous
+            with contextlib.suppress(Exception):
+                await self._report(update)
+
+        self._telling = asyncio.get_running_loop().create_task(send())
 
     async def vacate(self, graceful: bool) -> dict[str, Any]:
         """Stop the job (SIGTERM, then SIGKILL after JobMaxVacateTime; or SIGKILL now).
