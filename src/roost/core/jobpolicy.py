@@ -43,6 +43,7 @@ HOLD_TRANSFER_OUTPUT_ERROR = 12
 HOLD_TRANSFER_INPUT_ERROR = 13
 HOLD_IWD_ERROR = 14
 HOLD_SYSTEM_POLICY = 26
+HOLD_MEMORY_EXCEEDED = 34  # over the cgroup memory limit (request_memory), as HTCondor holds it
 
 
 @dataclass(frozen=True)
@@ -82,7 +83,7 @@ def _as_bool(v: Any) -> bool | None:
     """A policy value as a boolean: numbers count (non-zero is true); else None."""
     if v is True or v is False:
         return v
-    if isinstance(v, int | float):
+    if type(v) is int or type(v) is float:  # not UNDEFINED/ERROR, whose enum is an int
         return v != 0
     return None
 
@@ -300,7 +301,7 @@ def usage_attrs(ad: ClassAd, usage: dict[str, Any] | None, started: float, now: 
             v = ad.eval(attr)
         except Exception:
             return 0.0
-        return float(v) if isinstance(v, int | float) and not isinstance(v, bool) else 0.0
+        return float(v) if type(v) is int or type(v) is float else 0.0  # not UNDEFINED's int enum
 
     def given(*names: str) -> float:
         for n in names:

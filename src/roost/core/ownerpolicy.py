@@ -151,7 +151,7 @@ def evaluate(text: str, my: ClassAd, target: ClassAd | None) -> Any:
 
 
 def _number(v: Any) -> float | None:
-    if type(v) is bool or not isinstance(v, int | float):
+    if type(v) is not int and type(v) is not float:  # bool, and UNDEFINED/ERROR (an int enum)
         return None
     if v != v:
         return None

@@ -118,3 +118,18 @@ def test_hold_counts_by_reason_as_htcondor_names_them():
     assert second == {"NumHolds": 2, "NumHoldsByReason": {"UserRequest": 1, "JobPolicy": 1}}
     assert before == {"UserRequest": 1}  # the job's old value is not changed in place
     assert hold_count_attrs(2, second["NumHoldsByReason"], 3)["NumHoldsByReason"]["JobPolicy"] == 2
+
+
+def test_an_undefined_periodic_expression_is_not_true() -> None:
+    """UNDEFINED (an attribute the job does not have yet) never holds, releases or
+    removes a job: its enum is an int, which once passed for a non-zero number."""
+    from roost.classad import ClassAd
+    from roost.classad.parser import parse_expr
+    from roost.core import jobpolicy as jp
+
+    ad = ClassAd()
+    ad["PeriodicHold"] = parse_expr("MemoryUsage > 100")
+    ad["PeriodicRemove"] = parse_expr("NoSuchAttr")
+    assert jp.periodic(ad, jp.RUNNING) is None
+    ad["MemoryUsage"] = 150
+    assert jp.periodic(ad, jp.RUNNING).action == "hold"

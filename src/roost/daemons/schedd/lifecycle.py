@@ -26,6 +26,7 @@ from roost.eventlog import (
     AbortedEvent,
     EvictedEvent,
     HeldEvent,
+    ImageSizeEvent,
     ReleasedEvent,
     ShadowExceptionEvent,
     SuspendedEvent,
@@ -246,6 +247,32 @@ class JobLifecycle:
             if not any(self._unsettled.get(c) for c in cids):
                 return
             await asyncio.sleep(0.001)
+
+    async def live_usage(self, job: Job, usage: dict[str, Any]) -> None:
+        """A running job's usage now (the starter's periodic report): the ad's MemoryUsage,
+        ResidentSetSize, ImageSize and CPU, so ``q`` and periodic expressions see them; a
+        006 event when the image grows."""
+        if job.cluster.procs.get(job.proc) is not job or job.status not in _ON_A_SLOT:
+            return
+        attrs: dict[str, Any] = {}
+        for name in ("MemoryUsage", "ResidentSetSize", "ImageSize"):
+            v = usage.get(name)
+            if isinstance(v, int) and not isinstance(v, bool) and v >= 0 and v != job.get(name):
+                attrs[name] = v
+        for name in ("RemoteUserCpu", "RemoteSysCpu"):
+            v = usage.get(name)
+            if isinstance(v, int | float) and not isinstance(v, bool) and v >= 0:
+                attrs[name] = float(v)
+        if not attrs:
+            return
+        events: list[Event] = []
+        old_image = job.get("ImageSize")
+        image = attrs.get("ImageSize")
+        if isinstance(image, int) and (not isinstance(old_image, int) or image > old_image):
+            events.append(ImageSizeEvent(job.cluster.id, job.proc, time.time(), size=image,
+                                         memory_usage=attrs.get("MemoryUsage", job.get("MemoryUsage")),
+                                         resident_set_size=attrs.get("ResidentSetSize", 0)))
+        await self.report(job, self.set_ops(job, attrs), events)
 
     async def suspended(self, job: Job, suspended: bool, num_pids: int = 0) -> None:
         """The starter suspended or resumed the job (the machine owner's policy):

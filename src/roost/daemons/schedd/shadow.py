@@ -303,6 +303,9 @@ class Shadow:
             pid = update.get("pid")
             if isinstance(pid, int) and self.job is not None:
                 log.debug("job %s running as pid %d", self.job.id, pid)
+            now_usage = update.get("usage_now")
+            if isinstance(now_usage, dict) and self.job is not None:
+                self.jobs.host.spawn(self.jobs.live_usage(self.job, now_usage), f"usage-{self.job.id}")
             return
         if state in ("suspended", "resumed"):
             if self.job is not None:
@@ -453,6 +456,17 @@ class Shadow:
                 )
                 await s.hold(job, msg, code, 0, vacate=False)
                 return False
+            oom = update.get("oom")
+            if isinstance(oom, dict):
+                # killed by the kernel for going over its memory: HTCondor's hold, code 34
+                msg = (f"Error from {self.slot_name}: Job has gone over cgroup memory limit of "
+                       f"{oom.get('limit_mb')} megabytes. Peak usage: {oom.get('peak_mb')} megabytes. "
+                       "Consider resubmitting with a higher request_memory.")
+                usage = update.get("usage") if isinstance(update.get("usage"), dict) else {}
+                if isinstance(usage.get("MemoryUsage"), int):
+                    await s.live_usage(job, {"MemoryUsage": usage["MemoryUsage"]})
+                await s.hold(job, msg, jp.HOLD_MEMORY_EXCEEDED, 0, vacate=False)
+                return True
             output_error = update.get("output_error")
             if isinstance(output_error, str) and output_error:
                 # the job ran, but its output could not all come back: HTCondor holds it (12/2)

@@ -37,6 +37,7 @@ from roost.daemons.startd.jobspec import (
     parse_job,
     slot_number,
 )
+from roost.daemons.startd.memlimit import MemoryLimits
 from roost.daemons.startd.peers import Peers
 from roost.daemons.startd.starter import Starter
 from roost.net.adwire import obj_to_ad
@@ -56,6 +57,7 @@ class Host(Protocol):
     execute_dir: str
     peers: Peers
     cgroups: JobCgroups
+    memory: MemoryLimits
     want_reschedule: bool  # ask the negotiator for a cycle after this round of ads
 
     def slot_name(self, name: str) -> str: ...
@@ -151,6 +153,7 @@ class Claims:
         )
         self.allow_owner = bool(cfg.get_bool("STARTER_ALLOW_RUNAS_OWNER", True))
         self.slot_user = cfg.get("SLOT_USER") or "nobody"
+        self.update_interval = float(cfg.get_float("STARTER_UPDATE_INTERVAL", 300.0) or 300.0)
         self.uid_domain = (cfg.get("UID_DOMAIN") or cfg.get("FULL_HOSTNAME") or "").strip()
         self._identities: dict[tuple[str, str], Identity] = {}
         self._lease_task: asyncio.Task[None] | None = None
@@ -359,6 +362,9 @@ class Claims:
             on_finished=self._starter_finished,
             on_done=self._starter_done,
             cgroups=self.host.cgroups,
+            memory=self.host.memory,
+            memory_limit=slot.total.memory << 20 if slot.total.memory else None,
+            update_interval=self.update_interval,
         )
         self.starters[claim_id] = starter
         self.job_ads[claim_id] = job

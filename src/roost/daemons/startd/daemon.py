@@ -53,6 +53,7 @@ from roost.daemons.startd import launch, resources
 from roost.daemons.startd.cgroups import JobCgroups
 from roost.daemons.startd.claims import Claims
 from roost.daemons.startd.leftovers import JOBS_DIR, cleanup_leftovers
+from roost.daemons.startd.memlimit import MemoryLimits
 from roost.daemons.startd.owner_policy import OwnerPolicy
 from roost.daemons.startd.peers import Peers
 from roost.net.client import AsyncClient
@@ -81,6 +82,7 @@ class Startd(Daemon):
         self.policy = core.Policy()
         self.peers = Peers(credentials=lambda: self.security.client_args())
         self.cgroups = JobCgroups(None)
+        self.memory = MemoryLimits(None, 0, "none")
         self._ads: dict[str, ClassAd] = {}
         self._dirty: set[str] = set()
         self._gone: set[str] = set()
@@ -111,6 +113,9 @@ class Startd(Daemon):
         for name in self.cgroups.leftovers():
             self.cgroups.remove(name)
             self.log.info("leftover from a previous startd: killed and removed cgroup %s", name)
+        self.memory = MemoryLimits.detect(self.execute_dir, self.cgroups.base,
+                                          self.config.get("STARTD_MEMORY_LIMIT") or "hard")
+        self.log.info("memory: %s; cpu: %s", self.memory.mechanism, "not limited (no cpu controller in use)")
         for line in cleanup_leftovers(self.execute_dir):
             self.log.info("leftover from a previous startd: %s", line)
         if os.geteuid() == 0 and self.config.get_bool("STARTD_BUILD_LAUNCHER", True):
@@ -262,6 +267,7 @@ class Startd(Daemon):
         ad["CondorPlatform"] = f"$CondorPlatform: {self.machine.arch}-{self.machine.opsys_and_ver} $"
         ad["DaemonStartTime"] = int(self.start_time)
         ad["StartdPid"] = os.getpid()
+        ad["MemoryEnforcement"] = self.memory.mechanism  # roost's: what holds a job to its request_memory
         ad["UpdateInterval"] = int(self.update_interval)
         owner_policy, claims = self.owner_policy, self.claims
         ad.update(owner_policy.owner_attrs.get(slot.name) or owner_policy.owner_attrs_for(slot))

@@ -1,4 +1,4 @@
-"""``/proc/<pid>/stat`` of every process: process groups of jobs that have no cgroup.
+"""``/proc/<pid>/stat`` of every process: process groups of jobs that have no cgroup, and a job's live usage.
 
 One walk of /proc answers both users: the starter's clean-up of a previous
 startd's jobs (which pids of a recorded group started after the recorded
@@ -48,3 +48,44 @@ def processes() -> Iterator[ProcStat]:
             got = read(int(entry))
             if got is not None:
                 yield got
+
+
+class TreeUsage(NamedTuple):
+    rss_kib: int
+    vsize_kib: int
+    user_cpu: float  # seconds
+    sys_cpu: float
+
+
+_PAGE_KIB = (os.sysconf("SC_PAGE_SIZE") // 1024) if hasattr(os, "sysconf") else 4
+
+
+def tree_usage(pgid: int) -> TreeUsage | None:
+    """The summed usage of every process in process group ``pgid`` (a job's), from
+    /proc; None when none is left. One walk of /proc (call it off the event loop)."""
+    rss = vsize = user = system = 0
+    found = False
+    for entry in _pids():
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as f:
+                data = f.read()
+            fields = data[data.rindex(b")") + 2:].split()
+            if int(fields[2]) != pgid:
+                continue
+            found = True
+            user += int(fields[11])
+            system += int(fields[12])
+            vsize += int(fields[20]) // 1024
+            rss += int(fields[21]) * _PAGE_KIB
+        except (OSError, ValueError, IndexError):
+            continue
+    if not found:
+        return None
+    return TreeUsage(rss, vsize, user / TICKS, system / TICKS)
+
+
+def _pids() -> list[str]:
+    try:
+        return [e for e in os.listdir("/proc") if e.isdigit()]
+    except OSError:
+        return []

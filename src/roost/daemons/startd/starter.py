@@ -32,6 +32,7 @@ from roost.daemons.startd import launch, procstat
 from roost.daemons.startd.cgroups import JobCgroups
 from roost.daemons.startd.jobspec import Identity, JobSpec, executable_path, job_file
 from roost.daemons.startd.leftovers import JOBS_DIR
+from roost.daemons.startd.memlimit import MemoryLimits
 from roost.daemons.startd.peers import CALL_TIMEOUT, Peers
 from roost.net.client import Connection
 from roost.net.errors import RemoteError
@@ -92,8 +93,14 @@ class Starter:
         on_done: Callable[[Starter], None],
         on_finished: Callable[[Starter], None] | None = None,
         cgroups: JobCgroups | None = None,
+        memory: MemoryLimits | None = None,
+        memory_limit: int | None = None,
+        update_interval: float = 300.0,
     ) -> None:
         self.spec = spec
+        self.memory = memory or MemoryLimits(None, 0, "none")
+        self.memory_limit = memory_limit  # bytes: the slot's memory
+        self.update_interval = update_interval
         self.claim_id = claim_id
         self.slot_name = slot_name
         self.execute_dir = execute_dir
@@ -153,7 +160,11 @@ class Starter:
             else:
                 self.state = "running"
                 running_report = asyncio.ensure_future(self._report({"state": "running", "pid": self.pid}))
-                status, usage = await self._wait()
+                sampler = asyncio.ensure_future(self._sample_usage())
+                try:
+                    status, usage = await self._wait()
+                finally:
+                    sampler.cancel()
                 self._kill_group(signal.SIGKILL)  # what it left running dies before outputs move
                 # cgroup.kill/killpg after the job's exit leave nothing that could start more:
                 # the final clean-up need not send them again (two syscalls fewer per job).
@@ -220,6 +231,7 @@ class Starter:
         # Root-owned until the inputs are in (see _prepare): nothing else can meddle.
         os.mkdir(self.sandbox, 0o700)
         self.cgroups.create(self.name)
+        self.memory.create(self.name, self.memory_limit)
         if self.spec.transfer:
             path = os.path.join(self.sandbox, ".job.ad")
             with open(path, "w") as f:
@@ -375,6 +387,7 @@ class Starter:
     def _clean(self) -> None:
         """Remove the job's cgroup (killing stragglers) and sandbox; on the cleaner thread."""
         self.cgroups.remove(self.name)
+        self.memory.remove(self.name)
         _remove_tree(self.sandbox)
 
     # -- the process ---------------------------------------------------------------
@@ -437,6 +450,7 @@ class Starter:
         /proc read and file write kept off the event loop)."""
         if self._move_after_exec:
             self.cgroups.enter(self.name, pid)
+        self.memory.enter(self.name, pid)
         line = f"{pid} {_proc_start_ticks(pid) or 0} {self.spec.job_id}\n".encode()
         try:
             fd = os.open(self.marker, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
@@ -510,8 +524,43 @@ class Starter:
             u["RemoteSysCpu"] = round(usage.ru_stime, 6)
             u["ResidentSetSize"] = int(usage.ru_maxrss)  # KiB
             u["MemoryUsage"] = -(-int(usage.ru_maxrss) // 1024)  # MiB, rounded up
+        mem = self.memory.state(self.name)
+        if mem is not None:  # the cgroup saw every process of the job, not only the first
+            u["MemoryUsage"] = max(u.get("MemoryUsage", 0), -(-mem.peak // (1 << 20)))
+            if mem.oom_killed and out.get("exit_signal") == signal.SIGKILL and self.memory.enforced:
+                out["oom"] = {"limit_mb": (self.memory_limit or 0) >> 20, "peak_mb": -(-mem.peak // (1 << 20))}
         out["usage"] = u
         return out
+
+    def live_usage(self) -> dict[str, Any]:
+        """What the job uses now (for the periodic report): memory from its cgroup, else
+        its processes' /proc; CPU of its processes so far."""
+        u: dict[str, Any] = {}
+        mem = self.memory.state(self.name)
+        tree = procstat.tree_usage(self.pid) if self.pid is not None else None
+        if mem is not None:
+            u["MemoryUsage"] = -(-mem.peak // (1 << 20))
+            u["ResidentSetSize"] = mem.current >> 10
+        elif tree is not None:
+            u["MemoryUsage"] = -(-tree.rss_kib // 1024)
+            u["ResidentSetSize"] = tree.rss_kib
+        if tree is not None:
+            u["ImageSize"] = tree.vsize_kib
+            u["RemoteUserCpu"] = round(tree.user_cpu, 3)
+            u["RemoteSysCpu"] = round(tree.sys_cpu, 3)
+        return u
+
+    async def _sample_usage(self) -> None:
+        """Every STARTER_UPDATE_INTERVAL while the job runs: its usage to the schedd,
+        which updates the job ad (``q`` and periodic expressions see current values)."""
+        while True:
+            await asyncio.sleep(self.update_interval)
+            if self.suspended or not self._alive():
+                continue
+            usage = await asyncio.to_thread(self.live_usage)
+            if usage:
+                with contextlib.suppress(Exception):
+                    await self._report({"state": "running", "pid": self.pid, "usage_now": usage})
 
     def _kill_group(self, sig: int) -> None:
         # Once the job is reaped and its group killed, the group id may name someone

@@ -1,0 +1,82 @@
+"""Memory held to request_memory and reported while jobs run (issue 13): a job over its
+request is killed by the kernel and held with HTCondor's code 34; the schedd sees a
+running job's memory every STARTER_UPDATE_INTERVAL, so periodic_hold on MemoryUsage
+fires while it runs; the slot ad says what enforces memory."""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from poolkit import PoolHandle, start_pool, stop_pool
+
+from roost.daemons.startd.memlimit import MemoryLimits
+
+PARTITIONABLE = "\nuse FEATURE : PartitionableSlot\n"
+HOG = "import time; x = bytearray({mb} << 20); time.sleep({secs})"
+
+
+@pytest.fixture(scope="module")
+def mpool() -> Iterator[PoolHandle]:
+    home = Path(tempfile.mkdtemp(prefix="roost-mem-", dir="/tmp"))
+    p = start_pool(home, PARTITIONABLE)
+    try:
+        yield p
+    finally:
+        stop_pool(p)
+
+
+def _enforced(pool: PoolHandle) -> str:
+    c = pool.collector()
+    try:
+        ads = c.query_objs("Machine", projection=["MemoryEnforcement"])
+    finally:
+        c.close()
+    return str(ads[0].get("MemoryEnforcement"))
+
+
+@pytest.fixture
+def jobdir() -> Path:
+    """A directory the job's user (nobody, for root's jobs) can work in."""
+    d = Path(tempfile.mkdtemp(prefix="roost-memjob-", dir="/tmp"))
+    d.chmod(0o777)
+    return d
+
+
+def _job(mb: int, secs: float, extra: str = "") -> str:
+    program = HOG.format(mb=mb, secs=secs)
+    return f"executable = /usr/bin/python3\narguments = \"-c '{program}'\"\nlog = m.log\n{extra}queue\n"
+
+
+def test_a_job_over_its_request_is_held_with_code_34(mpool: PoolHandle, jobdir: Path) -> None:
+    mechanism = _enforced(mpool)
+    if "hard limit" not in mechanism:
+        pytest.skip(f"memory is not enforced on this host: {mechanism}")
+    r = mpool.submit(_job(400, 1, "request_memory = 64\n"), jobdir)
+    ad = mpool.wait_for(r.job_ids()[0], lambda j: j.get("JobStatus") == 5, timeout=60, what="held")
+    assert ad["HoldReasonCode"] == 34, ad
+    # the limit is the job's slot (request_memory, rounded up as partitionable slots do)
+    assert "Job has gone over cgroup memory limit of" in ad["HoldReason"], ad["HoldReason"]
+    # a job within its request runs to the end
+    ok = mpool.submit(_job(20, 0.2, "request_memory = 128\n"), jobdir).job_ids()
+    assert mpool.wait(ok, timeout=60)["done"] == 1
+    assert mpool.job(ok[0])["ExitCode"] == 0
+
+
+def test_usage_is_reported_while_the_job_runs_and_periodic_hold_sees_it(mpool: PoolHandle, jobdir: Path) -> None:
+    r = mpool.submit(_job(150, 30, "request_memory = 1024\nperiodic_hold = MemoryUsage > 100\n"), jobdir)
+    jid = r.job_ids()[0]
+    ad = mpool.wait_for(jid, lambda j: j.get("JobStatus") == 5, timeout=40, what="held by periodic_hold")
+    # held while it ran (not at its end, 30 s later), on the usage the starter reported
+    assert ad["HoldReasonCode"] == 3 and ad["MemoryUsage"] > 100, ad
+    assert ad["ResidentSetSize"] > 100 * 1024 and ad["ImageSize"] > ad["ResidentSetSize"], ad
+    log = (jobdir / "m.log").read_text()
+    assert "Image size of job updated" in log
+
+
+def test_the_slot_ad_says_what_enforces_memory(mpool: PoolHandle) -> None:
+    mechanism = _enforced(mpool)
+    probe = MemoryLimits.detect(str(mpool.home / "execute"), None)
+    assert mechanism == probe.mechanism
