@@ -238,3 +238,25 @@ def test_a_job_runs_as_its_owner_only_within_the_uid_domain() -> None:
     assert local_owner("alice", "alice@Pool.Example", "pool.example") == "alice"  # domains ignore case
     assert local_owner("alice", "", "pool.example") == ""  # no submitter named: a slot user
     assert [slot_number(n) for n in ("slot3", "slot3_2", "slot12@host", "other")] == ["3", "3", "12", None]
+
+
+def test_exit_and_live_usage_in_htcondors_units() -> None:
+    import resource
+    import signal as sig
+
+    from roost.daemons.startd.jobusage import exit_update, live
+    from roost.daemons.startd.memlimit import MemoryState
+    from roost.daemons.startd.procstat import TreeUsage
+
+    ru = resource.getrusage(resource.RUSAGE_SELF)
+    killed = sig.SIGKILL  # a wait status of "killed by SIGKILL"
+    out = exit_update(killed, ru, 2.5, MemoryState(100 << 20, 300 << 20, True), 256 << 20)
+    assert out["exit_signal"] == 9 and out["oom"] == {"limit_mb": 256, "peak_mb": 300}
+    assert out["usage"]["MemoryUsage"] >= 300 and out["usage"]["RemoteWallClockTime"] == 2.5
+    # the same kill where nothing enforces memory is no OOM hold
+    assert "oom" not in exit_update(killed, ru, 1.0, MemoryState(1, 300 << 20, True), None)
+    assert "oom" not in exit_update(0, ru, 1.0, MemoryState(1, 300 << 20, True), 256 << 20)
+    now = live(MemoryState(50 << 20, 80 << 20, False), TreeUsage(40_000, 90_000, 1.25, 0.5))
+    assert now == {"MemoryUsage": 80, "ResidentSetSize": 50 << 10, "ImageSize": 90_000,
+                   "RemoteUserCpu": 1.25, "RemoteSysCpu": 0.5}
+    assert live(None, TreeUsage(2048, 4096, 0.0, 0.0))["MemoryUsage"] == 2

@@ -28,7 +28,7 @@ from collections.abc import Callable
 from typing import Any
 
 from roost.daemons.sandbox_paths import sandbox_relpath
-from roost.daemons.startd import launch, procstat
+from roost.daemons.startd import jobusage, launch, procstat
 from roost.daemons.startd.cgroups import JobCgroups
 from roost.daemons.startd.jobspec import Identity, JobSpec, executable_path, job_file
 from roost.daemons.startd.leftovers import JOBS_DIR
@@ -512,43 +512,13 @@ class Starter:
                 os.unlink(self.marker)
 
     def _exit_update(self, status: int, usage: Any, wall: float) -> dict[str, Any]:
-        out: dict[str, Any] = {"state": "exited"}
-        if os.WIFSIGNALED(status):
-            out["exit_signal"] = os.WTERMSIG(status)
-            out["core_dumped"] = os.WCOREDUMP(status)
-        else:
-            out["exit_code"] = os.WEXITSTATUS(status)
-        u: dict[str, Any] = {"RemoteWallClockTime": round(wall, 6)}
-        if usage is not None:
-            u["RemoteUserCpu"] = round(usage.ru_utime, 6)
-            u["RemoteSysCpu"] = round(usage.ru_stime, 6)
-            u["ResidentSetSize"] = int(usage.ru_maxrss)  # KiB
-            u["MemoryUsage"] = -(-int(usage.ru_maxrss) // 1024)  # MiB, rounded up
-        mem = self.memory.state(self.name)
-        if mem is not None:  # the cgroup saw every process of the job, not only the first
-            u["MemoryUsage"] = max(u.get("MemoryUsage", 0), -(-mem.peak // (1 << 20)))
-            if mem.oom_killed and out.get("exit_signal") == signal.SIGKILL and self.memory.enforced:
-                out["oom"] = {"limit_mb": (self.memory_limit or 0) >> 20, "peak_mb": -(-mem.peak // (1 << 20))}
-        out["usage"] = u
-        return out
+        return jobusage.exit_update(status, usage, wall, self.memory.state(self.name),
+                                    self.memory_limit if self.memory.enforced else None)
 
     def live_usage(self) -> dict[str, Any]:
-        """What the job uses now (for the periodic report): memory from its cgroup, else
-        its processes' /proc; CPU of its processes so far."""
-        u: dict[str, Any] = {}
-        mem = self.memory.state(self.name)
+        """What the job uses now (for the periodic report)."""
         tree = procstat.tree_usage(self.pid) if self.pid is not None else None
-        if mem is not None:
-            u["MemoryUsage"] = -(-mem.peak // (1 << 20))
-            u["ResidentSetSize"] = mem.current >> 10
-        elif tree is not None:
-            u["MemoryUsage"] = -(-tree.rss_kib // 1024)
-            u["ResidentSetSize"] = tree.rss_kib
-        if tree is not None:
-            u["ImageSize"] = tree.vsize_kib
-            u["RemoteUserCpu"] = round(tree.user_cpu, 3)
-            u["RemoteSysCpu"] = round(tree.sys_cpu, 3)
-        return u
+        return jobusage.live(self.memory.state(self.name), tree)
 
     async def _sample_usage(self) -> None:
         """Every STARTER_UPDATE_INTERVAL while the job runs: its usage to the schedd,
