@@ -34,3 +34,15 @@ def test_an_output_outside_the_sandbox_holds_the_job_and_frees_the_slot(pool: Po
     nxt = pool.submit("executable = /bin/true\nlog = n.log\nqueue\n", tmp_path).job_ids()
     assert pool.wait(nxt, timeout=30)["done"] == 1
     assert time.monotonic() - t0 < 20
+
+
+def test_bytes_moved_and_committed_time_are_accounted(pool: PoolHandle, tmp_path: Path) -> None:
+    (tmp_path / "in.dat").write_bytes(b"x" * 5000)
+    r = pool.submit("executable = /bin/sh\narguments = \"-c 'wc -c < in.dat > n.txt; sleep 1'\"\n" + TRANSFER
+                    + "transfer_input_files = in.dat\nqueue\n", tmp_path)
+    jid = r.job_ids()[0]
+    assert pool.wait([jid], timeout=60)["done"] == 1
+    ad = pool.job(jid)
+    assert ad["BytesSent"] >= 5000 and ad["BytesRecvd"] >= 5, ad  # n.txt (and the std files) came back
+    assert ad["CommittedTime"] >= 1 and ad["CumulativeSlotTime"] >= 1 and ad["RemoteWallClockTime"] >= 1, ad
+    assert (tmp_path / "n.txt").read_text().strip() == "5000"

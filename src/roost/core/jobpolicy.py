@@ -317,7 +317,12 @@ def usage_attrs(ad: ClassAd, usage: dict[str, Any] | None, started: float, now: 
         v = usage.get(k)
         if isinstance(v, int | float) and not isinstance(v, bool):
             out[k] = v
+    cpus = num("RequestCpus") or 1.0
     return out | {
+        # this run ended with the job's own exit: its work counts as committed
+        "CommittedTime": int(num("CommittedTime") + wall),
+        "CommittedSlotTime": num("CommittedSlotTime") + wall * cpus,
+        "CumulativeSlotTime": num("CumulativeSlotTime") + wall * cpus,
         "RemoteWallClockTime": num("RemoteWallClockTime") + wall,
         "RemoteUserCpu": user,
         "RemoteSysCpu": system,

@@ -133,3 +133,18 @@ def test_an_undefined_periodic_expression_is_not_true() -> None:
     assert jp.periodic(ad, jp.RUNNING) is None
     ad["MemoryUsage"] = 150
     assert jp.periodic(ad, jp.RUNNING).action == "hold"
+
+
+def test_usage_accumulates_over_runs_committed_and_slot_time() -> None:
+    from roost.classad import ClassAd
+    from roost.core import jobpolicy as jp
+
+    ad = ClassAd()
+    ad["RequestCpus"] = 2
+    first = jp.usage_attrs(ad, {"RemoteWallClockTime": 10.0, "RemoteUserCpu": 3.0}, 0, 0)
+    for k, v in first.items():
+        ad[k] = v
+    second = jp.usage_attrs(ad, {"RemoteWallClockTime": 5.0, "RemoteUserCpu": 1.0}, 0, 0)
+    assert second["RemoteWallClockTime"] == 15.0 and second["CommittedTime"] == 15
+    assert second["CumulativeSlotTime"] == 30.0 and second["CommittedSlotTime"] == 30.0
+    assert second["CumulativeRemoteUserCpu"] == 4.0 and second["RemoteUserCpu"] == 1.0

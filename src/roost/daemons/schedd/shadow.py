@@ -142,6 +142,7 @@ class Shadow:
         self.vacating = False
         self.transfer_error: tuple[int, str] | None = None
         self._suspend_lock = asyncio.Lock()
+        self.bytes_sent = self.bytes_recvd = 0  # this run's file transfer, each way
         self.claimed_at = time.time()
         self.last_alive = time.monotonic()
         self.started_at = 0.0
@@ -336,6 +337,7 @@ class Shadow:
         self.job = job
         self.exit = asyncio.get_running_loop().create_future()
         self.transfer_error = None
+        self.bytes_sent = self.bytes_recvd = 0
         try:
             activated = await self._activate(job)
         except (RemoteError, ConnectionError) as e:
@@ -492,6 +494,11 @@ class Shadow:
             ad[k] = v
         decision = jp.on_exit(ad, code, sig, now)
         attrs = dict(uattrs)
+        if sig is not None:
+            attrs["JobCoreDumped"] = update.get("core_dumped") is True
+        for attr, moved in (("BytesSent", self.bytes_sent), ("BytesRecvd", self.bytes_recvd)):
+            prev = job.get(attr, 0)
+            attrs[attr] = float((prev if type(prev) in (int, float) else 0) + moved)
         attrs.update(decision.attrs or {})
         run_usage = Usage(int(uattrs["RemoteUserCpu"]), int(uattrs["RemoteSysCpu"]))
         total_usage = Usage(int(uattrs["CumulativeRemoteUserCpu"]), int(uattrs["CumulativeRemoteSysCpu"]))

@@ -51,6 +51,7 @@ class StarterCalls:
         except TransferError as e:
             sh.transfer_error = (jp.HOLD_TRANSFER_INPUT_ERROR, f"Error transferring input files: {e}")
             raise RequestError("NOT_FOUND", str(e)) from None
+        sh.bytes_sent += sum(f.size for f in files)
         if sum(f.size for f in files) <= SMALL_TRANSFER:
             # Small sandboxes (the common case) go out as one write: answer and bytes.
             parts = [framing.encode({"ok": True, "files": [f.entry() for f in files]})]
@@ -111,6 +112,7 @@ class StarterCalls:
                 if writer is not None:
                     writer.abort()
                 raise
+        sh.bytes_recvd += sum(e["size"] for e in entries)
         if error is not None:
             sh.transfer_error = (jp.HOLD_TRANSFER_OUTPUT_ERROR, f"Error transferring output files: {error}")
             raise RequestError("BAD_REQUEST", error)
