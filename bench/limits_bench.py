@@ -10,7 +10,7 @@ Two personal pools of 8 static slots, up at once, runs alternating between them:
   (``STARTD_MEMORY_LIMIT = hard``, where the host has a memory controller), and its
   usage reported every ``STARTER_UPDATE_INTERVAL`` (1 s here, to make the reports
   happen during the runs; the default is 300 s).
-- *off*: ``STARTD_MEMORY_LIMIT = none`` and reports every 3600 s.
+- *off*: ``STARTD_MEMORY_LIMIT = off`` (no memory cgroup) and reports every 3600 s.
 
 Figures (medians; ratio on/off, target within 10%): ``throughput`` (1,000 ``/bin/true``
 jobs, submit to the last terminated event, jobs/s) and ``latency`` (one ``/bin/true``,
@@ -35,7 +35,7 @@ from pool_bench import ROOST, BenchPool, _job_dir, wait_terminated  # noqa: E402
 
 MODES = {
     "on": "\nSTARTD_MEMORY_LIMIT = hard\nSTARTER_UPDATE_INTERVAL = 1\n",
-    "off": "\nSTARTD_MEMORY_LIMIT = none\nSTARTER_UPDATE_INTERVAL = 3600\n",
+    "off": "\nSTARTD_MEMORY_LIMIT = off\nSTARTER_UPDATE_INTERVAL = 3600\n",
 }
 
 

@@ -146,6 +146,8 @@ _KNOBS = [
     Knob("MODIFY_REQUEST_EXPR_REQUESTCPUS", "quantize(RequestCpus, {1})", "rounds a job's CPU request when carving a dynamic slot"),
     Knob("MODIFY_REQUEST_EXPR_REQUESTMEMORY", "quantize(RequestMemory, {128})", "rounds a job's memory request (MiB) when carving a dynamic slot"),
     Knob("MODIFY_REQUEST_EXPR_REQUESTDISK", "quantize(RequestDisk, {1024})", "rounds a job's disk request (KiB) when carving a dynamic slot"),
+    Knob("STARTD_MEMORY_LIMIT", "hard", "hard: a job over its slot's memory is killed (held, code 34); none: measured only; off: no memory cgroup"),
+    Knob("STARTD_MEMORY_MOVE_DELAY", "0.05", "seconds after its start a job enters its cgroup v1 memory cgroup (a move stalls forks machine-wide ~10 ms)"),
     Knob("STARTER_UPDATE_INTERVAL", "300", "seconds between a starter's usage reports"),
     Knob("SLOTS_CONNECTED_TO_KEYBOARD", "0", "slots (by number; slot2_* are 2) whose KeyboardIdle follows the keyboard, terminals and the activity file; use POLICY : Desktop connects all"),
     Knob("SLOTS_CONNECTED_TO_CONSOLE", "0", "slots (by number) whose ConsoleIdle follows the console and the activity file; use POLICY : Desktop connects all"),

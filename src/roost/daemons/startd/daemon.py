@@ -114,7 +114,10 @@ class Startd(Daemon):
             self.cgroups.remove(name)
             self.log.info("leftover from a previous startd: killed and removed cgroup %s", name)
         self.memory = MemoryLimits.detect(self.execute_dir, self.cgroups.base,
-                                          self.config.get("STARTD_MEMORY_LIMIT") or "hard")
+                                          self.config.get("STARTD_MEMORY_LIMIT") or "hard",
+                                          self.config.get_float("STARTD_MEMORY_MOVE_DELAY", 0.05) or 0.0)
+        for name in self.memory.sweep():
+            self.log.info("leftover from a previous startd: removed memory cgroup %s", name)
         self.log.info("memory: %s; cpu: %s", self.memory.mechanism, "not limited (no cpu controller in use)")
         for line in cleanup_leftovers(self.execute_dir):
             self.log.info("leftover from a previous startd: %s", line)

@@ -13,21 +13,40 @@ Two mechanisms, whichever the host has:
 
 ``STARTD_MEMORY_LIMIT`` (roost's, like HTCondor's ``CGROUP_MEMORY_LIMIT_POLICY``):
 ``hard`` (default: the kernel kills a job over its request; the schedd holds it, code
-34), ``none`` (measured only). Where neither mechanism exists, memory is measured
+34), ``none`` (a memory cgroup measures, nothing limits), ``off`` (no memory cgroup:
+measured from ``/proc``; it saves moving each job into a v1 cgroup, which waits for
+an RCU grace period). Where neither mechanism exists, memory is measured
 from ``/proc`` and nothing is enforced: the slot ad says which
 (``MemoryEnforcement``), never pretending.
 """
 
 from __future__ import annotations
 
+import concurrent.futures
 import contextlib
+import errno
 import hashlib
 import logging
 import os
+import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 log = logging.getLogger(__name__)
+
+_mover_pool: concurrent.futures.ThreadPoolExecutor | None = None
+_mover_lock = threading.Lock()
+
+
+def _movers() -> concurrent.futures.ThreadPoolExecutor:
+    """Threads that move jobs into v1 memory cgroups (their waits overlap)."""
+    global _mover_pool
+    with _mover_lock:
+        if _mover_pool is None:
+            _mover_pool = concurrent.futures.ThreadPoolExecutor(max_workers=8, thread_name_prefix="memcg")
+    return _mover_pool
 
 PARENT = "roost-startd"
 V1_ROOT = "/sys/fs/cgroup/memory"
@@ -63,6 +82,18 @@ def _read_int(path: str) -> int | None:
         return None
 
 
+def _rss_bytes(pid: int) -> int:
+    """A process's resident memory now (VmRSS), bytes; 0 if unknown."""
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0
+
+
 def _oom_kills(path: str) -> int:
     """``oom_kill N`` of a v1 ``memory.oom_control`` or a v2 ``memory.events``."""
     try:
@@ -79,10 +110,15 @@ def _oom_kills(path: str) -> int:
 class MemoryLimits:
     """Per-job memory cgroups, or nothing (``mechanism`` says which)."""
 
-    def __init__(self, base: str | None, version: int, policy: str) -> None:
+    def __init__(self, base: str | None, version: int, policy: str, move_delay: float = 0.05) -> None:
         self.base = base
         self.version = version
         self.policy = policy
+        self.move_delay = move_delay
+        #: jobs killed for being over their limit before they could enter their cgroup
+        self.over_limit: set[str] = set()
+        self._limits: dict[str, int] = {}  # name -> its limit, bytes
+        self._before: dict[str, int] = {}  # name -> what it held when it entered (v1), bytes
 
     @property
     def mechanism(self) -> str:
@@ -96,16 +132,19 @@ class MemoryLimits:
         return self.base is not None and self.policy == "hard"
 
     @classmethod
-    def detect(cls, execute_dir: str, v2_base: str | None, policy: str = "hard") -> MemoryLimits:
+    def detect(cls, execute_dir: str, v2_base: str | None, policy: str = "hard",
+               move_delay: float = 0.05) -> MemoryLimits:
         policy = policy.strip().lower() or "hard"
-        if policy not in ("hard", "none"):
-            log.warning("STARTD_MEMORY_LIMIT = %s: not hard or none; using hard", policy)
+        if policy not in ("hard", "none", "off"):
+            log.warning("STARTD_MEMORY_LIMIT = %s: not hard, none or off; using hard", policy)
             policy = "hard"
+        if policy == "off":
+            return cls(None, 0, policy)
         if v2_base is not None:
             try:
                 with open(os.path.join(v2_base, "cgroup.controllers")) as f:
                     if "memory" in f.read().split():
-                        return cls(v2_base, 2, policy)
+                        return cls(v2_base, 2, policy, move_delay)
             except OSError:
                 pass
         own = _own_v1_path()
@@ -122,7 +161,20 @@ class MemoryLimits:
             log.info("cgroup v1 memory at %s is not writable (%s): memory is measured, not enforced",
                      base, e.strerror)
             return cls(None, 0, policy)
-        return cls(base, 1, policy)
+        return cls(base, 1, policy, move_delay)
+
+    def sweep(self) -> list[str]:
+        """Remove what a previous startd of this execute directory left (v1 job
+        directories; their processes are killed); the names removed."""
+        if self.base is None or self.version != 1:
+            return []
+        gone = []
+        with contextlib.suppress(OSError):
+            for entry in os.scandir(self.base):
+                if entry.is_dir(follow_symlinks=False):
+                    self.remove(entry.name)
+                    gone.append(entry.name)
+        return gone
 
     def path(self, name: str) -> str | None:
         return None if self.base is None else os.path.join(self.base, name)
@@ -133,9 +185,13 @@ class MemoryLimits:
         path = self.path(name)
         if path is None:
             return
+        if limit_bytes:
+            self._limits[name] = limit_bytes
         try:
             if self.version == 1:
                 os.makedirs(path, exist_ok=True)
+                with contextlib.suppress(OSError):  # where the kernel still can, charges follow the job
+                    self._write(path, "memory.move_charge_at_immigrate", 3)
             if limit_bytes and self.policy == "hard":
                 if self.version == 1:
                     self._write(path, "memory.limit_in_bytes", limit_bytes)
@@ -154,16 +210,61 @@ class MemoryLimits:
         with open(os.path.join(path, knob), "w") as f:
             f.write(str(value))
 
-    def enter(self, name: str, pid: int) -> None:
-        """Move the job's process into its v1 memory cgroup (v2: it is there already)."""
+    def enter(self, name: str, pid: int, alive: Callable[[], bool] = lambda: True,
+              later: Callable[[float, Callable[[], Any]], Any] | None = None) -> None:
+        """Move the job's process into its v1 memory cgroup (v2: it is there already).
+
+        Soon, not now: writing a v1 ``cgroup.procs`` takes the kernel's cgroup
+        threadgroup lock for an RCU grace period (~10 ms), during which no process on
+        the machine can fork or exit; paid at every job's start it costs a short job a
+        third of its latency. So the move happens ``move_delay`` seconds after the job
+        starts (STARTD_MEMORY_MOVE_DELAY, 0.05 s), on threads of its own, and only while
+        ``alive()``: a job that ends first never pays (nor does anyone else). Current
+        kernels move no charges with a task, so what the job holds at the move counts
+        against its limit (the cgroup gets the rest) and in its usage; a job already
+        over its limit then is killed, as the kernel would have; what forks after the
+        move is inside."""
         path = self.path(name)
         if path is None or self.version != 1:
             return
+        def move() -> None:
+            _movers().submit(self._move, name, path, pid, alive)
+
+        if later is not None:  # the event loop's timer (no thread per job)
+            later(self.move_delay, move)
+        else:
+            timer = threading.Timer(self.move_delay, move)
+            timer.daemon = True
+            timer.start()
+
+    def _move(self, name: str, path: str, pid: int, alive: Callable[[], bool]) -> None:
+        if not alive():
+            return  # ended already: even a move that finds no process would stall forks
         try:
+            before = _rss_bytes(pid)  # charged outside the cgroup: this kernel moves no charges
+            limit = self._limits.get(name)
+            if limit and self.policy == "hard":
+                if before >= limit:
+                    raise OSError(errno.ENOMEM, "over its limit before it could enter its cgroup")
+                # what it holds already counts: the cgroup gets only the rest of the limit
+                self._write(path, "memory.limit_in_bytes", limit - before)
+                if os.path.exists(os.path.join(path, "memory.memsw.limit_in_bytes")):
+                    self._write(path, "memory.memsw.limit_in_bytes", limit - before)
             with open(os.path.join(path, "cgroup.procs"), "w") as f:
                 f.write(str(pid))
+            self._before[name] = before
+        except ProcessLookupError:
+            pass
         except OSError as e:
-            log.warning("cannot move pid %d into %s: %s", pid, path, e.strerror)
+            if e.errno == errno.ENOMEM and self.policy == "hard":
+                # already over its limit before it could be moved in: what the kernel
+                # would have done inside the cgroup
+                log.info("pid %d is over its memory limit before entering %s: killed", pid, path)
+                self.over_limit.add(name)
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.killpg(pid, 9)
+            elif e.errno not in (errno.ESRCH, errno.ENOENT):
+                log.warning("cannot move pid %d into %s: %s", pid, path, e.strerror)
 
     def state(self, name: str) -> MemoryState | None:
         """What the job's cgroup measured; None without one."""
@@ -180,11 +281,15 @@ class MemoryLimits:
             oom = _oom_kills(os.path.join(path, "memory.events"))
         if current is None:
             return None
-        return MemoryState(current, max(peak or 0, current), oom > 0)
+        before = self._before.get(name, 0)  # held before it entered: not in the cgroup's count
+        return MemoryState(current + before, max(peak or 0, current) + before, oom > 0 or name in self.over_limit)
 
     def remove(self, name: str, wait: float = 2.0) -> None:
         """Remove a v1 job directory (blocking: on the cleaner thread); v2's goes with the
         job's cgroup."""
+        self.over_limit.discard(name)
+        self._limits.pop(name, None)
+        self._before.pop(name, None)
         path = self.path(name)
         if path is None or self.version != 1:
             return

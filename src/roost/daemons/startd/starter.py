@@ -139,7 +139,8 @@ class Starter:
     # -- the job's life ------------------------------------------------------------
 
     def start(self) -> asyncio.Task[None]:
-        self.task = asyncio.get_running_loop().create_task(self._run(), name=f"starter {self.spec.job_id}")
+        self._loop = asyncio.get_running_loop()
+        self.task = self._loop.create_task(self._run(), name=f"starter {self.spec.job_id}")
         return self.task
 
     async def _run(self) -> None:
@@ -450,7 +451,9 @@ class Starter:
         /proc read and file write kept off the event loop)."""
         if self._move_after_exec:
             self.cgroups.enter(self.name, pid)
-        self.memory.enter(self.name, pid)
+        loop = self._loop
+        self.memory.enter(self.name, pid, self._alive,
+                          later=lambda delay, fn: loop.call_soon_threadsafe(loop.call_later, delay, fn))
         line = f"{pid} {_proc_start_ticks(pid) or 0} {self.spec.job_id}\n".encode()
         try:
             fd = os.open(self.marker, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
