@@ -118,6 +118,9 @@ class MemoryLimits:
         #: jobs killed for being over their limit before they could enter their cgroup
         self.over_limit: set[str] = set()
         self._limits: dict[str, int] = {}  # name -> its limit, bytes
+        self._key: dict[str, str] = {}  # name -> its v1 directory (its slot's)
+        self._dir_limit: dict[str, int] = {}  # v1 directory -> the limit written there
+        self._oom_base: dict[str, int] = {}  # name -> its directory's OOM kills at its start
         self._before: dict[str, int] = {}  # name -> what it held when it entered (v1), bytes
 
     @property
@@ -172,16 +175,24 @@ class MemoryLimits:
         with contextlib.suppress(OSError):
             for entry in os.scandir(self.base):
                 if entry.is_dir(follow_symlinks=False):
-                    self.remove(entry.name)
+                    self._rmdir(entry.path)
                     gone.append(entry.name)
         return gone
 
     def path(self, name: str) -> str | None:
-        return None if self.base is None else os.path.join(self.base, name)
+        if self.base is None:
+            return None
+        return os.path.join(self.base, self._key.get(name, name) if self.version == 1 else name)
 
-    def create(self, name: str, limit_bytes: int | None) -> None:
+    def create(self, name: str, limit_bytes: int | None, slot: str | None = None) -> None:
         """The job's memory cgroup, limited to ``limit_bytes`` under the hard policy
-        (blocking: on the spawner thread). A failure costs only the enforcement."""
+        (blocking: on the spawner thread). A failure costs only the enforcement.
+
+        v1: one directory per static slot, kept from job to job (``slot``), so a job
+        costs no cgroup made and removed; its peak is reset and its OOM count taken
+        at the start. A dynamic slot's (``slot1_3``) goes with its job."""
+        if self.version == 1 and slot:
+            self._key[name] = slot
         path = self.path(name)
         if path is None:
             return
@@ -189,21 +200,41 @@ class MemoryLimits:
             self._limits[name] = limit_bytes
         try:
             if self.version == 1:
-                os.makedirs(path, exist_ok=True)
-                with contextlib.suppress(OSError):  # where the kernel still can, charges follow the job
-                    self._write(path, "memory.move_charge_at_immigrate", 3)
+                key = self._key.get(name, name)
+                if not os.path.isdir(path):
+                    os.makedirs(path, exist_ok=True)
+                    with contextlib.suppress(OSError):  # where the kernel still can, charges follow the job
+                        self._write(path, "memory.move_charge_at_immigrate", 3)
+                    self._dir_limit.pop(key, None)
+                else:
+                    with contextlib.suppress(OSError):  # the previous job's peak is not this one's
+                        self._write(path, "memory.max_usage_in_bytes", 0)
+                self._oom_base[name] = _oom_kills(os.path.join(path, "memory.oom_control"))
             if limit_bytes and self.policy == "hard":
                 if self.version == 1:
-                    self._write(path, "memory.limit_in_bytes", limit_bytes)
-                    # with swap accounted, the same limit for memory + swap: no paging past it
-                    if os.path.exists(os.path.join(path, "memory.memsw.limit_in_bytes")):
-                        self._write(path, "memory.memsw.limit_in_bytes", limit_bytes)
+                    if self._dir_limit.get(key) != limit_bytes:
+                        self._set_v1_limit(path, limit_bytes)
+                        self._dir_limit[key] = limit_bytes
                 else:
                     self._write(path, "memory.max", limit_bytes)
                     if os.path.exists(os.path.join(path, "memory.swap.max")):
                         self._write(path, "memory.swap.max", 0)
         except OSError as e:
             log.warning("cannot limit the memory of job cgroup %s: %s", path, e.strerror)
+
+    def _set_v1_limit(self, path: str, limit: int) -> None:
+        """memory and memory+swap (where swap is accounted: no paging past it), in the
+        order the kernel accepts (memory never above memory+swap)."""
+        memsw = os.path.join(path, "memory.memsw.limit_in_bytes")
+        has_memsw = os.path.exists(memsw)
+        current = _read_int(os.path.join(path, "memory.limit_in_bytes")) or 0
+        if has_memsw and limit > current:
+            self._write(path, "memory.memsw.limit_in_bytes", limit)
+            self._write(path, "memory.limit_in_bytes", limit)
+        else:
+            self._write(path, "memory.limit_in_bytes", limit)
+            if has_memsw:
+                self._write(path, "memory.memsw.limit_in_bytes", limit)
 
     @staticmethod
     def _write(path: str, knob: str, value: int) -> None:
@@ -247,9 +278,8 @@ class MemoryLimits:
                 if before >= limit:
                     raise OSError(errno.ENOMEM, "over its limit before it could enter its cgroup")
                 # what it holds already counts: the cgroup gets only the rest of the limit
-                self._write(path, "memory.limit_in_bytes", limit - before)
-                if os.path.exists(os.path.join(path, "memory.memsw.limit_in_bytes")):
-                    self._write(path, "memory.memsw.limit_in_bytes", limit - before)
+                self._set_v1_limit(path, limit - before)
+                self._dir_limit.pop(self._key.get(name, name), None)  # the next job sets its own
             with open(os.path.join(path, "cgroup.procs"), "w") as f:
                 f.write(str(pid))
             self._before[name] = before
@@ -282,6 +312,7 @@ class MemoryLimits:
         if current is None:
             return None
         before = self._before.get(name, 0)  # held before it entered: not in the cgroup's count
+        oom -= self._oom_base.get(name, 0)  # a kept cgroup counts every job's kills
         return MemoryState(current + before, max(peak or 0, current) + before, oom > 0 or name in self.over_limit)
 
     def remove(self, name: str, wait: float = 2.0) -> None:
@@ -290,9 +321,23 @@ class MemoryLimits:
         self.over_limit.discard(name)
         self._limits.pop(name, None)
         self._before.pop(name, None)
+        self._oom_base.pop(name, None)
         path = self.path(name)
+        key = self._key.pop(name, name)
         if path is None or self.version != 1:
             return
+        if key.startswith("slot") and "_" not in key:  # a static slot's: kept for its next job
+            with contextlib.suppress(OSError):
+                with open(os.path.join(path, "cgroup.procs")) as f:
+                    for pid in f.read().split():  # what the job left running dies
+                        with contextlib.suppress(ProcessLookupError, ValueError):
+                            os.kill(int(pid), 9)
+            return
+        self._rmdir(path, wait)
+
+    @staticmethod
+    def _rmdir(path: str, wait: float = 2.0) -> None:
+        """Remove a v1 memory cgroup, killing what is left in it (blocking)."""
         deadline = time.monotonic() + wait
         while True:
             try:

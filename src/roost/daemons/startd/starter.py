@@ -232,7 +232,7 @@ class Starter:
         # Root-owned until the inputs are in (see _prepare): nothing else can meddle.
         os.mkdir(self.sandbox, 0o700)
         self.cgroups.create(self.name)
-        self.memory.create(self.name, self.memory_limit)
+        self.memory.create(self.name, self.memory_limit, self.slot_name)
         if self.spec.transfer:
             path = os.path.join(self.sandbox, ".job.ad")
             with open(path, "w") as f:

@@ -1,0 +1,73 @@
+"""Memory cgroups of roost.daemons.startd.memlimit on this host's real cgroup v1 memory
+hierarchy (skipped where there is none): a hog is killed at its limit, a static slot's
+cgroup is kept for the next job with its peak and OOM count starting afresh, and a
+process already over its limit when it would enter is killed at once."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from roost.daemons.startd.memlimit import MemoryLimits
+
+HOG = "import sys, time; x = bytearray(int(sys.argv[1]) << 20); time.sleep(float(sys.argv[2]))"
+
+
+@pytest.fixture
+def limits(tmp_path):
+    m = MemoryLimits.detect(str(tmp_path), None, "hard", move_delay=0.0)
+    if m.version != 1:
+        pytest.skip(f"no writable cgroup v1 memory hierarchy here: {m.mechanism}")
+    yield m
+    m.sweep()
+    os.rmdir(m.base)
+
+
+def _run(limits: MemoryLimits, name: str, slot: str, mb: int, secs: float, limit_mb: int):
+    limits.create(name, limit_mb << 20, slot)
+    proc = subprocess.Popen([sys.executable, "-c", HOG, str(mb), str(secs)], start_new_session=True)
+    limits.enter(name, proc.pid, lambda: proc.poll() is None)
+    proc.wait(timeout=30)
+    return proc.returncode, limits.state(name)
+
+
+def test_a_hog_dies_at_its_limit_and_the_slots_cgroup_serves_the_next_job(limits: MemoryLimits) -> None:
+    code, state = _run(limits, "job1", "slot1", 20, 0.5, 64)  # within its limit
+    assert code == 0 and state is not None and not state.oom_killed
+    path = limits.path("job1")
+    limits.remove("job1")
+    assert os.path.isdir(path)  # a static slot's cgroup stays for the next job
+    time.sleep(0.05)
+    code, state = _run(limits, "job2", "slot1", 20, 2.0, 64)
+    assert code == 0
+    # a process that grows past the limit inside its cgroup: the kernel kills it
+    limits.create("job3", 64 << 20, "slot1")
+    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(0.3); x = bytearray(300 << 20)"],
+                            start_new_session=True)
+    limits.enter("job3", proc.pid, lambda: proc.poll() is None)
+    proc.wait(timeout=30)
+    state = limits.state("job3")
+    assert proc.returncode == -signal.SIGKILL and state is not None and state.oom_killed
+    limits.remove("job3")
+    # the next job in that cgroup does not inherit the kill
+    limits.create("job4", 64 << 20, "slot1")
+    assert not limits.state("job4").oom_killed
+    limits.remove("job4")
+
+
+def test_already_over_its_limit_when_it_would_enter_it_is_killed(limits: MemoryLimits) -> None:
+    limits.create("big", 64 << 20, "slot2_1")
+    proc = subprocess.Popen([sys.executable, "-c", HOG, "200", "5"], start_new_session=True)
+    time.sleep(1.0)  # it holds 200 MiB before it is moved
+    limits.enter("big", proc.pid, lambda: proc.poll() is None)
+    proc.wait(timeout=30)
+    assert proc.returncode == -signal.SIGKILL
+    assert limits.state("big").oom_killed
+    path = limits.path("big")
+    limits.remove("big")
+    assert not os.path.exists(path)  # a dynamic slot's cgroup goes with its job
