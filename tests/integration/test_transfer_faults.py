@@ -46,3 +46,37 @@ def test_bytes_moved_and_committed_time_are_accounted(pool: PoolHandle, tmp_path
     assert ad["BytesSent"] >= 5000 and ad["BytesRecvd"] >= 5, ad  # n.txt (and the std files) came back
     assert ad["CommittedTime"] >= 1 and ad["CumulativeSlotTime"] >= 1 and ad["RemoteWallClockTime"] >= 1, ad
     assert (tmp_path / "n.txt").read_text().strip() == "5000"
+
+
+def test_remove_and_hold_send_the_jobs_own_kill_signals(pool: PoolHandle) -> None:
+    """kill_sig, remove_kill_sig and hold_kill_sig (condor_submit's): the job sees the
+    signal it asked for before the SIGKILL that follows JobMaxVacateTime."""
+    import tempfile
+
+    d = Path(tempfile.mkdtemp(prefix="roost-sig-", dir="/tmp"))
+    d.chmod(0o777)
+    (d / "trap.sh").write_text(
+        "#!/bin/sh\n"
+        "trap 'echo USR1 >> $1; exit 0' USR1\n"
+        "trap 'echo USR2 >> $1; exit 0' USR2\n"
+        "trap 'echo TERM >> $1; exit 0' TERM\n"
+        "echo started >> $1\n"
+        "while true; do sleep 0.1; done\n")
+    (d / "trap.sh").chmod(0o755)
+    # an absolute path: a job of root's runs as nobody, in a sandbox its files are sent to
+    sub = (f"executable = trap.sh\narguments = {d}/$(Process).sig\nlog = s.log\n"
+           "remove_kill_sig = SIGUSR1\nhold_kill_sig = USR2\nqueue 2\n")
+    r = pool.submit(sub, d)
+    ids = r.job_ids()
+    for jid in ids:
+        pool.wait_for(jid, lambda j: j.get("JobStatus") == 2, timeout=30, what="running")
+    deadline = time.monotonic() + 10
+    while not all((d / f"{p}.sig").exists() for p in (0, 1)):  # both traps are set
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    assert pool.roost("rm", ids[0]).returncode == 0
+    assert pool.roost("hold", ids[1]).returncode == 0
+    deadline = time.monotonic() + 20
+    while not ((d / "0.sig").read_text().endswith("USR1\n") and (d / "1.sig").read_text().endswith("USR2\n")):
+        assert time.monotonic() < deadline, ((d / "0.sig").read_text(), (d / "1.sig").read_text())
+        time.sleep(0.05)

@@ -60,7 +60,7 @@ SCHEMAS: dict[str, Schema] = {
     "ACTIVATE_CLAIM": {"claim_id": "str", "job_ad": "object"},
     "KEEPALIVE": {"claim_id": "str"},
     "RECONNECT": {"claim_id": "str", "schedd_address": "str"},
-    "DEACTIVATE_CLAIM": {"claim_id": "str", "graceful": "bool?"},
+    "DEACTIVATE_CLAIM": {"claim_id": "str", "graceful": "bool?", "why": "str?"},
     "RELEASE_CLAIM": {"claim_id": "str"},
     "DRAIN": {"how": "str?", "reason": "str?"},
     "CANCEL_DRAIN": {},

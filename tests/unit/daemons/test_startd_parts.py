@@ -260,3 +260,16 @@ def test_exit_and_live_usage_in_htcondors_units() -> None:
     assert now == {"MemoryUsage": 80, "ResidentSetSize": 50 << 10, "ImageSize": 90_000,
                    "RemoteUserCpu": 1.25, "RemoteSysCpu": 0.5}
     assert live(None, TreeUsage(2048, 4096, 0.0, 0.0))["MemoryUsage"] == 2
+
+
+def test_kill_signals_from_the_job_ad() -> None:
+    import signal as sig
+
+    from roost.classad import ClassAd
+    from roost.daemons.startd.jobspec import _signal
+
+    ad = ClassAd()
+    ad["KillSig"], ad["RemoveKillSig"], ad["HoldKillSig"], ad["Bad"] = "SIGUSR1", "USR2", "2", "SIGNOPE"
+    assert (_signal(ad, "KillSig"), _signal(ad, "RemoveKillSig"), _signal(ad, "HoldKillSig")) == (
+        sig.SIGUSR1, sig.SIGUSR2, sig.SIGINT)
+    assert _signal(ad, "Bad") is None and _signal(ad, "Missing") is None

@@ -521,7 +521,9 @@ class Shadow:
     async def _deactivate(self, job: Job) -> None:
         resp: dict[str, Any] = {}
         try:
-            resp = await self.client.call("DEACTIVATE_CLAIM", claim_id=self.claim_id, graceful=True, _timeout=60.0)
+            why = {jp.REMOVED: "remove", jp.HELD: "hold"}.get(job.status, "vacate")  # picks the job's kill signal
+            resp = await self.client.call("DEACTIVATE_CLAIM", claim_id=self.claim_id, graceful=True, why=why,
+                                          _timeout=60.0)
         except (RemoteError, ConnectionError) as e:
             log.info("job %s: deactivate on %s: %s", job.id, self.slot_name, e)
         await asyncio.sleep(0)

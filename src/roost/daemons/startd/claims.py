@@ -493,7 +493,9 @@ class Claims:
             "vacating job %s on %s (%s)", starter.spec.job_id, self.host.slot_name(slot.name),
             "graceful" if graceful else "fast",
         )
-        result = await starter.vacate(bool(graceful) if graceful is not None else True)
+        why = req.get("why")
+        result = await starter.vacate(bool(graceful) if graceful is not None else True,
+                                      why if why in ("remove", "hold", "vacate") else None)
         return {"job": starter.spec.job_id, **result}
 
     async def h_release_claim(self, req: dict[str, Any], peer: Peer) -> dict[str, Any]:

@@ -6,9 +6,11 @@ the job's fault (bad Arguments syntax, say) and become a ``failed`` report.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import posixpath
 import pwd
+import signal
 from dataclasses import dataclass, field
 
 from roost.classad import ClassAd, Value
@@ -35,6 +37,10 @@ class JobSpec:
     owner: str
     max_vacate_time: float
     extra_env: dict[str, str] = field(default_factory=dict)
+    #: kill_sig (vacate, preemption), remove_kill_sig (condor_rm), hold_kill_sig (hold)
+    kill_sig: int = signal.SIGTERM
+    remove_kill_sig: int | None = None
+    hold_kill_sig: int | None = None
 
 
 def _str(ad: ClassAd, name: str) -> str | None:
@@ -110,7 +116,27 @@ def parse_job(ad: ClassAd, fs_domain: str) -> JobSpec:
         transfer_output=None if out is None else [p.strip() for p in out.split(",") if p.strip()],
         owner=_str(ad, "Owner") or "",
         max_vacate_time=_num(ad, "JobMaxVacateTime", 10.0),
+        kill_sig=_signal(ad, "KillSig") or signal.SIGTERM,
+        remove_kill_sig=_signal(ad, "RemoveKillSig"),
+        hold_kill_sig=_signal(ad, "HoldKillSig"),
     )
+
+
+def _signal(ad: ClassAd, name: str) -> int | None:
+    """A job's signal attribute (``SIGUSR1``, ``USR1`` or a number) as a number; None
+    when absent or unknown (then the default applies)."""
+    if name not in ad:
+        return None
+    v = ad.eval(name)
+    if type(v) is int and 0 < v < 65:
+        return v
+    if isinstance(v, str):
+        text = v.strip().upper()
+        if text.isdigit() and 0 < int(text) < 65:
+            return int(text)
+        with contextlib.suppress(KeyError):
+            return int(signal.Signals[text if text.startswith("SIG") else "SIG" + text])
+    return None
 
 
 def executable_path(spec: JobSpec, sandbox: str) -> str:

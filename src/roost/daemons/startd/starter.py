@@ -582,8 +582,10 @@ class Starter:
 
         self._telling = asyncio.get_running_loop().create_task(send())
 
-    async def vacate(self, graceful: bool) -> dict[str, Any]:
-        """Stop the job (SIGTERM, then SIGKILL after JobMaxVacateTime; or SIGKILL now).
+    async def vacate(self, graceful: bool, why: str | None = None) -> dict[str, Any]:
+        """Stop the job (its kill signal, then SIGKILL after JobMaxVacateTime; or SIGKILL
+        now). ``why`` ``remove``/``hold`` picks remove_kill_sig/hold_kill_sig when the job
+        has one, else kill_sig (SIGTERM unless the job says otherwise).
 
         Returns what the schedd is told (also sent as JOB_UPDATE ``vacated``):
         ``vacated`` with usage, or the job's own end when it had already exited.
@@ -596,8 +598,10 @@ class Starter:
                 self._prep.cancel()
             return {"state": "vacated"}
         if graceful:
-            self._kill_group(signal.SIGTERM)
-            self.resume()  # a stopped job must run to see its SIGTERM
+            spec = self.spec
+            sig = {"remove": spec.remove_kill_sig, "hold": spec.hold_kill_sig}.get(why or "") or spec.kill_sig
+            self._kill_group(sig)
+            self.resume()  # a stopped job must run to see its signal
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(max(self.spec.max_vacate_time, 0.0)):
                     await asyncio.shield(self._exited)
