@@ -182,8 +182,9 @@ class Peer:
 #: the largest frame a peer that has not authenticated may send (AUTH, STARTTLS, READ
 #: queries): a stranger cannot make a daemon hold more than this per connection
 UNAUTHENTICATED_FRAME = 1 << 20
-#: seconds a frame's body may take to arrive once its header has
+#: seconds a frame's body may go without a byte (per 1 MiB piece) once its header has come
 FRAME_TIMEOUT = 60.0
+_BODY_CHUNK = 1 << 20
 
 Handler = Callable[[dict[str, Any], Peer], Awaitable[dict[str, Any] | None]]
 #: (peer, command, request) -> None to let the command run, else why it may not
@@ -300,8 +301,7 @@ class Server:
                     n = framing.body_length(header, min(self.max_frame, UNAUTHENTICATED_FRAME),
                                             "the frame limit before authentication")
                 try:  # a body that stops arriving ends the connection (its buffer with it)
-                    async with asyncio.timeout(self.frame_timeout):
-                        body = await readexactly(n)
+                    body = await self._read_body(reader, n)
                 except TimeoutError:
                     log.info("peer %s sent part of a frame, then nothing for %g s; closing",
                              peer.address, self.frame_timeout)
@@ -373,6 +373,21 @@ class Server:
             message = f"{cmd}: internal error: {type(e).__name__}: {e}"
             return _error("INTERNAL", message), False
 
+
+    async def _read_body(self, reader: asyncio.StreamReader, n: int) -> bytes:
+        """``n`` bytes; TimeoutError when none arrive for ``frame_timeout`` seconds (a
+        stall, not a slow link: a 64 MiB SUBMIT may take its time)."""
+        if n <= _BODY_CHUNK:
+            async with asyncio.timeout(self.frame_timeout):
+                return await reader.readexactly(n)
+        parts = []
+        left = n
+        while left:
+            async with asyncio.timeout(self.frame_timeout):
+                part = await reader.readexactly(min(left, _BODY_CHUNK))
+            parts.append(part)
+            left -= len(part)
+        return b"".join(parts)
 
     async def _start_tls(self, peer: Peer) -> bool:
         """Answer ``STARTTLS`` and run the server's side of the handshake; False when

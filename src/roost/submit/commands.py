@@ -569,17 +569,20 @@ def h_check_files(b: Builder) -> None:
     directories of the log, output and error. Each problem is one line naming the
     file, the line and what is wrong."""
     check = b.ctx.check_path
-    if check is None:
+    if check is None or b.bool("skip_filechecks", False):
         return
 
     def problem(what: str, path: str, key: str) -> None:
+        if "$$(" in path or "://" in path:  # matched on the execute machine, or a URL
+            return
         why = check(what, path)
         if why is not None:
             b.error(f"{key}: {why}", key)
 
     cmd = b.lookup("Cmd")
-    if isinstance(cmd, str) and b.lookup("TransferExecutable") is not False and "://" not in cmd \
-            and b.lookup("JobUniverse") not in (9,):
+    # grid and vm universes name a resource or an image, not a file here
+    if isinstance(cmd, str) and b.lookup("TransferExecutable") is not False \
+            and b.lookup("JobUniverse") not in (9, 13):
         problem("executable", cmd, "executable")
     transfers = b.lookup("ShouldTransferFiles") != "NO"
     stdin = b.lookup("In")
@@ -591,9 +594,9 @@ def h_check_files(b: Builder) -> None:
             f = f.strip()
             if f and "://" not in f:
                 problem("input", _path(b, f.rstrip("/")), "transfer_input_files")
-    for attr, key in (("UserLog", "log"), ("Out", "output"), ("Err", "error")):
+    for attr, key, xfer in (("UserLog", "log", None), ("Out", "output", "TransferOut"), ("Err", "error", "TransferErr")):
         v = b.lookup(attr)
-        if isinstance(v, str) and v and v != "/dev/null":
+        if isinstance(v, str) and v and v != "/dev/null" and (xfer is None or b.lookup(xfer) is not False):
             problem("written", _path(b, v), key)
 
 
@@ -621,6 +624,6 @@ KNOWN_KEYS: frozenset[str] = frozenset(
         "gpus_maximum_capability gpus_minimum_memory gpus_minimum_runtime concurrency_limits concurrency_limits_expr "
         "accounting_group accounting_group_user nice_user should_transfer_files when_to_transfer_output "
         "transfer_input_files transfer_output_files transfer_output_remaps requirements requirements "
-        "shell interactive want_ft_on_checkpoint image_size project_name"
+        "shell interactive want_ft_on_checkpoint image_size project_name skip_filechecks"
     ).split()
 ) | frozenset(k for k, _, _ in _SIMPLE)

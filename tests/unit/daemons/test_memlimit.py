@@ -71,3 +71,14 @@ def test_already_over_its_limit_when_it_would_enter_it_is_killed(limits: MemoryL
     path = limits.path("big")
     limits.remove("big")
     assert not os.path.exists(path)  # a dynamic slot's cgroup goes with its job
+
+
+def test_a_jobs_late_clean_up_spares_the_next_job_on_its_slot(limits: MemoryLimits) -> None:
+    limits.create("jobA", 64 << 20, "slot3")
+    limits.create("jobB", 64 << 20, "slot3")  # the claim's next job, before A's clean-up ran
+    proc = subprocess.Popen([sys.executable, "-c", HOG, "5", "2"], start_new_session=True)
+    limits.enter("jobB", proc.pid, lambda: proc.poll() is None)
+    time.sleep(0.3)
+    limits.remove("jobA")  # late: it must not kill B's process
+    assert proc.wait(timeout=30) == 0
+    limits.remove("jobB")

@@ -69,3 +69,15 @@ def test_a_big_queue_looks_at_each_path_once(tmp_path: Path) -> None:
     (c,) = expand("executable = /bin/true\ninput = in.txt\nlog = job.log\nqueue 500\n", tmp_path, spy)
     assert len(c) == 500
     assert len(set(seen)) == 3  # the executable, the input, the log's directory
+
+
+def test_what_condor_submit_does_not_check_is_not_checked(tmp_path: Path) -> None:
+    ok = [
+        "executable = /no/such\nskip_filechecks = true\nqueue\n",
+        "executable = /bin/true\ninput = http://example.org/in\nqueue\n",
+        "executable = /bin/true\noutput = nodir/o.txt\ntransfer_output = false\nqueue\n",
+        "executable = /bin/true\ntransfer_input_files = $$(OpSys)/in.txt\nqueue\n",
+        "universe = vm\nexecutable = my_vm_image\nvm_type = kvm\nqueue\n",
+    ]
+    for text in ok:
+        assert expand(text, tmp_path), text

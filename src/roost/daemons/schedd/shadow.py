@@ -35,6 +35,9 @@ from roost.net.errors import RemoteError, RequestError
 log = logging.getLogger(__name__)
 
 VACATE_WAIT = 10.0  # seconds to wait for a vacated job's exit report before giving up on it
+#: a job whose runs the infrastructure keeps failing (input transfers cut) is held after
+#: this many shadow exceptions rather than requeued for ever
+MAX_TRANSFER_RETRIES = 10
 # A preempting claim is activated once the startd has retired and vacated the job it
 # preempts, which may take the victim's whole MaxJobRetirementTime: wait that long.
 PREEMPT_ACTIVATE_WAIT = 7 * 86400.0
@@ -307,6 +310,8 @@ class Shadow:
             now_usage = update.get("usage_now")
             if isinstance(now_usage, dict) and self.job is not None:
                 self.jobs.host.spawn(self.jobs.live_usage(self.job, now_usage), f"usage-{self.job.id}")
+                if self.job.status == jp.SUSPENDED:  # it runs: a "resumed" report was lost
+                    self.jobs.host.spawn(self._suspension(self.job, False, 0), f"resumed-{self.job.id}")
             return
         if state in ("suspended", "resumed"):
             if self.job is not None:
@@ -448,7 +453,9 @@ class Shadow:
                 await s.evicted(job, update)
                 return False
             if state == "failed":
-                if update.get("retry") is True and self.transfer_error is None:
+                n = job.get("NumShadowExceptions", 0)
+                if (update.get("retry") is True and self.transfer_error is None
+                        and (n if isinstance(n, int) else 0) < MAX_TRANSFER_RETRIES):
                     # the infrastructure's fault (a transfer cut, this schedd restarting): run it again
                     await s.requeue(job, f"Error from {self.slot_name}: {update.get('error') or 'interrupted'}")
                     return False
@@ -539,4 +546,4 @@ class Shadow:
             fut.set_result({"state": "vacated"})
 
 
-__all__ = ["VACATE_WAIT", "Shadow", "Shadows"]
+__all__ = ["MAX_TRANSFER_RETRIES", "VACATE_WAIT", "Shadow", "Shadows"]

@@ -121,6 +121,7 @@ class MemoryLimits:
         self._key: dict[str, str] = {}  # name -> its v1 directory (its slot's)
         self._dir_limit: dict[str, int] = {}  # v1 directory -> the limit written there
         self._oom_base: dict[str, int] = {}  # name -> its directory's OOM kills at its start
+        self._owner: dict[str, str] = {}  # v1 directory -> the job it serves now
         self._before: dict[str, int] = {}  # name -> what it held when it entered (v1), bytes
 
     @property
@@ -193,6 +194,8 @@ class MemoryLimits:
         at the start. A dynamic slot's (``slot1_3``) goes with its job."""
         if self.version == 1 and slot:
             self._key[name] = slot
+        if self.version == 1:
+            self._owner[self._key.get(name, name)] = name  # the job the directory serves now
         path = self.path(name)
         if path is None:
             return
@@ -207,7 +210,8 @@ class MemoryLimits:
                         self._write(path, "memory.move_charge_at_immigrate", 3)
                     self._dir_limit.pop(key, None)
                 else:
-                    with contextlib.suppress(OSError):  # the previous job's peak is not this one's
+                    with contextlib.suppress(OSError):  # the previous job's cache and peak are not this one's
+                        self._write(path, "memory.force_empty", 0)
                         self._write(path, "memory.max_usage_in_bytes", 0)
                 self._oom_base[name] = _oom_kills(os.path.join(path, "memory.oom_control"))
             if limit_bytes and self.policy == "hard":
@@ -242,7 +246,8 @@ class MemoryLimits:
             f.write(str(value))
 
     def enter(self, name: str, pid: int, alive: Callable[[], bool] = lambda: True,
-              later: Callable[[float, Callable[[], Any]], Any] | None = None) -> None:
+              later: Callable[[float, Callable[[], Any]], Any] | None = None,
+              pids: Callable[[], list[int]] | None = None) -> None:
         """Move the job's process into its v1 memory cgroup (v2: it is there already).
 
         Soon, not now: writing a v1 ``cgroup.procs`` takes the kernel's cgroup
@@ -259,7 +264,7 @@ class MemoryLimits:
         if path is None or self.version != 1:
             return
         def move() -> None:
-            _movers().submit(self._move, name, path, pid, alive)
+            _movers().submit(self._move, name, path, pid, alive, pids)
 
         if later is not None:  # the event loop's timer (no thread per job)
             later(self.move_delay, move)
@@ -268,11 +273,14 @@ class MemoryLimits:
             timer.daemon = True
             timer.start()
 
-    def _move(self, name: str, path: str, pid: int, alive: Callable[[], bool]) -> None:
+    def _move(self, name: str, path: str, pid: int, alive: Callable[[], bool],
+              pids: Callable[[], list[int]] | None = None) -> None:
         if not alive():
             return  # ended already: even a move that finds no process would stall forks
+        procs = [p for p in (pids() if pids is not None else []) if p != pid]
         try:
-            before = _rss_bytes(pid)  # charged outside the cgroup: this kernel moves no charges
+            # charged outside the cgroup (current kernels move no charges): the job's processes' RSS
+            before = _rss_bytes(pid) + sum(_rss_bytes(p) for p in procs)
             limit = self._limits.get(name)
             if limit and self.policy == "hard":
                 if before >= limit:
@@ -282,6 +290,15 @@ class MemoryLimits:
                 self._dir_limit.pop(self._key.get(name, name), None)  # the next job sets its own
             with open(os.path.join(path, "cgroup.procs"), "w") as f:
                 f.write(str(pid))
+            for p in procs:  # what it forked before the move (its job cgroup knows them all)
+                with contextlib.suppress(OSError), open(os.path.join(path, "cgroup.procs"), "w") as f:
+                    f.write(str(p))
+            moved = _read_int(os.path.join(path, "memory.usage_in_bytes")) or 0
+            if before and moved >= before // 2:
+                # this kernel moved the charges with the tasks: count them once, full limit
+                before = 0
+                if limit and self.policy == "hard":
+                    self._set_v1_limit(path, limit)
             self._before[name] = before
         except ProcessLookupError:
             pass
@@ -326,6 +343,8 @@ class MemoryLimits:
         key = self._key.pop(name, name)
         if path is None or self.version != 1:
             return
+        if self._owner.get(key) != name:
+            return  # the slot's next job has it already: nothing of ours to kill or remove
         if key.startswith("slot") and "_" not in key:  # a static slot's: kept for its next job
             with contextlib.suppress(OSError):
                 with open(os.path.join(path, "cgroup.procs")) as f:
@@ -333,6 +352,7 @@ class MemoryLimits:
                         with contextlib.suppress(ProcessLookupError, ValueError):
                             os.kill(int(pid), 9)
             return
+        self._owner.pop(key, None)
         self._rmdir(path, wait)
 
     @staticmethod

@@ -130,6 +130,7 @@ class Starter:
         self._exited: asyncio.Future[tuple[int, Any]] | None = None
         self._retry = asyncio.Event()
         self._telling: asyncio.Task[None] | None = None
+        self._reaped = False
         self._inputs: dict[str, tuple[int, int]] = {}
         #: what the output transfer could not do (the job's fault: the schedd holds it)
         self.output_problems: list[str] = []
@@ -254,7 +255,7 @@ class Starter:
                     await self._receive(conn, entry, exe)
         except RemoteError as e:
             raise TransferError(f"schedd refused GET_FILES: {e.message}") from None
-        except (ConnectionError, TimeoutError, OSError) as e:
+        except (ConnectionError, TimeoutError) as e:  # the link or the schedd, not the job
             raise TransferError(f"GET_FILES from {address}: {e or 'timed out'}", transient=True) from None
         for entry in os.scandir(self.sandbox):
             st = entry.stat(follow_symlinks=False)
@@ -452,8 +453,18 @@ class Starter:
         if self._move_after_exec:
             self.cgroups.enter(self.name, pid)
         loop = self._loop
-        self.memory.enter(self.name, pid, self._alive,
-                          later=lambda delay, fn: loop.call_soon_threadsafe(loop.call_later, delay, fn))
+        procs = self.cgroups.procs_file(self.name)
+
+        def job_pids() -> list[int]:  # every process of the job, from its own (v2) cgroup
+            try:
+                with open(procs) as f:  # type: ignore[arg-type]
+                    return [int(x) for x in f.read().split()]
+            except (OSError, TypeError, ValueError):
+                return []
+
+        self.memory.enter(self.name, pid, lambda: not self._reaped,
+                          later=lambda delay, fn: loop.call_soon_threadsafe(loop.call_later, delay, fn),
+                          pids=job_pids)
         line = f"{pid} {_proc_start_ticks(pid) or 0} {self.spec.job_id}\n".encode()
         try:
             fd = os.open(self.marker, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
@@ -482,6 +493,7 @@ class Starter:
         assert pid is not None
 
         def reaped(status: int, usage: Any) -> None:
+            self._reaped = True  # its pid may be anyone's from now on
             if self._proc is not None:
                 self._proc.returncode = os.waitstatus_to_exitcode(status)
             if not fut.done():
