@@ -145,6 +145,7 @@ class FakeStartd:
         self.hang = False  # don't report exits (for vacate/lease tests)
         #: the next activation's input transfer is cut (as a starter reports it): "failed" + retry
         self.cut_transfer_once: str | None = None
+        self.cut_transfer_always = False  # every activation's transfer is cut
         #: after "running": report suspended, then (after this many seconds) resumed
         self.suspend_for: float | None = None
         self.running: dict[str, asyncio.Task[Any]] = {}
@@ -247,7 +248,9 @@ class FakeStartd:
                         inputs[f["name"]] = await conn.read_exactly(f["size"]) if f["size"] else b""
             self.inputs[jid] = inputs
             if self.cut_transfer_once is not None:
-                error, self.cut_transfer_once = self.cut_transfer_once, None
+                error = self.cut_transfer_once
+                if not self.cut_transfer_always:
+                    self.cut_transfer_once = None
                 await schedd.call("JOB_UPDATE", claim_id=claim_id, job=jid, state="failed", error=error, retry=True)
                 return
             if not resp.get("ok"):

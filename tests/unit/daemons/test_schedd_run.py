@@ -406,3 +406,23 @@ def test_a_suspension_shows_as_status_7_and_events_010_011(pool, tmp_path):
     assert kinds == ["SUBMIT", "EXECUTE", "JOB_SUSPENDED", "JOB_UNSUSPENDED", "JOB_TERMINATED"], kinds
     text = (tmp_path / "job.log").read_text()
     assert "Job was suspended.\n\tNumber of processes actually suspended: 3" in text and "Job was unsuspended." in text
+
+
+def test_a_machine_that_always_cuts_the_transfer_cannot_requeue_a_job_for_ever(pool, tmp_path):
+    from roost.daemons.schedd.shadow import MAX_TRANSFER_RETRIES
+
+    s, peers = pool
+    startd = FakeStartd(s.home)
+    startd.cut_transfer_once, startd.cut_transfer_always = "GET_FILES from x: Connection reset by peer", True
+    peers.append(startd)
+    with s.client() as c:
+        cid, _ = submit(c, "executable = /bin/true\nlog = job.log\nqueue\n", str(tmp_path))
+        for i in range(MAX_TRANSFER_RETRIES + 1):
+            wait_for(lambda: query(c, ids=[f"{cid}.0"])[f"{cid}.0"]["JobStatus"] in (1, 5))
+            if query(c, ids=[f"{cid}.0"])[f"{cid}.0"]["JobStatus"] == 5:
+                break
+            match_all(s, startd, claim=f"claim-{i}")
+            wait_for(lambda n=i: query(c, ids=[f"{cid}.0"])[f"{cid}.0"].get("NumShadowExceptions", 0) > n
+                     or query(c, ids=[f"{cid}.0"])[f"{cid}.0"]["JobStatus"] == 5)
+        held = wait_for(lambda: (j := query(c, ids=[f"{cid}.0"])[f"{cid}.0"]) and j["JobStatus"] == 5 and j)
+    assert held["NumShadowExceptions"] == MAX_TRANSFER_RETRIES and held["HoldReasonCode"] == 13, held

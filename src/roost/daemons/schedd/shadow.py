@@ -459,9 +459,9 @@ class Shadow:
                     # the infrastructure's fault (a transfer cut, this schedd restarting): run it again
                     await s.requeue(job, f"Error from {self.slot_name}: {update.get('error') or 'interrupted'}")
                     return False
+                default = jp.HOLD_TRANSFER_INPUT_ERROR if update.get("retry") is True else jp.HOLD_FAILED_TO_CREATE_PROCESS
                 code, msg = self.transfer_error or (
-                    jp.HOLD_FAILED_TO_CREATE_PROCESS,
-                    f"Error from {self.slot_name}: {update.get('error') or 'the job could not be started'}",
+                    default, f"Error from {self.slot_name}: {update.get('error') or 'the job could not be started'}",
                 )
                 await s.hold(job, msg, code, 0, vacate=False)
                 return False
