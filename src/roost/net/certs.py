@@ -26,6 +26,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
+from roost.net.private_files import write_private
 from roost.net.tls import escape_dn_value
 
 DAY = datetime.timedelta(days=1)
@@ -68,24 +69,6 @@ def dn_text(name: x509.Name) -> str:
 _SHORT = {"commonName": "CN", "organizationName": "O", "organizationalUnitName": "OU",
           "countryName": "C", "localityName": "L", "stateOrProvinceName": "ST",
           "domainComponent": "DC", "emailAddress": "emailAddress"}
-
-
-def _write_private(path: str, data: bytes) -> None:
-    """Write an owner-only file under a temporary name, then link it into place;
-    FileExistsError if ``path`` exists (another process was first)."""
-    directory = os.path.dirname(path) or "."
-    os.makedirs(directory, mode=0o700, exist_ok=True)
-    tmp = os.path.join(directory, f".{os.path.basename(path)}.new.{os.getpid()}.{secrets.token_hex(4)}")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
-    try:
-        try:
-            os.write(fd, data)
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        os.link(tmp, path)
-    finally:
-        os.unlink(tmp)
 
 
 def _write_public(path: str, data: bytes) -> None:
@@ -145,7 +128,7 @@ def create_ca(directory: str, common_name: str, *, days: int = 3650, organizatio
     key = ec.generate_private_key(ec.SECP256R1())
     name = _name(common_name, organization)
     cert = _build(name, name, key.public_key(), key, days=days, ca=True)
-    _write_private(key_path, _key_pem(key))
+    write_private(key_path, _key_pem(key), replace=False)
     _write_public(cert_path, _cert_pem(cert))
     return Issued(cert_path, key_path, dn_text(name))
 
@@ -176,9 +159,7 @@ def issue(ca_dir: str, out_prefix: str, common_name: str, *, names: Sequence[str
     subject = _name(common_name, organization)
     cert = _build(subject, ca_cert.subject, key.public_key(), ca_key, days=days, ca=False, names=names)
     cert_path, key_path = out_prefix + ".crt", out_prefix + ".key"
-    if os.path.lexists(key_path):
-        os.unlink(key_path)  # reissuing replaces the pair
-    _write_private(key_path, _key_pem(key))
+    write_private(key_path, _key_pem(key), replace=True)  # reissuing replaces the pair
     _write_public(cert_path, _cert_pem(cert))
     return Issued(cert_path, key_path, dn_text(subject))
 
@@ -193,7 +174,7 @@ def ensure_self_signed(cert_path: str, key_path: str, names: Sequence[str]) -> b
     name = _name(names[0] if names else "roost", "roost self-signed")
     cert = _build(name, name, key.public_key(), key, days=3650, ca=False, names=names)
     try:
-        _write_private(key_path, _key_pem(key))
+        write_private(key_path, _key_pem(key), replace=False)
     except FileExistsError:
         return False  # another daemon of this host made the pair first
     _write_public(cert_path, _cert_pem(cert))

@@ -19,6 +19,7 @@ import secrets
 import stat
 from collections.abc import Callable
 
+from roost.net.private_files import write_private
 from roost.net.tokens import TokenError
 
 log = logging.getLogger(__name__)
@@ -69,24 +70,11 @@ def ensure_key_file(path: str | os.PathLike[str]) -> bytes:
     path = os.fspath(path)
     if os.path.lexists(path):  # whatever is there is the key, or an error naming it
         return read_key_file(path)
-    directory = os.path.dirname(path) or "."
-    os.makedirs(directory, mode=0o700, exist_ok=True)
-    tmp = os.path.join(directory, f".{os.path.basename(path)}.new.{os.getpid()}.{secrets.token_hex(4)}")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
     try:
-        try:
-            os.fchmod(fd, 0o600)
-            os.write(fd, secrets.token_bytes(KEY_BYTES))
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        try:
-            os.link(tmp, path)  # fails if another process made the key first: use theirs
-            log.info("made signing key %s", path)
-        except FileExistsError:
-            pass
-    finally:
-        os.unlink(tmp)
+        write_private(path, secrets.token_bytes(KEY_BYTES), replace=False)
+        log.info("made signing key %s", path)
+    except FileExistsError:
+        pass  # another process made the key first: use theirs
     return read_key_file(path)
 
 

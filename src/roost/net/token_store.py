@@ -18,12 +18,12 @@ from __future__ import annotations
 
 import logging
 import os
-import secrets
 import stat
 from collections.abc import Callable
 from dataclasses import dataclass
 
 import roost.classad as classad
+from roost.net.private_files import write_private
 from roost.net.signing_key import load_keys
 from roost.net.tokens import Claims, TokenError, check_issuer, decode_token, utc
 
@@ -93,19 +93,7 @@ def find_tokens(directory: str | os.PathLike[str], *,
 
 def write_token_file(path: str | os.PathLike[str], token: str) -> None:
     """Write one token to ``path``, owner-only, replacing it whole (never half-written)."""
-    path = os.fspath(path)
-    directory = os.path.dirname(path) or "."
-    os.makedirs(directory, mode=0o700, exist_ok=True)
-    # a fresh, unguessable name made with O_EXCL: nobody else can have opened it first
-    tmp = os.path.join(directory, f".{os.path.basename(path)}.new.{os.getpid()}.{secrets.token_hex(8)}")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
-    try:
-        os.fchmod(fd, 0o600)
-        os.write(fd, (token.strip() + "\n").encode("ascii"))
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    os.replace(tmp, path)
+    write_private(path, (token.strip() + "\n").encode("ascii"), replace=True)
 
 
 # -- revocation -----------------------------------------------------------------------

@@ -28,6 +28,22 @@ log = logging.getLogger(__name__)
 PARENT = "roost-startd"
 
 
+def startd_dir(root: str, execute_dir: str) -> str:
+    """This startd's directory under a cgroup ``root``: named after its execute
+    directory, so startds of one host never touch each other's jobs and a restarted
+    one finds its predecessor's."""
+    tag = hashlib.sha1(os.path.realpath(execute_dir).encode()).hexdigest()[:12]
+    return os.path.join(root, f"{PARENT}-{tag}")
+
+
+def make_writable_dir(base: str) -> None:
+    """Make ``base`` and prove we may make cgroups in it; OSError when we may not."""
+    os.makedirs(base, exist_ok=True)
+    probe = os.path.join(base, f"probe-{os.getpid()}")
+    os.mkdir(probe)
+    os.rmdir(probe)
+
+
 def _cgroup2_root() -> str | None:
     """Where this process's cgroup v2 directory is, if there is a cgroup2 mount."""
     try:
@@ -61,13 +77,9 @@ class JobCgroups:
         if root is None:
             log.info("no cgroup v2 here: jobs are tracked by process group only")
             return cls(None)
-        tag = hashlib.sha1(os.path.realpath(execute_dir).encode()).hexdigest()[:12]
-        base = os.path.join(root, f"{PARENT}-{tag}")
+        base = startd_dir(root, execute_dir)
         try:
-            os.makedirs(base, exist_ok=True)
-            probe = os.path.join(base, f"probe-{os.getpid()}")
-            os.mkdir(probe)
-            os.rmdir(probe)
+            make_writable_dir(base)
         except OSError as e:
             log.info("cgroup v2 at %s is not writable (%s): jobs are tracked by process group only",
                      root, e.strerror)

@@ -25,7 +25,6 @@ from __future__ import annotations
 import concurrent.futures
 import contextlib
 import errno
-import hashlib
 import logging
 import os
 import threading
@@ -33,6 +32,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
+
+from roost.daemons.startd.cgroups import make_writable_dir, startd_dir
 
 log = logging.getLogger(__name__)
 
@@ -48,7 +49,6 @@ def _movers() -> concurrent.futures.ThreadPoolExecutor:
             _mover_pool = concurrent.futures.ThreadPoolExecutor(max_workers=8, thread_name_prefix="memcg")
     return _mover_pool
 
-PARENT = "roost-startd"
 V1_ROOT = "/sys/fs/cgroup/memory"
 
 
@@ -154,13 +154,9 @@ class MemoryLimits:
         own = _own_v1_path()
         if own is None or not os.path.isdir(V1_ROOT):
             return cls(None, 0, policy)
-        tag = hashlib.sha1(os.path.realpath(execute_dir).encode()).hexdigest()[:12]
-        base = os.path.join(V1_ROOT, own.lstrip("/"), f"{PARENT}-{tag}")
+        base = startd_dir(os.path.join(V1_ROOT, own.lstrip("/")), execute_dir)
         try:
-            os.makedirs(base, exist_ok=True)
-            probe = os.path.join(base, f"probe-{os.getpid()}")
-            os.mkdir(probe)
-            os.rmdir(probe)
+            make_writable_dir(base)
         except OSError as e:
             log.info("cgroup v1 memory at %s is not writable (%s): memory is measured, not enforced",
                      base, e.strerror)
