@@ -43,19 +43,82 @@ def test_schedd_killed_mid_run_loses_nothing(fresh_pool: PoolHandle, tmp_path: P
         assert ad.get("NumJobStarts", 1) == 1, ad
 
 
-def test_startd_killed_jobs_rerun(fresh_pool: PoolHandle, tmp_path: Path) -> None:
+def _launcher_ready(pool: PoolHandle, timeout: float = 30) -> None:
+    """Jobs outlive their startd once the startd's helper is built (a fresh pool builds
+    it in the background in its first second); before, they run again."""
+    deadline = time.monotonic() + timeout
+    launcher = pool.home / "execute" / ".launcher"
+    while time.monotonic() < deadline:
+        if launcher.is_dir() and any(p.name.startswith("roost-launcher-") for p in launcher.iterdir()):
+            time.sleep(0.2)  # built and published: the startd takes it on its next job
+            return
+        time.sleep(0.05)
+    raise AssertionError("the startd's launcher was not built")
+
+
+_CARRY_ON = """#!/bin/sh
+sleep $1
+tr a-z A-Z < in.txt > out.txt
+"""
+
+
+def _carry_on_jobs(pool: PoolHandle, tmp_path: Path, n: int, secs: float, log: str) -> list[str]:
+    (tmp_path / "job.sh").write_text(_CARRY_ON)
+    (tmp_path / "in.txt").write_text("carry on\n")
+    text = (f"executable = job.sh\narguments = {secs}\ntransfer_input_files = in.txt\n"
+            f"output = o.$(Process)\nlog = {log}\nshould_transfer_files = YES\n"
+            f"transfer_output_remaps = \"out.txt = out.$(Process)\"\nqueue {n}\n")
+    return pool.submit(text, tmp_path).job_ids()
+
+
+def _ran_once(pool: PoolHandle, tmp_path: Path, ids: list[str], log: str) -> None:
+    events = (tmp_path / log).read_text()
+    for i, jid in enumerate(ids):
+        ad = pool.job(jid)
+        assert ad is not None and ad["JobStatus"] == 4 and ad["ExitCode"] == 0, ad
+        assert ad.get("NumJobStarts", 1) == 1, ad  # carried on, not rerun
+        assert (tmp_path / f"out.{i}").read_text() == "CARRY ON\n"
+        cluster, proc = jid.split(".")
+        tag = f"({int(cluster):03d}.{int(proc):03d}.000)"
+        starts = [ln for ln in events.splitlines() if ln.startswith("001 " + tag)]
+        ends = [ln for ln in events.splitlines() if ln.startswith("005 " + tag)]
+        assert len(starts) == 1 and len(ends) == 1, events
+
+
+def test_startd_killed_jobs_carry_on(fresh_pool: PoolHandle, tmp_path: Path) -> None:
+    """kill -9 of the startd: its jobs keep running under their keepers, the restarted
+    startd adopts them (same claims, same port), and each finishes once."""
     pool = fresh_pool
-    ids = _sleepers(pool, tmp_path, 2, 2, "k.log")
+    _launcher_ready(pool)
+    ids = _carry_on_jobs(pool, tmp_path, 2, 3, "k.log")
     _all_running(pool, ids)
+    time.sleep(0.3)  # past the spawn: each job has its record
     old = pool.daemon_pid("startd")
     os.kill(old, signal.SIGKILL)
     pool.wait_daemon_back("startd", old)
-    got = pool.wait(ids, timeout=90)
-    assert got["done"] == 2
-    for jid in ids:
-        ad = pool.job(jid)
-        assert ad is not None and ad["JobStatus"] == 4 and ad["ExitCode"] == 0
-        assert ad["NumJobStarts"] >= 2, ad
+    assert pool.wait(ids, timeout=90)["done"] == 2
+    _ran_once(pool, tmp_path, ids, "k.log")
+    # the slots are free again for new jobs
+    new = pool.submit("executable = /bin/true\nlog = n.log\nqueue 2\n", tmp_path).job_ids()
+    assert pool.wait(new, timeout=60)["done"] == 2
+
+
+def test_master_killed_jobs_carry_on(fresh_pool: PoolHandle, tmp_path: Path) -> None:
+    """kill -9 of the master takes every daemon down with it (PR_SET_PDEATHSIG); the
+    startd leaves its jobs to the next one, and a job that ended while no startd ran is
+    reported by it."""
+    pool = fresh_pool
+    _launcher_ready(pool)
+    ids = _carry_on_jobs(pool, tmp_path, 2, 1.5, "m.log")
+    _all_running(pool, ids)
+    time.sleep(0.3)
+    os.kill(pool.master_pid, signal.SIGKILL)
+    time.sleep(2.5)  # the jobs end while nothing of the pool runs
+    up = pool.roost("up", "-timeout", "60", timeout=90)
+    assert up.returncode == 0, up.stdout + up.stderr
+    pool.master_pid = int((pool.home / "run" / "master.pid").read_text())
+    assert pool.wait(ids, timeout=90)["done"] == 2
+    _ran_once(pool, tmp_path, ids, "m.log")
 
 
 def test_collector_and_negotiator_restarts_do_not_disturb_jobs(pool: PoolHandle, tmp_path: Path) -> None:

@@ -411,23 +411,27 @@ def claim_static(slot: Slot, claim: Claim, now: float) -> Slot:
 
 
 def carve(
-    pslot: Slot, want: Resources, claim: Claim, claim_id: str, now: float
+    pslot: Slot, want: Resources, claim: Claim, claim_id: str, now: float, *, exact: int | None = None
 ) -> tuple[Slot, Slot]:
     """Cut a Claimed dynamic slot of size ``want`` out of a partitionable slot.
 
     Returns (the partitionable slot with less free, the dynamic slot). The
-    GPUs given are the lowest-numbered free ones.
+    GPUs given are the lowest-numbered free ones; with ``exact`` (the dynamic
+    slot's number, when a restarted startd takes back a slot it had carved)
+    the very GPUs ``want`` names.
     """
     if pslot.kind != PARTITIONABLE:
         raise SlotError(f"{pslot.name} is not partitionable")
     if pslot.state not in ("Unclaimed", "Matched"):
         raise SlotError(f"{pslot.name} is {pslot.state}")
-    need = Resources(want.cpus, want.memory, want.disk, pslot.free.gpus[: len(want.gpus)])
-    if len(want.gpus) > len(pslot.free.gpus) or not need.fits_in(pslot.free):
+    gpus = want.gpus if exact is not None else pslot.free.gpus[: len(want.gpus)]
+    need = Resources(want.cpus, want.memory, want.disk, gpus)
+    if (len(want.gpus) > len(pslot.free.gpus) or not set(gpus) <= set(pslot.free.gpus)
+            or not need.fits_in(pslot.free)):
         raise SlotError(
             f"{pslot.name} has {_describe(pslot.free)} free; the job asks for {_describe(want)}"
         )
-    sub = pslot.next_child
+    sub = pslot.next_child if exact is None else exact
     dslot = Slot(
         name=f"{pslot.name}_{sub}",
         slot_id=pslot.slot_id,
@@ -444,7 +448,31 @@ def carve(
         sub_id=sub,
         claim=claim,
     )
-    return replace(pslot, free=pslot.free.minus(need), next_child=sub + 1), dslot
+    return replace(pslot, free=pslot.free.minus(need), next_child=max(pslot.next_child, sub + 1)), dslot
+
+
+def readopt(
+    slots: dict[str, Slot], name: str, total: Resources, claim: Claim, claim_id: str, now: float
+) -> list[Slot]:
+    """A claim a previous startd of this machine held, with its job still running, taken
+    back after a restart: the slots that change (the static slot ``name``, or the
+    partitionable parent and the dynamic slot ``name`` carved again, with the same
+    resources and devices), Claimed/Busy under the same claim id. SlotError when the
+    machine's slots no longer have room for it (the configuration changed)."""
+    slot = slots.get(name)
+    if slot is not None and slot.kind == DYNAMIC:
+        raise SlotError(f"{name} exists already")
+    if slot is not None:
+        if slot.kind != STATIC or slot.total != total:
+            raise SlotError(f"{name} is no longer a static slot of {_describe(total)}")
+        taken = claim_static(slot, claim, now)
+        return [replace(transition(taken, "Claimed", "Busy", now), claim_id=claim_id)]
+    parent, _, sub = name.rpartition("_")
+    pslot = slots.get(parent)
+    if pslot is None or pslot.kind != PARTITIONABLE or not sub.isdigit():
+        raise SlotError(f"{name}: no partitionable slot {parent} to carve it from")
+    pslot, dslot = carve(pslot, total, claim, claim_id, now, exact=int(sub))
+    return [pslot, transition(dslot, "Claimed", "Busy", now)]
 
 
 def give_back(pslot: Slot, dslot: Slot) -> Slot:

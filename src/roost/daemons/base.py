@@ -122,6 +122,7 @@ class Daemon:
         self.start_time = time.time()
         self.server: Server | None = None
         self.address: str | None = None
+        self.orphaned = False  # stopping because our master died (not asked to)
         self.collector: AsyncClient | None = None
         self._collector_address: str | None = None
         self._collector_lost = False
@@ -330,6 +331,11 @@ class Daemon:
         return self.spawn(loop(), name)
 
     # -- running -----------------------------------------------------------------------
+    def _master_gone(self) -> None:
+        """SIGUSR2, our master's death signal (master.py): stop, knowing it was that."""
+        self.orphaned = True
+        self.request_stop()
+
     def request_stop(self) -> None:
         """Begin a clean shutdown (what SIGTERM does)."""
         if self._stopping is not None:
@@ -379,8 +385,10 @@ class Daemon:
     async def reconfigured(self) -> None:
         """Apply a new ``self.config`` after RECONFIG (daemons override)."""
 
-    async def listen(self) -> Server:
-        host, port = self.listen_on()
+    async def listen(self, port: int | None = None) -> Server:
+        """Serve on ``listen_on()`` (``port``: on that port instead)."""
+        host, configured = self.listen_on()
+        port = configured if port is None else port
         return await serve(
             self.served_handlers(), host=host, port=port, unix_path=self.unix_socket(),
             max_frame=self.max_frame, **self.security.serve_args(host),
@@ -393,6 +401,8 @@ class Daemon:
         for sig in (signal.SIGTERM, signal.SIGINT):
             with contextlib.suppress(NotImplementedError, RuntimeError):
                 loop.add_signal_handler(sig, self.request_stop)
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            loop.add_signal_handler(signal.SIGUSR2, self._master_gone)
         self.log.info("starting %s (pid %d, home %s)", self.name, os.getpid(), self.home)
         await self.start()
         self.server = await self.listen()

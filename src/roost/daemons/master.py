@@ -8,8 +8,10 @@ process (so any one can be killed and restarted); a dead one is restarted after 
 back-off (``MASTER_BACKOFF_*``). SIGTERM or ``SHUTDOWN`` stops every daemon
 (SIGTERM, then SIGKILL after a grace period) and exits.
 
-Daemons run in the master's process group and get SIGTERM if the master itself
-dies (``PR_SET_PDEATHSIG``), so a ``kill -9`` of the master leaves no orphans.
+Daemons run in the master's process group and get SIGUSR2 if the master itself
+dies (``PR_SET_PDEATHSIG``), so a ``kill -9`` of the master leaves no orphan daemons;
+a signal of its own tells a daemon its master is gone (the startd then leaves its
+running jobs to the next master's startd) from a stop the master asked for (SIGTERM).
 """
 
 from __future__ import annotations
@@ -63,7 +65,7 @@ _PR_SET_PDEATHSIG = 1
 def _die_with_parent() -> None:  # pragma: no cover - runs in the child between fork and exec
     try:
         libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGUSR2, 0, 0, 0)
     except (OSError, AttributeError):
         pass
 

@@ -186,3 +186,36 @@ def test_gpu_requests_carve_named_devices():
     with pytest.raises(S.SlotError):
         S.carve(p, S.request_size(job(RequestGPUs=2), ad, S.Policy()), S.Claim(), "h", 0.0)
     assert S.request_size(job(), ad, S.Policy()).gpus == ()
+
+
+def test_readopt_takes_back_dynamic_slots_with_their_devices_and_ids():
+    """A restarted startd carves again what its predecessor had carved: same names,
+    same GPUs, same claim ids, Busy; numbering goes on after the highest."""
+    table = S.layout(S.slot_types_from_config({}, None), MACHINE, ids(), 0.0)
+    claim = S.Claim(schedd_address="127.0.0.1:9", user="alice@example.org", job="1.0")
+    for slot in S.readopt(table, "slot1_3", S.Resources(2, 1024, 10, ("GPU-1",)), claim, "old-3", 5.0):
+        table[slot.name] = slot
+    for slot in S.readopt(table, "slot1_1", S.Resources(1, 512, 10), claim, "old-1", 5.0):
+        table[slot.name] = slot
+    d3, d1 = table["slot1_3"], table["slot1_1"]
+    assert (d3.claim_id, d3.state, d3.activity, d3.total.gpus) == ("old-3", "Claimed", "Busy", ("GPU-1",))
+    assert d1.claim_id == "old-1" and d1.sub_id == 1 and d1.claim == claim
+    assert table["slot1"].free == S.Resources(5, 16384 - 1536, 1_000_000 - 20, ("GPU-0",))
+    _, d4 = S.carve(table["slot1"], S.Resources(1, 1, 1), claim, "new", 6.0)
+    assert d4.name == "slot1_4"
+    with pytest.raises(S.SlotError, match="exists"):
+        S.readopt(table, "slot1_3", S.Resources(1, 1, 1), claim, "again", 7.0)
+    with pytest.raises(S.SlotError, match="free"):  # that GPU is taken
+        S.readopt(table, "slot1_7", S.Resources(1, 1, 1, ("GPU-1",)), claim, "x", 7.0)
+    with pytest.raises(S.SlotError, match="no partitionable"):
+        S.readopt(table, "slot9_1", S.Resources(1, 1, 1), claim, "x", 7.0)
+
+
+def test_readopt_takes_back_a_static_slot_only_as_it_was():
+    machine = S.Machine(name="h", total=S.Resources(2, 2048, 2048))
+    table = S.layout(S.slot_types_from_config({}, 2), machine, ids(), 0.0)
+    size = table["slot2"].total
+    [s] = S.readopt(table, "slot2", size, S.Claim(user="bob"), "kept-id", 3.0)
+    assert (s.state, s.activity, s.claim_id, s.claim.user) == ("Claimed", "Busy", "kept-id", "bob")
+    with pytest.raises(S.SlotError, match="no longer"):  # the configuration changed its size
+        S.readopt(table, "slot1", S.Resources(2, 2048, 2048), S.Claim(), "x", 3.0)

@@ -141,9 +141,14 @@ def test_built_launcher_enters_the_cgroup_and_switches_ids(tmp_path):
         assert status["Groups"].split() == []
         import subprocess
 
-        gone = subprocess.run([helper, "-", str(nobody.pw_uid), str(nobody.pw_gid), "clear", "1", "--",
-                               "/nonexistent/missing"], capture_output=True, text=True)
-        assert gone.returncode == 127 and "missing" in gone.stderr
+        ends = os.open(tmp_path / "exit", os.O_RDWR | os.O_CREAT, 0o600)
+        gone = subprocess.run([helper, "-", str(nobody.pw_uid), str(nobody.pw_gid), "clear", "1", str(ends),
+                               "--", "/nonexistent/missing"], capture_output=True, text=True, pass_fds=(ends,))
+        # the keeper's own status is 0; the job's (127: not found) is in its exit file
+        assert gone.returncode == 0 and "missing" in gone.stderr
+        got = launch.read_exit(ends)
+        os.close(ends)
+        assert got is not None and os.waitstatus_to_exitcode(got[0]) == 127
         assert gone.stdout.strip().isdigit()  # the pid it reported (fd 1 here) before the exec
         assert subprocess.run([helper], capture_output=True).returncode == 126
     finally:
@@ -174,8 +179,8 @@ def test_launcher_clones_the_job_into_a_real_cgroup(tmp_path):
                             cgroup_procs=groups.procs_file("job1"))
         proc = asyncio.run(launch.spawn(req))
         os.close(fd)
-        assert isinstance(proc, launch.Cloned)
-        assert proc.wait() == 3  # our child: waitpid works and gives its status
+        assert isinstance(proc, launch.Kept)
+        assert proc.wait() == 3  # its keeper, our child, wrote its status
         lines = out.read_text().split()
         assert any(ln.startswith("0::") and ln.endswith("/job1") for ln in lines), lines
         assert lines[-1] == str(proc.pid)  # its own session

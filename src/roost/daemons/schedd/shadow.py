@@ -221,13 +221,29 @@ class Shadow:
         s = self.shadows
         self.owner = job.owner
         self.submitter = s.submitter_of(job.cluster)
-        try:
-            resp = await self.client.call("RECONNECT", claim_id=self.claim_id, schedd_address=self.jobs.host.address)
-        except (RemoteError, ConnectionError) as e:
-            log.warning("job %s: reconnect to %s failed: %s", job.id, self.startd_address, e)
-            s.reconnect_failures += 1
-            await self.jobs.requeue(job, f"Job reconnect to {self.slot_name or self.startd_address} failed: {e}")
-            return
+        # A startd that does not answer may be restarting too (its jobs carry on under
+        # their keepers): try again until the job's lease runs out, as HTCondor's shadow
+        # does; a startd that answers and does not know the claim is final.
+        deadline = time.monotonic() + self.lease
+        delay = 0.25
+        while True:
+            try:
+                resp = await self.client.call("RECONNECT", claim_id=self.claim_id,
+                                              schedd_address=self.jobs.host.address)
+                break
+            except (RemoteError, ConnectionError) as e:
+                if isinstance(e, ConnectionError) and time.monotonic() + delay < deadline:
+                    log.info("job %s: reconnect to %s: %s; trying again in %.2g s", job.id,
+                             self.startd_address, e, delay)
+                    await asyncio.sleep(delay)
+                    delay = min(delay * 2, 10.0)
+                    if job.cluster.procs.get(job.proc) is not job or job.status not in (jp.RUNNING, jp.SUSPENDED):
+                        return  # removed or held meanwhile: nothing left to reconnect
+                    continue
+                log.warning("job %s: reconnect to %s failed: %s", job.id, self.startd_address, e)
+                s.reconnect_failures += 1
+                await self.jobs.requeue(job, f"Job reconnect to {self.slot_name or self.startd_address} failed: {e}")
+                return
         if resp.get("job") is None or resp.get("state") == "idle" or (
             isinstance(resp.get("job"), str) and resp["job"] not in ("?", job.id)
         ):

@@ -31,12 +31,14 @@ from roost.core.slots import Claim, Slot
 from roost.daemons.startd.cgroups import JobCgroups
 from roost.daemons.startd.jobspec import (
     Identity,
+    JobSpec,
     JobSpecError,
     job_identity,
     local_owner,
     parse_job,
     slot_number,
 )
+from roost.daemons.startd.leftovers import Record
 from roost.daemons.startd.memlimit import MemoryLimits
 from roost.daemons.startd.peers import Peers
 from roost.daemons.startd.starter import Starter
@@ -348,24 +350,10 @@ class Claims:
             spec = replace(spec, transfer=True)
         sandbox_name = f"dir_{os.getpid()}_{next(self._sandboxes)}"
         sandbox = os.path.join(self.host.execute_dir, sandbox_name)
-        starter = Starter(
-            spec=spec,
-            claim_id=claim_id,
-            slot_name=slot.name,
-            execute_dir=self.host.execute_dir,
-            sandbox_name=sandbox_name,
-            identity=identity or Identity(os.getuid(), os.getgid(), "", ""),
-            env=self._job_env(spec.env, slot, sandbox, spec.transfer),
-            job_ad_text=job.printOld() if spec.transfer else "",
-            peers=self.host.peers,
-            address_of=lambda: self._schedd_of(claim_id),
-            on_finished=self._starter_finished,
-            on_done=self._starter_done,
-            cgroups=self.host.cgroups,
-            memory=self.host.memory,
-            memory_limit=slot.total.memory << 20 if slot.total.memory else None,
-            update_interval=self.update_interval,
-        )
+        identity = identity or Identity(os.getuid(), os.getgid(), "", "")
+        starter = self._starter(spec, claim_id, slot, sandbox_name, identity, req["job_ad"],
+                                env=self._job_env(spec.env, slot, sandbox, spec.transfer),
+                                job_ad_text=job.printOld() if spec.transfer else "")
         self.starters[claim_id] = starter
         self.job_ads[claim_id] = job
         now = time.time()
@@ -378,6 +366,92 @@ class Claims:
             starter.start()
         self.owner_policy.evaluate_soon(slot.name)
         return {"user": identity.name} if identity is not None and identity.name else {}
+
+    def _starter(self, spec: JobSpec, claim_id: str, slot: Slot, sandbox_name: str, identity: Identity,
+                 job_obj: dict[str, Any], env: dict[str, str] | None = None, job_ad_text: str = "") -> Starter:
+        def describe() -> dict[str, Any]:
+            """The claim's part of the job's record: what a restarted startd needs to
+            take the claim back (leftovers.py)."""
+            now = self.host.slots.get(slot.name)
+            claim = now.claim if now is not None and now.claim is not None else slot.claim
+            assert claim is not None
+            return {
+                "slot": {"name": slot.name, "cpus": slot.total.cpus, "memory": slot.total.memory,
+                         "disk": slot.total.disk, "gpus": list(slot.total.gpus)},
+                "claim": {"schedd_address": claim.schedd_address, "user": claim.user, "owner": claim.owner,
+                          "lease": claim.lease, "concurrency_limits": claim.concurrency_limits},
+                "identity": [identity.uid, identity.gid, identity.name, identity.home, identity.real_owner],
+                "job_ad": job_obj,
+            }
+
+        return Starter(
+            spec=spec,
+            claim_id=claim_id,
+            slot_name=slot.name,
+            execute_dir=self.host.execute_dir,
+            sandbox_name=sandbox_name,
+            identity=identity,
+            env=env or {},
+            job_ad_text=job_ad_text,
+            peers=self.host.peers,
+            address_of=lambda: self._schedd_of(claim_id),
+            on_finished=self._starter_finished,
+            on_done=self._starter_done,
+            cgroups=self.host.cgroups,
+            memory=self.host.memory,
+            memory_limit=slot.total.memory << 20 if slot.total.memory else None,
+            update_interval=self.update_interval,
+            describe=describe,
+        )
+
+    def adopt(self, records: list[Record]) -> list[str]:
+        """Take back the claims and jobs a previous startd left running (their keepers
+        still wait for them, or wrote their ends): each slot Claimed/Busy again under
+        its claim id, its starter carrying on. The schedd's shadow sees nothing but a
+        keep-alive or two that failed. A record that no longer fits the machine's slots
+        is killed. What was done, for the log."""
+        done = []
+        now = time.time()
+        assert self.host.machine is not None
+        for rec in records:
+            d = rec.data
+            try:
+                s, c = d["slot"], d["claim"]
+                total = core.Resources(int(s["cpus"]), int(s["memory"]), int(s["disk"]), tuple(s["gpus"]))
+                lease = float(c["lease"])
+                claim = Claim(schedd_address=str(c["schedd_address"]), user=str(c["user"]), owner=str(c["owner"]),
+                              lease=lease, lease_expires=now + lease, job=str(d["job"]), job_start=rec.started,
+                              concurrency_limits=str(c.get("concurrency_limits") or ""))
+                uid, gid, name, home, real = d["identity"]
+                identity = Identity(int(uid), int(gid), str(name), str(home), bool(real))
+                job = obj_to_ad(d["job_ad"])
+                spec = parse_job(job, self.host.machine.filesystem_domain)
+                changed = core.readopt(self.host.slots, str(s["name"]), total, claim, d["claim_id"], now)
+            except (KeyError, TypeError, ValueError, JobSpecError, core.SlotError) as e:
+                done.append(f"cannot adopt job {d.get('job', rec.name)} ({e}): killed")
+                done.extend(rec.kill())
+                continue
+            for slot in changed:
+                self.host.slots[slot.name] = slot
+                self.host.changed(slot.name)
+            slot = changed[-1]
+            for cid in [cid for cid, named in self.by_claim.items() if named == slot.name]:
+                del self.by_claim[cid]  # the fresh claim id the layout gave a static slot
+            self.by_claim[slot.claim_id] = slot.name
+            starter = self._starter(spec, slot.claim_id, slot, rec.name, identity, d["job_ad"])
+            oom_base = d.get("oom_base")
+            self.host.memory.adopt(rec.name, slot.name, slot.total.memory << 20 if slot.total.memory else None,
+                                   oom_base if type(oom_base) is int else 0)
+            self.starters[slot.claim_id] = starter
+            self.job_ads[slot.claim_id] = job
+            self._claimed_now(slot, job)
+            starter.adopt(rec)
+            self.owner_policy.evaluate_soon(slot.name)
+            state = "still running" if rec.alive() else "ended meanwhile"
+            done.append(f"adopted job {spec.job_id} on {self.host.slot_name(slot.name)} ({state})")
+        if records:
+            self._arm_leases()
+        return done
 
     def _identity(self, owner: str, user: str, slot_name: str) -> Identity:
         """Who the job runs as: its Owner where that account exists here and the job's
@@ -466,6 +540,9 @@ class Claims:
         slot = self._claimed(claim_id)
         slot = self._renew(slot, schedd_address=req["schedd_address"])
         self.host.forget_ad(slot.name)
+        for starter in (self.starters.get(claim_id), *self.reporting.get(claim_id, [])):
+            if starter is not None:
+                starter.claim_changed({"schedd_address": req["schedd_address"]})
         self.log.info("claim on %s reconnected from %s", self.host.slot_name(slot.name), req["schedd_address"])
         starter = self.starters.get(claim_id) or (self.reporting.get(claim_id) or [None])[-1]
         if starter is None:

@@ -52,13 +52,14 @@ from roost.daemons.base import AdvertisedAd, Daemon, run
 from roost.daemons.startd import launch, resources
 from roost.daemons.startd.cgroups import JobCgroups
 from roost.daemons.startd.claims import Claims
-from roost.daemons.startd.leftovers import JOBS_DIR, cleanup_leftovers
+from roost.daemons.startd.leftovers import JOBS_DIR, Record, read_records, remove_sandboxes
 from roost.daemons.startd.memlimit import MemoryLimits
 from roost.daemons.startd.owner_policy import OwnerPolicy
 from roost.daemons.startd.peers import Peers
+from roost.net.addresses import parse_address
 from roost.net.client import AsyncClient
 from roost.net.errors import RequestError
-from roost.net.server import Handler
+from roost.net.server import Handler, Server
 
 _SLOT_TYPE = re.compile(r"^SLOT_TYPE_(\d+)$", re.I)
 # HTCondor's Requirements written by condor_submit test split(TARGET.CondorVersion)[1].
@@ -109,17 +110,29 @@ class Startd(Daemon):
         jobs = os.path.join(self.execute_dir, JOBS_DIR)
         os.makedirs(jobs, exist_ok=True)
         os.chmod(jobs, 0o700)
+        # Jobs a previous startd left running under their keepers are adopted (below, once
+        # the slots exist); everything else it left is killed and removed.
+        adopt: list[Record] = []
+        for rec in read_records(self.execute_dir):
+            if rec.adoptable():
+                adopt.append(rec)
+            else:
+                for line in rec.kill():
+                    self.log.info("leftover from a previous startd: %s", line)
+        kept = {rec.name for rec in adopt}
         self.cgroups = JobCgroups.detect(self.execute_dir, bool(self.config.get_bool("STARTD_USE_CGROUPS", True)))
         for name in self.cgroups.leftovers():
-            self.cgroups.remove(name)
-            self.log.info("leftover from a previous startd: killed and removed cgroup %s", name)
+            if name not in kept:
+                self.cgroups.remove(name)
+                self.log.info("leftover from a previous startd: killed and removed cgroup %s", name)
         self.memory = MemoryLimits.detect(self.execute_dir, self.cgroups.base,
                                           self.config.get("STARTD_MEMORY_LIMIT") or "hard",
                                           self.config.get_float("STARTD_MEMORY_MOVE_DELAY", 0.05) or 0.0)
-        for name in self.memory.sweep():
+        in_use = frozenset(str(rec.data["slot"].get("name")) for rec in adopt) | kept
+        for name in self.memory.sweep(in_use):
             self.log.info("leftover from a previous startd: removed memory cgroup %s", name)
         self.log.info("memory: %s; cpu: %s", self.memory.mechanism, "not limited (no cpu controller in use)")
-        for line in cleanup_leftovers(self.execute_dir):
+        for line in remove_sandboxes(self.execute_dir, kept):
             self.log.info("leftover from a previous startd: %s", line)
         if os.geteuid() == 0 and self.config.get_bool("STARTD_BUILD_LAUNCHER", True):
             # Jobs start through sh + setpriv until the helper is built (see launch.py).
@@ -131,6 +144,8 @@ class Startd(Daemon):
         now = time.time()
         self.slots = core.layout(self._slot_types(), self.machine, self._claim_ids(), now)
         self.claims.by_claim = {s.claim_id: s.name for s in self.slots.values()}
+        for line in self.claims.adopt(adopt):
+            self.log.info("from a previous startd: %s", line)
         t = self.machine.total
         self.log.info(
             "machine %s: %d cpus, %d MiB, %d KiB disk, %d gpus; slots: %s",
@@ -169,8 +184,45 @@ class Startd(Daemon):
         self.changed(*self.slots)
         self.every(self.owner_policy.polling_interval, self.owner_policy.poll, "owner-policy")
 
+    async def listen(self, port: int | None = None) -> Server:
+        """On the port the previous startd of this execute directory had, where it is
+        free: the schedds of the jobs it left running reach the claims there again."""
+        port_file = os.path.join(self.execute_dir, JOBS_DIR, ".port")
+        server: Server | None = None
+        if port is None and self.listen_on()[1] == 0:
+            try:
+                with open(port_file) as f:
+                    previous = int(f.read().strip() or 0)
+            except (OSError, ValueError):
+                previous = 0
+            if 0 < previous < 65536:
+                try:
+                    server = await super().listen(previous)
+                except OSError as e:
+                    self.log.info("port %d of the previous startd is taken (%s): listening elsewhere",
+                                  previous, e.strerror)
+        if server is None:
+            server = await super().listen(port)
+        try:
+            kind, where = parse_address(server.address)
+            if kind == "tcp" and isinstance(where, tuple):
+                with open(port_file, "w") as f:
+                    f.write(f"{where[1]}\n")
+        except (OSError, ValueError):
+            pass
+        return server
+
     async def stop(self) -> None:
         claims = self.claims
+        if self.orphaned:
+            # Our master died (its death signal is this stop): the next master's startd
+            # adopts the running jobs, which their keepers hold, and those that ended
+            # and wait to report.
+            self.log.info("the master is gone: leaving %d running jobs to the next startd", len(claims.starters))
+            for starter in [*claims.starters.values(), *(s for p in claims.reporting.values() for s in p)]:
+                starter.detach()
+            self.peers.close()
+            return
         for starter in [*claims.starters.values(), *(s for p in claims.reporting.values() for s in p)]:
             await starter.abandon()
         await asyncio.get_running_loop().run_in_executor(None, launch.drain_cleaner)

@@ -17,8 +17,11 @@ thread, into a root-only directory under EXECUTE, keyed by the source's
 hash: it clones the job straight into its cgroup (``CLONE_INTO_CGROUP``;
 writing ``cgroup.procs`` instead waits for an RCU grace period, 7-15 ms of
 every job's latency), sets groups and ids as setpriv does and execs it,
-for ~0.1 ms. Until it is built (or without a compiler) jobs go through
-``sh`` + ``setpriv``.
+for ~0.1 ms. The helper then stays as the job's parent, its *keeper*: it
+waits for the job and writes its end to a file the startd reads, so a
+startd that dies leaves its jobs running and the next one adopts them
+(``leftovers.py``). Until it is built (or without a compiler) jobs go
+through ``sh`` + ``setpriv`` and do not outlive their startd.
 
 Either way ``Popen`` waits for the child's exec; that wait runs on one
 long-lived spawner thread (not a thread per job), so the event loop keeps
@@ -40,7 +43,7 @@ import tempfile
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import NamedTuple, TypeVar
 
 T = TypeVar("T")
 
@@ -50,17 +53,21 @@ _ENTER = '{ echo $$ > "$0"; } 2>/dev/null; exec "$@"'
 _spawner: ThreadPoolExecutor | None = None
 _launcher: str | None = None  # the built helper, once it is ready
 
-# argv: helper CGROUP_DIR|- UID|- GID|- init|clear PID_FD -- PROGRAM ARGS...
-# Starts PROGRAM in its own session, in the job's cgroup, with the job's ids, and writes
-# its pid ("PID\n") to PID_FD. Where the kernel has clone3(CLONE_INTO_CGROUP) (5.7+,
-# cgroup v2) the job is cloned straight into its cgroup as a child of the startd
-# (CLONE_PARENT) and the helper exits: moving a running process by writing
-# cgroup.procs waits for an RCU grace period, 7-15 ms per job on an idle pool, while
-# a clone into the cgroup costs nothing extra. Elsewhere the helper writes its own pid
-# into cgroup.procs and execs the job itself, as `sh -c 'echo $$ > cgroup.procs; exec
-# setpriv ...'` would (a failure to enter is ignored: the spawner moves the pid after
-# the exec as well). A failure to change ids ends the job (126) before anything of it
-# runs; a failed exec is 127 (not found) or 126.
+# argv: helper CGROUP_DIR|- UID|- GID|- init|clear PID_FD EXIT_FD -- PROGRAM ARGS...
+# Starts PROGRAM in its own session, in the job's cgroup, with the job's ids, writes its
+# pid ("PID\n") to PID_FD, then stays as the job's parent (the "keeper"): it waits for
+# the job and writes "STATUS UTIME STIME MAXRSS\n" (wait status, CPU seconds, KiB) to
+# EXIT_FD, a file under EXECUTE/.jobs, before it exits. So the job does not depend on
+# the startd: a startd that dies (kill -9, a crash, its master gone) leaves the job
+# running under its keeper, and the next startd learns its end from that file. The
+# keeper ignores the signals a terminal or a session could send it; only SIGKILL ends it.
+# Where the kernel has clone3(CLONE_INTO_CGROUP) (5.7+, cgroup v2) the job is cloned
+# straight into its cgroup: moving a running process by writing cgroup.procs waits for
+# an RCU grace period, 7-15 ms per job on an idle pool, while a clone into the cgroup
+# costs nothing extra. Elsewhere the child writes its own pid into cgroup.procs before
+# it execs the job (a failure to enter is ignored: the spawner moves the pid after the
+# exec as well). A failure to change ids ends the job (126) before anything of it runs;
+# a failed exec is 127 (not found) or 126.
 LAUNCHER_SOURCE = r"""
 #define _GNU_SOURCE
 #include <errno.h>
@@ -68,12 +75,17 @@ LAUNCHER_SOURCE = r"""
 #include <grp.h>
 #include <linux/sched.h>
 #include <pwd.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
+
+#define PROGRAM 8
 
 static void die(const char *what) {
     fprintf(stderr, "roost-launcher: %s: %s\n", what, strerror(errno));
@@ -88,6 +100,7 @@ static void report(int fd, pid_t pid) {
 }
 
 static void become_job(char **argv) {
+    if (setsid() < 0) die("setsid");
     if (strcmp(argv[2], "-") != 0) {
         uid_t uid = (uid_t)strtoul(argv[2], NULL, 10);
         gid_t gid = (gid_t)strtoul(argv[3], NULL, 10);
@@ -101,54 +114,91 @@ static void become_job(char **argv) {
         if (setresgid(gid, gid, gid) != 0) die("setresgid");
         if (setresuid(uid, uid, uid) != 0) die("setresuid");
     }
-    execvp(argv[7], argv + 7);
+    execvp(argv[PROGRAM], argv + PROGRAM);
     int e = errno;
-    fprintf(stderr, "roost-launcher: failed to execute %s: %s\n", argv[7], strerror(e));
+    fprintf(stderr, "roost-launcher: failed to execute %s: %s\n", argv[PROGRAM], strerror(e));
     _exit(e == ENOENT ? 127 : 126);
 }
 
+static void enter_slowly(const char *dir) {
+    char procs[4096];
+    int n = snprintf(procs, sizeof procs, "%s/cgroup.procs", dir);
+    int fd = n < (int)sizeof procs ? open(procs, O_WRONLY | O_CLOEXEC) : -1;
+    if (fd >= 0) {
+        char buf[32];
+        int m = snprintf(buf, sizeof buf, "%ld", (long)getpid());
+        if (write(fd, buf, (size_t)m) < 0) { /* the spawner's move is the second net */ }
+        close(fd);
+    }
+}
+
+static void keep(pid_t pid, int out) {
+    int status;
+    struct rusage ru;
+    pid_t got;
+    do {
+        got = wait4(pid, &status, 0, &ru);
+    } while (got < 0 && errno == EINTR);
+    if (got == pid) {
+        dprintf(out, "%d %ld.%06ld %ld.%06ld %ld\n", status,
+                (long)ru.ru_utime.tv_sec, (long)ru.ru_utime.tv_usec,
+                (long)ru.ru_stime.tv_sec, (long)ru.ru_stime.tv_usec, (long)ru.ru_maxrss);
+        fsync(out);
+    }
+    _exit(0);
+}
+
 int main(int argc, char **argv) {
-    if (argc < 8 || strcmp(argv[6], "--") != 0) {
-        fprintf(stderr, "usage: roost-launcher CGROUP_DIR|- UID|- GID|- init|clear PID_FD -- PROGRAM ARGS...\n");
+    if (argc <= PROGRAM || strcmp(argv[PROGRAM - 1], "--") != 0) {
+        fprintf(stderr, "usage: roost-launcher CGROUP_DIR|- UID|- GID|- init|clear PID_FD EXIT_FD -- PROGRAM ARGS...\n");
         return 126;
     }
     int out = atoi(argv[5]);
+    int exit_fd = atoi(argv[6]);
     fcntl(out, F_SETFD, FD_CLOEXEC);
-    if (strcmp(argv[1], "-") != 0) {
+    fcntl(exit_fd, F_SETFD, FD_CLOEXEC);
+    signal(SIGHUP, SIG_IGN);
+    signal(SIGINT, SIG_IGN);
+    signal(SIGQUIT, SIG_IGN);
+    signal(SIGTERM, SIG_IGN);
+    signal(SIGPIPE, SIG_IGN);
+    long pid = -1;
+    int cgroup = strcmp(argv[1], "-") != 0;
 #ifdef CLONE_INTO_CGROUP
+    if (cgroup) {
         int cg = open(argv[1], O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (cg >= 0) {
             struct clone_args args;
             memset(&args, 0, sizeof args);
-            args.flags = CLONE_INTO_CGROUP | CLONE_PARENT;
-            args.exit_signal = 0;  /* with CLONE_PARENT it must be 0: the child signals as we do (SIGCHLD) */
+            args.flags = CLONE_INTO_CGROUP;
+            args.exit_signal = SIGCHLD;
             args.cgroup = (uint64_t)cg;
-            long pid = syscall(SYS_clone3, &args, sizeof args);
+            pid = syscall(SYS_clone3, &args, sizeof args);
             if (pid == 0) {
                 close(out);
-                if (setsid() < 0) die("setsid");
+                signal(SIGHUP, SIG_DFL); signal(SIGINT, SIG_DFL); signal(SIGQUIT, SIG_DFL);
+                signal(SIGTERM, SIG_DFL); signal(SIGPIPE, SIG_DFL);
                 become_job(argv);
             }
-            if (pid > 0) {
-                report(out, (pid_t)pid);
-                _exit(0);
-            }
-            close(cg);  /* an old kernel or cgroup v1: enter the slow way */
-        }
-#endif
-        char procs[4096];
-        int n = snprintf(procs, sizeof procs, "%s/cgroup.procs", argv[1]);
-        int fd = n < (int)sizeof procs ? open(procs, O_WRONLY | O_CLOEXEC) : -1;
-        if (fd >= 0) {
-            char buf[32];
-            int m = snprintf(buf, sizeof buf, "%ld", (long)getpid());
-            if (write(fd, buf, (size_t)m) < 0) { /* the spawner's move is the second net */ }
-            close(fd);
+            close(cg);  /* pid < 0: an old kernel or cgroup v1: enter the slow way */
+            if (pid > 0) cgroup = 0;
         }
     }
-    report(out, getpid());
-    become_job(argv);
-    return 126;
+#endif
+    if (pid < 0) {
+        pid = fork();
+        if (pid < 0) die("fork");
+        if (pid == 0) {
+            close(out);
+            signal(SIGHUP, SIG_DFL); signal(SIGINT, SIG_DFL); signal(SIGQUIT, SIG_DFL);
+            signal(SIGTERM, SIG_DFL); signal(SIGPIPE, SIG_DFL);
+            if (cgroup) enter_slowly(argv[1]);
+            become_job(argv);
+        }
+    }
+    report(out, (pid_t)pid);
+    keep((pid_t)pid, exit_fd);
+    return 0;
 }
 """
 _cleaner: ThreadPoolExecutor | None = None
@@ -167,6 +217,7 @@ class Launch:
     gid: int | None = None
     init_groups: bool = False  # the user's supplementary groups (a real owner), else none
     cgroup_procs: str | None = None  # the job cgroup's cgroup.procs, entered before the exec
+    exit_fd: int = -1  # where the keeper writes the job's end (read/write); -1: a memfd of our own
 
 
 def check_executable(path: str) -> None:
@@ -220,16 +271,17 @@ def build_launcher(directory: str) -> str | None:
     return path
 
 
-def _argv(launch: Launch, pid_fd: int = -1) -> tuple[list[str], str, dict[str, object]]:
+def _argv(launch: Launch, pid_fd: int = -1, exit_fd: int = -1) -> tuple[list[str], str, dict[str, object]]:
     """What to exec for ``launch``: argv, program, and Popen's id arguments. ``pid_fd``
-    is where the helper reports the job's pid (used only when the helper is)."""
+    is where the helper reports the job's pid, ``exit_fd`` where it writes its end
+    (used only when the helper is)."""
     if _uses_launcher(launch):
         assert _launcher is not None
         cgroup = os.path.dirname(launch.cgroup_procs) if launch.cgroup_procs else "-"
         ids = ["-", "-"] if launch.uid is None else [str(launch.uid), str(launch.gid)]
         groups = "init" if launch.init_groups else "clear"
-        return ([_launcher, cgroup, *ids, groups, str(pid_fd), "--", launch.executable, *launch.argv[1:]],
-                _launcher, {})
+        return ([_launcher, cgroup, *ids, groups, str(pid_fd), str(exit_fd), "--", launch.executable,
+                 *launch.argv[1:]], _launcher, {})
     if launch.uid is None:
         argv, exe = [launch.executable, *launch.argv[1:]], launch.executable
     elif _SETPRIV is not None:
@@ -247,23 +299,54 @@ def _argv(launch: Launch, pid_fd: int = -1) -> tuple[list[str], str, dict[str, o
     return (argv if launch.uid is not None else launch.argv), exe, {}
 
 
-class Cloned:
-    """A job the helper cloned as our child (``CLONE_PARENT``): the part of ``Popen``
-    the starter uses, for a process ``Popen`` did not start itself."""
+class Usage(NamedTuple):
+    """The part of ``resource.struct_rusage`` a job's end carries (from its keeper)."""
 
-    def __init__(self, pid: int) -> None:
+    ru_utime: float
+    ru_stime: float
+    ru_maxrss: int
+
+
+def read_exit(fd: int) -> tuple[int, Usage] | None:
+    """What a keeper wrote to its exit file: (wait status, usage); None while the job
+    has not ended (or its keeper died before it could say)."""
+    try:
+        text = os.pread(fd, 256, 0).decode("ascii", "replace")
+        status, utime, stime, maxrss = text.split()[:4]
+        return int(status), Usage(float(utime), float(stime), int(maxrss))
+    except (OSError, ValueError):
+        return None
+
+
+class Kept:
+    """A job started under its keeper (the helper, our child, which waits for it and
+    writes its end to ``exit_fd``): the part of ``Popen`` the starter uses. ``pid`` is
+    the job (its process group and cgroup), ``keeper_pid`` the process to wait for."""
+
+    def __init__(self, pid: int, keeper: subprocess.Popen[bytes], exit_fd: int, own_fd: bool) -> None:
         self.pid = pid
+        self.keeper = keeper
+        self.keeper_pid = keeper.pid
+        self.exit_fd = exit_fd
+        self.own_fd = own_fd  # a memfd of ours: closed with this object
         self.returncode: int | None = None
 
+    def exit_status(self) -> tuple[int, Usage] | None:
+        return read_exit(self.exit_fd)
+
     def wait(self) -> int:
-        """Block until it exits (tests; the starter waits on a pidfd instead)."""
+        """Block until the job has ended (tests; the starter waits on a pidfd instead)."""
         if self.returncode is None:
-            self.returncode = os.waitstatus_to_exitcode(os.waitpid(self.pid, 0)[1])
+            self.keeper.wait()
+            got = self.exit_status()
+            self.returncode = os.waitstatus_to_exitcode(got[0]) if got else 126
+            if self.own_fd:
+                os.close(self.exit_fd)
         return self.returncode
 
 
-def _popen(launch: Launch, pid_fd: int = -1) -> subprocess.Popen[bytes]:
-    argv, exe, ids = _argv(launch, pid_fd)
+def _popen(launch: Launch, pid_fd: int = -1, exit_fd: int = -1) -> subprocess.Popen[bytes]:
+    argv, exe, ids = _argv(launch, pid_fd, exit_fd)
     return subprocess.Popen(
         argv,
         executable=exe,
@@ -274,26 +357,28 @@ def _popen(launch: Launch, pid_fd: int = -1) -> subprocess.Popen[bytes]:
         env=launch.env,
         start_new_session=True,
         close_fds=True,
-        pass_fds=(pid_fd,) if pid_fd >= 0 else (),
+        pass_fds=tuple(fd for fd in (pid_fd, exit_fd) if fd >= 0),
         **ids,  # type: ignore[arg-type]
     )
 
 
-def _start(launch: Launch) -> subprocess.Popen[bytes] | Cloned:
-    """Start the job (blocking until it or the helper has exec'ed)."""
+def _start(launch: Launch) -> subprocess.Popen[bytes] | Kept:
+    """Start the job (blocking until the helper has reported it, or it has exec'ed)."""
     if not _uses_launcher(launch):
         return _popen(launch)
+    own = launch.exit_fd < 0
+    exit_fd = os.memfd_create("roost-exit") if own else launch.exit_fd
     r, w = os.pipe()
     try:
         try:
-            helper = _popen(launch, w)
+            helper = _popen(launch, w, exit_fd)
         finally:
             os.close(w)
         got = b""
         while not got.endswith(b"\n"):
             chunk = os.read(r, 64)
             if not chunk:
-                break  # the helper died before it reported: it is the job, and failed (126)
+                break  # the helper died before it reported: it failed (126), nothing started
             got += chunk
     finally:
         os.close(r)
@@ -302,9 +387,10 @@ def _start(launch: Launch) -> subprocess.Popen[bytes] | Cloned:
     except ValueError:
         pid = helper.pid
     if pid == helper.pid:
-        return helper  # the helper exec'ed the job itself
-    helper.wait()  # it exits as soon as it has reported
-    return Cloned(pid)
+        if own:
+            os.close(exit_fd)
+        return helper
+    return Kept(pid, helper, exit_fd, own)
 
 
 def _spawner_thread() -> ThreadPoolExecutor:
@@ -315,20 +401,20 @@ def _spawner_thread() -> ThreadPoolExecutor:
 
 
 async def spawn(
-    launch: Launch, after: Callable[[int], object] | None = None
-) -> subprocess.Popen[bytes] | Cloned:
-    """Start the job in its own session and process group; the Popen (or Cloned) of
-    our child that is the job, not waited for.
+    launch: Launch, after: Callable[[subprocess.Popen[bytes] | Kept], object] | None = None
+) -> subprocess.Popen[bytes] | Kept:
+    """Start the job in its own session and process group; the Popen of our child that
+    is the job, or the Kept job under our child that keeps it; not waited for.
 
-    ``after(pid)`` runs on the spawner thread right after the exec, before the
+    ``after(proc)`` runs on the spawner thread right after the exec, before the
     job has had time to fork (the starter moves it into its cgroup there).
     """
     check_executable(launch.executable)
 
-    def run() -> subprocess.Popen[bytes] | Cloned:
+    def run() -> subprocess.Popen[bytes] | Kept:
         proc = _start(launch)
         if after is not None:
-            after(proc.pid)
+            after(proc)
         return proc
 
     return await asyncio.get_running_loop().run_in_executor(_spawner_thread(), run)

@@ -1,23 +1,88 @@
-"""What a previous startd left behind: job process groups and sandboxes.
+"""What a previous startd left behind: running jobs to adopt, the rest to clean.
 
-Every running job's process group is written by its starter to
-``execute/.jobs/<sandbox>`` (a root-only directory the job cannot touch) as one
-line, ``<pgid> <start time in clock ticks since boot> <job id>``; a restarted
-startd reads those files before it offers any slot and kills what is still
-running (``cleanup_leftovers``). Separate from the starter because it runs once,
-at start, with no job.
+Every started job has a record in ``execute/.jobs/<sandbox>`` (a root-only
+directory the job cannot touch), written by its starter right after the exec
+and kept until its final report is acknowledged: one JSON object with the
+job's pid and start time (clock ticks since boot), its keeper's pid and start
+time, its claim (slot, resources, schedd, lease) and its ad. The keeper writes
+the job's end to ``<sandbox>.exit``. A restarted startd reads the records
+before it offers any slot (``read_records``): a job whose keeper still runs,
+or whose end its keeper wrote, is adopted (the claims take their slots back,
+the starter carries on); anything else is killed and its sandbox removed.
+Separate from the starter because it runs once, at start, with no job.
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import shutil
 import signal
+from dataclasses import dataclass, field
+from typing import Any
 
 from roost.daemons.startd import procstat
 
 JOBS_DIR = ".jobs"
+
+
+def _started_at(pid: int) -> int | None:
+    got = procstat.read(pid) if pid > 1 else None
+    return got.start_ticks if got is not None else None
+
+
+@dataclass
+class Record:
+    """One job's record, as read back."""
+
+    name: str  # the sandbox's name (dir_...)
+    path: str
+    pid: int = 0  # the job (its process group)
+    ticks: int = 0
+    keeper: int = 0  # the process that waits for it (0: none: started without the helper)
+    keeper_ticks: int = 0
+    started: float = 0.0
+    data: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def exit_path(self) -> str:
+        return self.path + ".exit"
+
+    def alive(self) -> bool:
+        """The job's keeper still runs (the same process: its start time says so)."""
+        return self.keeper > 1 and _started_at(self.keeper) == self.keeper_ticks
+
+    def ended(self) -> bool:
+        """The keeper wrote the job's end."""
+        try:
+            return os.path.getsize(self.exit_path) > 0
+        except OSError:
+            return False
+
+    def adoptable(self) -> bool:
+        """A job the next startd can carry on with: kept, its claim and ad recorded."""
+        d = self.data
+        return (self.keeper > 1 and isinstance(d.get("claim"), dict) and isinstance(d.get("slot"), dict)
+                and isinstance(d.get("job_ad"), dict) and isinstance(d.get("claim_id"), str)
+                and (self.alive() or self.ended()))
+
+    def kill(self) -> list[str]:
+        """Kill what is left of the job (its group's processes started since it was,
+        and its keeper) and forget the record; what was done, for the log."""
+        done = []
+        if self.pid > 1:
+            for pid in _group_members(self.pid, self.ticks):
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.kill(pid, signal.SIGKILL)
+                    done.append(f"killed pid {pid} of job group {self.pid} ({self.name})")
+        if self.alive():
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(self.keeper, signal.SIGKILL)
+        for path in (self.path, self.exit_path, self.path + ".new"):
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(path)
+        return done
 
 
 def _group_members(pgid: int, not_before: int) -> list[int]:
@@ -25,34 +90,59 @@ def _group_members(pgid: int, not_before: int) -> list[int]:
     return [p.pid for p in procstat.processes() if p.pgid == pgid and p.start_ticks >= not_before]
 
 
-def cleanup_leftovers(execute_dir: str) -> list[str]:
-    """Kill the process groups a previous startd recorded and remove old sandboxes.
+def _parse(name: str, path: str, text: str) -> Record:
+    rec = Record(name, path)
+    try:
+        data = json.loads(text)
+    except ValueError:
+        data = None
+    if isinstance(data, dict):
+        rec.data = data
+        for key in ("pid", "ticks", "keeper", "keeper_ticks"):
+            v = data.get(key)
+            setattr(rec, key, v if type(v) is int else 0)
+        started = data.get("started")
+        rec.started = float(started) if isinstance(started, int | float) else 0.0
+        return rec
+    with contextlib.suppress(ValueError):  # an older startd's line: "<pgid> <ticks> <job>"
+        pid, ticks = text.split()[:2]
+        rec.pid, rec.ticks = int(pid), int(ticks)
+    return rec
 
-    Returns what was cleaned (for the log). A recorded group is killed only
-    if its processes started after the recorded time, so a pid reused since
-    is left alone.
-    """
-    done = []
+
+def read_records(execute_dir: str) -> list[Record]:
+    """Every job record under ``execute_dir`` (unreadable ones as empty records, to be
+    killed and removed)."""
     jobs = os.path.join(execute_dir, JOBS_DIR)
-    if os.path.isdir(jobs):
-        for name in os.listdir(jobs):
+    out = []
+    with contextlib.suppress(FileNotFoundError):
+        for name in sorted(os.listdir(jobs)):
             path = os.path.join(jobs, name)
+            if name.startswith("."):
+                continue  # the startd's own notes (.port)
+            if name.endswith(".new"):
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(path)  # a record being rewritten: the old one stands
+                continue
+            if name.endswith(".exit"):
+                if not os.path.exists(path[: -len(".exit")]):
+                    with contextlib.suppress(FileNotFoundError):
+                        os.unlink(path)
+                continue
             try:
                 with open(path) as f:
-                    pgid_text, ticks_text = f.read().split()[:2]
-                pgid, ticks = int(pgid_text), int(ticks_text)
-            except (OSError, ValueError):
-                pgid = 0
-                ticks = 0
-            if pgid > 1:
-                for pid in _group_members(pgid, ticks):
-                    with contextlib.suppress(ProcessLookupError, PermissionError):
-                        os.kill(pid, signal.SIGKILL)
-                        done.append(f"killed pid {pid} of job group {pgid} ({name})")
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(path)
+                    text = f.read()
+            except OSError:
+                text = ""
+            out.append(_parse(name, path, text))
+    return out
+
+
+def remove_sandboxes(execute_dir: str, keep: set[str]) -> list[str]:
+    """Remove the sandboxes of jobs not adopted; what was removed, for the log."""
+    done = []
     for name in os.listdir(execute_dir):
-        if name.startswith("dir_"):
+        if name.startswith("dir_") and name not in keep:
             shutil.rmtree(os.path.join(execute_dir, name), ignore_errors=True)
             done.append(f"removed sandbox {name}")
     return done

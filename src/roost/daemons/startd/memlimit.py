@@ -163,15 +163,16 @@ class MemoryLimits:
             return cls(None, 0, policy)
         return cls(base, 1, policy, move_delay)
 
-    def sweep(self) -> list[str]:
+    def sweep(self, keep: frozenset[str] = frozenset()) -> list[str]:
         """Remove what a previous startd of this execute directory left (v1 job
-        directories; their processes are killed); the names removed."""
+        directories; their processes are killed), but those of adopted jobs (``keep``,
+        their slots' names); the names removed."""
         if self.base is None or self.version != 1:
             return []
         gone = []
         with contextlib.suppress(OSError):
             for entry in os.scandir(self.base):
-                if entry.is_dir(follow_symlinks=False):
+                if entry.is_dir(follow_symlinks=False) and entry.name not in keep:
                     self._rmdir(entry.path)
                     gone.append(entry.name)
         return gone
@@ -221,6 +222,21 @@ class MemoryLimits:
                         self._write(path, "memory.swap.max", 0)
         except OSError as e:
             log.warning("cannot limit the memory of job cgroup %s: %s", path, e.strerror)
+
+    def oom_base(self, name: str) -> int:
+        """The job's directory's OOM kills at its start (its record keeps it)."""
+        return self._oom_base.get(name, 0)
+
+    def adopt(self, name: str, slot: str, limit_bytes: int | None, oom_base: int = 0) -> None:
+        """A job a previous startd started, in the cgroup it made (v1: its slot's
+        directory, left alone by ``sweep``); its limit is in place already. An OOM kill
+        while no startd watched is still counted (``oom_base`` is from its record)."""
+        if self.version == 1:
+            self._key[name] = slot
+            self._owner[slot] = name
+            self._oom_base[name] = oom_base
+        if limit_bytes:
+            self._limits[name] = limit_bytes
 
     def _set_v1_limit(self, path: str, limit: int) -> None:
         """memory and memory+swap (where swap is accounted: no paging past it), in the

@@ -7,19 +7,29 @@ outputs back (PUT_FILES) and reports with JOB_UPDATE. The final report is
 kept and retried until the schedd acknowledges it, so a job that ends while
 its schedd is down is reported after the schedd reconnects.
 
-Every running job's process group is written to ``execute/.jobs/<sandbox>``
-(a root-only directory the job cannot touch) so a restarted startd can kill
-what its predecessor left behind (leftovers.py). The connections to schedds
-that every starter shares are ``peers.Peers``.
+Every started job has a record in ``execute/.jobs/<sandbox>`` (a root-only
+directory the job cannot touch): its pids, its claim and its ad, kept until
+its final report is acknowledged. The job runs under its keeper (launch.py),
+which writes the job's end to ``<sandbox>.exit`` beside it; so a startd that
+dies leaves its jobs running, and the next one adopts them from their records
+(``adopt``, leftovers.py) and carries on: it waits for the keeper, sends the
+outputs and the final report. The connections to schedds that every starter
+shares are ``peers.Peers``.
+
+Size: one job's life on the execute side, start to acknowledged report. Its steps
+(sandbox and input, process, usage, suspension, vacating, output, report, adoption)
+read and write the same few fields at every turn, and what stands apart already
+lives apart: starting processes (launch), sandbox file helpers (sandboxfiles),
+records read back (leftovers), usage arithmetic (jobusage), limits (memlimit).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 import os
-import shutil
 import signal
 import stat
 import subprocess
@@ -31,9 +41,16 @@ from roost.daemons.sandbox_paths import sandbox_relpath
 from roost.daemons.startd import jobusage, launch, procstat
 from roost.daemons.startd.cgroups import JobCgroups
 from roost.daemons.startd.jobspec import Identity, JobSpec, executable_path, job_file
-from roost.daemons.startd.leftovers import JOBS_DIR
+from roost.daemons.startd.leftovers import JOBS_DIR, Record
 from roost.daemons.startd.memlimit import MemoryLimits
 from roost.daemons.startd.peers import CALL_TIMEOUT, Peers
+from roost.daemons.startd.sandboxfiles import (
+    devnull,
+    is_plain_file,
+    open_nofollow,
+    remove_tree,
+    write_all,
+)
 from roost.net.client import Connection
 from roost.net.errors import RemoteError
 
@@ -96,6 +113,7 @@ class Starter:
         memory: MemoryLimits | None = None,
         memory_limit: int | None = None,
         update_interval: float = 300.0,
+        describe: Callable[[], dict[str, Any]] | None = None,
     ) -> None:
         self.spec = spec
         self.memory = memory or MemoryLimits(None, 0, "none")
@@ -107,7 +125,15 @@ class Starter:
         self.name = sandbox_name
         self.cgroups = cgroups if cgroups is not None else JobCgroups(None)
         self.sandbox = os.path.join(execute_dir, sandbox_name)
-        self.marker = os.path.join(execute_dir, JOBS_DIR, sandbox_name)
+        self.marker = os.path.join(execute_dir, JOBS_DIR, sandbox_name)  # the job's record
+        self.exit_path = self.marker + ".exit"  # its keeper writes the job's end here
+        self._exit_fd: int | None = None
+        self.describe = describe  # the claim's part of the record
+        self._record: dict[str, Any] = {}
+        self.started = 0.0
+        self._adopted: Record | None = None
+        self._poller: asyncio.Task[None] | None = None
+        self.detached = False
         self.identity = identity
         self.env = env
         self.job_ad_text = job_ad_text
@@ -126,7 +152,7 @@ class Starter:
         self._preset_error: str | None = None
         self._mkdir: asyncio.Future[None] | None = None
         self.task: asyncio.Task[None] | None = None
-        self._proc: subprocess.Popen[bytes] | launch.Cloned | None = None
+        self._proc: subprocess.Popen[bytes] | launch.Kept | None = None
         self._exited: asyncio.Future[tuple[int, Any]] | None = None
         self._retry = asyncio.Event()
         self._telling: asyncio.Task[None] | None = None
@@ -175,6 +201,8 @@ class Starter:
                 self.final = self._exit_update(status, usage, wall)
                 if self.vacating:
                     self.final = {"state": "vacated", "usage": self.final["usage"]}
+                elif status is None:
+                    log.warning("job %s: %s", self.spec.job_id, self.final["error"])
                 log.info("job %s %s", self.spec.job_id, _describe_exit(self.final))
             self.state = "exited"
             if self.abandoned:
@@ -188,13 +216,30 @@ class Starter:
         finally:
             if running_report is not None and not running_report.done():
                 running_report.cancel()
-            self._kill_group(signal.SIGKILL)
-            self._remove_sandbox()
-            self.state = "done"
-            self.on_done(self)
+            if not self.detached:
+                self._kill_group(signal.SIGKILL)
+                self._remove_sandbox()
+                self.state = "done"
+                self.on_done(self)
+
+    def adopt(self, record: Record) -> asyncio.Task[None]:
+        """Carry on with a job a previous startd started (its keeper still waits for
+        it, or has written its end): no sandbox made, no input, no process started."""
+        self._adopted = record
+        self.pid = record.pid
+        self.started = record.started
+        self._record = dict(record.data)
+        with contextlib.suppress(OSError):
+            self._exit_fd = os.open(self.exit_path, os.O_RDONLY)
+        self._mkdir = asyncio.get_running_loop().create_future()
+        self._mkdir.set_result(None)  # the sandbox exists: _clean removes it
+        return self.start()
 
     async def _prepare(self) -> float:
         """Sandbox, input files and the process; the job's start time."""
+        if self._adopted is not None:
+            self._watch(self._adopted.keeper or self._adopted.pid, adopted=True)
+            return self.started
         if self._preset_error is not None:
             raise StartError(self._preset_error)
         self._mkdir = asyncio.ensure_future(launch.on_spawner(self._make_sandbox))
@@ -202,9 +247,11 @@ class Starter:
         if self.spec.transfer:
             await self._get_files()
         self._chown(self.sandbox)
-        started = time.time()
+        self.started = time.time()
+        if self.describe is not None:
+            self._record = self.describe()
         await self._spawn()
-        return started
+        return self.started
 
     def fail_before_start(self, error: str) -> asyncio.Task[None]:
         """Report ``failed`` with ``error`` without starting anything."""
@@ -234,6 +281,7 @@ class Starter:
         os.mkdir(self.sandbox, 0o700)
         self.cgroups.create(self.name)
         self.memory.create(self.name, self.memory_limit, self.slot_name)
+        self._exit_fd = os.open(self.exit_path, os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
         if self.spec.transfer:
             path = os.path.join(self.sandbox, ".job.ad")
             with open(path, "w") as f:
@@ -281,7 +329,7 @@ class Starter:
             left = size
             while left:
                 chunk = await conn.read_exactly(min(left, CHUNK))
-                _write_all(fd, chunk)
+                write_all(fd, chunk)
                 left -= len(chunk)
             os.fchmod(fd, mode)
             if self.identity.switch:
@@ -310,7 +358,7 @@ class Starter:
             if std is not None:
                 name = os.path.basename(std)
                 path = os.path.join(box, name)
-                if name not in seen and _is_plain_file(path):
+                if name not in seen and is_plain_file(path):
                     out.append((name, path, role))
                     seen.add(name)
         if spec.transfer_output is not None:
@@ -337,9 +385,9 @@ class Starter:
                 for root, _dirs, files in os.walk(path):
                     for f in sorted(files):
                         full = os.path.join(root, f)
-                        if _is_plain_file(full):
+                        if is_plain_file(full):
                             out.append((os.path.join(base, os.path.relpath(full, path)), full, ""))
-            elif _is_plain_file(path):
+            elif is_plain_file(path):
                 if base not in seen:
                     out.append((base, path, ""))
                     seen.add(base)
@@ -366,7 +414,7 @@ class Starter:
         async with self.peers.connection(address) as conn, asyncio.timeout(CALL_TIMEOUT * 10):
             await conn.send({"cmd": "PUT_FILES", "job": self.spec.job_id, "claim_id": self.claim_id, "files": listing})
             for path, size in files:
-                with _open_nofollow(path) as f:
+                with open_nofollow(path) as f:
                     left = size
                     while left:
                         chunk = f.read(min(left, CHUNK)) or b"\0" * min(left, CHUNK)
@@ -387,10 +435,17 @@ class Starter:
             launch.on_cleaner(self._clean)
 
     def _clean(self) -> None:
-        """Remove the job's cgroup (killing stragglers) and sandbox; on the cleaner thread."""
+        """Remove the job's cgroup (killing stragglers), sandbox and record; on the
+        cleaner thread."""
         self.cgroups.remove(self.name)
         self.memory.remove(self.name)
-        _remove_tree(self.sandbox)
+        remove_tree(self.sandbox)
+        if self._exit_fd is not None:
+            os.close(self._exit_fd)
+            self._exit_fd = None
+        for path in (self.marker, self.exit_path):
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(path)
 
     # -- the process ---------------------------------------------------------------
 
@@ -408,7 +463,7 @@ class Starter:
             for name, what in ((spec.stdout, "output (Out)"), (spec.stderr, "error (Err)")):
                 path = job_file(spec, name, box)
                 if path is None:
-                    std.append(_devnull(os.O_WRONLY))
+                    std.append(devnull(os.O_WRONLY))
                     continue
                 fd = _open_std(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND, what)
                 opened.append(fd)
@@ -421,13 +476,14 @@ class Starter:
                 executable=exe,
                 cwd=box if spec.transfer else spec.iwd,
                 env=self.env,
-                stdin=opened[0] if stdin else _devnull(os.O_RDONLY),
+                stdin=opened[0] if stdin else devnull(os.O_RDONLY),
                 stdout=std[0],
                 stderr=std[1],
                 uid=ident.uid if ident.switch else None,
                 gid=ident.gid if ident.switch else None,
                 init_groups=ident.real_owner,
                 cgroup_procs=self.cgroups.procs_file(self.name),
+                exit_fd=self._exit_fd if self._exit_fd is not None else -1,
             )
             # With the launcher or sh shim the job is in its cgroup before its first exec;
             # the move after the exec is then only needed where neither is used.
@@ -446,10 +502,11 @@ class Starter:
                 os.close(fd)
         self._started(proc)
 
-    def _after_spawn(self, pid: int) -> None:
+    def _after_spawn(self, proc: subprocess.Popen[bytes] | launch.Kept) -> None:
         """On the spawner thread, right after the exec: the cgroup move where the job did
-        not enter it itself, and the marker a restarted startd kills leftovers by (its
-        /proc read and file write kept off the event loop)."""
+        not enter it itself, and the job's record, by which a restarted startd adopts
+        it or kills it (its /proc reads and file write kept off the event loop)."""
+        pid = proc.pid
         if self._move_after_exec:
             self.cgroups.enter(self.name, pid)
         loop = self._loop
@@ -465,51 +522,89 @@ class Starter:
         self.memory.enter(self.name, pid, lambda: not self._reaped,
                           later=lambda delay, fn: loop.call_soon_threadsafe(loop.call_later, delay, fn),
                           pids=job_pids)
-        line = f"{pid} {_proc_start_ticks(pid) or 0} {self.spec.job_id}\n".encode()
+        keeper = proc.keeper_pid if isinstance(proc, launch.Kept) else None
+        self._record.update(
+            job=self.spec.job_id, sandbox=self.name, claim_id=self.claim_id, started=self.started,
+            pid=pid, ticks=_proc_start_ticks(pid) or 0,
+            keeper=keeper, keeper_ticks=(_proc_start_ticks(keeper) or 0) if keeper else 0,
+            oom_base=self.memory.oom_base(self.name),
+        )
+        self.save_record()
+
+    def save_record(self) -> None:
+        """Write the job's record (atomically: a crash leaves the old one or the new)."""
+        tmp = self.marker + ".new"
         try:
-            fd = os.open(self.marker, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
             try:
-                os.write(fd, line)
+                write_all(fd, json.dumps(self._record, separators=(",", ":")).encode())
             finally:
                 os.close(fd)
+            os.replace(tmp, self.marker)
         except OSError as e:
-            log.warning("cannot record job %s's process group: %s", self.spec.job_id, e)
+            log.warning("cannot record job %s's processes: %s", self.spec.job_id, e)
 
-    def _started(self, proc: subprocess.Popen[bytes] | launch.Cloned) -> None:
+    def claim_changed(self, changes: dict[str, Any]) -> None:
+        """The claim's schedd moved (RECONNECT): the record says where to report."""
+        if self._record and self.state in ("running", "exited"):
+            self._record.setdefault("claim", {}).update(changes)
+            launch.on_cleaner(self.save_record)
+
+    def _started(self, proc: subprocess.Popen[bytes] | launch.Kept) -> None:
         self._proc = proc
         self.pid = proc.pid
-        self._watch()
+        self._watch(proc.keeper_pid if isinstance(proc, launch.Kept) else proc.pid)
 
-    def _watch(self) -> None:
-        """Resolve ``_exited`` when the job exits: pidfd readable → wait4 (rusage included).
+    def _watch(self, pid: int, adopted: bool = False) -> None:
+        """Resolve ``_exited`` when the job ends: pidfd of ``pid`` (the job's keeper, else
+        the job) readable → wait4 (rusage included), and the job's wait status from the
+        keeper's exit file. ``adopted``: ``pid`` is no child of ours (a previous startd
+        started it): its end is only in the exit file.
 
         Kernels before 5.3 have no pidfd: then one SIGCHLD handler reaps for
-        every starter (``_SigchldReaper``).
+        every starter (``_SigchldReaper``), and adopted jobs are polled.
         """
         loop = asyncio.get_running_loop()
-        fut: asyncio.Future[tuple[int, Any]] = loop.create_future()
+        fut: asyncio.Future[tuple[int | None, Any]] = loop.create_future()
         self._exited = fut
-        pid = self.pid
-        assert pid is not None
+        kept = isinstance(self._proc, launch.Kept) or adopted
 
-        def reaped(status: int, usage: Any) -> None:
+        def reaped(status: int | None, usage: Any) -> None:
             self._reaped = True  # its pid may be anyone's from now on
-            if self._proc is not None:
+            if kept:  # the keeper's own status says nothing: the job's is in the file
+                got = launch.read_exit(self._exit_fd) if self._exit_fd is not None else None
+                status = got[0] if got is not None else None  # None: the keeper died first
+                if got is not None and usage is None:
+                    usage = got[1]
+            if self._proc is not None and status is not None:
                 self._proc.returncode = os.waitstatus_to_exitcode(status)
             if not fut.done():
                 fut.set_result((status, usage))
 
+        if adopted and self._adopted is not None and not self._adopted.alive():
+            reaped(None, None)  # ended while no startd watched: its file says how
+            return
         try:
             pidfd = os.pidfd_open(pid)
+        except ProcessLookupError:
+            reaped(None, None)
+            return
         except (OSError, AttributeError):
-            _SigchldReaper.watch(loop, pid, reaped)
+            if adopted:
+                self._poll(pid, reaped)
+            else:
+                _SigchldReaper.watch(loop, pid, reaped)
+            return
+        if adopted and self._adopted is not None and not self._adopted.alive():
+            os.close(pidfd)  # its pid was reused between the two looks
+            reaped(None, None)
             return
 
         def ready() -> None:
             try:
                 got, status, usage = os.wait4(pid, os.WNOHANG)
-            except ChildProcessError:
-                got, status, usage = pid, 255 << 8, None
+            except ChildProcessError:  # not ours (adopted), or reaped elsewhere
+                got, status, usage = pid, (None if kept else 255 << 8), None
             if got == 0:
                 return
             loop.remove_reader(pidfd)
@@ -518,15 +613,23 @@ class Starter:
 
         loop.add_reader(pidfd, ready)
 
-    async def _wait(self) -> tuple[int, Any]:
-        assert self._exited is not None
-        try:
-            return await asyncio.shield(self._exited)
-        finally:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(self.marker)
+    def _poll(self, pid: int, reaped: Callable[[int | None, Any], None]) -> None:
+        """An adopted keeper on a kernel without pidfds: look twice a second."""
+        async def poll() -> None:
+            while self._adopted is not None and self._adopted.alive():
+                await asyncio.sleep(0.5)
+            reaped(None, None)
 
-    def _exit_update(self, status: int, usage: Any, wall: float) -> dict[str, Any]:
+        self._poller = asyncio.get_running_loop().create_task(poll())
+
+    async def _wait(self) -> tuple[int | None, Any]:
+        assert self._exited is not None
+        return await asyncio.shield(self._exited)
+
+    def _exit_update(self, status: int | None, usage: Any, wall: float) -> dict[str, Any]:
+        if status is None:  # the keeper died before the job: its end is unknown, the job dies
+            return {"state": "failed", "retry": True, "usage": {},
+                    "error": "the job's keeper process ended before the job (killed?): the job runs again"}
         return jobusage.exit_update(status, usage, wall, self.memory.state(self.name),
                                     self.memory_limit if self.memory.enforced else None)
 
@@ -624,6 +727,11 @@ class Starter:
         out["usage"].pop("RemoteWallClockTime", None)
         return out
 
+    def detach(self) -> None:
+        """The startd is going without stopping its jobs (its master died): leave the
+        job, its sandbox and its record to the next startd, which adopts them."""
+        self.detached = True
+
     async def abandon(self) -> None:
         """Hard kill, no report (lease expired, claim released, startd stopping)."""
         self.abandoned = True
@@ -712,56 +820,6 @@ class _SigchldReaper:
                 cls._watched.pop(pid)(status, usage)
 
 
-_DEVNULL: dict[int, int] = {}
-
-
-def _remove_tree(path: str) -> None:
-    """``shutil.rmtree(path, ignore_errors=True)`` for a sandbox, cheaply in the usual case.
-
-    A finished sandbox is a handful of plain files: unlinking them by name and
-    removing the directory costs a few system calls, where rmtree's fd-based walk
-    (open, fstat, scandir, lstat per entry) costs ~3 times the CPU. Anything else
-    (a subdirectory, an odd entry, an error) falls back to rmtree. ``unlink`` never
-    follows a symbolic link, so a job's link cannot make us remove something outside.
-    """
-    try:
-        names = os.listdir(path)
-    except FileNotFoundError:
-        return
-    except OSError:
-        shutil.rmtree(path, ignore_errors=True)
-        return
-    for name in names:
-        try:
-            os.unlink(os.path.join(path, name))
-        except FileNotFoundError:
-            pass
-        except OSError:  # a directory (EISDIR) or anything unusual
-            shutil.rmtree(path, ignore_errors=True)
-            return
-    try:
-        os.rmdir(path)
-    except FileNotFoundError:
-        pass
-    except OSError:
-        shutil.rmtree(path, ignore_errors=True)
-
-
-def _is_plain_file(path: str) -> bool:
-    """A regular file, not a symlink: outputs are read as root, so a link the job
-    planted (to /etc/shadow, say) must never be followed."""
-    try:
-        return stat.S_ISREG(os.lstat(path).st_mode)
-    except OSError:
-        return False
-
-
-def _open_nofollow(path: str) -> Any:
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
-    except OSError:
-        return open(os.devnull, "rb")  # vanished or replaced by a link: send zeros
-    return os.fdopen(fd, "rb")
 
 
 def _open_std(path: str, flags: int, what: str) -> int:
@@ -769,21 +827,6 @@ def _open_std(path: str, flags: int, what: str) -> int:
         return os.open(path, flags | os.O_CLOEXEC, 0o644)
     except OSError as e:
         raise StartError(f"cannot open the job's {what} file {path}: {e.strerror}") from None
-
-
-def _devnull(flags: int) -> int:
-    """One /dev/null descriptor per mode, opened once and shared by every job."""
-    fd = _DEVNULL.get(flags)
-    if fd is None:
-        fd = _DEVNULL[flags] = os.open(os.devnull, flags | os.O_CLOEXEC)
-    return fd
-
-
-def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        n = os.write(fd, view)
-        view = view[n:]
 
 
 def _describe_exit(final: dict[str, Any]) -> str:
