@@ -103,6 +103,8 @@ class Schedd(Daemon):
     async def start(self) -> None:
         self.spool_dir.mkdir(parents=True, exist_ok=True)
         store = self.store = Store(str(self.spool_dir / "job_queue.db"), fsync=self.fsync)
+        if store.repaired:
+            log.error("%s", store.repaired)
         queue = self.queue = JobQueue(store)
         queue.load()
         log.info("job queue loaded: %d clusters, totals %s", len(queue.clusters), queue.totals_named())

@@ -344,6 +344,20 @@ class JobQueue:
             ),
         ]
 
+    def forget_cluster(self, cid: int) -> None:
+        """Undo ``add_cluster`` in memory (its commit failed: nothing was accepted)."""
+        cluster = self.clusters.pop(cid, None)
+        if cluster is None:
+            return
+        per = self.owner_totals.get(cluster.owner, {})
+        for st, n in cluster.counts.items():
+            self.totals[st] = self.totals.get(st, 0) - n
+            per[st] = per.get(st, 0) - n
+        idle = self.idle.get(cluster.owner)
+        if idle:
+            for proc in cluster.procs:
+                idle.pop((cid, proc), None)
+
     def set(self, job: Job, attrs: dict[str, Any], status: int | None = None) -> list[Op]:
         """Set attributes (and maybe the status) on a job in the queue."""
         if attrs:

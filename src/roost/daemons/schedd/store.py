@@ -19,6 +19,8 @@ import sqlite3
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from roost.daemons.schedd import salvage
+
 log = logging.getLogger(__name__)
 
 SCHEMA = """
@@ -60,6 +62,9 @@ class Store:
         self.path = path
         self.fsync = fsync
         os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+        why = salvage.damage(path)
+        #: what was done about a damaged file (the schedd logs it), else None
+        self.repaired = salvage.salvage(path, why, SCHEMA) if why is not None else None
         self.conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
         self.conn.execute("PRAGMA journal_mode=WAL")
         self.conn.execute("PRAGMA synchronous=NORMAL")

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import sqlite3
 import time
 from collections.abc import Callable
 from typing import Any
@@ -120,7 +121,15 @@ class SubmitCalls:
                     obj_to_ad({k: v})
         peer.state.get("clusters", set()).discard(cid)
         ops = self.queue.add_cluster(cid, owner, cluster_ad, procs)
-        await self.jobs.commit(ops)
+        try:
+            await self.jobs.commit(ops)
+        except (sqlite3.Error, OSError) as e:
+            # A full disk (or a failing one): nothing of the cluster is kept or runs; what
+            # was accepted before is untouched in the file.
+            self.queue.forget_cluster(cid)
+            log.error("cluster %d not queued: the job queue %s cannot be written: %s", cid, self.queue.store.path, e)
+            raise RequestError("QUEUE_UNWRITABLE", f"the schedd cannot store new jobs: {self.queue.store.path}: {e} "
+                               "(nothing was queued; jobs already queued are safe)") from None
         cluster = self.queue.clusters.get(cid)
         if cluster is not None:
             self._log_submits(cluster, peer)

@@ -1,0 +1,179 @@
+"""A damaged job queue file: found at start, moved aside, every readable job kept.
+
+SQLite's WAL already makes a torn write harmless (frames after the last valid
+checksum are ignored: only unacknowledged changes go). What it cannot survive is
+damage to the file itself: a disk that lost blocks, a file truncated by a full
+disk or a careless copy, bytes overwritten. Then SQLite answers "database disk
+image is malformed" at some read, long after start. So before the schedd loads
+its queue, ``check`` runs SQLite's ``quick_check``; on any complaint it moves the
+file (with its WAL) aside as ``job_queue.db.damaged-<time>``, reads what rows it
+still can from that copy (each table scanned forwards until the first unreadable
+page, then backwards from its end to the same place) and writes them into a new
+file. One line in the schedd's log names the file, the damage, where the copy
+went and what was kept.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import sqlite3
+import struct
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+# table -> (columns, key columns, a check of each row beyond being readable)
+_TABLES: dict[str, tuple[str, str, Callable[[tuple[Any, ...]], bool]]] = {
+    "meta": ("key, value", "key", lambda r: isinstance(r[0], str) and isinstance(r[1], str)),
+    "clusters": ("cluster, owner, ad, procs", "cluster",
+                 lambda r: type(r[0]) is int and _is_json_object(r[2]) and (r[3] is None or _is_json_object(r[3]))),
+    "procs": ("cluster, proc, status, diff, claim", "cluster, proc",
+              lambda r: type(r[0]) is int and type(r[1]) is int and type(r[2]) is int
+              and (r[3] is None or _is_json_object(r[3])) and (r[4] is None or _is_json_object(r[4]))),
+    "history": ("cluster, proc, owner, completion, status, ad", "cluster, proc",
+                lambda r: type(r[0]) is int and type(r[1]) is int and _is_json_object(r[5])),
+}
+_SIDE_FILES = ("-wal", "-shm")
+
+
+def _is_json_object(text: Any) -> bool:
+    if not isinstance(text, str):
+        return False
+    try:
+        return isinstance(json.loads(text), dict)
+    except ValueError:
+        return False
+
+
+def damage(path: str) -> str | None:
+    """What is wrong with the queue file at ``path`` (None: nothing, or no file yet)."""
+    if not os.path.exists(path):
+        return None
+    try:
+        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    except sqlite3.Error as e:
+        return str(e)
+    try:
+        rows = conn.execute("PRAGMA quick_check").fetchall()
+    except sqlite3.Error as e:
+        return str(e)
+    finally:
+        conn.close()
+    if rows == [("ok",)]:
+        return None
+    first = str(rows[0][0]) if rows and rows[0] else "quick_check failed"
+    return first if len(rows) == 1 else f"{first} (and {len(rows) - 1} more problems)"
+
+
+def _scan(conn: sqlite3.Connection, table: str, columns: str, key: str, order: str) -> Iterator[tuple[Any, ...]]:
+    """Rows in key order (``ASC``/``DESC``) until the first that cannot be read."""
+    cur = conn.execute(f"SELECT {columns} FROM {table} ORDER BY {key.replace(',', f' {order},')} {order}")
+    while True:
+        try:
+            row = cur.fetchone()  # one at a time: a failing batch would lose the rows before
+        except sqlite3.Error:
+            return
+        if row is None:
+            return
+        yield row
+
+
+def _readable_rows(conn: sqlite3.Connection, table: str) -> tuple[list[tuple[Any, ...]], int]:
+    """What can be read of ``table``: (good rows, rows read but refused)."""
+    columns, key, good = _TABLES[table]
+    nkey = key.count(",") + 1
+    got: dict[tuple[Any, ...], tuple[Any, ...]] = {}
+    with contextlib.suppress(sqlite3.Error):
+        for row in _scan(conn, table, columns, key, "ASC"):
+            got[row[:nkey]] = row
+    with contextlib.suppress(sqlite3.Error):
+        for row in _scan(conn, table, columns, key, "DESC"):
+            if row[:nkey] in got:
+                break  # met the forward scan: the rest was read already
+            got[row[:nkey]] = row
+    kept = [r for r in got.values() if good(r)]
+    return kept, len(got) - len(kept)
+
+
+def _fit_header(path: str) -> None:
+    """A truncated file still claims its old page count in its header (offset 28), and
+    SQLite then refuses to read even its schema: make the header say what is there."""
+    with open(path, "r+b") as f:
+        head = f.read(100)
+        if len(head) < 100 or not head.startswith(b"SQLite format 3\0"):
+            return
+        page = struct.unpack(">H", head[16:18])[0]
+        page = 65536 if page == 1 else page
+        have = os.fstat(f.fileno()).st_size // page if page else 0
+        if 0 < have < struct.unpack(">I", head[28:32])[0]:
+            f.seek(28)
+            f.write(struct.pack(">I", have))
+
+
+def salvage(path: str, why: str, schema: str) -> str:
+    """Move the damaged file aside and write a new one with every readable row; the
+    line for the log."""
+    stamp = time.strftime("%Y%m%dT%H%M%S")
+    aside = f"{path}.damaged-{stamp}"
+    os.replace(path, aside)
+    for side in _SIDE_FILES:  # the WAL belongs to the file: it moves with it
+        with contextlib.suppress(FileNotFoundError):
+            os.replace(path + side, aside + side)
+    kept: dict[str, list[tuple[Any, ...]]] = {}
+    refused = 0
+    scratch = aside + ".reading"  # read from a copy: the damaged file stays as it was found
+    try:
+        for side in ("", *_SIDE_FILES):
+            with contextlib.suppress(FileNotFoundError):
+                shutil.copyfile(aside + side, scratch + side)
+        _fit_header(scratch)
+        old = sqlite3.connect(scratch)
+        try:
+            for table in _TABLES:
+                try:
+                    kept[table], bad = _readable_rows(old, table)
+                except sqlite3.Error:
+                    kept[table], bad = [], 0
+                refused += bad
+        finally:
+            old.close()
+    except (sqlite3.Error, OSError):
+        kept = {}
+    finally:
+        for side in ("", *_SIDE_FILES):
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(scratch + side)
+    clusters_kept = {r[0] for r in kept.get("clusters", [])}
+    procs = kept.get("procs", [])
+    orphans = [r for r in procs if r[0] not in clusters_kept]  # a job is nothing without its cluster's ad
+    if orphans:
+        kept["procs"] = [r for r in procs if r[0] in clusters_kept]
+        refused += len(orphans)
+    new = sqlite3.connect(path, isolation_level=None)
+    try:
+        new.executescript(schema)
+        new.execute("BEGIN")
+        for table, rows in kept.items():
+            if rows:
+                marks = ", ".join("?" * len(rows[0]))
+                new.executemany(f"INSERT OR REPLACE INTO {table} ({_TABLES[table][0]}) VALUES ({marks})", rows)
+        # New clusters must not take the numbers of lost ones still named in the history
+        # (or in users' logs): numbering goes on after the highest seen anywhere.
+        seen = [r[0] for r in kept.get("clusters", []) + kept.get("history", [])]
+        recorded = [int(r[1]) for r in kept.get("meta", []) if r[0] == "next_cluster" and r[1].isdigit()]
+        nxt = max([*recorded, *(c + 1 for c in seen), 1])
+        new.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('next_cluster', ?)", (str(nxt),))
+        new.execute("COMMIT")
+    finally:
+        new.close()
+    jobs = len(kept.get("procs", []))
+    clusters = len(kept.get("clusters", []))
+    history = len(kept.get("history", []))
+    line = (f"job queue {path} is damaged ({why}): moved to {aside}; kept what could be read: "
+            f"{clusters} clusters, {jobs} jobs in the queue, {history} in the history")
+    if refused:
+        line += f"; {refused} rows were unreadable"
+    return line + ". Jobs that were lost must be submitted again; the damaged copy is kept for inspection."
