@@ -137,6 +137,15 @@ class Network:
         self._mounted.append(host.uts)
         return host
 
+    def cut(self, name: str) -> None:
+        """Unplug a host: its port on the switch goes down (a partition; nothing
+        reaches it or leaves it, its processes run on)."""
+        _ip("-n", self.switch, "link", "set", f"v-{name}", "down")
+
+    def mend(self, name: str) -> None:
+        """Plug a cut host back in."""
+        _ip("-n", self.switch, "link", "set", f"v-{name}", "up")
+
     def close(self) -> None:
         """Kill every process left in this network's hosts, by id; remove the rest."""
         hosts = list(self.hosts.values())

@@ -123,6 +123,7 @@ class Daemon:
         self.server: Server | None = None
         self.address: str | None = None
         self.orphaned = False  # stopping because our master died (not asked to)
+        self._collector_failing = False  # the last advertisement failed (logged once)
         self.collector: AsyncClient | None = None
         self._collector_address: str | None = None
         self._collector_lost = False
@@ -247,8 +248,14 @@ class Daemon:
             try:
                 await self.collector_call("UPDATE_AD", **args)
             except (ConnectionError, RequestError) as e:
-                self.log.warning("cannot update %s ad %r at the collector: %s", ad_type, obj.get("Name"), e)
+                if not self._collector_failing:  # once per outage, not once per retry
+                    self.log.warning("cannot update %s ad %r at the collector: %s (retrying quietly)",
+                                     ad_type, obj.get("Name"), e)
+                self._collector_failing = True
                 return False
+            if self._collector_failing:
+                self._collector_failing = False
+                self.log.info("the collector takes our ads again")
             name = obj.get("Name")
             if isinstance(name, str):
                 self._advertised.add((ad_type, name))
@@ -276,6 +283,8 @@ class Daemon:
             deadline = time.monotonic() + delay
             while (left := deadline - time.monotonic()) > 0:
                 await asyncio.sleep(min(1.0, left))
+                if self._collector_failing:
+                    continue  # down: the back-off says when to try again
                 if self._collector_lost or (self.collector is not None and self.collector.dropped()):
                     self.log.info("collector connection lost: advertising again")
                     break

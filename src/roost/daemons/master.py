@@ -309,6 +309,7 @@ class Master:
         client: AsyncClient | None = None
         sent_to: int | None = None  # collector pid that has our ad
         last = 0.0
+        failing, retry_at, retry = False, 0.0, 0.5  # a collector that does not answer: back off, log once
         while not self.stopping:
             collector = self.children.get("COLLECTOR")
             if collector is not None:
@@ -317,14 +318,22 @@ class Master:
             else:  # another host's collector: advertise every UPDATE_INTERVAL, retry until it answers
                 st, addr = {"state": "running", "pid": None}, self.remote_collector
             due = time.monotonic() - last >= self.update_interval
-            if addr and st.get("state") == "running" and (due or st.get("pid") != sent_to or not last):
+            wanted = due or st.get("pid") != sent_to or not last
+            if addr and st.get("state") == "running" and wanted and time.monotonic() >= retry_at:
                 if client is None or client.address != addr:
                     client = AsyncClient(addr, timeout=5.0, **self.security.client_args())
                 try:
                     await client.call("UPDATE_AD", type="Master", ad=self.own_ad())
                     sent_to, last = st.get("pid"), time.monotonic()
+                    if failing:
+                        log.info("the collector at %s takes our ad again", addr)
+                    failing, retry = False, 0.5
                 except (ConnectionError, RequestError) as e:
-                    log.info("cannot advertise to the collector at %s: %s", addr, e)
+                    if not failing:
+                        log.info("cannot advertise to the collector at %s: %s (retrying quietly)", addr, e)
+                    failing = True
+                    retry_at = time.monotonic() + retry
+                    retry = min(retry * 2, 30.0)
             await asyncio.sleep(0.5)
         if client is not None:
             with contextlib.suppress(ConnectionError, RequestError, asyncio.TimeoutError):

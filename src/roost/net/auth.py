@@ -36,8 +36,9 @@ from __future__ import annotations
 import base64
 import hmac
 import secrets
+import time
 from collections.abc import Callable, Generator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from hashlib import sha256
 from typing import Any
 
@@ -57,6 +58,19 @@ def _proof(secret: str, side: str, client_nonce: str, server_nonce: str, signing
            binding: str) -> str:
     msg = "\n".join(("roost-idtokens-2", side, client_nonce, server_nonce, signing_input, binding)).encode()
     return base64.b64encode(hmac.new(secret.encode("ascii"), msg, sha256).digest()).decode("ascii")
+
+
+def resume_secret(secret: str, binding: str) -> str:
+    """The key of a handshake a key-less daemon runs alone (the central manager out of
+    reach): derived from the token's signature and the daemon's TLS channel binding, so
+    it is good for this token with this daemon's certificate and nothing else. The
+    central manager hands it to the daemon after a handshake it checked itself."""
+    msg = ("roost-idtokens-resume\n" + binding).encode()
+    return base64.b64encode(hmac.new(secret.encode("ascii"), msg, sha256).digest()).decode("ascii")
+
+
+def is_tls_binding(binding: str) -> bool:
+    return bool(binding) and not binding.startswith("plain;")
 
 
 def plain_binding(offered: bool) -> str:
@@ -187,7 +201,12 @@ class ClientHandshake:
         if type(server_nonce) is not str or type(proof) is not str:
             raise AuthError(f"{METHOD}: the server's answer is malformed")
         binding = self.binding or plain_binding(reply.get("tls") is True)
-        want = _proof(self.secret, "server", self.nonce, server_nonce, self.signing_input, binding)
+        secret = self.secret
+        if reply.get("resume") is True:  # a key-less daemon alone: the key made for it (TLS only)
+            if not is_tls_binding(binding):
+                raise AuthError(f"{METHOD}: the daemon asks to resume without TLS")
+            secret = resume_secret(self.secret, binding)
+        want = _proof(secret, "server", self.nonce, server_nonce, self.signing_input, binding)
         if not hmac.compare_digest(want.encode(), proof.encode("ascii", "replace")):
             raise AuthError(
                 f"{METHOD}: the server's proof does not match this token: the token was not "
@@ -197,7 +216,7 @@ class ClientHandshake:
         if self.refused_tls and reply.get("tls") is True:
             raise AuthError(f"{METHOD}: the daemon offers TLS, yet our STARTTLS was refused: someone "
                             "between us is stripping TLS")
-        return {"cmd": "AUTH_PROOF", "proof": _proof(self.secret, "client", self.nonce, server_nonce,
+        return {"cmd": "AUTH_PROOF", "proof": _proof(secret, "client", self.nonce, server_nonce,
                                                      self.signing_input, binding)}
 
 
@@ -318,6 +337,16 @@ class DelegatedState:
     jti: str
 
 
+@dataclass
+class _Resumable:
+    """A token the central manager checked for this daemon: the key of handshakes the
+    daemon may run alone with it while the central manager is out of reach."""
+
+    secret: str
+    state: DelegatedState
+    expires: float
+
+
 class DelegatedAuthority:
     """IDTOKENS for a host that holds no pool key (HTCondor's execute and submit hosts
     hold only a token). The central manager's collector runs the server's half of the
@@ -327,17 +356,33 @@ class DelegatedAuthority:
     daemon's channel. No signature or key ever leaves the central manager, so a host
     that holds no key learns nothing it could use anywhere else.
 
+    So that a pool keeps working while its central manager is down (running jobs
+    report, claims take further jobs), the central manager also returns, over TLS, a
+    key derived from the token's signature and this daemon's certificate binding
+    (``resume_secret``): good only for that token with that certificate. When the
+    central manager cannot be reached, the daemon runs the handshake alone with it
+    for a token it has seen checked (until the token expires, at most
+    ``RESUME_FOR`` seconds after the check), and says so (``resume``) so the client
+    derives the same key. While the central manager answers it is always asked
+    (revocations apply at once).
+
     ``ask(request)`` sends ``TOKEN_CHALLENGE`` and returns its answer, or raises
     RemoteError (the token is refused: its message) or ConnectionError/TimeoutError.
     """
 
     TIMEOUT = 5.0
+    RESUME_FOR = 24 * 3600.0
+    DOWN_FOR = 5.0  # after the central manager failed to answer, do not wait on it again for this long
+    MAX_REMEMBERED = 10000
 
     def __init__(self, ask: Callable[[dict[str, Any]], Any], issuer: str,
-                 close: Callable[[], Any] | None = None) -> None:
+                 close: Callable[[], Any] | None = None, clock: Callable[[], float] | None = None) -> None:
         self.ask = ask
         self.issuer = issuer
         self.close = close
+        self.clock = clock or time.monotonic
+        self._resumable: dict[tuple[str, str], _Resumable] = {}  # (token, binding) -> key
+        self._down_until = 0.0
 
     async def challenge(self, req: Mapping[str, Any], binding: str) -> tuple[dict[str, Any], DelegatedState]:
         """The reply to an ``AUTH`` and the state for its ``AUTH_PROOF``; AuthError (one line)."""
@@ -348,19 +393,45 @@ class DelegatedAuthority:
             raise AuthError(f"{METHOD}: malformed token: expected header.claims, without the signature")
         import asyncio  # lazy: only a daemon's event loop gets here; auth stays importable by tools
 
+        now = self.clock()
         try:
+            if now < self._down_until:
+                raise ConnectionError("it did not answer a moment ago")
             async with asyncio.timeout(self.TIMEOUT):
                 got = await self.ask({"token": token, "nonce": nonce, "binding": binding})
         except RemoteError as e:
             raise AuthError(e.message if e.message.startswith(f"{METHOD}:") else f"{METHOD}: {e.message}") from None
         except (ConnectionError, OSError, TimeoutError) as e:
+            if now >= self._down_until:
+                self._down_until = now + self.DOWN_FOR
+            kept = self._resumable.get((token, binding))
+            if kept is not None and now < kept.expires:
+                return self._alone(kept, token, nonce, binding)
             raise AuthError(f"{METHOD}: the central manager, which checks this pool's tokens, cannot be "
                             f"reached: {e or 'no answer in time'}") from None
+        self._down_until = 0.0
         fields = ("nonce", "proof", "expect", "subject", "jti")
         if not all(type(got.get(f)) is str for f in fields) or not isinstance(got.get("scopes"), list):
             raise AuthError(f"{METHOD}: the central manager's answer is malformed")
         state = DelegatedState(got["expect"], got["subject"], tuple(str(x) for x in got["scopes"]), got["jti"])
+        resume = got.get("resume")
+        if type(resume) is str and is_tls_binding(binding):
+            left = self.RESUME_FOR
+            exp = got.get("expires_in")
+            if isinstance(exp, int | float) and not isinstance(exp, bool):
+                left = min(left, float(exp))
+            if len(self._resumable) >= self.MAX_REMEMBERED:
+                self._resumable.clear()
+            self._resumable[(token, binding)] = _Resumable(resume, state, now + left)
         return {"nonce": got["nonce"], "proof": got["proof"]}, state
+
+    def _alone(self, kept: _Resumable, token: str, nonce: str, binding: str) -> tuple[dict[str, Any], DelegatedState]:
+        """The handshake without the central manager, keyed by what it gave us."""
+        server_nonce = _nonce()
+        proof = _proof(kept.secret, "server", nonce, server_nonce, token, binding)
+        expect = _proof(kept.secret, "client", nonce, server_nonce, token, binding)
+        state = replace(kept.state, expect=expect)
+        return {"nonce": server_nonce, "proof": proof, "resume": True}, state
 
 
 def delegated_finish(req: Mapping[str, Any], state: DelegatedState) -> Identity:
@@ -381,4 +452,9 @@ def challenge_for(req: Mapping[str, Any], authority: TokenAuthority) -> dict[str
     reply, state = server_challenge({**req, "method": METHOD}, authority, binding)
     expect = _proof(state.secret, "client", state.client_nonce, state.server_nonce, state.signing_input, binding)
     levels = [sc.split("/", 1)[1] for sc in state.claims.scopes if sc.startswith("condor:/")]
-    return {**reply, "expect": expect, "subject": state.claims.subject, "scopes": levels, "jti": state.claims.jti}
+    out = {**reply, "expect": expect, "subject": state.claims.subject, "scopes": levels, "jti": state.claims.jti}
+    if is_tls_binding(binding):  # the key of later handshakes the daemon runs alone (see DelegatedAuthority)
+        out["resume"] = resume_secret(state.secret, binding)
+        if state.claims.expires_at is not None:
+            out["expires_in"] = max(0, state.claims.expires_at - int(authority.clock()))
+    return out

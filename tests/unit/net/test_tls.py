@@ -382,8 +382,9 @@ def test_the_central_manager_runs_a_keyless_hosts_handshake_without_giving_out_s
     hs = ClientHandshake(tok, binding="the key-less daemon's certificate")
     hello = {k: v for k, v in hs.hello().items() if k in ("token", "nonce")}  # TOKEN_CHALLENGE's arguments
     got = challenge_for({**hello, "binding": "the key-less daemon's certificate"}, authority())
-    assert set(got) == {"nonce", "proof", "expect", "subject", "scopes", "jti"}
+    assert set(got) == {"nonce", "proof", "expect", "subject", "scopes", "jti", "resume"}
     assert tok.rsplit(".", 1)[1] not in str(got)  # never the signature
+    assert "resume" not in challenge_for({**hs.hello(), "binding": "plain;tls-offered=0"}, authority())
     state = DelegatedState(got["expect"], got["subject"], tuple(got["scopes"]), got["jti"])
     ident = delegated_finish(hs.answer(got), state)
     assert (ident.name, ident.scopes) == ("bob@example", ("READ",))
@@ -395,3 +396,45 @@ def test_the_central_manager_runs_a_keyless_hosts_handshake_without_giving_out_s
     got = challenge_for({**hs.hello(), "binding": "b"}, authority())
     with pytest.raises(AuthError, match="proof does not match"):
         hs.answer(got)
+
+
+def test_a_keyless_daemon_runs_handshakes_alone_while_the_central_manager_is_down() -> None:
+    """Only for a token the central manager checked for it, only with the certificate it
+    was checked on, only until the token expires; and never while the manager answers."""
+    from roost.net.auth import DelegatedAuthority, challenge_for, delegated_finish
+
+    up = [True]
+    now = [1000.0]
+
+    async def ask(args):
+        if not up[0]:
+            raise ConnectionError("cannot connect to the central manager")
+        return challenge_for(args, authority())
+
+    keyless = DelegatedAuthority(ask, POOL, clock=lambda: now[0])
+    cert = "sha256 of this daemon's certificate"
+
+    def handshake(tok, binding=cert):
+        hs = ClientHandshake(tok, binding=binding)
+        reply, state = asyncio.run(keyless.challenge(hs.hello(), binding))
+        return reply, delegated_finish(hs.answer(reply), state)
+
+    tok = token("bob@example", scopes=["READ"], lifetime=3600)
+    reply, ident = handshake(tok)  # the manager checks it: nothing resumed
+    assert "resume" not in reply and ident.name == "bob@example"
+    up[0] = False
+    reply, ident = handshake(tok)  # down: the daemon runs it alone, the client follows
+    assert reply["resume"] is True and (ident.name, ident.scopes) == ("bob@example", ("READ",))
+    with pytest.raises(AuthError, match="cannot be reached"):
+        handshake(token("carol@example"))  # never checked here: refused
+    with pytest.raises(AuthError, match="cannot be reached"):
+        handshake(tok, binding="another certificate")
+    # a man in the middle who holds the resume key of another daemon cannot use it here:
+    # the key depends on the certificate the client sees
+    hs = ClientHandshake(tok, binding="the middle's certificate")
+    reply, _ = asyncio.run(keyless.challenge({**hs.hello()}, cert))
+    with pytest.raises(AuthError, match="proof does not match"):
+        hs.answer(reply)
+    now[0] += 3601  # past the token's expiry
+    with pytest.raises(AuthError, match="cannot be reached"):
+        handshake(tok)

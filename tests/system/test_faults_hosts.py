@@ -1,0 +1,128 @@
+"""Faults of the network and of the central manager, across hosts in namespaces: a
+partition between submit and execute host shorter than the job's lease (the job goes
+on and its result arrives), longer (it runs again elsewhere and the orphan is killed),
+and the central manager down (running jobs go on, claims take further jobs, matching
+resumes when it is back)."""
+
+from __future__ import annotations
+
+import re
+import time
+from pathlib import Path
+
+from hostpool import MultiHostPool, RoostHost
+
+# Appends where it ran to a file of the shared disk at its end: a run that was killed
+# never writes, one that finished twice writes twice.
+JOB = """#!/bin/sh
+sleep $1
+echo "$(hostname)" >> {ran}
+echo done > result.txt
+"""
+
+
+def _work(submit: RoostHost, name: str) -> Path:
+    work = submit.host.dir / name
+    work.mkdir()
+    work.chmod(0o777)
+    (work / "job.sh").write_text(JOB.format(ran=work / "ran.txt"))
+    (work / "job.sh").chmod(0o755)
+    return work
+
+
+def _submit(submit: RoostHost, work: Path, secs: float, n: int = 1, extra: str = "") -> str:
+    (work / "job.sub").write_text(
+        f"executable = job.sh\narguments = {secs}\nshould_transfer_files = YES\n"
+        f"transfer_output_files = result.txt\nlog = jobs.log\nrequest_memory = 64\n{extra}queue {n}\n")
+    done = submit.roost("submit", "job.sub", cwd=work)
+    m = re.search(r"submitted to cluster (\d+)", done.stdout)
+    assert m, done.stdout
+    return m.group(1)
+
+
+def _ads(submit: RoostHost, cluster: str, *attrs: str) -> list[list[str]]:
+    done = submit.roost("q", cluster, "-af", *attrs, check=False)
+    if not done.stdout.strip():
+        done = submit.roost("history", cluster, "-af", *attrs, check=False)
+    return [line.split() for line in done.stdout.splitlines() if line.strip()]
+
+
+def _running_on(submit: RoostHost, cluster: str, timeout: float = 30) -> str:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        rows = _ads(submit, cluster, "JobStatus", "RemoteHost")
+        if rows and rows[0][0] == "2" and len(rows[0]) > 1 and "@" in rows[0][1]:
+            return rows[0][1].split("@", 1)[1].split(".")[0]
+        time.sleep(0.2)
+    raise AssertionError(f"cluster {cluster} never ran: {_ads(submit, cluster, 'JobStatus', 'HoldReason')}")
+
+
+def _events(work: Path, code: str) -> int:
+    return sum(1 for line in (work / "jobs.log").read_text().splitlines() if line.startswith(code + " "))
+
+
+def test_partition_shorter_than_the_lease_the_job_goes_on(hosts: MultiHostPool) -> None:
+    submit = hosts["submit"]
+    hosts.wait_for_slots({"exec1", "exec2"})
+    work = _work(submit, "short")
+    cluster = _submit(submit, work, 6)
+    where = _running_on(submit, cluster)
+    time.sleep(1)
+    hosts.net.cut(where)
+    time.sleep(3)  # JOB_LEASE_DURATION is 6
+    hosts.net.mend(where)
+    submit.roost("wait", "-quiet", "-wait", "60", cluster, timeout=70)
+    [[status, starts, code, last]] = _ads(submit, cluster, "JobStatus", "NumJobStarts", "ExitCode", "LastRemoteHost")
+    assert (status, starts, code) == ("4", "1", "0"), (status, starts, code)
+    assert (work / "ran.txt").read_text().split() == [where]
+    assert (work / "result.txt").read_text() == "done\n"
+    assert _events(work, "005") == 1 and _events(work, "001") == 1
+
+
+def test_partition_longer_than_the_lease_reruns_elsewhere_and_kills_the_orphan(hosts: MultiHostPool) -> None:
+    submit = hosts["submit"]
+    hosts.wait_for_slots({"exec1", "exec2"})
+    work = _work(submit, "long")
+    cluster = _submit(submit, work, 8)
+    where = _running_on(submit, cluster)
+    other = "exec2" if where == "exec1" else "exec1"
+    time.sleep(1)
+    hosts.net.cut(where)
+    try:
+        # the lease (6 s) runs out on both sides: the schedd requeues the job and it runs
+        # on the other host; the cut host's startd kills the orphan
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and _running_on(submit, cluster, timeout=60) != other:
+            time.sleep(0.5)
+        time.sleep(10)  # past the orphan's own end: had it lived, it would have written
+    finally:
+        hosts.net.mend(where)
+    submit.roost("wait", "-quiet", "-wait", "60", cluster, timeout=70)
+    [[status, starts, code]] = _ads(submit, cluster, "JobStatus", "NumJobStarts", "ExitCode")
+    assert (status, code) == ("4", "0") and int(starts) == 2, (status, starts, code)
+    assert (work / "ran.txt").read_text().split() == [other]  # the orphan never finished
+    assert _events(work, "005") == 1
+    log = (hosts[where].home / "log" / "StartLog").read_text()
+    assert "lease expired" in log, log[-2000:]
+
+
+def test_central_manager_down_running_jobs_go_on_and_claims_take_more(hosts: MultiHostPool) -> None:
+    submit, cm = hosts["submit"], hosts["cm"]
+    hosts.wait_for_slots({"exec1", "exec2"})
+    work = _work(submit, "cmdown")
+    first = _submit(submit, work, 3, n=4)
+    deadline = time.monotonic() + 30
+    while sum(1 for r in _ads(submit, first, "JobStatus") if r == ["2"]) < 4:
+        assert time.monotonic() < deadline, _ads(submit, first, "JobStatus", "HoldReason")
+        time.sleep(0.2)
+    cm.roost("down", "-timeout", "20", timeout=30)
+    more = _submit(submit, work, 1, n=4)  # the same kind: the claims take them, no negotiator
+    big = _submit(submit, work, 1, extra="request_cpus = 2\n")  # needs a new match
+    submit.roost("wait", "-quiet", "-wait", "60", first, more, timeout=70)
+    assert all(r == ["4"] for r in _ads(submit, first, "JobStatus") + _ads(submit, more, "JobStatus"))
+    time.sleep(2)
+    assert _ads(submit, big, "JobStatus") == [["1"]]  # idle: nobody to match it
+    cm.roost("up", "-timeout", "30", timeout=45)
+    submit.roost("wait", "-quiet", "-wait", "60", big, timeout=70)
+    assert _ads(submit, big, "JobStatus") == [["4"]]
+    assert len((work / "ran.txt").read_text().split()) == 9
