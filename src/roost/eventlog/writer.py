@@ -93,6 +93,11 @@ class EventLogWriter:
         if text:
             self._append(text)
 
+    def write_text(self, text: str) -> None:
+        """Append events already formatted (``EventFormatter.format_many``) as one write."""
+        if text:
+            self._append(text)
+
     @property
     def closed(self) -> bool:
         """No descriptor is open (the next write opens, and maybe creates, the file)."""

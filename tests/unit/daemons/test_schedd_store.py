@@ -58,3 +58,29 @@ def test_history_is_trimmed_oldest_first(tmp_path):
     assert sorted(r[1] for r in q.store.history_rows()) == [2, 3, 4]
     assert 1 not in q.clusters and q.gone[1] == 5
     q.store.close()
+
+
+def test_job_ends_committed_but_not_logged_are_replayed_once(tmp_path):
+    """A schedd killed between committing a job's end and writing its events: the next
+    one writes them, unless the log has them already (killed after the write)."""
+    from roost.daemons.schedd.lifecycle import JobLifecycle
+    from roost.daemons.schedd.userlog import UserLogs
+    from roost.eventlog import TerminatedEvent, format_event
+
+    db = tmp_path / "job_queue.db"
+    store = Store(str(db), fsync=True)
+    written, unwritten = tmp_path / "a.log", tmp_path / "b.log"
+    ev_a = format_event(TerminatedEvent(1, 0, 1_700_000_000.0, return_value=0))
+    ev_b = format_event(TerminatedEvent(2, 0, 1_700_000_001.0, return_value=3))
+    written.write_text(ev_a)
+    store.write_now([("INSERT INTO pending_events (id, path, owner, text) VALUES (?, ?, ?, ?)", (1, str(written), None, ev_a)),
+                     ("INSERT INTO pending_events (id, path, owner, text) VALUES (?, ?, ?, ?)", (2, str(unwritten), None, ev_b))])
+    store.close()
+    store = Store(str(db), fsync=True)
+    jobs = JobLifecycle(None, store, JobQueue(store), UserLogs(), on_idle=lambda j: None, on_change=lambda: None)
+    assert jobs.replay_pending_events() == 1
+    jobs.userlogs.close()
+    assert written.read_text() == ev_a and unwritten.read_text() == ev_b
+    assert store.pending_events() == []
+    assert next(jobs._event_ids) == 3  # ids go on after those seen
+    store.close()

@@ -111,6 +111,9 @@ class Schedd(Daemon):
         jobs = self.jobs = JobLifecycle(
             self, store, queue, self.userlogs, on_idle=self.idle_arrived, on_change=self.ads_changed
         )
+        replayed = jobs.replay_pending_events()
+        if replayed:
+            log.info("wrote %d job ends to users' logs that a killed schedd had committed but not logged", replayed)
         autoclusters = AutoClusters(queue, self.submitter_of, self.reschedule)
         reuse = ClaimReuse(queue, autoclusters, self.submitter_of, self.claim_worklife)
         shadows = self.shadows = Shadows(

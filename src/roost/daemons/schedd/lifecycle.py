@@ -13,6 +13,7 @@ shadow.py and localuniverse.py depend on it and not the other way round.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import logging
 import time
 from collections.abc import Awaitable, Callable
@@ -34,8 +35,10 @@ from roost.eventlog import (
     Usage,
 )
 from roost.eventlog.events import Event
+from roost.eventlog.writer import EventFormatter
 
 log = logging.getLogger("roost.schedd")
+_FORMAT = EventFormatter()  # the user logs' own format (userlog.UserLogs)
 
 #: Running or Suspended: the job holds a claim and a starter runs it
 _ON_A_SLOT = (jp.RUNNING, jp.SUSPENDED)
@@ -88,6 +91,18 @@ class JobLifecycle:
         # whose change is not yet committed and logged: WAIT_JOBS does not count them.
         self.done_unlogged: set[tuple[int, int]] = set()
         self.done_unlogged_by_cluster: dict[int, int] = {}
+        # A job's end and its events commit together (pending_events), so a schedd killed
+        # between the commit and the write still logs them at its next start, once.
+        self._event_ids = itertools.count(max((row[0] for row in store.pending_events()), default=0) + 1)
+
+    def replay_pending_events(self) -> int:
+        """At start: write what a killed predecessor committed and may not have logged
+        (unless the log has it already); how many it wrote."""
+        rows = self.store.pending_events()
+        wrote = sum(self.userlogs.replay(path, text, owner) for _id, path, owner, text in rows)
+        if rows:
+            self.store.write_now([("DELETE FROM pending_events WHERE id <= ?", (rows[-1][0],))])
+        return wrote
 
     async def commit(self, ops: list[Any]) -> None:
         await self.store.commit(ops)
@@ -173,19 +188,27 @@ class JobLifecycle:
         self._mark_unsettled(job.cluster.id)
         if done:
             self._hide_done(job)
+        text = _FORMAT.format_many(events) if path else ""
+        event_id = next(self._event_ids) if text else 0
+        if text:
+            ops.append(("INSERT INTO pending_events (id, path, owner, text) VALUES (?, ?, ?, ?)",
+                        (event_id, path, job.owner, text)))
         durable = self.store.submit(ops)
         self.host.spawn(
-            self._report_exit(job, durable, path, events, decision.action == "requeue", done), f"exit-{job.id}"
+            self._report_exit(job, durable, path, text, event_id, decision.action == "requeue", done),
+            f"exit-{job.id}",
         )
 
     async def _report_exit(
-        self, job: Job, durable: asyncio.Future[None], path: str | None, events: list[Event], requeued: bool,
+        self, job: Job, durable: asyncio.Future[None], path: str | None, text: str, event_id: int, requeued: bool,
         done: bool = False,
     ) -> None:
         try:
             await durable
             log.debug("job %s: exit committed", job.id)
-            self.userlogs.write(path, events, job.owner)
+            self.userlogs.write_text(path, text, job.owner)
+            if event_id:
+                self.store.queue([("DELETE FROM pending_events WHERE id = ?", (event_id,))])
         finally:
             self._mark_settled(job.cluster.id)
             if done:

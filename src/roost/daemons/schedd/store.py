@@ -36,6 +36,8 @@ CREATE TABLE IF NOT EXISTS history (
     PRIMARY KEY (cluster, proc));
 CREATE INDEX IF NOT EXISTS history_owner ON history (owner, cluster);
 CREATE INDEX IF NOT EXISTS history_completion ON history (completion);
+CREATE TABLE IF NOT EXISTS pending_events (
+    id INTEGER PRIMARY KEY, path TEXT NOT NULL, owner TEXT, text TEXT NOT NULL);
 """
 
 # One operation: (sql, params) runs once; (sql, [params, ...], True) runs executemany.
@@ -100,6 +102,11 @@ class Store:
 
     def load_procs(self) -> Iterable[tuple[int, int, int, str | None, str | None]]:
         return self.conn.execute("SELECT cluster, proc, status, diff, claim FROM procs ORDER BY cluster, proc")
+
+    def pending_events(self) -> list[tuple[int, str, str | None, str]]:
+        """(id, log path, owner, event text) of events committed with a job's end and
+        perhaps never written (the schedd died in between)."""
+        return self.conn.execute("SELECT id, path, owner, text FROM pending_events ORDER BY id").fetchall()
 
     def history_counts(self) -> Iterable[tuple[int, int]]:
         """(cluster, finished procs) for clusters that still have procs in the queue."""

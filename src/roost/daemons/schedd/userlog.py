@@ -18,10 +18,13 @@ from typing import Any
 from roost.daemons.schedd.access import may_write
 from roost.eventlog import EventLogWriter
 from roost.eventlog.events import Event
+from roost.eventlog.writer import EventFormatter
 
 log = logging.getLogger(__name__)
 
 MAX_OPEN = 256
+_FORMAT = EventFormatter()
+TAIL = 1 << 20  # how far back a replayed event is looked for
 
 
 _ids: dict[str, tuple[int, int] | None] = {}
@@ -64,8 +67,13 @@ class UserLogs:
     def write(self, path: str | None, events: Iterable[Event], owner: str | None = None) -> None:
         if not path:
             return
-        events = list(events)
-        if not events:
+        text = _FORMAT.format_many(events)
+        if text:
+            self.write_text(path, text, owner)
+
+    def write_text(self, path: str | None, text: str, owner: str | None = None) -> None:
+        """Append events already formatted (one write)."""
+        if not path or not text:
             return
         w = self._writers.get(path)
         if w is None:
@@ -85,7 +93,7 @@ class UserLogs:
             w.reopen_if_replaced()
             created = w.closed and not os.path.exists(path)
         try:
-            w.write_many(events)
+            w.write_text(text)
         except OSError as e:
             self._writers.pop(path, None)
             if path not in self._failed:
@@ -99,6 +107,21 @@ class UserLogs:
                     os.chown(path, ids[0], ids[1])
                 except OSError:
                     pass
+
+    def replay(self, path: str, text: str, owner: str | None) -> bool:
+        """Append events a schedd committed and may not have written before it died,
+        unless the log's last MiB holds them already; whether they were appended."""
+        try:
+            with open(path, "rb") as f:
+                f.seek(max(0, os.fstat(f.fileno()).st_size - TAIL))
+                if text.encode("utf-8", "surrogateescape") in f.read():
+                    return False
+        except FileNotFoundError:
+            pass
+        except OSError:
+            return False
+        self.write_text(path, text, owner)
+        return True
 
     def close(self) -> None:
         for w in self._writers.values():
