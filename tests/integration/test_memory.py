@@ -80,3 +80,22 @@ def test_the_slot_ad_says_what_enforces_memory(mpool: PoolHandle) -> None:
     mechanism = _enforced(mpool)
     probe = MemoryLimits.detect(str(mpool.home / "execute"), None)
     assert mechanism == probe.mechanism
+
+
+def test_a_job_over_its_request_disk_is_held_34_104(mpool: PoolHandle, jobdir: Path) -> None:
+    """Its sandbox is measured with each usage report (STARTER_UPDATE_INTERVAL, 1 s
+    here): over the slot's Disk, it is killed and held, DiskUsage in its ad."""
+    c = mpool.collector()
+    try:
+        [slot] = c.query_objs("Machine", projection=["DiskEnforcement"])[:1]
+    finally:
+        c.close()
+    assert "held (34/104)" in slot["DiskEnforcement"], slot
+    text = ("executable = /bin/sh\narguments = \"-c 'dd if=/dev/zero of=big bs=1M count=60 2>/dev/null; sleep 30'\"\n"
+            "should_transfer_files = YES\nrequest_disk = 4096\nlog = d.log\nqueue\n")
+    jid = mpool.submit(text, jobdir).job_ids()[0]
+    ad = mpool.wait_for(jid, lambda j: j.get("JobStatus") == 5, timeout=60, what="held")
+    assert (ad["HoldReasonCode"], ad["HoldReasonSubCode"]) == (34, 104), ad
+    assert "exceeded its allocated disk" in ad["HoldReason"] and "request_disk" in ad["HoldReason"]
+    assert ad["DiskUsage"] >= 60 * 1024, ad
+    assert ad["NumHoldsByReason"] == {"JobOutOfResources": 1}

@@ -43,7 +43,9 @@ HOLD_TRANSFER_OUTPUT_ERROR = 12
 HOLD_TRANSFER_INPUT_ERROR = 13
 HOLD_IWD_ERROR = 14
 HOLD_SYSTEM_POLICY = 26
-HOLD_MEMORY_EXCEEDED = 34  # over the cgroup memory limit (request_memory), as HTCondor holds it
+HOLD_OUT_OF_RESOURCES = 34  # JobOutOfResources: over its memory or disk, as HTCondor holds it
+HOLD_MEMORY_EXCEEDED = HOLD_OUT_OF_RESOURCES
+SUBCODE_DISK_EXCEEDED = 104  # HTCondor's subcode for disk (its policy templates' DISK_EXCEEDED)
 
 
 @dataclass(frozen=True)
@@ -252,9 +254,13 @@ HOLD_CODE_NAMES = {
     16: "SpoolingInput", 17: "JobShadowMismatch", 18: "InvalidTransferGoAhead", 19: "HookPrepareJobFailure",
     20: "MissedDeferredExecutionTime", 21: "StartdHeldJob", 22: "UnableToInitUserLog",
     23: "FailedToAccessUserAccount", 24: "NoCompatibleShadow", 25: "InvalidCronSettings", 26: "SystemPolicy",
-    27: "SystemPolicyUndefined", 28: "GlexecChownSandboxToUser", 29: "PrivsepChownSandboxToCondor",
-    30: "MaxTransferInputSizeExceeded", 31: "MaxTransferOutputSizeExceeded", 32: "JobOutOfResources",
-    33: "InvalidDockerImage", 34: "FailedToCheckpoint",
+    27: "SystemPolicyUndefined", 28: "GlexecChownSandboxToUser", 29: "PrivsepChownSandboxToUser",
+    30: "GlexecChownSandboxToCondor", 31: "PrivsepChownSandboxToCondor", 32: "MaxTransferInputSizeExceeded",
+    33: "MaxTransferOutputSizeExceeded", 34: "JobOutOfResources", 35: "InvalidDockerImage",
+    36: "FailedToCheckpoint", 37: "EC2UserError", 38: "EC2InternalError", 39: "EC2AdminError",
+    40: "EC2ConnectionProblem", 41: "EC2ServerError", 42: "EC2InstancePotentiallyLostError",
+    43: "PreScriptFailed", 44: "PostScriptFailed", 45: "SingularityTestFailed", 46: "JobDurationExceeded",
+    47: "JobExecuteExceeded", 48: "HookShadowPrepareJobFailure",
 }
 
 

@@ -278,7 +278,7 @@ class JobLifecycle:
         if job.cluster.procs.get(job.proc) is not job or job.status not in _ON_A_SLOT:
             return
         attrs: dict[str, Any] = {}
-        for name in ("MemoryUsage", "ResidentSetSize", "ImageSize"):
+        for name in ("MemoryUsage", "ResidentSetSize", "ImageSize", "DiskUsage"):
             v = usage.get(name)
             if isinstance(v, int) and not isinstance(v, bool) and v >= 0 and v != job.get(name):
                 attrs[name] = v

@@ -492,6 +492,16 @@ class Shadow:
                     await s.live_usage(job, {"MemoryUsage": usage["MemoryUsage"]})
                 await s.hold(job, msg, jp.HOLD_MEMORY_EXCEEDED, 0, vacate=False)
                 return True
+            disk = update.get("disk")
+            if isinstance(disk, dict):
+                # its sandbox outgrew the slot's disk (request_disk): held, HTCondor's 34/104
+                msg = (f"Error from {self.slot_name}: Job has exceeded its allocated disk of "
+                       f"{disk.get('limit_kb')} KiB: its sandbox held {disk.get('usage_kb')} KiB. "
+                       "Consider resubmitting with a higher request_disk.")
+                if isinstance(disk.get("usage_kb"), int):
+                    await s.live_usage(job, {"DiskUsage": disk["usage_kb"]})
+                await s.hold(job, msg, jp.HOLD_OUT_OF_RESOURCES, jp.SUBCODE_DISK_EXCEEDED, vacate=False)
+                return True
             output_error = update.get("output_error")
             if isinstance(output_error, str) and output_error:
                 # the job ran, but its output could not all come back: HTCondor holds it (12/2)

@@ -124,6 +124,13 @@ def _claim_args(req: dict[str, Any], default_lease: float) -> tuple[str, float]:
     return schedd, lease
 
 
+def disk_policy(cfg: Config) -> str:
+    """STARTD_DISK_LIMIT: ``hold`` (a job whose sandbox outgrows its slot's Disk is
+    killed and held) or ``none`` (measured and reported only)."""
+    got = (cfg.get("STARTD_DISK_LIMIT") or "hold").strip().lower()
+    return got if got in ("hold", "none") else "hold"
+
+
 def _not_found(what: str) -> RequestError:
     return RequestError("NOT_FOUND", what)
 
@@ -156,6 +163,7 @@ class Claims:
         self.allow_owner = bool(cfg.get_bool("STARTER_ALLOW_RUNAS_OWNER", True))
         self.slot_user = cfg.get("SLOT_USER") or "nobody"
         self.update_interval = float(cfg.get_float("STARTER_UPDATE_INTERVAL", 300.0) or 300.0)
+        self.disk_policy = disk_policy(cfg)
         self.uid_domain = (cfg.get("UID_DOMAIN") or cfg.get("FULL_HOSTNAME") or "").strip()
         self._identities: dict[tuple[str, str], Identity] = {}
         self._lease_task: asyncio.Task[None] | None = None
@@ -402,6 +410,7 @@ class Claims:
             memory_limit=slot.total.memory << 20 if slot.total.memory else None,
             update_interval=self.update_interval,
             describe=describe,
+            disk_limit=slot.total.disk if self.disk_policy == "hold" and slot.total.disk > 0 else None,
         )
 
     def adopt(self, records: list[Record]) -> list[str]:

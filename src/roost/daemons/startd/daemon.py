@@ -131,7 +131,8 @@ class Startd(Daemon):
         in_use = frozenset(str(rec.data["slot"].get("name")) for rec in adopt) | kept
         for name in self.memory.sweep(in_use):
             self.log.info("leftover from a previous startd: removed memory cgroup %s", name)
-        self.log.info("memory: %s; cpu: %s", self.memory.mechanism, "not limited (no cpu controller in use)")
+        self.log.info("memory: %s; cpu: %s; disk: %s", self.memory.mechanism,
+                      "not limited (no cpu controller in use)", self._disk_mechanism())
         for line in remove_sandboxes(self.execute_dir, kept):
             self.log.info("leftover from a previous startd: %s", line)
         if os.geteuid() == 0 and self.config.get_bool("STARTD_BUILD_LAUNCHER", True):
@@ -152,6 +153,12 @@ class Startd(Daemon):
             self.machine.name, t.cpus, t.memory, t.disk, len(t.gpus),
             ", ".join(f"{s.name} ({s.kind}, {s.total.cpus} cpus)" for s in self.slots.values()),
         )
+
+    def _disk_mechanism(self) -> str:
+        every = f"{self.claims.update_interval:g} s"
+        if self.claims.disk_policy == "hold":
+            return f"sandbox measured every {every}; a job over its slot's Disk is killed and held (34/104)"
+        return f"sandbox measured every {every}, not limited"
 
     def _open_path_to_execute(self) -> None:
         """Jobs run as other users must be able to walk to their sandbox: give o+x
@@ -323,6 +330,7 @@ class Startd(Daemon):
         ad["DaemonStartTime"] = int(self.start_time)
         ad["StartdPid"] = os.getpid()
         ad["MemoryEnforcement"] = self.memory.mechanism  # roost's: what holds a job to its request_memory
+        ad["DiskEnforcement"] = self._disk_mechanism()
         ad["UpdateInterval"] = int(self.update_interval)
         owner_policy, claims = self.owner_policy, self.claims
         ad.update(owner_policy.owner_attrs.get(slot.name) or owner_policy.owner_attrs_for(slot))

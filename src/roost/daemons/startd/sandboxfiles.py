@@ -11,6 +11,35 @@ from typing import Any
 _DEVNULL: dict[int, int] = {}
 
 
+def disk_kib(path: str, limit: int = 100_000) -> int:
+    """What a sandbox holds on disk, KiB (allocated blocks; links not followed, hard
+    links counted once, at most ``limit`` entries looked at: a job cannot make this
+    walk costly). Off the event loop: it reads the directory tree."""
+    total = 0
+    seen: set[tuple[int, int]] = set()
+    stack = [path]
+    looked = 0
+    while stack and looked < limit:
+        try:
+            with os.scandir(stack.pop()) as it:
+                for entry in it:
+                    looked += 1
+                    try:
+                        st = entry.stat(follow_symlinks=False)
+                    except OSError:
+                        continue
+                    if st.st_nlink > 1:
+                        if (st.st_dev, st.st_ino) in seen:
+                            continue
+                        seen.add((st.st_dev, st.st_ino))
+                    total += st.st_blocks * 512
+                    if stat.S_ISDIR(st.st_mode):
+                        stack.append(entry.path)
+        except OSError:
+            continue
+    return -(-total // 1024)
+
+
 def remove_tree(path: str) -> None:
     """``shutil.rmtree(path, ignore_errors=True)`` for a sandbox, cheaply in the usual case.
 

@@ -46,6 +46,7 @@ from roost.daemons.startd.memlimit import MemoryLimits
 from roost.daemons.startd.peers import CALL_TIMEOUT, Peers
 from roost.daemons.startd.sandboxfiles import (
     devnull,
+    disk_kib,
     is_plain_file,
     open_nofollow,
     remove_tree,
@@ -114,11 +115,14 @@ class Starter:
         memory_limit: int | None = None,
         update_interval: float = 300.0,
         describe: Callable[[], dict[str, Any]] | None = None,
+        disk_limit: int | None = None,
     ) -> None:
         self.spec = spec
         self.memory = memory or MemoryLimits(None, 0, "none")
         self.memory_limit = memory_limit  # bytes: the slot's memory
         self.update_interval = update_interval
+        self.disk_limit = disk_limit  # KiB: the slot's Disk, where STARTD_DISK_LIMIT holds jobs to it
+        self.disk_exceeded: tuple[int, int] | None = None  # (used, limit) KiB: killed for it
         self.claim_id = claim_id
         self.slot_name = slot_name
         self.execute_dir = execute_dir
@@ -199,6 +203,10 @@ class Starter:
                 self._reaped_and_killed = True
                 wall = time.time() - started
                 self.final = self._exit_update(status, usage, wall)
+                if self.disk_exceeded is not None and not self.vacating and self.final["state"] == "exited":
+                    used, limit = self.disk_exceeded
+                    self.final["disk"] = {"usage_kb": used, "limit_kb": limit}
+                    self.final["usage"]["DiskUsage"] = used
                 if self.vacating:
                     self.final = {"state": "vacated", "usage": self.final["usage"]}
                 elif status is None:
@@ -634,9 +642,12 @@ class Starter:
                                     self.memory_limit if self.memory.enforced else None)
 
     def live_usage(self) -> dict[str, Any]:
-        """What the job uses now (for the periodic report)."""
+        """What the job uses now (for the periodic report): memory and CPU, and its
+        sandbox's size (DiskUsage, KiB). Blocking: on a thread."""
         tree = procstat.tree_usage(self.pid) if self.pid is not None else None
-        return jobusage.live(self.memory.state(self.name), tree)
+        out = jobusage.live(self.memory.state(self.name), tree)
+        out["DiskUsage"] = disk_kib(self.sandbox)
+        return out
 
     async def _sample_usage(self) -> None:
         """Every STARTER_UPDATE_INTERVAL while the job runs: its usage to the schedd,
@@ -646,6 +657,14 @@ class Starter:
             if self.suspended or not self._alive():
                 continue
             usage = await asyncio.to_thread(self.live_usage)
+            disk = usage.get("DiskUsage")
+            if self.disk_limit and isinstance(disk, int) and disk > self.disk_limit and self._alive():
+                # over the slot's disk (request_disk): killed, and the schedd holds it (34/104)
+                self.disk_exceeded = (disk, self.disk_limit)
+                log.info("job %s uses %d KiB of disk, over its slot's %d KiB: killed", self.spec.job_id,
+                         disk, self.disk_limit)
+                self._kill_group(signal.SIGKILL)
+                return
             if usage:
                 with contextlib.suppress(Exception):
                     await self._report({"state": "running", "pid": self.pid, "usage_now": usage})
