@@ -1,7 +1,8 @@
 """Memory held to request_memory and reported while jobs run (issue 13): a job over its
 request is killed by the kernel and held with HTCondor's code 34; the schedd sees a
 running job's memory every STARTER_UPDATE_INTERVAL, so periodic_hold on MemoryUsage
-fires while it runs; the slot ad says what enforces memory."""
+fires while it runs; the slot ad says what enforces memory. Disk (held 34/104 over the
+slot's Disk) and CPU (request_cpus as a share of a busy core) beside it."""
 
 from __future__ import annotations
 
@@ -99,3 +100,28 @@ def test_a_job_over_its_request_disk_is_held_34_104(mpool: PoolHandle, jobdir: P
     assert "exceeded its allocated disk" in ad["HoldReason"] and "request_disk" in ad["HoldReason"]
     assert ad["DiskUsage"] >= 60 * 1024, ad
     assert ad["NumHoldsByReason"] == {"JobOutOfResources": 1}
+
+
+SPIN = "import time; t = time.time() + 3\nwhile time.time() < t: pass"
+
+
+def test_request_cpus_is_a_share_of_a_busy_cpu(mpool: PoolHandle, jobdir: Path) -> None:
+    """Two jobs spinning on the same core: the one that asked for 3 CPUs gets about 3
+    times the CPU time of the one that asked for 1 (cgroup cpu shares)."""
+    c = mpool.collector()
+    try:
+        [slot] = c.query_objs("Machine", projection=["CpuEnforcement"])[:1]
+    finally:
+        c.close()
+    if str(slot.get("CpuEnforcement", "")).startswith("none"):
+        pytest.skip(f"CPU is not shared out on this host: {slot}")
+    (jobdir / "spin.py").write_text(SPIN)
+    text = ("executable = /usr/bin/taskset\narguments = -c 0 /usr/bin/python3 spin.py\n"
+            "should_transfer_files = YES\ntransfer_input_files = spin.py\nlog = c.log\n"
+            "request_cpus = 3\nqueue\nrequest_cpus = 1\nqueue\n")
+    ids = mpool.submit(text, jobdir).job_ids()
+    assert mpool.wait(ids, timeout=60)["done"] == 2
+    big, small = (mpool.job(j) for j in ids)
+    assert big is not None and small is not None
+    ratio = big["RemoteUserCpu"] / max(small["RemoteUserCpu"], 0.01)
+    assert ratio > 2.0, (big["RemoteUserCpu"], small["RemoteUserCpu"])

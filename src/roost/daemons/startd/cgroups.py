@@ -11,7 +11,8 @@ cgroup before it runs anything: the launcher helper (see ``launch``) or,
 without it, a one-line ``sh`` shim (~0.8 ms of child CPU per job) writes its
 own pid into the cgroup and execs the job (or setpriv). Without either (not
 root) the spawner thread moves the pid after the exec (then a job that forks
-at once may start a process outside). No resource limits yet (that needs delegated controllers).
+at once may start a process outside). Limits are beside it: memlimit (memory) and
+cpushare (CPU), in v2 where delegated, else in the host's v1 hierarchies.
 """
 
 from __future__ import annotations
@@ -42,6 +43,19 @@ def make_writable_dir(base: str) -> None:
     probe = os.path.join(base, f"probe-{os.getpid()}")
     os.mkdir(probe)
     os.rmdir(probe)
+
+
+def own_v1_path(controller: str) -> str | None:
+    """This process's cgroup in the v1 hierarchy of ``controller`` (``memory``, ``cpu``)."""
+    try:
+        with open("/proc/self/cgroup") as f:
+            for line in f:
+                _, controllers, path = line.rstrip("\n").split(":", 2)
+                if controller in controllers.split(","):
+                    return path
+    except (OSError, ValueError):
+        return None
+    return None
 
 
 def _cgroup2_root() -> str | None:

@@ -29,6 +29,7 @@ from roost.core import ownerpolicy as op
 from roost.core import slots as core
 from roost.core.slots import Claim, Slot
 from roost.daemons.startd.cgroups import JobCgroups
+from roost.daemons.startd.cpushare import CpuShares
 from roost.daemons.startd.jobspec import (
     Identity,
     JobSpec,
@@ -60,6 +61,7 @@ class Host(Protocol):
     peers: Peers
     cgroups: JobCgroups
     memory: MemoryLimits
+    cpu: CpuShares
     want_reschedule: bool  # ask the negotiator for a cycle after this round of ads
 
     def slot_name(self, name: str) -> str: ...
@@ -408,6 +410,8 @@ class Claims:
             cgroups=self.host.cgroups,
             memory=self.host.memory,
             memory_limit=slot.total.memory << 20 if slot.total.memory else None,
+            cpu=self.host.cpu,
+            cpus=slot.total.cpus,
             update_interval=self.update_interval,
             describe=describe,
             disk_limit=slot.total.disk if self.disk_policy == "hold" and slot.total.disk > 0 else None,
@@ -448,6 +452,7 @@ class Claims:
                 del self.by_claim[cid]  # the fresh claim id the layout gave a static slot
             self.by_claim[slot.claim_id] = slot.name
             starter = self._starter(spec, slot.claim_id, slot, rec.name, identity, d["job_ad"])
+            self.host.cpu.adopt(rec.name, slot.name)
             oom_base = d.get("oom_base")
             self.host.memory.adopt(rec.name, slot.name, slot.total.memory << 20 if slot.total.memory else None,
                                    oom_base if type(oom_base) is int else 0)

@@ -52,6 +52,7 @@ from roost.daemons.base import AdvertisedAd, Daemon, run
 from roost.daemons.startd import launch, resources
 from roost.daemons.startd.cgroups import JobCgroups
 from roost.daemons.startd.claims import Claims
+from roost.daemons.startd.cpushare import CpuShares
 from roost.daemons.startd.leftovers import JOBS_DIR, Record, read_records, remove_sandboxes
 from roost.daemons.startd.memlimit import MemoryLimits
 from roost.daemons.startd.owner_policy import OwnerPolicy
@@ -84,6 +85,7 @@ class Startd(Daemon):
         self.peers = Peers(credentials=lambda: self.security.client_args())
         self.cgroups = JobCgroups(None)
         self.memory = MemoryLimits(None, 0, "none")
+        self.cpu = CpuShares(None, 0)
         self._ads: dict[str, ClassAd] = {}
         self._dirty: set[str] = set()
         self._gone: set[str] = set()
@@ -131,8 +133,12 @@ class Startd(Daemon):
         in_use = frozenset(str(rec.data["slot"].get("name")) for rec in adopt) | kept
         for name in self.memory.sweep(in_use):
             self.log.info("leftover from a previous startd: removed memory cgroup %s", name)
-        self.log.info("memory: %s; cpu: %s; disk: %s", self.memory.mechanism,
-                      "not limited (no cpu controller in use)", self._disk_mechanism())
+        self.cpu = CpuShares.detect(self.execute_dir, self.cgroups.base,
+                                    bool(self.config.get_bool("STARTD_CPU_SHARES", True)),
+                                    self.config.get_float("STARTD_MEMORY_MOVE_DELAY", 0.05) or 0.0)
+        self.cpu.sweep(in_use)
+        self.log.info("memory: %s; cpu: %s; disk: %s", self.memory.mechanism, self.cpu.mechanism,
+                      self._disk_mechanism())
         for line in remove_sandboxes(self.execute_dir, kept):
             self.log.info("leftover from a previous startd: %s", line)
         if os.geteuid() == 0 and self.config.get_bool("STARTD_BUILD_LAUNCHER", True):
@@ -331,6 +337,7 @@ class Startd(Daemon):
         ad["StartdPid"] = os.getpid()
         ad["MemoryEnforcement"] = self.memory.mechanism  # roost's: what holds a job to its request_memory
         ad["DiskEnforcement"] = self._disk_mechanism()
+        ad["CpuEnforcement"] = self.cpu.mechanism
         ad["UpdateInterval"] = int(self.update_interval)
         owner_policy, claims = self.owner_policy, self.claims
         ad.update(owner_policy.owner_attrs.get(slot.name) or owner_policy.owner_attrs_for(slot))

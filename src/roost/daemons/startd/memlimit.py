@@ -33,7 +33,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from roost.daemons.startd.cgroups import make_writable_dir, startd_dir
+from roost.daemons.startd.cgroups import make_writable_dir, own_v1_path, startd_dir
 
 log = logging.getLogger(__name__)
 
@@ -41,8 +41,8 @@ _mover_pool: concurrent.futures.ThreadPoolExecutor | None = None
 _mover_lock = threading.Lock()
 
 
-def _movers() -> concurrent.futures.ThreadPoolExecutor:
-    """Threads that move jobs into v1 memory cgroups (their waits overlap)."""
+def movers() -> concurrent.futures.ThreadPoolExecutor:
+    """Threads that move jobs into v1 cgroups (memory, cpu: their waits overlap)."""
     global _mover_pool
     with _mover_lock:
         if _mover_pool is None:
@@ -60,18 +60,6 @@ class MemoryState:
     current: int
     peak: int
     oom_killed: bool
-
-
-def _own_v1_path() -> str | None:
-    try:
-        with open("/proc/self/cgroup") as f:
-            for line in f:
-                _, controllers, path = line.rstrip("\n").split(":", 2)
-                if "memory" in controllers.split(","):
-                    return path
-    except (OSError, ValueError):
-        return None
-    return None
 
 
 def _read_int(path: str) -> int | None:
@@ -151,7 +139,7 @@ class MemoryLimits:
                         return cls(v2_base, 2, policy, move_delay)
             except OSError:
                 pass
-        own = _own_v1_path()
+        own = own_v1_path("memory")
         if own is None or not os.path.isdir(V1_ROOT):
             return cls(None, 0, policy)
         base = startd_dir(os.path.join(V1_ROOT, own.lstrip("/")), execute_dir)
@@ -276,7 +264,7 @@ class MemoryLimits:
         if path is None or self.version != 1:
             return
         def move() -> None:
-            _movers().submit(self._move, name, path, pid, alive, pids)
+            movers().submit(self._move, name, path, pid, alive, pids)
 
         if later is not None:  # the event loop's timer (no thread per job)
             later(self.move_delay, move)

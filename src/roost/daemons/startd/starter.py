@@ -40,6 +40,7 @@ from typing import Any
 from roost.daemons.sandbox_paths import sandbox_relpath
 from roost.daemons.startd import jobusage, launch, procstat
 from roost.daemons.startd.cgroups import JobCgroups
+from roost.daemons.startd.cpushare import CpuShares
 from roost.daemons.startd.jobspec import Identity, JobSpec, executable_path, job_file
 from roost.daemons.startd.leftovers import JOBS_DIR, Record
 from roost.daemons.startd.memlimit import MemoryLimits
@@ -116,11 +117,15 @@ class Starter:
         update_interval: float = 300.0,
         describe: Callable[[], dict[str, Any]] | None = None,
         disk_limit: int | None = None,
+        cpu: CpuShares | None = None,
+        cpus: int = 1,
     ) -> None:
         self.spec = spec
         self.memory = memory or MemoryLimits(None, 0, "none")
         self.memory_limit = memory_limit  # bytes: the slot's memory
         self.update_interval = update_interval
+        self.cpu = cpu or CpuShares(None, 0)
+        self.cpus = cpus
         self.disk_limit = disk_limit  # KiB: the slot's Disk, where STARTD_DISK_LIMIT holds jobs to it
         self.disk_exceeded: tuple[int, int] | None = None  # (used, limit) KiB: killed for it
         self.claim_id = claim_id
@@ -289,6 +294,7 @@ class Starter:
         os.mkdir(self.sandbox, 0o700)
         self.cgroups.create(self.name)
         self.memory.create(self.name, self.memory_limit, self.slot_name)
+        self.cpu.create(self.name, self.cpus, self.slot_name)
         self._exit_fd = os.open(self.exit_path, os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
         if self.spec.transfer:
             path = os.path.join(self.sandbox, ".job.ad")
@@ -447,6 +453,7 @@ class Starter:
         cleaner thread."""
         self.cgroups.remove(self.name)
         self.memory.remove(self.name)
+        self.cpu.remove(self.name)
         remove_tree(self.sandbox)
         if self._exit_fd is not None:
             os.close(self._exit_fd)
@@ -527,9 +534,11 @@ class Starter:
             except (OSError, TypeError, ValueError):
                 return []
 
-        self.memory.enter(self.name, pid, lambda: not self._reaped,
-                          later=lambda delay, fn: loop.call_soon_threadsafe(loop.call_later, delay, fn),
-                          pids=job_pids)
+        def later(delay: float, fn: Callable[[], Any]) -> None:  # the event loop's timer: no thread per job
+            loop.call_soon_threadsafe(loop.call_later, delay, fn)
+
+        self.memory.enter(self.name, pid, lambda: not self._reaped, later=later, pids=job_pids)
+        self.cpu.enter(self.name, pid, lambda: not self._reaped, later, job_pids)
         keeper = proc.keeper_pid if isinstance(proc, launch.Kept) else None
         self._record.update(
             job=self.spec.job_id, sandbox=self.name, claim_id=self.claim_id, started=self.started,
