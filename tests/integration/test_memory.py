@@ -93,7 +93,10 @@ def test_a_job_over_its_request_disk_is_held_34_104(mpool: PoolHandle, jobdir: P
         c.close()
     assert "held (34/104)" in slot["DiskEnforcement"], slot
     text = ("executable = /bin/sh\narguments = \"-c 'dd if=/dev/zero of=big bs=1M count=60 2>/dev/null; sleep 30'\"\n"
-            "should_transfer_files = YES\nrequest_disk = 4096\nlog = d.log\nqueue\n")
+            "should_transfer_files = YES\nrequest_disk = 4096\nlog = d.log\n"
+            # not on a claim an earlier job of this module left with more disk (claim reuse
+            # serves the same submitter only)
+            "accounting_group = disk\nqueue\n")
     jid = mpool.submit(text, jobdir).job_ids()[0]
     ad = mpool.wait_for(jid, lambda j: j.get("JobStatus") == 5, timeout=60, what="held")
     assert (ad["HoldReasonCode"], ad["HoldReasonSubCode"]) == (34, 104), ad
@@ -125,3 +128,24 @@ def test_request_cpus_is_a_share_of_a_busy_cpu(mpool: PoolHandle, jobdir: Path) 
     assert big is not None and small is not None
     ratio = big["RemoteUserCpu"] / max(small["RemoteUserCpu"], 0.01)
     assert ratio > 2.0, (big["RemoteUserCpu"], small["RemoteUserCpu"])
+
+
+def test_a_core_dump_comes_back_with_the_job(mpool: PoolHandle, jobdir: Path) -> None:
+    """coresize lets the job dump core (RLIMIT_CORE); the core file is a new file of its
+    sandbox, so it comes back when transfer_output_files does not leave it out, and the
+    job ad says JobCoreDumped."""
+    import os
+
+    with open("/proc/sys/kernel/core_pattern") as f:
+        pattern = f.read().strip()
+    if pattern.startswith("|") or "/" in pattern:
+        pytest.skip(f"this host's cores go elsewhere (core_pattern = {pattern})")
+    text = ("executable = /usr/bin/python3\narguments = \"-c 'import os; os.abort()'\"\n"
+            "should_transfer_files = YES\ncoresize = 500000000\nlog = core.log\nqueue\n")
+    jid = mpool.submit(text, jobdir).job_ids()[0]
+    assert mpool.wait([jid], timeout=60)["done"] == 1
+    ad = mpool.job(jid)
+    assert ad is not None and ad["ExitBySignal"] is True and ad["ExitSignal"] == 6, ad
+    assert ad["JobCoreDumped"] is True, ad
+    cores = [p for p in os.listdir(jobdir) if p == "core" or p.startswith("core.")]
+    assert cores and (jobdir / cores[0]).stat().st_size > 0, os.listdir(jobdir)

@@ -41,6 +41,8 @@ class JobSpec:
     kill_sig: int = signal.SIGTERM
     remove_kill_sig: int | None = None
     hold_kill_sig: int | None = None
+    #: coresize (CoreSize): the job's core file limit, bytes; None leaves the startd's
+    core_size: int | None = None
 
 
 def _str(ad: ClassAd, name: str) -> str | None:
@@ -119,7 +121,16 @@ def parse_job(ad: ClassAd, fs_domain: str) -> JobSpec:
         kill_sig=_signal(ad, "KillSig") or signal.SIGTERM,
         remove_kill_sig=_signal(ad, "RemoveKillSig"),
         hold_kill_sig=_signal(ad, "HoldKillSig"),
+        core_size=_core_size(ad),
     )
+
+
+def _core_size(ad: ClassAd) -> int | None:
+    """condor_submit's ``coresize`` (bytes; -1: no limit)."""
+    v = ad.eval("CoreSize") if "CoreSize" in ad else None
+    if type(v) is int or (type(v) is float and v == v):
+        return -1 if v < 0 else int(v)
+    return None
 
 
 def _signal(ad: ClassAd, name: str) -> int | None:

@@ -33,9 +33,11 @@ the file system (not CPU) that would otherwise stall the loop.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import errno
 import hashlib
 import os
+import resource
 import shutil
 import stat
 import subprocess
@@ -218,6 +220,7 @@ class Launch:
     init_groups: bool = False  # the user's supplementary groups (a real owner), else none
     cgroup_procs: str | None = None  # the job cgroup's cgroup.procs, entered before the exec
     exit_fd: int = -1  # where the keeper writes the job's end (read/write); -1: a memfd of our own
+    core_size: int | None = None  # coresize: the job's RLIMIT_CORE (bytes, -1 none); None: ours
 
 
 def check_executable(path: str) -> None:
@@ -363,7 +366,28 @@ def _popen(launch: Launch, pid_fd: int = -1, exit_fd: int = -1) -> subprocess.Po
 
 
 def _start(launch: Launch) -> subprocess.Popen[bytes] | Kept:
-    """Start the job (blocking until the helper has reported it, or it has exec'ed)."""
+    """Start the job (blocking until the helper has reported it, or it has exec'ed).
+
+    A job's core size limit (``coresize``) is inherited from us: the spawner thread,
+    the only one that starts processes, sets the startd's own around the start (a
+    limit set on the job afterwards would come too late for a job that forks or
+    crashes at once)."""
+    if launch.core_size is None:
+        return _start_now(launch)
+    old = resource.getrlimit(resource.RLIMIT_CORE)
+    size = resource.RLIM_INFINITY if launch.core_size < 0 else launch.core_size
+    try:
+        resource.setrlimit(resource.RLIMIT_CORE, (size, size if os.geteuid() == 0 else min(size, old[1])))
+    except (OSError, ValueError):
+        return _start_now(launch)
+    try:
+        return _start_now(launch)
+    finally:
+        with contextlib.suppress(OSError, ValueError):
+            resource.setrlimit(resource.RLIMIT_CORE, old)
+
+
+def _start_now(launch: Launch) -> subprocess.Popen[bytes] | Kept:
     if not _uses_launcher(launch):
         return _popen(launch)
     own = launch.exit_fd < 0

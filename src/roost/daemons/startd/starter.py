@@ -499,6 +499,7 @@ class Starter:
                 init_groups=ident.real_owner,
                 cgroup_procs=self.cgroups.procs_file(self.name),
                 exit_fd=self._exit_fd if self._exit_fd is not None else -1,
+                core_size=spec.core_size,
             )
             # With the launcher or sh shim the job is in its cgroup before its first exec;
             # the move after the exec is then only needed where neither is used.
