@@ -26,7 +26,7 @@ from roost.submit import parse_submit
 
 from .daemon_procs import make_home, pool_token, start_daemon, stop_daemon
 
-SCHEDD_CONFIG = "\nPERIODIC_EXPR_INTERVAL = 0.3\nSCHEDD_MIN_INTERVAL = 0\n"
+SCHEDD_CONFIG = "\nPERIODIC_EXPR_INTERVAL = 0.3\nSCHEDD_MIN_INTERVAL = 0\nSCHEDD_REQUEUE_BACKOFF = 0.05\nSCHEDD_REQUEUE_BACKOFF_MAX = 0.2\n"
 
 
 class ScheddProc:

@@ -7,6 +7,7 @@ import json
 import os
 import sqlite3
 import tempfile
+import time
 
 import pytest
 
@@ -421,8 +422,45 @@ def test_a_machine_that_always_cuts_the_transfer_cannot_requeue_a_job_for_ever(p
             wait_for(lambda: query(c, ids=[f"{cid}.0"])[f"{cid}.0"]["JobStatus"] in (1, 5))
             if query(c, ids=[f"{cid}.0"])[f"{cid}.0"]["JobStatus"] == 5:
                 break
-            match_all(s, startd, claim=f"claim-{i}")
+            wait_for(lambda n=i: match_all(s, startd, claim=f"claim-{n}") > 0)  # offered again after its back-off
             wait_for(lambda n=i: query(c, ids=[f"{cid}.0"])[f"{cid}.0"].get("NumShadowExceptions", 0) > n
                      or query(c, ids=[f"{cid}.0"])[f"{cid}.0"]["JobStatus"] == 5)
         held = wait_for(lambda: (j := query(c, ids=[f"{cid}.0"])[f"{cid}.0"]) and j["JobStatus"] == 5 and j)
     assert held["NumShadowExceptions"] == MAX_TRANSFER_RETRIES and held["HoldReasonCode"] == 13, held
+
+
+def test_requeue_back_off_doubles_from_the_second_fault() -> None:
+    from roost.daemons.schedd.lifecycle import requeue_backoff
+
+    assert [requeue_backoff(n, 1.0, 60.0) for n in range(1, 10)] == [0, 1, 2, 4, 8, 16, 32, 60, 60]
+    assert requeue_backoff(5, 0.0, 60.0) == 0  # SCHEDD_REQUEUE_BACKOFF = 0: none
+
+
+def test_a_requeued_job_waits_out_its_back_off_before_it_is_offered(tmp_path):
+    from roost.daemons.schedd.lifecycle import requeue_backoff
+
+    s = ScheddProc(tmp_path, "SCHEDD_REQUEUE_BACKOFF = 1.5\nSCHEDD_REQUEUE_BACKOFF_MAX = 1.5\n")
+    peers: list[FakeStartd] = []
+    try:
+        s.start()
+        startd = FakeStartd(s.home)
+        startd.cut_transfer_once, startd.cut_transfer_always = "GET_FILES from x: Connection reset by peer", True
+        peers.append(startd)
+        with s.client() as c:
+            cid, _ = submit(c, "executable = /bin/true\nlog = job.log\nqueue\n", str(tmp_path))
+            match_all(s, startd, claim="claim-a")
+            wait_for(lambda: query(c, ids=[f"{cid}.0"])[f"{cid}.0"].get("NumShadowExceptions", 0) == 1)
+            wait_for(lambda: match_all(s, startd, claim="claim-b") > 0)  # the first fault: offered at once
+            wait_for(lambda: query(c, ids=[f"{cid}.0"])[f"{cid}.0"].get("NumShadowExceptions", 0) == 2)
+            t0 = time.monotonic()
+            with s.daemon_client() as n:
+                assert n.call("GET_REQUESTS", owner="root")["requests"] == []  # waiting it out
+            wait_for(lambda: match_all(s, startd, claim="claim-c") > 0, timeout=10)
+            waited = time.monotonic() - t0
+            assert query(c, ids=[f"{cid}.0"])[f"{cid}.0"]["JobStatus"] in (1, 2)
+        assert 1.0 < waited < 5.0, waited
+        assert requeue_backoff(2, 1.5, 1.5) == 1.5
+    finally:
+        for p in peers:
+            p.close()
+        s.stop()

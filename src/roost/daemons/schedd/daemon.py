@@ -111,6 +111,8 @@ class Schedd(Daemon):
         jobs = self.jobs = JobLifecycle(
             self, store, queue, self.userlogs, on_idle=self.idle_arrived, on_change=self.ads_changed
         )
+        jobs.backoff_base = max(0.0, self.config.get_float("SCHEDD_REQUEUE_BACKOFF", 1.0) or 0.0)
+        jobs.backoff_max = max(jobs.backoff_base, self.config.get_float("SCHEDD_REQUEUE_BACKOFF_MAX", 60.0) or 0.0)
         replayed = jobs.replay_pending_events()
         if replayed:
             log.info("wrote %d job ends to users' logs that a killed schedd had committed but not logged", replayed)

@@ -61,6 +61,15 @@ class Runner(Protocol):
         the end through :meth:`JobLifecycle.finish_removed`/:meth:`clear_claim`."""
 
 
+def requeue_backoff(faults: int, base: float, cap: float) -> float:
+    """How long a job waits after its ``faults``-th infrastructure fault before it is
+    offered again: not after the first (most faults are one-off), then ``base`` seconds,
+    doubling, at most ``cap``."""
+    if faults <= 1 or base <= 0:
+        return 0.0
+    return min(base * 2.0 ** (faults - 2), cap)
+
+
 class JobLifecycle:
     """Job state changes: commit, then log, then wake waiters."""
 
@@ -91,6 +100,9 @@ class JobLifecycle:
         # whose change is not yet committed and logged: WAIT_JOBS does not count them.
         self.done_unlogged: set[tuple[int, int]] = set()
         self.done_unlogged_by_cluster: dict[int, int] = {}
+        #: seconds a requeued job waits after its 2nd infrastructure fault, doubling, capped
+        self.backoff_base = 1.0
+        self.backoff_max = 60.0
         # A job's end and its events commit together (pending_events), so a schedd killed
         # between the commit and the write still logs them at its next start, once.
         self._event_ids = itertools.count(max((row[0] for row in store.pending_events()), default=0) + 1)
@@ -319,13 +331,31 @@ class JobLifecycle:
         if job.cluster.procs.get(job.proc) is not job:
             return
         n = job.get("NumShadowExceptions", 0)
-        attrs = {"NumShadowExceptions": (n if isinstance(n, int) else 0) + 1, "LastRemoteHost": job.get("RemoteHost")}
+        faults = (n if isinstance(n, int) else 0) + 1
+        attrs = {"NumShadowExceptions": faults, "LastRemoteHost": job.get("RemoteHost")}
         status = jp.IDLE if job.status in _ON_A_SLOT else None
         ops = self.set_ops(job, attrs, status)
-        job.busy = False
-        self.queue.give_back_idle(job)
+        delay = requeue_backoff(faults, self.backoff_base, self.backoff_max)
+        if delay > 0 and job.status == jp.IDLE:
+            # A job the infrastructure keeps failing waits a little longer each time, so a
+            # broken machine or link is not hammered; it stays Idle, just not offered.
+            job.busy = True
+            log.info("job %s: infrastructure fault %d (%s): runs again in %g s", job.id, faults, why, delay)
+            asyncio.get_running_loop().call_later(delay, self._backoff_over, job)
+        else:
+            job.busy = False
+            self.queue.give_back_idle(job)
         await self.report(job, ops, [shadow_exception(job, why)])
-        self.idle_arrived(job)
+        if delay <= 0:
+            self.idle_arrived(job)
+
+    def _backoff_over(self, job: Job) -> None:
+        """A requeued job's back-off ended: offer it again, unless something else
+        (a hold and release, a removal) has taken it meanwhile."""
+        if (job.cluster.procs.get(job.proc) is job and job.status == jp.IDLE and job.busy
+                and job.key not in self.runners):
+            self.queue.give_back_idle(job)
+            self.idle_arrived(job)
 
     async def evicted(self, job: Job, update: dict[str, Any]) -> None:
         """A vacated job (owner policy, preemption, drain): back to Idle with an evicted event
