@@ -418,3 +418,51 @@ def _alive(pid: int) -> bool:
     except FileNotFoundError:
         return False
 
+
+
+@pytest.fixture(scope="module")
+def idle_pool() -> Iterator[PoolHandle]:
+    home = Path(tempfile.mkdtemp(prefix="roost-iti-", dir="/tmp"))
+    p = start_pool(home, "\nUNAUTHENTICATED_IDLE_TIMEOUT = 1\n")
+    try:
+        yield p
+    finally:
+        stop_pool(p)
+
+
+@pytest.mark.parametrize("daemon", ["collector", "schedd"])
+def test_hundreds_of_idle_and_stalled_connections_cost_little(idle_pool: PoolHandle, daemon: str) -> None:
+    """300 connections that never send a byte and 100 that stop mid-header: the daemon
+    answers everyone else at once, its memory barely moves, and each hanging
+    connection is closed after UNAUTHENTICATED_IDLE_TIMEOUT (1 s here)."""
+    address = read_address(idle_pool.home / "run" / f"{daemon}.address")
+    assert address
+    host, port = address.rsplit(":", 1)
+    pid = idle_pool.daemon_pid(daemon)
+    owner = pool_token(str(idle_pool.home))
+    _probe(address, daemon, owner)
+    before = rss_kb(pid)
+    socks = []
+    try:
+        for i in range(400):
+            s = socket.create_connection((host, int(port)), timeout=5)
+            if i >= 300:
+                s.sendall(b"\x00\x00")  # half a header, then nothing
+            socks.append(s)
+        t0 = time.monotonic()
+        _probe(address, daemon, owner)
+        assert time.monotonic() - t0 < 2.0
+        grown = rss_kb(pid) - before
+        assert grown < 16 * 1024, f"{daemon} grew {grown} KiB for 400 idle connections"
+        deadline = time.monotonic() + 15
+        for s in socks:  # the daemon hangs up on every one of them
+            s.settimeout(max(0.1, deadline - time.monotonic()))
+            try:
+                got = s.recv(64)
+            except ConnectionResetError:
+                got = b""
+            assert got == b"", got
+    finally:
+        for s in socks:
+            s.close()
+    _probe(address, daemon, owner)

@@ -50,7 +50,7 @@ from roost.net.addresses import (
 )
 from roost.net.client import AsyncClient
 from roost.net.errors import RequestError
-from roost.net.server import Handler, Server, serve
+from roost.net.server import IDLE_TIMEOUT, Handler, Server, serve
 from roost.net.tokens import TokenError
 
 LOG_FORMAT = "%(asctime)s.%(msecs)03d %(levelname)s %(name)s: %(message)s"
@@ -82,6 +82,12 @@ def advertise_host(config: Config) -> str | None:
     if chosen and chosen != "*" and chosen not in WILDCARD_HOSTS:
         return chosen
     return (config.get("IP_ADDRESS") or "").strip() or None
+
+
+def idle_timeout(config: Config) -> float:
+    """UNAUTHENTICATED_IDLE_TIMEOUT: seconds a connection that has not authenticated may
+    send nothing (0: for ever)."""
+    return max(0.0, config.get_float("UNAUTHENTICATED_IDLE_TIMEOUT", IDLE_TIMEOUT) or 0.0)
 
 
 class Daemon:
@@ -394,13 +400,39 @@ class Daemon:
     async def reconfigured(self) -> None:
         """Apply a new ``self.config`` after RECONFIG (daemons override)."""
 
-    async def listen(self, port: int | None = None) -> Server:
-        """Serve on ``listen_on()`` (``port``: on that port instead)."""
-        host, configured = self.listen_on()
-        port = configured if port is None else port
+    #: keep the same TCP port across restarts where it is free (``$(RUN)/<name>.port``):
+    #: what others cached (the collector's address, a startd's claims) keeps working
+    sticky_port = False
+
+    async def listen(self) -> Server:
+        """Serve on ``listen_on()``; a daemon with ``sticky_port`` and no port configured
+        takes the port it had before, where it is free."""
+        host, port = self.listen_on()
+        sticky = self.run_dir / f"{self.name}.port" if self.sticky_port and port == 0 else None
+        server: Server | None = None
+        if sticky is not None:
+            try:
+                previous = int(sticky.read_text().strip() or 0)
+            except (OSError, ValueError):
+                previous = 0
+            if 0 < previous < 65536:
+                try:
+                    server = await self._serve(host, previous)
+                except OSError as e:
+                    self.log.info("port %d of the previous %s is taken (%s): listening elsewhere",
+                                  previous, self.name, e.strerror)
+        if server is None:
+            server = await self._serve(host, port)
+        if sticky is not None and server.tcp_address:
+            with contextlib.suppress(OSError):
+                write_address(sticky, server.tcp_address.rsplit(":", 1)[1])
+        return server
+
+    async def _serve(self, host: str, port: int) -> Server:
         return await serve(
             self.served_handlers(), host=host, port=port, unix_path=self.unix_socket(),
             max_frame=self.max_frame, **self.security.serve_args(host),
+            idle_timeout=idle_timeout(self.config),
         )
 
     async def main(self) -> int:

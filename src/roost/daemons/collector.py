@@ -21,7 +21,6 @@ a personal pool means local processes only (it listens on 127.0.0.1).
 
 from __future__ import annotations
 
-import contextlib
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -32,11 +31,11 @@ from roost.classad.evaluate import EvaluationFailed, evaluate
 from roost.classad.parser import parse_expr
 from roost.core.submitters import ad_key
 from roost.daemons.base import Daemon, run
-from roost.net.addresses import is_loopback, write_address
+from roost.net.addresses import is_loopback
 from roost.net.adwire import obj_to_ad
 from roost.net.auth import AuthError, TokenAuthority, challenge_for
 from roost.net.errors import RequestError
-from roost.net.server import Handler, Peer, Server, serve
+from roost.net.server import Handler, Peer
 
 
 @dataclass(slots=True)
@@ -128,6 +127,7 @@ def _project(obj: dict[str, Any], wanted: list[str]) -> dict[str, Any]:
 
 class Collector(Daemon):
     ad_type = "Collector"
+    sticky_port = True  # daemons that cached its address keep reaching it after a restart
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__("collector", "COLLECTOR", **kwargs)
@@ -147,23 +147,6 @@ class Collector(Daemon):
         if sep and port.isdigit():
             return host, int(port)
         return host, self.config.get_int("COLLECTOR_PORT", 9618) or 0
-
-    async def listen(self) -> Server:
-        host, port = self.listen_on()
-        sticky = self.run_dir / "collector.port"
-        server = None
-        if port == 0:
-            with contextlib.suppress(ValueError, OSError):
-                server = await serve(
-                    self.served_handlers(), host=host, port=int(sticky.read_text()), max_frame=self.max_frame,
-                    **self.security.serve_args(host)
-                )
-        if server is None:
-            server = await serve(self.served_handlers(), host=host, port=port, max_frame=self.max_frame,
-                                 **self.security.serve_args(host))
-        if port == 0 and server.tcp_address:
-            write_address(sticky, server.tcp_address.rsplit(":", 1)[1])
-        return server
 
     def collector_address(self) -> str | None:
         return self.address

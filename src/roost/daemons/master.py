@@ -32,7 +32,7 @@ from typing import Any
 
 from roost.config import Config, ConfigError
 from roost.daemons.backoff import Backoff
-from roost.daemons.base import advertise_host, local_name_arg
+from roost.daemons.base import advertise_host, idle_timeout, local_name_arg
 from roost.daemons.security import Security, reread
 from roost.net.addresses import (
     advertised,
@@ -533,6 +533,7 @@ async def serve(master: Master) -> None:
     # command but STATUS needs ADMINISTRATOR.
     bind = master.config.get("BIND_ADDRESS") or "127.0.0.1"
     server = master.server = await serve_requests(handlers, host=bind, port=0, max_frame=MASTER_MAX_FRAME,
+                                                  idle_timeout=idle_timeout(master.config),
                                                   **master.security.serve_args(bind))
     address = advertised(server.address, advertise_host(master.config))
     master.address = address

@@ -184,6 +184,10 @@ class Peer:
 UNAUTHENTICATED_FRAME = 1 << 20
 #: seconds a frame's body may go without a byte (per 1 MiB piece) once its header has come
 FRAME_TIMEOUT = 60.0
+#: seconds a connection that has not authenticated may sit without sending a whole
+#: frame header (idle, or stopped mid-header) before it is closed: hundreds of them
+#: cost a daemon little, and none stays for ever (UNAUTHENTICATED_IDLE_TIMEOUT)
+IDLE_TIMEOUT = 300.0
 _BODY_CHUNK = 1 << 20
 
 Handler = Callable[[dict[str, Any], Peer], Awaitable[dict[str, Any] | None]]
@@ -205,10 +209,12 @@ class Server:
         tls: ServerTLS | None = None,
         kerberos: KerberosSettings | None = None,
         max_frame: int = framing.MAX_FRAME,
+        idle_timeout: float = IDLE_TIMEOUT,
     ) -> None:
         self.handlers = dict(handlers)
         self.max_frame = max_frame
         self.frame_timeout = FRAME_TIMEOUT
+        self.idle_timeout = idle_timeout
         self.tls = tls
         self.kerberos = kerberos
         self.authority = authority
@@ -289,10 +295,18 @@ class Server:
         readexactly = reader.readexactly
         while True:
             try:
-                header = await readexactly(framing.HEADER_SIZE)
+                if peer.identity is None and self.idle_timeout > 0:
+                    async with asyncio.timeout(self.idle_timeout):
+                        header = await readexactly(framing.HEADER_SIZE)
+                else:  # daemons and tools that proved who they are keep their connections
+                    header = await readexactly(framing.HEADER_SIZE)
             except asyncio.IncompleteReadError as e:
                 if e.partial:
                     log.info("peer %s closed mid-header", peer.address)
+                return
+            except TimeoutError:
+                log.debug("peer %s sent no frame for %g s before authenticating; closing",
+                          peer.address, self.idle_timeout)
                 return
             try:
                 if peer.identity is not None:
@@ -488,6 +502,7 @@ async def serve(
     tls: ServerTLS | None = None,
     kerberos: KerberosSettings | None = None,
     max_frame: int = framing.MAX_FRAME,
+    idle_timeout: float = IDLE_TIMEOUT,
 ) -> Server:
     """Start serving ``handlers`` (cmd → async handler(req, peer) → result dict).
 
@@ -499,6 +514,6 @@ async def serve(
     if host is None and unix_path is None:
         host = "127.0.0.1"
     server = Server(handlers, schemas or {}, authority=authority, authorize=authorize, uid_domain=uid_domain,
-                    tls=tls, kerberos=kerberos, max_frame=max_frame)
+                    tls=tls, kerberos=kerberos, max_frame=max_frame, idle_timeout=idle_timeout)
     await server._start(host, port, unix_path)
     return server

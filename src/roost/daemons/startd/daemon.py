@@ -57,10 +57,9 @@ from roost.daemons.startd.leftovers import JOBS_DIR, Record, read_records, remov
 from roost.daemons.startd.memlimit import MemoryLimits
 from roost.daemons.startd.owner_policy import OwnerPolicy
 from roost.daemons.startd.peers import Peers
-from roost.net.addresses import parse_address
 from roost.net.client import AsyncClient
 from roost.net.errors import RequestError
-from roost.net.server import Handler, Server
+from roost.net.server import Handler
 
 _SLOT_TYPE = re.compile(r"^SLOT_TYPE_(\d+)$", re.I)
 # HTCondor's Requirements written by condor_submit test split(TARGET.CondorVersion)[1].
@@ -71,6 +70,7 @@ class Startd(Daemon):
     """The execute-side daemon."""
 
     max_frame = 16 << 20  # ACTIVATE_CLAIM carries a job ad; file bytes follow frames, not in them
+    sticky_port = True  # the schedds of jobs it adopts after a restart reach their claims again
 
     ad_type = None  # it advertises slot ads only (see ``ads``)
 
@@ -196,34 +196,6 @@ class Startd(Daemon):
         self.want_reschedule = True
         self.changed(*self.slots)
         self.every(self.owner_policy.polling_interval, self.owner_policy.poll, "owner-policy")
-
-    async def listen(self, port: int | None = None) -> Server:
-        """On the port the previous startd of this execute directory had, where it is
-        free: the schedds of the jobs it left running reach the claims there again."""
-        port_file = os.path.join(self.execute_dir, JOBS_DIR, ".port")
-        server: Server | None = None
-        if port is None and self.listen_on()[1] == 0:
-            try:
-                with open(port_file) as f:
-                    previous = int(f.read().strip() or 0)
-            except (OSError, ValueError):
-                previous = 0
-            if 0 < previous < 65536:
-                try:
-                    server = await super().listen(previous)
-                except OSError as e:
-                    self.log.info("port %d of the previous startd is taken (%s): listening elsewhere",
-                                  previous, e.strerror)
-        if server is None:
-            server = await super().listen(port)
-        try:
-            kind, where = parse_address(server.address)
-            if kind == "tcp" and isinstance(where, tuple):
-                with open(port_file, "w") as f:
-                    f.write(f"{where[1]}\n")
-        except (OSError, ValueError):
-            pass
-        return server
 
     async def stop(self) -> None:
         claims = self.claims
