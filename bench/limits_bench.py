@@ -7,10 +7,13 @@ Runnable on its own::
 Two personal pools of 8 static slots, up at once, runs alternating between them:
 
 - *on*: the defaults: every job in a memory cgroup limited to its slot
-  (``STARTD_MEMORY_LIMIT = hard``, where the host has a memory controller), and its
-  usage reported every ``STARTER_UPDATE_INTERVAL`` (1 s here, to make the reports
-  happen during the runs; the default is 300 s).
-- *off*: ``STARTD_MEMORY_LIMIT = off`` (no memory cgroup) and reports every 3600 s.
+  (``STARTD_MEMORY_LIMIT = hard``, where the host has a memory controller) and a CPU
+  share (``STARTD_CPU_SHARES``), its sandbox watched against its Disk
+  (``STARTD_DISK_LIMIT = hold``), and its usage reported every
+  ``STARTER_UPDATE_INTERVAL`` (1 s here, to make the reports happen during the runs;
+  the default is 300 s).
+- *off*: ``STARTD_MEMORY_LIMIT = off`` (no memory cgroup), no CPU shares, disk not
+  watched, and reports every 3600 s.
 
 Figures (medians; ratio on/off, target within 10%): ``throughput`` (1,000 ``/bin/true``
 jobs, submit to the last terminated event, jobs/s) and ``latency`` (one ``/bin/true``,
@@ -34,8 +37,10 @@ sys.path.insert(0, str(ROOT / "bench"))
 from pool_bench import ROOST, BenchPool, _job_dir, wait_terminated  # noqa: E402
 
 MODES = {
-    "on": "\nSTARTD_MEMORY_LIMIT = hard\nSTARTER_UPDATE_INTERVAL = 1\n",
-    "off": "\nSTARTD_MEMORY_LIMIT = off\nSTARTER_UPDATE_INTERVAL = 3600\n",
+    "on": "\nSTARTD_MEMORY_LIMIT = hard\nSTARTD_CPU_SHARES = True\nSTARTD_DISK_LIMIT = hold\n"
+          "STARTER_UPDATE_INTERVAL = 1\n",
+    "off": "\nSTARTD_MEMORY_LIMIT = off\nSTARTD_CPU_SHARES = False\nSTARTD_DISK_LIMIT = none\n"
+           "STARTER_UPDATE_INTERVAL = 3600\n",
 }
 
 
