@@ -56,8 +56,30 @@ def test_a_hog_dies_at_its_limit_and_the_slots_cgroup_serves_the_next_job(limits
     limits.remove("job3")
     # the next job in that cgroup does not inherit the kill
     limits.create("job4", 64 << 20, "slot1")
-    assert not limits.state("job4").oom_killed
+    assert limits.state("job4") is None  # not in its cgroup yet: nothing measured there
+    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(0.5)"], start_new_session=True)
+    limits.enter("job4", proc.pid, lambda: proc.poll() is None)
+    time.sleep(0.3)
+    state = limits.state("job4")
+    assert state is not None and not state.oom_killed  # the kill before it is not its own
+    proc.wait(timeout=10)
     limits.remove("job4")
+
+
+def test_a_job_that_ends_before_its_move_costs_no_cgroup_file(limits: MemoryLimits) -> None:
+    """Most short jobs: never moved in, so its slot's directory is not emptied for the
+    next one, nothing is read at its end (its rusage says it all) or killed after it."""
+    limits.create("quick", 64 << 20, "slot3")
+    proc = subprocess.Popen(["/bin/true"], start_new_session=True)
+    proc.wait(timeout=10)
+    limits.enter("quick", proc.pid, lambda: False)  # gone: its move never happens
+    time.sleep(limits.move_delay + 0.1)
+    assert limits.state("quick") is None
+    limits.remove("quick")
+    assert "slot3" not in limits._dirty
+    limits.create("next", 64 << 20, "slot3")  # no force_empty: the directory held nobody
+    assert limits.oom_base("next") == limits.oom_base("quick") == 0
+    limits.remove("next")
 
 
 def test_already_over_its_limit_when_it_would_enter_it_is_killed(limits: MemoryLimits) -> None:

@@ -146,7 +146,11 @@ class CpuShares:
                     with contextlib.suppress(OSError), open(os.path.join(path, "cgroup.procs"), "w") as f:
                         f.write(str(p))
 
-        later(self.move_delay, lambda: movers().submit(move))
+        def soon() -> None:
+            if alive():  # a job already gone costs no thread hand-off
+                movers().submit(move)
+
+        later(self.move_delay, soon)
 
     def remove(self, name: str) -> None:
         """A dynamic slot's directory goes with its job (blocking: the cleaner thread);

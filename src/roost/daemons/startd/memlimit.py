@@ -111,6 +111,12 @@ class MemoryLimits:
         self._oom_base: dict[str, int] = {}  # name -> its directory's OOM kills at its start
         self._owner: dict[str, str] = {}  # v1 directory -> the job it serves now
         self._before: dict[str, int] = {}  # name -> what it held when it entered (v1), bytes
+        # v1: jobs that were moved into their directory, and directories a job entered
+        # since their last reset: a job that ended before its move (most short ones)
+        # leaves nothing to empty, read or kill, and costs no cgroup file at all
+        self._moved: set[str] = set()
+        self._dirty: set[str] = set()
+        self._oom_seen: dict[str, int] = {}  # v1 directory -> its OOM kills at its last reset
 
     @property
     def mechanism(self) -> str:
@@ -194,11 +200,15 @@ class MemoryLimits:
                     with contextlib.suppress(OSError):  # where the kernel still can, charges follow the job
                         self._write(path, "memory.move_charge_at_immigrate", 3)
                     self._dir_limit.pop(key, None)
-                else:
+                elif key in self._dirty or key not in self._oom_seen:
                     with contextlib.suppress(OSError):  # the previous job's cache and peak are not this one's
                         self._write(path, "memory.force_empty", 0)
                         self._write(path, "memory.max_usage_in_bytes", 0)
-                self._oom_base[name] = _oom_kills(os.path.join(path, "memory.oom_control"))
+                self._dirty.discard(key)
+                seen = self._oom_seen.get(key)
+                if seen is None:
+                    seen = self._oom_seen[key] = _oom_kills(os.path.join(path, "memory.oom_control"))
+                self._oom_base[name] = seen
             if limit_bytes and self.policy == "hard":
                 if self.version == 1:
                     if self._dir_limit.get(key) != limit_bytes:
@@ -264,7 +274,8 @@ class MemoryLimits:
         if path is None or self.version != 1:
             return
         def move() -> None:
-            movers().submit(self._move, name, path, pid, alive, pids)
+            if alive():  # checked here first: a job already gone costs no thread hand-off
+                movers().submit(self._move, name, path, pid, alive, pids)
 
         if later is not None:  # the event loop's timer (no thread per job)
             later(self.move_delay, move)
@@ -293,6 +304,9 @@ class MemoryLimits:
             for p in procs:  # what it forked before the move (its job cgroup knows them all)
                 with contextlib.suppress(OSError), open(os.path.join(path, "cgroup.procs"), "w") as f:
                     f.write(str(p))
+            self._moved.add(name)
+            self._dirty.add(self._key.get(name, name))
+            self._oom_seen.pop(self._key.get(name, name), None)  # read again at the next reset
             moved = _read_int(os.path.join(path, "memory.usage_in_bytes")) or 0
             if before and moved >= before // 2:
                 # this kernel moved the charges with the tasks: count them once, full limit
@@ -318,6 +332,9 @@ class MemoryLimits:
         path = self.path(name)
         if path is None:
             return None
+        if self.version == 1 and name not in self._moved:
+            # never entered its cgroup (it ended first): its rusage says it all
+            return MemoryState(0, 0, True) if name in self.over_limit else None
         if self.version == 1:
             current = _read_int(os.path.join(path, "memory.usage_in_bytes"))
             peak = _read_int(os.path.join(path, "memory.max_usage_in_bytes"))
@@ -341,11 +358,15 @@ class MemoryLimits:
         self._oom_base.pop(name, None)
         path = self.path(name)
         key = self._key.pop(name, name)
+        moved = name in self._moved
+        self._moved.discard(name)
         if path is None or self.version != 1:
             return
         if self._owner.get(key) != name:
             return  # the slot's next job has it already: nothing of ours to kill or remove
         if key.startswith("slot") and "_" not in key:  # a static slot's: kept for its next job
+            if not moved:
+                return  # the job never entered it: nothing of it there to kill
             with contextlib.suppress(OSError):
                 with open(os.path.join(path, "cgroup.procs")) as f:
                     for pid in f.read().split():  # what the job left running dies
