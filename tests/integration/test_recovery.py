@@ -39,8 +39,8 @@ def test_schedd_killed_mid_run_loses_nothing(fresh_pool: PoolHandle, tmp_path: P
     for jid in running:
         ad = pool.job(jid)
         assert ad is not None and ad["JobStatus"] == 4 and ad["ExitCode"] == 0
-        # reconnected, not rerun: it started once
-        assert ad.get("NumJobStarts", 1) == 1, ad
+        # reconnected, not rerun: it started once, with a second shadow
+        assert ad.get("NumJobStarts", 1) == 1 and ad.get("NumShadowStarts") == 2, ad
 
 
 def _launcher_ready(pool: PoolHandle, timeout: float = 30) -> None:
@@ -78,6 +78,7 @@ def _ran_once(pool: PoolHandle, tmp_path: Path, ids: list[str], log: str) -> Non
         assert ad is not None and ad["JobStatus"] == 4 and ad["ExitCode"] == 0, ad
         assert ad.get("NumJobStarts", 1) == 1, ad  # carried on, not rerun
         assert (tmp_path / f"out.{i}").read_text() == "CARRY ON\n"
+        assert ad["TransferOutputSizeMB"] == 1 and ad["BytesRecvd"] >= len("CARRY ON\n"), ad
         cluster, proc = jid.split(".")
         tag = f"({int(cluster):03d}.{int(proc):03d}.000)"
         starts = [ln for ln in events.splitlines() if ln.startswith("001 " + tag)]

@@ -282,6 +282,7 @@ def start_attrs(ad: ClassAd, remote_host: str, now: float) -> dict[str, Any]:
     starts = _int_attr(ad, "NumJobStarts") + 1
     attrs: dict[str, Any] = {
         "NumJobStarts": starts,
+        "NumShadowStarts": _int_attr(ad, "NumShadowStarts") + 1,
         "JobRunCount": _int_attr(ad, "JobRunCount") + 1,
         "JobCurrentStartDate": int(now),
         "RemoteHost": remote_host,

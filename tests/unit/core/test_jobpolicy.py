@@ -100,7 +100,8 @@ def test_has_periodic_skips_literal_false():
 def test_start_and_usage_attrs():
     ad = job()
     a = jp.start_attrs(ad, "slot1@h", 200)
-    assert a == {"NumJobStarts": 1, "JobRunCount": 1, "JobCurrentStartDate": 200, "RemoteHost": "slot1@h", "JobStartDate": 200}
+    assert a == {"NumJobStarts": 1, "NumShadowStarts": 1, "JobRunCount": 1, "JobCurrentStartDate": 200,
+                 "RemoteHost": "slot1@h", "JobStartDate": 200}
     ad.update(a)
     assert "JobStartDate" not in jp.start_attrs(ad, "slot1@h", 300)
     u = jp.usage_attrs(ad, {"user": 2.5, "system": 0.5}, 200, 210)

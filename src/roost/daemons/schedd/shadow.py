@@ -439,6 +439,9 @@ class Shadow:
         self.exit = asyncio.get_running_loop().create_future()
         self.started_at = float(job.get("JobCurrentStartDate") or time.time())
         self.jobs.write_events(job, [ReconnectedEvent(job.cluster.id, job.proc, time.time(), startd_name=self.slot_name)])
+        n = job.get("NumShadowStarts", 0)  # a new shadow took the job on, as HTCondor counts it
+        self.jobs.host.spawn(self.jobs.commit(self.jobs.set_ops(job, {"NumShadowStarts": (n if isinstance(n, int) else 0) + 1})),
+                             f"shadow-starts-{job.id}")
         if state.get("state") in ("exited", "failed", "vacated") and (
             state.get("state") != "exited" or "exit_code" in state or "exit_signal" in state
         ):
@@ -532,6 +535,7 @@ class Shadow:
         for attr, moved in (("BytesSent", self.bytes_sent), ("BytesRecvd", self.bytes_recvd)):
             prev = job.get(attr, 0)
             attrs[attr] = float((prev if type(prev) in (int, float) else 0) + moved)
+        attrs["TransferOutputSizeMB"] = -(-self.bytes_recvd // (1 << 20))  # this run's output, MiB up
         attrs.update(decision.attrs or {})
         run_usage = Usage(int(uattrs["RemoteUserCpu"]), int(uattrs["RemoteSysCpu"]))
         total_usage = Usage(int(uattrs["CumulativeRemoteUserCpu"]), int(uattrs["CumulativeRemoteSysCpu"]))
