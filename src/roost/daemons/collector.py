@@ -190,8 +190,11 @@ class Collector(Daemon):
         authority = self.security.authority
         if not isinstance(authority, TokenAuthority):
             raise RequestError("NOT_FOUND", "TOKEN_CHALLENGE: this collector holds no pool signing key")
+        # lazy: cryptography (the sealing) loads only on a collector that serves key-less hosts
+        from roost.net.certs import seal
+
         try:
-            return challenge_for(req, authority)
+            return challenge_for(req, authority, seal)
         except AuthError as e:
             raise RequestError("AUTH_FAILED", str(e)) from None
 

@@ -23,9 +23,12 @@ A personal pool needs no set-up: the first daemon to start makes the pool key
 
 from __future__ import annotations
 
+import base64
+import contextlib
 import logging
 import os
 import pwd
+import ssl
 import time
 from dataclasses import replace
 from typing import Any
@@ -106,17 +109,29 @@ class Security:
                                token=self.token, tls=tls) for _ in range(4)]
         turn = iter(range(1 << 62))
 
+        cert_file = config.get("AUTH_SSL_SERVER_CERTFILE") or ""
+        key_file = config.get("AUTH_SSL_SERVER_KEYFILE") or ""
+
         async def ask(args: dict[str, Any]) -> dict[str, Any]:
             idle = [c for c in clients if not c.busy()]
             client = idle[0] if idle else clients[next(turn) % len(clients)]
+            with contextlib.suppress(OSError, ValueError):  # our certificate: the key to resume comes sealed to it
+                with open(cert_file) as f:
+                    args = {**args, "cert": base64.b64encode(ssl.PEM_cert_to_DER_cert(f.read())).decode("ascii")}
             return await client.call("TOKEN_CHALLENGE", **args)
+
+        def unseal(sealed: str) -> str:
+            # lazy: cryptography loads only on a key-less host, at its first checked token
+            from roost.net.certs import unseal as open_sealed
+
+            return open_sealed(key_file, sealed).decode("ascii")
 
         async def close() -> None:
             for c in clients:
                 await c.close()
 
         log.info("no pool signing key here: the collector at %s checks the tokens shown to this daemon", address)
-        return DelegatedAuthority(ask, self.trust_domain, close=close)
+        return DelegatedAuthority(ask, self.trust_domain, close=close, unseal=unseal)
 
     async def close(self) -> None:
         """Close what this security holds open (a key-less host's collector connections)."""

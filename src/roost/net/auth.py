@@ -34,6 +34,7 @@ a generator of requests); the server and the clients carry the messages.
 from __future__ import annotations
 
 import base64
+import contextlib
 import hmac
 import secrets
 import time
@@ -357,17 +358,16 @@ class DelegatedAuthority:
     that holds no key learns nothing it could use anywhere else.
 
     So that a pool keeps working while its central manager is down (running jobs
-    report, claims take further jobs), the central manager also returns, over TLS, a
-    key derived from the token's signature and this daemon's certificate binding
-    (``resume_secret``): good only for that token with that certificate. When the
-    central manager cannot be reached, the daemon runs the handshake alone with it
-    for a token it has seen checked (until the token expires, at most
-    ``RESUME_FOR`` seconds after the check), and says so (``resume``) so the client
-    derives the same key. While the central manager answers it is always asked
-    (revocations apply at once).
-
-    ``ask(request)`` sends ``TOKEN_CHALLENGE`` and returns its answer, or raises
-    RemoteError (the token is refused: its message) or ConnectionError/TimeoutError.
+    report, claims take further jobs), the daemon sends its own certificate along, and
+    the central manager returns a key derived from the token's signature and the
+    daemon's certificate binding (``resume_secret``), sealed to that certificate's
+    public key: only that daemon can open it, and it is good only for that token with
+    that certificate. When the central manager cannot be reached (a refused or failed
+    connection, not a slow answer), the daemon runs the handshake alone with it for a
+    token it has seen checked (until the token expires, at most ``RESUME_FOR`` seconds
+    after the check), and says so (``resume``) so the client derives the same key.
+    While the central manager answers it is always asked, and a token it refuses is
+    forgotten (revocations apply at once).
     """
 
     TIMEOUT = 5.0
@@ -376,10 +376,12 @@ class DelegatedAuthority:
     MAX_REMEMBERED = 10000
 
     def __init__(self, ask: Callable[[dict[str, Any]], Any], issuer: str,
-                 close: Callable[[], Any] | None = None, clock: Callable[[], float] | None = None) -> None:
+                 close: Callable[[], Any] | None = None, clock: Callable[[], float] | None = None,
+                 unseal: Callable[[str], str] | None = None) -> None:
         self.ask = ask
         self.issuer = issuer
         self.close = close
+        self.unseal = unseal  # opens a resume key the central manager sealed to our certificate
         self.clock = clock or time.monotonic
         self._resumable: dict[tuple[str, str], _Resumable] = {}  # (token, binding) -> key
         self._down_until = 0.0
@@ -400,9 +402,11 @@ class DelegatedAuthority:
             async with asyncio.timeout(self.TIMEOUT):
                 got = await self.ask({"token": token, "nonce": nonce, "binding": binding})
         except RemoteError as e:
+            self._resumable.pop((token, binding), None)  # refused now (revoked, expired): never alone again
             raise AuthError(e.message if e.message.startswith(f"{METHOD}:") else f"{METHOD}: {e.message}") from None
         except (ConnectionError, OSError, TimeoutError) as e:
-            if now >= self._down_until:
+            if now >= self._down_until and not isinstance(e, TimeoutError):
+                # unreachable (not merely slow: a flood must not switch us to running alone)
                 self._down_until = now + self.DOWN_FOR
             kept = self._resumable.get((token, binding))
             if kept is not None and now < kept.expires:
@@ -414,8 +418,12 @@ class DelegatedAuthority:
         if not all(type(got.get(f)) is str for f in fields) or not isinstance(got.get("scopes"), list):
             raise AuthError(f"{METHOD}: the central manager's answer is malformed")
         state = DelegatedState(got["expect"], got["subject"], tuple(str(x) for x in got["scopes"]), got["jti"])
-        resume = got.get("resume")
-        if type(resume) is str and is_tls_binding(binding):
+        sealed = got.get("resume_sealed")
+        resume = None
+        if type(sealed) is str and self.unseal is not None:
+            with contextlib.suppress(ValueError, OSError):
+                resume = self.unseal(sealed)
+        if resume is not None and is_tls_binding(binding):
             left = self.RESUME_FOR
             exp = got.get("expires_in")
             if isinstance(exp, int | float) and not isinstance(exp, bool):
@@ -442,10 +450,16 @@ def delegated_finish(req: Mapping[str, Any], state: DelegatedState) -> Identity:
     return Identity(state.subject, METHOD, state.scopes)
 
 
-def challenge_for(req: Mapping[str, Any], authority: TokenAuthority) -> dict[str, Any]:
+def challenge_for(req: Mapping[str, Any], authority: TokenAuthority,
+                  seal: Callable[[bytes, bytes], str] | None = None) -> dict[str, Any]:
     """The central manager's side of ``TOKEN_CHALLENGE``: the server nonce and proof for
     a key-less daemon to send, the client proof it must then expect, and whom it
-    proves; AuthError when the pool does not honour the token."""
+    proves; AuthError when the pool does not honour the token.
+
+    With ``cert`` (the asking daemon's own certificate, base64 DER) whose hash is the
+    binding, and ``seal`` (``roost.net.certs.seal``), also the daemon's resume key for
+    this token, sealed to that certificate's public key: anyone can send a daemon's
+    certificate, only that daemon can open what comes back."""
     binding = req.get("binding")
     if type(binding) is not str or len(binding) > 256:
         raise AuthError(f"{METHOD}: the channel binding is missing or malformed")
@@ -453,8 +467,18 @@ def challenge_for(req: Mapping[str, Any], authority: TokenAuthority) -> dict[str
     expect = _proof(state.secret, "client", state.client_nonce, state.server_nonce, state.signing_input, binding)
     levels = [sc.split("/", 1)[1] for sc in state.claims.scopes if sc.startswith("condor:/")]
     out = {**reply, "expect": expect, "subject": state.claims.subject, "scopes": levels, "jti": state.claims.jti}
-    if is_tls_binding(binding):  # the key of later handshakes the daemon runs alone (see DelegatedAuthority)
-        out["resume"] = resume_secret(state.secret, binding)
-        if state.claims.expires_at is not None:
-            out["expires_in"] = max(0, state.claims.expires_at - int(authority.clock()))
+    cert = req.get("cert")
+    if seal is not None and is_tls_binding(binding) and type(cert) is str and len(cert) < 16384:
+        try:
+            der = base64.b64decode(cert, validate=True)
+        except ValueError:
+            der = b""
+        # only for the certificate the binding names (the daemon's own), sealed to it
+        if der and base64.b64encode(sha256(der).digest()).decode("ascii") == binding:
+            try:
+                out["resume_sealed"] = seal(der, resume_secret(state.secret, binding).encode("ascii"))
+            except ValueError:
+                pass
+            if state.claims.expires_at is not None:
+                out["expires_in"] = max(0, state.claims.expires_at - int(authority.clock()))
     return out

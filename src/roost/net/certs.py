@@ -14,6 +14,7 @@ is imported here and nowhere else.
 
 from __future__ import annotations
 
+import base64
 import datetime
 import ipaddress
 import os
@@ -23,7 +24,9 @@ from dataclasses import dataclass
 
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.hazmat.primitives.asymmetric import ec, padding, rsa
+from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 from roost.net.private_files import write_private
@@ -189,3 +192,48 @@ def subject_of_file(path: str) -> str:
     except (OSError, ValueError) as e:
         raise CertError(f"{path}: not a readable PEM certificate: {e}") from None
     return dn_text(cert.subject)
+
+
+# -- sealing: a secret only the holder of a certificate's key can open -----------------
+_SEAL_INFO = b"roost-seal-1"
+
+
+def seal(cert_der: bytes, secret: bytes) -> str:
+    """``secret`` encrypted to the public key of the certificate ``cert_der`` (EC: an
+    ephemeral ECDH, HKDF-SHA256, AES-GCM; RSA: OAEP-SHA256), base64 text. The central
+    manager seals a key-less daemon's resume key this way: anyone may ask for it with
+    that daemon's (public) certificate, only the daemon can open it."""
+    public = x509.load_der_x509_certificate(cert_der).public_key()
+    if isinstance(public, ec.EllipticCurvePublicKey):
+        eph = ec.generate_private_key(public.curve)
+        shared = eph.exchange(ec.ECDH(), public)
+        key = HKDF(hashes.SHA256(), 32, None, _SEAL_INFO).derive(shared)
+        nonce = secrets.token_bytes(12)
+        eph_pub = eph.public_key().public_bytes(serialization.Encoding.X962,
+                                                serialization.PublicFormat.UncompressedPoint)
+        box = b"E" + len(eph_pub).to_bytes(2, "big") + eph_pub + nonce + AESGCM(key).encrypt(nonce, secret, _SEAL_INFO)
+    elif isinstance(public, rsa.RSAPublicKey):
+        box = b"R" + public.encrypt(secret, padding.OAEP(padding.MGF1(hashes.SHA256()), hashes.SHA256(), None))
+    else:
+        raise ValueError("the certificate's key is neither EC nor RSA")
+    return base64.b64encode(box).decode("ascii")
+
+
+def unseal(key_path: str, sealed: str) -> bytes:
+    """Open what ``seal`` made for the certificate whose private key is at ``key_path``;
+    ValueError when it cannot."""
+    box = base64.b64decode(sealed)
+    with open(key_path, "rb") as f:
+        private = serialization.load_pem_private_key(f.read(), None)
+    try:
+        if box[:1] == b"E" and isinstance(private, ec.EllipticCurvePrivateKey):
+            n = int.from_bytes(box[1:3], "big")
+            eph_pub = ec.EllipticCurvePublicKey.from_encoded_point(private.curve, box[3:3 + n])
+            nonce, body = box[3 + n:15 + n], box[15 + n:]
+            key = HKDF(hashes.SHA256(), 32, None, _SEAL_INFO).derive(private.exchange(ec.ECDH(), eph_pub))
+            return AESGCM(key).decrypt(nonce, body, _SEAL_INFO)
+        if box[:1] == b"R" and isinstance(private, rsa.RSAPrivateKey):
+            return private.decrypt(box[1:], padding.OAEP(padding.MGF1(hashes.SHA256()), hashes.SHA256(), None))
+    except Exception as e:  # InvalidTag and friends: one kind of failure for the caller
+        raise ValueError(f"cannot open the sealed key: {type(e).__name__}") from None
+    raise ValueError("the sealed key is not for this certificate's key type")

@@ -23,7 +23,7 @@ SCHEMAS: dict[str, Schema] = {
     "UPDATE_AD": {"type": "str", "ad": "object", "private": "object?"},
     "INVALIDATE_AD": {"type": "str", "name": "str", "schedd_name": "str?"},
     "QUERY": {"type": "str", "constraint": "str?", "projection": "list[str]?", "private": "bool?"},
-    "TOKEN_CHALLENGE": {"token": "str", "nonce": "str", "binding": "str"},
+    "TOKEN_CHALLENGE": {"token": "str", "nonce": "str", "binding": "str", "cert": "str?"},
     # negotiator
     "RESCHEDULE": {},
     "CYCLE_STATS": {},

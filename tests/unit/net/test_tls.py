@@ -382,9 +382,8 @@ def test_the_central_manager_runs_a_keyless_hosts_handshake_without_giving_out_s
     hs = ClientHandshake(tok, binding="the key-less daemon's certificate")
     hello = {k: v for k, v in hs.hello().items() if k in ("token", "nonce")}  # TOKEN_CHALLENGE's arguments
     got = challenge_for({**hello, "binding": "the key-less daemon's certificate"}, authority())
-    assert set(got) == {"nonce", "proof", "expect", "subject", "scopes", "jti", "resume"}
+    assert set(got) == {"nonce", "proof", "expect", "subject", "scopes", "jti"}
     assert tok.rsplit(".", 1)[1] not in str(got)  # never the signature
-    assert "resume" not in challenge_for({**hs.hello(), "binding": "plain;tls-offered=0"}, authority())
     state = DelegatedState(got["expect"], got["subject"], tuple(got["scopes"]), got["jti"])
     ident = delegated_finish(hs.answer(got), state)
     assert (ident.name, ident.scopes) == ("bob@example", ("READ",))
@@ -398,41 +397,64 @@ def test_the_central_manager_runs_a_keyless_hosts_handshake_without_giving_out_s
         hs.answer(got)
 
 
-def test_a_keyless_daemon_runs_handshakes_alone_while_the_central_manager_is_down() -> None:
+def test_a_keyless_daemon_runs_handshakes_alone_while_the_central_manager_is_down(tmp_path) -> None:
     """Only for a token the central manager checked for it, only with the certificate it
-    was checked on, only until the token expires; and never while the manager answers."""
-    from roost.net.auth import DelegatedAuthority, challenge_for, delegated_finish
+    was checked on (the key comes sealed to that certificate: nobody else can open
+    it), only until the token expires; and never while the manager answers."""
+    import base64 as b64
 
+    from roost.net.auth import DelegatedAuthority, challenge_for, delegated_finish
+    from roost.net.certs import seal, unseal
+
+    cert, key = str(tmp_path / "host.crt"), str(tmp_path / "host.key")
+    ensure_self_signed(cert, key, ["exec1"])
+    der = ssl.PEM_cert_to_DER_cert(open(cert).read())
+    binding = binding_of(der)
     up = [True]
     now = [1000.0]
+    asked = []
 
     async def ask(args):
+        asked.append(args)
         if not up[0]:
             raise ConnectionError("cannot connect to the central manager")
-        return challenge_for(args, authority())
+        return challenge_for({**args, "cert": b64.b64encode(der).decode()}, authority(), seal)
 
-    keyless = DelegatedAuthority(ask, POOL, clock=lambda: now[0])
-    cert = "sha256 of this daemon's certificate"
+    keyless = DelegatedAuthority(ask, POOL, clock=lambda: now[0], unseal=lambda s: unseal(key, s).decode())
 
-    def handshake(tok, binding=cert):
-        hs = ClientHandshake(tok, binding=binding)
-        reply, state = asyncio.run(keyless.challenge(hs.hello(), binding))
+    def handshake(tok, bind=binding):
+        hs = ClientHandshake(tok, binding=bind)
+        reply, state = asyncio.run(keyless.challenge(hs.hello(), bind))
         return reply, delegated_finish(hs.answer(reply), state)
 
     tok = token("bob@example", scopes=["READ"], lifetime=3600)
     reply, ident = handshake(tok)  # the manager checks it: nothing resumed
     assert "resume" not in reply and ident.name == "bob@example"
+    # what the manager sent: a sealed key, never the key itself; another host that sends
+    # this daemon's (public) certificate gets the same box and cannot open it
+    box = challenge_for({**ClientHandshake(tok, binding=binding).hello(), "binding": binding,
+                         "cert": b64.b64encode(der).decode()}, authority(), seal)
+    assert "resume" not in box and "resume_sealed" in box
+    other_cert, other_key = str(tmp_path / "other.crt"), str(tmp_path / "other.key")
+    ensure_self_signed(other_cert, other_key, ["thief"])
+    with pytest.raises(ValueError):
+        unseal(other_key, box["resume_sealed"])
+    # a certificate that is not the binding's gets nothing
+    other_der = ssl.PEM_cert_to_DER_cert(open(other_cert).read())
+    assert "resume_sealed" not in challenge_for(
+        {**ClientHandshake(tok, binding=binding).hello(), "binding": binding,
+         "cert": b64.b64encode(other_der).decode()}, authority(), seal)
     up[0] = False
     reply, ident = handshake(tok)  # down: the daemon runs it alone, the client follows
     assert reply["resume"] is True and (ident.name, ident.scopes) == ("bob@example", ("READ",))
     with pytest.raises(AuthError, match="cannot be reached"):
         handshake(token("carol@example"))  # never checked here: refused
     with pytest.raises(AuthError, match="cannot be reached"):
-        handshake(tok, binding="another certificate")
-    # a man in the middle who holds the resume key of another daemon cannot use it here:
-    # the key depends on the certificate the client sees
+        handshake(tok, bind="another certificate")
+    # a man in the middle with his own certificate: the client's key depends on the
+    # certificate it sees, so the proofs do not match
     hs = ClientHandshake(tok, binding="the middle's certificate")
-    reply, _ = asyncio.run(keyless.challenge({**hs.hello()}, cert))
+    reply, _ = asyncio.run(keyless.challenge({**hs.hello()}, binding))
     with pytest.raises(AuthError, match="proof does not match"):
         hs.answer(reply)
     now[0] += 3601  # past the token's expiry
