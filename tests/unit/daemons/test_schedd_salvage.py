@@ -96,3 +96,15 @@ def test_not_a_database_at_all(tmp_path):
     q.store.close()
     with sqlite3.connect(db) as c:
         assert c.execute("SELECT COUNT(*) FROM procs").fetchone() == (1,)
+
+
+def test_a_file_that_cannot_be_read_is_no_reason_to_move_it(tmp_path):
+    """Damage only: a file SQLite cannot open (here a directory in its place) stops the
+    schedd with a clear error, and nothing is moved."""
+    import pytest
+
+    db = tmp_path / "job_queue.db"
+    db.mkdir()
+    with pytest.raises(salvage.QueueFileError, match="cannot be read"):
+        Store(str(db), fsync=False)
+    assert db.is_dir() and not [p for p in os.listdir(tmp_path) if ".damaged-" in p]

@@ -339,7 +339,7 @@ class JobLifecycle:
         if delay > 0 and job.status == jp.IDLE:
             # A job the infrastructure keeps failing waits a little longer each time, so a
             # broken machine or link is not hammered; it stays Idle, just not offered.
-            job.busy = True
+            self.queue.take_idle(job)  # busy, and out of the idle set set_ops may have put it in
             log.info("job %s: infrastructure fault %d (%s): runs again in %g s", job.id, faults, why, delay)
             asyncio.get_running_loop().call_later(delay, self._backoff_over, job)
         else:
@@ -434,9 +434,11 @@ class JobLifecycle:
             runner.vacate_job(job)
             return
         # No runner (e.g. between restart and reconnect): settle it now.
-        self.host.spawn(self._settle(job), f"settle-{job.id}")
+        self.host.spawn(self.settle(job), f"settle-{job.id}")
 
-    async def _settle(self, job: Job) -> None:
+    async def settle(self, job: Job) -> None:
+        """A removed or held job that no runner will stop: its claim forgotten, a removed
+        one off to the history."""
         if job.status == jp.REMOVED:
             await self.finish_removed(job)
         elif job.status == jp.HELD:

@@ -35,7 +35,16 @@ _TABLES: dict[str, tuple[str, str, Callable[[tuple[Any, ...]], bool]]] = {
               and (r[3] is None or _is_json_object(r[3])) and (r[4] is None or _is_json_object(r[4]))),
     "history": ("cluster, proc, owner, completion, status, ad", "cluster, proc",
                 lambda r: type(r[0]) is int and type(r[1]) is int and _is_json_object(r[5])),
+    "pending_events": ("id, path, owner, text", "id",
+                       lambda r: type(r[0]) is int and isinstance(r[1], str) and isinstance(r[3], str)),
 }
+#: what SQLite says of a damaged file (anything else, "database is locked" or an I/O
+#: error, is no reason to move a queue aside)
+_DAMAGED = ("malformed", "not a database", "corrupt", "encrypted")
+
+
+class QueueFileError(Exception):
+    """The queue file cannot be opened or read for a reason other than damage."""
 _SIDE_FILES = ("-wal", "-shm")
 
 
@@ -55,17 +64,25 @@ def damage(path: str) -> str | None:
     try:
         conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
     except sqlite3.Error as e:
-        return str(e)
+        return _judge(path, e)
     try:
         rows = conn.execute("PRAGMA quick_check").fetchall()
     except sqlite3.Error as e:
-        return str(e)
+        return _judge(path, e)
     finally:
         conn.close()
     if rows == [("ok",)]:
         return None
     first = str(rows[0][0]) if rows and rows[0] else "quick_check failed"
     return first if len(rows) == 1 else f"{first} (and {len(rows) - 1} more problems)"
+
+
+def _judge(path: str, e: sqlite3.Error) -> str:
+    """Damage (its words), or QueueFileError for anything else (locked, unreadable)."""
+    text = str(e)
+    if any(word in text.lower() for word in _DAMAGED):
+        return text
+    raise QueueFileError(f"job queue {path} cannot be read: {text} (nothing was moved; fix it and start again)")
 
 
 def _scan(conn: sqlite3.Connection, table: str, columns: str, key: str, order: str) -> Iterator[tuple[Any, ...]]:

@@ -232,13 +232,20 @@ class Shadow:
                                               schedd_address=self.jobs.host.address)
                 break
             except (RemoteError, ConnectionError) as e:
-                if isinstance(e, ConnectionError) and time.monotonic() + delay < deadline:
+                # AUTH_FAILED too: a restarted key-less startd cannot check our token while
+                # the central manager is down; it may be able to in a moment
+                transient = isinstance(e, ConnectionError) or (isinstance(e, RemoteError) and e.code == "AUTH_FAILED")
+                if transient and time.monotonic() + delay < deadline:
                     log.info("job %s: reconnect to %s: %s; trying again in %.2g s", job.id,
                              self.startd_address, e, delay)
                     await asyncio.sleep(delay)
                     delay = min(delay * 2, 10.0)
                     if job.cluster.procs.get(job.proc) is not job or job.status not in (jp.RUNNING, jp.SUSPENDED):
-                        return  # removed or held meanwhile: nothing left to reconnect
+                        # removed or held meanwhile: settled here (its vacate found no
+                        # exit to wait for); the startd kills the job when the lease ends
+                        if self.jobs.runners.get(job.key) is self:
+                            await self.jobs.settle(job)
+                        return
                     continue
                 log.warning("job %s: reconnect to %s failed: %s", job.id, self.startd_address, e)
                 s.reconnect_failures += 1

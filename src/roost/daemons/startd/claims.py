@@ -17,6 +17,7 @@ import asyncio
 import itertools
 import logging
 import os
+import shutil
 import time
 from collections.abc import Awaitable
 from dataclasses import dataclass, replace
@@ -426,8 +427,15 @@ class Claims:
         done = []
         now = time.time()
         assert self.host.machine is not None
-        for rec in records:
+        # oldest first: with claim reuse a claim may have two records, a job that ended
+        # (its report not yet acknowledged) and the next one; the later one holds the slot
+        for rec in sorted(records, key=lambda r: r.started):
             d = rec.data
+            cid = d.get("claim_id")
+            held = self.by_claim.get(cid) if isinstance(cid, str) else None
+            if held is not None and cid in self.starters:
+                done.append(self._adopt_next(rec, cid, held, now))
+                continue
             try:
                 s, c = d["slot"], d["claim"]
                 total = core.Resources(int(s["cpus"]), int(s["memory"]), int(s["disk"]), tuple(s["gpus"]))
@@ -442,7 +450,7 @@ class Claims:
                 changed = core.readopt(self.host.slots, str(s["name"]), total, claim, d["claim_id"], now)
             except (KeyError, TypeError, ValueError, JobSpecError, core.SlotError) as e:
                 done.append(f"cannot adopt job {d.get('job', rec.name)} ({e}): killed")
-                done.extend(rec.kill())
+                done.extend(self._forget_record(rec))
                 continue
             for slot in changed:
                 self.host.slots[slot.name] = slot
@@ -465,6 +473,42 @@ class Claims:
             done.append(f"adopted job {spec.job_id} on {self.host.slot_name(slot.name)} ({state})")
         if records:
             self._arm_leases()
+        return done
+
+    def _adopt_next(self, rec: Record, cid: str, slot_name: str, now: float) -> str:
+        """A second record on an adopted claim: the earlier job moves to the claim's
+        reporting starters, this one runs on the slot."""
+        d = rec.data
+        try:
+            uid, gid, name, home, real = d["identity"]
+            identity = Identity(int(uid), int(gid), str(name), str(home), bool(real))
+            job = obj_to_ad(d["job_ad"])
+            assert self.host.machine is not None
+            spec = parse_job(job, self.host.machine.filesystem_domain)
+        except (KeyError, TypeError, ValueError, JobSpecError) as e:
+            self._forget_record(rec)
+            return f"cannot adopt job {d.get('job', rec.name)} ({e}): killed"
+        slot = self.host.slots[slot_name]
+        earlier = self.starters.pop(cid)
+        self.reporting.setdefault(cid, []).append(earlier)
+        assert slot.claim is not None
+        self.host.slots[slot_name] = replace(slot, claim=replace(slot.claim, job=spec.job_id, job_start=rec.started))
+        starter = self._starter(spec, cid, slot, rec.name, identity, d["job_ad"])
+        self.host.cpu.adopt(rec.name, slot.name)
+        oom_base = d.get("oom_base")
+        self.host.memory.adopt(rec.name, slot.name, slot.total.memory << 20 if slot.total.memory else None,
+                               oom_base if type(oom_base) is int else 0)
+        self.starters[cid] = starter
+        self.job_ads[cid] = job
+        starter.adopt(rec)
+        return f"adopted job {spec.job_id} on {self.host.slot_name(slot_name)} after job {earlier.spec.job_id}"
+
+    def _forget_record(self, rec: Record) -> list[str]:
+        """A job that cannot be adopted: killed, its sandbox and cgroups removed."""
+        done = rec.kill()
+        self.host.cgroups.remove(rec.name)
+        sandbox = os.path.join(self.host.execute_dir, rec.name)
+        shutil.rmtree(sandbox, ignore_errors=True)
         return done
 
     def _identity(self, owner: str, user: str, slot_name: str) -> Identity:

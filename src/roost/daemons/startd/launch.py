@@ -142,9 +142,12 @@ static void keep(pid_t pid, int out) {
         got = wait4(pid, &status, 0, &ru);
     } while (got < 0 && errno == EINTR);
     if (got == pid) {
-        dprintf(out, "%d %ld.%06ld %ld.%06ld %ld\n", status,
-                (long)ru.ru_utime.tv_sec, (long)ru.ru_utime.tv_usec,
-                (long)ru.ru_stime.tv_sec, (long)ru.ru_stime.tv_usec, (long)ru.ru_maxrss);
+        char buf[128];
+        int n = snprintf(buf, sizeof buf, "%d %ld.%06ld %ld.%06ld %ld\n", status,
+                         (long)ru.ru_utime.tv_sec, (long)ru.ru_utime.tv_usec,
+                         (long)ru.ru_stime.tv_sec, (long)ru.ru_stime.tv_usec, (long)ru.ru_maxrss);
+        /* over the blanks the startd wrote (its blocks are taken: a full disk cannot stop this) */
+        if (n > 0 && pwrite(out, buf, (size_t)n, 0) < 0) { /* the startd then reruns the job */ }
         /* no fsync: the file must outlive the startd, not the machine (~ms per job) */
     }
     _exit(0);
@@ -204,6 +207,8 @@ int main(int argc, char **argv) {
 }
 """
 _cleaner: ThreadPoolExecutor | None = None
+#: the exit file's size, written blank before the job starts (the keeper's line fits)
+EXIT_RECORD_SIZE = 96
 
 
 @dataclass(frozen=True)
@@ -396,6 +401,10 @@ def _start_now(launch: Launch) -> subprocess.Popen[bytes] | Kept:
     try:
         try:
             helper = _popen(launch, w, exit_fd)
+        except BaseException:
+            if own:
+                os.close(exit_fd)
+            raise
         finally:
             os.close(w)
         got = b""

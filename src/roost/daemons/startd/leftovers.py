@@ -54,9 +54,10 @@ class Record:
         return self.keeper > 1 and _started_at(self.keeper) == self.keeper_ticks
 
     def ended(self) -> bool:
-        """The keeper wrote the job's end."""
+        """The keeper wrote the job's end (over the blanks the starter left for it)."""
         try:
-            return os.path.getsize(self.exit_path) > 0
+            with open(self.exit_path, "rb") as f:
+                return bool(f.read(256).strip())
         except OSError:
             return False
 
@@ -71,7 +72,7 @@ class Record:
         """Kill what is left of the job (its group's processes started since it was,
         and its keeper) and forget the record; what was done, for the log."""
         done = []
-        if self.pid > 1:
+        if self.pid > 1 and self.ticks > 0:  # without its start time a group id could be anyone's
             for pid in _group_members(self.pid, self.ticks):
                 with contextlib.suppress(ProcessLookupError, PermissionError):
                     os.kill(pid, signal.SIGKILL)

@@ -233,6 +233,8 @@ class MemoryLimits:
             self._key[name] = slot
             self._owner[slot] = name
             self._oom_base[name] = oom_base
+            self._moved.add(name)  # it may be in there (its move happened or not): measure and clean it
+            self._dirty.add(slot)
         if limit_bytes:
             self._limits[name] = limit_bytes
 
@@ -299,14 +301,15 @@ class MemoryLimits:
                 # what it holds already counts: the cgroup gets only the rest of the limit
                 self._set_v1_limit(path, limit - before)
                 self._dir_limit.pop(self._key.get(name, name), None)  # the next job sets its own
+            # marked first: a job killed right after its move is still one that moved
+            self._moved.add(name)
+            self._dirty.add(self._key.get(name, name))
+            self._oom_seen.pop(self._key.get(name, name), None)  # read again at the next reset
             with open(os.path.join(path, "cgroup.procs"), "w") as f:
                 f.write(str(pid))
             for p in procs:  # what it forked before the move (its job cgroup knows them all)
                 with contextlib.suppress(OSError), open(os.path.join(path, "cgroup.procs"), "w") as f:
                     f.write(str(p))
-            self._moved.add(name)
-            self._dirty.add(self._key.get(name, name))
-            self._oom_seen.pop(self._key.get(name, name), None)  # read again at the next reset
             moved = _read_int(os.path.join(path, "memory.usage_in_bytes")) or 0
             if before and moved >= before // 2:
                 # this kernel moved the charges with the tasks: count them once, full limit

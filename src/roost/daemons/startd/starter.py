@@ -246,6 +246,10 @@ class Starter:
             self._exit_fd = os.open(self.exit_path, os.O_RDONLY)
         self._mkdir = asyncio.get_running_loop().create_future()
         self._mkdir.set_result(None)  # the sandbox exists: _clean removes it
+        if not record.alive():
+            # reaped long ago: its pid (a group leader's) may be anyone's now; the job's
+            # cgroup alone is killed
+            self._reaped_and_killed = True
         return self.start()
 
     async def _prepare(self) -> float:
@@ -296,6 +300,9 @@ class Starter:
         self.memory.create(self.name, self.memory_limit, self.slot_name)
         self.cpu.create(self.name, self.cpus, self.slot_name)
         self._exit_fd = os.open(self.exit_path, os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
+        # its blocks taken now: a job that fills the disk cannot stop its keeper from
+        # writing its end there (the keeper overwrites these blanks in place)
+        os.pwrite(self._exit_fd, b" " * launch.EXIT_RECORD_SIZE, 0)
         if self.spec.transfer:
             path = os.path.join(self.sandbox, ".job.ad")
             with open(path, "w") as f:
@@ -450,17 +457,18 @@ class Starter:
 
     def _clean(self) -> None:
         """Remove the job's cgroup (killing stragglers), sandbox and record; on the
-        cleaner thread."""
+        cleaner thread. The record goes first: a startd that dies half-way must not
+        adopt a job whose sandbox is gone (or whose report was acknowledged)."""
+        for path in (self.marker, self.exit_path):
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(path)
+        if self._exit_fd is not None:
+            os.close(self._exit_fd)
+            self._exit_fd = None
         self.cgroups.remove(self.name)
         self.memory.remove(self.name)
         self.cpu.remove(self.name)
         remove_tree(self.sandbox)
-        if self._exit_fd is not None:
-            os.close(self._exit_fd)
-            self._exit_fd = None
-        for path in (self.marker, self.exit_path):
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(path)
 
     # -- the process ---------------------------------------------------------------
 
@@ -509,9 +517,11 @@ class Starter:
                 proc = await asyncio.shield(pending)
             except asyncio.CancelledError:
                 # vacated while the spawner thread was starting it: kill what it started
+                # (unless the startd is leaving its jobs to the next one: its master died)
                 with contextlib.suppress(Exception):
                     self._started(await pending)
-                    self._kill_group(signal.SIGKILL)
+                    if not self.detached:
+                        self._kill_group(signal.SIGKILL)
                 raise
         finally:
             for fd in opened:
@@ -549,13 +559,13 @@ class Starter:
         )
         self.save_record()
 
-    def save_record(self) -> None:
+    def save_record(self, text: str | None = None) -> None:
         """Write the job's record (atomically: a crash leaves the old one or the new)."""
         tmp = self.marker + ".new"
         try:
             fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
             try:
-                write_all(fd, json.dumps(self._record, separators=(",", ":")).encode())
+                write_all(fd, (text or json.dumps(self._record, separators=(",", ":"))).encode())
             finally:
                 os.close(fd)
             os.replace(tmp, self.marker)
@@ -566,7 +576,8 @@ class Starter:
         """The claim's schedd moved (RECONNECT): the record says where to report."""
         if self._record and self.state in ("running", "exited"):
             self._record.setdefault("claim", {}).update(changes)
-            launch.on_cleaner(self.save_record)
+            text = json.dumps(self._record, separators=(",", ":"))  # here: the loop owns the dict
+            launch.on_cleaner(lambda: self.save_record(text))
 
     def _started(self, proc: subprocess.Popen[bytes] | launch.Kept) -> None:
         self._proc = proc
