@@ -369,3 +369,51 @@ def test_processes_that_leave_the_process_group_die_with_the_job_when_cgroups_wo
             await _gone(escaped)
 
     run(main())
+
+
+def test_a_restarted_startd_adopts_both_jobs_of_a_reused_claim():
+    """A claim runs its next job while the first one's report still waits (the schedd
+    refuses it for now); the startd is killed; the next one adopts both records: the
+    first job reports, the second runs on to its end on the same claim."""
+    if os.geteuid() != 0:
+        pytest.skip("jobs outlive the startd under the launcher, built as root")
+
+    async def main():
+        async with pool() as (peer, startd, client):
+            launcher = startd.home / "execute" / ".launcher"
+            await peer.wait_for(lambda: launcher.is_dir() and any(launcher.iterdir()), timeout=30)
+            await asyncio.sleep(0.3)
+            peer.jobs["1.0"] = Job(inputs=[("job.sh", b"#!/bin/sh\necho one > result.txt\n", 0o755)])
+            peer.jobs["1.1"] = Job(inputs=[("job.sh", b"#!/bin/sh\nsleep 3\necho two > result.txt\n", 0o755)])
+            first = job_ad("executable = job.sh\nshould_transfer_files = YES\nqueue\n")
+            second = {**first, "ProcId": 1}
+            got = await claim(peer, client, first)
+            cid = got["claim_id"]
+            peer.refuse_updates = True  # the first job's final report waits
+            await client.call("ACTIVATE_CLAIM", claim_id=cid, job_ad=first)
+            for _ in range(100):  # the claim takes the next job once the first has exited
+                try:
+                    await client.call("ACTIVATE_CLAIM", claim_id=cid, job_ad=second)
+                    break
+                except RemoteError as e:
+                    assert e.code == "DENIED", e
+                    await asyncio.sleep(0.1)
+            await asyncio.sleep(0.5)  # past the second job's spawn: it has its record
+            records = [p.name for p in (startd.home / "execute" / ".jobs").iterdir() if p.name.startswith("dir_")
+                       and "." not in p.name]
+            assert len(records) == 2, records
+            startd.kill()
+            await startd.start()
+            peer.refuse_updates = False
+            ends: dict[str, dict] = {}
+            while len(ends) < 2:
+                u = await peer.next_update(timeout=30)
+                if u["state"] in ("exited", "failed", "vacated"):
+                    ends[u["job"]] = u
+            assert ends["1.0"]["state"] == "exited" and ends["1.0"]["exit_code"] == 0, ends
+            assert ends["1.1"]["state"] == "exited" and ends["1.1"]["exit_code"] == 0, ends
+            assert peer.jobs["1.0"].outputs["result.txt"] == b"one\n"
+            assert peer.jobs["1.1"].outputs["result.txt"] == b"two\n"
+            assert "after job 1.0" in (startd.home / "log" / "StartLog").read_text()  # one claim, two records
+
+    run(main())
