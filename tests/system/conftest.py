@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from hostpool import MultiHostPool
+from hostpool import MultiHostPool, four_hosts
 from netns import Network, unavailable
 
 
@@ -21,22 +21,10 @@ def network() -> Iterator[Network]:
 
 @pytest.fixture
 def hosts(network: Network) -> Iterator[MultiHostPool]:
-    """A central manager, a submit host and two execute hosts, started. exec1 holds a
-    copy of the pool key; the submit host and exec2 joined with a daemon token only."""
-    pool = MultiHostPool(network)
-    try:
-        cm = pool.add("cm", "CentralManager")
-        cm.roost("up", "-timeout", "30", timeout=45)
-        for name, role in (("submit", "Submit"), ("exec1", "Execute"), ("exec2", "Execute")):
-            h = pool.add(name, role)
-            if name == "exec1":
-                h.take_pool_key(cm)
-            else:
-                h.take_token(cm)
-            h.roost("up", "-timeout", "30", timeout=45)
+    """Four hosts: exec1 holds a copy of the pool key; the submit host and exec2 joined
+    with a daemon token only."""
+    with four_hosts(network) as pool:
         yield pool
-    finally:
-        pool.stop()
 
 
 @pytest.hookimpl(hookwrapper=True)

@@ -7,11 +7,13 @@ or (``take_token``) only a daemon token the central manager minted.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 from netns import Host, Network
@@ -135,3 +137,28 @@ class MultiHostPool:
                 h.roost("down", "-timeout", "15", timeout=20, check=False)
             except subprocess.TimeoutExpired:
                 pass  # Network.close kills what is left
+
+
+@contextlib.contextmanager
+def four_hosts(network: Network, keyed: tuple[str, ...] = ("exec1",),
+               execute_config: str = "") -> Iterator[MultiHostPool]:
+    """A central manager, a submit host and two execute hosts, started; the hosts in
+    ``keyed`` hold a copy of the pool key, the others joined with a daemon token only;
+    ``execute_config`` goes into the execute hosts' configuration."""
+    pool = MultiHostPool(network)
+    try:
+        cm = pool.add("cm", "CentralManager")
+        cm.roost("up", "-timeout", "30", timeout=45)
+        for name, role in (("submit", "Submit"), ("exec1", "Execute"), ("exec2", "Execute")):
+            h = pool.add(name, role)
+            if name in keyed:
+                h.take_pool_key(cm)
+            else:
+                h.take_token(cm)
+            if role == "Execute" and execute_config:
+                with open(h.home / "roost_config", "a") as f:
+                    f.write(execute_config)
+            h.roost("up", "-timeout", "30", timeout=45)
+        yield pool
+    finally:
+        pool.stop()

@@ -19,7 +19,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from hostpool import MultiHostPool, RoostHost
+from hostpool import MultiHostPool, RoostHost, four_hosts
 from netns import Network
 
 JOBS = int(os.environ.get("ROOST_CHAOS_JOBS", "1000"))
@@ -49,20 +49,8 @@ queue {JOBS}
 @pytest.fixture
 def chaos_pool(network: Network) -> Iterator[MultiHostPool]:
     """A central manager, a submit host, two execute hosts of 6 cores each."""
-    pool = MultiHostPool(network)
-    try:
-        cm = pool.add("cm", "CentralManager")
-        cm.roost("up", "-timeout", "30", timeout=45)
-        for name, role in (("submit", "Submit"), ("exec1", "Execute"), ("exec2", "Execute")):
-            h = pool.add(name, role)
-            h.take_pool_key(cm) if name != "exec2" else h.take_token(cm)
-            if role == "Execute":
-                with open(h.home / "roost_config", "a") as f:
-                    f.write("NUM_CPUS = 6\nMEMORY = 2048\n")
-            h.roost("up", "-timeout", "30", timeout=45)
+    with four_hosts(network, keyed=("submit", "exec1"), execute_config="NUM_CPUS = 6\nMEMORY = 2048\n") as pool:
         yield pool
-    finally:
-        pool.stop()
 
 
 def _pid(h: RoostHost, name: str) -> int | None:

@@ -44,7 +44,6 @@ HOLD_TRANSFER_INPUT_ERROR = 13
 HOLD_IWD_ERROR = 14
 HOLD_SYSTEM_POLICY = 26
 HOLD_OUT_OF_RESOURCES = 34  # JobOutOfResources: over its memory or disk, as HTCondor holds it
-HOLD_MEMORY_EXCEEDED = HOLD_OUT_OF_RESOURCES
 SUBCODE_DISK_EXCEEDED = 104  # HTCondor's subcode for disk (its policy templates' DISK_EXCEEDED)
 
 

@@ -498,9 +498,7 @@ class Shadow:
                        f"{oom.get('limit_mb')} megabytes. Peak usage: {oom.get('peak_mb')} megabytes. "
                        "Consider resubmitting with a higher request_memory.")
                 usage = update.get("usage") if isinstance(update.get("usage"), dict) else {}
-                if isinstance(usage.get("MemoryUsage"), int):
-                    await s.live_usage(job, {"MemoryUsage": usage["MemoryUsage"]})
-                await s.hold(job, msg, jp.HOLD_MEMORY_EXCEEDED, 0, vacate=False)
+                await self._out_of_resources(job, msg, 0, "MemoryUsage", usage.get("MemoryUsage"))
                 return True
             disk = update.get("disk")
             if isinstance(disk, dict):
@@ -508,9 +506,7 @@ class Shadow:
                 msg = (f"Error from {self.slot_name}: Job has exceeded its allocated disk of "
                        f"{disk.get('limit_kb')} KiB: its sandbox held {disk.get('usage_kb')} KiB. "
                        "Consider resubmitting with a higher request_disk.")
-                if isinstance(disk.get("usage_kb"), int):
-                    await s.live_usage(job, {"DiskUsage": disk["usage_kb"]})
-                await s.hold(job, msg, jp.HOLD_OUT_OF_RESOURCES, jp.SUBCODE_DISK_EXCEEDED, vacate=False)
+                await self._out_of_resources(job, msg, jp.SUBCODE_DISK_EXCEEDED, "DiskUsage", disk.get("usage_kb"))
                 return True
             output_error = update.get("output_error")
             if isinstance(output_error, str) and output_error:
@@ -523,6 +519,12 @@ class Shadow:
         except Exception:
             log.exception("job %s: handling its exit failed", job.id)
             return False
+
+    async def _out_of_resources(self, job: Job, msg: str, subcode: int, attr: str, used: Any) -> None:
+        """Held for going over its memory or disk (JobOutOfResources), what it used in its ad."""
+        if isinstance(used, int):
+            await self.jobs.live_usage(job, {attr: used})
+        await self.jobs.hold(job, msg, jp.HOLD_OUT_OF_RESOURCES, subcode, vacate=False)
 
     async def _exited(self, job: Job, update: dict[str, Any]) -> None:
         now = time.time()

@@ -45,6 +45,14 @@ def make_writable_dir(base: str) -> None:
     os.rmdir(probe)
 
 
+def child_dirs(base: str) -> list[str]:
+    """The names of the cgroups directly under ``base`` ([] when it cannot be read)."""
+    try:
+        return [e.name for e in os.scandir(base) if e.is_dir(follow_symlinks=False)]
+    except OSError:
+        return []
+
+
 def own_v1_path(controller: str) -> str | None:
     """This process's cgroup in the v1 hierarchy of ``controller`` (``memory``, ``cpu``)."""
     try:
@@ -219,12 +227,7 @@ class JobCgroups:
 
     def leftovers(self) -> list[str]:
         """Job cgroups a previous startd left behind (their processes are killed by remove)."""
-        if self.base is None:
-            return []
-        try:
-            return [e.name for e in os.scandir(self.base) if e.is_dir(follow_symlinks=False)]
-        except OSError:
-            return []
+        return child_dirs(self.base) if self.base is not None else []
 
     def close(self) -> None:
         """Remove our parent cgroup when the startd stops (only if no job cgroup is left)."""

@@ -426,7 +426,6 @@ class Claims:
         is killed. What was done, for the log."""
         done = []
         now = time.time()
-        assert self.host.machine is not None
         # oldest first: with claim reuse a claim may have two records, a job that ended
         # (its report not yet acknowledged) and the next one; the later one holds the slot
         for rec in sorted(records, key=lambda r: r.started):
@@ -434,7 +433,7 @@ class Claims:
             cid = d.get("claim_id")
             held = self.by_claim.get(cid) if isinstance(cid, str) else None
             if held is not None and cid in self.starters:
-                done.append(self._adopt_next(rec, cid, held, now))
+                done.append(self._adopt_next(rec, cid, held))
                 continue
             try:
                 s, c = d["slot"], d["claim"]
@@ -443,10 +442,7 @@ class Claims:
                 claim = Claim(schedd_address=str(c["schedd_address"]), user=str(c["user"]), owner=str(c["owner"]),
                               lease=lease, lease_expires=now + lease, job=str(d["job"]), job_start=rec.started,
                               concurrency_limits=str(c.get("concurrency_limits") or ""))
-                uid, gid, name, home, real = d["identity"]
-                identity = Identity(int(uid), int(gid), str(name), str(home), bool(real))
-                job = obj_to_ad(d["job_ad"])
-                spec = parse_job(job, self.host.machine.filesystem_domain)
+                spec, identity, job = self._recorded_job(rec)
                 changed = core.readopt(self.host.slots, str(s["name"]), total, claim, d["claim_id"], now)
             except (KeyError, TypeError, ValueError, JobSpecError, core.SlotError) as e:
                 done.append(f"cannot adopt job {d.get('job', rec.name)} ({e}): killed")
@@ -459,15 +455,8 @@ class Claims:
             for cid in [cid for cid, named in self.by_claim.items() if named == slot.name]:
                 del self.by_claim[cid]  # the fresh claim id the layout gave a static slot
             self.by_claim[slot.claim_id] = slot.name
-            starter = self._starter(spec, slot.claim_id, slot, rec.name, identity, d["job_ad"])
-            self.host.cpu.adopt(rec.name, slot.name)
-            oom_base = d.get("oom_base")
-            self.host.memory.adopt(rec.name, slot.name, slot.total.memory << 20 if slot.total.memory else None,
-                                   oom_base if type(oom_base) is int else 0)
-            self.starters[slot.claim_id] = starter
-            self.job_ads[slot.claim_id] = job
             self._claimed_now(slot, job)
-            starter.adopt(rec)
+            self._carry_on(rec, slot, spec, identity, job)
             self.owner_policy.evaluate_soon(slot.name)
             state = "still running" if rec.alive() else "ended meanwhile"
             done.append(f"adopted job {spec.job_id} on {self.host.slot_name(slot.name)} ({state})")
@@ -475,32 +464,42 @@ class Claims:
             self._arm_leases()
         return done
 
-    def _adopt_next(self, rec: Record, cid: str, slot_name: str, now: float) -> str:
-        """A second record on an adopted claim: the earlier job moves to the claim's
-        reporting starters, this one runs on the slot."""
-        d = rec.data
-        try:
-            uid, gid, name, home, real = d["identity"]
-            identity = Identity(int(uid), int(gid), str(name), str(home), bool(real))
-            job = obj_to_ad(d["job_ad"])
-            assert self.host.machine is not None
-            spec = parse_job(job, self.host.machine.filesystem_domain)
-        except (KeyError, TypeError, ValueError, JobSpecError) as e:
-            self._forget_record(rec)
-            return f"cannot adopt job {d.get('job', rec.name)} ({e}): killed"
-        slot = self.host.slots[slot_name]
-        earlier = self.starters.pop(cid)
-        self.reporting.setdefault(cid, []).append(earlier)
-        assert slot.claim is not None
-        self.host.slots[slot_name] = replace(slot, claim=replace(slot.claim, job=spec.job_id, job_start=rec.started))
-        starter = self._starter(spec, cid, slot, rec.name, identity, d["job_ad"])
+    def _recorded_job(self, rec: Record) -> tuple[JobSpec, Identity, ClassAd]:
+        """The job a record names, as a starter needs it; KeyError, TypeError, ValueError
+        or JobSpecError when the record does not say it."""
+        uid, gid, name, home, real = rec.data["identity"]
+        identity = Identity(int(uid), int(gid), str(name), str(home), bool(real))
+        job = obj_to_ad(rec.data["job_ad"])
+        assert self.host.machine is not None
+        return parse_job(job, self.host.machine.filesystem_domain), identity, job
+
+    def _carry_on(self, rec: Record, slot: Slot, spec: JobSpec, identity: Identity, job: ClassAd) -> None:
+        """An adopted job's starter on its claim, in the cgroups it had."""
+        cid = slot.claim_id
+        starter = self._starter(spec, cid, slot, rec.name, identity, rec.data["job_ad"])
         self.host.cpu.adopt(rec.name, slot.name)
-        oom_base = d.get("oom_base")
+        oom_base = rec.data.get("oom_base")
         self.host.memory.adopt(rec.name, slot.name, slot.total.memory << 20 if slot.total.memory else None,
                                oom_base if type(oom_base) is int else 0)
         self.starters[cid] = starter
         self.job_ads[cid] = job
         starter.adopt(rec)
+
+    def _adopt_next(self, rec: Record, cid: str, slot_name: str) -> str:
+        """A second record on an adopted claim: the earlier job moves to the claim's
+        reporting starters, this one runs on the slot."""
+        try:
+            spec, identity, job = self._recorded_job(rec)
+        except (KeyError, TypeError, ValueError, JobSpecError) as e:
+            self._forget_record(rec)
+            return f"cannot adopt job {rec.data.get('job', rec.name)} ({e}): killed"
+        slot = self.host.slots[slot_name]
+        earlier = self.starters.pop(cid)
+        self.reporting.setdefault(cid, []).append(earlier)
+        assert slot.claim is not None
+        slot = self.host.slots[slot_name] = replace(slot, claim=replace(slot.claim, job=spec.job_id,
+                                                                        job_start=rec.started))
+        self._carry_on(rec, slot, spec, identity, job)
         return f"adopted job {spec.job_id} on {self.host.slot_name(slot_name)} after job {earlier.spec.job_id}"
 
     def _forget_record(self, rec: Record) -> list[str]:

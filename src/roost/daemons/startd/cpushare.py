@@ -25,7 +25,7 @@ import os
 from collections.abc import Callable
 from typing import Any
 
-from roost.daemons.startd.cgroups import make_writable_dir, own_v1_path, startd_dir
+from roost.daemons.startd.cgroups import child_dirs, make_writable_dir, own_v1_path, startd_dir
 from roost.daemons.startd.memlimit import movers
 
 log = logging.getLogger(__name__)
@@ -81,12 +81,11 @@ class CpuShares:
         if self.base is None or self.version != 1:
             return []
         gone = []
-        with contextlib.suppress(OSError):
-            for entry in os.scandir(self.base):
-                if entry.is_dir(follow_symlinks=False) and entry.name not in keep:
-                    with contextlib.suppress(OSError):
-                        os.rmdir(entry.path)
-                        gone.append(entry.name)
+        for name in child_dirs(self.base):
+            if name not in keep:
+                with contextlib.suppress(OSError):
+                    os.rmdir(os.path.join(self.base, name))
+                    gone.append(name)
         return gone
 
     def path(self, name: str) -> str | None:

@@ -33,7 +33,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from roost.daemons.startd.cgroups import make_writable_dir, own_v1_path, startd_dir
+from roost.daemons.startd.cgroups import child_dirs, make_writable_dir, own_v1_path, startd_dir
 
 log = logging.getLogger(__name__)
 
@@ -163,12 +163,9 @@ class MemoryLimits:
         their slots' names); the names removed."""
         if self.base is None or self.version != 1:
             return []
-        gone = []
-        with contextlib.suppress(OSError):
-            for entry in os.scandir(self.base):
-                if entry.is_dir(follow_symlinks=False) and entry.name not in keep:
-                    self._rmdir(entry.path)
-                    gone.append(entry.name)
+        gone = [name for name in child_dirs(self.base) if name not in keep]
+        for name in gone:
+            self._rmdir(os.path.join(self.base, name))
         return gone
 
     def path(self, name: str) -> str | None:
