@@ -27,7 +27,7 @@ ALLOWED: dict[str, set[str]] = {
     "poolhome": set(),
     "daemons": {"classad", "config", "core", "eventlog", "net", "submit", "poolhome"},
     "api": {"classad", "config", "eventlog", "net", "submit", "poolhome"},
-    "cli": {"api", "classad", "config", "core", "eventlog", "net", "submit", "poolhome"},
+    "cli": {"api", "classad", "config", "core", "dagman", "eventlog", "net", "submit", "poolhome"},
     "demo": {"api", "cli", "config", "eventlog", "poolhome"},
     "dagman": {"api", "classad", "config", "core", "eventlog", "submit"},
 }

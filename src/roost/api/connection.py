@@ -53,7 +53,7 @@ def client_credentials(home: str, address: str) -> dict[str, Any]:
     (the kernel says who we are); on TCP the pool token, and to another host TLS and
     the certificate the configuration names (the configuration is read only then:
     ``roost q`` on a personal pool never pays for it)."""
-    if address.startswith("unix:"):
+    if address.startswith(("unix:", "fd:")):
         return {}
     creds: dict[str, Any] = {"token": pool_token(home)}
     # TLS settings (ssl, the configuration) load only for a tool that talks to another

@@ -14,8 +14,10 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from roost.api.connection import DaemonConnection
+from roost.api.errors import NoPoolError
 from roost.api.home import pool_home, read_address, run_path
 from roost.api.jobids import normalize_ids
+from roost.net.addresses import INHERITED_FD_ENV
 
 ACTIONS = ("remove", "hold", "release")
 
@@ -66,6 +68,18 @@ class Schedd:
         connected now: NoPoolError ("no schedd named X in the pool at H:P") if none."""
         schedd = cls(home, name=name, pool=pool, timeout=timeout)
         schedd.connect()
+        return schedd
+
+    @classmethod
+    def inherited(cls, timeout: float | None = 300.0) -> Schedd:
+        """The schedd that started this process (a scheduler-universe job, as DAGMan
+        is), through the connection it handed down ($ROOST_SCHEDD_FD): it speaks for
+        the job's owner and needs no access to the pool's home."""
+        fd = os.environ.get(INHERITED_FD_ENV)
+        if not fd:
+            raise NoPoolError(f"${INHERITED_FD_ENV} is not set: this process was not started by a schedd")
+        schedd = cls(os.environ.get("ROOST_HOME") or "/", timeout=timeout)
+        schedd._conn.addresses = lambda: [f"fd:{fd}"]
         return schedd
 
     def _addresses(self) -> list[str]:

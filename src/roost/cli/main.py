@@ -17,6 +17,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "config": ("roost.cli.config_cmd", "show effective configuration values"),
     "up": ("roost.cli.up_cmd", "start a personal pool under $ROOST_HOME"),
     "down": ("roost.cli.down_cmd", "stop the personal pool"),
+    "submit_dag": ("roost.cli.submit_dag_cmd", "submit a DAG of dependent jobs (condor_submit_dag)"),
     "q": ("roost.cli.q_cmd", "list jobs in the queue (condor_q)"),
     "status": ("roost.cli.status_cmd", "list slots and daemons of the pool (condor_status)"),
     "rm": ("roost.cli.act_cmd", "remove jobs (condor_rm)"),
@@ -38,7 +39,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
 
 def usage() -> str:
     lines = ["usage: roost <command> [args...]", "", "commands:"]
-    lines += [f"  {name:<10} {help_}" for name, (_, help_) in SUBCOMMANDS.items()]
+    lines += [f"  {name:<11} {help_}" for name, (_, help_) in SUBCOMMANDS.items()]
     lines.append("\n`roost <command> -help` describes one command.")
     return "\n".join(lines)
 

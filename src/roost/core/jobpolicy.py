@@ -19,6 +19,7 @@ Every function takes time (``now``) as a parameter and returns a plain decision.
 
 from __future__ import annotations
 
+import signal as _signals
 from dataclasses import dataclass
 from typing import Any
 
@@ -336,3 +337,19 @@ def usage_attrs(ad: ClassAd, usage: dict[str, Any] | None, started: float, now: 
         "CumulativeRemoteSysCpu": num("CumulativeRemoteSysCpu") + system,
         "LastRemoteWallClockTime": wall,
     }
+
+
+def signal_number(v: Any) -> int | None:
+    """A job's signal attribute's value (``SIGUSR1``, ``USR1`` or a number) as a number;
+    None when it names no signal (then the default applies)."""
+    if type(v) is int and 0 < v < 65:
+        return v
+    if isinstance(v, str):
+        text = v.strip().upper()
+        if text.isdigit() and 0 < int(text) < 65:
+            return int(text)
+        try:
+            return int(_signals.Signals[text if text.startswith("SIG") else "SIG" + text])
+        except KeyError:
+            return None
+    return None

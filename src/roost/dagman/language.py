@@ -79,6 +79,7 @@ class Dag:
     save_points: dict[str, str] = field(default_factory=dict)  # node -> file
     splices: dict[str, tuple[str, str | None, tuple[str, int]]] = field(default_factory=dict)
     descriptions: dict[str, str] = field(default_factory=dict)  # SUBMIT-DESCRIPTION name -> text
+    splice_edges: list[tuple[str, str]] = field(default_factory=list)  # PARENT/CHILD naming a splice
 
     @property
     def final(self) -> Node | None:
@@ -434,6 +435,8 @@ def _parent(dag: Dag, words: list[str], path: str, number: int) -> None:
                 if c not in dag.nodes[p].children:
                     dag.nodes[p].children.append(c)
                     dag.nodes[c].parents.append(p)
+            else:
+                dag.splice_edges.append((p, c))
 
 
 def _link(dag: Dag) -> None:

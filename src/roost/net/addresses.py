@@ -9,6 +9,9 @@ from __future__ import annotations
 import os
 import time
 
+#: set by a schedd for its scheduler-universe jobs: the fd of their channel to it
+INHERITED_FD_ENV = "ROOST_SCHEDD_FD"
+
 
 def parse_address(address: str) -> tuple[str, str | tuple[str, int]]:
     """``("unix", path)`` or ``("tcp", (host, port))``; ValueError for anything else.

@@ -265,14 +265,26 @@ class Server:
                 os.unlink(self.unix_path)
         self._servers.clear()
 
-    async def _connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    async def serve_inherited(self, sock: socket.socket, user: str) -> None:
+        """Serve one end of a socketpair whose other end a child of ours inherits (a
+        scheduler-universe job: DAGMan), as ``user`` (``user@UID_DOMAIN``, FS), whoever
+        the kernel says made the pair. Returns when the child closes it."""
+        reader, writer = await asyncio.open_connection(sock=sock)
+        await self._connection(reader, writer, as_user=user)
+
+    async def _connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
+                          as_user: str | None = None) -> None:
         task = asyncio.current_task()
         assert task is not None
         self._conns.add(task)
         peer: Peer | None = None
         try:
             peer = Peer(reader, writer)
-            if peer.user is not None:
+            if as_user is not None:
+                peer.uid = peer.pid = None  # not the peer's own credentials: no SUBMIT_TEXT
+                peer.user = None
+                peer.identity = Identity(f"{as_user}@{self.uid_domain}" if self.uid_domain else as_user, "FS")
+            elif peer.user is not None:
                 name = f"{peer.user}@{self.uid_domain}" if self.uid_domain else peer.user
                 peer.identity = Identity(name, "FS")
             await self._serve_connection(peer)

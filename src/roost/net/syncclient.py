@@ -8,6 +8,7 @@ costs more than that to import).
 from __future__ import annotations
 
 import io
+import os
 import select
 import socket
 from typing import TYPE_CHECKING, Any
@@ -48,6 +49,9 @@ class SyncClient:
         if self._sock is not None and not self._stale():
             return
         self.close()
+        if self.address.startswith("fd:"):
+            self._inherit(self.address[3:])
+            return
         try:
             kind, where = parse_address(self.address)
         except ValueError as e:
@@ -78,6 +82,17 @@ class SyncClient:
             except BaseException:
                 self.close()
                 raise
+
+    def _inherit(self, fd: str) -> None:
+        """``fd:N``: a connection our parent made for us (a scheduler-universe job's
+        channel to its schedd, already speaking for the job's owner)."""
+        try:
+            sock = socket.socket(fileno=os.dup(int(fd)))
+        except (ValueError, OSError) as e:
+            raise ConnectionError(f"no inherited connection on fd {fd}: {e}") from None
+        sock.settimeout(self.timeout)
+        self._sock = sock
+        self._rfile = sock.makefile("rb")
 
     def _secure(self, host: str) -> None:
         """STARTTLS where wanted, then each authentication method this client can use;

@@ -22,7 +22,7 @@ from typing import Any, Protocol
 from roost.core import jobpolicy as jp
 from roost.daemons.schedd.jobqueue import Job, JobQueue, status_allows
 from roost.daemons.schedd.store import Store
-from roost.daemons.schedd.userlog import UserLogs, log_path
+from roost.daemons.schedd.userlog import UserLogs, log_paths
 from roost.eventlog import (
     AbortedEvent,
     EvictedEvent,
@@ -49,6 +49,7 @@ class Host(Protocol):
 
     address: str | None
     hostname: str
+    server: Any  # the daemon's roost.net.server.Server (scheduler-universe jobs' channels)
 
     def spawn(self, coro: Awaitable[Any], name: str) -> asyncio.Task[Any]: ...
 
@@ -120,7 +121,7 @@ class JobLifecycle:
         await self.store.commit(ops)
 
     def write_events(self, job: Job, events: list[Event]) -> None:
-        self.userlogs.write(log_path(job.get), events, job.owner)
+        self.userlogs.write(log_paths(job.get), events, job.owner)
 
     def idle_arrived(self, job: Job) -> None:
         self._on_idle(job)
@@ -192,7 +193,7 @@ class JobLifecycle:
             self.queue.give_back_idle(job)
         else:
             ops = self.set_ops(job, attrs, jp.COMPLETED, now)
-        path = log_path(job.get)
+        paths = log_paths(job.get)
         if job.status == jp.COMPLETED:
             ops += self.finish_ops(job)
         # The claim may take its next job while this commits: only the report waits.
@@ -200,27 +201,28 @@ class JobLifecycle:
         self._mark_unsettled(job.cluster.id)
         if done:
             self._hide_done(job)
-        text = _FORMAT.format_many(events) if path else ""
-        event_id = next(self._event_ids) if text else 0
-        if text:
+        text = _FORMAT.format_many(events) if paths else ""
+        event_ids = [next(self._event_ids) for _ in paths] if text else []
+        for event_id, path in zip(event_ids, paths):
             ops.append(("INSERT INTO pending_events (id, path, owner, text) VALUES (?, ?, ?, ?)",
                         (event_id, path, job.owner, text)))
         durable = self.store.submit(ops)
         self.host.spawn(
-            self._report_exit(job, durable, path, text, event_id, decision.action == "requeue", done),
+            self._report_exit(job, durable, paths, text, event_ids, decision.action == "requeue", done),
             f"exit-{job.id}",
         )
 
     async def _report_exit(
-        self, job: Job, durable: asyncio.Future[None], path: str | None, text: str, event_id: int, requeued: bool,
-        done: bool = False,
+        self, job: Job, durable: asyncio.Future[None], paths: list[str], text: str, event_ids: list[int],
+        requeued: bool, done: bool = False,
     ) -> None:
         try:
             await durable
             log.debug("job %s: exit committed", job.id)
-            self.userlogs.write_text(path, text, job.owner)
-            if event_id:
-                self.store.queue([("DELETE FROM pending_events WHERE id = ?", (event_id,))])
+            for path in paths:
+                self.userlogs.write_text(path, text, job.owner)
+            if event_ids:
+                self.store.queue([("DELETE FROM pending_events WHERE id = ?", (i,)) for i in event_ids])
         finally:
             self._mark_settled(job.cluster.id)
             if done:
@@ -257,7 +259,8 @@ class JobLifecycle:
             self._unsettled.pop(cid, None)
 
     async def report(
-        self, job: Job, ops: list[Any], events: list[Event], path: str | None = None, *, done: bool = False
+        self, job: Job, ops: list[Any], events: list[Event], path: str | list[str] | None = None, *,
+        done: bool = False,
     ) -> None:
         """Commit ``ops``, then write ``events`` to the job's log, then tell waiters.
         ``done``: this change made the job done (WAIT_JOBS counts it only once logged)."""
@@ -268,7 +271,7 @@ class JobLifecycle:
             if ops:
                 await self.commit(ops)
             if events:
-                self.userlogs.write(path if path is not None else log_path(job.get), events, job.owner)
+                self.userlogs.write(path if path is not None else log_paths(job.get), events, job.owner)
         finally:
             self._mark_settled(job.cluster.id)
             if done:
@@ -419,10 +422,11 @@ class JobLifecycle:
             return False
         was_running = job.status in _ON_A_SLOT
         ops = self.set_ops(job, {"RemoveReason": reason}, jp.REMOVED)
-        path = log_path(job.get)
+        paths = log_paths(job.get)
         if not was_running:
             ops += self.finish_ops(job)
-        await self.report(job, ops, [AbortedEvent(job.cluster.id, job.proc, time.time(), reason=reason)], path, done=True)
+        await self.report(job, ops, [AbortedEvent(job.cluster.id, job.proc, time.time(), reason=reason)], paths,
+                          done=True)
         if was_running:
             self.vacate(job)
         return True

@@ -14,6 +14,8 @@ import os
 import pwd
 import resource
 import signal
+import socket
+import sys
 import time
 from typing import Any
 
@@ -22,11 +24,13 @@ from roost.daemons.schedd.access import may_read, may_write
 from roost.daemons.schedd.jobqueue import Job
 from roost.daemons.schedd.lifecycle import JobLifecycle
 from roost.eventlog import ExecuteEvent, TerminatedEvent, Usage
+from roost.net.addresses import INHERITED_FD_ENV
 from roost.submit.arglist import split_v2_raw
 
 log = logging.getLogger(__name__)
 
 KILL_GRACE = 5.0
+SCHEDULER_UNIVERSE = 7
 
 
 def job_argv(get: Any) -> list[str]:
@@ -88,6 +92,18 @@ def kill_orphan(claim: dict[str, Any]) -> bool:
     return True
 
 
+DROP_TO_ENV = "ROOST_DAGMAN_RUN_AS"  # uid:gid:name:home the manager becomes once loaded
+
+
+def is_own_manager(exe: str, argv: list[str]) -> bool:
+    """Is this job roost's DAG manager run by this schedd's own interpreter?"""
+    try:
+        same = os.path.realpath(exe) == os.path.realpath(sys.executable)
+    except OSError:
+        return False
+    return same and argv[1:3] == ["-m", "roost.dagman"]
+
+
 def _drop_to(uid: int, gid: int) -> Any:
     """A preexec_fn that switches the child to ``uid``/``gid`` with no supplementary groups."""
 
@@ -113,8 +129,17 @@ class LocalJob:
         proc = self.proc
         if proc is None or proc.returncode is not None:
             return
+        # remove_kill_sig on condor_rm (DAGMan's SIGUSR1: remove the nodes, write a
+        # rescue DAG), hold_kill_sig on hold, else kill_sig (SIGTERM)
+        get = self.job.get
+        sig = None
+        if self.job.status == jp.REMOVED:
+            sig = jp.signal_number(get("RemoveKillSig"))
+        elif self.job.status == jp.HELD:
+            sig = jp.signal_number(get("HoldKillSig"))
+        sig = sig or jp.signal_number(get("KillSig")) or signal.SIGTERM
         with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(proc.pid, signal.SIGTERM)
+            os.killpg(proc.pid, sig)
 
         async def hard_kill() -> None:
             await asyncio.sleep(KILL_GRACE)
@@ -126,6 +151,20 @@ class LocalJob:
 
     def vacate_job(self, job: Job) -> None:
         self.vacate()
+
+    def _serve_channel(self, sock: socket.socket, owner: str) -> None:
+        server = self.jobs.host.server
+        if server is None:
+            sock.close()
+            return
+
+        async def serve() -> None:
+            try:
+                await server.serve_inherited(sock, owner)
+            finally:
+                sock.close()
+
+        self.jobs.host.spawn(serve(), f"channel-{self.job.id}")
 
     async def run(self) -> None:
         s = self.jobs
@@ -142,6 +181,7 @@ class LocalJob:
             return p if os.path.isabs(p) else os.path.join(iwd, p)
 
         files: list[Any] = []
+        channel: tuple[socket.socket, socket.socket] | None = None
         try:
             if not may_read(owner, path("In")):
                 raise OSError(f"{owner} may not read {path('In')}")
@@ -161,20 +201,41 @@ class LocalJob:
                             os.fchown(f.fileno(), ids[0], ids[1])
             env = job_environment(get, {"PATH": os.environ.get("PATH", "/usr/bin:/bin")})
             kwargs: dict[str, Any] = {}
+            argv = job_argv(get)
+            exe = argv[0] if os.path.isabs(argv[0]) else os.path.join(iwd, argv[0])
+            if ids is not None and get("JobUniverse") == SCHEDULER_UNIVERSE and is_own_manager(exe, argv):
+                # roost's own DAG manager: started as we are, it loads its code and then
+                # becomes the owner itself, before it reads anything of the user's (an
+                # interpreter the owner cannot run still runs the owner's DAG)
+                env[DROP_TO_ENV] = f"{ids[0]}:{ids[1]}:{ids[2]}:{ids[3]}"
+                ids_for_env = ids
+                ids = None
+            else:
+                ids_for_env = ids
             if ids is not None:
                 # Not Popen's user=/group=/extra_groups=: uvloop (the daemons' event
                 # loop where installed) refuses those keywords, and every job then
                 # went on hold. preexec_fn works under both loops.
                 kwargs["preexec_fn"] = _drop_to(ids[0], ids[1])
-                env.setdefault("HOME", ids[3])
-                env.setdefault("USER", ids[2])
-            argv = job_argv(get)
-            exe = argv[0] if os.path.isabs(argv[0]) else os.path.join(iwd, argv[0])
+            if ids_for_env is not None:
+                env.setdefault("HOME", ids_for_env[3])
+                env.setdefault("USER", ids_for_env[2])
+            env["CONDOR_ID"] = f"{job.cluster.id}.{job.proc}"
+            if get("JobUniverse") == SCHEDULER_UNIVERSE:
+                # a channel to this schedd that speaks for the job's owner (DAGMan submits
+                # its nodes through it), as HTCondor hands its scheduler universe a session
+                channel = socket.socketpair()
+                files.extend(channel)
+                env[INHERITED_FD_ENV] = str(channel[1].fileno())
+                kwargs["pass_fds"] = (channel[1].fileno(),)
             before = resource.getrusage(resource.RUSAGE_CHILDREN)
             self.proc = await asyncio.create_subprocess_exec(
                 exe, *argv[1:], cwd=iwd, stdin=fin, stdout=fout, stderr=ferr, env=env,
                 start_new_session=True, **kwargs,
             )
+            if channel is not None:
+                files.remove(channel[0])
+                self._serve_channel(channel[0], owner)
         except (OSError, ValueError) as e:
             for f in files:
                 f.close()

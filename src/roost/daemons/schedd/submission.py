@@ -20,7 +20,7 @@ from roost.daemons.schedd.access import QueueRights
 from roost.daemons.schedd.autoclusters import LOCAL_UNIVERSES
 from roost.daemons.schedd.lifecycle import JobLifecycle
 from roost.daemons.schedd.localuniverse import start_local
-from roost.daemons.schedd.userlog import log_path
+from roost.daemons.schedd.userlog import log_paths
 from roost.eventlog import SubmitEvent
 from roost.eventlog.events import Event
 from roost.net.adwire import obj_to_ad
@@ -193,12 +193,15 @@ class SubmitCalls:
         host = f"<{self.jobs.host.address}>"
         now = time.time()
         by_path: dict[str, list[Event]] = {}
-        shared = log_path(cluster.ad.get)
+        shared = log_paths(cluster.ad.get)
+        notes = cluster.ad.get("SubmitEventNotes")
         for job in cluster.procs.values():
             d = job.diff
-            path = log_path(job.get) if d and ("UserLog" in d or "Iwd" in d) else shared
-            if path:
-                by_path.setdefault(path, []).append(SubmitEvent(cluster.id, job.proc, now, submit_host=host))
+            paths = log_paths(job.get) if d and ("UserLog" in d or "Iwd" in d or "DAGManNodesLog" in d) else shared
+            mine = job.get("SubmitEventNotes") if d and "SubmitEventNotes" in d else notes
+            for path in paths:
+                by_path.setdefault(path, []).append(SubmitEvent(
+                    cluster.id, job.proc, now, submit_host=host, log_notes=mine if isinstance(mine, str) else ""))
         for path, events in by_path.items():
             self.jobs.userlogs.write(path, events, cluster.owner)
 

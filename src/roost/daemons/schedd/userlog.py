@@ -56,6 +56,22 @@ def log_path(job_get: Any) -> str | None:
     return path
 
 
+def log_paths(job_get: Any) -> list[str]:
+    """Every log the job's events go to: its user log, and a DAG node's nodes log
+    (DAGManNodesLog, the one DAGMan reads), each once."""
+    out = []
+    for attr in ("UserLog", "DAGManNodesLog"):
+        path = job_get(attr)
+        if not isinstance(path, str) or not path:
+            continue
+        if not os.path.isabs(path):
+            iwd = job_get("Iwd")
+            path = os.path.join(iwd if isinstance(iwd, str) else "/", path)
+        if path not in out:
+            out.append(path)
+    return out
+
+
 class UserLogs:
     """Open event-log writers, keyed by path."""
 
@@ -64,12 +80,15 @@ class UserLogs:
         self._writers: OrderedDict[str, EventLogWriter] = OrderedDict()
         self._failed: set[str] = set()
 
-    def write(self, path: str | None, events: Iterable[Event], owner: str | None = None) -> None:
-        if not path:
+    def write(self, path: str | list[str] | None, events: Iterable[Event], owner: str | None = None) -> None:
+        """Append ``events`` to the log at ``path`` (or to each of a list of logs)."""
+        paths = [path] if isinstance(path, str) else (path or [])
+        if not paths:
             return
         text = _FORMAT.format_many(events)
         if text:
-            self.write_text(path, text, owner)
+            for p in paths:
+                self.write_text(p, text, owner)
 
     def write_text(self, path: str | None, text: str, owner: str | None = None) -> None:
         """Append events already formatted (one write)."""

@@ -6,7 +6,6 @@ the job's fault (bad Arguments syntax, say) and become a ``failed`` report.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import posixpath
 import pwd
@@ -14,6 +13,7 @@ import signal
 from dataclasses import dataclass, field
 
 from roost.classad import ClassAd, Value
+from roost.core import jobpolicy as jp
 from roost.submit.arglist import ArgSyntaxError, split_v2_raw
 
 
@@ -134,20 +134,11 @@ def _core_size(ad: ClassAd) -> int | None:
 
 
 def _signal(ad: ClassAd, name: str) -> int | None:
-    """A job's signal attribute (``SIGUSR1``, ``USR1`` or a number) as a number; None
-    when absent or unknown (then the default applies)."""
+    """A job's signal attribute as a number; None when absent or unknown (then the
+    default applies)."""
     if name not in ad:
         return None
-    v = ad.eval(name)
-    if type(v) is int and 0 < v < 65:
-        return v
-    if isinstance(v, str):
-        text = v.strip().upper()
-        if text.isdigit() and 0 < int(text) < 65:
-            return int(text)
-        with contextlib.suppress(KeyError):
-            return int(signal.Signals[text if text.startswith("SIG") else "SIG" + text])
-    return None
+    return jp.signal_number(ad.eval(name))
 
 
 def executable_path(spec: JobSpec, sandbox: str) -> str:

@@ -1,0 +1,700 @@
+"""The DAG manager process (``python -m roost.dagman``): a thin shell around
+:class:`roost.dagman.state.DagRun`.
+
+It reads the DAG, rebuilds its state from ``FILE.dag.nodes.log`` when it is a
+restart (the lock file is there), then loops: start what the state machine hands out
+(scripts, submits, removes), read what the nodes' log says happened (woken by
+inotify, never by polling the queue), and write ``FILE.dag.dagman.out``, the node
+status file, the jobstate log and, at the end, ``FILE.dag.metrics`` and a rescue
+DAG. It talks to its schedd through the connection the schedd handed it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import ctypes
+import ctypes.util
+import json
+import os
+import shlex
+import signal
+import sys
+import time
+from typing import Any
+
+from roost.dagman import reports
+from roost.dagman.language import Dag, DagError
+from roost.dagman.rescue import next_rescue, read_rescue, rescue_numbers, rescue_path, rescue_text
+from roost.dagman.state import (
+    DAG_STATUS_RM,
+    EXIT_ABORT,
+    EXIT_ERROR,
+    EXIT_RESTART,
+    Action,
+    DagRun,
+    Limits,
+)
+from roost.dagman.submitdag import files_of, load
+from roost.eventlog import EventLogFollower, EventLogWriter, PostScriptTerminatedEvent
+
+_SPECIAL = ("JOB", "RETRY", "MAX_RETRIES", "DAG_STATUS", "FAILED_COUNT", "JOBID", "RETURN", "PRE_SCRIPT_RETURN")
+
+
+def parse_args(argv: list[str]) -> argparse.Namespace:
+    """condor_dagman's arguments (case-insensitive, as it takes them)."""
+    p = argparse.ArgumentParser(prog="roost.dagman", add_help=False, allow_abbrev=False)
+    p.add_argument("-dag", action="append", required=True)
+    p.add_argument("-lockfile")
+    p.add_argument("-autorescue", type=int, default=1)
+    p.add_argument("-dorescuefrom", type=int, default=0)
+    p.add_argument("-maxjobs", type=int)
+    p.add_argument("-maxidle", type=int)
+    p.add_argument("-maxpre", type=int)
+    p.add_argument("-maxpost", type=int)
+    p.add_argument("-alwaysrunpost", action="store_true")
+    p.add_argument("-dontalwaysrunpost", action="store_true")
+    p.add_argument("-dorecovery", action="store_true")
+    p.add_argument("-config")
+    p.add_argument("-priority", type=int)
+    p.add_argument("-outfile_dir")
+    for flag in ("-p", "-l", "-csdversion", "-debug", "-notification", "-dagman", "-batch-name"):
+        p.add_argument(flag)
+    for flag in ("-f", "-t", "-verbose", "-force", "-suppress_notification", "-dont_suppress_notification",
+                 "-allowversionmismatch", "-dumprescue", "-import_env", "-update_submit", "-usedagdir"):
+        p.add_argument(flag, action="store_true")
+    return p.parse_args([a.lower() if a.startswith("-") else a for a in argv])
+
+
+_LIBC: list[Any] = []
+
+
+def _libc() -> Any:
+    if not _LIBC:
+        _LIBC.append(ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True))
+    return _LIBC[0]
+
+
+class Inotify:
+    """IN_MODIFY of one file through inotify(7), for an event loop's add_reader; None
+    where the kernel or libc lacks it (the caller then polls)."""
+
+    def __init__(self, path: str) -> None:
+        libc = _libc()
+        self.fd = libc.inotify_init1(os.O_NONBLOCK | os.O_CLOEXEC)
+        if self.fd < 0:
+            raise OSError(ctypes.get_errno(), "inotify_init1")
+        if libc.inotify_add_watch(self.fd, os.fsencode(path), 0x2 | 0x8) < 0:  # IN_MODIFY | IN_CLOSE_WRITE
+            os.close(self.fd)
+            raise OSError(ctypes.get_errno(), "inotify_add_watch")
+
+    def drain(self) -> None:
+        with contextlib.suppress(BlockingIOError, InterruptedError):
+            while os.read(self.fd, 4096):
+                pass
+
+    def close(self) -> None:
+        os.close(self.fd)
+
+
+def _int_knob(cfg: Any, name: str, default: int) -> int:
+    if cfg is None:
+        return default
+    try:
+        v = cfg.get_int(name, default)
+    except Exception:  # a bad value: the default, as condor_dagman falls back
+        return default
+    return default if v is None else v
+
+
+def _bool_knob(cfg: Any, name: str, default: bool) -> bool:
+    if cfg is None:
+        return default
+    try:
+        v = cfg.get_bool(name, default)
+    except Exception:
+        return default
+    return default if v is None else bool(v)
+
+
+class Manager:
+    def __init__(self, ns: argparse.Namespace) -> None:
+        if len(ns.dag) > 1:
+            raise DagError(ns.dag[1], 0, "one DAG file per run (combine them with INCLUDE or SPLICE)")
+        self.ns = ns
+        self.dag_file = os.path.abspath(ns.dag[0])
+        self.dag_dir = os.path.dirname(self.dag_file)
+        self.files = files_of(self.dag_file)
+        if ns.lockfile:
+            self.files["lock"] = os.path.abspath(ns.lockfile)
+        self.out = open(self.files["dagman.out"], "a", encoding="utf-8", buffering=1 << 16)
+        self.job_id = os.environ.get("CONDOR_ID", "")
+        self.cluster = int(self.job_id.split(".")[0]) if self.job_id else None
+        self.started = time.time()
+        self.wake = asyncio.Event()
+        self.stop_reason: str | None = None
+        self.schedd: Any = None
+        self.owner = ""
+        self.cfg: Any = None
+        self.nodes_log = self.files["nodes.log"]
+        self.jobstate: Any = None
+        self.status_file: str | None = None
+        self.status_every = 60
+        self.next_status = 0.0
+        self.dot_count = 0
+        self.rescue_number = 0
+        self.run: DagRun | None = None
+        self.dag: Dag | None = None
+        self.tasks: set[asyncio.Task[Any]] = set()
+        self.batch_name = ""
+
+    # -- output -----------------------------------------------------------------------
+
+    def say(self, text: str) -> None:
+        stamp = time.strftime("%m/%d/%y %H:%M:%S")
+        for line in text.splitlines() or [""]:
+            self.out.write(f"{stamp} {line}\n")
+
+    def state_line(self, node: str, event: str, condor_id: str = "-", seq: int | str = "-") -> None:
+        if self.jobstate is not None:
+            self.jobstate.write(reports.jobstate_line(time.time(), node, event, condor_id, "-", seq))
+
+    def summary(self) -> None:
+        assert self.run is not None
+        s = self.run.summary()
+        self.say(f"Of {s['total']} nodes total:\n"
+                 " Done     Pre   Queued    Post   Ready   Un-Ready   Failed   Futile\n"
+                 "  ===     ===      ===     ===     ===        ===      ===      ===\n"
+                 f"{s['done']:>5} {s['pre']:>7} {s['queued']:>8} {s['post']:>7} {s['ready']:>7} "
+                 f"{s['unready']:>10} {s['failed']:>8} {s['futile']:>8}\n"
+                 f"{s['idle']} job proc(s) currently idle, {s['held']} held")
+
+    # -- set-up -----------------------------------------------------------------------
+
+    def configure(self) -> Limits:
+        # lazy: the configuration only for the manager, not for the language's users
+        from roost.config import Config, ConfigError
+
+        try:
+            self.cfg = Config.load(subsys="DAGMAN")
+        except (ConfigError, OSError) as e:
+            self.say(f"WARNING: cannot read the configuration ({e}); DAGMAN_* defaults apply")
+        assert self.dag is not None
+        extra = self.ns.config or self.dag.config
+        if extra:
+            path = extra if os.path.isabs(extra) else os.path.join(self.dag_dir, extra)
+            try:
+                with open(path, encoding="utf-8") as f:
+                    text = f.read()
+                base = self.cfg
+                own = Config.from_text(text, file=path)
+                self.cfg = _Layered(own, base)
+            except (OSError, ConfigError) as e:
+                raise DagError(path, 0, f"DAGMan config file: {e}") from None
+        ns, k = self.ns, _int_knob
+        always = _bool_knob(self.cfg, "DAGMAN_ALWAYS_RUN_POST", False)
+        if ns.alwaysrunpost:
+            always = True
+        if ns.dontalwaysrunpost:
+            always = False
+        return Limits(
+            max_jobs=ns.maxjobs if ns.maxjobs is not None else k(self.cfg, "DAGMAN_MAX_JOBS_SUBMITTED", 0),
+            max_idle=ns.maxidle if ns.maxidle is not None else k(self.cfg, "DAGMAN_MAX_JOBS_IDLE", 1000),
+            max_pre=ns.maxpre if ns.maxpre is not None else k(self.cfg, "DAGMAN_MAX_PRE_SCRIPTS", 20),
+            max_post=ns.maxpost if ns.maxpost is not None else k(self.cfg, "DAGMAN_MAX_POST_SCRIPTS", 20),
+            max_submits_per_interval=k(self.cfg, "DAGMAN_MAX_SUBMITS_PER_INTERVAL", 1000),
+            submit_interval=float(k(self.cfg, "DAGMAN_USER_LOG_SCAN_INTERVAL", 1)),
+            always_run_post=always,
+            max_hold_scripts=k(self.cfg, "DAGMAN_MAX_HOLD_SCRIPTS", 20),
+        )
+
+    def read_lock(self) -> dict[str, Any] | None:
+        try:
+            with open(self.files["lock"], encoding="utf-8") as f:
+                return json.loads(f.read() or "{}")
+        except FileNotFoundError:
+            return None
+        except (OSError, ValueError):
+            return {}
+
+    def write_lock(self) -> None:
+        tmp = self.files["lock"] + ".tmp"
+        with open(tmp, "w", encoding="utf-8") as f:
+            json.dump({"job": self.job_id, "pid": os.getpid(), "rescue": self.rescue_number,
+                       "started": self.started}, f)
+        os.replace(tmp, self.files["lock"])
+
+    def connect(self) -> None:
+        # lazy: the API (sockets, the submit language) only in the manager process
+        from roost.api.schedd import INHERITED_FD_ENV, Schedd, current_user
+
+        self.schedd = Schedd.inherited() if os.environ.get(INHERITED_FD_ENV) else Schedd()
+        self.owner = current_user()
+        if self.cluster is not None:
+            got = self.schedd.query(f"ClusterId == {self.cluster}", ["Owner", "JobBatchName"])
+            if got:
+                self.owner = str(got[0].get("Owner") or self.owner)
+                self.batch_name = str(got[0].get("JobBatchName") or "")
+
+    # -- the run ----------------------------------------------------------------------
+
+    async def main(self) -> int:
+        self.say("******************************************************")
+        self.say(f"** roost DAGMan (pid {os.getpid()}) for {self.dag_file}, job {self.job_id or '(none)'}")
+        self.say("******************************************************")
+        try:
+            dag = self.dag = load(self.dag_file)
+        except DagError as e:
+            self.say(f"ERROR: {e}")
+            return self.exit(EXIT_ERROR, None)
+        limits = self.configure()
+        lock = self.read_lock()
+        recovery = lock is not None or self.ns.dorecovery
+        done: set[str] = set()
+        if recovery and lock and isinstance(lock.get("rescue"), int):
+            self.rescue_number = lock["rescue"]
+        elif self.ns.dorescuefrom:
+            self.rescue_number = self.ns.dorescuefrom
+        elif self.ns.autorescue:
+            numbers = rescue_numbers(self.dag_file, os.listdir(self.dag_dir))
+            self.rescue_number = numbers[-1] if numbers else 0
+        if self.rescue_number:
+            path = rescue_path(self.dag_file, self.rescue_number)
+            try:
+                with open(path, encoding="utf-8") as f:
+                    done, retries = read_rescue(path, f.read(), dag.nodes)
+            except (OSError, DagError) as e:
+                self.say(f"ERROR: rescue DAG {path}: {e}")
+                return self.exit(EXIT_ERROR, None)
+            if not _bool_knob(self.cfg, "DAGMAN_RESET_RETRIES_UPON_RESCUE", True):
+                for name, left in retries.items():
+                    dag.nodes[name].retry = left
+            self.say(f"Running rescue DAG {self.rescue_number}: {len(done)} node(s) DONE")
+        run = self.run = DagRun(dag, limits)
+        self.say(f"DAG {self.dag_file}: {len(dag.nodes)} nodes; maxjobs {limits.max_jobs}, "
+                 f"maxidle {limits.max_idle}, maxpre {limits.max_pre}, maxpost {limits.max_post}")
+        if dag.jobstate_log:
+            path = os.path.join(self.dag_dir, dag.jobstate_log)
+            self.jobstate = open(path, "a", encoding="utf-8", buffering=1 << 16)
+        if dag.node_status_file:
+            self.status_file = os.path.join(self.dag_dir, dag.node_status_file[0])
+            self.status_every = dag.node_status_file[1]
+        try:
+            self.connect()
+        except Exception as e:  # the schedd is not there: the job restarts
+            self.say(f"ERROR: cannot reach the schedd: {e}")
+            return self.exit(EXIT_RESTART, None)
+        if not recovery:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(self.nodes_log)
+        self.write_lock()
+        open(self.nodes_log, "a").close()
+        follower = EventLogFollower(self.nodes_log)
+        run.replaying = recovery
+        run.start(done)
+        if recovery:
+            self.say("Running in RECOVERY mode: reading the nodes log")
+            events = follower.poll()
+            for ev in events:
+                run.event(ev)
+            run.end_replay()
+            self.say(f"Recovery: {len(events)} event(s) read")
+            self.summary()
+        self.state_line("INTERNAL", f"*** DAGMAN_STARTED {self.job_id or '-'} ***")
+        return await self.loop(follower)
+
+    async def loop(self, follower: EventLogFollower) -> int:
+        run = self.run
+        assert run is not None
+        loop = asyncio.get_running_loop()
+        loop.add_signal_handler(signal.SIGUSR1, self.removed)
+        loop.add_signal_handler(signal.SIGTERM, self.stopped)
+        notify: Inotify | None = None
+        try:
+            notify = Inotify(self.nodes_log)
+            loop.add_reader(notify.fd, self.wake.set)
+        except (OSError, AttributeError) as e:
+            self.say(f"inotify unavailable ({e}): polling the nodes log")
+        while True:
+            if self.stop_reason == "term":
+                self.say("Received SIGTERM: stopping; the schedd restarts this DAG in recovery mode")
+                return self.exit(EXIT_RESTART, None)
+            now = time.time()
+            for act in run.next_actions(now):
+                self.start(act, now)
+            if self.stop_reason == "rm":  # node jobs removed; the schedd kills us soon
+                break
+            if notify is not None:
+                notify.drain()
+            events = follower.poll()
+            for ev in events:
+                self.log_event(ev)
+                run.event(ev)
+            if events:
+                continue
+            if run.finished and not self.tasks_pending():
+                for act in run.next_actions(now):  # removes of service nodes
+                    self.start(act, now)
+                break
+            self.write_status(now)
+            self.out.flush()
+            wake_at = run.next_wakeup()
+            timeout = 0.25 if notify is None else 5.0
+            if wake_at is not None:
+                timeout = max(0.0, min(timeout, wake_at - now))
+            self.wake.clear()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.wake.wait(), timeout)
+        if notify is not None:
+            loop.remove_reader(notify.fd)
+            notify.close()
+        if run.exit_code is not None:
+            code = run.exit_code
+        else:
+            code = EXIT_ABORT if self.stop_reason == "rm" else EXIT_ERROR
+        return self.exit(code, run)
+
+    def tasks_pending(self) -> bool:
+        return bool(self.tasks)
+
+    def removed(self) -> None:
+        """SIGUSR1: the DAGMan job was removed (condor_rm)."""
+        assert self.run is not None
+        self.say("Received SIGUSR1: the DAG was removed; removing its node jobs")
+        self.stop_reason = "rm"
+        self.run.remove_dag()
+        self.wake.set()
+
+    def stopped(self) -> None:
+        self.stop_reason = "term"
+        self.wake.set()
+
+    # -- starting things --------------------------------------------------------------
+
+    def start(self, act: Action, now: float) -> None:
+        run = self.run
+        assert run is not None and self.dag is not None
+        if act.kind == "submit":
+            self.submit(act.node)
+        elif act.kind == "remove":
+            try:
+                self.schedd.act("remove", constraint=f"ClusterId == {act.cluster}",
+                                reason=f"DAG node {act.node}: removed by DAGMan")
+                self.say(f"Removed the job(s) of node {act.node} ({act.cluster})")
+            except Exception as e:
+                self.say(f"WARNING: removing node {act.node}'s job {act.cluster}: {e}")
+        else:
+            task = asyncio.ensure_future(self.script(act))
+            self.tasks.add(task)
+            task.add_done_callback(self.tasks.discard)
+
+    def submit(self, name: str) -> None:
+        # lazy: the submit language only in the manager
+        from roost.api.errors import PoolError
+        from roost.api.submitting import submit_description
+        from roost.submit import SubmitError
+        from roost.submit.reading import parse_text
+
+        run, dag = self.run, self.dag
+        assert run is not None and dag is not None
+        n = run.nodes[name]
+        spec = n.spec
+        cwd = os.path.join(self.dag_dir, spec.dir) if spec.dir else self.dag_dir
+        try:
+            if spec.kind == "subdag":
+                path, text = self.subdag_submit(name, cwd)
+            elif spec.inline is not None:
+                path, text = f"{spec.where[0]}:{spec.where[1]}", spec.inline
+            elif spec.description is not None:
+                path, text = f"SUBMIT-DESCRIPTION {spec.description}", dag.descriptions[spec.description]
+            else:
+                assert spec.submit is not None
+                path = os.path.join(cwd, spec.submit)
+                with open(path, encoding="utf-8") as f:
+                    text = f.read()
+            append = self.node_lines(name)
+            overrides = {}
+            if self.batch_name:
+                overrides["batch_name"] = self.batch_name
+            if spec.priority:
+                overrides["priority"] = str(spec.priority)
+            desc = parse_text(text, file=path, cwd=cwd, overrides=overrides, append=append)
+            result = submit_description(self.schedd.call, desc, owner=self.owner, qdate=int(time.time()))
+        except (SubmitError, OSError, DagError) as e:
+            self.say(f"ERROR: submitting node {name}: {e}")
+            run.submit_failed(name, str(e))
+            return
+        except PoolError as e:
+            code = getattr(e, "code", "")
+            if code and code not in ("NO_SCHEDD",):
+                self.say(f"ERROR: the schedd refused node {name}: {e}")
+                run.submit_failed(name, str(e))
+                return
+            raise
+        cluster, count = result.clusters[0]
+        run.submitted(name, cluster, count)
+        self.say(f"Submitted node {name}: {count} job proc(s) as cluster {cluster}")
+        self.state_line(name, "SUBMIT", f"{cluster}.0", n.retries + 1)
+
+    def node_lines(self, name: str) -> list[str]:
+        """What DAGMan adds to a node's submit description: its VARS, then the lines
+        that tie its job to this DAG."""
+        run = self.run
+        assert run is not None
+        n = run.nodes[name]
+        spec = n.spec
+        special = {"JOB": name, "RETRY": str(n.retries), "DAG_STATUS": str(run.status),
+                   "FAILED_COUNT": str(run.failed_count()), "MAX_RETRIES": str(spec.retry)}
+        lines = []
+        for var, value in spec.vars:  # a macro, or (+attr, My.attr) a job attribute
+            lines.append(f"{var} = {_expand_special(value, special)}")
+        if spec.kind == "final":
+            lines += [f"DAG_STATUS = {run.status}", f"FAILED_COUNT = {run.failed_count()}"]
+        if self.cluster is not None:
+            lines.append(f"+DAGManJobId = {self.cluster}")
+        lines.append(f'+DAGNodeName = "{name}"')
+        if spec.parents:
+            parents = ",".join(spec.parents)
+            if len(parents) < 8000:
+                lines.append(f'+DAGParentNodeNames = "{parents}"')
+        lines.append(f"dagman_log = {self.nodes_log}")
+        lines.append(f"submit_event_notes = DAG Node: {name}")
+        return lines
+
+    def subdag_submit(self, name: str, cwd: str) -> tuple[str, str]:
+        """A SUBDAG EXTERNAL node's job: the nested DAG's own DAGMan job."""
+        # lazy: only SUBDAG EXTERNAL nodes
+        from roost.dagman.submitdag import Options, prepare, write
+
+        spec = self.run.nodes[name].spec  # type: ignore[union-attr]
+        assert spec.submit is not None
+        prepared = prepare(os.path.join(cwd, spec.submit), Options(update_submit=True))
+        write(prepared)
+        return prepared.sub_file, prepared.text
+
+    async def script(self, act: Action) -> None:
+        run = self.run
+        assert run is not None
+        n = run.nodes[act.node]
+        script = n.spec.scripts[act.kind.upper()]
+        argv = [_special_word(w, act.macros or {}) for w in shlex.split(script.command)]
+        cwd = os.path.join(self.dag_dir, n.spec.dir) if n.spec.dir else self.dag_dir
+        kind = act.kind.upper()
+        self.say(f"Running {kind} script of node {act.node}: {' '.join(argv)}")
+        self.state_line(act.node, f"{kind}_SCRIPT_STARTED", f"{n.cluster}.0" if n.cluster else "-", n.retries + 1)
+        out: Any = asyncio.subprocess.DEVNULL
+        err: Any = asyncio.subprocess.DEVNULL
+        debug = None
+        if script.debug_file:
+            debug = open(os.path.join(cwd, script.debug_file), "ab")
+            if script.debug_type in ("STDOUT", "ALL"):
+                out = debug
+            if script.debug_type in ("STDERR", "ALL"):
+                err = debug
+        exe = argv[0] if os.path.isabs(argv[0]) or "/" not in argv[0] and not os.path.exists(
+            os.path.join(cwd, argv[0])) else os.path.join(cwd, argv[0])
+        try:
+            proc = await asyncio.create_subprocess_exec(exe, *argv[1:], cwd=cwd, stdin=asyncio.subprocess.DEVNULL,
+                                                        stdout=out, stderr=err)
+            rc = await proc.wait()
+        except OSError as e:
+            self.say(f"ERROR: {kind} script of node {act.node} could not run: {e}")
+            rc = 1
+        finally:
+            if debug is not None:
+                debug.close()
+        code = rc if rc >= 0 else rc  # a signal: its negative, as $RETURN has it
+        self.say(f"{kind} script of node {act.node} exited {code}")
+        if act.kind == "post":
+            ev = PostScriptTerminatedEvent(n.cluster if n.cluster is not None else -1, 0, time.time(),
+                                           return_value=code if code >= 0 else None,
+                                           signal=-code if code < 0 else None, dag_node_name=act.node)
+            with EventLogWriter(self.nodes_log) as w:  # before the result counts: recovery reads it
+                w.write(ev)
+            self.state_line(act.node, "POST_SCRIPT_TERMINATED", "-", n.retries + 1)
+        if act.kind != "hold":
+            self.state_line(act.node, f"{kind}_SCRIPT_{'SUCCESS' if code == 0 else 'FAILURE'}", "-", n.retries + 1)
+        run.script_done(act.node, act.kind, code, time.time())
+        self.wake.set()
+
+    def log_event(self, ev: Any) -> None:
+        run = self.run
+        assert run is not None
+        n = run.by_cluster.get(ev.cluster)
+        name = n.spec.name if n is not None else None
+        etype = int(ev.type)
+        if name is None:
+            if etype == 0 and getattr(ev, "log_notes", "").startswith("DAG Node: "):
+                name = ev.log_notes[10:].strip()
+            else:
+                return
+        label = {0: "SUBMIT", 1: "EXECUTE", 5: "JOB_TERMINATED", 9: "JOB_ABORTED", 12: "JOB_HELD",
+                 13: "JOB_RELEASED", 4: "JOB_EVICTED", 16: "POST_SCRIPT_TERMINATED"}.get(etype)
+        if label is None:
+            return
+        self.say(f"Event: {label} for node {name} ({ev.cluster}.{ev.proc})")
+        if etype in (1, 5, 9, 12, 13, 4) and n is not None:
+            self.state_line(name, label, f"{ev.cluster}.{ev.proc}", n.retries + 1)
+            if etype == 5:
+                ok = ev.signal is None and not ev.return_value
+                self.state_line(name, "JOB_SUCCESS" if ok else "JOB_FAILURE",
+                                str(ev.return_value if ev.signal is None else -ev.signal), n.retries + 1)
+
+    def write_status(self, now: float, force: bool = False) -> None:
+        run = self.run
+        assert run is not None and self.dag is not None
+        if self.status_file and (force or (now >= self.next_status and (run.changed or
+                                                                           self.dag.node_status_file[2]))):
+            self.next_status = now + self.status_every
+            text = reports.node_status_text(run, [self.dag_file], now=now, next_update=self.next_status)
+            _replace(self.status_file, text)
+        if self.dag.dot is not None and (force or (self.dag.dot[1] and run.changed and self.dot_count == 0)
+                                         or (self.dag.dot[1] and run.changed and now >= self.next_status)):
+            dot_file, _update, overwrite, include = self.dag.dot
+            inc = None
+            if include:
+                with contextlib.suppress(OSError), open(os.path.join(self.dag_dir, include), encoding="utf-8") as f:
+                    inc = f.read()
+            target = os.path.join(self.dag_dir, dot_file)
+            if not overwrite:
+                target = f"{target}.{self.dot_count}"
+            _replace(target, reports.dot_text(run, inc))
+            self.dot_count += 1
+        run.changed = False
+
+    def exit(self, code: int, run: DagRun | None) -> int:
+        now = time.time()
+        if run is not None:
+            self.summary()
+            if code not in (0, EXIT_RESTART) and not run.replaying:
+                numbers = rescue_numbers(self.dag_file, os.listdir(self.dag_dir))
+                number = next_rescue(numbers, _int_knob(self.cfg, "DAGMAN_MAX_RESCUE_NUM", 100))
+                if number > 0:
+                    path = rescue_path(self.dag_file, number)
+                    why = "the DAG was removed" if run.status == DAG_STATUS_RM else ""
+                    _replace(path, rescue_text(self.dag_file, run, now=now, reason=why))
+                    self.say(f"Writing rescue DAG file {path}")
+            metrics = reports.metrics(run, dagman_id=self.job_id, start=self.started, end=now,
+                                      rescue_number=self.rescue_number)
+            metrics["exitcode"] = code
+            _replace(self.files["metrics"], reports.metrics_text(metrics))
+            self.write_status(now, force=True)
+            self.state_line("INTERNAL", f"*** DAGMAN_FINISHED {code} ***")
+        if code != EXIT_RESTART:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(self.files["lock"])
+        self.say(f"**** roost.dagman (condor_DAGMAN) pid {os.getpid()} EXITING WITH STATUS {code}")
+        self.out.flush()
+        if self.jobstate is not None:
+            self.jobstate.flush()
+        return code
+
+
+class _Layered:
+    """A DAG's own configuration (CONFIG / -config) over the pool's."""
+
+    def __init__(self, own: Any, base: Any) -> None:
+        self.own, self.base = own, base
+
+    def _pick(self, method: str, name: str, default: Any) -> Any:
+        if self.own.get(name) is not None:
+            return getattr(self.own, method)(name, default)
+        return getattr(self.base, method)(name, default) if self.base is not None else default
+
+    def get_int(self, name: str, default: Any = None) -> Any:
+        return self._pick("get_int", name, default)
+
+    def get_bool(self, name: str, default: Any = None) -> Any:
+        return self._pick("get_bool", name, default)
+
+
+def _replace(path: str, text: str) -> None:
+    tmp = f"{path}.tmp{os.getpid()}"
+    with open(tmp, "w", encoding="utf-8") as f:
+        f.write(text)
+    os.replace(tmp, path)
+
+
+def _expand_special(value: str, special: dict[str, str]) -> str:
+    """$(JOB), $(RETRY) ... in a VARS value, through the one macro scanner; every other
+    reference is left for the submit language."""
+    if "$" not in value:
+        return value
+    # lazy: only VARS values that hold a macro pay for the scanner
+    from roost.config.macros import expand
+    from roost.submit.macros import SUBMIT_SYNTAX
+
+    return expand(value, lambda func, body: special.get(body.strip()) if not func else None, SUBMIT_SYNTAX)
+
+
+def _special_word(word: str, macros: dict[str, str]) -> str:
+    """A script argument that is exactly ``$JOB``, ``$RETURN``, ... becomes its value."""
+    if word.startswith("$") and word[1:] in _SPECIAL:
+        return macros.get(word[1:], word)
+    return word
+
+
+DROP_TO_ENV = "ROOST_DAGMAN_RUN_AS"  # set by a root schedd: uid:gid:name:home to become
+
+
+def _preload() -> None:
+    """Load every module the run needs while the interpreter's files are readable (a
+    root schedd starts us as root; the owner may not be able to read them)."""
+    # lazy: everything the manager imports later, loaded now on purpose
+    import asyncio.subprocess  # noqa: F401
+    import encodings.idna  # noqa: F401
+    import socket
+    import traceback  # noqa: F401
+
+    # lazy: roost's own modules, likewise
+    from roost.api.errors import PoolError  # noqa: F401
+    from roost.api.schedd import Schedd  # noqa: F401
+    from roost.api.submitting import submit_description  # noqa: F401
+    from roost.config import Config  # noqa: F401
+    from roost.config.macros import expand  # noqa: F401
+    from roost.submit import SubmitError  # noqa: F401
+    from roost.submit.macros import SUBMIT_SYNTAX  # noqa: F401
+    from roost.submit.reading import parse_text
+    from roost.submit.wire import wire_cluster
+
+    desc = parse_text("executable = /bin/true\narguments = a\nlog = x.log\n+A = 1\nqueue\n", cwd="/")
+    for c in desc.expand(cluster_id=1, qdate=0, owner="nobody"):
+        wire_cluster(c)
+    _libc()
+    socket.getfqdn()
+
+
+def _drop_privileges() -> None:
+    spec = os.environ.pop(DROP_TO_ENV, None)
+    if not spec or os.geteuid() != 0:
+        return
+    uid_s, gid_s, name, home = spec.split(":", 3)
+    _preload()
+    os.setgroups([])
+    os.setgid(int(gid_s))
+    os.setuid(int(uid_s))
+    os.environ["HOME"], os.environ["USER"] = home, name
+
+
+def main(argv: list[str] | None = None) -> int:
+    ns = parse_args(sys.argv[1:] if argv is None else argv)
+    _drop_privileges()
+    try:
+        manager = Manager(ns)
+    except (DagError, OSError) as e:
+        print(f"roost.dagman: {e}", file=sys.stderr)
+        return EXIT_ERROR
+    try:
+        return asyncio.run(manager.main())
+    except Exception as e:  # the schedd went away, or a bug: restart in recovery
+        manager.say(f"ERROR: {type(e).__name__}: {e}")
+        # lazy: only a crash needs it
+        import traceback
+
+        manager.say(traceback.format_exc())
+        manager.out.flush()
+        return EXIT_RESTART
+
+
+__all__ = ["Manager", "main", "parse_args"]

@@ -1,0 +1,334 @@
+"""DAGMan on a real personal pool: DAGs submitted with ``roost submit_dag`` and run by
+the manager as a scheduler-universe job, checked through their files and job ads."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import signal
+import tempfile
+import time
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from poolkit import PoolHandle
+
+from roost.eventlog import read_events
+
+SH_JOB = 'executable = /bin/sh\narguments = "-c \'$(cmd)\'"\noutput = $(nodename).out\nqueue\n'
+
+
+@pytest.fixture
+def d() -> Iterator[Path]:
+    """A directory the DAG's manager (nobody, for root's DAGs) can write to."""
+    path = Path(tempfile.mkdtemp(prefix="roost-dag-", dir="/tmp"))
+    path.chmod(0o777)
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def write(d: Path, name: str, text: str, mode: int = 0o644) -> Path:
+    p = d / name
+    p.write_text(text)
+    p.chmod(mode)
+    return p
+
+
+def submit_dag(pool: PoolHandle, d: Path, dag: str = "x.dag", *args: str) -> int:
+    done = pool.roost("submit_dag", *args, str(d / dag), cwd=d, check=True)
+    m = re.search(r"submitted to cluster (\d+)", done.stdout)
+    assert m, done.stdout
+    return int(m.group(1))
+
+
+def wait_dag(pool: PoolHandle, d: Path, cluster: int, dag: str = "x.dag", timeout: float = 90) -> int:
+    """Wait for the DAGMan job to leave the queue; its exit code."""
+    try:
+        pool.wait([f"{cluster}.0"], timeout=timeout)
+    except TimeoutError:
+        raise AssertionError(_tail(d, dag)) from None
+    job = pool.job(f"{cluster}.0")
+    assert job is not None
+    return int(job.get("ExitCode", -1))
+
+
+def _tail(d: Path, dag: str) -> str:
+    parts = []
+    for suffix in ("dagman.out", "lib.err"):
+        p = d / f"{dag}.{suffix}"
+        if p.exists():
+            parts.append(f"--- {p.name}\n" + "\n".join(p.read_text().splitlines()[-40:]))
+    return "\n".join(parts)
+
+
+def node_submits(d: Path, dag: str = "x.dag") -> Counter[str]:
+    """How many times each node's job was submitted (the nodes log's submit events)."""
+    counts: Counter[str] = Counter()
+    for ev in list(read_events(str(d / f"{dag}.nodes.log"))):
+        if int(ev.type) == 0 and ev.log_notes.startswith("DAG Node: "):
+            counts[ev.log_notes[10:]] += 1
+    return counts
+
+
+def test_diamond_runs_parents_first_with_dag_job_ads(pool: PoolHandle, d: Path) -> None:
+    write(d, "job.sub", SH_JOB)
+    write(d, "x.dag", "JOB A job.sub\nJOB B job.sub\nJOB C job.sub\nJOB D job.sub\n"
+          'VARS ALL_NODES nodename="$(JOB)" cmd="echo $(JOB)"\n'
+          "PARENT A CHILD B C\nPARENT B C CHILD D\nNODE_STATUS_FILE x.status 1\nJOBSTATE_LOG x.jobstate\n")
+    cluster = submit_dag(pool, d)
+    assert wait_dag(pool, d, cluster) == 0, _tail(d, "x.dag")
+    for n in "ABCD":
+        assert (d / f"{n}.out").read_text() == f"{n}\n"
+    events = list(read_events(str(d / "x.dag.nodes.log")))
+    order = [(int(e.type), e.cluster) for e in events]
+    clusters = {e.log_notes[10:]: e.cluster for e in events if int(e.type) == 0}
+    end = {name: order.index((5, c)) for name, c in clusters.items()}
+    start = {name: order.index((0, c)) for name, c in clusters.items()}
+    assert end["A"] < start["B"] and end["A"] < start["C"]
+    assert max(end["B"], end["C"]) < start["D"]
+    ad = pool.job(f"{clusters['D']}.0")
+    assert ad is not None
+    assert ad["DAGManJobId"] == cluster and ad["DAGNodeName"] == "D" and ad["DAGParentNodeNames"] == "B,C"
+    assert ad["JobBatchName"] == f"x.dag+{cluster}"
+    out = (d / "x.dag.dagman.out").read_text()
+    assert "EXITING WITH STATUS 0" in out
+    metrics = json.loads((d / "x.dag.metrics").read_text())
+    assert metrics["exitcode"] == 0 and metrics["jobs_succeeded"] == 4 and metrics["dagman_id"] == f"{cluster}.0"
+    assert 'DagStatus = 5; /* "STATUS_DONE" */' in (d / "x.status").read_text()
+    assert "D JOB_SUCCESS 0" in (d / "x.jobstate").read_text()
+    assert not (d / "x.dag.lock").exists() and not list(d.glob("x.dag.rescue*"))
+
+
+def test_retry_unless_exit_and_rescue_then_resume(pool: PoolHandle, d: Path) -> None:
+    flag = d / "flag"
+    write(d, "job.sub", SH_JOB)
+    write(d, "x.dag", "JOB A job.sub\nJOB B job.sub\nJOB C job.sub\nJOB D job.sub\nPARENT B CHILD D\n"
+          'VARS A nodename="A" cmd="exit 3"\nRETRY A 2\n'
+          'VARS B nodename="B" cmd="test -e ' + str(flag) + '"\n'
+          'VARS C nodename="C" cmd="exit 5"\nRETRY C 4 UNLESS-EXIT 5\n'
+          'VARS D nodename="D" cmd="echo d"\n')
+    cluster = submit_dag(pool, d)
+    assert wait_dag(pool, d, cluster) == 1
+    assert node_submits(d) == {"A": 3, "B": 1, "C": 1}
+    rescue = (d / "x.dag.rescue001").read_text()
+    assert "DONE" not in rescue.replace("Nodes premarked DONE", "")
+    # Second run: A and C now succeed, B too; the rescue DAG is picked up by itself.
+    write(d, "x.dag", (d / "x.dag").read_text().replace('cmd="exit 3"', 'cmd="true"').replace(
+        'cmd="exit 5"', 'cmd="true"'))
+    flag.write_text("")
+    done = pool.roost("submit_dag", str(d / "x.dag"), cwd=d, check=True)
+    assert "Running rescue DAG 1" in done.stdout
+    cluster2 = int(re.search(r"cluster (\d+)", done.stdout).group(1))  # type: ignore[union-attr]
+    assert wait_dag(pool, d, cluster2) == 0, _tail(d, "x.dag")
+    assert node_submits(d) == {"A": 1, "B": 1, "C": 1, "D": 1}
+    assert not (d / "x.dag.rescue002").exists()
+
+
+def test_rescue_skips_done_nodes(pool: PoolHandle, d: Path) -> None:
+    flag = d / "flag"
+    write(d, "job.sub", SH_JOB)
+    write(d, "x.dag", 'JOB A job.sub\nJOB B job.sub\nPARENT A CHILD B\nVARS A nodename="A" cmd="true"\n'
+          f'VARS B nodename="B" cmd="test -e {flag}"\n')
+    assert wait_dag(pool, d, submit_dag(pool, d)) == 1
+    assert "DONE A" in (d / "x.dag.rescue001").read_text()
+    flag.write_text("")
+    assert wait_dag(pool, d, submit_dag(pool, d)) == 0
+    assert node_submits(d) == {"B": 1}  # A was DONE in the rescue DAG: not run again
+    # -f ignores (and renames) the rescue DAGs: everything runs again
+    assert wait_dag(pool, d, submit_dag(pool, d, "x.dag", "-f")) == 0
+    assert node_submits(d) == {"A": 1, "B": 1}
+    assert (d / "x.dag.rescue001.old").exists()
+
+
+def test_pre_and_post_scripts_decide_the_node(pool: PoolHandle, d: Path) -> None:
+    write(d, "job.sub", SH_JOB)
+    write(d, "post.sh", '#!/bin/sh\necho "$1 $2 $3" >> posts.txt\n[ "$2" = 7 ] && exit 0\nexit "$4"\n', 0o755)
+    write(d, "x.dag",
+          "JOB P job.sub\nJOB Q job.sub\nJOB R job.sub\nJOB S job.sub\nPARENT Q CHILD S\n"
+          'VARS P nodename="P" cmd="true"\nVARS Q nodename="Q" cmd="exit 7"\nVARS R nodename="R" cmd="true"\n'
+          'VARS S nodename="S" cmd="true"\n'
+          "SCRIPT PRE P /bin/false\nSCRIPT POST P post.sh $JOB $RETURN $PRE_SCRIPT_RETURN 0\n"
+          "SCRIPT POST Q post.sh $JOB $RETURN $RETRY 1\n"
+          "SCRIPT POST R post.sh $JOB $RETURN $RETRY 4\n")
+    assert wait_dag(pool, d, submit_dag(pool, d)) == 1
+    subs = node_submits(d)
+    assert "P" not in subs  # its PRE script failed: no job, and no POST script
+    assert subs["Q"] == 1 and subs["S"] == 1  # the POST script made Q's exit 7 a success
+    posts = (d / "posts.txt").read_text().split("\n")
+    assert "Q 7 0" in posts and "R 0 0" in posts and not any(p.startswith("P") for p in posts)
+    status = (d / "x.dag.rescue001").read_text()
+    assert "DONE Q" in status and "DONE S" in status and "DONE R" not in status
+    events = [e for e in list(read_events(str(d / "x.dag.nodes.log"))) if int(e.type) == 16]
+    assert sorted((e.dag_node_name, e.return_value) for e in events) == [("Q", 0), ("R", 4)]
+
+
+def test_abort_dag_on_removes_running_nodes_and_final_runs(pool: PoolHandle, d: Path) -> None:
+    write(d, "job.sub", SH_JOB)
+    write(d, "final.sub", "executable = /bin/echo\narguments = $(DAG_STATUS) $(FAILED_COUNT)\n"
+          "output = final.out\nqueue\n")
+    write(d, "x.dag", 'JOB A job.sub\nJOB B job.sub\nJOB C job.sub\nPARENT A CHILD C\nFINAL F final.sub\n'
+          'VARS A nodename="A" cmd="sleep 1; exit 9"\nVARS B nodename="B" cmd="sleep 60"\n'
+          'VARS C nodename="C" cmd="true"\nABORT-DAG-ON A 9 RETURN 1\n')
+    cluster = submit_dag(pool, d)
+    assert wait_dag(pool, d, cluster) == 0, _tail(d, "x.dag")  # the FINAL node's success decides
+    assert (d / "final.out").read_text().split() == ["3", "2"]  # $(DAG_STATUS) abort; A and B failed
+    subs = node_submits(d)
+    assert "C" not in subs and subs["B"] == 1
+    kinds = {(int(e.type), e.cluster) for e in list(read_events(str(d / "x.dag.nodes.log")))}
+    b = next(e.cluster for e in list(read_events(str(d / "x.dag.nodes.log")))
+             if int(e.type) == 0 and e.log_notes == "DAG Node: B")
+    assert (9, b) in kinds  # B was removed by the abort
+
+
+def test_abort_without_final_returns_its_value(pool: PoolHandle, d: Path) -> None:
+    write(d, "job.sub", SH_JOB)
+    write(d, "x.dag", 'JOB A job.sub\nJOB B job.sub\nPARENT A CHILD B\nVARS A nodename="A" cmd="exit 4"\n'
+          'VARS B nodename="B" cmd="true"\nABORT-DAG-ON A 4\nRETRY A 3\n')
+    cluster = submit_dag(pool, d)
+    # exit value 4 is not 0-2: the DAGMan job would be restarted, as HTCondor's is; remove it
+    deadline = time.monotonic() + 60
+    out = d / "x.dag.dagman.out"
+    while not out.exists() or "EXITING WITH STATUS 4" not in out.read_text():
+        assert time.monotonic() < deadline, _tail(d, "x.dag")
+        time.sleep(0.1)
+    pool.roost("rm", str(cluster), check=True)
+    assert node_submits(d)["A"] == 1  # an abort overrides RETRY
+    assert (d / "x.dag.rescue001").exists()
+
+
+def test_splices_and_a_sub_dag(pool: PoolHandle, d: Path) -> None:
+    (d / "inner").mkdir()
+    (d / "inner").chmod(0o777)
+    (d / "sub").mkdir()
+    (d / "sub").chmod(0o777)
+    job = "executable = /bin/echo\narguments = $(word)\noutput = $(word).out\nqueue\n"
+    write(d / "inner", "job.sub", job)
+    write(d / "inner", "inner.dag", 'JOB one job.sub\nJOB two job.sub\nPARENT one CHILD two\n'
+          'VARS one word="one"\nVARS two word="two"\n')
+    write(d / "sub", "job.sub", job)
+    write(d / "sub", "sub.dag", 'JOB s1 job.sub\nVARS s1 word="subdag"\n')
+    write(d, "job.sub", job)
+    write(d, "x.dag", 'JOB X job.sub\nVARS X word="x"\nSPLICE S inner.dag DIR inner\n'
+          "SUBDAG EXTERNAL Y sub/sub.dag\nPARENT X CHILD S\nPARENT S CHILD Y\n")
+    cluster = submit_dag(pool, d)
+    assert wait_dag(pool, d, cluster) == 0, _tail(d, "x.dag")
+    assert (d / "inner" / "one.out").read_text() == "one\n"
+    assert (d / "inner" / "two.out").read_text() == "two\n"
+    assert (d / "sub" / "subdag.out").read_text() == "subdag\n"
+    assert set(node_submits(d)) == {"X", "S+one", "S+two", "Y"}
+    assert "EXITING WITH STATUS 0" in (d / "sub" / "sub.dag.dagman.out").read_text()
+
+
+def test_category_maxjobs_and_maxjobs_are_never_exceeded(pool: PoolHandle, d: Path) -> None:
+    write(d, "job.sub", SH_JOB)
+    nodes = "".join(f'JOB N{i} job.sub\nVARS N{i} nodename="N{i}" cmd="sleep 0.5"\nCATEGORY N{i} slow\n'
+                    for i in range(8))
+    write(d, "x.dag", nodes + "MAXJOBS slow 2\n")
+    cluster = submit_dag(pool, d)
+    most = 0
+    s = pool.schedd()
+    try:
+        deadline = time.monotonic() + 90
+        while pool.job(f"{cluster}.0") is not None and "JobStatus" in pool.job(f"{cluster}.0") and \
+                pool.job(f"{cluster}.0")["JobStatus"] in (1, 2):
+            got = s.query(f"DAGManJobId == {cluster}", ["ClusterId"])
+            most = max(most, len(got))
+            assert time.monotonic() < deadline, _tail(d, "x.dag")
+            time.sleep(0.05)
+    finally:
+        s.close()
+    assert wait_dag(pool, d, cluster) == 0
+    assert most == 2, most
+    assert len(node_submits(d)) == 8
+
+
+def _manager_pid(dag: Path) -> int | None:
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            cmd = Path(f"/proc/{entry}/cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if b"roost.dagman" in cmd and str(dag).encode() in cmd:
+            return int(entry)
+    return None
+
+
+def _wait_for(pred: object, timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while not pred():  # type: ignore[operator]
+        assert time.monotonic() < deadline, what
+        time.sleep(0.05)
+
+
+def _chain(d: Path, n: int = 4, sleep: float = 1.0) -> None:
+    write(d, "job.sub", SH_JOB)
+    text = "".join(f'JOB N{i} job.sub\nVARS N{i} nodename="N{i}" cmd="sleep {sleep}"\n' for i in range(n))
+    text += "".join(f"PARENT N{i} CHILD N{i + 1}\n" for i in range(n - 1))
+    write(d, "x.dag", text)
+
+
+def test_kill_9_of_the_manager_recovers_from_the_nodes_log(pool: PoolHandle, d: Path) -> None:
+    _chain(d)
+    cluster = submit_dag(pool, d)
+    _wait_for(lambda: "N1" in node_submits(d) if (d / "x.dag.nodes.log").exists() else False, 60, "N1 submitted")
+    pid = _manager_pid(d / "x.dag")
+    assert pid is not None
+    os.kill(pid, signal.SIGKILL)
+    assert wait_dag(pool, d, cluster) == 0, _tail(d, "x.dag")
+    assert node_submits(d) == {f"N{i}": 1 for i in range(4)}  # none twice, none forgotten
+    out = (d / "x.dag.dagman.out").read_text()
+    assert "RECOVERY mode" in out and "EXITING WITH STATUS 0" in out
+
+
+def test_kill_9_of_the_schedd_mid_dag(fresh_pool: PoolHandle, d: Path) -> None:
+    pool = fresh_pool
+    _chain(d)
+    cluster = submit_dag(pool, d)
+    _wait_for(lambda: "N1" in node_submits(d) if (d / "x.dag.nodes.log").exists() else False, 60, "N1 submitted")
+    old = pool.daemon_pid("schedd")
+    os.kill(old, signal.SIGKILL)
+    pool.wait_daemon_back("schedd", old, timeout=30)
+    assert wait_dag(pool, d, cluster) == 0, _tail(d, "x.dag")
+    assert node_submits(d) == {f"N{i}": 1 for i in range(4)}
+    assert "RECOVERY mode" in (d / "x.dag.dagman.out").read_text()
+
+
+def test_rm_of_the_dag_removes_its_nodes_and_writes_a_rescue_dag(pool: PoolHandle, d: Path) -> None:
+    write(d, "job.sub", SH_JOB)
+    write(d, "x.dag", 'JOB A job.sub\nJOB B job.sub\nJOB C job.sub\nPARENT A CHILD B\nPARENT B CHILD C\n'
+          'VARS A nodename="A" cmd="true"\nVARS B nodename="B" cmd="sleep 60"\nVARS C nodename="C" cmd="true"\n')
+    cluster = submit_dag(pool, d)
+    _wait_for(lambda: "B" in node_submits(d) if (d / "x.dag.nodes.log").exists() else False, 60, "B submitted")
+    pool.roost("rm", str(cluster), check=True)
+    s = pool.schedd()
+    try:
+        _wait_for(lambda: not s.query(f"DAGManJobId == {cluster}", ["ClusterId"]), 30, "node jobs removed")
+    finally:
+        s.close()
+    _wait_for(lambda: (d / "x.dag.rescue001").exists(), 30, "rescue DAG written")
+    assert "DONE A" in (d / "x.dag.rescue001").read_text()
+    assert "C" not in node_submits(d)
+
+
+@pytest.mark.parametrize("dag,message", [
+    ("JOB A a.sub\nJOB B a.sub\nPARENT A CHILD B\nPARENT B CHILD A\n", "cycle: A -> B -> A"),
+    ("JOB A missing.sub\n", "x.dag:1: node 'A': its submit file missing.sub does not exist"),
+    ("JOB A a.sub\nRETRY A many\n", "x.dag:2: RETRY count 'many' is not a whole number"),
+    ("JOB A a.sub\nFINAL F a.sub\nPARENT F CHILD A\n", "x.dag:3: the FINAL node 'F' cannot be in a PARENT line"),
+    ("JOB A a.sub\nFROB A\n", "x.dag:2: unknown command 'FROB'"),
+])
+def test_errors_before_anything_runs(pool: PoolHandle, d: Path, dag: str, message: str) -> None:
+    write(d, "a.sub", "executable = /bin/true\nqueue\n")
+    write(d, "x.dag", dag)
+    done = pool.roost("submit_dag", str(d / "x.dag"), cwd=d)
+    assert done.returncode == 1
+    assert message in done.stderr
+    assert not (d / "x.dag.condor.sub").exists()
