@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import htcondor2
+import pytest
 from poolkit import PoolHandle
 
 
@@ -62,3 +63,26 @@ def test_constraint_and_user_targets(pool: PoolHandle, tmp_path: Path) -> None:
     out = pool.roost("rm", me, check=True)
     assert out.stdout.strip() == f'All jobs of user "{me}" have been marked for removal'
     pool.wait(r.job_ids(), timeout=30)
+
+
+def test_edit_sets_attributes_and_refuses_the_schedds_own(pool: PoolHandle, tmp_path: Path) -> None:
+    from roost.api.connection import RefusedError
+    from roost.api.schedd import Expr
+
+    r = pool.submit("executable = /bin/sleep\narguments = 30\nhold = true\nqueue 2\n", tmp_path)
+    s = pool.schedd()
+    try:
+        got = s.edit(f"{r.cluster}.1", {"Foo": 3, "Name2": "text", "Bar": Expr("Foo * 2")})
+        assert got["count"] == 1
+        (ad,) = s.query(f"ClusterId == {r.cluster} && ProcId == 1", ["Foo", "Name2", "Bar"])
+        assert (ad["Foo"], ad["Name2"], str(ad["Bar"])) == (3, "text", "Foo * 2")
+        (other,) = s.query(f"ClusterId == {r.cluster} && ProcId == 0", ["Foo"])
+        assert "Foo" not in other
+        with pytest.raises(RefusedError) as e:
+            s.edit(str(r.cluster), {"Owner": "mallory"})
+        assert e.value.code == "DENIED"
+        with pytest.raises(RefusedError):
+            s.edit(str(r.cluster), {"Bad": Expr("1 +")})
+        s.act("remove", str(r.cluster))
+    finally:
+        s.close()

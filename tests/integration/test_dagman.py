@@ -79,8 +79,9 @@ def node_submits(d: Path, dag: str = "x.dag") -> Counter[str]:
 def test_diamond_runs_parents_first_with_dag_job_ads(pool: PoolHandle, d: Path) -> None:
     write(d, "job.sub", SH_JOB)
     write(d, "x.dag", "JOB A job.sub\nJOB B job.sub\nJOB C job.sub\nJOB D job.sub\n"
-          'VARS ALL_NODES nodename="$(JOB)" cmd="echo $(JOB)"\n'
-          "PARENT A CHILD B C\nPARENT B C CHILD D\nNODE_STATUS_FILE x.status 1\nJOBSTATE_LOG x.jobstate\n")
+          'VARS ALL_NODES nodename="$(JOB)" cmd="echo $(JOB)"\nVARS D +DagNote="\\"d\\""\n'
+          "PARENT A CHILD B C\nPARENT B C CHILD D\nNODE_STATUS_FILE x.status 1\nJOBSTATE_LOG x.jobstate\n"
+          'SET_JOB_ATTR DagTag = "tag"\nDOT x.dot UPDATE\n')
     cluster = submit_dag(pool, d)
     assert wait_dag(pool, d, cluster) == 0, _tail(d, "x.dag")
     for n in "ABCD":
@@ -95,7 +96,10 @@ def test_diamond_runs_parents_first_with_dag_job_ads(pool: PoolHandle, d: Path) 
     ad = pool.job(f"{clusters['D']}.0")
     assert ad is not None
     assert ad["DAGManJobId"] == cluster and ad["DAGNodeName"] == "D" and ad["DAGParentNodeNames"] == "B,C"
-    assert ad["JobBatchName"] == f"x.dag+{cluster}"
+    assert ad["JobBatchName"] == f"x.dag+{cluster}" and ad["DagNote"] == "d"
+    dagman = pool.job(f"{cluster}.0")
+    assert dagman is not None and dagman["DagTag"] == "tag" and dagman["DAG_NodesDone"] == 4
+    assert '"A" -> "B";' in (d / "x.dot").read_text()
     out = (d / "x.dag.dagman.out").read_text()
     assert "EXITING WITH STATUS 0" in out
     metrics = json.loads((d / "x.dag.metrics").read_text())
@@ -225,26 +229,35 @@ def test_splices_and_a_sub_dag(pool: PoolHandle, d: Path) -> None:
     assert "EXITING WITH STATUS 0" in (d / "sub" / "sub.dag.dagman.out").read_text()
 
 
-def test_category_maxjobs_and_maxjobs_are_never_exceeded(pool: PoolHandle, d: Path) -> None:
+@pytest.mark.parametrize("how,limit", [("category", 2), ("config", 1), ("option", 3)])
+def test_throttles_are_never_exceeded(pool: PoolHandle, d: Path, how: str, limit: int) -> None:
+    """CATEGORY + MAXJOBS, the DAG's CONFIG file (DAGMAN_MAX_JOBS_SUBMITTED) and
+    submit_dag -maxjobs: the queue, sampled, never holds more node jobs than allowed."""
     write(d, "job.sub", SH_JOB)
-    nodes = "".join(f'JOB N{i} job.sub\nVARS N{i} nodename="N{i}" cmd="sleep 0.5"\nCATEGORY N{i} slow\n'
-                    for i in range(8))
-    write(d, "x.dag", nodes + "MAXJOBS slow 2\n")
-    cluster = submit_dag(pool, d)
+    text = "".join(f'JOB N{i} job.sub\nVARS N{i} nodename="N{i}" cmd="sleep 0.4"\nCATEGORY N{i} slow\n'
+                   for i in range(8))
+    args: list[str] = []
+    if how == "category":
+        text += f"MAXJOBS slow {limit}\n"
+    elif how == "config":
+        write(d, "x.config", f"DAGMAN_MAX_JOBS_SUBMITTED = {limit}\n")
+        text += "CONFIG x.config\n"
+    else:
+        args = ["-maxjobs", str(limit)]
+    write(d, "x.dag", text)
+    cluster = submit_dag(pool, d, "x.dag", *args)
     most = 0
     s = pool.schedd()
     try:
         deadline = time.monotonic() + 90
-        while pool.job(f"{cluster}.0") is not None and "JobStatus" in pool.job(f"{cluster}.0") and \
-                pool.job(f"{cluster}.0")["JobStatus"] in (1, 2):
-            got = s.query(f"DAGManJobId == {cluster}", ["ClusterId"])
-            most = max(most, len(got))
+        while s.query(f"ClusterId == {cluster}", ["ClusterId"]):
+            most = max(most, len(s.query(f"DAGManJobId == {cluster}", ["ClusterId"])))
             assert time.monotonic() < deadline, _tail(d, "x.dag")
-            time.sleep(0.05)
+            time.sleep(0.02)
     finally:
         s.close()
     assert wait_dag(pool, d, cluster) == 0
-    assert most == 2, most
+    assert most == limit, most
     assert len(node_submits(d)) == 8
 
 
@@ -332,3 +345,77 @@ def test_errors_before_anything_runs(pool: PoolHandle, d: Path, dag: str, messag
     assert done.returncode == 1
     assert message in done.stderr
     assert not (d / "x.dag.condor.sub").exists()
+
+
+def test_a_dag_written_by_htcondor2_dags_runs_through_the_python_api(pool: PoolHandle, d: Path) -> None:
+    htcondor2 = pytest.importorskip("htcondor2")
+    from htcondor2 import dags
+
+    from roost.dagman.api import submit_dag as api_submit_dag
+    from roost.dagman.api import wait_dag
+
+    echo = {"executable": "/bin/echo", "arguments": "$(word)", "output": "$(word).out"}
+    dag = dags.DAG()
+    a = dag.layer(name="A", submit_description=htcondor2.Submit(echo), vars=[{"word": "a1"}, {"word": "a2"}],
+                  retries=1)
+    a.child_layer(name="B", submit_description=htcondor2.Submit(echo), vars=[{"word": "b"}],
+                  post=dags.Script(executable="/bin/true", arguments=["$RETURN"]))
+    dags.write_dag(dag, d, dag_file_name="x.dag")
+    for f in d.iterdir():
+        f.chmod(0o644)
+    schedd = pool.schedd()
+    try:
+        result = api_submit_dag(d / "x.dag", schedd=schedd)
+        assert wait_dag(result.cluster, schedd=schedd, timeout=90) == 0, _tail(d, "x.dag")
+    finally:
+        schedd.close()
+    assert [(d / f"{w}.out").read_text() for w in ("a1", "a2", "b")] == ["a1\n", "a2\n", "b\n"]
+    assert set(node_submits(d)) == {"A:0", "A:1", "B:0"}
+
+
+def test_q_shows_a_dag_its_nodes_and_its_progress(pool: PoolHandle, d: Path) -> None:
+    write(d, "job.sub", SH_JOB)
+    write(d, "x.dag", 'JOB A job.sub\nJOB B job.sub\nJOB C job.sub\nPARENT A CHILD B\nPARENT B CHILD C\n'
+          'VARS A nodename="A" cmd="true"\nVARS B nodename="B" cmd="sleep 60"\nVARS C nodename="C" cmd="true"\n')
+    cluster = submit_dag(pool, d)
+    name = f"x.dag+{cluster}"
+
+    def batch_row() -> list[str]:
+        out = pool.roost("q", check=True).stdout
+        return next((ln.split() for ln in out.splitlines() if name in ln), [])
+
+    # DONE 1 (A), RUN 1 (B), TOTAL 3 (the DAG's nodes, not its jobs in the queue)
+    _wait_for(lambda: (row := batch_row()) and row[4] == "1" and row[5] == "1" and row[7] == "3", 60,
+              "the batch row counting the DAG's nodes")
+    lines = pool.roost("q", "-dag", check=True).stdout.splitlines()
+    dag_line = next(i for i, ln in enumerate(lines) if ln.split()[:1] == [f"{cluster}.0"])
+    assert "|-B" in lines[dag_line + 1]
+    pool.roost("rm", str(cluster), check=True)
+
+
+def test_save_point_then_load_save(pool: PoolHandle, d: Path) -> None:
+    write(d, "job.sub", SH_JOB)
+    write(d, "x.dag", 'JOB A job.sub\nJOB B job.sub\nJOB C job.sub\nPARENT A CHILD B\nPARENT B CHILD C\n'
+          'VARS ALL_NODES nodename="$(JOB)" cmd="true"\nSAVE_POINT_FILE B\n')
+    assert wait_dag(pool, d, submit_dag(pool, d)) == 0
+    save = d / "save_files" / "B-x.dag.save"
+    text = save.read_text()
+    assert "DONE A" in text and "DONE B" not in text
+    assert wait_dag(pool, d, submit_dag(pool, d, "x.dag", "-load_save", "B-x.dag.save")) == 0, _tail(d, "x.dag")
+    assert node_submits(d) == {"B": 1, "C": 1}
+
+
+def test_noop_pre_skip_defer_and_debug(pool: PoolHandle, d: Path) -> None:
+    write(d, "job.sub", SH_JOB)
+    write(d, "defer.sh", '#!/bin/sh\nif [ -e deferred ]; then echo second; exit 0; fi\n'
+          'touch deferred; echo first; exit 4\n', 0o755)
+    write(d, "x.dag", "JOB S job.sub NOOP\nJOB K job.sub\nJOB D job.sub\nPARENT S K CHILD D\n"
+          'VARS ALL_NODES nodename="$(JOB)" cmd="true"\n'
+          "SCRIPT PRE S /bin/true\n"
+          "SCRIPT PRE K /bin/sh -c 'exit 3'\nPRE_SKIP K 3\n"
+          "SCRIPT DEFER 4 1 DEBUG pre.debug ALL PRE D defer.sh\n")
+    started = time.monotonic()
+    assert wait_dag(pool, d, submit_dag(pool, d)) == 0, _tail(d, "x.dag")
+    assert time.monotonic() - started >= 1.0  # the deferred PRE script waited its second
+    assert node_submits(d) == {"D": 1}  # S is a NOOP, K was skipped by its PRE script
+    assert (d / "pre.debug").read_text().split() == ["first", "second"]

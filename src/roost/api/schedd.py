@@ -271,6 +271,25 @@ class Schedd:
             args["reason"] = reason
         return self.call("ACT", **args)
 
+    def edit(self, ids: Iterable[str] | str | None = None, attrs: dict[str, Any] | None = None, *,
+             constraint: str | None = None, owner: str | None = None) -> dict[str, Any]:
+        """Set job attributes (condor_qedit): ``attrs`` maps names to values (ints,
+        floats, bools, strings) or to expressions (:class:`Expr`, ClassAd text).
+        Returns ``{"count": n, "ids": [...]}``."""
+        if not attrs:
+            raise ValueError("edit needs attributes to set")
+        args: dict[str, Any] = {"attrs": {k: _expr_text(v) for k, v in attrs.items()}}
+        id_list = normalize_ids(ids)
+        if id_list:
+            args["ids"] = id_list
+        if constraint:
+            args["constraint"] = constraint
+        if owner:
+            args["owner"] = owner
+        if len(args) == 1:
+            raise ValueError("edit needs ids, a constraint or an owner")
+        return self.call("EDIT", **args)
+
     # -- waiting --------------------------------------------------------------------
 
     def wait(
@@ -302,3 +321,20 @@ class Schedd:
                 return got
             if deadline is not None and time.monotonic() >= deadline:
                 raise TimeoutError(f"{got.get('done')} of {got.get('total')} jobs done after {timeout:g} s")
+
+
+class Expr(str):
+    """ClassAd expression text for :meth:`Schedd.edit` (a plain ``str`` is a string value)."""
+
+
+def _expr_text(v: Any) -> str:
+    """A value as ClassAd expression text."""
+    if isinstance(v, Expr):
+        return str(v)
+    if v is True or v is False:
+        return "true" if v else "false"
+    if isinstance(v, (int, float)):
+        return repr(v)
+    if isinstance(v, str):
+        return '"' + v.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    raise TypeError(f"cannot set an attribute to {type(v).__name__}")

@@ -30,7 +30,9 @@ from roost.cli.jobview import (
 from roost.cli.options import Parser, UsageError, pool_spec
 from roost.cli.restrict import Restriction, error_line, split_af
 
-BATCH_ATTRS = ["ClusterId", "ProcId", "Owner", "JobBatchName", "QDate", "JobStatus", "TotalSubmitProcs"]
+BATCH_ATTRS = ["ClusterId", "ProcId", "Owner", "JobBatchName", "QDate", "JobStatus", "TotalSubmitProcs",
+               "DAG_NodesTotal", "DAG_NodesDone"]
+DAG_ATTRS = ["DAGManJobId", "DAGNodeName"]
 JOB_ATTRS = ["ClusterId", "ProcId", "Owner", "QDate", "JobStatus", "JobPrio", "ImageSize", "Cmd",
              "Arguments", "Args", "RemoteWallClockTime", "JobCurrentStartDate", "ShadowBday"]
 HOLD_ATTRS = ["ClusterId", "ProcId", "Owner", "EnteredCurrentStatus", "HoldReason", "JobStatus"]
@@ -39,6 +41,7 @@ HOLD_ATTRS = ["ClusterId", "ProcId", "Owner", "EnteredCurrentStatus", "HoldReaso
 SPEC = {
     "constraint": ("value", "only jobs for which this ClassAd expression is true"),
     "nobatch": ("flag", "one line per job"),
+    "dag": ("flag", "one line per job, each DAG's node jobs under it (|-NODE)"),
     "batch": ("flag", "one line per batch (the default)"),
     "totals": ("flag", "only the totals"),
     "hold": ("flag", "held jobs with their hold reason"),
@@ -95,13 +98,16 @@ def main(argv: list[str]) -> int:
                 projection = [a.strip() for a in ns.attributes.split(",") if a.strip()]
             jobs = schedd.query_objs(constraint, projection, owner=owner, ids=r.ids, limit=limit)
             return _print_ads(jobs, ns, af_flags)
-        view = HOLD_ATTRS if ns.hold else (JOB_ATTRS if ns.nobatch or ns.run else BATCH_ATTRS)
+        nobatch = ns.nobatch or ns.run or ns.dag
+        view = HOLD_ATTRS if ns.hold else (JOB_ATTRS + DAG_ATTRS if nobatch else BATCH_ATTRS)
         raw = schedd.query_raw(constraint, view, owner=owner, ids=r.ids, limit=limit)
+        if ns.dag:
+            raw = _dag_order(raw)
         _header(schedd)
         out = sys.stdout
         if ns.hold:
             _hold_view(list(merge_jobs(raw)), out)
-        elif ns.nobatch or ns.run:
+        elif nobatch:
             _job_view(raw, out, ns.wide)
         else:
             _batch_view(raw, out)
@@ -315,6 +321,39 @@ def _job_view(raw: dict[str, Any], out: Any, wide: bool) -> None:
     out.write("\n".join(lines) + "\n")
 
 
+def _dag_order(raw: dict[str, Any]) -> dict[str, Any]:
+    """The jobs with each DAG's node jobs right after its DAGMan job, their OWNER
+    column showing ``|-NODE`` (condor_q -dag); nested DAGs indent further."""
+    clusters = dict(raw.get("clusters") or {})
+    jobs = list(raw.get("jobs") or ())
+    parent: dict[int, int] = {}
+    for c, _p, diff in jobs:
+        cad = clusters.get(str(c)) or {}
+        dag = diff.get("DAGManJobId", cad.get("DAGManJobId"))
+        if isinstance(dag, int) and dag != c:
+            parent[c] = dag
+    present = {c for c, _p, _d in jobs}
+    children: dict[int | None, list[tuple[int, int, dict[str, Any]]]] = {}
+    for job in jobs:
+        up = parent.get(job[0])
+        children.setdefault(up if up in present else None, []).append(job)
+    ordered: list[tuple[int, int, dict[str, Any]]] = []
+
+    def walk(key: int | None, depth: int) -> None:
+        for job in children.get(key, []):
+            c = job[0]
+            if depth:
+                cad = dict(clusters.get(str(c)) or {})
+                cad["Owner"] = " " * (depth - 1) + "|-" + str(cad.get("DAGNodeName", "?"))
+                clusters[str(c)] = cad
+            ordered.append(job)
+            if job[1] == 0 and c in children and depth < 16:
+                walk(c, depth + 1)
+
+    walk(None, 0)
+    return {**raw, "clusters": clusters, "jobs": ordered}
+
+
 def _hold_view(jobs: list[dict[str, Any]], out: Any) -> None:
     lines = [" ID      OWNER          HELD_SINCE  HOLD_REASON"]
     for j in jobs:
@@ -332,6 +371,7 @@ def _batch_view(raw: dict[str, Any], out: Any) -> None:
     for c, p, diff in raw.get("jobs") or ():
         cad = clusters.get(str(c)) or {}
         key = cluster_key.get(c)
+        nodes_total = cad.get("DAG_NodesTotal")
         if key is None or "Owner" in diff or "JobBatchName" in diff:
             j = dict(cad)
             j.update(diff)
@@ -341,6 +381,15 @@ def _batch_view(raw: dict[str, Any], out: Any) -> None:
         b = batches.get(key)
         if b is None:
             b = batches[key] = {"qdate": 0, "counts": [0, 0, 0, 0], "ids": {}, "submitted": {}}
+        total_nodes = diff.get("DAG_NodesTotal", nodes_total)
+        if isinstance(total_nodes, int):
+            # a DAGMan job: the batch counts the DAG's nodes, not this job
+            b["dag"] = (total_nodes, diff.get("DAG_NodesDone", cad.get("DAG_NodesDone")) or 0)
+            q = cad.get("QDate")
+            if isinstance(q, (int, float)) and (not b["qdate"] or q < b["qdate"]):
+                b["qdate"] = q
+            b["ids"].setdefault(c, (p, p))
+            continue
         if c not in b["ids"]:
             total = cad.get("TotalSubmitProcs")
             if isinstance(total, int):
@@ -367,9 +416,13 @@ def _batch_view(raw: dict[str, Any], out: Any) -> None:
         present = run + idle + hold + done
         # Finished jobs leave the queue; the cluster's submitted count tells how many did.
         submitted = sum(b["submitted"].values()) if len(b["submitted"]) == len(b["ids"]) else 0
-        if submitted > present:
-            done += submitted - present
-        total = done + run + idle + hold
+        if "dag" in b:
+            total, done = b["dag"]
+            total = max(total, done + run + idle + hold)
+        else:
+            if submitted > present:
+                done += submitted - present
+            total = done + run + idle + hold
         row = f"{owner:<10} {name:<18} {short_date(b['qdate']):>11} {cell(done)} {cell(run)} {cell(idle)}"
         row += f" {cell(hold)}" if any_held else ""
         lines.append(row + f" {total:>6} {_id_ranges(b['ids'])}")

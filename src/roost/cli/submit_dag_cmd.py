@@ -44,6 +44,7 @@ def _parser() -> argparse.ArgumentParser:
                    help="start in recovery mode (read the nodes log)")
     p.add_argument("-priority", type=int, help="the DAGMan job's and its nodes' priority")
     p.add_argument("-outfile_dir", help="(accepted for compatibility)")
+    p.add_argument("-load_save", metavar="FILE", help="start from a save point file (SAVE_POINT_FILE)")
     p.add_argument("-terse", action="store_true", help="print only the job id")
     add_pool_args(p)
     return p
@@ -61,7 +62,8 @@ def main(argv: list[str]) -> int:
                    no_submit=ns.no_submit, append=ns.append, insert_sub_file=ns.insert_sub_file, dagman=ns.dagman,
                    config=ns.config, notification=ns.notification, batch_name=ns.batch_name,
                    do_rescue_from=ns.dorescuefrom, update_submit=ns.update_submit, always_run_post=ns.always,
-                   do_recovery=ns.dorecovery, priority=ns.priority, outfile_dir=ns.outfile_dir)
+                   do_recovery=ns.dorecovery, priority=ns.priority, outfile_dir=ns.outfile_dir,
+                   load_save=ns.load_save)
     try:
         prepared = prepare(ns.dag, opts)
         write(prepared)
@@ -85,13 +87,12 @@ def main(argv: list[str]) -> int:
     # lazy: -no_submit needs no pool
     from roost.api.errors import PoolError
     from roost.api.schedd import Schedd
+    from roost.dagman.api import submit_prepared
     from roost.submit import SubmitError
-    from roost.submit.reading import parse_text
 
     try:
         with Schedd(name=ns.name, pool=ns.pool) as schedd:
-            desc = parse_text(prepared.text, file=prepared.sub_file, cwd=os.path.dirname(prepared.dag_file))
-            result = schedd.submit(desc)
+            result = submit_prepared(prepared, schedd)
     except (PoolError, SubmitError) as e:
         print(f"ERROR: {e}", file=sys.stderr)
         return 1

@@ -218,6 +218,7 @@ COMMAND_LEVELS: dict[str, CommandLevel] = {
     "SUBMIT": _c("schedd", L.WRITE, "`QMGMT_WRITE_CMD` (NewProc, SetAttribute)", jobs=True),
     "SUBMIT_TEXT": _c("schedd", L.WRITE, "`QMGMT_WRITE_CMD`", jobs=True),
     "ACT": _c("schedd", L.WRITE, "`ACT_ON_JOBS`", jobs=True),
+    "EDIT": _c("schedd", L.WRITE, "`QMGMT_WRITE_CMD` (SetAttribute, condor_qedit)", jobs=True),
     "QUERY_JOBS": _c("schedd", L.READ, "`QUERY_JOB_ADS`, `QUERY_SCHEDD_HISTORY`"),
     "WAIT_JOBS": _c("schedd", L.READ, "`QMGMT_READ_CMD`"),
     "GET_REQUESTS": _c("schedd", L.NEGOTIATOR, "`NEGOTIATE`"),

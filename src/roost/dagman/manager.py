@@ -59,6 +59,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("-config")
     p.add_argument("-priority", type=int)
     p.add_argument("-outfile_dir")
+    p.add_argument("-load_save")
     for flag in ("-p", "-l", "-csdversion", "-debug", "-notification", "-dagman", "-batch-name"):
         p.add_argument(flag)
     for flag in ("-f", "-t", "-verbose", "-force", "-suppress_notification", "-dont_suppress_notification",
@@ -148,6 +149,11 @@ class Manager:
         self.dag: Dag | None = None
         self.tasks: set[asyncio.Task[Any]] = set()
         self.batch_name = ""
+        self.published: dict[str, int] = {}
+        self.saved: set[str] = set()
+        self.start_from: str | None = None
+        self.hold_claim = 20
+        self.next_publish = 0.0
 
     # -- output -----------------------------------------------------------------------
 
@@ -179,7 +185,13 @@ class Manager:
         try:
             self.cfg = Config.load(subsys="DAGMAN")
         except (ConfigError, OSError) as e:
-            self.say(f"WARNING: cannot read the configuration ({e}); DAGMAN_* defaults apply")
+            # the pool's files may be closed to the owner: the schedd passes its DAGMAN_*
+            # knobs in the environment (_ROOST_DAGMAN_*), which this still reads
+            self.say(f"cannot read the pool's configuration ({e}); using the schedd's DAGMAN_* settings")
+            try:
+                self.cfg = Config.load(env={**os.environ, "ROOST_CONFIG": "ONLY_ENV"}, subsys="DAGMAN")
+            except (ConfigError, OSError) as e2:
+                self.say(f"WARNING: no configuration ({e2}); DAGMAN_* defaults apply")
         assert self.dag is not None
         extra = self.ns.config or self.dag.config
         if extra:
@@ -198,6 +210,7 @@ class Manager:
             always = True
         if ns.dontalwaysrunpost:
             always = False
+        self.hold_claim = k(self.cfg, "DAGMAN_HOLD_CLAIM_TIME", 20)
         return Limits(
             max_jobs=ns.maxjobs if ns.maxjobs is not None else k(self.cfg, "DAGMAN_MAX_JOBS_SUBMITTED", 0),
             max_idle=ns.maxidle if ns.maxidle is not None else k(self.cfg, "DAGMAN_MAX_JOBS_IDLE", 1000),
@@ -222,7 +235,7 @@ class Manager:
         tmp = self.files["lock"] + ".tmp"
         with open(tmp, "w", encoding="utf-8") as f:
             json.dump({"job": self.job_id, "pid": os.getpid(), "rescue": self.rescue_number,
-                       "started": self.started}, f)
+                       "start_from": self.start_from, "started": self.started}, f)
         os.replace(tmp, self.files["lock"])
 
     def connect(self) -> None:
@@ -252,15 +265,23 @@ class Manager:
         lock = self.read_lock()
         recovery = lock is not None or self.ns.dorecovery
         done: set[str] = set()
-        if recovery and lock and isinstance(lock.get("rescue"), int):
-            self.rescue_number = lock["rescue"]
-        elif self.ns.dorescuefrom:
-            self.rescue_number = self.ns.dorescuefrom
-        elif self.ns.autorescue:
-            numbers = rescue_numbers(self.dag_file, os.listdir(self.dag_dir))
-            self.rescue_number = numbers[-1] if numbers else 0
-        if self.rescue_number:
-            path = rescue_path(self.dag_file, self.rescue_number)
+        start_from: str | None = None
+        if recovery and lock:  # the same start as the run this one carries on
+            start_from = lock.get("start_from") if isinstance(lock.get("start_from"), str) else None
+            self.rescue_number = lock["rescue"] if isinstance(lock.get("rescue"), int) else 0
+        elif self.ns.load_save:
+            start_from = _save_path(self.dag_dir, self.ns.load_save)
+        else:
+            if self.ns.dorescuefrom:
+                self.rescue_number = self.ns.dorescuefrom
+            elif self.ns.autorescue:
+                numbers = rescue_numbers(self.dag_file, os.listdir(self.dag_dir))
+                self.rescue_number = numbers[-1] if numbers else 0
+            if self.rescue_number:
+                start_from = rescue_path(self.dag_file, self.rescue_number)
+        self.start_from = start_from
+        if start_from:
+            path = start_from
             try:
                 with open(path, encoding="utf-8") as f:
                     done, retries = read_rescue(path, f.read(), dag.nodes)
@@ -270,7 +291,7 @@ class Manager:
             if not _bool_knob(self.cfg, "DAGMAN_RESET_RETRIES_UPON_RESCUE", True):
                 for name, left in retries.items():
                     dag.nodes[name].retry = left
-            self.say(f"Running rescue DAG {self.rescue_number}: {len(done)} node(s) DONE")
+            self.say(f"Starting from {path}: {len(done)} node(s) DONE")
         run = self.run = DagRun(dag, limits)
         self.say(f"DAG {self.dag_file}: {len(dag.nodes)} nodes; maxjobs {limits.max_jobs}, "
                  f"maxidle {limits.max_idle}, maxpre {limits.max_pre}, maxpost {limits.max_post}")
@@ -338,6 +359,7 @@ class Manager:
                     self.start(act, now)
                 break
             self.write_status(now)
+            self.publish(now)
             self.out.flush()
             wake_at = run.next_wakeup()
             timeout = 0.25 if notify is None else 5.0
@@ -375,6 +397,8 @@ class Manager:
     def start(self, act: Action, now: float) -> None:
         run = self.run
         assert run is not None and self.dag is not None
+        if act.kind in ("pre", "submit") and act.node in self.dag.save_points and act.node not in self.saved:
+            self.save_point(act.node, now)
         if act.kind == "submit":
             self.submit(act.node)
         elif act.kind == "remove":
@@ -458,6 +482,9 @@ class Manager:
             parents = ",".join(spec.parents)
             if len(parents) < 8000:
                 lines.append(f'+DAGParentNodeNames = "{parents}"')
+        if spec.children and self.hold_claim > 0:
+            # the schedd keeps the slot for the children (DAGMAN_HOLD_CLAIM_TIME)
+            lines.append(f"+KeepClaimIdle = {self.hold_claim}")
         lines.append(f"dagman_log = {self.nodes_log}")
         lines.append(f"submit_event_notes = DAG Node: {name}")
         return lines
@@ -563,10 +590,45 @@ class Manager:
             self.dot_count += 1
         run.changed = False
 
+    def save_point(self, name: str, now: float) -> None:
+        """SAVE_POINT_FILE: the DAG's state as this node starts, once a run, as a partial
+        rescue DAG in save_files/ (``submit_dag -load_save FILE`` starts from it)."""
+        assert self.dag is not None and self.run is not None
+        self.saved.add(name)
+        path = _save_path(self.dag_dir, self.dag.save_points[name])
+        try:
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            _replace(path, rescue_text(self.dag_file, self.run, now=now, reason=f"save point of node {name}"))
+            self.say(f"Wrote save point file {path} (node {name})")
+        except OSError as e:
+            self.say(f"WARNING: save point file {path}: {e}")
+
+    def publish(self, now: float, force: bool = False) -> None:
+        """The DAG's progress in the DAGMan job's own ad (DAG_NodesDone ...), for
+        ``roost q``: when it changed, at most once a second."""
+        run = self.run
+        if run is None or self.cluster is None or self.schedd is None:
+            return
+        s = run.summary()
+        attrs = {"DAG_NodesTotal": s["total"], "DAG_NodesDone": s["done"], "DAG_NodesPrerun": s["pre"],
+                 "DAG_NodesQueued": s["queued"], "DAG_NodesPostrun": s["post"], "DAG_NodesReady": s["ready"],
+                 "DAG_NodesUnready": s["unready"], "DAG_NodesFailed": s["failed"], "DAG_NodesFutile": s["futile"],
+                 "DAG_JobsIdle": s["idle"], "DAG_JobsHeld": s["held"], "DAG_JobsSubmitted": run.jobs_submitted,
+                 "DAG_Status": run.status}
+        if attrs == self.published or (not force and now < self.next_publish):
+            return
+        self.next_publish = now + 1.0
+        try:
+            self.schedd.edit(self.job_id, attrs)
+            self.published = attrs
+        except Exception as e:  # progress is informational: the DAG goes on
+            self.say(f"WARNING: cannot update the DAGMan job's progress: {e}")
+
     def exit(self, code: int, run: DagRun | None) -> int:
         now = time.time()
         if run is not None:
             self.summary()
+            self.publish(now, force=True)
             if code not in (0, EXIT_RESTART) and not run.replaying:
                 numbers = rescue_numbers(self.dag_file, os.listdir(self.dag_dir))
                 number = next_rescue(numbers, _int_knob(self.cfg, "DAGMAN_MAX_RESCUE_NUM", 100))
@@ -607,6 +669,13 @@ class _Layered:
 
     def get_bool(self, name: str, default: Any = None) -> Any:
         return self._pick("get_bool", name, default)
+
+
+def _save_path(dag_dir: str, name: str) -> str:
+    """A save point file's path: a bare name lives in the DAG's save_files/ directory."""
+    if os.sep in name:
+        return os.path.join(dag_dir, name)
+    return os.path.join(dag_dir, "save_files", name)
 
 
 def _replace(path: str, text: str) -> None:

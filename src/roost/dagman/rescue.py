@@ -43,7 +43,7 @@ def next_rescue(numbers: list[int], max_num: int = 100) -> int:
 def rescue_text(dag_file: str, run: DagRun, *, now: float | None = None, reason: str = "") -> str:
     """The partial rescue DAG of ``run`` as it stands."""
     s = run.summary()
-    when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(now or time.time()))
+    when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(now if now is not None else time.time()))
     lines = [
         f"# Rescue DAG file, created after running the {os.path.basename(dag_file)} DAG file",
         f"# Created {when}",

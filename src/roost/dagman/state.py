@@ -125,6 +125,7 @@ class DagRun:
         self.hold_running = 0
         self.jobs_queued = 0  # nodes whose job is in the queue (maxjobs)
         self.idle_procs = 0
+        self.submits_pending = 0  # submits handed out, not yet answered (count as idle)
         self.held_procs = 0
         self.category_running: dict[str, int] = {}
         self._submit_times: deque[float] = deque()
@@ -199,8 +200,9 @@ class DagRun:
                 skipped.append(heapq.heappop(self._ready))
                 continue
             if "PRE" in n.spec.scripts and n.pre_return is None:
-                if not self._script_slot("pre"):
-                    break
+                if not self._script_slot("pre"):  # only PRE scripts wait for the PRE throttle
+                    skipped.append(heapq.heappop(self._ready))
+                    continue
                 heapq.heappop(self._ready)
                 self._set(n, PRERUN)
                 self._script_started("pre")
@@ -219,6 +221,7 @@ class DagRun:
                 break
             heapq.heappop(self._ready)
             n.submit_pending = True
+            self.submits_pending += 1
             self._set(n, SUBMITTED)
             self.jobs_queued += 1
             if n.spec.category:
@@ -241,7 +244,7 @@ class DagRun:
         lim = self.limits
         if lim.max_jobs and self.jobs_queued >= lim.max_jobs:
             return "maxjobs"
-        if lim.max_idle and self.idle_procs >= lim.max_idle:
+        if lim.max_idle and self.idle_procs + self.submits_pending >= lim.max_idle:
             return "maxidle"
         cat = n.spec.category
         if cat and cat in self.dag.maxjobs and self.dag.maxjobs[cat] > 0:
@@ -319,6 +322,7 @@ class DagRun:
                 return
             if self._stopping() and n.spec.kind != "final":
                 self._set(n, READY)
+                self._check_end()
                 return
             self._set(n, READY)
             heapq.heappush(self._ready, (-n.spec.priority, n.order, name))
@@ -331,6 +335,8 @@ class DagRun:
     def submitted(self, name: str, cluster: int, count: int) -> None:
         """The node's job is in the queue as ``cluster`` with ``count`` procs."""
         n = self.nodes[name]
+        if n.submit_pending:
+            self.submits_pending -= 1
         n.submit_pending = False
         self.jobs_submitted += 1
         if n.cluster != cluster:
@@ -348,6 +354,8 @@ class DagRun:
     def submit_failed(self, name: str, why: str) -> None:
         """The schedd refused the node's job: a job failure with $RETURN -1001."""
         n = self.nodes[name]
+        if n.submit_pending:
+            self.submits_pending -= 1
         n.submit_pending = False
         n.details = f"submit failed: {why}"
         self._job_finished(n, RETURN_SUBMIT_FAILED)
@@ -476,6 +484,10 @@ class DagRun:
         """Recovery: a node's job was submitted, so every ancestor had finished, even
         those whose end the log cannot show (NOOP nodes, PRE_SKIP, a PRE script that
         failed and was retried): mark them done the way they would have been."""
+        if n.spec.kind == "final" and n.state == NOT_READY:
+            self.final_started = True
+            self._make_ready(n)
+            return
         if n.state != NOT_READY:
             return
         stack = [p for p in n.spec.parents if self.nodes[p].state != DONE]

@@ -44,6 +44,7 @@ class Options:
     do_recovery: bool = False
     priority: int | None = None
     outfile_dir: str | None = None
+    load_save: str | None = None
     extra_args: list[str] = field(default_factory=list)
 
 
@@ -95,6 +96,8 @@ def prepare(dag_file: str, opts: Options) -> Prepared:
             except FileNotFoundError:
                 pass
         numbers = []
+    elif opts.load_save:
+        notes.append(f"Starting from save point file {opts.load_save}")
     elif opts.do_rescue_from:
         if opts.do_rescue_from not in numbers:
             raise ValueError(f"-DoRescueFrom {opts.do_rescue_from}: {rescue_path(dag_file, opts.do_rescue_from)} "
@@ -107,7 +110,7 @@ def prepare(dag_file: str, opts: Options) -> Prepared:
         rescue = numbers[-1]
     if rescue:
         notes.append(f"Running rescue DAG {rescue} ({rescue_path(dag_file, rescue)})")
-    if os.path.exists(files["condor.sub"]) and not (opts.force or opts.update_submit or rescue
+    if os.path.exists(files["condor.sub"]) and not (opts.force or opts.update_submit or rescue or opts.load_save
                                                      or os.path.exists(files["lock"])):
         raise FileExistsError(f'ERROR: "{files["condor.sub"]}" already exists (use -f to overwrite it, '
                               "-update_submit to rewrite it)")
@@ -142,6 +145,8 @@ def submit_text(dag: Dag, dag_file: str, opts: Options, rescue: int) -> str:
         args += ["-Config", os.path.abspath(opts.config)]
     if opts.priority is not None:
         args += ["-Priority", str(opts.priority)]
+    if opts.load_save:
+        args += ["-load_save", opts.load_save]
     if opts.outfile_dir:
         args += ["-outfile_dir", os.path.abspath(opts.outfile_dir)]
     args += opts.extra_args

@@ -49,6 +49,7 @@ SCHEMAS: dict[str, Schema] = {
         "limit": "int?",
     },
     "ACT": {"action": "str", "ids": "list[str]?", "constraint": "str?", "owner": "str?", "reason": "str?"},
+    "EDIT": {"attrs": "object", "ids": "list[str]?", "constraint": "str?", "owner": "str?"},
     "WAIT_JOBS": {"ids": "list[str]", "timeout": "number?"},
     "GET_REQUESTS": {"owner": "str", "submitter": "str?"},
     "MATCHES": {"matches": "list[object]"},

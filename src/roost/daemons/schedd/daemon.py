@@ -139,6 +139,7 @@ class Schedd(Daemon):
             "SUBMIT_TEXT": submit.h_submit_text,
             "QUERY_JOBS": queries.h_query_jobs,
             "ACT": queries.h_act,
+            "EDIT": queries.h_edit,
             "WAIT_JOBS": queries.h_wait_jobs,
             "GET_REQUESTS": negotiation.h_get_requests,
             "MATCHES": negotiation.h_matches,
@@ -203,9 +204,12 @@ class Schedd(Daemon):
             self.reschedule()
 
     def reschedule(self) -> None:
-        """Ask the negotiator for a cycle soon (coalesced; submitter ads refreshed first)."""
+        """Ask the negotiator for a cycle soon (coalesced; submitter ads refreshed first).
+        Claims held idle (KeepClaimIdle) take the jobs that fit them first."""
         if self.stopping:
             return
+        if self.shadows is not None:
+            self.shadows.offer_idle()
         if self._resched_task is not None and not self._resched_task.done():
             self._resched_again = True
             return

@@ -50,6 +50,7 @@ class Host(Protocol):
     address: str | None
     hostname: str
     server: Any  # the daemon's roost.net.server.Server (scheduler-universe jobs' channels)
+    config: Any  # its roost.config.Config (the DAG manager gets its DAGMAN_* knobs)
 
     def spawn(self, coro: Awaitable[Any], name: str) -> asyncio.Task[Any]: ...
 

@@ -104,6 +104,21 @@ def is_own_manager(exe: str, argv: list[str]) -> bool:
     return same and argv[1:3] == ["-m", "roost.dagman"]
 
 
+def dagman_knobs(config: Any) -> dict[str, str]:
+    """This schedd's DAGMAN_* settings as ``_ROOST_`` overrides for the manager's own
+    configuration: the owner it runs as may not be able to read the pool's files."""
+    out: dict[str, str] = {}
+    if config is None:
+        return out
+    for name in config.names(defaults=False):
+        if name.upper().startswith("DAGMAN_"):
+            with contextlib.suppress(Exception):
+                value = config.get(name)
+                if value is not None:
+                    out[f"_ROOST_{name.upper()}"] = value
+    return out
+
+
 def _drop_to(uid: int, gid: int) -> Any:
     """A preexec_fn that switches the child to ``uid``/``gid`` with no supplementary groups."""
 
@@ -208,6 +223,7 @@ class LocalJob:
                 # becomes the owner itself, before it reads anything of the user's (an
                 # interpreter the owner cannot run still runs the owner's DAG)
                 env[DROP_TO_ENV] = f"{ids[0]}:{ids[1]}:{ids[2]}:{ids[3]}"
+                env.update(dagman_knobs(s.host.config))
                 ids_for_env = ids
                 ids = None
             else:

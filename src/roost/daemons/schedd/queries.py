@@ -13,18 +13,32 @@ import asyncio
 import contextlib
 import json
 import logging
+import re
 from typing import Any
 
 from roost.classad import ClassAd, ExprTree
+from roost.classad.ast import Literal
+from roost.classad.errors import ClassAdSyntaxError
+from roost.classad.parser import parse_expr
+from roost.classad.unparse import unparse
 from roost.core import jobpolicy as jp
 from roost.daemons.schedd.access import QueueRights
 from roost.daemons.schedd.jobqueue import Job, status_allows
 from roost.daemons.schedd.lifecycle import JobLifecycle
 from roost.net.adwire import obj_to_ad
-from roost.net.errors import bad_request
+from roost.net.errors import RequestError, bad_request
 from roost.net.server import Peer
 
 log = logging.getLogger("roost.schedd")
+
+_ATTR_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*\Z").match
+# what names a job, its owner or its state: set by the schedd alone (condor_qedit's list)
+_PROTECTED = {a.lower() for a in ("ClusterId", "ProcId", "Owner", "User", "JobStatus", "LastJobStatus",
+                                  "MyType", "TargetType", "GlobalJobId", "QDate", "JobUniverse",
+                                  "EnteredCurrentStatus", "NumJobStarts", "JobCurrentStartDate",
+                                  "JobStartDate", "CompletionDate", "ExitCode", "ExitBySignal",
+                                  "ExitSignal", "RemoteHost", "ClaimId", "PublicClaimId",
+                                  "DAGManJobId", "HoldReasonCode", "HoldReasonSubCode")}
 
 WAIT_PROGRESS_S = 0.05  # WAIT_JOBS: least time between a first change and a progress answer
 
@@ -243,6 +257,41 @@ class QueueCalls:
             for job, ok in zip(chunk, await asyncio.gather(*(act(j) for j in chunk))):
                 if ok:
                     done.append(job.id)
+        return {"count": len(done), "ids": done}
+
+    # -- EDIT (condor_qedit) ----------------------------------------------------------------
+    async def h_edit(self, req: dict[str, Any], peer: Peer) -> dict[str, Any]:
+        """Set attributes of jobs the peer owns (a queue super user: any job) to ClassAd
+        expressions given as text; the attributes that name a job or its state are the
+        schedd's own and are refused, as condor_qedit refuses them."""
+        user = self.rights.user(peer, "EDIT")
+        if req.get("ids") is None and not req.get("constraint") and req.get("owner") is None:
+            raise bad_request("EDIT: name the jobs with ids, constraint or owner")
+        attrs = req["attrs"]
+        if not isinstance(attrs, dict) or not attrs:
+            raise bad_request("EDIT: attrs must map attribute names to expressions")
+        values: dict[str, Any] = {}
+        for name, text in attrs.items():
+            if not isinstance(name, str) or not _ATTR_NAME(name):
+                raise bad_request(f"EDIT: {name!r} is not an attribute name")
+            if name.lower() in _PROTECTED:
+                raise RequestError("DENIED", f"EDIT: {name} is the schedd's to set, not a user's")
+            if not isinstance(text, str):
+                raise bad_request(f"EDIT: the value of {name} must be ClassAd expression text")
+            try:
+                expr = parse_expr(text)
+            except ClassAdSyntaxError as e:
+                raise bad_request(f"EDIT: {name} = {text}: {e}") from None
+            if isinstance(expr, Literal) and type(expr.value) in (int, float, bool, str):
+                values[name] = expr.value
+            else:
+                values[name] = "/Expr(" + unparse(expr) + ")/"
+        restrict = None if self.rights.is_super(user) else user
+        jobs = [job for job in self._matching(req, req.get("owner")) if restrict is None or job.owner == restrict]
+        done = []
+        for job in jobs:
+            await self.jobs.report(job, self.jobs.set_ops(job, values), [])
+            done.append(job.id)
         return {"count": len(done), "ids": done}
 
     # -- WAIT_JOBS ------------------------------------------------------------------------

@@ -43,6 +43,12 @@ MAX_TRANSFER_RETRIES = 10
 PREEMPT_ACTIVATE_WAIT = 7 * 86400.0
 
 
+def _keep_claim_idle(job: Job) -> float:
+    """The job's KeepClaimIdle: seconds to hold its claim after it, for a job to come."""
+    v = job.get("KeepClaimIdle")
+    return float(min(v, 600)) if isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0 else 0.0
+
+
 class Shadows:
     """The schedd's shadows (by claim id) and what they share."""
 
@@ -70,6 +76,33 @@ class Shadows:
         self.clients: dict[str, AsyncClient] = {}
         self.reconnects = 0
         self.reconnect_failures = 0
+        # claims held idle after their job (the job's KeepClaimIdle: DAGMan's next node)
+        self._idle_claims: list[tuple[Shadow, asyncio.Future[Job | None]]] = []
+
+    async def hold_idle(self, shadow: Shadow, seconds: float) -> Job | None:
+        """Keep ``shadow``'s claim for up to ``seconds`` for the next job of its owner that
+        fits it (taken by :meth:`offer_idle` when one arrives); None when none came."""
+        fut: asyncio.Future[Job | None] = asyncio.get_running_loop().create_future()
+        entry = (shadow, fut)
+        self._idle_claims.append(entry)
+        try:
+            return await asyncio.wait_for(fut, seconds)
+        except TimeoutError:
+            return None
+        finally:
+            if entry in self._idle_claims:
+                self._idle_claims.remove(entry)
+
+    def offer_idle(self) -> None:
+        """Jobs became idle: claims held idle take those that fit them, with no negotiation."""
+        for entry in list(self._idle_claims):
+            shadow, fut = entry
+            if fut.done():
+                continue
+            job = shadow._next_job()
+            if job is not None:
+                self._idle_claims.remove(entry)
+                fut.set_result(job)
 
     def client_for(self, address: str) -> AsyncClient:
         c = self.clients.get(address)
@@ -277,7 +310,10 @@ class Shadow:
                 else:
                     keep = await self._run_job(job)
                 first = False
+                hold = _keep_claim_idle(job)
                 job = self._next_job() if keep and not jobs.stopping else None
+                if job is None and keep and hold > 0 and not jobs.stopping and not self.vacating:
+                    job = await s.hold_idle(self, hold)
         except asyncio.CancelledError:
             cancelled = True  # the schedd is stopping: the claim and its job outlive us
             raise

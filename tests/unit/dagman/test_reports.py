@@ -1,0 +1,116 @@
+"""What a run tells its user: the node status file, .metrics, DOT, JOBSTATE_LOG lines."""
+
+from __future__ import annotations
+
+import json
+
+import roost.classad as classad
+from roost.dagman.reports import (
+    dag_node_status,
+    dot_text,
+    jobstate_line,
+    metrics,
+    metrics_text,
+    node_status_text,
+)
+from roost.dagman.state import DONE, ERROR, FUTILE, NOT_READY, READY, SUBMITTED
+
+from .test_state import Sim
+
+DAG = """\
+JOB A a.sub
+JOB B b.sub
+JOB C c.sub
+JOB D d.sub
+SUBDAG EXTERNAL S s.dag
+PARENT A CHILD B C
+PARENT B C CHILD D
+RETRY C 1
+"""
+
+
+def _ads(text: str) -> list:
+    return list(classad.parseAds(text))
+
+
+def test_node_status_file_is_classads_one_per_node() -> None:
+    sim = Sim(DAG, jobs={"C": 1})
+    sim.step()  # A and S submitted
+    text = node_status_text(sim.run, ["/x/my.dag"], now=1000.0, next_update=1060.0)
+    ads = _ads(text)
+    assert [ad["Type"] for ad in ads] == ["DagStatus"] + ["NodeStatus"] * 5 + ["StatusEnd"]
+    head = ads[0]
+    assert list(head["DagFiles"]) == ["my.dag"]
+    assert head["DagStatus"] == SUBMITTED and head["NodesTotal"] == 5 and head["NodesQueued"] == 2
+    assert head["NodesUnready"] == 3 and head["NodesDone"] == 0 and head["JobProcsIdle"] == 2
+    nodes = {ad["Node"]: ad for ad in ads[1:-1]}
+    assert nodes["A"]["NodeStatus"] == SUBMITTED and nodes["A"]["JobProcsQueued"] == 1
+    assert nodes["B"]["NodeStatus"] == NOT_READY
+    assert ads[-1]["EndTime"] == 1000 and ads[-1]["NextUpdate"] == 1060
+    assert text.count("/* \"STATUS_SUBMITTED\" */") >= 2
+
+
+def test_node_status_file_at_the_end_of_a_failed_run() -> None:
+    sim = Sim(DAG, jobs={"C": 1}).go()
+    ads = _ads(node_status_text(sim.run, ["my.dag"], now=2000.0, next_update=2000.0))
+    head = ads[0]
+    assert head["DagStatus"] == ERROR
+    assert (head["NodesDone"], head["NodesFailed"], head["NodesFutile"]) == (3, 1, 1)
+    nodes = {ad["Node"]: ad for ad in ads[1:-1]}
+    assert nodes["C"]["NodeStatus"] == ERROR and nodes["C"]["RetryCount"] == 1
+    assert "failed with status 1" in nodes["C"]["StatusDetails"]
+    assert nodes["D"]["NodeStatus"] == FUTILE and nodes["A"]["NodeStatus"] == DONE
+
+
+def test_status_details_are_quoted() -> None:
+    sim = Sim("JOB A a.sub\n")
+    sim.step()
+    sim.run.nodes["A"].details = 'a "quoted" back\\slash'
+    ads = _ads(node_status_text(sim.run, ["a.dag"], now=0.0, next_update=0.0))
+    assert ads[1]["StatusDetails"] == 'a "quoted" back\\slash'
+
+
+def test_dag_node_status() -> None:
+    sim = Sim("JOB A a.sub\n")
+    assert dag_node_status(sim.run) == READY
+    sim.step()
+    assert dag_node_status(sim.run) == SUBMITTED
+    sim.go()
+    assert dag_node_status(sim.run) == DONE
+    failed = Sim("JOB A a.sub\n", jobs={"A": 1}).go()
+    assert dag_node_status(failed.run) == ERROR
+
+
+def test_metrics_of_a_run() -> None:
+    sim = Sim(DAG, jobs={"C": [1, 1], "S": 0}).go()
+    m = metrics(sim.run, dagman_id="12.0", start=100.0, end=160.5, rescue_number=2, parent_id="3.0")
+    assert m["client"] == "condor_dagman" and m["type"] == "metrics"
+    assert (m["start_time"], m["end_time"], m["duration"]) == (100.0, 160.5, 60.5)
+    assert m["exitcode"] == 1 and m["DagStatus"] == 2
+    assert (m["dagman_id"], m["parent_dagman_id"], m["rescue_dag_number"]) == ("12.0", "3.0", 2)
+    assert (m["jobs"], m["jobs_failed"], m["jobs_succeeded"]) == (4, 1, 2)
+    assert (m["dag_jobs"], m["dag_jobs_failed"], m["dag_jobs_succeeded"]) == (1, 0, 1)
+    assert m["total_jobs"] == 5 and m["total_jobs_run"] == 5  # A, B, C twice, S; not D
+    assert json.loads(metrics_text(m)) == m
+
+
+def test_metrics_of_a_run_not_finished() -> None:
+    sim = Sim("JOB A a.sub\n")
+    m = metrics(sim.run, dagman_id="1.0", start=0.0, end=0.0)
+    assert m["exitcode"] == -1 and m["total_jobs_run"] == 0 and m["jobs_succeeded"] == 0
+
+
+def test_dot_text() -> None:
+    sim = Sim("JOB A a.sub\nJOB B b.sub\nPARENT A CHILD B\n")
+    sim.step()
+    out = dot_text(sim.run, include="// mine\n")
+    lines = out.splitlines()
+    assert lines[0] == "digraph DAG {" and lines[1] == "// mine" and lines[-1] == "}"
+    assert '    "A" [shape=ellipse label="A\\nsubmitted" style=filled];' in lines
+    assert '    "B" [shape=ellipse label="B\\nnot_ready" style=solid];' in lines
+    assert '    "A" -> "B";' in lines
+
+
+def test_jobstate_line() -> None:
+    assert jobstate_line(1700000000.7, "A", "SUBMIT", "12.0", "-", 1) == "1700000000 A SUBMIT 12.0 - - 1\n"
+    assert jobstate_line(5, "B", "PRE_SCRIPT_STARTED") == "5 B PRE_SCRIPT_STARTED - - - -\n"
