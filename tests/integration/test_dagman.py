@@ -419,3 +419,24 @@ def test_noop_pre_skip_defer_and_debug(pool: PoolHandle, d: Path) -> None:
     assert time.monotonic() - started >= 1.0  # the deferred PRE script waited its second
     assert node_submits(d) == {"D": 1}  # S is a NOOP, K was skipped by its PRE script
     assert (d / "pre.debug").read_text().split() == ["first", "second"]
+
+
+def test_a_running_dag_is_not_submitted_twice_and_rm_of_a_held_dag_removes_its_nodes(
+        pool: PoolHandle, d: Path) -> None:
+    write(d, "job.sub", SH_JOB)
+    write(d, "x.dag", 'JOB A job.sub\nVARS A nodename="A" cmd="sleep 60"\n')
+    cluster = submit_dag(pool, d)
+    _wait_for(lambda: "A" in node_submits(d) if (d / "x.dag.nodes.log").exists() else False, 60, "A submitted")
+    again = pool.roost("submit_dag", "-f", str(d / "x.dag"), cwd=d)
+    assert again.returncode == 1 and f"already running as DAGMan job {cluster}.0" in again.stderr
+    # held, its manager stops (and would recover on release); its node job runs on
+    pool.roost("hold", str(cluster), check=True)
+    _wait_for(lambda: _manager_pid(d / "x.dag") is None, 30, "the manager stopped")
+    s = pool.schedd()
+    try:
+        assert s.query(f"DAGManJobId == {cluster}", ["ClusterId"])
+        # removed while no manager runs: the schedd removes the node jobs itself
+        pool.roost("rm", str(cluster), check=True)
+        _wait_for(lambda: not s.query(f"DAGManJobId == {cluster}", ["ClusterId"]), 30, "node jobs removed")
+    finally:
+        s.close()

@@ -64,38 +64,39 @@ def main(argv: list[str]) -> int:
                    do_rescue_from=ns.dorescuefrom, update_submit=ns.update_submit, always_run_post=ns.always,
                    do_recovery=ns.dorecovery, priority=ns.priority, outfile_dir=ns.outfile_dir,
                    load_save=ns.load_save)
+    # lazy: the pool's modules only for a command that gets this far
+    from roost.api.errors import PoolError
+    from roost.api.schedd import Schedd
+    from roost.dagman.api import refuse_if_running, submit_prepared
+    from roost.submit import SubmitError
+
+    schedd = None if ns.no_submit else Schedd(name=ns.name, pool=ns.pool)
     try:
+        if schedd is not None:
+            refuse_if_running(ns.dag, schedd)  # before -f removes the lock file
         prepared = prepare(ns.dag, opts)
         write(prepared)
+        if not ns.terse:
+            for note in prepared.notes:
+                print(note)
+            print("-----------------------------------------------------------------------")
+            print(f"File for submitting this DAG to roost   : {os.path.relpath(prepared.sub_file)}")
+            for what, suffix in (("Log of DAGMan debugging messages", "dagman.out"),
+                                 ("Log of the life of condor_dagman itself", "dagman.log")):
+                print(f"{what:<40}: {os.path.relpath(prepared.dag_file)}.{suffix}")
+            print("-----------------------------------------------------------------------")
+        if schedd is None:
+            return 0
+        result = submit_prepared(prepared, schedd)
     except DagError as e:
         print(f"ERROR: {e}", file=sys.stderr)
         return 1
-    except (OSError, ValueError) as e:
+    except (PoolError, SubmitError, OSError, ValueError) as e:
         print(str(e) if str(e).startswith("ERROR") else f"ERROR: {e}", file=sys.stderr)
         return 1
-    if not ns.terse:
-        for note in prepared.notes:
-            print(note)
-        print("-----------------------------------------------------------------------")
-        print(f"File for submitting this DAG to roost   : {os.path.relpath(prepared.sub_file)}")
-        for what, suffix in (("Log of DAGMan debugging messages", "dagman.out"),
-                             ("Log of the life of condor_dagman itself", "dagman.log")):
-            print(f"{what:<40}: {os.path.relpath(prepared.dag_file)}.{suffix}")
-        print("-----------------------------------------------------------------------")
-    if ns.no_submit:
-        return 0
-    # lazy: -no_submit needs no pool
-    from roost.api.errors import PoolError
-    from roost.api.schedd import Schedd
-    from roost.dagman.api import submit_prepared
-    from roost.submit import SubmitError
-
-    try:
-        with Schedd(name=ns.name, pool=ns.pool) as schedd:
-            result = submit_prepared(prepared, schedd)
-    except (PoolError, SubmitError) as e:
-        print(f"ERROR: {e}", file=sys.stderr)
-        return 1
+    finally:
+        if schedd is not None:
+            schedd.close()
     if ns.terse:
         print(f"{result.cluster}.0 - {result.cluster}.0")
     else:

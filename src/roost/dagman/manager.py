@@ -14,8 +14,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import ctypes
-import ctypes.util
 import json
 import os
 import shlex
@@ -27,6 +25,7 @@ from typing import Any
 from roost.dagman import reports
 from roost.dagman.language import Dag, DagError
 from roost.dagman.rescue import next_rescue, read_rescue, rescue_numbers, rescue_path, rescue_text
+from roost.dagman.startup import Inotify, drop_privileges, parse_args
 from roost.dagman.state import (
     DAG_STATUS_RM,
     EXIT_ABORT,
@@ -40,63 +39,6 @@ from roost.dagman.submitdag import files_of, load
 from roost.eventlog import EventLogFollower, EventLogWriter, PostScriptTerminatedEvent
 
 _SPECIAL = ("JOB", "RETRY", "MAX_RETRIES", "DAG_STATUS", "FAILED_COUNT", "JOBID", "RETURN", "PRE_SCRIPT_RETURN")
-
-
-def parse_args(argv: list[str]) -> argparse.Namespace:
-    """condor_dagman's arguments (case-insensitive, as it takes them)."""
-    p = argparse.ArgumentParser(prog="roost.dagman", add_help=False, allow_abbrev=False)
-    p.add_argument("-dag", action="append", required=True)
-    p.add_argument("-lockfile")
-    p.add_argument("-autorescue", type=int, default=1)
-    p.add_argument("-dorescuefrom", type=int, default=0)
-    p.add_argument("-maxjobs", type=int)
-    p.add_argument("-maxidle", type=int)
-    p.add_argument("-maxpre", type=int)
-    p.add_argument("-maxpost", type=int)
-    p.add_argument("-alwaysrunpost", action="store_true")
-    p.add_argument("-dontalwaysrunpost", action="store_true")
-    p.add_argument("-dorecovery", action="store_true")
-    p.add_argument("-config")
-    p.add_argument("-priority", type=int)
-    p.add_argument("-outfile_dir")
-    p.add_argument("-load_save")
-    for flag in ("-p", "-l", "-csdversion", "-debug", "-notification", "-dagman", "-batch-name"):
-        p.add_argument(flag)
-    for flag in ("-f", "-t", "-verbose", "-force", "-suppress_notification", "-dont_suppress_notification",
-                 "-allowversionmismatch", "-dumprescue", "-import_env", "-update_submit", "-usedagdir"):
-        p.add_argument(flag, action="store_true")
-    return p.parse_args([a.lower() if a.startswith("-") else a for a in argv])
-
-
-_LIBC: list[Any] = []
-
-
-def _libc() -> Any:
-    if not _LIBC:
-        _LIBC.append(ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True))
-    return _LIBC[0]
-
-
-class Inotify:
-    """IN_MODIFY of one file through inotify(7), for an event loop's add_reader; None
-    where the kernel or libc lacks it (the caller then polls)."""
-
-    def __init__(self, path: str) -> None:
-        libc = _libc()
-        self.fd = libc.inotify_init1(os.O_NONBLOCK | os.O_CLOEXEC)
-        if self.fd < 0:
-            raise OSError(ctypes.get_errno(), "inotify_init1")
-        if libc.inotify_add_watch(self.fd, os.fsencode(path), 0x2 | 0x8) < 0:  # IN_MODIFY | IN_CLOSE_WRITE
-            os.close(self.fd)
-            raise OSError(ctypes.get_errno(), "inotify_add_watch")
-
-    def drain(self) -> None:
-        with contextlib.suppress(BlockingIOError, InterruptedError):
-            while os.read(self.fd, 4096):
-                pass
-
-    def close(self) -> None:
-        os.close(self.fd)
 
 
 def _int_knob(cfg: Any, name: str, default: int) -> int:
@@ -253,6 +195,9 @@ class Manager:
     # -- the run ----------------------------------------------------------------------
 
     async def main(self) -> int:
+        loop = asyncio.get_running_loop()  # from the start: a removal during a long replay counts
+        loop.add_signal_handler(signal.SIGUSR1, self.removed)
+        loop.add_signal_handler(signal.SIGTERM, self.stopped)
         self.say("******************************************************")
         self.say(f"** roost DAGMan (pid {os.getpid()}) for {self.dag_file}, job {self.job_id or '(none)'}")
         self.say("******************************************************")
@@ -329,8 +274,6 @@ class Manager:
         run = self.run
         assert run is not None
         loop = asyncio.get_running_loop()
-        loop.add_signal_handler(signal.SIGUSR1, self.removed)
-        loop.add_signal_handler(signal.SIGTERM, self.stopped)
         notify: Inotify | None = None
         try:
             notify = Inotify(self.nodes_log)
@@ -341,11 +284,11 @@ class Manager:
             if self.stop_reason == "term":
                 self.say("Received SIGTERM: stopping; the schedd restarts this DAG in recovery mode")
                 return self.exit(EXIT_RESTART, None)
+            if self.stop_reason == "rm":
+                return self.remove_all()
             now = time.time()
             for act in run.next_actions(now):
                 self.start(act, now)
-            if self.stop_reason == "rm":  # node jobs removed; the schedd kills us soon
-                break
             if notify is not None:
                 notify.drain()
             events = follower.poll()
@@ -361,7 +304,7 @@ class Manager:
             self.write_status(now)
             self.publish(now)
             self.out.flush()
-            wake_at = run.next_wakeup()
+            wake_at = run.next_wakeup(now)
             timeout = 0.25 if notify is None else 5.0
             if wake_at is not None:
                 timeout = max(0.0, min(timeout, wake_at - now))
@@ -382,11 +325,30 @@ class Manager:
 
     def removed(self) -> None:
         """SIGUSR1: the DAGMan job was removed (condor_rm)."""
-        assert self.run is not None
-        self.say("Received SIGUSR1: the DAG was removed; removing its node jobs")
         self.stop_reason = "rm"
-        self.run.remove_dag()
         self.wake.set()
+
+    def remove_all(self) -> int:
+        """The DAG was removed: the rescue DAG first (the schedd kills us a few seconds
+        after the signal), then every node job in one request."""
+        run = self.run
+        assert run is not None
+        self.say("Received SIGUSR1: the DAG was removed; writing a rescue DAG, removing its node jobs")
+        run.remove_dag()
+        self.write_rescue(run, time.time())
+        actions = run.next_actions(time.time())
+        try:
+            if self.cluster is not None:
+                got = self.schedd.act("remove", constraint=f"DAGManJobId == {self.cluster}",
+                                      reason=f"DAG {os.path.basename(self.dag_file)} was removed")
+                self.say(f"Removed {got.get('count', 0)} node job(s)")
+            else:
+                for act in actions:
+                    if act.kind == "remove":
+                        self.start(act, time.time())
+        except Exception as e:
+            self.say(f"WARNING: removing the node jobs: {e}")
+        return self.exit(EXIT_ABORT, run, rescued=True)
 
     def stopped(self) -> None:
         self.stop_reason = "term"
@@ -624,19 +586,22 @@ class Manager:
         except Exception as e:  # progress is informational: the DAG goes on
             self.say(f"WARNING: cannot update the DAGMan job's progress: {e}")
 
-    def exit(self, code: int, run: DagRun | None) -> int:
+    def write_rescue(self, run: DagRun, now: float) -> None:
+        numbers = rescue_numbers(self.dag_file, os.listdir(self.dag_dir))
+        number = next_rescue(numbers, _int_knob(self.cfg, "DAGMAN_MAX_RESCUE_NUM", 100))
+        if number > 0:
+            path = rescue_path(self.dag_file, number)
+            why = "the DAG was removed" if run.status == DAG_STATUS_RM else ""
+            _replace(path, rescue_text(self.dag_file, run, now=now, reason=why))
+            self.say(f"Writing rescue DAG file {path}")
+
+    def exit(self, code: int, run: DagRun | None, *, rescued: bool = False) -> int:
         now = time.time()
         if run is not None:
             self.summary()
+            if code not in (0, EXIT_RESTART) and not run.replaying and not rescued:
+                self.write_rescue(run, now)
             self.publish(now, force=True)
-            if code not in (0, EXIT_RESTART) and not run.replaying:
-                numbers = rescue_numbers(self.dag_file, os.listdir(self.dag_dir))
-                number = next_rescue(numbers, _int_knob(self.cfg, "DAGMAN_MAX_RESCUE_NUM", 100))
-                if number > 0:
-                    path = rescue_path(self.dag_file, number)
-                    why = "the DAG was removed" if run.status == DAG_STATUS_RM else ""
-                    _replace(path, rescue_text(self.dag_file, run, now=now, reason=why))
-                    self.say(f"Writing rescue DAG file {path}")
             metrics = reports.metrics(run, dagman_id=self.job_id, start=self.started, end=now,
                                       rescue_number=self.rescue_number)
             metrics["exitcode"] = code
@@ -704,51 +669,9 @@ def _special_word(word: str, macros: dict[str, str]) -> str:
     return word
 
 
-DROP_TO_ENV = "ROOST_DAGMAN_RUN_AS"  # set by a root schedd: uid:gid:name:home to become
-
-
-def _preload() -> None:
-    """Load every module the run needs while the interpreter's files are readable (a
-    root schedd starts us as root; the owner may not be able to read them)."""
-    # lazy: everything the manager imports later, loaded now on purpose
-    import asyncio.subprocess  # noqa: F401
-    import encodings.idna  # noqa: F401
-    import socket
-    import traceback  # noqa: F401
-
-    # lazy: roost's own modules, likewise
-    from roost.api.errors import PoolError  # noqa: F401
-    from roost.api.schedd import Schedd  # noqa: F401
-    from roost.api.submitting import submit_description  # noqa: F401
-    from roost.config import Config  # noqa: F401
-    from roost.config.macros import expand  # noqa: F401
-    from roost.submit import SubmitError  # noqa: F401
-    from roost.submit.macros import SUBMIT_SYNTAX  # noqa: F401
-    from roost.submit.reading import parse_text
-    from roost.submit.wire import wire_cluster
-
-    desc = parse_text("executable = /bin/true\narguments = a\nlog = x.log\n+A = 1\nqueue\n", cwd="/")
-    for c in desc.expand(cluster_id=1, qdate=0, owner="nobody"):
-        wire_cluster(c)
-    _libc()
-    socket.getfqdn()
-
-
-def _drop_privileges() -> None:
-    spec = os.environ.pop(DROP_TO_ENV, None)
-    if not spec or os.geteuid() != 0:
-        return
-    uid_s, gid_s, name, home = spec.split(":", 3)
-    _preload()
-    os.setgroups([])
-    os.setgid(int(gid_s))
-    os.setuid(int(uid_s))
-    os.environ["HOME"], os.environ["USER"] = home, name
-
-
 def main(argv: list[str] | None = None) -> int:
     ns = parse_args(sys.argv[1:] if argv is None else argv)
-    _drop_privileges()
+    drop_privileges()
     try:
         manager = Manager(ns)
     except (DagError, OSError) as e:
@@ -756,14 +679,22 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_ERROR
     try:
         return asyncio.run(manager.main())
-    except Exception as e:  # the schedd went away, or a bug: restart in recovery
+    except Exception as e:
         manager.say(f"ERROR: {type(e).__name__}: {e}")
         # lazy: only a crash needs it
         import traceback
 
+        # lazy: likewise
+        from roost.api.errors import PoolError
+
         manager.say(traceback.format_exc())
+        # the schedd went away: the job restarts and recovers; anything else would only
+        # fail again, so the job ends (its lock file stays: a resubmit recovers)
+        transient = isinstance(e, (ConnectionError, PoolError, OSError))
+        code = EXIT_RESTART if transient else EXIT_ERROR
+        manager.say(f"**** roost.dagman (condor_DAGMAN) pid {os.getpid()} EXITING WITH STATUS {code}")
         manager.out.flush()
-        return EXIT_RESTART
+        return code
 
 
 __all__ = ["Manager", "main", "parse_args"]

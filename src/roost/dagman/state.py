@@ -129,6 +129,7 @@ class DagRun:
         self.held_procs = 0
         self.category_running: dict[str, int] = {}
         self._submit_times: deque[float] = deque()
+        self._now = 0.0  # the time of the last next_actions
         self.status = DAG_STATUS_OK
         self.abort_return: int | None = None
         self.removed = False
@@ -166,6 +167,7 @@ class DagRun:
     def next_actions(self, now: float) -> list[Action]:
         """Everything that may start now, within the throttles; the caller starts them and
         reports back through :meth:`script_done`, :meth:`submitted` and :meth:`event`."""
+        self._now = now
         out: list[Action] = []
         while self._to_remove:
             name, cluster = self._to_remove.pop()
@@ -175,6 +177,7 @@ class DagRun:
         while self._deferred and self._deferred[0][0] <= now:
             _, _, act = heapq.heappop(self._deferred)
             if not self._script_slot(act.kind):
+                # its time has come; a script that ends frees the slot (and wakes the caller)
                 heapq.heappush(self._deferred, (now, self._next_seq(), act))
                 break
             self._script_started(act.kind)
@@ -223,9 +226,7 @@ class DagRun:
             n.submit_pending = True
             self.submits_pending += 1
             self._set(n, SUBMITTED)
-            self.jobs_queued += 1
-            if n.spec.category:
-                self.category_running[n.spec.category] = self.category_running.get(n.spec.category, 0) + 1
+            self._count_job(n, +1)
             if self.limits.max_submits_per_interval:
                 self._submit_times.append(now)
             out.append(Action("submit", n.spec.name))
@@ -233,11 +234,19 @@ class DagRun:
             heapq.heappush(self._ready, item)
         return out
 
-    def next_wakeup(self) -> float | None:
-        """When a deferred script or the submit interval next allows something, if ever."""
-        times = [self._deferred[0][0]] if self._deferred else []
-        if self._submit_times and self._ready:
-            times.append(self._submit_times[0] + self.limits.submit_interval)
+    def next_wakeup(self, now: float | None = None) -> float | None:
+        """When time alone next lets something start (a deferred script's time, the
+        submit interval's window); None if only an event can. Never a time already
+        past: a due script waiting for a slot is started by a script's end."""
+        now = self._now if now is None else now
+        times = [t for t, _, _ in self._deferred if t > now]
+        times = [min(times)] if times else []
+        lim = self.limits
+        if lim.max_submits_per_interval and self._ready:
+            while self._submit_times and self._submit_times[0] <= now - lim.submit_interval:
+                self._submit_times.popleft()
+            if len(self._submit_times) >= lim.max_submits_per_interval:
+                times.append(self._submit_times[0] + lim.submit_interval)
         return min(times) if times else None
 
     def _submit_blocked(self, n: NodeRun, now: float) -> str:
@@ -450,6 +459,8 @@ class DagRun:
         if n.spec.kind in _BACKGROUND:
             self._background[n.state] -= 1
             self._background[state] += 1
+            if n.spec.kind == "provisioner" and state in (DONE, ERROR, FUTILE):
+                self._provisioner_up = True  # it will not run: the rest need not wait for it
         n.state = state
         self.changed = True
 
@@ -475,9 +486,7 @@ class DagRun:
                 if n.state == PRERUN:
                     self.pre_running = max(0, self.pre_running - 1)
                 self._set(n, SUBMITTED)
-                self.jobs_queued += 1
-                if n.spec.category:
-                    self.category_running[n.spec.category] = self.category_running.get(n.spec.category, 0) + 1
+                self._count_job(n, +1)
                 self.jobs_submitted += 1
 
     def _replayed_submit(self, n: NodeRun) -> None:
@@ -531,12 +540,21 @@ class DagRun:
             return
         self._job_finished(n, n.job_return if n.job_return is not None else 0)
 
+    def _count_job(self, n: NodeRun, step: int) -> None:
+        """A node's job entering (+1) or leaving (-1) the queue, for MAXJOBS and the
+        categories; SERVICE and PROVISIONER jobs last the DAG's life and do not count
+        (else ``-maxjobs 1`` and one of them would wait forever)."""
+        if n.spec.kind in _BACKGROUND:
+            return
+        self.jobs_queued = max(0, self.jobs_queued + step)
+        cat = n.spec.category
+        if cat:
+            self.category_running[cat] = max(0, self.category_running.get(cat, 0) + step)
+
     def _job_finished(self, n: NodeRun, value: int) -> None:
         n.job_return = value
         if not n.spec.noop:
-            self.jobs_queued = max(0, self.jobs_queued - 1)
-            if n.spec.category and self.category_running.get(n.spec.category):
-                self.category_running[n.spec.category] -= 1
+            self._count_job(n, -1)
         if self._stopping() and n.removing:
             self._set(n, ERROR)  # removed by an abort or rm: no POST script
             self._check_end()
@@ -641,7 +659,7 @@ class DagRun:
             code = EXIT_ABORT
         elif self.status == DAG_STATUS_ABORT:
             code = (self.abort_return or 0) & 0xFF if self.abort_return is not None else EXIT_ABORT
-        elif self.status == DAG_STATUS_OK and all(n.state == DONE or n.spec.kind == "service"
+        elif self.status == DAG_STATUS_OK and all(n.state == DONE or n.spec.kind in _BACKGROUND
                                                    for n in self.nodes.values()):
             code = EXIT_OKAY
         else:

@@ -941,3 +941,42 @@ def test_states_during_a_node() -> None:
     run.next_actions(0.0)
     run.script_done("A", "post", 0)
     assert run.nodes["A"].state == DONE and run.finished
+
+
+# -- review fixes: background nodes and wake-ups ------------------------------------------
+
+def test_a_provisioner_gates_the_dag_and_a_run_with_it_succeeds() -> None:
+    sim = Sim("PROVISIONER P p.sub\nJOB A a.sub\nJOB B a.sub\nPARENT A CHILD B\n")
+    assert [(a.kind, a.node) for a in sim.step()] == [("submit", "P")]
+    (p,) = sim.running_jobs()
+    assert sim.step() == []  # the rest waits until the provisioner's job runs
+    sim.execute(p)
+    assert [(a.kind, a.node) for a in sim.step()] == [("submit", "A")]
+    for _node in ("A", "B"):
+        (c,) = [c for c in sim.running_jobs() if c != p]
+        sim.finish_job(c)
+        sim.step()
+    assert sim.run.finished and sim.run.exit_code == 0  # the provisioner, removed at the end, is no failure
+    assert ("remove", "P") in [(a.kind, a.node) for a in sim.actions]
+
+
+def test_a_provisioner_that_never_runs_does_not_hang_the_dag() -> None:
+    sim = Sim("PROVISIONER P p.sub\nJOB A a.sub\nSCRIPT PRE P pre.sh\n", pre={"P": 1})
+    sim.go()
+    assert sim.run.finished and sim.submits() == ["A"]
+
+
+def test_service_nodes_do_not_count_against_maxjobs() -> None:
+    sim = Sim("SERVICE S s.sub\nJOB A a.sub\nJOB B a.sub\n", Limits(max_jobs=1))
+    assert sorted(a.node for a in sim.step() if a.kind == "submit") == ["A", "S"]
+
+
+def test_next_wakeup_is_never_a_time_already_past() -> None:
+    """Blocked by maxjobs with a submit interval: only an event can let the next node
+    start, so the manager must sleep, not spin on a wake-up time in the past."""
+    run = DagRun(parse_text("".join(f"JOB N{i} a.sub\n" for i in range(5))),
+                 Limits(max_jobs=1, max_submits_per_interval=100, submit_interval=1.0))
+    run.start()
+    assert len(run.next_actions(0.0)) == 1
+    assert run.next_actions(5.0) == []
+    assert run.next_wakeup(5.0) is None

@@ -118,6 +118,10 @@ class JobLifecycle:
             self.store.write_now([("DELETE FROM pending_events WHERE id <= ?", (rows[-1][0],))])
         return wrote
 
+    def pending_event_rows(self, texts: dict[str, str]) -> list[tuple[int, str, str]]:
+        """(id, path, text) rows for pending_events: events that commit with a change."""
+        return [(next(self._event_ids), path, text) for path, text in texts.items() if text]
+
     async def commit(self, ops: list[Any]) -> None:
         await self.store.commit(ops)
 

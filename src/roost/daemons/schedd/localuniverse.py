@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 import os
 import pwd
@@ -93,6 +94,8 @@ def kill_orphan(claim: dict[str, Any]) -> bool:
 
 
 DROP_TO_ENV = "ROOST_DAGMAN_RUN_AS"  # uid:gid:name:home the manager becomes once loaded
+JOB_ENV_ENV = "ROOST_DAGMAN_JOB_ENV"  # the job's environment (JSON), applied after that
+JOB_CWD_ENV = "ROOST_DAGMAN_JOB_CWD"  # the job's Iwd, likewise
 
 
 def is_own_manager(exe: str, argv: list[str]) -> bool:
@@ -218,12 +221,21 @@ class LocalJob:
             kwargs: dict[str, Any] = {}
             argv = job_argv(get)
             exe = argv[0] if os.path.isabs(argv[0]) else os.path.join(iwd, argv[0])
+            cwd = iwd
+            privileged: dict[str, str] | None = None
             if ids is not None and get("JobUniverse") == SCHEDULER_UNIVERSE and is_own_manager(exe, argv):
                 # roost's own DAG manager: started as we are, it loads its code and then
-                # becomes the owner itself, before it reads anything of the user's (an
-                # interpreter the owner cannot run still runs the owner's DAG)
-                env[DROP_TO_ENV] = f"{ids[0]}:{ids[1]}:{ids[2]}:{ids[3]}"
-                env.update(dagman_knobs(s.host.config))
+                # becomes the owner itself (an interpreter the owner cannot run still runs
+                # the owner's DAG). Nothing of the user's reaches it before that: our own
+                # interpreter in isolated mode (-I: no PYTHON* variables, no user site, no
+                # working directory on sys.path), in /, with an environment of our making;
+                # the job's environment and Iwd travel as data, applied after the drop.
+                exe, argv = sys.executable, [sys.executable, "-I", *argv[1:]]
+                privileged = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin",
+                              DROP_TO_ENV: f"{ids[0]}:{ids[1]}:{ids[2]}:{ids[3]}",
+                              JOB_ENV_ENV: json.dumps({"HOME": ids[3], "USER": ids[2], **env}),
+                              JOB_CWD_ENV: iwd, **dagman_knobs(s.host.config)}
+                cwd = "/"
                 ids_for_env = ids
                 ids = None
             else:
@@ -236,6 +248,8 @@ class LocalJob:
             if ids_for_env is not None:
                 env.setdefault("HOME", ids_for_env[3])
                 env.setdefault("USER", ids_for_env[2])
+            if privileged is not None:
+                env = privileged
             env["CONDOR_ID"] = f"{job.cluster.id}.{job.proc}"
             if get("JobUniverse") == SCHEDULER_UNIVERSE:
                 # a channel to this schedd that speaks for the job's owner (DAGMan submits
@@ -246,7 +260,7 @@ class LocalJob:
                 kwargs["pass_fds"] = (channel[1].fileno(),)
             before = resource.getrusage(resource.RUSAGE_CHILDREN)
             self.proc = await asyncio.create_subprocess_exec(
-                exe, *argv[1:], cwd=iwd, stdin=fin, stdout=fout, stderr=ferr, env=env,
+                exe, *argv[1:], cwd=cwd, stdin=fin, stdout=fout, stderr=ferr, env=env,
                 start_new_session=True, **kwargs,
             )
             if channel is not None:

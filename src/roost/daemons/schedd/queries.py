@@ -257,6 +257,18 @@ class QueueCalls:
             for job, ok in zip(chunk, await asyncio.gather(*(act(j) for j in chunk))):
                 if ok:
                     done.append(job.id)
+        if action == "remove":
+            # OtherJobRemoveRequirements (a DAGMan job's: its node jobs) go with it, even
+            # when its manager is not there to remove them (held, or killed meanwhile)
+            others = {job.get("OtherJobRemoveRequirements") for job in jobs if job.id in done}
+            for text in others:
+                if isinstance(text, str) and text.strip():
+                    try:
+                        got = await self.h_act({"action": "remove", "constraint": text, "reason": reason}, peer)
+                    except RequestError as e:
+                        log.warning("OtherJobRemoveRequirements %r: %s", text, e)
+                        continue
+                    done += [j for j in got["ids"] if j not in done]
         return {"count": len(done), "ids": done}
 
     # -- EDIT (condor_qedit) ----------------------------------------------------------------
@@ -282,6 +294,8 @@ class QueueCalls:
                 expr = parse_expr(text)
             except ClassAdSyntaxError as e:
                 raise bad_request(f"EDIT: {name} = {text}: {e}") from None
+            if isinstance(expr, Literal) and type(expr.value) is str and expr.value.startswith("/Expr("):
+                raise bad_request(f"EDIT: {name}: a string may not start with /Expr( (the queue's expression form)")
             if isinstance(expr, Literal) and type(expr.value) in (int, float, bool, str):
                 values[name] = expr.value
             else:

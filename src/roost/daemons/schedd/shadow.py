@@ -93,6 +93,13 @@ class Shadows:
             if entry in self._idle_claims:
                 self._idle_claims.remove(entry)
 
+    def stop_holding(self, shadow: Shadow) -> None:
+        """``shadow``'s claim is lost: stop holding it for a next job."""
+        for entry in list(self._idle_claims):
+            if entry[0] is shadow and not entry[1].done():
+                self._idle_claims.remove(entry)
+                entry[1].set_result(None)
+
     def offer_idle(self) -> None:
         """Jobs became idle: claims held idle take those that fit them, with no negotiation."""
         for entry in list(self._idle_claims):
@@ -301,7 +308,7 @@ class Shadow:
         s.by_claim[self.claim_id] = self
         self._keepalive = asyncio.ensure_future(self._keepalive_loop())
         keep = True
-        cancelled = False
+        cancelled = holding = False
         try:
             first = True
             while job is not None and keep:
@@ -313,15 +320,22 @@ class Shadow:
                 hold = _keep_claim_idle(job)
                 job = self._next_job() if keep and not jobs.stopping else None
                 if job is None and keep and hold > 0 and not jobs.stopping and not self.vacating:
+                    holding = True
                     job = await s.hold_idle(self, hold)
+                    holding = False
         except asyncio.CancelledError:
-            cancelled = True  # the schedd is stopping: the claim and its job outlive us
+            # the schedd is stopping: the claim and its job outlive us; a claim only held
+            # for a next job has none, and nothing would reconnect to it: let it go
+            cancelled = not holding
             raise
         finally:
             s.by_claim.pop(self.claim_id, None)
             if self._keepalive is not None:
                 self._keepalive.cancel()
-            if not jobs.stopping and not cancelled:
+            if holding:
+                with contextlib.suppress(Exception, asyncio.CancelledError):
+                    await self.client.call("RELEASE_CLAIM", claim_id=self.claim_id, _timeout=2.0)
+            elif not jobs.stopping and not cancelled:
                 try:
                     await self.client.call("RELEASE_CLAIM", claim_id=self.claim_id, _timeout=5.0)
                 except (RemoteError, ConnectionError) as e:
@@ -358,6 +372,7 @@ class Shadow:
         elif self.exit is None:
             # Idle between jobs: nothing to requeue; end the claim's loop at the next job.
             self.vacating = True
+            self.shadows.stop_holding(self)
 
     def report(self, update: dict[str, Any]) -> None:
         """A JOB_UPDATE from the starter for the current job."""

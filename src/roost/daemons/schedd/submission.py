@@ -23,12 +23,15 @@ from roost.daemons.schedd.localuniverse import start_local
 from roost.daemons.schedd.userlog import log_paths
 from roost.eventlog import SubmitEvent
 from roost.eventlog.events import Event
+from roost.eventlog.writer import EventFormatter
 from roost.net.adwire import obj_to_ad
 from roost.net.errors import RequestError, bad_request
 from roost.net.server import Peer
 
 log = logging.getLogger("roost.schedd")
 
+
+_FORMAT = EventFormatter()  # the user logs' own format (userlog.UserLogs)
 
 class SubmitCalls:
     """Handlers of the submit commands."""
@@ -121,6 +124,15 @@ class SubmitCalls:
                     obj_to_ad({k: v})
         peer.state.get("clusters", set()).discard(cid)
         ops = self.queue.add_cluster(cid, owner, cluster_ad, procs)
+        pending: list[tuple[int, str, str]] = []
+        fresh = self.queue.clusters.get(cid)
+        if fresh is not None and fresh.ad.get("DAGManNodesLog"):
+            # a DAG node's submit event is how a restarted DAGMan knows its job exists:
+            # it commits with the job (pending_events), so a schedd killed in between
+            # still writes it at its next start and no node is submitted twice
+            pending = self.jobs.pending_event_rows(self._submit_texts(fresh))
+            ops += [("INSERT INTO pending_events (id, path, owner, text) VALUES (?, ?, ?, ?)",
+                     (i, path, owner, text)) for i, path, text in pending]
         try:
             await self.jobs.commit(ops)
         except (sqlite3.Error, OSError) as e:
@@ -132,7 +144,12 @@ class SubmitCalls:
                                "(nothing was queued; jobs already queued are safe)") from None
         cluster = self.queue.clusters.get(cid)
         if cluster is not None:
-            self._log_submits(cluster, peer)
+            if pending:
+                for _i, path, text in pending:
+                    self.jobs.userlogs.write_text(path, text, cluster.owner)
+                self.jobs.store.queue([("DELETE FROM pending_events WHERE id = ?", (i,)) for i, _p, _t in pending])
+            else:
+                self._log_submits(cluster)
             local = cluster.ad.get("JobUniverse") in LOCAL_UNIVERSES
             for job in list(cluster.procs.values()):
                 if job.status == jp.IDLE and (local or job.get("JobUniverse") in LOCAL_UNIVERSES):
@@ -189,7 +206,8 @@ class SubmitCalls:
             self.queue.reserved.difference_update(ids)
         return {"clusters": done, "warnings": [str(w) for c in clusters for w in c.warnings]}
 
-    def _log_submits(self, cluster: Any, peer: Peer) -> None:
+    def _submit_texts(self, cluster: Any) -> dict[str, str]:
+        """The submit events of a new cluster, formatted, by log path."""
         host = f"<{self.jobs.host.address}>"
         now = time.time()
         by_path: dict[str, list[Event]] = {}
@@ -202,8 +220,10 @@ class SubmitCalls:
             for path in paths:
                 by_path.setdefault(path, []).append(SubmitEvent(
                     cluster.id, job.proc, now, submit_host=host, log_notes=mine if isinstance(mine, str) else ""))
-        for path, events in by_path.items():
-            self.jobs.userlogs.write(path, events, cluster.owner)
+        return {path: _FORMAT.format_many(events) for path, events in by_path.items()}
 
+    def _log_submits(self, cluster: Any) -> None:
+        for path, text in self._submit_texts(cluster).items():
+            self.jobs.userlogs.write_text(path, text, cluster.owner)
 
 __all__ = ["SubmitCalls"]
