@@ -257,16 +257,7 @@ class Schedd:
         action = action.lower()
         if action not in ACTIONS:
             raise ValueError(f"action must be one of {', '.join(ACTIONS)}, not {action!r}")
-        args: dict[str, Any] = {"action": action}
-        id_list = normalize_ids(ids)
-        if id_list:
-            args["ids"] = id_list
-        if constraint:
-            args["constraint"] = constraint
-        if owner:
-            args["owner"] = owner
-        if len(args) == 1:
-            raise ValueError("act needs ids, a constraint or an owner")
+        args: dict[str, Any] = {"action": action, **_selection("act", ids, constraint, owner)}
         if reason:
             args["reason"] = reason
         return self.call("ACT", **args)
@@ -278,17 +269,8 @@ class Schedd:
         Returns ``{"count": n, "ids": [...]}``."""
         if not attrs:
             raise ValueError("edit needs attributes to set")
-        args: dict[str, Any] = {"attrs": {k: _expr_text(v) for k, v in attrs.items()}}
-        id_list = normalize_ids(ids)
-        if id_list:
-            args["ids"] = id_list
-        if constraint:
-            args["constraint"] = constraint
-        if owner:
-            args["owner"] = owner
-        if len(args) == 1:
-            raise ValueError("edit needs ids, a constraint or an owner")
-        return self.call("EDIT", **args)
+        attr_texts = {k: _expr_text(v) for k, v in attrs.items()}
+        return self.call("EDIT", attrs=attr_texts, **_selection("edit", ids, constraint, owner))
 
     # -- waiting --------------------------------------------------------------------
 
@@ -321,6 +303,22 @@ class Schedd:
                 return got
             if deadline is not None and time.monotonic() >= deadline:
                 raise TimeoutError(f"{got.get('done')} of {got.get('total')} jobs done after {timeout:g} s")
+
+
+def _selection(what: str, ids: Iterable[str] | str | None, constraint: str | None,
+               owner: str | None) -> dict[str, Any]:
+    """The jobs an ACT or EDIT names: ids, a constraint, an owner (at least one)."""
+    args: dict[str, Any] = {}
+    id_list = normalize_ids(ids)
+    if id_list:
+        args["ids"] = id_list
+    if constraint:
+        args["constraint"] = constraint
+    if owner:
+        args["owner"] = owner
+    if not args:
+        raise ValueError(f"{what} needs ids, a constraint or an owner")
+    return args
 
 
 class Expr(str):

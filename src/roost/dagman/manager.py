@@ -407,6 +407,8 @@ class Manager:
                 overrides["priority"] = str(spec.priority)
             desc = parse_text(text, file=path, cwd=cwd, overrides=overrides, append=append)
             result = submit_description(self.schedd.call, desc, owner=self.owner, qdate=int(time.time()))
+        except ConnectionError:
+            raise  # the schedd is gone: the manager restarts and recovers
         except (SubmitError, OSError, DagError) as e:
             self.say(f"ERROR: submitting node {name}: {e}")
             run.submit_failed(name, str(e))

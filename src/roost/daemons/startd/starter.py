@@ -323,7 +323,9 @@ class Starter:
                 for entry in files:
                     await self._receive(conn, entry, exe)
         except RemoteError as e:
-            raise TransferError(f"schedd refused GET_FILES: {e.message}") from None
+            # NOT_FOUND: the schedd does not (yet) serve this job on this claim (it restarted
+            # and is reconnecting, or requeued the job): its state, not the job's fault
+            raise TransferError(f"schedd refused GET_FILES: {e.message}", transient=e.code == "NOT_FOUND") from None
         except (ConnectionError, TimeoutError) as e:  # the link or the schedd, not the job
             raise TransferError(f"GET_FILES from {address}: {e or 'timed out'}", transient=True) from None
         for entry in os.scandir(self.sandbox):
