@@ -226,6 +226,7 @@ COMMAND_LEVELS: dict[str, CommandLevel] = {
     "JOB_UPDATE": _c("schedd", L.DAEMON, "the starter's updates to the shadow"),
     "GET_FILES": _c("schedd", L.DAEMON, "file transfer (the shadow grants the starter `DAEMON`)"),
     "PUT_FILES": _c("schedd", L.DAEMON, "file transfer (the shadow grants the starter `DAEMON`)"),
+    "PUT_CHECKPOINT": _c("schedd", L.DAEMON, "a self-checkpointing job's checkpoint (as `PUT_FILES`)"),
     # startd
     "REQUEST_CLAIM": _c("startd", L.DAEMON, "`REQUEST_CLAIM`"),
     "ACTIVATE_CLAIM": _c("startd", L.DAEMON, "`ACTIVATE_CLAIM`"),

@@ -556,6 +556,7 @@ def slot_ad(
         "UidDomain": machine.uid_domain or machine.name,
         "FileSystemDomain": machine.filesystem_domain or machine.name,
         "HasFileTransfer": True,
+        "HasSelfCheckpointTransfers": True,  # checkpoint_exit_code jobs (issue 15)
         "State": slot.state,
         "Activity": slot.activity,
         "EnteredCurrentState": int(slot.entered_state),

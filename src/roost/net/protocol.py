@@ -56,6 +56,7 @@ SCHEMAS: dict[str, Schema] = {
     "JOB_UPDATE": {"claim_id": "str", "job": "str", "state": "str"},
     "GET_FILES": {"job": "str", "claim_id": "str"},
     "PUT_FILES": {"job": "str", "claim_id": "str", "files": "list[object]"},
+    "PUT_CHECKPOINT": {"job": "str", "claim_id": "str", "files": "list[object]"},
     # startd
     "REQUEST_CLAIM": {"claim_id": "str", "job_ad": "object", "schedd_address": "str?", "lease": "number?"},
     "ACTIVATE_CLAIM": {"claim_id": "str", "job_ad": "object"},

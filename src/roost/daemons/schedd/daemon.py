@@ -24,6 +24,7 @@ from roost.core import jobpolicy as jp
 from roost.daemons.base import Daemon, run
 from roost.daemons.schedd.access import QueueRights
 from roost.daemons.schedd.autoclusters import LOCAL_UNIVERSES, AutoClusters
+from roost.daemons.schedd.checkpoints import CheckpointStore
 from roost.daemons.schedd.claimreuse import ClaimReuse
 from roost.daemons.schedd.jobqueue import Job, JobQueue
 from roost.daemons.schedd.lifecycle import JobLifecycle
@@ -132,7 +133,9 @@ class Schedd(Daemon):
         )
         queries = QueueCalls(jobs, rights)
         negotiation = NegotiatorCalls(jobs, autoclusters, shadows, self.max_running)
-        starters = StarterCalls(shadows)
+        checkpoints = jobs.checkpoints = CheckpointStore(str(self.spool_dir))
+        checkpoints.sweep_partial()
+        starters = StarterCalls(shadows, checkpoints)
         self._calls = {
             "NEW_CLUSTER": submit.h_new_cluster,
             "SUBMIT": submit.h_submit,
@@ -146,6 +149,7 @@ class Schedd(Daemon):
             "JOB_UPDATE": starters.h_job_update,
             "GET_FILES": starters.h_get_files,
             "PUT_FILES": starters.h_put_files,
+            "PUT_CHECKPOINT": starters.h_put_checkpoint,
         }
 
     async def reconfigured(self) -> None:

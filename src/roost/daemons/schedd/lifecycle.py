@@ -109,6 +109,9 @@ class JobLifecycle:
         # between the commit and the write still logs them at its next start, once.
         self._event_ids = itertools.count(max((row[0] for row in store.pending_events()), default=0) + 1)
 
+    #: the spool's checkpoint store (roost.daemons.schedd.checkpoints), set by the schedd
+    checkpoints: Any = None
+
     def replay_pending_events(self) -> int:
         """At start: write what a killed predecessor committed and may not have logged
         (unless the log has it already); how many it wrote."""
@@ -162,6 +165,10 @@ class JobLifecycle:
                 leave = False
         if leave is True and job.status == jp.COMPLETED:
             return []
+        if self.checkpoints is not None and job.get("LastCheckpointTime") is not None:
+            # its checkpoints leave the spool with it
+            store, cid, proc = self.checkpoints, job.cluster.id, job.proc
+            self.host.spawn(asyncio.to_thread(store.remove, cid, proc), f"checkpoints-{job.id}")
         return self.queue.to_history(job, int(time.time()))
 
     async def mark_running(

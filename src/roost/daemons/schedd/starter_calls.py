@@ -9,17 +9,23 @@ the shadow so the job is held with the reason.
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import os
+import time
 from typing import Any
 
 from roost.core import jobpolicy as jp
+from roost.daemons.schedd.checkpoints import CheckpointError, CheckpointStore
 from roost.daemons.schedd.shadow import Shadows
 from roost.daemons.schedd.transfer import (
+    InputFile,
     OutputWriter,
     TransferError,
     input_files,
     output_destination,
 )
+from roost.eventlog import CheckpointedEvent
 from roost.net import framing
 from roost.net.errors import RequestError, bad_request
 from roost.net.server import Peer
@@ -33,8 +39,9 @@ SMALL_TRANSFER = 4 << 20  # input sandboxes up to this size are sent in one writ
 class StarterCalls:
     """Handlers of the starters' commands."""
 
-    def __init__(self, shadows: Shadows) -> None:
+    def __init__(self, shadows: Shadows, checkpoints: CheckpointStore | None = None) -> None:
         self.shadows = shadows
+        self.checkpoints = checkpoints
 
     async def h_job_update(self, req: dict[str, Any], peer: Peer) -> dict[str, Any]:
         state = req["state"]
@@ -48,6 +55,13 @@ class StarterCalls:
         sh, job = self.shadows.serving(req["claim_id"], req["job"])
         try:
             files = input_files(job.get, job.owner)
+            if self.checkpoints is not None and job.get("LastCheckpointTime") is not None:
+                # the latest good checkpoint comes back with the input, over it
+                ckpt = {}
+                for name, path in self.checkpoints.files(job.cluster.id, job.proc):
+                    st = os.stat(path)
+                    ckpt[name] = InputFile(name, path, st.st_size, 0o600 | (st.st_mode & 0o100))
+                files = [f for f in files if f.name not in ckpt] + list(ckpt.values())
         except TransferError as e:
             sh.transfer_error = (jp.HOLD_TRANSFER_INPUT_ERROR, f"Error transferring input files: {e}")
             raise RequestError("NOT_FOUND", str(e)) from None
@@ -117,6 +131,86 @@ class StarterCalls:
             sh.transfer_error = (jp.HOLD_TRANSFER_OUTPUT_ERROR, f"Error transferring output files: {error}")
             raise RequestError("BAD_REQUEST", error)
         return {"count": len(entries)}
+
+
+    async def h_put_checkpoint(self, req: dict[str, Any], peer: Peer) -> dict[str, Any]:
+        """A self-checkpointing job's checkpoint files (it exited with its
+        checkpoint_exit_code and runs again in place): stored transactionally, then the
+        job's CommittedTime advances and its log gets a checkpointed event. Refused
+        (CHECKPOINT_FAILED) with the previous checkpoint intact when they cannot be kept."""
+        sh, job = self.shadows.serving(req["claim_id"], req["job"])
+        entries = req["files"]
+        for e in entries:
+            if not isinstance(e.get("size"), int) or e["size"] < 0 or not isinstance(e.get("name"), str):
+                raise bad_request("PUT_CHECKPOINT: each file needs a name and a size")
+        error: str | None = None
+        pending = None
+        if self.checkpoints is None:
+            error = "this schedd keeps no checkpoints"
+        else:
+            try:
+                pending = self.checkpoints.begin(job.cluster.id, job.proc)
+            except (CheckpointError, OSError) as exc:
+                error = str(exc)
+        total = 0
+        try:
+            for e in entries:
+                fd = None
+                if error is None and pending is not None:
+                    try:
+                        fd = pending.open(e["name"])
+                    except (CheckpointError, OSError) as exc:
+                        error = f"{e['name']}: {exc}"
+                remaining = e["size"]
+                while remaining > 0:
+                    data = await peer.read_exactly(min(CHUNK, remaining))
+                    remaining -= len(data)
+                    if fd is not None:
+                        try:
+                            _write_all(fd, data)
+                        except OSError as exc:
+                            error = f"{e['name']}: {exc.strerror or exc}"
+                            os.close(fd)
+                            fd = None
+                if fd is not None:
+                    os.close(fd)
+                total += e["size"]
+            if error is None and pending is not None:
+                try:
+                    await asyncio.to_thread(pending.commit)
+                except OSError as exc:
+                    error = f"storing it: {exc.strerror or exc}"
+        finally:
+            if error is not None and pending is not None:
+                pending.abort()
+        sh.bytes_recvd += total
+        if error is not None:
+            log.warning("job %s: checkpoint not kept (the previous one stays): %s", job.id, error)
+            raise RequestError("CHECKPOINT_FAILED", f"checkpoint not kept: {error}")
+        now = time.time()
+        get = job.get
+        started = get("JobCurrentStartDate")
+        last = get("LastCheckpointTime")
+        since = max(x for x in (started, last, now) if isinstance(x, (int, float)) and x <= now) \
+            if any(isinstance(x, (int, float)) for x in (started, last)) else now
+        committed = float(get("CommittedTime") or 0) + max(0.0, now - since)
+        cpus = get("RequestCpus")
+        attrs = {"LastCheckpointTime": int(now), "CommittedTime": int(committed),
+                 "CommittedSlotTime": int(committed * (cpus if isinstance(cpus, (int, float)) else 1)),
+                 "NumCkpts": int(get("NumCkpts") or 0) + 1, "CheckpointSizeKB": total // 1024,
+                 "CheckpointNumber": pending.number if pending is not None else 0}
+        jobs = self.shadows.jobs
+        await jobs.report(job, jobs.set_ops(job, attrs),
+                          [CheckpointedEvent(job.cluster.id, job.proc, now, sent_bytes=float(total))])
+        log.info("job %s: checkpoint %d kept (%d bytes)", job.id, attrs["CheckpointNumber"], total)
+        return {"count": len(entries), "number": attrs["CheckpointNumber"]}
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        n = os.write(fd, view)
+        view = view[n:]
 
 
 def _read_exactly(path: str, size: int) -> bytes:

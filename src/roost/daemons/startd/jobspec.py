@@ -43,6 +43,11 @@ class JobSpec:
     hold_kill_sig: int | None = None
     #: coresize (CoreSize): the job's core file limit, bytes; None leaves the startd's
     core_size: int | None = None
+    #: checkpoint_exit_code (CheckpointExitCode): the job exits with it after writing a
+    #: checkpoint, which is sent to the schedd, and runs again in place
+    checkpoint_exit_code: int | None = None
+    #: transfer_checkpoint_files (TransferCheckpoint); None: what output transfer would send
+    checkpoint_files: list[str] | None = None
 
 
 def _str(ad: ClassAd, name: str) -> str | None:
@@ -122,7 +127,15 @@ def parse_job(ad: ClassAd, fs_domain: str) -> JobSpec:
         remove_kill_sig=_signal(ad, "RemoveKillSig"),
         hold_kill_sig=_signal(ad, "HoldKillSig"),
         core_size=_core_size(ad),
+        checkpoint_exit_code=_checkpoint_code(ad),
+        checkpoint_files=None if (ck := _str(ad, "TransferCheckpoint")) is None
+        else [p.strip() for p in ck.split(",") if p.strip()],
     )
+
+
+def _checkpoint_code(ad: ClassAd) -> int | None:
+    v = ad.eval("CheckpointExitCode") if "CheckpointExitCode" in ad else None
+    return v if type(v) is int and 0 < v < 256 else None
 
 
 def _core_size(ad: ClassAd) -> int | None:

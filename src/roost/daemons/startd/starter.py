@@ -200,6 +200,18 @@ class Starter:
                 sampler = asyncio.ensure_future(self._sample_usage())
                 try:
                     status, usage = await self._wait()
+                    while self._checkpointed(status) and not self.vacating:
+                        # a self-checkpointing job: its checkpoint to the schedd, then it runs
+                        # again in place (HTCondor's checkpoint_exit_code)
+                        await self._send_checkpoint()
+                        if self.vacating:
+                            break
+                        self._kill_group(signal.SIGKILL)  # what the last run left
+                        self._reaped = False
+                        if self._exit_fd is not None:
+                            os.pwrite(self._exit_fd, b" " * launch.EXIT_RECORD_SIZE, 0)
+                        await self._spawn(restart=True)
+                        status, usage = await self._wait()
                 finally:
                     sampler.cancel()
                 self._kill_group(signal.SIGKILL)  # what it left running dies before outputs move
@@ -372,19 +384,27 @@ class Starter:
                 if not stat.S_ISDIR(os.lstat(cur).st_mode):
                     raise TransferError(f"{rel!r} is not a directory") from None
 
-    def _outputs(self) -> list[tuple[str, str, str]]:
-        """(name on the wire, path here, role) of every file to send back, HTCondor's rules."""
+    def _outputs(self, checkpoint: bool = False) -> list[tuple[str, str, str]]:
+        """(name on the wire, path here, role) of every file to send back, HTCondor's rules;
+        ``checkpoint``: the checkpoint's files instead (transfer_checkpoint_files, else
+        the outputs but stdout and stderr)."""
         spec, box = self.spec, self.sandbox
         out: list[tuple[str, str, str]] = []
         seen: set[str] = set()
         for std, role in ((spec.stdout, "stdout"), (spec.stderr, "stderr")):
+            if checkpoint:
+                if std is not None:
+                    seen.add(os.path.basename(std))
+                continue
             if std is not None:
                 name = os.path.basename(std)
                 path = os.path.join(box, name)
                 if name not in seen and is_plain_file(path):
                     out.append((name, path, role))
                     seen.add(name)
-        if spec.transfer_output is not None:
+        if checkpoint and spec.checkpoint_files is not None:
+            wanted = spec.checkpoint_files
+        elif spec.transfer_output is not None:
             wanted = spec.transfer_output
         else:
             wanted = []
@@ -414,15 +434,33 @@ class Starter:
                 if base not in seen:
                     out.append((base, path, ""))
                     seen.add(base)
-            elif spec.transfer_output is not None:
+            elif spec.transfer_output is not None and not checkpoint:
                 # named in transfer_output_files: HTCondor holds a job that did not make it
                 self.output_problems.append(f"{item}: the job did not create it (No such file or directory)")
         return out
 
-    async def _put_files(self, address: str) -> None:
+    def _checkpointed(self, status: int | None) -> bool:
+        code = self.spec.checkpoint_exit_code
+        return (code is not None and status is not None and self.spec.transfer and os.WIFEXITED(status)
+                and os.WEXITSTATUS(status) == code)
+
+    async def _send_checkpoint(self) -> None:
+        """PUT_CHECKPOINT; a failure leaves the schedd's previous checkpoint and the job
+        goes on (from its own files, here)."""
+        address = self.address_of()
+        try:
+            if not address:
+                raise ConnectionError("no schedd address for this claim")
+            await self._put_files(address, cmd="PUT_CHECKPOINT", entries=self._outputs(checkpoint=True))
+            log.info("job %s: checkpoint sent", self.spec.job_id)
+        except (RemoteError, ConnectionError, TimeoutError, OSError) as e:
+            log.warning("job %s: checkpoint not sent (the previous one stays): %s", self.spec.job_id, e)
+
+    async def _put_files(self, address: str, cmd: str = "PUT_FILES",
+                         entries: list[tuple[str, str, str]] | None = None) -> None:
         files = []
         listing = []
-        for name, path, role in self._outputs():
+        for name, path, role in self._outputs() if entries is None else entries:
             try:
                 st = os.lstat(path)
             except OSError:
@@ -432,10 +470,10 @@ class Starter:
             if role:
                 entry["role"] = role
             listing.append(entry)
-        if not files:
+        if not files and cmd == "PUT_FILES":
             return
         async with self.peers.connection(address) as conn, asyncio.timeout(CALL_TIMEOUT * 10):
-            await conn.send({"cmd": "PUT_FILES", "job": self.spec.job_id, "claim_id": self.claim_id, "files": listing})
+            await conn.send({"cmd": cmd, "job": self.spec.job_id, "claim_id": self.claim_id, "files": listing})
             for path, size in files:
                 with open_nofollow(path) as f:
                     left = size
@@ -448,7 +486,7 @@ class Starter:
             await conn.writer.drain()
             resp = await conn.recv()
             if resp.get("ok") is not True:
-                raise RemoteError(str(resp.get("code") or "ERROR"), str(resp.get("error") or "PUT_FILES refused"))
+                raise RemoteError(str(resp.get("code") or "ERROR"), str(resp.get("error") or f"{cmd} refused"))
 
     def _remove_sandbox(self) -> None:
         mkdir = self._mkdir
@@ -474,7 +512,9 @@ class Starter:
 
     # -- the process ---------------------------------------------------------------
 
-    async def _spawn(self) -> None:
+    async def _spawn(self, restart: bool = False) -> None:
+        """Start the job (``restart``: again, after a checkpoint: its stdout and stderr
+        go on where they were)."""
         spec, box = self.spec, self.sandbox
         exe = executable_path(spec, box)
         if spec.transfer and os.path.isabs(spec.cmd) and not os.path.exists(exe):
@@ -490,7 +530,8 @@ class Starter:
                 if path is None:
                     std.append(devnull(os.O_WRONLY))
                     continue
-                fd = _open_std(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND, what)
+                trunc = 0 if restart else os.O_TRUNC
+                fd = _open_std(path, os.O_WRONLY | os.O_CREAT | trunc | os.O_APPEND, what)
                 opened.append(fd)
                 std.append(fd)
                 if self.identity.switch:

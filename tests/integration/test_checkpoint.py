@@ -1,0 +1,73 @@
+"""Self-checkpointing jobs (issue 15, first part): a job that exits with its
+checkpoint_exit_code has its checkpoint kept in the schedd's spool and runs again in
+place; after an eviction it starts again from the latest checkpoint."""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from poolkit import PoolHandle
+
+from roost.eventlog import read_events
+
+# Counts to 4. At 2 it checkpoints (exit 85: the starter sends ckpt.txt and runs it
+# again); at 3, the first time (the marker is outside the sandbox), it waits to be
+# evicted. Each start from a checkpoint says so on stdout.
+JOB = """#!/bin/sh
+i=0
+if [ -f ckpt.txt ]; then i=$(cat ckpt.txt); echo "resumed at $i"; fi
+while [ $i -lt 4 ]; do
+  i=$((i+1))
+  if [ $i -eq 2 ] && [ ! -f ckpt.txt ]; then echo 2 > ckpt.txt; exit 85; fi
+  if [ $i -eq 3 ] && [ ! -f "$1" ]; then touch "$1"; sleep 120; fi
+done
+echo "done $i"
+"""
+
+
+@pytest.fixture
+def d() -> Iterator[Path]:
+    path = Path(tempfile.mkdtemp(prefix="roost-ckpt-", dir="/tmp"))
+    path.chmod(0o777)
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def _wait_for(pred: object, timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while not pred():  # type: ignore[operator]
+        assert time.monotonic() < deadline, what
+        time.sleep(0.05)
+
+
+def test_a_checkpointing_job_resumes_from_its_checkpoint_after_eviction(pool: PoolHandle, d: Path) -> None:
+    script = d / "count.sh"
+    script.write_text(JOB)
+    script.chmod(0o755)
+    marker = d / "evict-me"
+    r = pool.submit(f"executable = count.sh\narguments = {marker}\ncheckpoint_exit_code = 85\n"
+                    "transfer_checkpoint_files = ckpt.txt\noutput = out.txt\nlog = job.log\n"
+                    "should_transfer_files = YES\nqueue\n", d)
+    jid = f"{r.cluster}.0"
+    _wait_for(marker.exists, 60, "the job waiting at step 3")
+    ad = pool.job(jid)
+    assert ad is not None and ad.get("NumCkpts") == 1 and ad.get("CommittedTime", -1) >= 0
+    spool = pool.home / "spool" / "checkpoints" / str(r.cluster) / "0"
+    assert (spool / "current" / "ckpt.txt").read_text() == "2\n"
+    # evicted (held and released): it starts again on a fresh sandbox from the checkpoint
+    pool.roost("hold", jid, check=True)
+    pool.roost("release", jid, check=True)
+    pool.wait([jid], timeout=90)
+    assert (d / "out.txt").read_text() == "resumed at 2\ndone 4\n"
+    ad = pool.job(jid)
+    assert ad is not None and ad["ExitCode"] == 0 and ad["NumJobStarts"] == 2
+    kinds = [int(e.type) for e in read_events(str(d / "job.log"))]
+    assert kinds.count(3) == 1  # one checkpointed event
+    _wait_for(lambda: not spool.exists(), 10, "the checkpoint removed with the job")
