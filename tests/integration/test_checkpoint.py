@@ -71,3 +71,35 @@ def test_a_checkpointing_job_resumes_from_its_checkpoint_after_eviction(pool: Po
     kinds = [int(e.type) for e in read_events(str(d / "job.log"))]
     assert kinds.count(3) == 1  # one checkpointed event
     _wait_for(lambda: not spool.exists(), 10, "the checkpoint removed with the job")
+
+
+# Counts slowly; on SIGTERM (the vacate signal) it writes where it is and exits with
+# its checkpoint code, as a self-checkpointing program does.
+ON_VACATE = """#!/bin/sh
+i=0
+if [ -f ckpt.txt ]; then i=$(cat ckpt.txt); echo "resumed at $i"; fi
+trap 'echo $i > ckpt.txt; exit 85' TERM
+while [ $i -lt 6 ]; do
+  i=$((i+1))
+  if [ $i -eq 3 ] && [ ! -f "$1" ]; then touch "$1"; sleep 120 & wait $!; fi
+done
+echo "done $i"
+"""
+
+
+def test_a_checkpoint_written_on_the_vacate_signal_is_kept(pool: PoolHandle, d: Path) -> None:
+    script = d / "count.sh"
+    script.write_text(ON_VACATE)
+    script.chmod(0o755)
+    marker = d / "evict-me"
+    r = pool.submit(f"executable = count.sh\narguments = {marker}\ncheckpoint_exit_code = 85\n"
+                    "transfer_checkpoint_files = ckpt.txt\noutput = out.txt\nlog = job.log\n"
+                    "should_transfer_files = YES\nqueue\n", d)
+    jid = f"{r.cluster}.0"
+    _wait_for(marker.exists, 60, "the job waiting at step 3")
+    time.sleep(0.3)  # into its wait
+    pool.roost("hold", jid, check=True)
+    _wait_for(lambda: (pool.job(jid) or {}).get("NumCkpts") == 1, 30, "the checkpoint taken on the vacate signal")
+    pool.roost("release", jid, check=True)
+    pool.wait([jid], timeout=90)
+    assert (d / "out.txt").read_text() == "resumed at 3\ndone 6\n"

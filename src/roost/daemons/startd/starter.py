@@ -206,12 +206,14 @@ class Starter:
                         await self._send_checkpoint()
                         if self.vacating:
                             break
-                        self._kill_group(signal.SIGKILL)  # what the last run left
                         self._reaped = False
                         if self._exit_fd is not None:
                             os.pwrite(self._exit_fd, b" " * launch.EXIT_RECORD_SIZE, 0)
                         await self._spawn(restart=True)
                         status, usage = await self._wait()
+                    if self.vacating and self._checkpointed(status):
+                        # it caught the vacate signal and wrote a checkpoint: keep it
+                        await self._send_checkpoint()
                 finally:
                     sampler.cancel()
                 self._kill_group(signal.SIGKILL)  # what it left running dies before outputs move
