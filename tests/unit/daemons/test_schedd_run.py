@@ -464,3 +464,20 @@ def test_a_requeued_job_waits_out_its_back_off_before_it_is_offered(tmp_path):
         for p in peers:
             p.close()
         s.stop()
+
+
+@pytest.mark.parametrize("cmd", ["PUT_FILES", "PUT_CHECKPOINT"])
+def test_put_files_for_a_claim_the_schedd_does_not_serve_keeps_the_stream_in_step(pool, cmd):
+    """A restarted schedd that has not yet reconnected answers NOT_FOUND, and reads the
+    file bytes first: the starter's next request on that connection is read as one
+    (the chaos test once saw the bytes read as a frame header, and a job held)."""
+    s, _peers = pool
+    data = b"processed 42 on exec1\n" * 100
+    with s.daemon_client() as c:
+        c.send({"cmd": cmd, "job": "9.0", "claim_id": "no-such-claim",
+                "files": [{"name": "out", "size": len(data), "mode": 0o644}]})
+        c.send_bytes(data)
+        first = c.recv()
+        assert first.get("ok") is not True and first.get("code") == "NOT_FOUND", first
+        second = c.call("QUERY_JOBS", totals=True)
+        assert "totals" in second

@@ -94,12 +94,25 @@ class StarterCalls:
                 remaining -= n
         return None
 
-    async def h_put_files(self, req: dict[str, Any], peer: Peer) -> dict[str, Any]:
-        sh, job = self.shadows.serving(req["claim_id"], req["job"])
+    async def _serving_or_drain(self, req: dict[str, Any], peer: Peer) -> tuple[Any, Any]:
+        """The shadow and job a PUT_* names; if none (a restarted schedd not yet
+        reconnected), the announced bytes are read first, so that the connection stays
+        in step and the starter's retry is not read as a frame of file data."""
         entries = req["files"]
         for e in entries:
-            if not isinstance(e.get("size"), int) or e["size"] < 0:
-                raise bad_request("PUT_FILES: each file needs a size")
+            if not isinstance(e, dict) or not isinstance(e.get("size"), int) or e["size"] < 0:
+                raise bad_request(f"{req.get('cmd', 'PUT_FILES')}: each file needs a size")
+        try:
+            return self.shadows.serving(req["claim_id"], req["job"])
+        except RequestError:
+            remaining = sum(e["size"] for e in entries)
+            while remaining > 0:
+                remaining -= len(await peer.read_exactly(min(CHUNK, remaining)))
+            raise
+
+    async def h_put_files(self, req: dict[str, Any], peer: Peer) -> dict[str, Any]:
+        sh, job = await self._serving_or_drain(req, peer)
+        entries = req["files"]
         error: str | None = None
         for e in entries:
             size = e["size"]
@@ -138,11 +151,11 @@ class StarterCalls:
         checkpoint_exit_code and runs again in place): stored transactionally, then the
         job's CommittedTime advances and its log gets a checkpointed event. Refused
         (CHECKPOINT_FAILED) with the previous checkpoint intact when they cannot be kept."""
-        sh, job = self.shadows.serving(req["claim_id"], req["job"])
+        sh, job = await self._serving_or_drain(req, peer)
         entries = req["files"]
         for e in entries:
-            if not isinstance(e.get("size"), int) or e["size"] < 0 or not isinstance(e.get("name"), str):
-                raise bad_request("PUT_CHECKPOINT: each file needs a name and a size")
+            if not isinstance(e.get("name"), str):
+                raise bad_request("PUT_CHECKPOINT: each file needs a name")
         error: str | None = None
         pending = None
         if self.checkpoints is None:

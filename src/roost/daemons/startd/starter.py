@@ -488,6 +488,9 @@ class Starter:
             await conn.writer.drain()
             resp = await conn.recv()
             if resp.get("ok") is not True:
+                # a refusal may have come before the schedd read our bytes: the stream may
+                # be out of step, so this connection is not used again
+                conn.close()
                 raise RemoteError(str(resp.get("code") or "ERROR"), str(resp.get("error") or f"{cmd} refused"))
 
     def _remove_sandbox(self) -> None:
