@@ -204,8 +204,8 @@ class StarterCalls:
         get = job.get
         started = get("JobCurrentStartDate")
         last = get("LastCheckpointTime")
-        since = max(x for x in (started, last, now) if isinstance(x, (int, float)) and x <= now) \
-            if any(isinstance(x, (int, float)) for x in (started, last)) else now
+        # wall time since this run started, or since its last checkpoint
+        since = max((x for x in (started, last) if isinstance(x, (int, float)) and x <= now), default=now)
         committed = float(get("CommittedTime") or 0) + max(0.0, now - since)
         cpus = get("RequestCpus")
         attrs = {"LastCheckpointTime": int(now), "CommittedTime": int(committed),
