@@ -65,7 +65,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from pool_bench import BenchPool, wait_terminated  # noqa: E402
+from pool_bench import BenchPool, run_steps, wait_terminated  # noqa: E402
 
 NODE_SUB = "executable = /bin/true\nqueue\n"
 FANOUT_REF = 20.0  # HTCondor DAGMan: 100 submits per 5 s scan interval
@@ -323,7 +323,6 @@ def main() -> int:
     env.pop("PYTHONDONTWRITEBYTECODE", None)
     subprocess.run([sys.executable, "-m", "compileall", "-q", str(ROOT / "src" / "roost")], env=env, check=False,
                    stdout=subprocess.DEVNULL)
-    all_ok = True
     steps: list[tuple[str, Callable[[], dict[str, list[float]]]]] = []
     if "fanout" in only:
         steps.append(("fanout", lambda: bench_fanout(runs, 1000 if ns.quick else 10_000)))
@@ -331,15 +330,7 @@ def main() -> int:
         steps.append(("chain", lambda: bench_chain(runs, 100 if ns.quick else 1000)))
     if "parse" in only:
         steps.append(("parse", lambda: bench_parse(runs, 100_000)))
-    for first, step in steps:
-        try:
-            got = step()
-        except Exception as e:  # report the figure as not measured, go on with the rest
-            all_ok &= report(first, None, f"{type(e).__name__}: {e}")
-            continue
-        for name, values in got.items():
-            all_ok &= report(name, values)
-    return 0 if all_ok else 1
+    return 0 if run_steps(steps, report) else 1
 
 
 if __name__ == "__main__":

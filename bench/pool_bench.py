@@ -290,6 +290,22 @@ def bench_100k(runs: int, n: int = 100_000) -> dict[str, list[float]]:
     return res
 
 
+def run_steps(steps: list[tuple[str, Callable[[], dict[str, list[float]]]]],
+              report: Callable[..., bool]) -> bool:
+    """Run each figure's step and report what it measured; a step that fails is reported
+    as not measured (under its first figure's name) and the rest go on. All targets met?"""
+    all_ok = True
+    for first, step in steps:
+        try:
+            got = step()
+        except Exception as e:
+            all_ok &= report(first, None, f"{type(e).__name__}: {e}")
+            continue
+        for name, values in got.items():
+            all_ok &= report(name, values)
+    return all_ok
+
+
 def report(name: str, values: list[float] | None, error: str | None = None) -> bool:
     if name.startswith("cpu_per_job_"):
         # informational: HTCondor's per-job CPU is known only for startd/schedd (anchors)
@@ -329,7 +345,6 @@ def main() -> int:
     env.pop("PYTHONDONTWRITEBYTECODE", None)
     subprocess.run([sys.executable, "-m", "compileall", "-q", str(ROOT / "src" / "roost")], env=env, check=False,
                    stdout=subprocess.DEVNULL)
-    all_ok = True
     steps: list[tuple[str, Callable[[], dict[str, list[float]]]]] = []
     if "latency" in only:
         steps.append(("latency_api", lambda: {"latency_api": bench_latency(runs, cli=False)}))
@@ -338,15 +353,7 @@ def main() -> int:
         steps.append(("throughput", lambda: bench_throughput(max(1, min(runs, 3)))))
     if "100k" in only:
         steps.append(("submit_100k", lambda: bench_100k(1 if ns.quick else 3)))
-    for first, step in steps:
-        try:
-            got = step()
-        except Exception as e:  # report the figure as not measured, go on with the rest
-            all_ok &= report(first, None, f"{type(e).__name__}: {e}")
-            continue
-        for name, values in got.items():
-            all_ok &= report(name, values)
-    return 0 if all_ok else 1
+    return 0 if run_steps(steps, report) else 1
 
 
 if __name__ == "__main__":

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import shutil
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -24,6 +25,18 @@ def pool() -> Iterator[PoolHandle]:
         yield p
     finally:
         stop_pool(p)
+
+
+@pytest.fixture
+def jobdir() -> Iterator[Path]:
+    """A directory jobs (and DAG managers) can write to: a root-submitted job runs as
+    nobody, as in HTCondor, and pytest's temporary directories are private to root."""
+    path = Path(tempfile.mkdtemp(prefix="roost-jobdir-", dir="/tmp"))
+    path.chmod(0o777)
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
 
 
 @pytest.fixture

@@ -132,6 +132,14 @@ class PoolHandle:
         raise AssertionError(f"job {jid}: {what} not reached in {timeout} s; last ad: {job}")
 
 
+def wait_until(pred: Any, timeout: float, what: str) -> None:
+    """Poll ``pred()`` until it is true; AssertionError naming ``what`` after ``timeout`` s."""
+    deadline = time.monotonic() + timeout
+    while not pred():
+        assert time.monotonic() < deadline, f"{what}: not within {timeout:g} s"
+        time.sleep(0.05)
+
+
 def start_pool(home: Path, extra_config: str = "", timeout: float = 60) -> PoolHandle:
     from roost.config import write_personal_config
 

@@ -4,14 +4,10 @@ place; after an eviction it starts again from the latest checkpoint."""
 
 from __future__ import annotations
 
-import shutil
-import tempfile
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
-from poolkit import PoolHandle
+from poolkit import PoolHandle, wait_until
 
 from roost.eventlog import read_events
 
@@ -30,48 +26,37 @@ echo "done $i"
 """
 
 
-@pytest.fixture
-def d() -> Iterator[Path]:
-    path = Path(tempfile.mkdtemp(prefix="roost-ckpt-", dir="/tmp"))
-    path.chmod(0o777)
-    try:
-        yield path
-    finally:
-        shutil.rmtree(path, ignore_errors=True)
-
-
-def _wait_for(pred: object, timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while not pred():  # type: ignore[operator]
-        assert time.monotonic() < deadline, what
-        time.sleep(0.05)
-
-
-def test_a_checkpointing_job_resumes_from_its_checkpoint_after_eviction(pool: PoolHandle, d: Path) -> None:
+def _start_counter(pool: PoolHandle, d: Path, program: str) -> tuple[int, str]:
+    """Submit ``program`` (checkpoint code 85, checkpoint ckpt.txt) in ``d``, a directory
+    its user (nobody, for root) can write; back once it waits at step 3 to be evicted."""
     script = d / "count.sh"
-    script.write_text(JOB)
+    script.write_text(program)
     script.chmod(0o755)
     marker = d / "evict-me"
     r = pool.submit(f"executable = count.sh\narguments = {marker}\ncheckpoint_exit_code = 85\n"
                     "transfer_checkpoint_files = ckpt.txt\noutput = out.txt\nlog = job.log\n"
                     "should_transfer_files = YES\nqueue\n", d)
-    jid = f"{r.cluster}.0"
-    _wait_for(marker.exists, 60, "the job waiting at step 3")
+    wait_until(marker.exists, 60, "the job waiting at step 3")
+    return r.cluster, f"{r.cluster}.0"
+
+
+def test_a_checkpointing_job_resumes_from_its_checkpoint_after_eviction(pool: PoolHandle, jobdir: Path) -> None:
+    cluster, jid = _start_counter(pool, jobdir, JOB)
     ad = pool.job(jid)
     assert ad is not None and ad.get("NumCkpts") == 1 and ad.get("LastCheckpointTime")
     assert 1 <= ad["CommittedTime"] <= time.time() - ad["QDate"] + 1  # the second before it
-    spool = pool.home / "spool" / "checkpoints" / str(r.cluster) / "0"
+    spool = pool.home / "spool" / "checkpoints" / str(cluster) / "0"
     assert (spool / "current" / "ckpt.txt").read_text() == "2\n"
     # evicted (held and released): it starts again on a fresh sandbox from the checkpoint
     pool.roost("hold", jid, check=True)
     pool.roost("release", jid, check=True)
     pool.wait([jid], timeout=90)
-    assert (d / "out.txt").read_text() == "resumed at 2\ndone 4\n"
+    assert (jobdir / "out.txt").read_text() == "resumed at 2\ndone 4\n"
     ad = pool.job(jid)
     assert ad is not None and ad["ExitCode"] == 0 and ad["NumJobStarts"] == 2
-    kinds = [int(e.type) for e in read_events(str(d / "job.log"))]
+    kinds = [int(e.type) for e in read_events(str(jobdir / "job.log"))]
     assert kinds.count(3) == 1  # one checkpointed event
-    _wait_for(lambda: not spool.exists(), 10, "the checkpoint removed with the job")
+    wait_until(lambda: not spool.exists(), 10, "the checkpoint removed with the job")
 
 
 # Counts slowly; on SIGTERM (the vacate signal) it writes where it is and exits with
@@ -88,19 +73,11 @@ echo "done $i"
 """
 
 
-def test_a_checkpoint_written_on_the_vacate_signal_is_kept(pool: PoolHandle, d: Path) -> None:
-    script = d / "count.sh"
-    script.write_text(ON_VACATE)
-    script.chmod(0o755)
-    marker = d / "evict-me"
-    r = pool.submit(f"executable = count.sh\narguments = {marker}\ncheckpoint_exit_code = 85\n"
-                    "transfer_checkpoint_files = ckpt.txt\noutput = out.txt\nlog = job.log\n"
-                    "should_transfer_files = YES\nqueue\n", d)
-    jid = f"{r.cluster}.0"
-    _wait_for(marker.exists, 60, "the job waiting at step 3")
+def test_a_checkpoint_written_on_the_vacate_signal_is_kept(pool: PoolHandle, jobdir: Path) -> None:
+    _cluster, jid = _start_counter(pool, jobdir, ON_VACATE)
     time.sleep(0.3)  # into its wait
     pool.roost("hold", jid, check=True)
-    _wait_for(lambda: (pool.job(jid) or {}).get("NumCkpts") == 1, 30, "the checkpoint taken on the vacate signal")
+    wait_until(lambda: (pool.job(jid) or {}).get("NumCkpts") == 1, 30, "the checkpoint taken on the vacate signal")
     pool.roost("release", jid, check=True)
     pool.wait([jid], timeout=90)
-    assert (d / "out.txt").read_text() == "resumed at 3\ndone 6\n"
+    assert (jobdir / "out.txt").read_text() == "resumed at 3\ndone 6\n"

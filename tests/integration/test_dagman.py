@@ -6,16 +6,13 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import signal
-import tempfile
 import time
 from collections import Counter
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from poolkit import PoolHandle
+from poolkit import PoolHandle, wait_until
 
 from roost.eventlog import read_events
 
@@ -23,14 +20,9 @@ SH_JOB = 'executable = /bin/sh\narguments = "-c \'$(cmd)\'"\noutput = $(nodename
 
 
 @pytest.fixture
-def d() -> Iterator[Path]:
-    """A directory the DAG's manager (nobody, for root's DAGs) can write to."""
-    path = Path(tempfile.mkdtemp(prefix="roost-dag-", dir="/tmp"))
-    path.chmod(0o777)
-    try:
-        yield path
-    finally:
-        shutil.rmtree(path, ignore_errors=True)
+def d(jobdir: Path) -> Path:
+    """The DAG's directory (its manager runs as nobody for root's DAGs)."""
+    return jobdir
 
 
 def write(d: Path, name: str, text: str, mode: int = 0o644) -> Path:
@@ -276,13 +268,6 @@ def _manager_pid(dag: Path) -> int | None:
     return None
 
 
-def _wait_for(pred: object, timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while not pred():  # type: ignore[operator]
-        assert time.monotonic() < deadline, what
-        time.sleep(0.05)
-
-
 def _chain(d: Path, n: int = 4, sleep: float = 1.0) -> None:
     write(d, "job.sub", SH_JOB)
     text = "".join(f'JOB N{i} job.sub\nVARS N{i} nodename="N{i}" cmd="sleep {sleep}"\n' for i in range(n))
@@ -293,7 +278,7 @@ def _chain(d: Path, n: int = 4, sleep: float = 1.0) -> None:
 def test_kill_9_of_the_manager_recovers_from_the_nodes_log(pool: PoolHandle, d: Path) -> None:
     _chain(d)
     cluster = submit_dag(pool, d)
-    _wait_for(lambda: "N1" in node_submits(d) if (d / "x.dag.nodes.log").exists() else False, 60, "N1 submitted")
+    wait_until(lambda: "N1" in node_submits(d) if (d / "x.dag.nodes.log").exists() else False, 60, "N1 submitted")
     pid = _manager_pid(d / "x.dag")
     assert pid is not None
     os.kill(pid, signal.SIGKILL)
@@ -307,7 +292,7 @@ def test_kill_9_of_the_schedd_mid_dag(fresh_pool: PoolHandle, d: Path) -> None:
     pool = fresh_pool
     _chain(d)
     cluster = submit_dag(pool, d)
-    _wait_for(lambda: "N1" in node_submits(d) if (d / "x.dag.nodes.log").exists() else False, 60, "N1 submitted")
+    wait_until(lambda: "N1" in node_submits(d) if (d / "x.dag.nodes.log").exists() else False, 60, "N1 submitted")
     old = pool.daemon_pid("schedd")
     os.kill(old, signal.SIGKILL)
     pool.wait_daemon_back("schedd", old, timeout=30)
@@ -321,14 +306,14 @@ def test_rm_of_the_dag_removes_its_nodes_and_writes_a_rescue_dag(pool: PoolHandl
     write(d, "x.dag", 'JOB A job.sub\nJOB B job.sub\nJOB C job.sub\nPARENT A CHILD B\nPARENT B CHILD C\n'
           'VARS A nodename="A" cmd="true"\nVARS B nodename="B" cmd="sleep 60"\nVARS C nodename="C" cmd="true"\n')
     cluster = submit_dag(pool, d)
-    _wait_for(lambda: "B" in node_submits(d) if (d / "x.dag.nodes.log").exists() else False, 60, "B submitted")
+    wait_until(lambda: "B" in node_submits(d) if (d / "x.dag.nodes.log").exists() else False, 60, "B submitted")
     pool.roost("rm", str(cluster), check=True)
     s = pool.schedd()
     try:
-        _wait_for(lambda: not s.query(f"DAGManJobId == {cluster}", ["ClusterId"]), 30, "node jobs removed")
+        wait_until(lambda: not s.query(f"DAGManJobId == {cluster}", ["ClusterId"]), 30, "node jobs removed")
     finally:
         s.close()
-    _wait_for(lambda: (d / "x.dag.rescue001").exists(), 30, "rescue DAG written")
+    wait_until(lambda: (d / "x.dag.rescue001").exists(), 30, "rescue DAG written")
     assert "DONE A" in (d / "x.dag.rescue001").read_text()
     assert "C" not in node_submits(d)
 
@@ -387,7 +372,7 @@ def test_q_shows_a_dag_its_nodes_and_its_progress(pool: PoolHandle, d: Path) -> 
         return next((ln.split() for ln in out.splitlines() if name in ln), [])
 
     # DONE 1 (A), RUN 1 (B), TOTAL 3 (the DAG's nodes, not its jobs in the queue)
-    _wait_for(lambda: (row := batch_row()) and row[4] == "1" and row[5] == "1" and row[7] == "3", 60,
+    wait_until(lambda: (row := batch_row()) and row[4] == "1" and row[5] == "1" and row[7] == "3", 60,
               "the batch row counting the DAG's nodes")
     lines = pool.roost("q", "-dag", check=True).stdout.splitlines()
     dag_line = next(i for i, ln in enumerate(lines) if ln.split()[:1] == [f"{cluster}.0"])
@@ -428,17 +413,17 @@ def test_a_running_dag_is_not_submitted_twice_and_rm_of_a_held_dag_removes_its_n
     write(d, "job.sub", SH_JOB)
     write(d, "x.dag", 'JOB A job.sub\nVARS A nodename="A" cmd="sleep 60"\n')
     cluster = submit_dag(pool, d)
-    _wait_for(lambda: "A" in node_submits(d) if (d / "x.dag.nodes.log").exists() else False, 60, "A submitted")
+    wait_until(lambda: "A" in node_submits(d) if (d / "x.dag.nodes.log").exists() else False, 60, "A submitted")
     again = pool.roost("submit_dag", "-f", str(d / "x.dag"), cwd=d)
     assert again.returncode == 1 and f"already running as DAGMan job {cluster}.0" in again.stderr
     # held, its manager stops (and would recover on release); its node job runs on
     pool.roost("hold", str(cluster), check=True)
-    _wait_for(lambda: _manager_pid(d / "x.dag") is None, 30, "the manager stopped")
+    wait_until(lambda: _manager_pid(d / "x.dag") is None, 30, "the manager stopped")
     s = pool.schedd()
     try:
         assert s.query(f"DAGManJobId == {cluster}", ["ClusterId"])
         # removed while no manager runs: the schedd removes the node jobs itself
         pool.roost("rm", str(cluster), check=True)
-        _wait_for(lambda: not s.query(f"DAGManJobId == {cluster}", ["ClusterId"]), 30, "node jobs removed")
+        wait_until(lambda: not s.query(f"DAGManJobId == {cluster}", ["ClusterId"]), 30, "node jobs removed")
     finally:
         s.close()

@@ -22,16 +22,6 @@ def _script(path: Path, body: str) -> Path:
     return path
 
 
-def _shared_dir(tmp_path: Path) -> Path:
-    """A directory jobs can write to: a root-submitted job runs as nobody, as in HTCondor,
-    and pytest's temporary directories are private to root."""
-    import tempfile
-
-    d = Path(tempfile.mkdtemp(prefix="roost-jobstate-", dir="/tmp"))
-    d.chmod(0o777)
-    return d
-
-
 def _events(log: Path) -> list[htcondor2.JobEvent]:
     return list(htcondor2.JobEventLog(str(log)).events(stop_after=0))
 
@@ -116,8 +106,8 @@ def test_exit_codes_and_signals_are_reported(pool: PoolHandle, tmp_path: Path) -
     assert terms[r2.cluster]["TerminatedBySignal"] == 9
 
 
-def test_on_exit_remove_reruns_until_success(pool: PoolHandle, tmp_path: Path) -> None:
-    counter = _shared_dir(tmp_path) / "count"
+def test_on_exit_remove_reruns_until_success(pool: PoolHandle, tmp_path: Path, jobdir: Path) -> None:
+    counter = jobdir / "count"
     _script(tmp_path / "flaky.sh", f'n=$(cat {counter} 2>/dev/null || echo 0)\nn=$((n + 1))\n'
                                    f'echo $n > {counter}\n[ $n -ge 3 ]\n')
     r = pool.submit("executable = flaky.sh\non_exit_remove = ExitCode == 0\nlog = flaky.log\nqueue\n", tmp_path)
@@ -127,8 +117,8 @@ def test_on_exit_remove_reruns_until_success(pool: PoolHandle, tmp_path: Path) -
     assert ad is not None and ad["ExitCode"] == 0 and ad["NumJobStarts"] == 3
 
 
-def test_max_retries_gives_up(pool: PoolHandle, tmp_path: Path) -> None:
-    counter = _shared_dir(tmp_path) / "tries"
+def test_max_retries_gives_up(pool: PoolHandle, tmp_path: Path, jobdir: Path) -> None:
+    counter = jobdir / "tries"
     _script(tmp_path / "fail.sh", f"echo x >> {counter}\nexit 1\n")
     r = pool.submit("executable = fail.sh\nmax_retries = 2\nlog = fail.log\nqueue\n", tmp_path)
     pool.wait(r.job_ids(), timeout=60)
@@ -156,20 +146,14 @@ def test_periodic_hold_release_and_remove(pool: PoolHandle, tmp_path: Path) -> N
     assert kinds[-1] == htcondor2.JobEventType.JOB_ABORTED
 
 
-def test_local_universe_runs_on_the_submit_side(pool: PoolHandle, tmp_path: Path) -> None:
+def test_local_universe_runs_on_the_submit_side(pool: PoolHandle, jobdir: Path) -> None:
     # A local job runs in its Iwd as its owner (nobody for root): not in pytest's private tmp_path.
-    d = _shared_dir(tmp_path)
-    try:
-        r = pool.submit("universe = local\nexecutable = /bin/echo\narguments = local hello\n"
-                        "output = local.out\nlog = local.log\nqueue\n", d)
-        pool.wait(r.job_ids(), timeout=60)
-        assert (d / "local.out").read_text() == "local hello\n"
-        kinds = _types(_events(d / "local.log"))
-        assert kinds[0] == htcondor2.JobEventType.SUBMIT and kinds[-1] == htcondor2.JobEventType.JOB_TERMINATED
-    finally:
-        import shutil
-
-        shutil.rmtree(d, ignore_errors=True)
+    r = pool.submit("universe = local\nexecutable = /bin/echo\narguments = local hello\n"
+                    "output = local.out\nlog = local.log\nqueue\n", jobdir)
+    pool.wait(r.job_ids(), timeout=60)
+    assert (jobdir / "local.out").read_text() == "local hello\n"
+    kinds = _types(_events(jobdir / "local.log"))
+    assert kinds[0] == htcondor2.JobEventType.SUBMIT and kinds[-1] == htcondor2.JobEventType.JOB_TERMINATED
 
 
 @pytest.mark.parametrize("n", [40])

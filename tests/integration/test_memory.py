@@ -38,14 +38,6 @@ def _enforced(pool: PoolHandle) -> str:
     return str(ads[0].get("MemoryEnforcement"))
 
 
-@pytest.fixture
-def jobdir() -> Path:
-    """A directory the job's user (nobody, for root's jobs) can work in."""
-    d = Path(tempfile.mkdtemp(prefix="roost-memjob-", dir="/tmp"))
-    d.chmod(0o777)
-    return d
-
-
 def _job(mb: int, secs: float, extra: str = "") -> str:
     program = HOG.format(mb=mb, secs=secs)
     return f"executable = /usr/bin/python3\narguments = \"-c '{program}'\"\nlog = m.log\n{extra}queue\n"

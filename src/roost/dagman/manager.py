@@ -297,7 +297,7 @@ class Manager:
                 run.event(ev)
             if events:
                 continue
-            if run.finished and not self.tasks_pending():
+            if run.finished and not self.tasks:  # its scripts (a HOLD script, say) done too
                 for act in run.next_actions(now):  # removes of service nodes
                     self.start(act, now)
                 break
@@ -319,9 +319,6 @@ class Manager:
         else:
             code = EXIT_ABORT if self.stop_reason == "rm" else EXIT_ERROR
         return self.exit(code, run)
-
-    def tasks_pending(self) -> bool:
-        return bool(self.tasks)
 
     def removed(self) -> None:
         """SIGUSR1: the DAGMan job was removed (condor_rm)."""

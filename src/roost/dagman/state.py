@@ -96,7 +96,6 @@ class NodeRun:
     procs_expected: int = 0
     job_return: int | None = None  # the first failure's value, or 0
     pre_return: int | None = None
-    post_return: int | None = None
     details: str = ""
     removing: bool = False  # we removed its job (abort, failure of another proc)
     submit_pending: bool = False  # a submit action was handed out, no cluster yet
@@ -336,7 +335,6 @@ class DagRun:
             self._set(n, READY)
             heapq.heappush(self._ready, (-n.spec.priority, n.order, name))
             return
-        n.post_return = code
         if code != 0:
             n.details = f"POST script failed with status {code}"
         self._result(n, code, check_abort=True)
@@ -468,7 +466,6 @@ class DagRun:
         if self._stopping() and n.spec.kind != "final":
             return
         n.pre_return = None
-        n.post_return = None
         n.job_return = None
         self._set(n, READY)
         heapq.heappush(self._ready, (-n.spec.priority, n.order, n.spec.name))

@@ -62,9 +62,6 @@ class CheckpointStore:
         n = 1 + max((int(x[5:]) for x in _listdir(d) if x.startswith("ckpt.") and x[5:].isdigit()), default=0)
         return PendingCheckpoint(d, n)
 
-    def size_kb(self, cluster: int, proc: int) -> int:
-        return sum(os.path.getsize(p) for _n, p in self.files(cluster, proc)) // 1024
-
     def remove(self, cluster: int, proc: int) -> None:
         """The job left the queue: its checkpoints go (and an empty cluster directory)."""
         d = self.job_dir(cluster, proc)

@@ -222,7 +222,9 @@ class LocalJob:
             argv = job_argv(get)
             exe = argv[0] if os.path.isabs(argv[0]) else os.path.join(iwd, argv[0])
             cwd = iwd
-            privileged: dict[str, str] | None = None
+            if ids is not None:
+                env.setdefault("HOME", ids[3])
+                env.setdefault("USER", ids[2])
             if ids is not None and get("JobUniverse") == SCHEDULER_UNIVERSE and is_own_manager(exe, argv):
                 # roost's own DAG manager: started as we are, it loads its code and then
                 # becomes the owner itself (an interpreter the owner cannot run still runs
@@ -231,25 +233,15 @@ class LocalJob:
                 # working directory on sys.path), in /, with an environment of our making;
                 # the job's environment and Iwd travel as data, applied after the drop.
                 exe, argv = sys.executable, [sys.executable, "-I", *argv[1:]]
-                privileged = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin",
-                              DROP_TO_ENV: f"{ids[0]}:{ids[1]}:{ids[2]}:{ids[3]}",
-                              JOB_ENV_ENV: json.dumps({"HOME": ids[3], "USER": ids[2], **env}),
-                              JOB_CWD_ENV: iwd, **dagman_knobs(s.host.config)}
+                env = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin",
+                       DROP_TO_ENV: f"{ids[0]}:{ids[1]}:{ids[2]}:{ids[3]}",
+                       JOB_ENV_ENV: json.dumps(env), JOB_CWD_ENV: iwd, **dagman_knobs(s.host.config)}
                 cwd = "/"
-                ids_for_env = ids
-                ids = None
-            else:
-                ids_for_env = ids
-            if ids is not None:
+            elif ids is not None:
                 # Not Popen's user=/group=/extra_groups=: uvloop (the daemons' event
                 # loop where installed) refuses those keywords, and every job then
                 # went on hold. preexec_fn works under both loops.
                 kwargs["preexec_fn"] = _drop_to(ids[0], ids[1])
-            if ids_for_env is not None:
-                env.setdefault("HOME", ids_for_env[3])
-                env.setdefault("USER", ids_for_env[2])
-            if privileged is not None:
-                env = privileged
             env["CONDOR_ID"] = f"{job.cluster.id}.{job.proc}"
             if get("JobUniverse") == SCHEDULER_UNIVERSE:
                 # a channel to this schedd that speaks for the job's owner (DAGMan submits
