@@ -9,6 +9,7 @@ from pathlib import Path
 
 from poolkit import PoolHandle, wait_until
 
+from roost.daemons.startd import criu
 from roost.eventlog import read_events
 
 # Counts to 4. At 2 it checkpoints (exit 85: the starter sends ckpt.txt and runs it
@@ -47,6 +48,9 @@ def test_a_checkpointing_job_resumes_from_its_checkpoint_after_eviction(pool: Po
     assert 1 <= ad["CommittedTime"] <= time.time() - ad["QDate"] + 1  # the second before it
     spool = pool.home / "spool" / "checkpoints" / str(cluster) / "0"
     assert (spool / "current" / "ckpt.txt").read_text() == "2\n"
+    row = [ln.split() for ln in pool.roost("q", "-io", jid, check=True).stdout.splitlines()
+           if ln.split()[:1] == [jid]]
+    assert row and row[0][2] == "R" and row[0][6] == "1", row  # q -io: running, one checkpoint
     # evicted (held and released): it starts again on a fresh sandbox from the checkpoint
     pool.roost("hold", jid, check=True)
     pool.roost("release", jid, check=True)
@@ -81,3 +85,16 @@ def test_a_checkpoint_written_on_the_vacate_signal_is_kept(pool: PoolHandle, job
     pool.roost("release", jid, check=True)
     pool.wait([jid], timeout=90)
     assert (jobdir / "out.txt").read_text() == "resumed at 3\ndone 6\n"
+
+
+def test_criu_is_advertised_only_where_criu_check_passes(pool: PoolHandle) -> None:
+    """Transparent checkpoints need a host where `criu check` passes: the startd says in
+    its log what it found, and advertises HasCRIU only then (never a stand-in)."""
+    ok, _why = criu.probe()
+    wait_until(lambda: "CRIU: " in (pool.home / "log" / "StartLog").read_text(), 30, "the startd's CRIU line")
+    c = pool.collector()
+    try:
+        ads = c.query_objs("Machine", projection=["Name", "HasCRIU"])
+    finally:
+        c.close()
+    assert ads and all((a.get("HasCRIU") is True) == ok for a in ads), ads

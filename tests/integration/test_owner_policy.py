@@ -154,6 +154,42 @@ def test_owner_activity_suspends_then_evicts_and_the_job_runs_again_later(deskto
     assert kinds[-1] == htcondor2.JobEventType.JOB_TERMINATED
 
 
+# Counts to 30; on the vacate signal it writes where it is and exits with its
+# checkpoint code (a self-checkpointing program).
+_CHECKPOINTER = """#!/bin/sh
+i=0
+if [ -f ckpt ]; then i=$(cat ckpt); echo "resumed at $i"; fi
+trap 'echo $i > ckpt; exit 85' TERM
+while [ $i -lt 30 ]; do i=$((i+1)); sleep 0.2; done
+echo "done $i"
+"""
+
+
+def test_the_owner_returns_and_the_job_checkpoints_then_resumes_from_it(desktop_pool: PoolHandle) -> None:
+    """The original design's owner-return flow under `use POLICY : Desktop`: suspend,
+    wait, vacate with the job's kill signal (it checkpoints), and when the owner has
+    left, start again from that checkpoint."""
+    pool = desktop_pool
+    d = _job_dir()
+    script = d / "count.sh"
+    script.write_text(_CHECKPOINTER)
+    script.chmod(0o755)
+    r = pool.submit("executable = count.sh\noutput = out\nlog = job.log\nshould_transfer_files = YES\n"
+                    "checkpoint_exit_code = 85\ntransfer_checkpoint_files = ckpt\nqueue\n", d)
+    jid = str(r.job_ids()[0])
+    pool.wait_for(jid, lambda j: j.get("JobStatus") == 2, timeout=20, what="running")
+    time.sleep(1)  # some work done
+    with _Owner(pool.home):
+        pool.wait_for(jid, lambda j: j.get("JobStatus") == 7, timeout=10, what="suspended")
+        ad = pool.wait_for(jid, lambda j: j.get("JobStatus") == 1, timeout=15, what="vacated")
+        assert ad["NumCkpts"] == 1, ad  # written on the vacate signal, kept by the schedd
+    assert pool.wait([jid], timeout=60)["done"] == 1
+    out = (d / "out").read_text().splitlines()
+    assert out[0].startswith("resumed at ") and int(out[0].split()[-1]) > 0 and out[-1] == "done 30", out
+    kinds = _events(d / "job.log")
+    assert htcondor2.JobEventType.JOB_SUSPENDED in kinds and htcondor2.JobEventType.JOB_EVICTED in kinds
+
+
 def test_graceful_drain_lets_the_job_finish_then_takes_no_more(plain_pool: PoolHandle) -> None:
     pool = plain_pool
     d = _job_dir()

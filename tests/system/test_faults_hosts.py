@@ -126,3 +126,51 @@ def test_central_manager_down_running_jobs_go_on_and_claims_take_more(hosts: Mul
     submit.roost("wait", "-quiet", "-wait", "60", big, timeout=70)
     assert _ads(submit, big, "JobStatus") == [["4"]]
     assert len((work / "ran.txt").read_text().split()) == 9
+
+
+# Counts to 12, half a second a step, checkpointing every 3 steps (exit 85); each start
+# says where it ran and from which step, on the shared disk.
+COUNTER = """#!/bin/sh
+i=0
+if [ -f ckpt ]; then i=$(cat ckpt); fi
+echo "$(hostname) $i" >> {starts}
+while [ $i -lt 12 ]; do
+  sleep 0.5
+  i=$((i+1))
+  if [ $((i % 3)) -eq 0 ] && [ $i -lt 12 ]; then echo $i > ckpt; exit 85; fi
+done
+echo done > result.txt
+"""
+
+
+def test_a_checkpointing_job_whose_host_is_lost_resumes_on_another_from_its_checkpoint(
+        hosts: MultiHostPool) -> None:
+    """Migration: the job's host is cut off past its lease; the schedd requeues it and it
+    starts on the other host from its latest checkpoint, not from the beginning."""
+    submit = hosts["submit"]
+    hosts.wait_for_slots({"exec1", "exec2"})
+    work = _work(submit, "migrate")
+    starts = work / "starts.txt"
+    (work / "job.sh").write_text(COUNTER.format(starts=starts))
+    cluster = _submit(submit, work, 0, extra="checkpoint_exit_code = 85\ntransfer_checkpoint_files = ckpt\n")
+    where = _running_on(submit, cluster)
+    other = "exec2" if where == "exec1" else "exec1"
+    deadline = time.monotonic() + 30
+    while (_ads(submit, cluster, "NumCkpts") or [["0"]])[0][0] in ("0", "undefined"):
+        assert time.monotonic() < deadline, "no checkpoint kept"
+        time.sleep(0.2)
+    hosts.net.cut(where)
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and _running_on(submit, cluster, timeout=60) != other:
+            time.sleep(0.5)
+    finally:
+        hosts.net.mend(where)
+    submit.roost("wait", "-quiet", "-wait", "60", cluster, timeout=70)
+    [[status, code, ckpts]] = _ads(submit, cluster, "JobStatus", "ExitCode", "NumCkpts")
+    assert (status, code) == ("4", "0") and int(ckpts) >= 3, (status, code, ckpts)
+    runs = [line.split() for line in starts.read_text().splitlines()]
+    assert runs[0] == [where, "0"], runs
+    moved = [int(step) for host, step in runs if host == other]
+    assert moved and moved[0] >= 3, runs  # resumed from a checkpoint on the other host
+    assert (work / "result.txt").read_text() == "done\n"

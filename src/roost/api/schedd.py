@@ -7,6 +7,7 @@ its TCP address.
 
 from __future__ import annotations
 
+import binascii
 import os
 import pwd
 import time
@@ -271,6 +272,68 @@ class Schedd:
             raise ValueError("edit needs attributes to set")
         attr_texts = {k: _expr_text(v) for k, v in attrs.items()}
         return self.call("EDIT", attrs=attr_texts, **_selection("edit", ids, constraint, owner))
+
+    # -- watching a running job (roost tail, roost ssh_to_job) ---------------------------
+
+    def tail(self, job_id: str, name: str | None = None, *, stderr: bool = False, offset: int | None = None,
+             maxbytes: int = 1024) -> dict[str, Any]:
+        """The tail of a running job's stdout (``stderr``: its stderr; ``name``: another
+        file of its sandbox) as it is on the execute machine now (condor_tail).
+
+        Returns ``{"data": bytes, "offset": where they start, "end": where they end,
+        "size": the file's size, "running": bool}``: the last ``maxbytes`` bytes, or
+        with ``offset`` (a previous answer's ``end``) what came since, at most
+        ``maxbytes``. RefusedError ``NOT_RUNNING`` ("job 3.0 is not running (Idle)"),
+        ``DENIED`` (not your job; a link or a file the job's user may not read)."""
+        args: dict[str, Any] = {"job": job_id, "maxbytes": int(maxbytes)}
+        if name:
+            args["name"] = name
+        else:
+            args["stream"] = "stderr" if stderr else "stdout"
+        if offset is not None:
+            args["offset"] = int(offset)
+        got = self.call("TAIL_JOB", **args)
+        got["data"] = binascii.a2b_base64(got.get("data") or "")
+        return got
+
+    def ssh_to_job(self, job_id: str, command: str | None = None, *, pty: bool = False, term: str | None = None,
+                   rows: int = 0, cols: int = 0) -> Any:
+        """A session beside a running job, as the job's user, in its sandbox, with its
+        environment (condor_ssh_to_job): ``command`` run by ``/bin/sh -c``, else an
+        interactive shell; ``pty`` gives it a terminal. Returns a
+        :class:`roost.api.jobshell.JobShell` on a connection of its own."""
+        # lazy: the relay's packets only for a session, never for `roost q`
+        from roost.api.jobshell import JobShell
+
+        conn = DaemonConnection(self.home_dir, "schedd", self._addresses, None)  # a session has no deadline
+        conn.remote = self._conn.remote
+        args: dict[str, Any] = {"job": job_id, "pty": bool(pty)}
+        if command:
+            args["command"] = command
+        if term:
+            args["term"] = term
+        if rows > 0 and cols > 0:
+            args["rows"], args["cols"] = int(rows), int(cols)
+        try:
+            info = conn.call("SSH_TO_JOB", **args)
+            return JobShell(conn._open(), info)
+        except BaseException:
+            conn.close()
+            raise
+
+    def run_in_job(self, job_id: str, command: str | list[str], stdin: bytes = b"", *,
+                   timeout: float | None = None) -> Any:
+        """Run ``command`` (a shell command line, or an argv list, quoted for the shell)
+        in a running job's sandbox as the job's user; a ``CommandResult`` (returncode,
+        stdout, stderr) once it has ended."""
+        # lazy: shlex (and re) only to quote an argv, never for `roost q`
+        import shlex
+
+        # lazy: the relay's packets only for a session, never for `roost q`
+        from roost.api.jobshell import run_to_end
+
+        text = command if isinstance(command, str) else shlex.join(command)
+        return run_to_end(self.ssh_to_job(job_id, text), stdin, timeout)
 
     # -- waiting --------------------------------------------------------------------
 

@@ -25,6 +25,8 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "release": ("roost.cli.act_cmd", "release held jobs (condor_release)"),
     "history": ("roost.cli.history_cmd", "list finished jobs (condor_history)"),
     "wait": ("roost.cli.wait_cmd", "wait for jobs to finish (condor_wait)"),
+    "tail": ("roost.cli.tail_cmd", "the tail of a running job's stdout or files; -f follows it (condor_tail)"),
+    "ssh_to_job": ("roost.cli.ssh_to_job_cmd", "a shell or a command beside a running job, as its user (condor_ssh_to_job)"),
     "drain": ("roost.cli.drain_cmd", "stop a machine taking jobs and let it empty (condor_drain)"),
     "vacate": ("roost.cli.drain_cmd", "evict the jobs a machine runs (condor_vacate)"),
     "off": ("roost.cli.drain_cmd", "stop offering this machine's slots; -daemon NAME: stop a daemon (condor_off)"),

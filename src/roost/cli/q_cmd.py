@@ -36,6 +36,9 @@ DAG_ATTRS = ["DAGManJobId", "DAGNodeName"]
 JOB_ATTRS = ["ClusterId", "ProcId", "Owner", "QDate", "JobStatus", "JobPrio", "ImageSize", "Cmd",
              "Arguments", "Args", "RemoteWallClockTime", "JobCurrentStartDate", "ShadowBday"]
 HOLD_ATTRS = ["ClusterId", "ProcId", "Owner", "EnteredCurrentStatus", "HoldReason", "JobStatus"]
+IO_ATTRS = ["ClusterId", "ProcId", "Owner", "JobStatus", "BytesSent", "BytesRecvd", "TransferringInput",
+            "TransferringOutput", "NumCkpts", "CheckpointSizeKB", "LastCheckpointTime",
+            "StreamOut", "StreamErr"]
 
 
 SPEC = {
@@ -45,6 +48,7 @@ SPEC = {
     "batch": ("flag", "one line per batch (the default)"),
     "totals": ("flag", "only the totals"),
     "hold": ("flag", "held jobs with their hold reason"),
+    "io": ("flag", "file transfer and checkpoint state: bytes in and out, transferring now, checkpoints"),
     "run": ("flag", "running jobs only"),
     "idle": ("flag", "idle jobs only"),
     "af": ("values", "print these attributes or expressions, one line per job (-af:jlht, flags)"),
@@ -99,7 +103,7 @@ def main(argv: list[str]) -> int:
             jobs = schedd.query_objs(constraint, projection, owner=owner, ids=r.ids, limit=limit)
             return _print_ads(jobs, ns, af_flags)
         nobatch = ns.nobatch or ns.run or ns.dag
-        view = HOLD_ATTRS if ns.hold else (JOB_ATTRS + DAG_ATTRS if nobatch else BATCH_ATTRS)
+        view = HOLD_ATTRS if ns.hold else IO_ATTRS if ns.io else (JOB_ATTRS + DAG_ATTRS if nobatch else BATCH_ATTRS)
         raw = schedd.query_raw(constraint, view, owner=owner, ids=r.ids, limit=limit)
         if ns.dag:
             raw = _dag_order(raw)
@@ -107,6 +111,8 @@ def main(argv: list[str]) -> int:
         out = sys.stdout
         if ns.hold:
             _hold_view(list(merge_jobs(raw)), out)
+        elif ns.io:
+            _io_view(list(merge_jobs(raw)), out)
         elif nobatch:
             _job_view(raw, out, ns.wide)
         else:
@@ -361,6 +367,28 @@ def _hold_view(jobs: list[dict[str, Any]], out: Any) -> None:
         lines.append(f"{jid:>7}   {str(j.get('Owner', '?')):<14} {short_date(j.get('EnteredCurrentStatus'))} "
                      f"{j.get('HoldReason') or ''}")
     out.write("\n".join(lines) + "\n")
+
+
+def _io_view(jobs: list[dict[str, Any]], out: Any) -> None:
+    """``-io``: what each job's files did: bytes sent to it and received from it (its
+    last run's, as the schedd counts them), what moves now, its checkpoints."""
+    lines = [" ID      OWNER          ST    SENT_MB  RECVD_MB  XFER     CKPTS  CKPT_MB  LAST_CKPT    STREAM"]
+    for j in jobs:
+        jid = f"{j['ClusterId']}.{j['ProcId']}"
+        status = STATUS_LETTERS.get(j.get("JobStatus"), "?")  # type: ignore[call-overload]
+        xfer = "in" if j.get("TransferringInput") is True else "out" if j.get("TransferringOutput") is True else "-"
+        ckpt_kb = j.get("CheckpointSizeKB")
+        ckpt = _mb(ckpt_kb * 1024) if isinstance(ckpt_kb, int | float) and j.get("NumCkpts") else "-"
+        last = short_date(j.get("LastCheckpointTime")) if j.get("LastCheckpointTime") else "-"
+        stream = ",".join(n for n, a in (("out", "StreamOut"), ("err", "StreamErr")) if j.get(a) is True) or "-"
+        lines.append(f"{jid:>7}   {str(j.get('Owner', '?')):<14} {status:<2} {_mb(j.get('BytesSent')):>9} "
+                     f"{_mb(j.get('BytesRecvd')):>9}  {xfer:<7} {j.get('NumCkpts') or 0:>6} {ckpt:>8}  "
+                     f"{last:<12} {stream}")
+    out.write("\n".join(lines) + "\n")
+
+
+def _mb(v: Any) -> str:
+    return f"{v / 1e6:.1f}" if isinstance(v, int | float) and not isinstance(v, bool) else "0.0"
 
 
 def _batch_view(raw: dict[str, Any], out: Any) -> None:

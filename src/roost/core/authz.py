@@ -227,6 +227,11 @@ COMMAND_LEVELS: dict[str, CommandLevel] = {
     "GET_FILES": _c("schedd", L.DAEMON, "file transfer (the shadow grants the starter `DAEMON`)"),
     "PUT_FILES": _c("schedd", L.DAEMON, "file transfer (the shadow grants the starter `DAEMON`)"),
     "PUT_CHECKPOINT": _c("schedd", L.DAEMON, "a self-checkpointing job's checkpoint (as `PUT_FILES`)"),
+    "STREAM_OUTPUT": _c("schedd", L.DAEMON, "stream_output/stream_error: a running job's stdout/stderr as it grows"),
+    "CHIRP_ATTR": _c("schedd", L.DAEMON, "Chirp through the starter: `CONDOR_get_job_attr`, `CONDOR_set_job_attr`, `CONDOR_ulog` and delayed updates"),
+    "CHIRP_IO": _c("schedd", L.DAEMON, "Chirp through the starter: the shadow's remote system calls (`CONDOR_open`, ...), done as the job's owner"),
+    "TAIL_JOB": _c("schedd", L.WRITE, "`CREATE_JOB_OWNER_SEC_SESSION` (condor_tail; the job's owner or a queue super user)", jobs=True),
+    "SSH_TO_JOB": _c("schedd", L.WRITE, "`CREATE_JOB_OWNER_SEC_SESSION` (condor_ssh_to_job; the job's owner or a queue super user)", jobs=True),
     # startd
     "REQUEST_CLAIM": _c("startd", L.DAEMON, "`REQUEST_CLAIM`"),
     "ACTIVATE_CLAIM": _c("startd", L.DAEMON, "`ACTIVATE_CLAIM`"),
@@ -239,6 +244,8 @@ COMMAND_LEVELS: dict[str, CommandLevel] = {
     "VACATE": _c("startd", L.ADMINISTRATOR, "`VACATE_ALL_CLAIMS`"),
     "SET_OFF": _c("startd", L.ADMINISTRATOR, "`DAEMON_OFF` (`condor_off -startd`, at the master)"),
     "SET_ON": _c("startd", L.ADMINISTRATOR, "`DAEMON_ON` (at the master)"),
+    "PEEK_JOB": _c("startd", L.DAEMON, "`STARTER_PEEK` (with the claim id)"),
+    "JOB_SHELL": _c("startd", L.DAEMON, "`START_SSHD` (with the claim id; no sshd, no port of its own)"),
     # master
     "STATUS": _c("master", L.READ, "`DC_QUERY_READY`"),
     "SHUTDOWN": _c("master", L.ADMINISTRATOR, "`DAEMONS_OFF`"),

@@ -57,6 +57,12 @@ SCHEMAS: dict[str, Schema] = {
     "GET_FILES": {"job": "str", "claim_id": "str"},
     "PUT_FILES": {"job": "str", "claim_id": "str", "files": "list[object]"},
     "PUT_CHECKPOINT": {"job": "str", "claim_id": "str", "files": "list[object]"},
+    "STREAM_OUTPUT": {"job": "str", "claim_id": "str", "files": "list[object]"},
+    "CHIRP_ATTR": {"job": "str", "claim_id": "str", "op": "str", "name": "str?", "expr": "str?", "text": "str?",
+                   "attrs": "object?"},
+    "CHIRP_IO": {"job": "str", "claim_id": "str", "op": "str", "args": "list", "size": "int?"},
+    "TAIL_JOB": {"job": "str", "name": "str?", "stream": "str?", "offset": "int?", "maxbytes": "int?"},
+    "SSH_TO_JOB": {"job": "str", "command": "str?", "pty": "bool?", "term": "str?", "rows": "int?", "cols": "int?"},
     # startd
     "REQUEST_CLAIM": {"claim_id": "str", "job_ad": "object", "schedd_address": "str?", "lease": "number?"},
     "ACTIVATE_CLAIM": {"claim_id": "str", "job_ad": "object"},
@@ -69,6 +75,10 @@ SCHEMAS: dict[str, Schema] = {
     "VACATE": {"fast": "bool?"},
     "SET_OFF": {},
     "SET_ON": {},
+    "PEEK_JOB": {"claim_id": "str", "job": "str", "name": "str?", "stream": "str?", "offset": "int?",
+                 "maxbytes": "int?"},
+    "JOB_SHELL": {"claim_id": "str", "job": "str", "command": "str?", "pty": "bool?", "term": "str?",
+                  "rows": "int?", "cols": "int?"},
     # master
     "STATUS": {},
     "SHUTDOWN": {"fast": "bool?"},

@@ -227,6 +227,15 @@ class SyncClient:
             self.close()
             raise ConnectionError(f"sending to {self.address} failed: {e.strerror or e}") from None
 
+    def raw_socket(self) -> socket.socket:
+        """The connected socket itself, for a connection that a response has switched to
+        raw bytes both ways (``roost ssh_to_job``'s relay, :mod:`roost.net.relay`). Only
+        once the peer has sent nothing after that response (it waits for our first
+        packet), so the frame reader holds no bytes the socket would not show."""
+        if self._sock is None:
+            raise ConnectionError(f"not connected to {self.address}")
+        return self._sock
+
     # -- calls -------------------------------------------------------------
     def call(self, cmd: str, **args: Any) -> dict[str, Any]:
         """Send ``{"cmd": cmd, **args}`` and return the result without ``ok``.

@@ -417,6 +417,7 @@ _SIMPLE: list[tuple[str, str, str]] = [
     ("checkpoint_exit_code", "CheckpointExitCode", "i"),
     ("checkpoint_destination", "CheckpointDestination", "s"),
     ("transfer_checkpoint_files", "TransferCheckpoint", "s"),
+    ("checkpoint_method", "CheckpointMethod", "q"),  # roost's own: "criu" (transparent checkpoints)
     ("preserve_relative_paths", "PreserveRelativePaths", "b"),
     ("erase_output_and_error_on_restart", "DontAppend", "b"),
     ("want_io_proxy", "WantIOProxy", "b"),

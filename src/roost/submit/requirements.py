@@ -179,4 +179,11 @@ def h_requirements(b: Builder) -> None:
             add("TARGET.HasJobDeferral")
     if b.lookup("WantFTOnCheckpoint") is True and "hasselfcheckpointtransfers" not in machine:
         add("TARGET.HasSelfCheckpointTransfers")
+    method = b.lookup("CheckpointMethod")
+    if method is not None:
+        if not isinstance(method, str) or method.lower() not in ("criu", "self"):
+            b.error(f"checkpoint_method = {method}: use criu (or self, a job that checkpoints itself)",
+                    "checkpoint_method")
+        if method.lower() == "criu" and "hascriu" not in machine:
+            add("TARGET.HasCRIU")  # only hosts where `criu check` passed
     b.set("Requirements", Expr(" && ".join(parts)))

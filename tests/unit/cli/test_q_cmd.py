@@ -1,9 +1,11 @@
 """``roost q``'s option spellings: condor_q's abbreviations keep working next to -better-analyze."""
 
+import io
+
 import pytest
 
 from roost.cli.options import Parser, UsageError
-from roost.cli.q_cmd import ALIASES, SPEC
+from roost.cli.q_cmd import ALIASES, SPEC, _io_view
 
 
 def parse(*argv: str):  # type: ignore[no-untyped-def]
@@ -30,3 +32,18 @@ def test_analyze_spellings(flag: str) -> None:
 def test_bare_b_is_ambiguous_and_says_between_what() -> None:
     with pytest.raises(UsageError, match=r"-b is ambiguous \(-batch, -better-analyze\)"):
         parse("-b")
+
+
+def test_io_view_shows_transfer_and_checkpoint_state() -> None:
+    out = io.StringIO()
+    _io_view([
+        {"ClusterId": 3, "ProcId": 0, "Owner": "ann", "JobStatus": 2, "BytesSent": 20_000_000,
+         "BytesRecvd": 1_500_000, "TransferringOutput": True, "NumCkpts": 2, "CheckpointSizeKB": 20480,
+         "LastCheckpointTime": 1_790_000_000, "StreamOut": True},
+        {"ClusterId": 3, "ProcId": 1, "Owner": "ann", "JobStatus": 1},
+    ], out)
+    head, running, idle = out.getvalue().splitlines()
+    assert head.split()[:5] == ["ID", "OWNER", "ST", "SENT_MB", "RECVD_MB"]
+    cols = running.split()
+    assert cols[:8] == ["3.0", "ann", "R", "20.0", "1.5", "out", "2", "21.0"] and cols[-1] == "out"
+    assert idle.split() == ["3.1", "ann", "I", "0.0", "0.0", "-", "0", "-", "-", "-"]

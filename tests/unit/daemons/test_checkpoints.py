@@ -4,11 +4,13 @@ next one is whole."""
 from __future__ import annotations
 
 import os
+import shutil
 from pathlib import Path
 
 import pytest
 
 from roost.daemons.schedd.checkpoints import CheckpointError, CheckpointStore
+from roost.daemons.startd import criu
 
 
 def test_a_failed_checkpoint_keeps_the_previous_one(tmp_path: Path) -> None:
@@ -48,3 +50,11 @@ def test_a_half_written_checkpoint_of_a_killed_schedd_is_swept(tmp_path: Path) -
     assert [n for n, _p in store.files(3, 1)] == ["a/b"]
     store.remove(3, 1)
     assert not os.path.exists(store.job_dir(3, 1)) and store.current(3, 1) is None
+
+
+def test_criu_is_advertised_only_where_criu_check_passes() -> None:
+    ok, why = criu.probe("roost-no-such-criu")
+    assert not ok and "not installed" in why
+    if shutil.which("criu"):
+        ok, why = criu.probe()  # the real check: on this machine family it fails, and says why
+        assert ("passed" in why) if ok else ("failed" in why or "did not" in why), why

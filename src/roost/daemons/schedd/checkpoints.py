@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import tempfile
 from collections.abc import Iterator
 
 from roost.daemons.sandbox_paths import sandbox_relpath
@@ -80,14 +81,14 @@ class CheckpointStore:
 
 
 class PendingCheckpoint:
-    """One checkpoint being received: files under ``tmp.<n>``, then :meth:`commit`."""
+    """One checkpoint being received: files under ``tmp.<n>.<random>``, then :meth:`commit`."""
 
     def __init__(self, job_dir: str, number: int) -> None:
         self.job_dir = job_dir
         self.number = number
-        self.tmp = os.path.join(job_dir, f"tmp.{number}")
-        shutil.rmtree(self.tmp, ignore_errors=True)
-        os.mkdir(self.tmp, 0o700)
+        # a name of its own: two uploads of one job (a retry while the first waits for
+        # its turn) never write into, or remove, each other's files
+        self.tmp = tempfile.mkdtemp(prefix=f"tmp.{number}.", dir=job_dir)
         self.size = 0
 
     def open(self, name: str) -> int:

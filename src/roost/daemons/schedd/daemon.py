@@ -25,8 +25,11 @@ from roost.daemons.base import Daemon, run
 from roost.daemons.schedd.access import QueueRights
 from roost.daemons.schedd.autoclusters import LOCAL_UNIVERSES, AutoClusters
 from roost.daemons.schedd.checkpoints import CheckpointStore
+from roost.daemons.schedd.chirp_calls import ChirpCalls
+from roost.daemons.schedd.ckpt_admission import CheckpointAdmission
 from roost.daemons.schedd.claimreuse import ClaimReuse
 from roost.daemons.schedd.jobqueue import Job, JobQueue
+from roost.daemons.schedd.jobwatch import WatchCalls
 from roost.daemons.schedd.lifecycle import JobLifecycle
 from roost.daemons.schedd.localuniverse import LocalJob, kill_orphan, start_local
 from roost.daemons.schedd.negotiation import NegotiatorCalls
@@ -76,6 +79,8 @@ class Schedd(Daemon):
         self.queue: JobQueue | None = None
         self.jobs: JobLifecycle | None = None
         self.shadows: Shadows | None = None
+        self.ckpt_admission: CheckpointAdmission | None = None
+        self.chirp_calls: ChirpCalls | None = None
         self._calls: dict[str, Handler] = {}
         self._ads_task: asyncio.Task[None] | None = None
         self._ads_dirty = False
@@ -135,7 +140,14 @@ class Schedd(Daemon):
         negotiation = NegotiatorCalls(jobs, autoclusters, shadows, self.max_running)
         checkpoints = jobs.checkpoints = CheckpointStore(str(self.spool_dir))
         checkpoints.sweep_partial()
-        starters = StarterCalls(shadows, checkpoints)
+        # checkpoint traffic: uploads admitted and paced, signal phases staggered
+        admission = self.ckpt_admission = CheckpointAdmission.from_config(self.config)
+        shadows.activation_attrs = lambda job: admission.activation_attrs(
+            job, lambda key: key in queue.running or key in jobs.runners)
+        starters = StarterCalls(shadows, checkpoints, admission)
+        chirp = self.chirp_calls = ChirpCalls(shadows, self.config)  # a running job's Chirp
+        watch = WatchCalls(jobs, rights, lambda: self.config.get_bool("ENABLE_SSH_TO_JOB", True) is not False,
+                           self.client)  # roost tail, roost ssh_to_job
         self._calls = {
             "NEW_CLUSTER": submit.h_new_cluster,
             "SUBMIT": submit.h_submit,
@@ -150,12 +162,19 @@ class Schedd(Daemon):
             "GET_FILES": starters.h_get_files,
             "PUT_FILES": starters.h_put_files,
             "PUT_CHECKPOINT": starters.h_put_checkpoint,
+            "STREAM_OUTPUT": starters.h_stream_output,
+            "CHIRP_ATTR": chirp.h_chirp_attr,
+            "CHIRP_IO": chirp.h_chirp_io,
+            "TAIL_JOB": watch.h_tail_job,
+            "SSH_TO_JOB": watch.h_ssh_to_job,
         }
 
     async def reconfigured(self) -> None:
         """RECONFIG: QUEUE_SUPER_USERS takes effect at once. UID_DOMAIN names submitters
         and owners of queued jobs, so the schedd keeps the one it started with."""
         self.rights.set_super_users(self.config.get_list("QUEUE_SUPER_USERS", ["root", "condor"]) or [])
+        if self.ckpt_admission is not None:
+            self.ckpt_admission.configure(self.config)
 
     async def started(self) -> None:
         jobs, shadows = self.jobs, self.shadows
@@ -188,6 +207,8 @@ class Schedd(Daemon):
                 await self.store.commit([])
             self.store.close()
         self.userlogs.close()
+        if self.chirp_calls is not None:
+            self.chirp_calls.close()  # the jobs' Chirp file helpers
         if self.shadows is not None:
             await self.shadows.close()
 

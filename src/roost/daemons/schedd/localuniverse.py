@@ -21,9 +21,10 @@ import time
 from typing import Any
 
 from roost.core import jobpolicy as jp
-from roost.daemons.schedd.access import may_read, may_write
+from roost.daemons.schedd.access import identity
 from roost.daemons.schedd.jobqueue import Job
 from roost.daemons.schedd.lifecycle import JobLifecycle
+from roost.daemons.userfiles import User, open_as
 from roost.eventlog import ExecuteEvent, TerminatedEvent, Usage
 from roost.net.addresses import INHERITED_FD_ENV
 from roost.submit.arglist import split_v2_raw
@@ -201,22 +202,25 @@ class LocalJob:
         files: list[Any] = []
         channel: tuple[socket.socket, socket.socket] | None = None
         try:
-            if not may_read(owner, path("In")):
-                raise OSError(f"{owner} may not read {path('In')}")
-            for attr in ("Out", "Err"):
-                if path(attr) != os.devnull and not may_write(owner, path(attr), replace=False):
-                    raise OSError(f"{owner} may not write {path(attr)}")
-            fin = open(path("In"), "rb")
+            # opened as root on the owner's behalf: as the owner could, never through a
+            # link swapped in, never a device or FIFO, a new file made the owner's
+            # (userfiles.py); /dev/null as such
+            ident = identity(owner)
+            user = User(*ident) if ident is not None else User(0, 0, frozenset())
+
+            def std(attr: str, write: bool) -> Any:
+                p = path(attr)
+                if p == os.devnull:
+                    return open(os.devnull, "wb" if write else "rb")
+                fd = open_as(p, user, write=write, create=write, truncate=write)
+                return os.fdopen(fd, "wb" if write else "rb")
+
+            fin = std("In", False)
             files.append(fin)
-            fout = open(path("Out"), "wb")
+            fout = std("Out", True)
             files.append(fout)
-            ferr = fout if path("Err") == path("Out") else open(path("Err"), "wb")
+            ferr = fout if path("Err") == path("Out") else std("Err", True)
             files.append(ferr)
-            if ids is not None:
-                for f in (fout, ferr):
-                    if f.name != os.devnull:
-                        with contextlib.suppress(OSError):
-                            os.fchown(f.fileno(), ids[0], ids[1])
             env = job_environment(get, {"PATH": os.environ.get("PATH", "/usr/bin:/bin")})
             kwargs: dict[str, Any] = {}
             argv = job_argv(get)

@@ -43,6 +43,27 @@ _PROTECTED = {a.lower() for a in ("ClusterId", "ProcId", "Owner", "User", "JobSt
 WAIT_PROGRESS_S = 0.05  # WAIT_JOBS: least time between a first change and a progress answer
 
 
+def edit_value(cmd: str, name: Any, text: Any) -> Any:
+    """A job attribute a user (``EDIT``) or a running job (Chirp's set_job_attr) sets, from
+    ClassAd expression text, in the queue's wire form; refused when the attribute is the
+    schedd's own (names the job, its owner or its state) or the text is no expression."""
+    if not isinstance(name, str) or not _ATTR_NAME(name):
+        raise bad_request(f"{cmd}: {name!r} is not an attribute name")
+    if name.lower() in _PROTECTED:
+        raise RequestError("DENIED", f"{cmd}: {name} is the schedd's to set, not a user's")
+    if not isinstance(text, str):
+        raise bad_request(f"{cmd}: the value of {name} must be ClassAd expression text")
+    try:
+        expr = parse_expr(text)
+    except ClassAdSyntaxError as e:
+        raise bad_request(f"{cmd}: {name} = {text}: {e}") from None
+    if isinstance(expr, Literal) and type(expr.value) is str and expr.value.startswith("/Expr("):
+        raise bad_request(f"{cmd}: {name}: a string may not start with /Expr( (the queue's expression form)")
+    if isinstance(expr, Literal) and type(expr.value) in (int, float, bool, str):
+        return expr.value
+    return "/Expr(" + unparse(expr) + ")/"
+
+
 class QueueCalls:
     """Handlers of the tools' queue commands."""
 
@@ -284,22 +305,7 @@ class QueueCalls:
             raise bad_request("EDIT: attrs must map attribute names to expressions")
         values: dict[str, Any] = {}
         for name, text in attrs.items():
-            if not isinstance(name, str) or not _ATTR_NAME(name):
-                raise bad_request(f"EDIT: {name!r} is not an attribute name")
-            if name.lower() in _PROTECTED:
-                raise RequestError("DENIED", f"EDIT: {name} is the schedd's to set, not a user's")
-            if not isinstance(text, str):
-                raise bad_request(f"EDIT: the value of {name} must be ClassAd expression text")
-            try:
-                expr = parse_expr(text)
-            except ClassAdSyntaxError as e:
-                raise bad_request(f"EDIT: {name} = {text}: {e}") from None
-            if isinstance(expr, Literal) and type(expr.value) is str and expr.value.startswith("/Expr("):
-                raise bad_request(f"EDIT: {name}: a string may not start with /Expr( (the queue's expression form)")
-            if isinstance(expr, Literal) and type(expr.value) in (int, float, bool, str):
-                values[name] = expr.value
-            else:
-                values[name] = "/Expr(" + unparse(expr) + ")/"
+            values[name] = edit_value("EDIT", name, text)
         restrict = None if self.rights.is_super(user) else user
         jobs = [job for job in self._matching(req, req.get("owner")) if restrict is None or job.owner == restrict]
         done = []

@@ -78,6 +78,8 @@ class Shadows:
         self.reconnect_failures = 0
         # claims held idle after their job (the job's KeepClaimIdle: DAGMan's next node)
         self._idle_claims: list[tuple[Shadow, asyncio.Future[Job | None]]] = []
+        #: attributes the activation ad adds for a job (ckpt_admission: its checkpoint phase)
+        self.activation_attrs: Callable[[Job], dict[str, Any]] | None = None
 
     async def hold_idle(self, shadow: Shadow, seconds: float) -> Job | None:
         """Keep ``shadow``'s claim for up to ``seconds`` for the next job of its owner that
@@ -478,6 +480,8 @@ class Shadow:
         """ACTIVATE_CLAIM (its answer); a startd still wrapping up the previous job's
         starter refuses for a moment after reporting its exit, so DENIED is retried briefly."""
         ad = self._job_ad(job)
+        if self.shadows.activation_attrs is not None:
+            ad.update(self.shadows.activation_attrs(job))
         if self.preempting:
             return await self._activate_preempting(ad)
         delay = 0.002
@@ -620,8 +624,8 @@ class Shadow:
         try:
             why = {jp.REMOVED: "remove", jp.HELD: "hold"}.get(job.status, "vacate")  # picks the job's kill signal
             resp = await self.client.call("DEACTIVATE_CLAIM", claim_id=self.claim_id, graceful=True, why=why,
-                                          _timeout=60.0)
-        except (RemoteError, ConnectionError) as e:
+                                          _timeout=_deactivate_timeout(job))
+        except (RemoteError, ConnectionError, TimeoutError) as e:
             log.info("job %s: deactivate on %s: %s", job.id, self.slot_name, e)
         await asyncio.sleep(0)
         fut = self.exit
@@ -634,6 +638,19 @@ class Shadow:
             await asyncio.wait_for(asyncio.shield(fut), VACATE_WAIT)
         if not fut.done():
             fut.set_result({"state": "vacated"})
+
+
+def _deactivate_timeout(job: Job) -> float:
+    """How long a graceful DEACTIVATE may take: the job's vacate time, and for a job that
+    leaves a checkpoint (or its outputs, ON_EXIT_OR_EVICT) the upload the startd answers
+    after (it may wait for the schedd's admission, and for a schedd that is away)."""
+    vacate = job.get("JobMaxVacateTime")
+    out = 60.0 + (float(vacate) if type(vacate) in (int, float) and vacate > 0 else 10.0)
+    if (job.get("CheckpointExitCode") is not None or job.get("SuccessCheckpointExitCode") is not None
+            or job.get("SuccessCheckpointExitBySignal") is True
+            or str(job.get("WhenToTransferOutput") or "").upper() == "ON_EXIT_OR_EVICT"):
+        out += 180.0
+    return out
 
 
 __all__ = ["MAX_TRANSFER_RETRIES", "VACATE_WAIT", "Shadow", "Shadows"]

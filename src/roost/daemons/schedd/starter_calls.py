@@ -16,7 +16,9 @@ import time
 from typing import Any
 
 from roost.core import jobpolicy as jp
+from roost.daemons.schedd.access import identity
 from roost.daemons.schedd.checkpoints import CheckpointError, CheckpointStore
+from roost.daemons.schedd.ckpt_admission import CheckpointAdmission
 from roost.daemons.schedd.shadow import Shadows
 from roost.daemons.schedd.transfer import (
     InputFile,
@@ -25,6 +27,7 @@ from roost.daemons.schedd.transfer import (
     input_files,
     output_destination,
 )
+from roost.daemons.userfiles import User, open_as
 from roost.eventlog import CheckpointedEvent
 from roost.net import framing
 from roost.net.errors import RequestError, bad_request
@@ -34,14 +37,17 @@ log = logging.getLogger("roost.schedd")
 
 CHUNK = 1 << 20
 SMALL_TRANSFER = 4 << 20  # input sandboxes up to this size are sent in one write
+STALL_TIMEOUT = 60.0  # seconds a checkpoint upload may send nothing before it is dropped
 
 
 class StarterCalls:
     """Handlers of the starters' commands."""
 
-    def __init__(self, shadows: Shadows, checkpoints: CheckpointStore | None = None) -> None:
+    def __init__(self, shadows: Shadows, checkpoints: CheckpointStore | None = None,
+                 admission: CheckpointAdmission | None = None) -> None:
         self.shadows = shadows
         self.checkpoints = checkpoints
+        self.admission = admission if admission is not None else CheckpointAdmission()
 
     async def h_job_update(self, req: dict[str, Any], peer: Peer) -> dict[str, Any]:
         state = req["state"]
@@ -75,24 +81,40 @@ class StarterCalls:
             peer.writer.write(b"".join(parts))
             await peer.writer.drain()
             return None
-        await peer.respond({"files": [f.entry() for f in files]})
-        for f in files:
-            remaining = f.size
-            try:
-                with open(f.path, "rb") as fh:
-                    while remaining > 0:
-                        data = fh.read(min(CHUNK, remaining))
-                        if not data:
-                            break
-                        await peer.send_bytes(data)
-                        remaining -= len(data)
-            except OSError as e:
-                log.warning("job %s: reading input %s: %s", job.id, f.path, e)
-            while remaining > 0:  # the file shrank: keep the stream's promise with zeros
-                n = min(CHUNK, remaining)
-                await peer.send_bytes(bytes(n))
-                remaining -= n
+        await self._transferring(job, "TransferringInput", True)
+        try:
+            await peer.respond({"files": [f.entry() for f in files]})
+            for f in files:
+                remaining = f.size
+                try:
+                    with open(f.path, "rb") as fh:
+                        while remaining > 0:
+                            data = fh.read(min(CHUNK, remaining))
+                            if not data:
+                                break
+                            await peer.send_bytes(data)
+                            remaining -= len(data)
+                except OSError as e:
+                    log.warning("job %s: reading input %s: %s", job.id, f.path, e)
+                while remaining > 0:  # the file shrank: keep the stream's promise with zeros
+                    n = min(CHUNK, remaining)
+                    await peer.send_bytes(bytes(n))
+                    remaining -= n
+        finally:
+            await self._transferring(job, "TransferringInput", False)
         return None
+
+    async def _transferring(self, job: Any, attr: str, on: bool) -> None:
+        """``roost q -io``'s transfer state (TransferringInput/TransferringOutput), kept
+        only for transfers big enough to be seen: a small sandbox moves in milliseconds,
+        and a queue write for it would cost more than the move."""
+        if job.cluster.procs.get(job.proc) is not job or bool(job.get(attr)) == on:
+            return
+        jobs = self.shadows.jobs
+        try:
+            await jobs.report(job, jobs.set_ops(job, {attr: on}), [])
+        except Exception as e:  # shown state only: the transfer goes on
+            log.warning("job %s: cannot record %s: %s", job.id, attr, e)
 
     async def _serving_or_drain(self, req: dict[str, Any], peer: Peer) -> tuple[Any, Any]:
         """The shadow and job a PUT_* names; if none (a restarted schedd not yet
@@ -113,6 +135,22 @@ class StarterCalls:
     async def h_put_files(self, req: dict[str, Any], peer: Peer) -> dict[str, Any]:
         sh, job = await self._serving_or_drain(req, peer)
         entries = req["files"]
+        big = sum(e["size"] for e in entries) > SMALL_TRANSFER
+        if big:
+            await self._transferring(job, "TransferringOutput", True)
+        try:
+            error = await self._receive_outputs(job, entries, peer)
+        finally:
+            if big:
+                await self._transferring(job, "TransferringOutput", False)
+        sh.bytes_recvd += sum(e["size"] for e in entries)
+        if error is not None:
+            sh.transfer_error = (jp.HOLD_TRANSFER_OUTPUT_ERROR, f"Error transferring output files: {error}")
+            raise RequestError("BAD_REQUEST", error)
+        return {"count": len(entries)}
+
+    async def _receive_outputs(self, job: Any, entries: list[dict[str, Any]], peer: Peer) -> str | None:
+        """Each announced output file written where it belongs; what went wrong, if anything."""
         error: str | None = None
         for e in entries:
             size = e["size"]
@@ -139,12 +177,51 @@ class StarterCalls:
                 if writer is not None:
                     writer.abort()
                 raise
+        return error
+
+
+    async def h_stream_output(self, req: dict[str, Any], peer: Peer) -> dict[str, Any]:
+        """stream_output / stream_error: bytes of a running job's stdout or stderr, written
+        at their offset of its Out/Err file (as its owner may write it). A refusal is the
+        job's fault only at the end: the output transfer then says so and holds it."""
+        sh, job = await self._serving_or_drain(req, peer)
+        entries = req["files"]
+        error: str | None = None
+        for e in entries:
+            role, offset = e.get("role"), e.get("offset")
+            fd = None
+            if error is None:
+                if role not in ("stdout", "stderr") or type(offset) is not int or offset < 0:
+                    error = "STREAM_OUTPUT: each chunk needs a role (stdout or stderr) and an offset"
+                else:
+                    try:
+                        fd = _open_streamed(output_destination(job.get, {"role": role}), job.owner)
+                        if fd is not None and e.get("truncate") is True:
+                            os.ftruncate(fd, offset)
+                    except (TransferError, OSError) as exc:
+                        if fd is not None:
+                            os.close(fd)
+                            fd = None
+                        error = f"{role}: {exc}"
+            remaining, at = e["size"], offset if type(offset) is int else 0
+            try:
+                while remaining > 0:
+                    data = await peer.read_exactly(min(CHUNK, remaining))
+                    remaining -= len(data)
+                    if fd is not None:
+                        try:
+                            at += _pwrite_all(fd, data, at)
+                        except OSError as exc:
+                            error = f"{role}: {exc.strerror or exc}"
+                            os.close(fd)
+                            fd = None
+            finally:
+                if fd is not None:
+                    os.close(fd)
         sh.bytes_recvd += sum(e["size"] for e in entries)
         if error is not None:
-            sh.transfer_error = (jp.HOLD_TRANSFER_OUTPUT_ERROR, f"Error transferring output files: {error}")
             raise RequestError("BAD_REQUEST", error)
-        return {"count": len(entries)}
-
+        return {}
 
     async def h_put_checkpoint(self, req: dict[str, Any], peer: Peer) -> dict[str, Any]:
         """A self-checkpointing job's checkpoint files (it exited with its
@@ -158,9 +235,18 @@ class StarterCalls:
                 raise bad_request("PUT_CHECKPOINT: each file needs a name")
         error: str | None = None
         pending = None
-        if self.checkpoints is None:
+        # its turn among the checkpoint uploads (ckpt_admission.py); the starter's write
+        # waits. A vacated job's (``urgent``) goes at once: its claim waits for it.
+        size = sum(e["size"] for e in entries)
+        ticket = None if req.get("urgent") is True else \
+            await self.admission.admit(job.id, self.shadows.submitter_of(job.cluster), size)
+        try:
+            self.shadows.serving(req["claim_id"], req["job"])  # still this run's, after the wait
+        except RequestError as exc:
+            error = exc.message
+        if error is None and self.checkpoints is None:
             error = "this schedd keeps no checkpoints"
-        else:
+        elif error is None:
             try:
                 pending = self.checkpoints.begin(job.cluster.id, job.proc)
             except (CheckpointError, OSError) as exc:
@@ -176,7 +262,10 @@ class StarterCalls:
                         error = f"{e['name']}: {exc}"
                 remaining = e["size"]
                 while remaining > 0:
-                    data = await peer.read_exactly(min(CHUNK, remaining))
+                    if ticket is not None:
+                        await ticket.pace(min(CHUNK, remaining))
+                    async with asyncio.timeout(STALL_TIMEOUT):  # a stalled starter frees its place
+                        data = await peer.read_exactly(min(CHUNK, remaining))
                     remaining -= len(data)
                     if fd is not None:
                         try:
@@ -194,6 +283,8 @@ class StarterCalls:
                 except OSError as exc:
                     error = f"storing it: {exc.strerror or exc}"
         finally:
+            if ticket is not None:
+                ticket.release(ok=error is None and total == size)
             if error is not None and pending is not None:
                 pending.abort()
         sh.bytes_recvd += total
@@ -217,6 +308,28 @@ class StarterCalls:
                           [CheckpointedEvent(job.cluster.id, job.proc, now, sent_bytes=float(total))])
         log.info("job %s: checkpoint %d kept (%d bytes)", job.id, attrs["CheckpointNumber"], total)
         return {"count": len(entries), "number": attrs["CheckpointNumber"]}
+
+
+def _open_streamed(dest: str, owner: str) -> int | None:
+    """The job's Out/Err file opened for streamed writes, in place, as its owner could:
+    never through a link anywhere on the path, a regular file of one link the owner may
+    write, or a new one made for the owner (userfiles.py); None for /dev/null."""
+    if dest == os.devnull:
+        return None
+    ident = identity(owner)
+    user = User(*ident) if ident is not None else User(0, 0, frozenset())
+    try:
+        return open_as(dest, user, write=True, create=True)
+    except OSError as e:
+        raise TransferError(f"cannot write {dest}: {e.strerror or e}") from None
+
+
+def _pwrite_all(fd: int, data: bytes, offset: int) -> int:
+    view = memoryview(data)
+    while view:
+        n = os.pwrite(fd, view, offset)
+        view, offset = view[n:], offset + n
+    return len(data)
 
 
 def _write_all(fd: int, data: bytes) -> None:

@@ -4,13 +4,15 @@ of HTCondor's file transfer).
 Input: the executable (unless ``transfer_executable = false``), the stdin file (unless
 ``transfer_input = false``) and every ``transfer_input_files`` entry, relative to
 Iwd; a directory is sent with its name, ``dir/`` (trailing slash) sends only its
-contents, as HTCondor does. Output: stdout/stderr go to ``Out``/``Err``, other files
+contents, as HTCondor does (with ``preserve_relative_paths`` a relative entry keeps its
+directories in the sandbox, and so does a relative output entry on its way back). Output: stdout/stderr go to ``Out``/``Err``, other files
 to Iwd (or where ``transfer_output_remaps`` says), each written to a temporary name
 and renamed, then given to the job's owner when we run as root.
 """
 
 from __future__ import annotations
 
+import itertools
 import os
 import stat
 from collections.abc import Callable
@@ -22,6 +24,7 @@ from roost.daemons.schedd.access import may_read, may_write
 from roost.daemons.schedd.userlog import user_ids
 
 Getter = Callable[..., Any]
+_WRITES = itertools.count()
 
 
 class TransferError(Exception):
@@ -110,11 +113,16 @@ def input_files(get: Getter, owner: str = "") -> list[InputFile]:
     if isinstance(stdin, str) and stdin and stdin != "/dev/null" and not _is_false(get("TransferIn", True)):
         path = _under(iwd, stdin)
         _add_file(out, os.path.basename(path), path, "stdin", owner)
+    preserve = get("PreserveRelativePaths") is True
     for item in split_list(get("TransferInput")):
         if "://" in item:
             raise TransferError(f"input {item}: URL transfers are not supported")
         path = _under(iwd, item)
-        if item.endswith("/"):
+        if preserve and not os.path.isabs(item):
+            # preserve_relative_paths: lands under its own relative path (a trailing
+            # slash means nothing then), as HTCondor does
+            _add_file(out, safe_name(item.rstrip("/")), path.rstrip("/"), owner=owner)
+        elif item.endswith("/"):
             _add_file(out, "", path.rstrip("/") or "/", owner=owner)
         else:
             _add_file(out, os.path.basename(path.rstrip("/")), path, owner=owner)
@@ -160,13 +168,35 @@ def output_destination(get: Getter, entry: dict[str, Any]) -> str:
     return os.path.join(iwd, name)
 
 
+def _make_dirs_for(path: str, owner: str | None) -> None:
+    """``os.makedirs`` as the owner would have it: each directory made here (an output's
+    relative path kept, preserve_relative_paths) is the owner's, not root's."""
+    missing = []
+    d = path
+    while d and not os.path.isdir(d):
+        missing.append(d)
+        parent = os.path.dirname(d)
+        if parent == d:
+            break
+        d = parent
+    ids = user_ids(owner) if owner and os.geteuid() == 0 else None
+    for d in reversed(missing):
+        try:
+            os.mkdir(d, 0o755)
+        except FileExistsError:
+            continue  # made meanwhile (another output of the same job)
+        if ids is not None:
+            os.chown(d, ids[0], ids[1], follow_symlinks=False)
+
+
 class OutputWriter:
     """Writes one received file: temp name, then rename; chowned to the owner as root."""
 
     def __init__(self, dest: str, mode: int, owner: str | None) -> None:
         self.dest = dest
         self.discard = dest == os.devnull
-        self.tmp = f"{dest}.roost-tmp.{os.getpid()}"
+        # unique per write: jobs of one cluster may send a same-named output at once
+        self.tmp = f"{dest}.roost-tmp.{os.getpid()}.{next(_WRITES)}"
         self.fd: int | None = None
         if not self.discard and owner and not may_write(owner, dest):
             raise TransferError(f"cannot write output file {dest}: {owner} may not write there")
@@ -174,7 +204,7 @@ class OutputWriter:
             parent = os.path.dirname(dest)
             try:
                 if parent:
-                    os.makedirs(parent, exist_ok=True)
+                    _make_dirs_for(parent, owner)
                 self.fd = os.open(self.tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
             except OSError as e:
                 raise TransferError(f"cannot write output file {dest}: {e.strerror}") from None

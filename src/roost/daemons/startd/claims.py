@@ -30,6 +30,7 @@ from roost.core import ownerpolicy as op
 from roost.core import slots as core
 from roost.core.slots import Claim, Slot
 from roost.daemons.startd.cgroups import JobCgroups
+from roost.daemons.startd.chirp import ChirpSettings
 from roost.daemons.startd.cpushare import CpuShares
 from roost.daemons.startd.jobspec import (
     Identity,
@@ -166,6 +167,8 @@ class Claims:
         self.allow_owner = bool(cfg.get_bool("STARTER_ALLOW_RUNAS_OWNER", True))
         self.slot_user = cfg.get("SLOT_USER") or "nobody"
         self.update_interval = float(cfg.get_float("STARTER_UPDATE_INTERVAL", 300.0) or 300.0)
+        self.stream_interval = float(cfg.get_float("STARTER_STREAM_INTERVAL", 1.0) or 1.0)
+        self.chirp_settings = ChirpSettings.from_config(cfg)  # ENABLE_CHIRP*, CHIRP_DELAYED_UPDATE_*
         self.disk_policy = disk_policy(cfg)
         self.uid_domain = (cfg.get("UID_DOMAIN") or cfg.get("FULL_HOSTNAME") or "").strip()
         self._identities: dict[tuple[str, str], Identity] = {}
@@ -393,6 +396,7 @@ class Claims:
                           "lease": claim.lease, "concurrency_limits": claim.concurrency_limits},
                 "identity": [identity.uid, identity.gid, identity.name, identity.home, identity.real_owner],
                 "job_ad": job_obj,
+                "env": env or {},  # an adopted job restarted in place (after a checkpoint) gets it again
             }
 
         return Starter(
@@ -414,6 +418,8 @@ class Claims:
             cpu=self.host.cpu,
             cpus=slot.total.cpus,
             update_interval=self.update_interval,
+            stream_interval=self.stream_interval,
+            chirp_settings=self.chirp_settings,
             describe=describe,
             disk_limit=slot.total.disk if self.disk_policy == "hold" and slot.total.disk > 0 else None,
         )
@@ -476,7 +482,9 @@ class Claims:
     def _carry_on(self, rec: Record, slot: Slot, spec: JobSpec, identity: Identity, job: ClassAd) -> None:
         """An adopted job's starter on its claim, in the cgroups it had."""
         cid = slot.claim_id
-        starter = self._starter(spec, cid, slot, rec.name, identity, rec.data["job_ad"])
+        env = rec.data.get("env")
+        starter = self._starter(spec, cid, slot, rec.name, identity, rec.data["job_ad"],
+                                env={str(k): str(v) for k, v in env.items()} if isinstance(env, dict) else None)
         self.host.cpu.adopt(rec.name, slot.name)
         oom_base = rec.data.get("oom_base")
         self.host.memory.adopt(rec.name, slot.name, slot.total.memory << 20 if slot.total.memory else None,
@@ -600,6 +608,7 @@ class Claims:
         for starter in (self.starters.get(claim_id), *self.reporting.get(claim_id, [])):
             if starter is not None:
                 starter.claim_changed({"schedd_address": req["schedd_address"]})
+                starter.retry_now()  # a report or checkpoint waiting for the schedd goes now
         self.log.info("claim on %s reconnected from %s", self.host.slot_name(slot.name), req["schedd_address"])
         starter = self.starters.get(claim_id) or (self.reporting.get(claim_id) or [None])[-1]
         if starter is None:

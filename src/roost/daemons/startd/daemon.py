@@ -49,13 +49,15 @@ from roost.core import ownerpolicy as op
 from roost.core import slots as core
 from roost.core.slots import Slot
 from roost.daemons.base import AdvertisedAd, Daemon, run
-from roost.daemons.startd import launch, resources
+from roost.daemons.startd import criu, launch, resources
 from roost.daemons.startd.cgroups import JobCgroups
 from roost.daemons.startd.claims import Claims
 from roost.daemons.startd.cpushare import CpuShares
+from roost.daemons.startd.jobshell import ShellCalls
 from roost.daemons.startd.leftovers import JOBS_DIR, Record, read_records, remove_sandboxes
 from roost.daemons.startd.memlimit import MemoryLimits
 from roost.daemons.startd.owner_policy import OwnerPolicy
+from roost.daemons.startd.peek import PeekCalls
 from roost.daemons.startd.peers import Peers
 from roost.net.client import AsyncClient
 from roost.net.errors import RequestError
@@ -79,6 +81,7 @@ class Startd(Daemon):
         cfg = self.config
         self.execute_dir = str(cfg.get("EXECUTE") or self.home / "execute")
         self._launcher_build: asyncio.Future[str | None] | None = None
+        self.has_criu = False  # `criu check` passed here (HasCRIU)
         self.slots: dict[str, Slot] = {}
         self.machine: core.Machine | None = None
         self.policy = core.Policy()
@@ -102,6 +105,9 @@ class Startd(Daemon):
         self.owner_policy = OwnerPolicy(self)
         self.claims = Claims(self, self.owner_policy)
         self.owner_policy.claims = self.claims
+        # roost tail / ssh_to_job: a running job's files and a shell beside it (peek.py, jobshell.py)
+        self.peek = PeekCalls(self.claims)
+        self.shells = ShellCalls(self.claims, lambda: self.config.get_bool("ENABLE_SSH_TO_JOB", True) is not False)
 
     # -- start and stop ----------------------------------------------------------------
 
@@ -145,6 +151,8 @@ class Startd(Daemon):
             # Jobs start through sh + setpriv until the helper is built (see launch.py).
             self._launcher_build = asyncio.get_running_loop().run_in_executor(
                 None, launch.build_launcher, os.path.join(self.execute_dir, ".launcher"))
+        if self.config.get_bool("STARTD_DETECT_CRIU", True):
+            self.spawn(self._detect_criu(), "criu check")
         self.machine = resources.detect(self.config, self.execute_dir)
         self.policy = self._read_policy()
         self.owner_policy.load_policy()
@@ -159,6 +167,17 @@ class Startd(Daemon):
             self.machine.name, t.cpus, t.memory, t.disk, len(t.gpus),
             ", ".join(f"{s.name} ({s.kind}, {s.total.cpus} cpus)" for s in self.slots.values()),
         )
+
+    async def _detect_criu(self) -> None:
+        """HasCRIU once ``criu check`` passes; otherwise the log says why not."""
+        ok, why = await asyncio.get_running_loop().run_in_executor(
+            None, criu.probe, self.config.get("CRIU") or "criu")
+        if ok:
+            self.has_criu = True
+            self.log.info("CRIU: %s; advertising HasCRIU", why)
+            self.changed(*self.slots)
+        else:
+            self.log.info("CRIU: not advertised (jobs with checkpoint_method = criu will not match): %s", why)
 
     def _disk_mechanism(self) -> str:
         every = f"{self.claims.update_interval:g} s"
@@ -281,6 +300,8 @@ class Startd(Daemon):
             "VACATE": owner_policy.h_vacate,
             "SET_OFF": owner_policy.h_set_off,
             "SET_ON": owner_policy.h_set_on,
+            "PEEK_JOB": self.peek.h_peek_job,
+            "JOB_SHELL": self.shells.h_job_shell,
         }
 
     # -- ads -------------------------------------------------------------------------------
@@ -311,6 +332,8 @@ class Startd(Daemon):
         ad["DiskEnforcement"] = self._disk_mechanism()
         ad["CpuEnforcement"] = self.cpu.mechanism
         ad["UpdateInterval"] = int(self.update_interval)
+        if self.has_criu:
+            ad["HasCRIU"] = True
         owner_policy, claims = self.owner_policy, self.claims
         ad.update(owner_policy.owner_attrs.get(slot.name) or owner_policy.owner_attrs_for(slot))
         if owner_policy.drain:

@@ -11,6 +11,7 @@ import posixpath
 import pwd
 import signal
 from dataclasses import dataclass, field
+from typing import Any
 
 from roost.classad import ClassAd, Value
 from roost.core import jobpolicy as jp
@@ -48,6 +49,33 @@ class JobSpec:
     checkpoint_exit_code: int | None = None
     #: transfer_checkpoint_files (TransferCheckpoint); None: what output transfer would send
     checkpoint_files: list[str] | None = None
+    #: +WantCheckpointSignal with +CheckpointInterval (seconds): the starter sends this
+    #: signal (+CheckpointSig, else kill_sig, as HTCondor's) every interval; the job writes
+    #: its checkpoint and exits with its checkpoint code (ckpt_signal.py). None: no signal
+    checkpoint_signal: int | None = None
+    checkpoint_interval: float = 0.0
+    #: CheckpointStaggerOffset, from the schedd: the job's phase within the interval
+    #: (None: one interval after the start, not staggered)
+    checkpoint_stagger_offset: float | None = None
+    #: +SuccessCheckpointExitBySignal / SuccessCheckpointExitSignal: a job that says it
+    #: checkpointed by dying of this signal (the wiki's "working around the assumptions")
+    checkpoint_exit_signal: int | None = None
+    #: when_to_transfer_output = ON_EXIT_OR_EVICT: an evicted job's outputs are kept in
+    #: the spool (as a checkpoint) and come back to its next run
+    evict_transfer: bool = False
+    #: preserve_relative_paths: a relative entry of a transfer list keeps its directories
+    #: in the sandbox and on the way back (not just its base name)
+    preserve_relative_paths: bool = False
+    #: stream_output / stream_error (StreamOut, StreamErr): sent while the job runs
+    stream_out: bool = False
+    stream_err: bool = False
+    #: Chirp (startd/chirp.py): WantIOProxy; WantRemoteUpdates and WantDelayedUpdates
+    #: (None: the ad does not say, HTCondor's defaults apply)
+    want_io_proxy: bool = False
+    want_remote_updates: bool | None = None
+    want_delayed_updates: bool | None = None
+    #: the ad itself: Chirp's get_job_attr_delayed answers from it
+    job_ad: ClassAd | None = field(default=None, repr=False, compare=False)
 
 
 def _str(ad: ClassAd, name: str) -> str | None:
@@ -69,6 +97,17 @@ def _bool(ad: ClassAd, name: str, default: bool) -> bool:
         return default
     v = ad.eval(name)
     return v if isinstance(v, bool) else default
+
+
+def _ad_bool(ad: ClassAd, name: str) -> bool | None:
+    """A boolean as HTCondor's EvaluateAttrBool reads it (a number counts); None when
+    the ad does not set it or it is no boolean."""
+    if name not in ad:
+        return None
+    v = ad.eval(name)
+    if isinstance(v, bool):
+        return v
+    return v != 0 if type(v) in (int, float) else None
 
 
 def _null(path: str | None) -> str | None:
@@ -128,14 +167,52 @@ def parse_job(ad: ClassAd, fs_domain: str) -> JobSpec:
         hold_kill_sig=_signal(ad, "HoldKillSig"),
         core_size=_core_size(ad),
         checkpoint_exit_code=_checkpoint_code(ad),
+        **_periodic_checkpoint(ad),
+        checkpoint_exit_signal=_checkpoint_signal(ad),
+        evict_transfer=(_str(ad, "WhenToTransferOutput") or "").upper() == "ON_EXIT_OR_EVICT",
+        preserve_relative_paths=_bool(ad, "PreserveRelativePaths", False),
+        stream_out=_bool(ad, "StreamOut", False),
+        stream_err=_bool(ad, "StreamErr", False),
+        want_io_proxy=_ad_bool(ad, "WantIOProxy") or False,
+        want_remote_updates=_ad_bool(ad, "WantRemoteUpdates"),
+        want_delayed_updates=_ad_bool(ad, "WantDelayedUpdates"),
+        job_ad=ad,
         checkpoint_files=None if (ck := _str(ad, "TransferCheckpoint")) is None
         else [p.strip() for p in ck.split(",") if p.strip()],
     )
 
 
+def _periodic_checkpoint(ad: ClassAd) -> dict[str, Any]:
+    """The periodic checkpoint signal's fields: HTCondor's +WantCheckpointSignal and
+    +CheckpointSig; the interval is the job's +CheckpointInterval (roost: HTCondor's
+    startd decides with PERIODIC_CHECKPOINT, which roost does not read)."""
+    interval = _num(ad, "CheckpointInterval", 0.0)
+    if not _bool(ad, "WantCheckpointSignal", False) or not interval > 0:
+        return {}
+    offset = _num(ad, "CheckpointStaggerOffset", -1.0)
+    return {
+        "checkpoint_signal": _signal(ad, "CheckpointSig") or _signal(ad, "KillSig") or signal.SIGTERM,
+        "checkpoint_interval": interval,
+        "checkpoint_stagger_offset": offset if offset >= 0 else None,
+    }
+
+
 def _checkpoint_code(ad: ClassAd) -> int | None:
-    v = ad.eval("CheckpointExitCode") if "CheckpointExitCode" in ad else None
-    return v if type(v) is int and 0 < v < 256 else None
+    """checkpoint_exit_code (CheckpointExitCode), or the wiki's +SuccessCheckpointExitCode."""
+    for name in ("CheckpointExitCode", "SuccessCheckpointExitCode"):
+        v = ad.eval(name) if name in ad else None
+        if type(v) is int and 0 < v < 256:
+            return v
+    return None
+
+
+def _checkpoint_signal(ad: ClassAd) -> int | None:
+    """+SuccessCheckpointExitBySignal's signal; never SIGKILL (what a memory or disk
+    limit kills with must not pass for a checkpoint)."""
+    if not _bool(ad, "SuccessCheckpointExitBySignal", False) or "SuccessCheckpointExitSignal" not in ad:
+        return None
+    sig = jp.signal_number(ad.eval("SuccessCheckpointExitSignal"))
+    return None if sig == signal.SIGKILL else sig
 
 
 def _core_size(ad: ClassAd) -> int | None:

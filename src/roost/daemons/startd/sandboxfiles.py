@@ -6,7 +6,6 @@ from __future__ import annotations
 import os
 import shutil
 import stat
-from typing import Any
 
 _DEVNULL: dict[int, int] = {}
 
@@ -79,14 +78,6 @@ def is_plain_file(path: str) -> bool:
         return stat.S_ISREG(os.lstat(path).st_mode)
     except OSError:
         return False
-
-
-def open_nofollow(path: str) -> Any:
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
-    except OSError:
-        return open(os.devnull, "rb")  # vanished or replaced by a link: send zeros
-    return os.fdopen(fd, "rb")
 
 
 def devnull(flags: int) -> int:

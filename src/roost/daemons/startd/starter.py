@@ -34,11 +34,12 @@ import signal
 import stat
 import subprocess
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
+from roost.daemons import userfiles
 from roost.daemons.sandbox_paths import sandbox_relpath
-from roost.daemons.startd import jobusage, launch, procstat
+from roost.daemons.startd import chirp, ckpt_signal, jobusage, launch, procstat
 from roost.daemons.startd.cgroups import JobCgroups
 from roost.daemons.startd.cpushare import CpuShares
 from roost.daemons.startd.jobspec import Identity, JobSpec, executable_path, job_file
@@ -49,17 +50,24 @@ from roost.daemons.startd.sandboxfiles import (
     devnull,
     disk_kib,
     is_plain_file,
-    open_nofollow,
     remove_tree,
     write_all,
 )
+from roost.daemons.startd.streaming import OutputStreams, streamed_files
+from roost.daemons.userfiles import User
 from roost.net.client import Connection
 from roost.net.errors import RemoteError
 
 log = logging.getLogger(__name__)
 
 CHUNK = 1 << 20
-INTERNAL_FILES = (".job.ad", ".machine.ad")
+INTERNAL_FILES = (".job.ad", ".machine.ad", chirp.CONFIG_NAME)
+#: how long a checkpoint upload waits for a schedd that is away (restarting) before the
+#: job goes on without it (seconds)
+CHECKPOINT_RETRY_TIME = 120.0
+#: how long one checkpoint upload may take, its wait for the schedd's admission included
+#: (MAX_CONCURRENT_CHECKPOINT_UPLOADS: it queues behind others; the job waits anyway)
+CHECKPOINT_UPLOAD_TIMEOUT = 3600.0
 
 
 class TransferError(Exception):
@@ -119,8 +127,15 @@ class Starter:
         disk_limit: int | None = None,
         cpu: CpuShares | None = None,
         cpus: int = 1,
+        stream_interval: float = 1.0,
+        chirp_settings: chirp.ChirpSettings | None = None,
     ) -> None:
         self.spec = spec
+        self.chirp_settings = chirp_settings  # the machine's Chirp knobs (None: no Chirp)
+        self.chirp: chirp.ChirpServer | None = None  # the job's Chirp server (chirp.py)
+        self.stream_interval = stream_interval  # STARTER_STREAM_INTERVAL: stream_output's pace
+        self.streams: OutputStreams | None = None
+        self._streamed: set[str] = set()  # roles (stdout, stderr) already whole on the submit side
         self.memory = memory or MemoryLimits(None, 0, "none")
         self.memory_limit = memory_limit  # bytes: the slot's memory
         self.update_interval = update_interval
@@ -171,6 +186,9 @@ class Starter:
         self.output_problems: list[str] = []
         self._reaped_and_killed = False
         self._move_after_exec = True
+        self._saved = asyncio.Event()  # set once what a vacated job leaves is in the spool
+        self._vacate_why: str | None = None
+        self.run_started = 0.0  # when the current run (or restart in place) began
 
     # -- the job's life ------------------------------------------------------------
 
@@ -198,30 +216,58 @@ class Starter:
                 self.state = "running"
                 running_report = asyncio.ensure_future(self._report({"state": "running", "pid": self.pid}))
                 sampler = asyncio.ensure_future(self._sample_usage())
+                # +WantCheckpointSignal: its checkpoint signal every interval (ckpt_signal.py)
+                ticker = ckpt_signal.start(self.spec, lambda: None if self.suspended or self.vacating
+                                           or not self._alive() else self.pid, lambda: self.run_started)
+                restart_error: str | None = None
                 try:
                     status, usage = await self._wait()
+                    sent = False  # this exit's checkpoint is already with the schedd
                     while self._checkpointed(status) and not self.vacating:
                         # a self-checkpointing job: its checkpoint to the schedd, then it runs
-                        # again in place (HTCondor's checkpoint_exit_code)
+                        # again in place (HTCondor's checkpoint_exit_code). What the run left
+                        # behind dies now, while its group id is surely still its own (an
+                        # upload may wait long; the id could be anyone's by then).
+                        self._end_group()
                         await self._send_checkpoint()
+                        sent = True
                         if self.vacating:
                             break
+                        sent = False
                         self._reaped = False
-                        if self._exit_fd is not None:
-                            os.pwrite(self._exit_fd, b" " * launch.EXIT_RECORD_SIZE, 0)
-                        await self._spawn(restart=True)
+                        try:
+                            if self._exit_fd is not None:
+                                os.pwrite(self._exit_fd, b" " * launch.EXIT_RECORD_SIZE, 0)
+                            await self._spawn(restart=True)
+                            if self.vacating:  # vacated while it was being started again
+                                self._kill_group(signal.SIGKILL)
+                        except (OSError, StartError) as e:
+                            restart_error = f"cannot restart the job after its checkpoint: {self._why(e)}"
+                            log.warning("job %s: %s", self.spec.job_id, restart_error)
+                            status, usage = None, None
+                            break
                         status, usage = await self._wait()
-                    if self.vacating and self._checkpointed(status):
-                        # it caught the vacate signal and wrote a checkpoint: keep it
+                    evicted = self.spec.evict_transfer and self._vacate_why != "remove"  # a removed job's go nowhere
+                    if self.vacating and not sent and (self._checkpointed(status) or evicted):
+                        # it caught the vacate signal and wrote a checkpoint, or its outputs
+                        # are kept on eviction (ON_EXIT_OR_EVICT): to the spool, before the
+                        # schedd hears it was vacated (vacate() waits for this)
                         await self._send_checkpoint()
                 finally:
                     sampler.cancel()
+                    if ticker is not None:
+                        ticker.cancel()
+                    self._saved.set()
+                    if self.streams is not None and self.vacating:
+                        self.streams.close()
                 self._kill_group(signal.SIGKILL)  # what it left running dies before outputs move
                 # cgroup.kill/killpg after the job's exit leave nothing that could start more:
                 # the final clean-up need not send them again (two syscalls fewer per job).
                 self._reaped_and_killed = True
                 wall = time.time() - started
                 self.final = self._exit_update(status, usage, wall)
+                if restart_error is not None:  # not the job's fault: it runs again, from its checkpoint
+                    self.final["error"] = restart_error
                 if self.disk_exceeded is not None and not self.vacating and self.final["state"] == "exited":
                     used, limit = self.disk_exceeded
                     self.final["disk"] = {"usage_kb": used, "limit_kb": limit}
@@ -240,9 +286,16 @@ class Starter:
                 with contextlib.suppress(Exception):
                     await running_report
             await self._deliver()
+        except Exception:
+            log.exception("job %s: its starter failed", self.spec.job_id)
+            raise
         finally:
             if running_report is not None and not running_report.done():
                 running_report.cancel()
+            if self.streams is not None:
+                self.streams.close()
+            if self.chirp is not None:
+                self.chirp.close()
             if not self.detached:
                 self._kill_group(signal.SIGKILL)
                 self._remove_sandbox()
@@ -256,8 +309,8 @@ class Starter:
         self.pid = record.pid
         self.started = record.started
         self._record = dict(record.data)
-        with contextlib.suppress(OSError):
-            self._exit_fd = os.open(self.exit_path, os.O_RDONLY)
+        with contextlib.suppress(OSError):  # read and write: a checkpointing job restarts in place
+            self._exit_fd = os.open(self.exit_path, os.O_RDWR)
         self._mkdir = asyncio.get_running_loop().create_future()
         self._mkdir.set_result(None)  # the sandbox exists: _clean removes it
         if not record.alive():
@@ -270,6 +323,8 @@ class Starter:
         """Sandbox, input files and the process; the job's start time."""
         if self._adopted is not None:
             self._watch(self._adopted.keeper or self._adopted.pid, adopted=True)
+            self._stream(fresh=False)
+            self.chirp = await chirp.serve(self, self.chirp_settings, resume=True)
             return self.started
         if self._preset_error is not None:
             raise StartError(self._preset_error)
@@ -281,8 +336,28 @@ class Starter:
         self.started = time.time()
         if self.describe is not None:
             self._record = self.describe()
+        self.chirp = await chirp.serve(self, self.chirp_settings)  # .chirp.config, before the job
         await self._spawn()
+        self._stream(fresh=True)
         return self.started
+
+    def _stream(self, fresh: bool) -> None:
+        """stream_output / stream_error: the job's files sent while it runs (streaming.py)."""
+        spec = self.spec
+        files = streamed_files(spec.stream_out, spec.stream_err, job_file(spec, spec.stdout, self.sandbox),
+                               job_file(spec, spec.stderr, self.sandbox)) if spec.transfer else []
+        if files:
+            self.streams = OutputStreams(spec.job_id, files, self.stream_interval, self._schedd_connection,
+                                         lambda: {"job": spec.job_id, "claim_id": self.claim_id}, self.sandbox)
+            self.streams.start(fresh)
+
+    @contextlib.asynccontextmanager
+    async def _schedd_connection(self) -> AsyncIterator[Connection]:
+        address = self.address_of()
+        if not address:
+            raise ConnectionError("no schedd address for this claim")
+        async with self.peers.connection(address) as conn, asyncio.timeout(CALL_TIMEOUT * 10):
+            yield conn
 
     def fail_before_start(self, error: str) -> asyncio.Task[None]:
         """Report ``failed`` with ``error`` without starting anything."""
@@ -394,7 +469,7 @@ class Starter:
         out: list[tuple[str, str, str]] = []
         seen: set[str] = set()
         for std, role in ((spec.stdout, "stdout"), (spec.stderr, "stderr")):
-            if checkpoint:
+            if checkpoint or role in self._streamed:
                 if std is not None:
                     seen.add(os.path.basename(std))
                 continue
@@ -425,7 +500,8 @@ class Starter:
                 self.output_problems.append(f"output {item!r} is outside the job's sandbox")
                 continue
             path = os.path.join(box, rel)
-            base = os.path.basename(rel)
+            # preserve_relative_paths: a relative entry comes back under its own path
+            base = rel if spec.preserve_relative_paths else os.path.basename(rel)
             if os.path.isdir(path) and not os.path.islink(path):
                 for root, _dirs, files in os.walk(path):
                     for f in sorted(files):
@@ -442,30 +518,59 @@ class Starter:
         return out
 
     def _checkpointed(self, status: int | None) -> bool:
-        code = self.spec.checkpoint_exit_code
-        return (code is not None and status is not None and self.spec.transfer and os.WIFEXITED(status)
-                and os.WEXITSTATUS(status) == code)
+        """The job says it wrote a checkpoint: its checkpoint exit code, or death by its
+        SuccessCheckpointExitSignal."""
+        spec = self.spec
+        if status is None or not spec.transfer:
+            return False
+        if os.WIFEXITED(status):
+            return spec.checkpoint_exit_code is not None and os.WEXITSTATUS(status) == spec.checkpoint_exit_code
+        return os.WIFSIGNALED(status) and os.WTERMSIG(status) == spec.checkpoint_exit_signal
 
     async def _send_checkpoint(self) -> None:
-        """PUT_CHECKPOINT; a failure leaves the schedd's previous checkpoint and the job
-        goes on (from its own files, here)."""
-        address = self.address_of()
-        try:
-            if not address:
-                raise ConnectionError("no schedd address for this claim")
-            await self._put_files(address, cmd="PUT_CHECKPOINT", entries=self._outputs(checkpoint=True))
-            log.info("job %s: checkpoint sent", self.spec.job_id)
-        except (RemoteError, ConnectionError, TimeoutError, OSError) as e:
-            log.warning("job %s: checkpoint not sent (the previous one stays): %s", self.spec.job_id, e)
+        """PUT_CHECKPOINT. A schedd that is away or does not yet serve the claim (it
+        restarted and has not RECONNECTed) is waited for, up to CHECKPOINT_RETRY_TIME
+        (the job waits too, as in HTCondor); any other failure leaves the schedd's
+        previous checkpoint and the job goes on (from its own files, here)."""
+        entries = self._outputs(checkpoint=True)
+        delay, deadline = 0.25, time.monotonic() + CHECKPOINT_RETRY_TIME
+        while True:
+            address = self.address_of()
+            try:
+                if not address:
+                    raise ConnectionError("no schedd address for this claim")
+                await self._put_files(address, cmd="PUT_CHECKPOINT", entries=entries)
+                log.info("job %s: checkpoint sent", self.spec.job_id)
+                return
+            except (RemoteError, ConnectionError, TimeoutError, OSError) as e:
+                transient = not isinstance(e, RemoteError) or e.code == "NOT_FOUND"
+                if not transient or self.abandoned or not address or time.monotonic() + delay > deadline:
+                    log.warning("job %s: checkpoint not sent (the previous one stays): %s", self.spec.job_id, e)
+                    return
+                log.info("job %s: checkpoint waits for the schedd: %s", self.spec.job_id, e)
+            self._retry.clear()
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(delay):
+                    await self._retry.wait()
+            delay = min(delay * 2, 10.0)
 
     async def _put_files(self, address: str, cmd: str = "PUT_FILES",
                          entries: list[tuple[str, str, str]] | None = None) -> None:
         files = []
         listing = []
         for name, path, role in self._outputs() if entries is None else entries:
+            # read as root: never through a link the job put anywhere on the way
+            # (userfiles.open_beneath), only regular files, never blocking on a FIFO
             try:
-                st = os.lstat(path)
-            except OSError:
+                fd = userfiles.open_beneath(self.sandbox, path)
+                try:
+                    st = os.fstat(fd)
+                finally:
+                    os.close(fd)
+            except FileNotFoundError:
+                continue
+            except OSError as e:
+                self.output_problems.append(f"{name}: {e.strerror or e}")
                 continue
             files.append((path, st.st_size))
             entry = {"name": name, "size": st.st_size, "mode": st.st_mode & 0o777}
@@ -474,10 +579,14 @@ class Starter:
             listing.append(entry)
         if not files and cmd == "PUT_FILES":
             return
-        async with self.peers.connection(address) as conn, asyncio.timeout(CALL_TIMEOUT * 10):
-            await conn.send({"cmd": cmd, "job": self.spec.job_id, "claim_id": self.claim_id, "files": listing})
+        limit = CHECKPOINT_UPLOAD_TIMEOUT if cmd == "PUT_CHECKPOINT" else CALL_TIMEOUT * 10
+        async with self.peers.connection(address) as conn, asyncio.timeout(limit):
+            head = {"cmd": cmd, "job": self.spec.job_id, "claim_id": self.claim_id, "files": listing}
+            if cmd == "PUT_CHECKPOINT" and self.vacating:
+                head["urgent"] = True  # the claim waits for it: not queued behind others
+            await conn.send(head)
             for path, size in files:
-                with open_nofollow(path) as f:
+                with self._open_output(path) as f:
                     left = size
                     while left:
                         chunk = f.read(min(left, CHUNK)) or b"\0" * min(left, CHUNK)
@@ -492,6 +601,12 @@ class Starter:
                 # be out of step, so this connection is not used again
                 conn.close()
                 raise RemoteError(str(resp.get("code") or "ERROR"), str(resp.get("error") or f"{cmd} refused"))
+
+    def _open_output(self, path: str) -> Any:
+        try:
+            return os.fdopen(userfiles.open_beneath(self.sandbox, path), "rb")
+        except OSError:
+            return open(os.devnull, "rb")  # vanished or replaced since it was listed: zeros
 
     def _remove_sandbox(self) -> None:
         mkdir = self._mkdir
@@ -526,21 +641,22 @@ class Starter:
             exe = spec.cmd  # not sent by the schedd: a program already on this machine
         stdin = job_file(spec, spec.stdin, box)
         opened = []
+        # Opened as root in places the job's user controls (its sandbox, which it had to
+        # itself before a restart; its Iwd): never through a link, only its own files
+        # (userfiles.py). The sandbox is the walk's trusted start; an Iwd is walked from /.
+        user, top = self._job_user(), box if spec.transfer else "/"
         try:
             if stdin:
-                opened.append(_open_std(stdin, os.O_RDONLY, "input (In)"))
+                opened.append(_open_std(stdin, user, top, "input (In)"))
             std = []
             for name, what in ((spec.stdout, "output (Out)"), (spec.stderr, "error (Err)")):
                 path = job_file(spec, name, box)
                 if path is None:
                     std.append(devnull(os.O_WRONLY))
                     continue
-                trunc = 0 if restart else os.O_TRUNC
-                fd = _open_std(path, os.O_WRONLY | os.O_CREAT | trunc | os.O_APPEND, what)
+                fd = _open_std(path, user, top, what, write=True, truncate=not restart)
                 opened.append(fd)
                 std.append(fd)
-                if self.identity.switch:
-                    os.fchown(fd, self.identity.uid, self.identity.gid)
             ident = self.identity
             request = launch.Launch(
                 argv=[exe, *spec.args],
@@ -627,9 +743,22 @@ class Starter:
             text = json.dumps(self._record, separators=(",", ":"))  # here: the loop owns the dict
             launch.on_cleaner(lambda: self.save_record(text))
 
+    def _job_user(self) -> User:
+        """Whose rights the startd's opens on the job's behalf have: the job's user."""
+        ident = self.identity
+        if not ident.switch:
+            return User(os.geteuid(), os.getegid(), frozenset(os.getgroups()) | {os.getegid()})
+        groups = {ident.gid}
+        if ident.real_owner and ident.name:
+            with contextlib.suppress(OSError, KeyError):
+                groups.update(os.getgrouplist(ident.name, ident.gid))
+        return User(ident.uid, ident.gid, frozenset(groups))
+
     def _started(self, proc: subprocess.Popen[bytes] | launch.Kept) -> None:
         self._proc = proc
         self.pid = proc.pid
+        self.run_started = time.time()
+        self._reaped_and_killed = False  # a new process group: it may be signalled
         self._watch(proc.keeper_pid if isinstance(proc, launch.Kept) else proc.pid)
 
     def _watch(self, pid: int, adopted: bool = False) -> None:
@@ -738,6 +867,15 @@ class Starter:
                 with contextlib.suppress(Exception):
                     await self._report({"state": "running", "pid": self.pid, "usage_now": usage})
 
+    def _end_group(self) -> None:
+        """Kill what a run that just ended (and was reaped) left in its process group,
+        at once, and send that group nothing more until the next run starts. Not the
+        cgroup: its kill, asynchronous, could reach the next run started into it."""
+        if self.pid is not None and not self._reaped_and_killed:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(self.pid, signal.SIGKILL)
+            self._reaped_and_killed = True
+
     def _kill_group(self, sig: int) -> None:
         # Once the job is reaped and its group killed, the group id may name someone
         # else's processes: nothing more is sent.
@@ -796,6 +934,7 @@ class Starter:
         if self.state in ("exited", "done"):
             return dict(self.final or {"state": "exited"})
         self.vacating = True
+        self._vacate_why = why
         if self._exited is None:  # still preparing: no process yet
             if self._prep is not None and not self._prep.done():
                 self._prep.cancel()
@@ -810,6 +949,9 @@ class Starter:
                     await asyncio.shield(self._exited)
         self._kill_group(signal.SIGKILL)
         status, usage = await asyncio.shield(self._exited)
+        with contextlib.suppress(TimeoutError):  # its checkpoint or evict-time outputs
+            async with asyncio.timeout(CHECKPOINT_RETRY_TIME):
+                await self._saved.wait()
         out: dict[str, Any] = {"state": "vacated"}
         out["usage"] = self._exit_update(status, usage, 0.0)["usage"]
         out["usage"].pop("RemoteWallClockTime", None)
@@ -836,6 +978,8 @@ class Starter:
         address = self.address_of()
         if not address:
             raise ConnectionError("no schedd address for this claim")
+        if self.chirp is not None:
+            await self.chirp.flush_delayed()  # Chirp's delayed updates go with each report
         await self.peers.call(address, "JOB_UPDATE", claim_id=self.claim_id, job=self.spec.job_id, **update)
 
     async def _deliver(self) -> None:
@@ -846,6 +990,8 @@ class Starter:
         or released claim abandons the starter).
         """
         assert self.final is not None
+        if self.streams is not None and self.final["state"] == "exited" and await self.streams.stop():
+            self._streamed = self.streams.roles  # whole on the submit side: not sent again
         delay = 0.25
         while True:
             address = self.address_of()
@@ -910,9 +1056,10 @@ class _SigchldReaper:
 
 
 
-def _open_std(path: str, flags: int, what: str) -> int:
+def _open_std(path: str, user: User, top: str, what: str, write: bool = False, truncate: bool = False) -> int:
     try:
-        return os.open(path, flags | os.O_CLOEXEC, 0o644)
+        return userfiles.open_as(path, user, write=write, create=write, truncate=truncate, append=write,
+                                 start=top)
     except OSError as e:
         raise StartError(f"cannot open the job's {what} file {path}: {e.strerror}") from None
 
