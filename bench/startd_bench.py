@@ -30,8 +30,6 @@ sys.path.insert(0, str(ROOT))
 
 from tests.unit.daemons.startd_peer import job_ad, pool, slot_ads  # noqa: E402
 
-from roost.net.client import AsyncClient  # noqa: E402
-
 HTCONDOR_STARTD_MS_PER_JOB = 20.0
 SLOTS = 8
 
@@ -57,7 +55,7 @@ async def one_run(n: int, transfer: str) -> tuple[float, float]:
             got = await client.call("REQUEST_CLAIM", claim_id=pslot_claim, job_ad=ads[0],
                                     schedd_address=peer.address, lease=300)
             claims.append(got["claim_id"])
-        clients = [AsyncClient(startd.address) for _ in range(SLOTS)]
+        clients = [startd.client() for _ in range(SLOTS)]  # with the daemon token: ACTIVATE_CLAIM is DAEMON
         done: dict[int, asyncio.Event] = {}
         next_job = 0
 
