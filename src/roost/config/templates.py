@@ -106,6 +106,21 @@ _ALL = [
         MaxJobRetirementTime = 2147483647
         CLAIM_WORKLIFE = 1200
     """),
+    _t("POLICY", "Dedicated", "roost's: a dedicated resource of one schedd's dedicated scheduler (args: [schedd name]); "
+       "its jobs first, never suspended or evicted; opportunistic jobs meanwhile, vacated for them", """
+        DedicatedScheduler = "DedicatedScheduler@$(1:$(FULL_HOSTNAME))"
+        STARTD_ATTRS = $(STARTD_ATTRS) DedicatedScheduler
+        START = True
+        RANK_FACTOR = 1000000
+        RANK = (TARGET.Scheduler =?= $(DedicatedScheduler)) * $(RANK_FACTOR)
+        WANT_SUSPEND = False
+        SUSPEND = False
+        CONTINUE = True
+        PREEMPT = False
+        KILL = False
+        WANT_VACATE = True
+        MaxJobRetirementTime = ifThenElse(TARGET.Scheduler =?= $(DedicatedScheduler), 2147483647, 0)
+    """),
     _t("POLICY", "Limit_Job_Runtimes", "evict jobs that run longer than a limit (args: [seconds], default 24 hours)", """
         MAX_JOB_RUNTIME = $(1:24*3600)
         MaxJobRetirementTime = $(MAX_JOB_RUNTIME)+120

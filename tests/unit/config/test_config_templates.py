@@ -56,6 +56,17 @@ def test_policy_always_run_jobs_never_preempts() -> None:
     assert c.get_int("MaxJobRetirementTime") == 2147483647
 
 
+def test_policy_dedicated_names_its_scheduler_and_ranks_its_jobs_first() -> None:
+    c = cfg("use POLICY : Dedicated(schedd@cm.example)\n")
+    assert c.get("DedicatedScheduler") == '"DedicatedScheduler@schedd@cm.example"'
+    assert "DedicatedScheduler" in c.get("STARTD_ATTRS").split()
+    assert c.get("RANK") == '(TARGET.Scheduler =?= "DedicatedScheduler@schedd@cm.example") * 1000000'
+    assert (c.get_bool("START"), c.get_bool("PREEMPT"), c.get_bool("SUSPEND")) == (True, False, False)
+    host = Config.from_text("use POLICY : Dedicated\n", file="t.conf", facts={"FULL_HOSTNAME": "cm.example"})
+    assert host.get("DedicatedScheduler") == '"DedicatedScheduler@cm.example"'  # this host's schedd
+    assert host.get("MaxJobRetirementTime").startswith("ifThenElse(TARGET.Scheduler =?= ")
+
+
 def test_limit_job_runtimes_argument_and_default() -> None:
     c = cfg("use POLICY : Limit_Job_Runtimes(3600)\n")
     assert c.get_int("MAX_JOB_RUNTIME") == 3600
