@@ -65,8 +65,8 @@ def test_only_what_the_job_user_may_read(tmp_path: Path) -> None:
     st = f.stat()
     other_uid = st.st_uid + 12345
     with pytest.raises(PeekError, match="not readable by the job's user"):
-        fd = open_entry(str(box), "private", (other_uid, frozenset({st.st_gid + 12345})))
-    fd = open_entry(str(box), "private", (st.st_uid, frozenset()))
+        fd = open_entry(str(box), "private", User(other_uid, -1, frozenset({st.st_gid + 12345})))
+    fd = open_entry(str(box), "private", User(st.st_uid, -1, frozenset()))
     os.close(fd)
     os.chmod(f, 0o640)
     assert allowed(f.stat(), User(other_uid, -1, frozenset({st.st_gid})), "r")

@@ -22,6 +22,7 @@ import stat
 from collections.abc import Iterable
 
 from roost.daemons.security import peer_user
+from roost.daemons.userfiles import User, allowed
 from roost.net.errors import RequestError
 from roost.net.server import Peer
 
@@ -48,18 +49,15 @@ def identity(owner: str) -> tuple[int, int, frozenset[int]] | None:
     return got
 
 
-def _allowed(st: os.stat_result, ident: tuple[int, int, frozenset[int]], bits: tuple[int, int, int]) -> bool:
-    uid, _gid, groups = ident
-    if st.st_uid == uid:
-        return bool(st.st_mode & bits[0])
-    if st.st_gid in groups:
-        return bool(st.st_mode & bits[1])
-    return bool(st.st_mode & bits[2])
+def owner_user(owner: str) -> User:
+    """``owner``'s rights as userfiles.py checks them (root's, unchecked, when
+    ``identity`` says unrestricted)."""
+    ident = identity(owner)
+    return User(*ident) if ident is not None else User(0, 0, frozenset())
 
 
-_R = (stat.S_IRUSR, stat.S_IRGRP, stat.S_IROTH)
-_W = (stat.S_IWUSR, stat.S_IWGRP, stat.S_IWOTH)
-_X = (stat.S_IXUSR, stat.S_IXGRP, stat.S_IXOTH)
+def _allowed(st: os.stat_result, ident: tuple[int, int, frozenset[int]], what: str) -> bool:
+    return allowed(st, User(*ident), what)
 
 
 def _searchable(path: str, ident: tuple[int, int, frozenset[int]]) -> bool:
@@ -67,7 +65,7 @@ def _searchable(path: str, ident: tuple[int, int, frozenset[int]]) -> bool:
     d = os.path.dirname(os.path.abspath(path))
     while True:
         try:
-            if not _allowed(os.stat(d), ident, _X):
+            if not _allowed(os.stat(d), ident, "x"):
                 return False
         except OSError:
             return False
@@ -85,7 +83,7 @@ def may_read(owner: str, path: str) -> bool:
         st = os.stat(path)
     except OSError:
         return True  # the read itself reports the error
-    return _allowed(st, ident, _X if stat.S_ISDIR(st.st_mode) else _R) and _searchable(path, ident)
+    return _allowed(st, ident, "x" if stat.S_ISDIR(st.st_mode) else "r") and _searchable(path, ident)
 
 
 def may_write(owner: str, path: str, *, replace: bool = True) -> bool:
@@ -102,7 +100,7 @@ def may_write(owner: str, path: str, *, replace: bool = True) -> bool:
             st = os.stat(target)
             if replace:
                 return False  # never replace a link as root
-        if not _allowed(st, ident, _W):
+        if not _allowed(st, ident, "w"):
             return False
         if not replace:
             return _searchable(target, ident)
@@ -120,7 +118,7 @@ def may_write(owner: str, path: str, *, replace: bool = True) -> bool:
         dst = os.stat(d)
     except OSError:
         return False
-    if not (_allowed(dst, ident, _W) and _allowed(dst, ident, _X)):
+    if not _allowed(dst, ident, "wx"):
         return False
     return _searchable(os.path.join(d, "x"), ident)
 

@@ -21,10 +21,10 @@ import time
 from typing import Any
 
 from roost.core import jobpolicy as jp
-from roost.daemons.schedd.access import identity
+from roost.daemons.schedd.access import owner_user
 from roost.daemons.schedd.jobqueue import Job
 from roost.daemons.schedd.lifecycle import JobLifecycle
-from roost.daemons.userfiles import User, open_as
+from roost.daemons.userfiles import open_as
 from roost.eventlog import ExecuteEvent, TerminatedEvent, Usage
 from roost.net.addresses import INHERITED_FD_ENV
 from roost.submit.arglist import split_v2_raw
@@ -205,8 +205,7 @@ class LocalJob:
             # opened as root on the owner's behalf: as the owner could, never through a
             # link swapped in, never a device or FIFO, a new file made the owner's
             # (userfiles.py); /dev/null as such
-            ident = identity(owner)
-            user = User(*ident) if ident is not None else User(0, 0, frozenset())
+            user = owner_user(owner)
 
             def std(attr: str, write: bool) -> Any:
                 p = path(attr)

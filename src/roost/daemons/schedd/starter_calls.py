@@ -16,7 +16,7 @@ import time
 from typing import Any
 
 from roost.core import jobpolicy as jp
-from roost.daemons.schedd.access import identity
+from roost.daemons.schedd.access import owner_user
 from roost.daemons.schedd.checkpoints import CheckpointError, CheckpointStore
 from roost.daemons.schedd.ckpt_admission import CheckpointAdmission
 from roost.daemons.schedd.shadow import Shadows
@@ -27,7 +27,7 @@ from roost.daemons.schedd.transfer import (
     input_files,
     output_destination,
 )
-from roost.daemons.userfiles import User, open_as
+from roost.daemons.userfiles import open_as
 from roost.eventlog import CheckpointedEvent
 from roost.net import framing
 from roost.net.errors import RequestError, bad_request
@@ -316,8 +316,7 @@ def _open_streamed(dest: str, owner: str) -> int | None:
     write, or a new one made for the owner (userfiles.py); None for /dev/null."""
     if dest == os.devnull:
         return None
-    ident = identity(owner)
-    user = User(*ident) if ident is not None else User(0, 0, frozenset())
+    user = owner_user(owner)
     try:
         return open_as(dest, user, write=True, create=True)
     except OSError as e:

@@ -49,12 +49,12 @@ def entry_name(name: Any) -> str:
     return name
 
 
-def open_entry(directory: str, name: str, reader: tuple[int, frozenset[int]] | None) -> int:
-    """A read descriptor of ``directory/name``, never through a link; ``reader`` (uid,
-    groups) must be allowed to read it (None: no check, the startd is not root).
-    PeekError naming why not."""
+def open_entry(directory: str, name: str, reader: User | None) -> int:
+    """A read descriptor of ``directory/name``, never through a link; ``reader`` (the
+    job's user) must be allowed to reach and read it (None: no check). PeekError
+    naming why not."""
     name = entry_name(name)
-    user = User(reader[0], -1, reader[1]) if reader is not None else User(0, 0, frozenset())
+    user = reader if reader is not None else User(0, 0, frozenset())
     try:
         # never through a link, anywhere on the path; the job's user must be able to
         # reach and read it; a device or FIFO is refused before it is opened
@@ -102,21 +102,6 @@ def resolve(starter: Starter, name: str | None, stream: str | None) -> tuple[str
     return (starter.sandbox if spec.transfer else spec.iwd), entry_name(name)
 
 
-def job_reader(starter: Starter) -> tuple[int, frozenset[int]] | None:
-    """The job's user and groups (whose rights a peek has), or None when the startd is
-    not root (then it reads only what its own user may, and the job runs as it)."""
-    ident = starter.identity
-    if not ident.switch:
-        return None
-    gids = {ident.gid}
-    if ident.real_owner and ident.name:
-        try:
-            gids.update(os.getgrouplist(ident.name, ident.gid))
-        except OSError:
-            pass
-    return ident.uid, frozenset(gids)
-
-
 def find_starter(table: StarterTable, claim_id: str, job: str, *, ended_too: bool) -> Starter:
     """The starter of ``job`` on ``claim_id``; ``ended_too``: also one whose job ended and
     whose report is pending (its sandbox is still there)."""
@@ -146,7 +131,7 @@ class PeekCalls:
         entry = req.get("name") or req.get("stream")
         try:
             directory, entry = resolve(starter, req.get("name"), req.get("stream"))
-            fd = open_entry(directory, entry, job_reader(starter))
+            fd = open_entry(directory, entry, starter.job_user() if starter.identity.switch else None)
             try:
                 data, start, size = read_tail(fd, offset, min(maxbytes, PEEK_MAX_BYTES))
             finally:

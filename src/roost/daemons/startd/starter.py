@@ -548,10 +548,7 @@ class Starter:
                     log.warning("job %s: checkpoint not sent (the previous one stays): %s", self.spec.job_id, e)
                     return
                 log.info("job %s: checkpoint waits for the schedd: %s", self.spec.job_id, e)
-            self._retry.clear()
-            with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(delay):
-                    await self._retry.wait()
+            await self._pause(delay)
             delay = min(delay * 2, 10.0)
 
     async def _put_files(self, address: str, cmd: str = "PUT_FILES",
@@ -644,7 +641,7 @@ class Starter:
         # Opened as root in places the job's user controls (its sandbox, which it had to
         # itself before a restart; its Iwd): never through a link, only its own files
         # (userfiles.py). The sandbox is the walk's trusted start; an Iwd is walked from /.
-        user, top = self._job_user(), box if spec.transfer else "/"
+        user, top = self.job_user(), box if spec.transfer else "/"
         try:
             if stdin:
                 opened.append(_open_std(stdin, user, top, "input (In)"))
@@ -743,8 +740,9 @@ class Starter:
             text = json.dumps(self._record, separators=(",", ":"))  # here: the loop owns the dict
             launch.on_cleaner(lambda: self.save_record(text))
 
-    def _job_user(self) -> User:
-        """Whose rights the startd's opens on the job's behalf have: the job's user."""
+    def job_user(self) -> User:
+        """Whose rights the startd's opens on the job's behalf have (its std files, roost
+        tail's reads): the job's user, with its groups."""
         ident = self.identity
         if not ident.switch:
             return User(os.geteuid(), os.getegid(), frozenset(os.getgroups()) | {os.getegid()})
@@ -1018,11 +1016,16 @@ class Starter:
                 log.info("job %s: schedd does not know the job (yet); will retry", self.spec.job_id)
             except (ConnectionError, OSError, TimeoutError) as e:
                 log.info("job %s: cannot report to %s yet: %s", self.spec.job_id, address, e)
-            self._retry.clear()
-            with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(delay):
-                    await self._retry.wait()
+            await self._pause(delay)
             delay = min(delay * 2, 30.0)
+
+    async def _pause(self, delay: float) -> None:
+        """Wait ``delay`` before trying the schedd again, or less if it came back
+        (RECONNECT calls ``retry_now``)."""
+        self._retry.clear()
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(delay):
+                await self._retry.wait()
 
     def retry_now(self) -> None:
         """The schedd came back (RECONNECT): try the pending report at once."""
