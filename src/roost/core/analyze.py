@@ -402,6 +402,12 @@ def analyze(job: ClassAd, slots: Sequence[ClassAd], users: Sequence[Mapping[str,
     if status in (3, 4):
         a.suggestion = f"it is {STATUS_NAMES[status]}: it will not run again"
         return a
+    never = eval_attr(job, "DedicatedSchedulerReason")
+    if type(never) is str and never:
+        # a parallel (or +WantDedicated) job the dedicated scheduler skips for good
+        a.suggestion = (f"the dedicated scheduler will never run it: it {never}. Ask for fewer "
+                        "nodes (machine_count), or make more slots dedicated (use POLICY : Dedicated)")
+        return a
 
     nodes = conjuncts(job.lookup("Requirements").node) if "Requirements" in job else []
     wholes = [_whole(s) for s in slots]

@@ -26,6 +26,8 @@ from roost.daemons.schedd.store import dumps
 log = logging.getLogger("roost.schedd")
 
 LOCAL_UNIVERSES = (7, 12)  # scheduler and local: run here, never negotiated
+#: ... and parallel: the dedicated scheduler (dedicated.py) asks for its resources itself
+NOT_NEGOTIATED = (*LOCAL_UNIVERSES, 11)
 #: an autocluster whose claim or activation was refused is left out of GET_REQUESTS for
 #: this long, doubling with each further refusal up to REFUSED_BACKOFF_MAX (reset when
 #: one of its jobs starts): no claim -> refuse -> release -> rematch storm
@@ -155,8 +157,8 @@ class AutoClusters:
             sig = self.signature(job)
             ac = self._ac_ids.get(sig)
             if ac is None:
-                if job.get("JobUniverse") in LOCAL_UNIVERSES:
-                    continue
+                if job.get("JobUniverse") in NOT_NEGOTIATED or job.get("WantDedicated") is True:
+                    continue  # run here, or by the dedicated scheduler
                 ac = self.autocluster_of(job, sig)
             members = groups.get(ac)
             if members is None:
@@ -187,4 +189,4 @@ class AutoClusters:
         return None
 
 
-__all__ = ["LOCAL_UNIVERSES", "AutoClusters"]
+__all__ = ["LOCAL_UNIVERSES", "NOT_NEGOTIATED", "AutoClusters"]

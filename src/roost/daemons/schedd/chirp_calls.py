@@ -165,8 +165,8 @@ class ChirpCalls:
     def __init__(self, shadows: Shadows, config: Any = None) -> None:
         self.shadows = shadows
         self.config = config
-        self.helpers: dict[tuple[int, int], Helper] = {}
-        self._starting: dict[tuple[int, int], asyncio.Future[Helper]] = {}
+        self.helpers: dict[tuple[int, int, int], Helper] = {}  # (cluster, proc, parallel node)
+        self._starting: dict[tuple[int, int, int], asyncio.Future[Helper]] = {}
         self._sweeper: asyncio.Task[None] | None = None
         self._reaping: set[asyncio.Task[Any]] = set()
 
@@ -188,13 +188,14 @@ class ChirpCalls:
         _sh, job = self.shadows.serving(req["claim_id"], req["job"])
         op = req["op"]
         jobs = self.shadows.jobs
+        node_view, job = job, getattr(job, "of", job)  # a parallel job's node changes its proc
         if op == "get":
             name = req.get("name")
             if not isinstance(name, str):
                 raise bad_request("CHIRP_ATTR get: name the attribute")
             if not self.may_read(job):
                 raise RequestError("DENIED", f"job {job.id} may not read its attributes (WantRemoteUpdates)")
-            ad = job.classad()
+            ad = node_view.classad()
             return {"expr": str(ad.lookup(name)) if name in ad else "UNDEFINED"}
         if op == "set":
             name, text = req.get("name"), req.get("expr")
@@ -263,7 +264,7 @@ class ChirpCalls:
         return None
 
     async def _helper(self, job: Job, claim_id: str) -> Helper:
-        key = job.key
+        key = (*job.key, getattr(job, "node", 0))
         helper = self.helpers.get(key)
         if helper is not None and (helper.ended or helper.claim_id != claim_id):
             self.end(key)  # ended, or a helper of the job's previous run
@@ -289,12 +290,12 @@ class ChirpCalls:
         self._reaping.add(task)
         task.add_done_callback(self._reaping.discard)
 
-    def end(self, key: tuple[int, int]) -> None:
+    def end(self, key: tuple[int, int, int]) -> None:
         """End a job's helper (its open files close with it)."""
         helper = self.helpers.pop(key, None)
         if helper is not None:
             helper.end()
-            log.info("job %d.%d: chirp file helper ended", *key)
+            log.info("job %d.%d: chirp file helper ended", *key[:2])
 
     async def _sweep(self) -> None:
         """End the helpers of jobs that no longer run on their claim (the starter's

@@ -20,6 +20,7 @@ import os
 import pwd
 from typing import Any
 
+from roost.classad.unparse import quote
 from roost.core import jobpolicy as jp
 from roost.daemons.base import Daemon, run
 from roost.daemons.schedd.access import QueueRights
@@ -28,6 +29,7 @@ from roost.daemons.schedd.checkpoints import CheckpointStore
 from roost.daemons.schedd.chirp_calls import ChirpCalls
 from roost.daemons.schedd.ckpt_admission import CheckpointAdmission
 from roost.daemons.schedd.claimreuse import ClaimReuse
+from roost.daemons.schedd.dedicated import DedicatedScheduler, is_dedicated
 from roost.daemons.schedd.jobqueue import Job, JobQueue
 from roost.daemons.schedd.jobwatch import WatchCalls
 from roost.daemons.schedd.lifecycle import JobLifecycle
@@ -81,6 +83,7 @@ class Schedd(Daemon):
         self.shadows: Shadows | None = None
         self.ckpt_admission: CheckpointAdmission | None = None
         self.chirp_calls: ChirpCalls | None = None
+        self.dedicated: DedicatedScheduler | None = None
         self._calls: dict[str, Handler] = {}
         self._ads_task: asyncio.Task[None] | None = None
         self._ads_dirty = False
@@ -137,7 +140,10 @@ class Schedd(Daemon):
             ads_changed=self.ads_changed, reschedule=self.reschedule,
         )
         queries = QueueCalls(jobs, rights)
-        negotiation = NegotiatorCalls(jobs, autoclusters, shadows, self.max_running)
+        dedicated = self.dedicated = DedicatedScheduler(
+            shadows, schedd_name=self.daemon_name, spool=str(self.spool_dir), config=self.config,
+            query_slots=self._dedicated_slots, reschedule=self.reschedule, ads_changed=self.ads_changed)
+        negotiation = NegotiatorCalls(jobs, autoclusters, shadows, self.max_running, dedicated)
         checkpoints = jobs.checkpoints = CheckpointStore(str(self.spool_dir))
         checkpoints.sweep_partial()
         # checkpoint traffic: uploads admitted and paced, signal phases staggered
@@ -175,6 +181,8 @@ class Schedd(Daemon):
         self.rights.set_super_users(self.config.get_list("QUEUE_SUPER_USERS", ["root", "condor"]) or [])
         if self.ckpt_admission is not None:
             self.ckpt_admission.configure(self.config)
+        if self.dedicated is not None:
+            self.dedicated.configure(self.config)
 
     async def started(self) -> None:
         jobs, shadows = self.jobs, self.shadows
@@ -182,7 +190,11 @@ class Schedd(Daemon):
         # Jobs that were running: reconnect to their claims (or requeue local ones).
         for job in list(jobs.queue.running.values()):
             claim = job.claim
-            if claim and claim.get("claim_id") and claim.get("startd_address"):
+            if claim and isinstance(claim.get("parallel"), list):
+                # a parallel job's nodes cannot be taken back one by one: stop them, run it again
+                self.spawn(self._release_nodes(claim["parallel"]), f"release-nodes-{job.id}")
+                await jobs.requeue(job, "the schedd restarted while the parallel job ran")
+            elif claim and claim.get("claim_id") and claim.get("startd_address"):
                 shadows.reconnect(job, claim)
             else:
                 if claim and kill_orphan(claim):
@@ -193,6 +205,9 @@ class Schedd(Daemon):
                 if job.get("JobUniverse") in LOCAL_UNIVERSES:
                     start_local(jobs, job)
         self.every(self.periodic_interval, self.periodic_policy, "periodic-policy")
+        assert self.dedicated is not None
+        self.spawn(self.dedicated.loop(), "dedicated-scheduler")
+        self.dedicated.wake()
         if any(jobs.queue.idle.values()):
             self.reschedule()
 
@@ -221,10 +236,14 @@ class Schedd(Daemon):
 
     # -- idle jobs and the negotiator -----------------------------------------------------
     def idle_arrived(self, job: Job) -> None:
-        """``job`` is Idle (again): local jobs start at once, others are negotiated."""
+        """``job`` is Idle (again): local jobs start at once, dedicated ones are the
+        dedicated scheduler's, others are negotiated."""
         if job.get("JobUniverse") in LOCAL_UNIVERSES:
             assert self.jobs is not None
             start_local(self.jobs, job)
+        elif is_dedicated(job):
+            if self.dedicated is not None:
+                self.dedicated.wake()
         else:
             self.reschedule()
 
@@ -257,6 +276,19 @@ class Schedd(Daemon):
                     log.debug("RESCHEDULE to %s: %s", address, e)
             if not self._resched_again:
                 return
+
+    async def _dedicated_slots(self, name: str) -> list[dict[str, Any]]:
+        """The slots whose DedicatedScheduler is ``name`` (the collector's ads)."""
+        got = await self.collector_call("QUERY", type="Machine",
+                                        constraint=f"DedicatedScheduler =?= {quote(name)}")
+        return [a for a in got.get("ads") or [] if isinstance(a, dict)]
+
+    async def _release_nodes(self, nodes: list[Any]) -> None:
+        """Release the claims a parallel job's nodes ran on before a restart."""
+        for n in nodes:
+            if isinstance(n, dict) and isinstance(n.get("claim_id"), str) and isinstance(n.get("startd_address"), str):
+                with contextlib.suppress(RemoteError, ConnectionError, TimeoutError):
+                    await self.client(n["startd_address"], timeout=5.0).call("RELEASE_CLAIM", claim_id=n["claim_id"])
 
     # -- ads -------------------------------------------------------------------------------
     def submitter_of(self, cluster: Any) -> str:
@@ -291,6 +323,8 @@ class Schedd(Daemon):
             self._note_sent(ad)
 
     def _note_sent(self, ad: dict[str, Any]) -> None:
+        if self.dedicated is not None and ad["Name"] == self.dedicated.name:
+            return  # its own ad says when it wants nothing
         if ad["IdleJobs"] or ad["RunningJobs"] or ad["HeldJobs"]:
             self._advertised_names[ad["Name"]] = ad["Owner"]
         else:
@@ -337,8 +371,11 @@ class Schedd(Daemon):
 
     def submitter_ads(self) -> Any:
         if self.queue is None:
-            return iter(())
-        return submitter_ads(self.queue, self.uid_domain, self.daemon_name, self.address, self._advertised_names)
+            return
+        yield from submitter_ads(self.queue, self.uid_domain, self.daemon_name, self.address, self._advertised_names)
+        ded = self.dedicated.submitter_ad(self.uid_domain, self.daemon_name, self.address) if self.dedicated else None
+        if ded is not None:
+            yield "Submitter", ded, None
 
 
 def main() -> None:

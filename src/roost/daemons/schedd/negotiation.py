@@ -11,6 +11,8 @@ import logging
 from typing import Any
 
 from roost.daemons.schedd.autoclusters import AutoClusters
+from roost.daemons.schedd.dedicated import OWNER as DEDICATED
+from roost.daemons.schedd.dedicated import DedicatedScheduler
 from roost.daemons.schedd.lifecycle import JobLifecycle
 from roost.daemons.schedd.shadow import Shadows
 from roost.net.server import Peer
@@ -21,8 +23,10 @@ log = logging.getLogger("roost.schedd")
 class NegotiatorCalls:
     """Handlers of the negotiator's commands."""
 
-    def __init__(self, jobs: JobLifecycle, autoclusters: AutoClusters, shadows: Shadows, max_running: int) -> None:
+    def __init__(self, jobs: JobLifecycle, autoclusters: AutoClusters, shadows: Shadows, max_running: int,
+                 dedicated: DedicatedScheduler | None = None) -> None:
         self.jobs = jobs
+        self.dedicated = dedicated  # its requests are the submitter DedicatedScheduler@<schedd>'s
         self.autoclusters = autoclusters
         self.shadows = shadows
         self.max_running = max_running  # MAX_JOBS_RUNNING
@@ -34,6 +38,8 @@ class NegotiatorCalls:
         log.debug("GET_REQUESTS for %s (%s)", owner, submitter)
         if "@" in owner:
             owner = owner.split("@", 1)[0]
+        if owner == DEDICATED and self.dedicated is not None:
+            return {"requests": self.dedicated.requests()}
         return {"requests": self.autoclusters.requests(owner, submitter)}
 
     async def h_matches(self, req: dict[str, Any], peer: Peer) -> dict[str, Any]:
@@ -44,6 +50,8 @@ class NegotiatorCalls:
             claim_id = m.get("claim_id")
             address = m.get("startd_address")
             if not isinstance(claim_id, str) or not isinstance(address, str):
+                continue
+            if self.dedicated is not None and self.dedicated.matched(m):
                 continue
             job = self.autoclusters.take(m.get("autocluster"))
             if job is None:

@@ -1,0 +1,344 @@
+"""The dedicated scheduler: the schedd's shell around ``roost.core.dedicated``.
+
+Active while parallel jobs (``universe = parallel``, ``+WantDedicated = true``) are
+queued or it holds claims. Each cycle it asks the collector for the slots under its
+control (``DedicatedScheduler == "DedicatedScheduler@<this schedd>"``, set by the
+startd's ``use POLICY : Dedicated``), builds the pure plan, and applies it:
+
+- ``start``: a job whose resources it holds idle runs on them (``parallel.ParallelRun``);
+- ``claim``/``reclaim``: resources it wants and does not hold are asked of the negotiator
+  as requests of the submitter ``DedicatedScheduler@<schedd>`` (one per slot, the slot
+  named in its Requirements, ``Scheduler`` set so the startd's RANK prefers it, which
+  preempts an opportunistic job running there: backfill is vacated that way);
+  a match becomes a claim it keeps alive and runs any user's dedicated job on;
+- ``release``: claims no job wants, idle past ``UNUSED_CLAIM_TIMEOUT``, go back to the
+  opportunistic pool;
+- ``never``: jobs that can never fit get ``DedicatedSchedulerReason`` (``q -analyze``).
+
+Knobs: ``DEDICATED_SCHEDULER_INTERVAL`` (s, default 5; it also runs at once when a
+dedicated job arrives or a claim comes or goes), ``UNUSED_CLAIM_TIMEOUT`` (600),
+``DEDICATED_SCHEDULER_ORDER`` (fifo | user), ``DEDICATED_SCHEDULER_BACKFILL``
+(none | easy).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from roost.classad import ClassAd
+from roost.classad.unparse import quote as quote_string
+from roost.core import dedicated as core
+from roost.core import jobpolicy as jp
+from roost.daemons.schedd.jobqueue import Cluster, Job
+from roost.daemons.schedd.parallel import NodeShadow, ParallelRun
+from roost.daemons.schedd.shadow import Shadows
+from roost.net.adwire import obj_to_ad
+from roost.net.errors import RemoteError
+
+log = logging.getLogger("roost.schedd")
+
+OWNER = "DedicatedScheduler"  # the submitter's Owner in its ad and GET_REQUESTS
+PARALLEL = 11
+
+
+def is_dedicated(job: Job) -> bool:
+    """Whether the dedicated scheduler, not the negotiator's matches, runs ``job``."""
+    return job.get("JobUniverse") == PARALLEL or job.get("WantDedicated") is True
+
+
+def _nodes(job: Job) -> int:
+    n = job.get("MaxHosts")
+    return n if type(n) is int and n > 0 else 1
+
+
+class DedicatedScheduler:
+    """One schedd's dedicated scheduler (see the module docstring)."""
+
+    def __init__(self, shadows: Shadows, *, schedd_name: str, spool: str, config: Any,
+                 query_slots: Callable[[str], Awaitable[list[dict[str, Any]]]],
+                 reschedule: Callable[[], None], ads_changed: Callable[[], None]) -> None:
+        self.shadows = shadows
+        self.jobs = shadows.jobs
+        self.name = f"{OWNER}@{schedd_name}"
+        self.spool = spool
+        self.query_slots = query_slots
+        self.reschedule = reschedule
+        self.ads_changed = ads_changed
+        self.claims: dict[str, NodeShadow] = {}  # slot name -> the claim we hold
+        self.idle_since: dict[str, float] = {}
+        self.runs: dict[int, ParallelRun] = {}  # cluster id -> its run
+        self.busy: dict[str, ParallelRun] = {}  # slot name -> the run using it
+        self.wanted: dict[str, dict[str, Any]] = {}  # slot name -> the request ad the negotiator gets
+        self.claiming: set[str] = set()
+        self.never: dict[str, str] = {}
+        self.advertised = False
+        self._wake = asyncio.Event()
+        self.configure(config)
+
+    def configure(self, config: Any) -> None:
+        self.interval = max(0.2, float(config.get_float("DEDICATED_SCHEDULER_INTERVAL", 5.0) or 5.0))
+        self.unused_claim_timeout = float(config.get_float("UNUSED_CLAIM_TIMEOUT", 600.0) or 0.0)
+        order = (config.get("DEDICATED_SCHEDULER_ORDER") or "fifo").strip().lower()
+        self.order = order if order in ("fifo", "user") else "fifo"
+        backfill = (config.get("DEDICATED_SCHEDULER_BACKFILL") or "none").strip().lower()
+        self.backfill = backfill if backfill in ("none", "easy") else "none"
+
+    # -- when it runs ---------------------------------------------------------------------
+    def wake(self) -> None:
+        self._wake.set()
+
+    def active(self) -> bool:
+        return bool(self.claims or self.runs or self._queued_clusters())
+
+    async def loop(self) -> None:
+        while True:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), self.interval)
+            self._wake.clear()
+            if self.jobs.stopping:
+                return
+            if not self.active() and not self.wanted:
+                continue
+            try:
+                await self.cycle()
+            except Exception:
+                log.exception("dedicated scheduler cycle failed")
+
+    # -- one cycle ------------------------------------------------------------------------
+    def _queued_clusters(self) -> list[Cluster]:
+        """Clusters whose dedicated procs are all idle and free: each is one parallel job."""
+        out = []
+        for cluster in self.jobs.queue.clusters.values():
+            if cluster.id in self.runs or not cluster.counts.get(jp.IDLE):
+                continue
+            procs = [j for j in cluster.procs.values() if is_dedicated(j)]
+            if procs and all(j.status == jp.IDLE and not j.busy for j in procs):
+                out.append(cluster)
+        return out
+
+    async def cycle(self) -> None:
+        now = time.time()
+        clusters = {str(c.id): c for c in self._queued_clusters()}
+        try:
+            slot_objs = await self.query_slots(self.name)
+        except (RemoteError, ConnectionError) as e:
+            log.info("dedicated scheduler: no resources from the collector: %s", e)
+            return
+        slots = {s["Name"]: s for s in slot_objs
+                 if isinstance(s.get("Name"), str) and s.get("PartitionableSlot") is not True}
+        ads: dict[str, ClassAd] = {}
+        resources = []
+        for name, s in slots.items():
+            run = self.busy.get(name)
+            mine = name in self.claims
+            other = not mine and s.get("State") in ("Claimed", "Preempting")
+            est = _estimate(run.procs[0]) if run is not None else None
+            resources.append(core.Resource(
+                name=name, host=str(s.get("Machine") or ""), claimed=mine,
+                running=str(run.cluster.id) if run is not None else None,
+                busy_until=(run.started_at + est if est is not None else core.INF) if run is not None else 0.0,
+                backfill=other, idle_since=self.idle_since.get(name, now)))
+        fits: dict[tuple[int, str], bool] = {}
+
+        def compatible(job: Any, r: core.Resource) -> bool:
+            if isinstance(job, core.Reservation):
+                return True
+            key = (int(job.id), r.name)
+            got = fits.get(key)
+            if got is None:
+                slot = ads.get(r.name)
+                if slot is None:
+                    slot = ads[r.name] = obj_to_ad(slots[r.name])
+                got = fits[key] = any(_matches(j, slot) for j in clusters[job.id].procs.values() if is_dedicated(j))
+            return got
+
+        pjobs = [core.ParallelJob(id=cid, user=c.owner, nodes=sum(_nodes(j) for j in c.procs.values() if is_dedicated(j)),
+                                  submitted=float(c.ad.get("QDate") or 0), estimate=_estimate(next(iter(c.procs.values()))),
+                                  kind=cid) for cid, c in clusters.items()]
+        plan = core.plan(pjobs, resources, now, compatible=compatible, order=self.order, backfill=self.backfill,
+                         unused_claim_timeout=self.unused_claim_timeout)
+        for cid, names in plan.start:
+            self._start(clusters[cid], names, slots)
+        wanted: dict[str, dict[str, Any]] = {}
+        for cid, names in plan.gather:
+            for name in names:
+                if name not in self.claims:
+                    wanted[name] = self._request(clusters[cid], name, slots[name])
+        if set(wanted) != set(self.wanted):
+            log.info("dedicated scheduler: asking for %d slots (%s)", len(wanted), ", ".join(sorted(wanted)[:8]))
+            self.wanted = wanted
+            self.ads_changed()
+            self.reschedule()
+        else:
+            self.wanted = wanted
+        for name in plan.release:
+            sh = self.claims.pop(name, None)
+            if sh is not None:
+                log.info("dedicated scheduler: claim on %s unused for %g s: released", name, self.unused_claim_timeout)
+                self.idle_since.pop(name, None)
+                self.jobs.host.spawn(sh.release(), f"release-{name}")
+                self.ads_changed()
+        await self._note_never(plan.never, clusters)
+
+    async def _note_never(self, never: dict[str, str], clusters: dict[str, Cluster]) -> None:
+        """Jobs that can never fit say why in their ads (``roost q -analyze`` shows it)."""
+        for cid, why in never.items():
+            if self.never.get(cid) == why:
+                continue
+            self.never[cid] = why
+            log.info("dedicated scheduler: job %s can never run here: %s", cid, why)
+            for job in clusters[cid].procs.values():
+                await self.jobs.commit(self.jobs.set_ops(job, {"DedicatedSchedulerReason": why}))
+        for cid in [c for c in self.never if c not in never]:
+            del self.never[cid]
+
+    def _request(self, cluster: Cluster, slot: str, slot_obj: dict[str, Any]) -> dict[str, Any]:
+        """The negotiator's request for one slot: a proc of the job that fits it, the slot
+        named, ``Scheduler`` and ``User`` this scheduler's name."""
+        slot_ad = obj_to_ad(slot_obj)
+        procs = [j for j in cluster.procs.values() if is_dedicated(j)]
+        job = next((j for j in procs if _matches(j, slot_ad)), procs[0])
+        ad = job.merged()
+        req = ad.get("Requirements")
+        req_text = req[6:-2] if isinstance(req, str) and req.startswith("/Expr(") and req.endswith(")/") else (
+            "true" if req is None else str(req).lower() if isinstance(req, bool) else None)
+        mine = f"TARGET.Name == {quote_string(slot)} && TARGET.DedicatedScheduler =?= {quote_string(self.name)}"
+        ad["Requirements"] = f"/Expr({mine} && ({req_text or 'true'}))/"
+        ad["Scheduler"] = self.name
+        ad["User"] = self.name
+        ad["RequestCpus"] = slot_obj.get("Cpus") if type(slot_obj.get("Cpus")) is int else ad.get("RequestCpus", 1)
+        return ad
+
+    # -- the negotiator's side ------------------------------------------------------------------
+    def requests(self) -> list[dict[str, Any]]:
+        """GET_REQUESTS for this scheduler's submitter: one request per wanted slot."""
+        return [{"autocluster": f"ded:{name}", "count": 1, "ad": ad}
+                for name, ad in self.wanted.items() if name not in self.claiming]
+
+    def matched(self, m: dict[str, Any]) -> bool:
+        """A match for one of our requests: claim the slot (in the background)."""
+        ac = m.get("autocluster")
+        if not isinstance(ac, str) or not ac.startswith("ded:"):
+            return False
+        name = ac[4:]
+        ad = self.wanted.get(name)
+        claim_id, address = m.get("claim_id"), m.get("startd_address")
+        if ad is None or name in self.claims or name in self.claiming or not isinstance(claim_id, str) \
+                or not isinstance(address, str):
+            return True
+        slot_ad = m.get("slot_ad") if isinstance(m.get("slot_ad"), dict) else None
+        sh = NodeShadow(self.shadows, address, claim_id, name, slot_ad, self.shadows.lease, self._lost)
+        sh.preempting = m.get("preempt") is True
+        self.claiming.add(name)
+        self.jobs.host.spawn(self._claim(name, sh, ad), f"dedicated-claim-{name}")
+        return True
+
+    async def _claim(self, name: str, sh: NodeShadow, ad: dict[str, Any]) -> None:
+        try:
+            await sh.claim(ad)
+        except (RemoteError, ConnectionError) as e:
+            log.info("dedicated scheduler: claim on %s refused: %s", name, e)
+            return
+        finally:
+            self.claiming.discard(name)
+        log.info("dedicated scheduler: claimed %s%s", name, " (preempting its job)" if sh.preempting else "")
+        self.claims[name] = sh
+        self.idle_since[name] = time.time()
+        self.wanted.pop(name, None)
+        self.ads_changed()
+        self.wake()
+
+    def _lost(self, sh: NodeShadow) -> None:
+        name = next((n for n, s in self.claims.items() if s is sh), None)
+        if name is not None:
+            del self.claims[name]
+            self.idle_since.pop(name, None)
+            self.ads_changed()
+            self.wake()
+
+    def submitter_ad(self, domain: str, schedd_name: str, address: str | None) -> dict[str, Any] | None:
+        """This scheduler's Submitter ad (what the negotiator gives it a share for);
+        None until it first wants a slot (then zeros when it wants none)."""
+        idle = len([n for n in self.wanted if n not in self.claiming])
+        running = len(self.claims)
+        self.advertised = self.advertised or bool(idle or running)
+        if not self.advertised:
+            return None
+        return {
+            "MyType": "Submitter", "Name": self.name, "Owner": OWNER, "User": self.name, "AccountingGroup": OWNER,
+            "ScheddName": schedd_name, "ScheddAddress": address, "MyAddress": address,
+            "IdleJobs": idle, "RunningJobs": running, "WeightedRunningJobs": running, "HeldJobs": 0,
+            "SubmitterTag": domain,
+        }
+
+    # -- running jobs ----------------------------------------------------------------------
+    def _start(self, cluster: Cluster, names: list[str], slots: dict[str, dict[str, Any]]) -> None:
+        procs = sorted((j for j in cluster.procs.values() if is_dedicated(j)), key=lambda j: j.proc)
+        assigned = _assign(procs, [(n, obj_to_ad(slots[n])) for n in names])
+        if assigned is None:
+            log.info("dedicated scheduler: job %d: its procs do not fit the slots %s; waiting", cluster.id, names)
+            return
+        for job in procs:
+            self.jobs.queue.take_idle(job)
+        nodes = [(job, self.claims[name]) for job, name in assigned]
+        run = ParallelRun(self.shadows, procs, nodes, self.spool, self._ended)
+        self.runs[cluster.id] = run
+        for name in names:
+            self.busy[name] = run
+            self.idle_since.pop(name, None)
+        log.info("dedicated scheduler: job %d starts on %s", cluster.id, ", ".join(names))
+        self.jobs.host.spawn(run.run(), f"parallel-{cluster.id}")
+
+    def _ended(self, run: ParallelRun) -> None:
+        self.runs.pop(run.cluster.id, None)
+        now = time.time()
+        for name in [n for n, r in self.busy.items() if r is run]:
+            del self.busy[name]
+            sh = self.claims.get(name)
+            if sh is not None and sh.gone:
+                del self.claims[name]
+            elif sh is not None:
+                self.idle_since[name] = now
+        self.ads_changed()
+        self.wake()
+
+    async def release_all(self) -> None:
+        """The schedd stops for good: claims held idle go back (running ones stay: a
+        restarted schedd requeues their jobs and releases them)."""
+        for name, sh in list(self.claims.items()):
+            if name not in self.busy:
+                await sh.release()
+
+
+def _estimate(job: Job) -> float | None:
+    v = job.get("EstimatedRuntime")
+    return float(v) if type(v) in (int, float) and v > 0 else None
+
+
+def _matches(job: Job, slot: ClassAd) -> bool:
+    try:
+        return bool(job.classad().symmetricMatch(slot))
+    except Exception:
+        return False
+
+
+def _assign(procs: list[Job], slots: list[tuple[str, ClassAd]]) -> list[tuple[Job, str]] | None:
+    """Node by node, each proc's ``MaxHosts`` nodes to slots that match it (the most
+    particular procs first); None when they cannot all be placed."""
+    free = list(slots)
+    placed: dict[int, list[str]] = {}
+    for job in sorted(procs, key=lambda j: sum(_matches(j, ad) for _n, ad in slots)):
+        got = [n for n, ad in free if _matches(job, ad)][:_nodes(job)]
+        if len(got) < _nodes(job):
+            return None
+        placed[job.proc] = got
+        free = [(n, ad) for n, ad in free if n not in got]
+    return [(job, name) for job in procs for name in placed[job.proc]]
+
+
+__all__ = ["OWNER", "DedicatedScheduler", "is_dedicated"]
