@@ -168,3 +168,81 @@ def test_analyze_says_why_a_too_big_job_never_runs(dpool: PoolHandle, jobdir: Pa
     out = dpool.roost("q", "-analyze", jid, check=True).stdout
     assert "the dedicated scheduler will never run it: it needs 7 dedicated nodes; 4 match it" in out, out
     dpool.roost("rm", jid, check=True)
+
+
+def test_while_a_big_job_waits_its_slots_backfill_opportunistic_jobs_vacated_for_it(
+        dpool: PoolHandle, jobdir: Path) -> None:
+    """A (2 nodes) runs long, C (2 nodes) ends at once; B (4 nodes) must wait for A. The
+    claims C left are lent: opportunistic jobs run there, and are vacated (evicted, 004)
+    when A ends and B claims its four slots back by rank; then B runs."""
+    a = dpool.submit("universe = parallel\nexecutable = /bin/sleep\narguments = 6\nmachine_count = 2\n"
+                     "log = a.log\nqueue\n", jobdir).clusters[0][0]
+    c = dpool.submit("universe = parallel\nexecutable = /bin/true\nmachine_count = 2\nlog = c.log\nqueue\n",
+                     jobdir).clusters[0][0]
+    dpool.wait([f"{c}.0"], timeout=60)
+    assert (dpool.job(f"{a}.0") or {}).get("JobStatus") == 2  # A still runs
+    b = dpool.submit("universe = parallel\nexecutable = /bin/true\nmachine_count = 4\nlog = b.log\nqueue\n",
+                     jobdir).clusters[0][0]
+    opp = dpool.submit("executable = /bin/sleep\narguments = 120\nlog = opp.log\nqueue 2\n", jobdir).clusters[0][0]
+    wait_until(lambda: _events(jobdir, "opp.log").count("001") == 2, 30, "opportunistic jobs on the lent slots")
+    dpool.wait([f"{b}.0"], timeout=90)
+    ev = _events(jobdir, "opp.log")
+    assert ev.count("004") == 2, ev  # both vacated for B
+    assert (dpool.job(f"{b}.0") or {}).get("ExitCode") == 0
+    dpool.roost("rm", str(opp), check=True)
+
+
+def test_want_dedicated_procs_are_jobs_each_and_scheduler_cannot_be_claimed(
+        dpool: PoolHandle, jobdir: Path) -> None:
+    """queue 2 of +WantDedicated: two one-node jobs, each with its own exit. An ordinary
+    job naming the dedicated scheduler in +Scheduler does not get its rank."""
+    r = dpool.submit("executable = /bin/sh\narguments = \"-c 'exit $(Process)'\"\n+WantDedicated = true\n"
+                     "queue 2\n", jobdir)
+    cid = r.clusters[0][0]
+    dpool.wait([f"{cid}.0", f"{cid}.1"], timeout=60)
+    assert [(dpool.job(f"{cid}.{p}") or {}).get("ExitCode") for p in (0, 1)] == [0, 1]
+    spoof = dpool.submit('executable = /bin/sleep\narguments = 303\n+Scheduler = "DedicatedScheduler@localhost"\n'
+                         "queue\n", jobdir).clusters[0][0]
+    dpool.wait_for(f"{spoof}.0", lambda j: j["JobStatus"] == 2, 60, "running")
+    ranks = dpool.roost("status", "-af", "RemoteUser", "CurrentRank", check=True).stdout
+    assert not any(line.startswith("root@") and not line.endswith(" 0.0") and not line.endswith(" 0")
+                   for line in ranks.splitlines()), ranks
+    s = dpool.schedd()
+    try:
+        with pytest.raises(Exception, match="Scheduler"):
+            s.edit(f"{spoof}.0", {"Scheduler": "DedicatedScheduler@localhost"})  # the schedd's own attribute
+    finally:
+        s.close()
+    dpool.roost("rm", str(spoof), check=True)
+
+
+def test_tail_of_a_running_parallel_job_reads_node_0(dpool: PoolHandle, jobdir: Path) -> None:
+    r = dpool.submit("universe = parallel\nexecutable = /bin/sh\n"
+                     "arguments = \"-c 'echo I am node $(Node); exec sleep 304'\"\nmachine_count = 2\n"
+                     "output = out.$(Node)\nqueue\n", jobdir)
+    jid = f"{r.clusters[0][0]}.0"
+    dpool.wait_for(jid, lambda j: j["JobStatus"] == 2, 60, "running")
+    wait_until(lambda: "I am node 0" in dpool.roost("tail", jid).stdout, 20, "node 0's output through roost tail")
+    dpool.roost("rm", jid, check=True)
+
+
+def test_a_multi_executable_job_runs_its_procs_together(dpool: PoolHandle, jobdir: Path) -> None:
+    """Two queue statements, different arguments and machine_count: one job of three
+    nodes, numbered across its procs; each proc completes."""
+    r = dpool.submit("""universe = parallel
+executable = /bin/sh
+arguments = "-c 'echo master $(Node) of $_CONDOR_NPROCS'"
+machine_count = 1
+output = out.$(Node)
+log = p.log
++ParallelShutdownPolicy = "WAIT_FOR_ALL"
+queue
+arguments = "-c 'echo worker $(Node) of $_CONDOR_NPROCS; sleep 1'"
+machine_count = 2
+queue
+""", jobdir)
+    cid = r.clusters[0][0]
+    dpool.wait([f"{cid}.0", f"{cid}.1"], timeout=60)
+    assert [(jobdir / f"out.{n}").read_text() for n in range(3)] == [
+        "master 0 of 3\n", "worker 1 of 3\n", "worker 2 of 3\n"]
+    assert all((dpool.job(f"{cid}.{p}") or {}).get("JobStatus") == 4 for p in (0, 1))

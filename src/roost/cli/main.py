@@ -31,6 +31,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "vacate": ("roost.cli.drain_cmd", "evict the jobs a machine runs (condor_vacate)"),
     "off": ("roost.cli.drain_cmd", "stop offering this machine's slots; -daemon NAME: stop a daemon (condor_off)"),
     "on": ("roost.cli.drain_cmd", "offer this machine's slots again; -daemon NAME: start a daemon (condor_on)"),
+    "reserve": ("roost.cli.reserve_cmd", "hold dedicated resources for a time window (-list, -remove)"),
     "userprio": ("roost.cli.userprio_cmd", "show and set users' fair-share priorities (condor_userprio)"),
     "restart": ("roost.cli.restart_cmd", "restart daemons of a host through its master (condor_restart)"),
     "reconfig": ("roost.cli.reconfig_cmd", "make the pool's daemons reread their configuration (condor_reconfig)"),

@@ -219,6 +219,8 @@ COMMAND_LEVELS: dict[str, CommandLevel] = {
     "SUBMIT_TEXT": _c("schedd", L.WRITE, "`QMGMT_WRITE_CMD`", jobs=True),
     "ACT": _c("schedd", L.WRITE, "`ACT_ON_JOBS`", jobs=True),
     "EDIT": _c("schedd", L.WRITE, "`QMGMT_WRITE_CMD` (SetAttribute, condor_qedit)", jobs=True),
+    "RESERVE": _c("schedd", ByArg("op", (("list", (L.READ,)),), (L.ADMINISTRATOR,)),
+                  "none (roost's `roost reserve`: dedicated resources held for a window; listing is READ)"),
     "QUERY_JOBS": _c("schedd", L.READ, "`QUERY_JOB_ADS`, `QUERY_SCHEDD_HISTORY`"),
     "WAIT_JOBS": _c("schedd", L.READ, "`QMGMT_READ_CMD`"),
     "GET_REQUESTS": _c("schedd", L.NEGOTIATOR, "`NEGOTIATE`"),

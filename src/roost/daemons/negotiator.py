@@ -606,12 +606,19 @@ class Negotiator(Daemon):
             names += sorted(n for n, w in usage.items()
                             if w > 0 and n not in requests and self._group_of(n, groups) is not None)
         entries = []
+        dedicated = _dedicated_weights(slots, self._slot_weight) if any(
+            n.startswith(DEDICATED_PREFIX) for n in names) else {}
         for name in names:
             rec = self._record(name)
             prio = prios[name] if name in prios else self._eff_prio(name)
+            floor = rec.floor if rec else None
+            if name in dedicated:
+                # the slots whose owners gave them to this dedicated scheduler are its floor:
+                # a wide parallel job is not held to a slice of a pool busy with others' jobs
+                floor = max(floor or 0.0, dedicated[name])
             entries.append(Submitter(name=name, eff_prio=prio, running_weight=usage.get(name, 0.0),
                                      group=self._group_of(name, groups),
-                                     floor=rec.floor if rec else None, ceiling=rec.ceiling if rec else None,
+                                     floor=floor, ceiling=rec.ceiling if rec else None,
                                      usage=rec.usage if rec else 0.0))
         return negotiate_fair(slots, requests, entries, now, groups=groups,
                               pre_job_rank=self.pre_job_rank, post_job_rank=self.post_job_rank,
@@ -735,6 +742,20 @@ def _is_number(text: str | None) -> bool:
         return False
     return True
 
+
+
+DEDICATED_PREFIX = "DedicatedScheduler@"
+
+
+def _dedicated_weights(slots: list[Slot], weight: Any) -> dict[str, float]:
+    """Per dedicated scheduler (a slot's ``DedicatedScheduler``), the weight of its slots."""
+    out: dict[str, float] = {}
+    for slot in slots:
+        obj = slot.extra if isinstance(slot.extra, dict) else {}
+        name = obj.get("DedicatedScheduler")
+        if isinstance(name, str) and name.startswith(DEDICATED_PREFIX):
+            out[name] = out.get(name, 0.0) + weight(obj)
+    return out
 
 __all__ = ["CycleStats", "Negotiator"]
 

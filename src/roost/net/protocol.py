@@ -50,6 +50,7 @@ SCHEMAS: dict[str, Schema] = {
     },
     "ACT": {"action": "str", "ids": "list[str]?", "constraint": "str?", "owner": "str?", "reason": "str?"},
     "EDIT": {"attrs": "object", "ids": "list[str]?", "constraint": "str?", "owner": "str?"},
+    "RESERVE": {"op": "str", "nodes": "int?", "start": "number?", "duration": "number?", "id": "str?"},
     "WAIT_JOBS": {"ids": "list[str]", "timeout": "number?"},
     "GET_REQUESTS": {"owner": "str", "submitter": "str?"},
     "MATCHES": {"matches": "list[object]"},

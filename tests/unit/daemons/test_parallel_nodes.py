@@ -22,11 +22,14 @@ def _job(cid: int, proc: int, ad: dict[str, Any], diff: dict[str, Any] | None = 
 
 def test_node_ad_fills_in_the_node_and_its_environment() -> None:
     ad = {"Out": f"out.{PLACEHOLDER}", "Args": f"-n {PLACEHOLDER} x", "Environment": "A=1 B='x y'", "Cmd": "/bin/sh"}
-    got = node_ad(ad, 2, 4, spool_dir="/spool/parallel/7", host="10.0.0.5")
+    got = node_ad(ad, 2, 4, spool_dir="/spool/parallel/7", host="10.0.0.5", scheduler="DedicatedScheduler@s",
+                  secret="ab" * 32, run_id="r1")
     assert got["Out"] == "out.2" and got["Args"] == "-n 2 x" and got["Node"] == 2 and got["Cmd"] == "/bin/sh"
+    assert got["Scheduler"] == "DedicatedScheduler@s"  # what a dedicated slot's RANK looks for
     env = dict(w.split("=", 1) for w in split_v2_raw(got["Environment"]))
     assert env == {"A": "1", "B": "x y", "_CONDOR_PROCNO": "2", "_CONDOR_NPROCS": "4",
-                   "_CONDOR_REMOTE_SPOOL_DIR": "/spool/parallel/7", "ROOST_NODE_HOST": "10.0.0.5"}
+                   "_CONDOR_REMOTE_SPOOL_DIR": "/spool/parallel/7", "ROOST_NODE_HOST": "10.0.0.5",
+                   "_ROOST_PARALLEL_SECRET": "ab" * 32, "_ROOST_PARALLEL_RUN": "r1"}
     assert ad["Out"] == f"out.{PLACEHOLDER}"  # the proc's own ad is left as it was
 
 

@@ -75,6 +75,8 @@ class AutoClusters:
         """A claim or activation for ``job`` was refused (or its startd was unreachable):
         keep its autocluster out of GET_REQUESTS for a while, doubling per refusal, and
         ask for a cycle once that is over. Logged when the back-off starts, not per refusal."""
+        if job.get("JobUniverse") in NOT_NEGOTIATED or job.get("WantDedicated") is True:
+            return  # never negotiated: no autocluster of its own to hold back
         try:
             ac = self.autocluster_of(job, self.signature(job))
         except Exception:
@@ -175,6 +177,7 @@ class AutoClusters:
             if ac in held_back:
                 continue  # its last claim or activation was refused: not yet
             ad = members[0].merged()
+            ad.pop("Scheduler", None)  # the dedicated scheduler's alone (a slot's RANK prefers it)
             ad["AutoClusterId"] = ac
             requests.append({"autocluster": ac, "count": len(members), "ad": ad})
         return requests
@@ -184,6 +187,8 @@ class AutoClusters:
         members = self._members.get(ac) if isinstance(ac, int) else None
         while members:
             cand = members.popleft()
+            if cand.get("JobUniverse") in NOT_NEGOTIATED or cand.get("WantDedicated") is True:
+                continue  # (qedit made it dedicated since it was offered)
             if not cand.busy and cand.status == IDLE and cand.cluster.procs.get(cand.proc) is cand:
                 return cand
         return None

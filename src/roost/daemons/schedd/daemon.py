@@ -36,6 +36,7 @@ from roost.daemons.schedd.lifecycle import JobLifecycle
 from roost.daemons.schedd.localuniverse import LocalJob, kill_orphan, start_local
 from roost.daemons.schedd.negotiation import NegotiatorCalls
 from roost.daemons.schedd.queries import QueueCalls
+from roost.daemons.schedd.reservations import Reservations
 from roost.daemons.schedd.shadow import Shadows
 from roost.daemons.schedd.starter_calls import StarterCalls
 from roost.daemons.schedd.store import Store
@@ -144,6 +145,7 @@ class Schedd(Daemon):
             shadows, schedd_name=self.daemon_name, spool=str(self.spool_dir), config=self.config,
             query_slots=self._dedicated_slots, reschedule=self.reschedule, ads_changed=self.ads_changed)
         negotiation = NegotiatorCalls(jobs, autoclusters, shadows, self.max_running, dedicated)
+        reservations = dedicated.reservations = Reservations(str(self.spool_dir / "reservations.json"), dedicated.wake)
         checkpoints = jobs.checkpoints = CheckpointStore(str(self.spool_dir))
         checkpoints.sweep_partial()
         # checkpoint traffic: uploads admitted and paced, signal phases staggered
@@ -161,6 +163,7 @@ class Schedd(Daemon):
             "QUERY_JOBS": queries.h_query_jobs,
             "ACT": queries.h_act,
             "EDIT": queries.h_edit,
+            "RESERVE": reservations.h_reserve,
             "WAIT_JOBS": queries.h_wait_jobs,
             "GET_REQUESTS": negotiation.h_get_requests,
             "MATCHES": negotiation.h_matches,
@@ -212,6 +215,9 @@ class Schedd(Daemon):
             self.reschedule()
 
     async def stop(self) -> None:
+        if self.dedicated is not None:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(self.dedicated.release_all(), 5.0)  # idle dedicated claims go back
         if self.jobs is not None:
             self.jobs.stopping = True
             for runner in list(self.jobs.runners.values()):

@@ -13,12 +13,15 @@ startd's ``use POLICY : Dedicated``), builds the pure plan, and applies it:
   a match becomes a claim it keeps alive and runs any user's dedicated job on;
 - ``release``: claims no job wants, idle past ``UNUSED_CLAIM_TIMEOUT``, go back to the
   opportunistic pool;
+- ``backfill``: while a job waits at the head of the queue, the idle claims it holds are
+  released at once for opportunistic jobs (``DEDICATED_SCHEDULER_LEND_IDLE_CLAIMS``,
+  default true), and claimed back by rank (their jobs vacated) when the job can start;
 - ``never``: jobs that can never fit get ``DedicatedSchedulerReason`` (``q -analyze``).
 
 Knobs: ``DEDICATED_SCHEDULER_INTERVAL`` (s, default 5; it also runs at once when a
 dedicated job arrives or a claim comes or goes), ``UNUSED_CLAIM_TIMEOUT`` (600),
 ``DEDICATED_SCHEDULER_ORDER`` (fifo | user), ``DEDICATED_SCHEDULER_BACKFILL``
-(none | easy).
+(none | easy), ``DEDICATED_SCHEDULER_LEND_IDLE_CLAIMS``.
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ from roost.core import dedicated as core
 from roost.core import jobpolicy as jp
 from roost.daemons.schedd.jobqueue import Cluster, Job
 from roost.daemons.schedd.parallel import NodeShadow, ParallelRun
+from roost.daemons.schedd.reservations import Reservations
 from roost.daemons.schedd.shadow import Shadows
 from roost.net.adwire import obj_to_ad
 from roost.net.errors import RemoteError
@@ -71,12 +75,15 @@ class DedicatedScheduler:
         self.ads_changed = ads_changed
         self.claims: dict[str, NodeShadow] = {}  # slot name -> the claim we hold
         self.idle_since: dict[str, float] = {}
-        self.runs: dict[int, ParallelRun] = {}  # cluster id -> its run
+        self.runs: dict[str, ParallelRun] = {}  # job (cluster, or C.P for a lone dedicated proc) -> its run
         self.busy: dict[str, ParallelRun] = {}  # slot name -> the run using it
         self.wanted: dict[str, dict[str, Any]] = {}  # slot name -> the request ad the negotiator gets
         self.claiming: set[str] = set()
-        self.never: dict[str, str] = {}
         self.advertised = False
+        self._has_dedicated: dict[int, tuple[bool, float]] = {}  # cluster id -> (has dedicated procs, when seen)
+        self._held_back: dict[int, float] = {}  # multi-executable jobs whose slots did not suit: until when
+        self._asked = 0.0  # when the negotiator was last asked for a cycle for our requests
+        self.reservations: Reservations | None = None  # roost reserve (set by the daemon)
         self._wake = asyncio.Event()
         self.configure(config)
 
@@ -87,13 +94,18 @@ class DedicatedScheduler:
         self.order = order if order in ("fifo", "user") else "fifo"
         backfill = (config.get("DEDICATED_SCHEDULER_BACKFILL") or "none").strip().lower()
         self.backfill = backfill if backfill in ("none", "easy") else "none"
+        # while a job waits at the head, the idle claims it is not yet using serve opportunistic jobs
+        self.lend_idle = config.get_bool("DEDICATED_SCHEDULER_LEND_IDLE_CLAIMS", True) is not False
+        self.margin = max(0.0, float(config.get_float("DEDICATED_RESERVATION_MARGIN", 300.0) or 0.0))
+        self.ask_again = max(0.5, float(config.get_float("DEDICATED_SCHEDULER_RESCHEDULE_INTERVAL", 2.0) or 2.0))
 
     # -- when it runs ---------------------------------------------------------------------
     def wake(self) -> None:
         self._wake.set()
 
     def active(self) -> bool:
-        return bool(self.claims or self.runs or self._queued_clusters())
+        return bool(self.claims or self.runs or (self.reservations is not None and self.reservations.items)
+                    or self._queued())
 
     async def loop(self) -> None:
         while True:
@@ -110,20 +122,43 @@ class DedicatedScheduler:
                 log.exception("dedicated scheduler cycle failed")
 
     # -- one cycle ------------------------------------------------------------------------
-    def _queued_clusters(self) -> list[Cluster]:
-        """Clusters whose dedicated procs are all idle and free: each is one parallel job."""
-        out = []
+    def _dedicated_procs(self, cluster: Cluster, now: float) -> list[Job]:
+        """The cluster's dedicated procs; whether it has any is remembered (a 100,000-proc
+        vanilla cluster is not scanned each cycle), a "no" for a minute only (qedit)."""
+        known = self._has_dedicated.get(cluster.id)
+        if known is not None and not known[0] and now - known[1] < 60:
+            return []
+        procs = [j for j in cluster.procs.values() if is_dedicated(j)]
+        if len(self._has_dedicated) > 100000:
+            self._has_dedicated.clear()
+        self._has_dedicated[cluster.id] = (bool(procs), now)
+        return procs
+
+    def _queued(self) -> dict[str, list[Job]]:
+        """The dedicated jobs waiting to run, by id: a parallel cluster is one job (all its
+        procs idle and free), a ``+WantDedicated`` proc of another universe is a job alone."""
+        out: dict[str, list[Job]] = {}
+        now = time.monotonic()
         for cluster in self.jobs.queue.clusters.values():
-            if cluster.id in self.runs or not cluster.counts.get(jp.IDLE):
+            if not cluster.counts.get(jp.IDLE) or str(cluster.id) in self.runs:
                 continue
-            procs = [j for j in cluster.procs.values() if is_dedicated(j)]
-            if procs and all(j.status == jp.IDLE and not j.busy for j in procs):
-                out.append(cluster)
+            if self._held_back.get(cluster.id, 0.0) > now:
+                continue
+            procs = self._dedicated_procs(cluster, now)
+            if not procs:
+                continue
+            if cluster.ad.get("JobUniverse") == PARALLEL:
+                if all(j.status == jp.IDLE and not j.busy for j in procs):
+                    out[str(cluster.id)] = procs
+                continue
+            for j in procs:
+                if j.status == jp.IDLE and not j.busy and j.id not in self.runs:
+                    out[j.id] = [j]
         return out
 
     async def cycle(self) -> None:
         now = time.time()
-        clusters = {str(c.id): c for c in self._queued_clusters()}
+        queued = self._queued()
         try:
             slot_objs = await self.query_slots(self.name)
         except (RemoteError, ConnectionError) as e:
@@ -140,68 +175,111 @@ class DedicatedScheduler:
             est = _estimate(run.procs[0]) if run is not None else None
             resources.append(core.Resource(
                 name=name, host=str(s.get("Machine") or ""), claimed=mine,
-                running=str(run.cluster.id) if run is not None else None,
+                running=run.id if run is not None else None,
                 busy_until=(run.started_at + est if est is not None else core.INF) if run is not None else 0.0,
                 backfill=other, idle_since=self.idle_since.get(name, now)))
-        fits: dict[tuple[int, str], bool] = {}
+        fits: dict[tuple[str, str], bool] = {}
 
         def compatible(job: Any, r: core.Resource) -> bool:
             if isinstance(job, core.Reservation):
                 return True
-            key = (int(job.id), r.name)
+            key = (job.id, r.name)
             got = fits.get(key)
             if got is None:
                 slot = ads.get(r.name)
                 if slot is None:
                     slot = ads[r.name] = obj_to_ad(slots[r.name])
-                got = fits[key] = any(_matches(j, slot) for j in clusters[job.id].procs.values() if is_dedicated(j))
+                got = fits[key] = any(_matches(j, slot) for j in queued[job.id])
             return got
 
-        pjobs = [core.ParallelJob(id=cid, user=c.owner, nodes=sum(_nodes(j) for j in c.procs.values() if is_dedicated(j)),
-                                  submitted=float(c.ad.get("QDate") or 0), estimate=_estimate(next(iter(c.procs.values()))),
-                                  kind=cid) for cid, c in clusters.items()]
+        pjobs = [core.ParallelJob(id=jid, user=procs[0].owner, nodes=sum(_nodes(j) for j in procs),
+                                  submitted=float(procs[0].get("QDate") or 0), estimate=_estimate(procs[0]), kind=jid)
+                 for jid, procs in queued.items()]
+        reserved = self.reservations.active(now) if self.reservations is not None else []
         plan = core.plan(pjobs, resources, now, compatible=compatible, order=self.order, backfill=self.backfill,
-                         unused_claim_timeout=self.unused_claim_timeout)
-        for cid, names in plan.start:
-            self._start(clusters[cid], names, slots)
+                         reservations=reserved, margin=self.margin, unused_claim_timeout=self.unused_claim_timeout)
+        for jid, names in plan.start:
+            self._start(jid, queued[jid], names, slots)
         wanted: dict[str, dict[str, Any]] = {}
-        for cid, names in plan.gather:
+        for jid, names in plan.gather:
             for name in names:
                 if name not in self.claims:
-                    wanted[name] = self._request(clusters[cid], name, slots[name])
+                    wanted[name] = self._request(queued[jid], name, slots[name])
+        keep: set[str] = set()  # reserved nodes whose window is near or open: held, not lent
+        for rv in reserved:
+            names = plan.reserved.get(rv.id, [])
+            if self.reservations is not None:
+                self.reservations.placed[rv.id] = names
+            if rv.start - self.margin <= now < rv.end:
+                keep.update(names)
+                for name in names:
+                    if name not in self.claims:
+                        wanted[name] = self._reserve_request(name, slots[name])
+        self._want(wanted)
+        lend = [n for n in plan.backfill if n in self.claims and n not in self.busy and n not in keep] if (
+            plan.waiting and self.lend_idle) else []
+        for name in [n for n in plan.release if n not in keep] + lend:
+            sh = self.claims.pop(name, None)
+            if sh is not None:
+                if name in lend:  # backfill: opportunistic jobs use it until it is wanted (rank preemption)
+                    log.info("dedicated scheduler: %s lent to opportunistic jobs while a job waits", name)
+                else:
+                    log.info("dedicated scheduler: claim on %s unused for %g s: released", name,
+                             self.unused_claim_timeout)
+                self.idle_since.pop(name, None)
+                sh.gone = True
+                self.jobs.host.spawn(sh.release(), f"release-{name}")
+                self.ads_changed()
+        self._overruns(now, plan, keep)
+        await self._note_never(plan.never, queued)
+
+    def _want(self, wanted: dict[str, dict[str, Any]]) -> None:
+        """Ask the negotiator for these slots: a cycle when the set changes, and again
+        every few seconds while some stay unmatched (the negotiator's periodic cycle may
+        be a minute away, and a wide job may get its slots over several cycles)."""
+        now = time.monotonic()
         if set(wanted) != set(self.wanted):
             log.info("dedicated scheduler: asking for %d slots (%s)", len(wanted), ", ".join(sorted(wanted)[:8]))
             self.wanted = wanted
             self.ads_changed()
             self.reschedule()
-        else:
-            self.wanted = wanted
-        for name in plan.release:
-            sh = self.claims.pop(name, None)
-            if sh is not None:
-                log.info("dedicated scheduler: claim on %s unused for %g s: released", name, self.unused_claim_timeout)
-                self.idle_since.pop(name, None)
-                self.jobs.host.spawn(sh.release(), f"release-{name}")
-                self.ads_changed()
-        await self._note_never(plan.never, clusters)
+            self._asked = now
+            return
+        self.wanted = wanted
+        if wanted and now - self._asked >= self.ask_again:
+            self._asked = now
+            self.reschedule()
 
-    async def _note_never(self, never: dict[str, str], clusters: dict[str, Cluster]) -> None:
-        """Jobs that can never fit say why in their ads (``roost q -analyze`` shows it)."""
-        for cid, why in never.items():
-            if self.never.get(cid) == why:
+    def _overruns(self, now: float, plan: core.Plan, keep: set[str]) -> None:
+        """A job that runs past its ``EstimatedRuntime`` (plus a grace of a tenth, at least a
+        minute) while the plan counted on its nodes (a job waits, a reservation opens) is
+        stopped and requeued: the estimate is what let it run there."""
+        if not plan.waiting and not keep:
+            return
+        for run in list(self.runs.values()):
+            est = _estimate(run.procs[0])
+            if est is None or run.started_at <= 0 or run.stopped_by:
                 continue
-            self.never[cid] = why
-            log.info("dedicated scheduler: job %s can never run here: %s", cid, why)
-            for job in clusters[cid].procs.values():
-                await self.jobs.commit(self.jobs.set_ops(job, {"DedicatedSchedulerReason": why}))
-        for cid in [c for c in self.never if c not in never]:
-            del self.never[cid]
+            if now > run.started_at + est + max(60.0, est / 10):
+                why = f"ran past its EstimatedRuntime ({est:g} s) while other work waited for its nodes"
+                log.info("dedicated scheduler: job %s %s: stopped", run.id, why)
+                run.stop(why)
 
-    def _request(self, cluster: Cluster, slot: str, slot_obj: dict[str, Any]) -> dict[str, Any]:
+    async def _note_never(self, never: dict[str, str], queued: dict[str, list[Job]]) -> None:
+        """Jobs that can never fit say why in their ads (``roost q -analyze`` shows it);
+        the reason is cleared once they fit (more slots), also after a schedd restart."""
+        for jid, procs in queued.items():
+            why = never.get(jid, "")
+            for job in procs:
+                if (job.get("DedicatedSchedulerReason") or "") != why:
+                    if why:
+                        log.info("dedicated scheduler: job %s can never run here: %s", job.id, why)
+                    await self.jobs.commit(self.jobs.set_ops(job, {"DedicatedSchedulerReason": why}))
+
+    def _request(self, procs: list[Job], slot: str, slot_obj: dict[str, Any]) -> dict[str, Any]:
         """The negotiator's request for one slot: a proc of the job that fits it, the slot
         named, ``Scheduler`` and ``User`` this scheduler's name."""
         slot_ad = obj_to_ad(slot_obj)
-        procs = [j for j in cluster.procs.values() if is_dedicated(j)]
         job = next((j for j in procs if _matches(j, slot_ad)), procs[0])
         ad = job.merged()
         req = ad.get("Requirements")
@@ -213,6 +291,17 @@ class DedicatedScheduler:
         ad["User"] = self.name
         ad["RequestCpus"] = slot_obj.get("Cpus") if type(slot_obj.get("Cpus")) is int else ad.get("RequestCpus", 1)
         return ad
+
+    def _reserve_request(self, slot: str, slot_obj: dict[str, Any]) -> dict[str, Any]:
+        """The request that claims a reserved node: no job's, only the slot's size."""
+        cpus, mem = slot_obj.get("Cpus"), slot_obj.get("Memory")
+        return {
+            "MyType": "Job", "TargetType": "Machine", "Owner": OWNER, "User": self.name, "Scheduler": self.name,
+            "JobUniverse": PARALLEL, "RequestCpus": cpus if type(cpus) is int else 1,
+            "RequestMemory": mem if type(mem) is int else 1, "RequestDisk": 1,
+            "Requirements": f"/Expr(TARGET.Name == {quote_string(slot)} && "
+                            f"TARGET.DedicatedScheduler =?= {quote_string(self.name)})/",
+        }
 
     # -- the negotiator's side ------------------------------------------------------------------
     def requests(self) -> list[dict[str, Any]]:
@@ -277,25 +366,28 @@ class DedicatedScheduler:
         }
 
     # -- running jobs ----------------------------------------------------------------------
-    def _start(self, cluster: Cluster, names: list[str], slots: dict[str, dict[str, Any]]) -> None:
-        procs = sorted((j for j in cluster.procs.values() if is_dedicated(j)), key=lambda j: j.proc)
+    def _start(self, jid: str, procs: list[Job], names: list[str], slots: dict[str, dict[str, Any]]) -> None:
+        procs = sorted(procs, key=lambda j: j.proc)
         assigned = _assign(procs, [(n, obj_to_ad(slots[n])) for n in names])
         if assigned is None:
-            log.info("dedicated scheduler: job %d: its procs do not fit the slots %s; waiting", cluster.id, names)
+            # each proc of a multi-executable job needs slots of its own kind: these do not
+            # suit them; look again later (other slots may free) instead of every cycle
+            log.info("dedicated scheduler: job %s: its procs do not fit the slots %s; held back 30 s", jid, names)
+            self._held_back[procs[0].cluster.id] = time.monotonic() + 30.0
             return
         for job in procs:
             self.jobs.queue.take_idle(job)
         nodes = [(job, self.claims[name]) for job, name in assigned]
-        run = ParallelRun(self.shadows, procs, nodes, self.spool, self._ended)
-        self.runs[cluster.id] = run
+        run = ParallelRun(self.shadows, procs, nodes, self.spool, self._ended, scheduler=self.name)
+        self.runs[run.id] = run
         for name in names:
             self.busy[name] = run
             self.idle_since.pop(name, None)
-        log.info("dedicated scheduler: job %d starts on %s", cluster.id, ", ".join(names))
-        self.jobs.host.spawn(run.run(), f"parallel-{cluster.id}")
+        log.info("dedicated scheduler: job %s starts on %s", jid, ", ".join(names))
+        self.jobs.host.spawn(run.run(), f"parallel-{jid}")
 
     def _ended(self, run: ParallelRun) -> None:
-        self.runs.pop(run.cluster.id, None)
+        self.runs.pop(run.id, None)
         now = time.time()
         for name in [n for n, r in self.busy.items() if r is run]:
             del self.busy[name]
@@ -308,11 +400,11 @@ class DedicatedScheduler:
         self.wake()
 
     async def release_all(self) -> None:
-        """The schedd stops for good: claims held idle go back (running ones stay: a
-        restarted schedd requeues their jobs and releases them)."""
-        for name, sh in list(self.claims.items()):
-            if name not in self.busy:
-                await sh.release()
+        """The schedd stops: claims held idle go back (running ones stay: a restarted
+        schedd requeues their jobs and releases them)."""
+        idle = [sh for name, sh in self.claims.items() if name not in self.busy]
+        self.claims = {n: sh for n, sh in self.claims.items() if n in self.busy}
+        await asyncio.gather(*(sh.release() for sh in idle), return_exceptions=True)
 
 
 def _estimate(job: Job) -> float | None:

@@ -64,8 +64,10 @@ class WatchCalls:
             raise RequestError("DENIED", f"{cmd}: user {user} may not look into job {jid}, which is {job.owner}'s")
         if job.status not in (jp.RUNNING, jp.SUSPENDED):
             raise RequestError("NOT_RUNNING", f"job {jid} is not running ({jp.STATUS_NAMES.get(job.status, job.status)})")
-        shadow = self.jobs.runners.get(job.key)
-        if not isinstance(shadow, Shadow) or shadow.job is not job:
+        runner = self.jobs.runners.get(job.key)
+        watch = getattr(runner, "watch_shadow", None)  # a parallel job: its first node's claim
+        shadow = watch(job) if callable(watch) else runner
+        if not isinstance(shadow, Shadow) or getattr(shadow.job, "of", shadow.job) is not job:
             raise RequestError("NOT_RUNNING", f"job {jid} does not run on an execute machine (a local or scheduler "
                                "universe job runs beside the schedd)")
         return job, shadow, user

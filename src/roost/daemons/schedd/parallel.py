@@ -24,6 +24,7 @@ import asyncio
 import contextlib
 import logging
 import os
+import secrets
 import shutil
 import time
 from collections.abc import Callable
@@ -32,7 +33,7 @@ from typing import Any
 from roost.core import jobpolicy as jp
 from roost.daemons.schedd.jobqueue import Job
 from roost.daemons.schedd.localuniverse import run_as
-from roost.daemons.schedd.shadow import Shadow, Shadows
+from roost.daemons.schedd.shadow import MAX_TRANSFER_RETRIES, Shadow, Shadows
 from roost.eventlog import ExecuteEvent, NodeExecuteEvent, NodeTerminatedEvent, Usage
 from roost.net.adwire import obj_to_ad
 from roost.net.errors import RemoteError
@@ -44,15 +45,26 @@ PLACEHOLDER = "#pArAlLeLnOdE#"  # what condor_submit (and roost's) leaves for $(
 STOP_WAIT = 30.0  # seconds to wait for a stopped node's exit report before giving up on it
 
 
-def node_ad(ad: dict[str, Any], node: int, nprocs: int, *, spool_dir: str, host: str) -> dict[str, Any]:
+def node_ad(ad: dict[str, Any], node: int, nprocs: int, *, spool_dir: str, host: str, scheduler: str = "",
+            secret: str = "", run_id: str = "") -> dict[str, Any]:
     """The ad node ``node`` of ``nprocs`` runs with: the proc's (wire-form) ad with the
-    node number for ``$(Node)``, ``Node``, and HTCondor's node environment; ``host``:
-    the address its host is reached at (``ROOST_NODE_HOST``, for an MPI launcher)."""
+    node number for ``$(Node)``, ``Node``, ``Scheduler`` (the dedicated scheduler's name:
+    what a dedicated slot's RANK and MaxJobRetirementTime look for), and HTCondor's node
+    environment; ``host``: the address its host is reached at (``ROOST_NODE_HOST``, for
+    an MPI launcher). ``secret`` and ``run_id`` are this run's, shared by its nodes only
+    (``_ROOST_PARALLEL_SECRET``, ``_ROOST_PARALLEL_RUN``): an MPI launcher's agents prove
+    it to each other. The ad goes to the startd, never into the queue (where any user
+    could read it)."""
     out = {k: (v.replace(PLACEHOLDER, str(node)) if isinstance(v, str) and PLACEHOLDER in v else v)
            for k, v in ad.items()}
     out["Node"] = node
+    if scheduler:
+        out["Scheduler"] = scheduler
     env = {"_CONDOR_PROCNO": str(node), "_CONDOR_NPROCS": str(nprocs), "_CONDOR_REMOTE_SPOOL_DIR": spool_dir,
            "ROOST_NODE_HOST": host}
+    if secret:
+        env["_ROOST_PARALLEL_SECRET"] = secret
+        env["_ROOST_PARALLEL_RUN"] = run_id
     words = join_v2_raw([f"{k}={v}" for k, v in env.items()])
     old = out.get("Environment")
     out["Environment"] = f"{old} {words}" if isinstance(old, str) and old.strip() else words
@@ -178,6 +190,7 @@ class NodeShadow(Shadow):
     def _lost(self, why: str) -> None:
         log.warning("dedicated claim on %s lost: %s", self.slot_name, why)
         self.gone = True
+        self.shadows.by_claim.pop(self.claim_id, None)
         if self.exit is not None and not self.exit.done():
             self.exit.set_result({"state": "lost", "error": why})
         self.on_lost(self)
@@ -192,27 +205,42 @@ class NodeShadow(Shadow):
             await self.client.call("RELEASE_CLAIM", claim_id=self.claim_id, _timeout=5.0)
 
 
-def remote_spool_dir(spool: str, cluster: int) -> str:
+def _give_up(sh: NodeShadow) -> None:
+    """Stop using a claim at once (the dedicated scheduler drops it) and release it."""
+    if not sh.gone:
+        sh.gone = True
+        sh.jobs.host.spawn(sh.release(), f"release-{sh.slot_name}")
+
+
+def remote_spool_dir(spool: str, job: str) -> str:
     """``_CONDOR_REMOTE_SPOOL_DIR``: a directory of the submit side every node of the job
-    reaches through Chirp (an MPI launcher's contact files)."""
-    return os.path.join(spool, "parallel", str(cluster))
+    (a parallel cluster, or a lone dedicated proc ``C.P``) reaches through Chirp (an MPI
+    launcher's contact files)."""
+    return os.path.join(spool, "parallel", job)
 
 
 class ParallelRun:
     """One parallel job running on its claims: the ``Runner`` of each of its procs."""
 
     def __init__(self, shadows: Shadows, procs: list[Job], nodes: list[tuple[Job, NodeShadow]], spool: str,
-                 on_end: Callable[[ParallelRun], None]) -> None:
+                 on_end: Callable[[ParallelRun], None], scheduler: str = "") -> None:
         self.shadows = shadows
         self.jobs = shadows.jobs
         self.procs = procs
         self.nodes = nodes  # node i: (its proc, its claim)
         self.cluster = procs[0].cluster
-        self.spool_dir = remote_spool_dir(spool, self.cluster.id)
+        self.id = procs[0].id if len(procs) == 1 and procs[0].get("JobUniverse") != 11 else str(self.cluster.id)
+        self.spool_dir = remote_spool_dir(spool, self.id)
         self.on_end = on_end
         self.started_at = 0.0
         self._stop = asyncio.Event()
         self._pending: dict[asyncio.Future[Any], int] = {}  # nodes still running when the job ended
+        self.scheduler = scheduler
+        self.secret = secrets.token_hex(32)  # this run's: its nodes' launch agents prove it
+        self.run_id = secrets.token_hex(6)
+        self.stopped_by = ""  # why the run was stopped from outside (a hold, a removal, an overrun)
+        self._stopped = False
+        self._ends: dict[int, dict[str, Any]] = {}
 
     @property
     def claims(self) -> list[NodeShadow]:
@@ -220,10 +248,20 @@ class ParallelRun:
 
     def vacate_job(self, job: Job) -> None:
         """A proc was removed or held: every node stops (the job cannot run with one gone)."""
+        self.stop("another proc of its parallel job was held or removed")
+
+    def stop(self, why: str) -> None:
+        """Stop every node and settle the job (requeued, unless held or removed)."""
+        self.stopped_by = self.stopped_by or why
         self._stop.set()
 
+    def watch_shadow(self, job: Job) -> NodeShadow | None:
+        """The claim ``roost tail``/``ssh_to_job`` of ``job`` reach: its first node's."""
+        return next((sh for j, sh in self.nodes if j is job and sh.job is not None), None)
+
     def _make_spool(self) -> None:
-        os.makedirs(self.spool_dir, mode=0o700, exist_ok=True)
+        shutil.rmtree(self.spool_dir, ignore_errors=True)  # what an earlier run (a crashed schedd's) left
+        os.makedirs(self.spool_dir, mode=0o700)
         ids = run_as(self.cluster.owner)
         if ids is not None:
             os.chown(self.spool_dir, ids[0], ids[1])
@@ -234,12 +272,16 @@ class ParallelRun:
             await self._run()
         except Exception:
             log.exception("parallel job %d: its run failed", self.cluster.id)
+            with contextlib.suppress(Exception):
+                await self._stop_all()
             for job in self.procs:
                 if self.jobs.runners.get(job.key) is self:
                     await self.jobs.requeue(job, "the schedd's parallel run failed")
+                elif job.cluster.procs.get(job.proc) is job and job.status == jp.IDLE and job.busy:
+                    job.busy = False
+                    self.jobs.queue.give_back_idle(job)
         finally:
-            with contextlib.suppress(OSError):
-                shutil.rmtree(self.spool_dir)
+            await asyncio.to_thread(shutil.rmtree, self.spool_dir, True)
             self.on_end(self)
 
     async def _run(self) -> None:
@@ -247,7 +289,8 @@ class ParallelRun:
         await asyncio.to_thread(self._make_spool)
         node_jobs = []
         for i, (job, sh) in enumerate(self.nodes):
-            ad = node_ad(job.merged(), i, n, spool_dir=self.spool_dir, host=host_of(sh.startd_address))
+            ad = node_ad(job.merged(), i, n, spool_dir=self.spool_dir, host=host_of(sh.startd_address),
+                         scheduler=self.scheduler, secret=self.secret, run_id=self.run_id)
             node_jobs.append(NodeJob(job, i, ad))
         firsts = {}
         for i, (job, _sh) in enumerate(self.nodes):
@@ -262,11 +305,15 @@ class ParallelRun:
             why = f"node {i} could not start on {self.nodes[i][1].slot_name}: {err}"
             log.warning("parallel job %d: %s", self.cluster.id, why)
             await self._stop_all()
+            for k, (_job, sh) in enumerate(self.nodes):
+                sh.job = None
+                sh.exit = None
+                if any(k == i for i, _e in failed) and not sh.gone:
+                    _give_up(sh)  # a claim that failed us: not used again
             for job in self.procs:
                 if job.cluster.procs.get(job.proc) is job and job.status == jp.IDLE:
                     job.busy = False
                     self.jobs.queue.give_back_idle(job)
-            self.shadows.autoclusters.note_refused(self.procs[0], why)
             return
         self.started_at = now = time.time()
         for job in self.procs:
@@ -286,9 +333,10 @@ class ParallelRun:
                                         slot_name=s.slot_name) for k, (j, s) in enumerate(self.nodes) if j is job]
             self.jobs.write_events(job, events)
         if any(self.jobs.runners.get(j.key) is not self for j in self.procs):
-            self._stop.set()
+            self.stop("a proc of the parallel job was held or removed while its nodes started")
         ends, bad = await self._wait()
         await self._stop_all()
+        self._ends = ends
         await self._settle(ends, bad)
 
     async def _wait(self) -> tuple[dict[int, dict[str, Any]], tuple[int, dict[str, Any]] | None]:
@@ -315,6 +363,9 @@ class ParallelRun:
                     break
         finally:
             stop.cancel()
+        if not self._stop.is_set():
+            self.stopped_by = ""  # over by its shutdown policy or a failed node: a later hold changes nothing
+        self._stopped = self._stop.is_set()
         self._pending = {f: waits[f] for f in pending if f is not stop}
         return ends, bad
 
@@ -340,6 +391,7 @@ class ParallelRun:
             _done, still = await asyncio.wait(list(pending), timeout=STOP_WAIT)
             for f in still:
                 f.cancel()
+                _give_up(self.nodes[pending[f]][1])  # a node that did not report: its claim is not reused
         self._pending = {}
 
     async def _settle(self, ends: dict[int, dict[str, Any]], bad: tuple[int, dict[str, Any]] | None) -> None:
@@ -358,24 +410,50 @@ class ParallelRun:
             elif job.status == jp.HELD:
                 await jobs.clear_claim(job)
             elif bad is not None:
-                i, update = bad
-                slot = self.nodes[i][1].slot_name
-                why = f"node {i} on {slot}: {update.get('error') or update.get('state')}"
-                log.warning("parallel job %s: %s; every node stopped", job.id, why)
-                if update.get("state") == "failed" and update.get("retry") is not True:
-                    await jobs.hold(job, f"Error from {slot}: {update.get('error') or 'node could not start'}",
-                                    jp.HOLD_FAILED_TO_CREATE_PROCESS, 0, vacate=False)
-                elif update.get("state") == "vacated":
-                    await jobs.evicted(job, update)
-                else:
-                    await jobs.requeue(job, f"Parallel job failed: {why}")
-            elif self._stop.is_set():
-                await jobs.requeue(job, "another proc of its parallel job was held or removed")
+                await self._failed(job, *bad)
+            elif self._stopped:
+                await jobs.requeue(job, self.stopped_by or "its parallel job was stopped")
+            elif (held := self._output_trouble(job)) is not None:
+                await jobs.hold(job, held[1][:2000], held[0], 2 if held[0] == jp.HOLD_TRANSFER_OUTPUT_ERROR else 0,
+                                vacate=False)
             else:
                 i = firsts[job.key]
                 update = dict(ends.get(i) or ends.get(0) or {"state": "exited", "exit_code": 0})
                 update["usage"] = self._usage(job, ends)
                 await lead._exited(job, update)
+
+    async def _failed(self, job: Job, i: int, update: dict[str, Any]) -> None:
+        """Node ``i`` failed: the job is requeued (held when the node's program could not be
+        run at all, or after MAX_TRANSFER_RETRIES infrastructure faults in a row)."""
+        jobs = self.jobs
+        sh = self.nodes[i][1]
+        why = f"node {i} on {sh.slot_name}: {update.get('error') or update.get('state')}"
+        log.warning("parallel job %s: %s; every node stopped", job.id, why)
+        faults = job.get("NumShadowExceptions", 0)
+        faults = faults if isinstance(faults, int) else 0
+        if sh.transfer_error is not None:
+            await jobs.hold(job, sh.transfer_error[1][:2000], sh.transfer_error[0], 0, vacate=False)
+        elif update.get("state") == "failed" and update.get("retry") is not True:
+            await jobs.hold(job, f"Error from {sh.slot_name}: {update.get('error') or 'node could not start'}",
+                            jp.HOLD_FAILED_TO_CREATE_PROCESS, 0, vacate=False)
+        elif update.get("state") == "vacated":
+            await jobs.evicted(job, update)
+        elif faults + 1 >= MAX_TRANSFER_RETRIES:
+            await jobs.hold(job, f"Parallel job failed {faults + 1} times; last: {why}"[:2000],
+                            jp.HOLD_TRANSFER_INPUT_ERROR, 0, vacate=False)
+        else:
+            await jobs.requeue(job, f"Parallel job failed: {why}")
+
+    def _output_trouble(self, job: Job) -> tuple[int, str] | None:
+        """A node whose files did not all come back holds the job, as a serial job's would."""
+        for j, sh in self.nodes:
+            if j is job and sh.transfer_error is not None:
+                return sh.transfer_error
+        for k, (j, sh) in enumerate(self.nodes):
+            err = self._ends.get(k, {}).get("output_error")
+            if j is job and isinstance(err, str) and err:
+                return jp.HOLD_TRANSFER_OUTPUT_ERROR, f"Error from {sh.slot_name}: Failed to transfer output files: {err}"
+        return None
 
     def _usage(self, job: Job, ends: dict[int, dict[str, Any]]) -> dict[str, Any]:
         """A proc's usage: the run's wall time, its nodes' CPU times summed and the

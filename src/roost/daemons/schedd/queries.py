@@ -38,7 +38,8 @@ _PROTECTED = {a.lower() for a in ("ClusterId", "ProcId", "Owner", "User", "JobSt
                                   "EnteredCurrentStatus", "NumJobStarts", "JobCurrentStartDate",
                                   "JobStartDate", "CompletionDate", "ExitCode", "ExitBySignal",
                                   "ExitSignal", "RemoteHost", "ClaimId", "PublicClaimId",
-                                  "DAGManJobId", "HoldReasonCode", "HoldReasonSubCode")}
+                                  "DAGManJobId", "HoldReasonCode", "HoldReasonSubCode", "Scheduler",
+                                  "DedicatedSchedulerReason")}
 
 WAIT_PROGRESS_S = 0.05  # WAIT_JOBS: least time between a first change and a progress answer
 

@@ -454,6 +454,7 @@ class Shadow:
         the slot's ``RemoteUser`` carries, which the negotiator charges usage to."""
         ad = job.merged()
         ad["User"] = self.shadows.submitter_of(job.cluster)
+        ad.pop("Scheduler", None)  # the dedicated scheduler's alone: a job naming it would outrank its nodes
         return ad
 
     async def _activate_preempting(self, ad: dict[str, Any]) -> dict[str, Any]:

@@ -116,16 +116,21 @@ class StarterCalls:
         except Exception as e:  # shown state only: the transfer goes on
             log.warning("job %s: cannot record %s: %s", job.id, attr, e)
 
-    async def _serving_or_drain(self, req: dict[str, Any], peer: Peer) -> tuple[Any, Any]:
+    async def _serving_or_drain(self, req: dict[str, Any], peer: Peer, *, parallel_ok: bool = True) -> tuple[Any, Any]:
         """The shadow and job a PUT_* names; if none (a restarted schedd not yet
-        reconnected), the announced bytes are read first, so that the connection stays
-        in step and the starter's retry is not read as a frame of file data."""
+        reconnected), or ``parallel_ok`` is false and it is a parallel job's node, the
+        announced bytes are read first, so that the connection stays in step and the
+        starter's retry is not read as a frame of file data."""
         entries = req["files"]
         for e in entries:
             if not isinstance(e, dict) or not isinstance(e.get("size"), int) or e["size"] < 0:
                 raise bad_request(f"{req.get('cmd', 'PUT_FILES')}: each file needs a size")
         try:
-            return self.shadows.serving(req["claim_id"], req["job"])
+            got = self.shadows.serving(req["claim_id"], req["job"])
+            if not parallel_ok and hasattr(got[1], "of"):
+                # one node's checkpoint is no checkpoint of the job (no coordinated checkpoint)
+                raise RequestError("CHECKPOINT_FAILED", "parallel jobs do not checkpoint")
+            return got
         except RequestError:
             remaining = sum(e["size"] for e in entries)
             while remaining > 0:
@@ -228,7 +233,7 @@ class StarterCalls:
         checkpoint_exit_code and runs again in place): stored transactionally, then the
         job's CommittedTime advances and its log gets a checkpointed event. Refused
         (CHECKPOINT_FAILED) with the previous checkpoint intact when they cannot be kept."""
-        sh, job = await self._serving_or_drain(req, peer)
+        sh, job = await self._serving_or_drain(req, peer, parallel_ok=False)
         entries = req["files"]
         for e in entries:
             if not isinstance(e.get("name"), str):
