@@ -55,7 +55,6 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     outcome = yield
     rep = outcome.get_result()
     if rep.when == "call" and rep.failed:
-        for name in ("pool", "fresh_pool"):
-            p = item.funcargs.get(name) if hasattr(item, "funcargs") else None
-            if isinstance(p, PoolHandle):
+        for name, p in (item.funcargs.items() if hasattr(item, "funcargs") else ()):
+            if isinstance(p, PoolHandle):  # any pool fixture: pool, fresh_pool, a module's own
                 rep.sections.append((f"roost logs ({name})", log_tails(p.home)))

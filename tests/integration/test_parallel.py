@@ -61,7 +61,7 @@ def _events(d: Path, log: str = "p.log") -> list[str]:
 def test_nodes_get_their_number_and_wait_for_all(dpool: PoolHandle, jobdir: Path) -> None:
     r = dpool.submit("""universe = parallel
 executable = /bin/sh
-arguments = "-c 'echo node $(Node) of $_CONDOR_NPROCS procno $_CONDOR_PROCNO spool $_CONDOR_REMOTE_SPOOL_DIR; sleep $(Node); exit $(Node)'"
+arguments = "-c 'echo node $(Node) of $_CONDOR_NPROCS procno $_CONDOR_PROCNO hosts $_ROOST_PARALLEL_HOSTS spool $_CONDOR_REMOTE_SPOOL_DIR; sleep $(Node); exit $(Node)'"
 machine_count = 3
 +ParallelShutdownPolicy = "WAIT_FOR_ALL"
 output = out.$(Node)
@@ -74,7 +74,7 @@ queue
     dpool.wait([jid], timeout=60)
     for n in range(3):
         text = (jobdir / f"out.{n}").read_text()
-        assert text.startswith(f"node {n} of 3 procno {n} spool "), text
+        assert text.startswith(f"node {n} of 3 procno {n} hosts 127.0.0.1 127.0.0.1 127.0.0.1 spool "), text
         assert (jobdir / f"err.{n}").exists()
     job = dpool.job(jid)
     assert job is not None and job["JobStatus"] == 4 and job["ExitCode"] == 0, job  # node 0's exit
@@ -172,11 +172,13 @@ def test_analyze_says_why_a_too_big_job_never_runs(dpool: PoolHandle, jobdir: Pa
 
 def test_while_a_big_job_waits_its_slots_backfill_opportunistic_jobs_vacated_for_it(
         dpool: PoolHandle, jobdir: Path) -> None:
-    """A (2 nodes) runs long, C (2 nodes) ends at once; B (4 nodes) must wait for A. The
+    """A (2 nodes) runs until told, C (2 nodes) ends at once; B (4 nodes) must wait for A. The
     claims C left are lent: opportunistic jobs run there, and are vacated (evicted, 004)
     when A ends and B claims its four slots back by rank; then B runs."""
-    a = dpool.submit("universe = parallel\nexecutable = /bin/sleep\narguments = 6\nmachine_count = 2\n"
-                     "log = a.log\nqueue\n", jobdir).clusters[0][0]
+    # A runs until the test says so (a file in its shared working directory)
+    a = dpool.submit("universe = parallel\nexecutable = /bin/sh\n"
+                     "arguments = \"-c 'while [ ! -e go ]; do sleep 0.2; done'\"\nmachine_count = 2\n"
+                     "should_transfer_files = NO\nlog = a.log\nqueue\n", jobdir).clusters[0][0]
     c = dpool.submit("universe = parallel\nexecutable = /bin/true\nmachine_count = 2\nlog = c.log\nqueue\n",
                      jobdir).clusters[0][0]
     dpool.wait([f"{c}.0"], timeout=60)
@@ -185,6 +187,8 @@ def test_while_a_big_job_waits_its_slots_backfill_opportunistic_jobs_vacated_for
                      jobdir).clusters[0][0]
     opp = dpool.submit("executable = /bin/sleep\narguments = 120\nlog = opp.log\nqueue 2\n", jobdir).clusters[0][0]
     wait_until(lambda: _events(jobdir, "opp.log").count("001") == 2, 30, "opportunistic jobs on the lent slots")
+    assert (dpool.job(f"{b}.0") or {}).get("JobStatus") == 1  # B still waits for A
+    (jobdir / "go").write_text("")
     dpool.wait([f"{b}.0"], timeout=90)
     ev = _events(jobdir, "opp.log")
     assert ev.count("004") == 2, ev  # both vacated for B

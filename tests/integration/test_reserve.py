@@ -35,7 +35,7 @@ def rpool() -> Iterator[PoolHandle]:
 
 
 def test_a_reservation_holds_its_nodes_for_its_window(rpool: PoolHandle, jobdir: Path) -> None:
-    done = rpool.roost("reserve", "-nodes", "4", "-start", "+5", "-duration", "7", check=True)
+    done = rpool.roost("reserve", "-nodes", "4", "-start", "+8", "-duration", "6", check=True)
     m = re.match(r"reservation (r[0-9a-f]+): 4 nodes from .* to ", done.stdout)
     assert m, done.stdout
     rid = m.group(1)

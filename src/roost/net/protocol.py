@@ -65,7 +65,8 @@ SCHEMAS: dict[str, Schema] = {
     "TAIL_JOB": {"job": "str", "name": "str?", "stream": "str?", "offset": "int?", "maxbytes": "int?"},
     "SSH_TO_JOB": {"job": "str", "command": "str?", "pty": "bool?", "term": "str?", "rows": "int?", "cols": "int?"},
     # startd
-    "REQUEST_CLAIM": {"claim_id": "str", "job_ad": "object", "schedd_address": "str?", "lease": "number?"},
+    "REQUEST_CLAIM": {"claim_id": "str", "job_ad": "object", "schedd_address": "str?", "lease": "number?",
+                      "slot_name": "str?"},
     "ACTIVATE_CLAIM": {"claim_id": "str", "job_ad": "object"},
     "KEEPALIVE": {"claim_id": "str"},
     "RECONNECT": {"claim_id": "str", "schedd_address": "str"},

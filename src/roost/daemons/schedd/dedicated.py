@@ -30,6 +30,7 @@ import asyncio
 import contextlib
 import logging
 import time
+from collections import deque
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -83,6 +84,8 @@ class DedicatedScheduler:
         self._has_dedicated: dict[int, tuple[bool, float]] = {}  # cluster id -> (has dedicated procs, when seen)
         self._held_back: dict[int, float] = {}  # multi-executable jobs whose slots did not suit: until when
         self._asked = 0.0  # when the negotiator was last asked for a cycle for our requests
+        # each user's recent dedicated run lengths: an estimate for jobs that give none
+        self._lengths: dict[str, deque[float]] = {}
         self.reservations: Reservations | None = None  # roost reserve (set by the daemon)
         self._wake = asyncio.Event()
         self.configure(config)
@@ -172,11 +175,13 @@ class DedicatedScheduler:
             run = self.busy.get(name)
             mine = name in self.claims
             other = not mine and s.get("State") in ("Claimed", "Preempting")
-            est = _estimate(run.procs[0]) if run is not None else None
+            est = self.estimate(run.procs) if run is not None else None
+            # a run past its expected end will end when it ends: unknown, not "any moment"
+            until = run.started_at + est if run is not None and est is not None else core.INF
             resources.append(core.Resource(
                 name=name, host=str(s.get("Machine") or ""), claimed=mine,
                 running=run.id if run is not None else None,
-                busy_until=(run.started_at + est if est is not None else core.INF) if run is not None else 0.0,
+                busy_until=(until if until > now else core.INF) if run is not None else 0.0,
                 backfill=other, idle_since=self.idle_since.get(name, now)))
         fits: dict[tuple[str, str], bool] = {}
 
@@ -193,7 +198,8 @@ class DedicatedScheduler:
             return got
 
         pjobs = [core.ParallelJob(id=jid, user=procs[0].owner, nodes=sum(_nodes(j) for j in procs),
-                                  submitted=float(procs[0].get("QDate") or 0), estimate=_estimate(procs[0]), kind=jid)
+                                  submitted=float(procs[0].get("QDate") or 0), estimate=self.estimate(procs),
+                                  kind=jid)
                  for jid, procs in queued.items()]
         reserved = self.reservations.active(now) if self.reservations is not None else []
         plan = core.plan(pjobs, resources, now, compatible=compatible, order=self.order, backfill=self.backfill,
@@ -386,9 +392,23 @@ class DedicatedScheduler:
         log.info("dedicated scheduler: job %s starts on %s", jid, ", ".join(names))
         self.jobs.host.spawn(run.run(), f"parallel-{jid}")
 
+    def estimate(self, procs: list[Job]) -> float | None:
+        """A job's expected run time: its ``EstimatedRuntime``, else learned from its
+        owner's history (a tenth over the longest of their last 20 completed dedicated
+        runs, once there are 3). Only a given estimate is held to (``_overruns``)."""
+        given = _estimate(procs[0])
+        if given is not None:
+            return given
+        seen = self._lengths.get(procs[0].owner)
+        return max(seen) * 1.1 if seen is not None and len(seen) >= 3 else None
+
     def _ended(self, run: ParallelRun) -> None:
         self.runs.pop(run.id, None)
         now = time.time()
+        if run.completed and run.started_at > 0:
+            if len(self._lengths) > 10000:
+                self._lengths.clear()
+            self._lengths.setdefault(run.procs[0].owner, deque(maxlen=20)).append(now - run.started_at)
         for name in [n for n, r in self.busy.items() if r is run]:
             del self.busy[name]
             sh = self.claims.get(name)

@@ -46,7 +46,7 @@ STOP_WAIT = 30.0  # seconds to wait for a stopped node's exit report before givi
 
 
 def node_ad(ad: dict[str, Any], node: int, nprocs: int, *, spool_dir: str, host: str, scheduler: str = "",
-            secret: str = "", run_id: str = "") -> dict[str, Any]:
+            secret: str = "", run_id: str = "", hosts: list[str] | None = None) -> dict[str, Any]:
     """The ad node ``node`` of ``nprocs`` runs with: the proc's (wire-form) ad with the
     node number for ``$(Node)``, ``Node``, ``Scheduler`` (the dedicated scheduler's name:
     what a dedicated slot's RANK and MaxJobRetirementTime look for), and HTCondor's node
@@ -54,7 +54,8 @@ def node_ad(ad: dict[str, Any], node: int, nprocs: int, *, spool_dir: str, host:
     an MPI launcher). ``secret`` and ``run_id`` are this run's, shared by its nodes only
     (``_ROOST_PARALLEL_SECRET``, ``_ROOST_PARALLEL_RUN``): an MPI launcher's agents prove
     it to each other. The ad goes to the startd, never into the queue (where any user
-    could read it)."""
+    could read it). ``hosts``: every node's host in node order (``_ROOST_PARALLEL_HOSTS``,
+    space-separated: node 0's host list)."""
     out = {k: (v.replace(PLACEHOLDER, str(node)) if isinstance(v, str) and PLACEHOLDER in v else v)
            for k, v in ad.items()}
     out["Node"] = node
@@ -62,6 +63,8 @@ def node_ad(ad: dict[str, Any], node: int, nprocs: int, *, spool_dir: str, host:
         out["Scheduler"] = scheduler
     env = {"_CONDOR_PROCNO": str(node), "_CONDOR_NPROCS": str(nprocs), "_CONDOR_REMOTE_SPOOL_DIR": spool_dir,
            "ROOST_NODE_HOST": host}
+    if hosts:
+        env["_ROOST_PARALLEL_HOSTS"] = " ".join(hosts)
     if secret:
         env["_ROOST_PARALLEL_SECRET"] = secret
         env["_ROOST_PARALLEL_RUN"] = run_id
@@ -126,7 +129,8 @@ class NodeShadow(Shadow):
     async def claim(self, request_ad: dict[str, Any]) -> None:
         """REQUEST_CLAIM with the dedicated scheduler's request; then keep it alive."""
         resp = await self.client.call("REQUEST_CLAIM", claim_id=self.claim_id, job_ad=request_ad,
-                                      schedd_address=self.jobs.host.address, lease=self.lease)
+                                      schedd_address=self.jobs.host.address, lease=self.lease,
+                                      slot_name=self.slot_name)
         self.preempting = self.preempting or resp.get("preempting") is True
         new_id = resp.get("claim_id")
         if isinstance(new_id, str) and new_id:
@@ -241,6 +245,7 @@ class ParallelRun:
         self.stopped_by = ""  # why the run was stopped from outside (a hold, a removal, an overrun)
         self._stopped = False
         self._ends: dict[int, dict[str, Any]] = {}
+        self.completed = False  # it ended by its shutdown policy (its length teaches the estimates)
 
     @property
     def claims(self) -> list[NodeShadow]:
@@ -288,9 +293,10 @@ class ParallelRun:
         n = len(self.nodes)
         await asyncio.to_thread(self._make_spool)
         node_jobs = []
+        hosts = [host_of(sh.startd_address) or "localhost" for _j, sh in self.nodes]
         for i, (job, sh) in enumerate(self.nodes):
             ad = node_ad(job.merged(), i, n, spool_dir=self.spool_dir, host=host_of(sh.startd_address),
-                         scheduler=self.scheduler, secret=self.secret, run_id=self.run_id)
+                         scheduler=self.scheduler, secret=self.secret, run_id=self.run_id, hosts=hosts)
             node_jobs.append(NodeJob(job, i, ad))
         firsts = {}
         for i, (job, _sh) in enumerate(self.nodes):
@@ -420,6 +426,7 @@ class ParallelRun:
                 i = firsts[job.key]
                 update = dict(ends.get(i) or ends.get(0) or {"state": "exited", "exit_code": 0})
                 update["usage"] = self._usage(job, ends)
+                self.completed = True
                 await lead._exited(job, update)
 
     async def _failed(self, job: Job, i: int, update: dict[str, Any]) -> None:

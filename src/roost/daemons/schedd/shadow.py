@@ -237,6 +237,7 @@ class Shadow:
                 job_ad=self._job_ad(job),
                 schedd_address=self.jobs.host.address,
                 lease=self.lease,
+                slot_name=self.slot_name,  # a stale match is still counted on its slot
             )
         except (RemoteError, ConnectionError) as e:
             log.debug("job %s: claim on %s refused: %s", job.id, self.slot_name, e)

@@ -201,6 +201,7 @@ class Claims:
             return self._request_preempting(req)
         name = self.by_claim.get(claim_id)
         if name is None:
+            self._count_stale(req.get("slot_name"))
             raise _not_found("no slot has this claim id (stale match?)")
         slot = self.host.slots[name]
         schedd, lease = _claim_args(req, self.default_lease)
@@ -208,6 +209,7 @@ class Claims:
             if slot.claim.schedd_address == schedd and slot.claim.job is None:
                 slot = self._renew(slot)  # a retried request: the claim is already theirs
                 return {"claim_id": slot.claim_id, "slot_ad": ad_to_obj(self.host.slot_ad(name))}
+            self._count_stale(name)
             raise RequestError("DENIED", f"{self.host.slot_name(name)} is already claimed")
         drain, off = self.owner_policy.drain, self.owner_policy.off
         if drain or off or slot.state not in ("Unclaimed", "Matched"):
@@ -279,6 +281,19 @@ class Claims:
             pending.ready.set_result(None)
         self.host.changed(slot.name)
         self._arm_leases()
+
+    def _count_stale(self, name: Any) -> None:
+        """A claim request for a slot that was claimed meanwhile (its match was made against
+        an ad a moment old): counted on the slot all the same, so the negotiator's promise
+        of it settles now instead of when it expires and the slot is matched again at once.
+        ``name``: the slot's key or full name (the match's ``slot_name``)."""
+        if not isinstance(name, str):
+            return
+        slots = self.host.slots
+        key = name if name in slots else next((k for k in slots if self.host.slot_name(k) == name), None)
+        if key is not None:
+            slots[key] = replace(slots[key], claim_requests=slots[key].claim_requests + 1)
+            self.host.changed(key)
 
     def _judge(self, name: str, req: dict[str, Any]) -> tuple[Slot, ClassAd, ClassAd]:
         """Count a claim request on the slot and check the job against its ad (DENIED if
