@@ -131,13 +131,7 @@ class NodeShadow(Shadow):
         resp = await self.client.call("REQUEST_CLAIM", claim_id=self.claim_id, job_ad=request_ad,
                                       schedd_address=self.jobs.host.address, lease=self.lease,
                                       slot_name=self.slot_name)
-        self.preempting = self.preempting or resp.get("preempting") is True
-        new_id = resp.get("claim_id")
-        if isinstance(new_id, str) and new_id:
-            self.claim_id = new_id
-        if isinstance(resp.get("slot_ad"), dict):
-            self.slot_obj = resp["slot_ad"]
-            self._slot_ad = None
+        self._claimed(resp)
         self.shadows.by_claim[self.claim_id] = self
         self._keepalive = asyncio.ensure_future(self._keepalive_loop())
 

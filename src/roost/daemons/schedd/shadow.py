@@ -246,6 +246,12 @@ class Shadow:
             s.reschedule()
             return
         log.debug("job %s: claimed %s%s", job.id, self.slot_name, " (preempting)" if resp.get("preempting") else "")
+        self._claimed(resp)
+        await self._serve(job, reconnecting=False)
+
+    def _claimed(self, resp: dict[str, Any]) -> None:
+        """Take REQUEST_CLAIM's answer: whether it preempts, the claim id it granted (a
+        dynamic slot's own), the granted slot's ad and name."""
         if resp.get("preempting"):
             self.preempting = True
         new_id = resp.get("claim_id")
@@ -257,7 +263,6 @@ class Shadow:
             name = self.slot_obj.get("Name")
             if isinstance(name, str):
                 self.slot_name = name
-        await self._serve(job, reconnecting=False)
 
     async def run_reconnect(self, job: Job) -> None:
         """After a schedd restart: take the running job's claim back (RECONNECT)."""
