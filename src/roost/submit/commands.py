@@ -14,7 +14,7 @@ import re
 from collections.abc import Callable
 
 from roost.classad.errors import ClassAdSyntaxError
-from roost.submit import arglist
+from roost.submit import arglist, universes
 from roost.submit.builder import Builder
 from roost.submit.units import parse_size
 from roost.submit.values import Expr
@@ -79,18 +79,13 @@ def _path(b: Builder, p: str) -> str:
 def h_universe(b: Builder) -> None:
     u = (b.get("universe") or "vanilla").strip().lower()
     if u not in UNIVERSES:
-        b.error(f"universe = {u}: unknown universe (use vanilla, scheduler, local, parallel, grid, java, vm, docker, container)", "universe")
+        b.error(f"universe = {u}: unknown universe (use vanilla, container, docker, java, parallel, scheduler or local)", "universe")
+    universes.refuse(b, u)
     b.set("JobUniverse", UNIVERSES[u])
     if u == "docker":
         b.set("WantDocker", True)
     if u == "container":
         b.set("WantContainer", True)
-    if u == "grid":
-        gr = b.get("grid_resource")
-        if gr is None:
-            b.error("universe = grid needs grid_resource", "universe")
-        else:
-            b.set("GridResource", gr)
 
 
 def h_iwd(b: Builder) -> None:
@@ -104,9 +99,8 @@ def h_iwd(b: Builder) -> None:
 
 def h_executable(b: Builder) -> None:
     exe = b.get("executable")
-    image = b.get("container_image", "docker_image")
     if exe is None:
-        if image is None and b.lookup("JobUniverse") != 9:
+        if not universes.is_container_job(b):  # a container's image may say what to run
             b.error("no 'executable' command: every job needs an executable")
         return
     # a relative executable is relative to where condor_submit runs, not to initialdir
@@ -114,8 +108,6 @@ def h_executable(b: Builder) -> None:
     b.set("Cmd", cmd if b.bool("transfer_executable", True) else exe)
     if b.get("transfer_executable") is not None:
         b.set("TransferExecutable", b.bool("transfer_executable", True))
-    if image is not None:
-        b.set("ContainerImage" if b.get("container_image") else "DockerImage", image)
 
 
 def h_arguments(b: Builder) -> None:
@@ -605,9 +597,9 @@ def h_check_files(b: Builder) -> None:
 READS_FILES: frozenset[Handler] = frozenset({h_transfer, h_image_size, h_check_files})
 
 HANDLERS: list[Handler] = [
-    h_universe, h_iwd, h_executable, h_arguments, h_parallel, h_environment, h_status,
+    h_universe, universes.h_container, h_iwd, h_executable, h_arguments, h_parallel, h_environment, h_status,
     h_stdin, h_stdout, h_stderr, h_log, h_notification, h_rank, h_periodic, h_leave_in_queue,
-    h_retries, h_killsig, h_resources, h_concurrency, h_accounting, h_simple, h_transfer,
+    h_retries, h_killsig, h_resources, h_concurrency, h_accounting, h_simple, h_transfer, universes.h_java,
     h_image_size, h_auto, h_forced, h_check_files,
 ]
 
@@ -627,4 +619,4 @@ KNOWN_KEYS: frozenset[str] = frozenset(
         "transfer_input_files transfer_output_files transfer_output_remaps requirements requirements "
         "shell interactive want_ft_on_checkpoint image_size project_name skip_filechecks"
     ).split()
-) | frozenset(k for k, _, _ in _SIMPLE)
+) | frozenset(k for k, _, _ in _SIMPLE) | universes.KEYS

@@ -70,6 +70,28 @@ def _number(v: object) -> float | None:
     return None
 
 
+#: docker_network_type values every runtime has; others must be in the host's DockerNetworks
+_STANDARD_NETWORKS = ("host", "none", "nat")
+
+
+def _container_clause(b: Builder) -> str:
+    """What a docker or container job needs of the execute host, as condor_submit writes it."""
+    if b.lookup("WantDocker"):
+        clause = "TARGET.HasDocker"
+        network = b.lookup("DockerNetworkType")
+        if isinstance(network, str) and network and network not in _STANDARD_NETWORKS:
+            clause += "&& StringListMember(My.DockerNetworkType, TARGET.DockerNetworks)"
+        return clause
+    clause = "TARGET.HasContainer"
+    if b.lookup("DockerImage") is not None or b.lookup("WantDockerImage"):
+        clause += "&& TARGET.HasDockerURL"
+    elif b.lookup("WantSIF"):
+        clause += "&& TARGET.HasSIF"
+    elif b.lookup("WantSandboxImage"):
+        clause += "&& TARGET.HasSandboxImage"
+    return clause
+
+
 def h_requirements(b: Builder) -> None:
     user = b.get("requirements")
     if b.get("MY.Requirements") is not None:
@@ -102,7 +124,7 @@ def h_requirements(b: Builder) -> None:
         if "arch" not in machine:
             add(f'(TARGET.Arch == "{b.ctx.arch}")')
         if container:
-            add("TARGET.HasDocker" if b.lookup("WantDocker") else "TARGET.HasContainer")
+            add(_container_clause(b))
         elif not (machine & _OPSYS):
             add(f'(TARGET.OpSys == "{b.ctx.opsys}")')
     if "disk" not in machine:

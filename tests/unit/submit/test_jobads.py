@@ -40,7 +40,8 @@ def test_paths_universe_status_and_ids() -> None:
     assert par["Args"] == "#pArAlLeLnOdE#" and par["KillSig"] == "SIGTERM"
     with pytest.raises(SubmitError, match="machine_count"):
         ad("universe = parallel")
-    assert ad("universe = grid\ngrid_resource = batch slurm")["JobUniverse"] == 9
+    with pytest.raises(SubmitError, match=r"job.sub:2: universe = grid: not supported"):
+        ad("universe = grid\ngrid_resource = batch slurm")
 
 
 def test_hold_sets_held_status_and_reason() -> None:

@@ -77,7 +77,6 @@ def test_what_condor_submit_does_not_check_is_not_checked(tmp_path: Path) -> Non
         "executable = /bin/true\ninput = http://example.org/in\nqueue\n",
         "executable = /bin/true\noutput = nodir/o.txt\ntransfer_output = false\nqueue\n",
         "executable = /bin/true\ntransfer_input_files = $$(OpSys)/in.txt\nqueue\n",
-        "universe = vm\nexecutable = my_vm_image\nvm_type = kvm\nqueue\n",
     ]
     for text in ok:
         assert expand(text, tmp_path), text

@@ -1,0 +1,148 @@
+"""What condor_submit does for the universes beyond vanilla: container, docker, java,
+and the ones roost cannot run (grid, vm, standard), refused here rather than left idle.
+
+Container and docker jobs are vanilla jobs (``JobUniverse = 5``) with an image:
+``universe = docker`` needs ``docker_image`` (``WantDocker``); ``universe = container``,
+or any vanilla job naming an image, is a container job (``WantContainer``) whose image
+says what the execute host must run (``docker://`` a registry image, ``WantDockerImage``;
+``.sif`` a Singularity file, ``WantSIF``; anything else a directory, ``WantSandboxImage``).
+requirements.py turns those into ``TARGET.HasDocker`` / ``TARGET.HasContainer &&
+TARGET.HasDockerURL``... as condor_submit does.
+
+A java job's ``executable`` is its ``.class`` (or ``.jar``) file and its first argument
+the main class. As condor_submit, the class file and ``jar_files`` travel as input files
+and ``Cmd`` becomes ``java``: the execute host's JVM runs ``java -classpath .:jars ...
+MainClass args`` in the sandbox.
+"""
+
+from __future__ import annotations
+
+from roost.submit import arglist
+from roost.submit.builder import Builder
+
+#: universes roost refuses at submit, with why and what to do instead
+REFUSED = {
+    "grid": "roost forwards no jobs to other batch systems or clouds (grid_resource); "
+            "submit to that system directly, or add its hosts to this pool as execute nodes",
+    "vm": "roost runs no virtual machines; use universe = container with an image instead",
+    "standard": "HTCondor dropped the standard universe in 9.0; use vanilla "
+                "(with checkpoint_exit_code, or checkpoint_method = criu, to checkpoint)",
+}
+_BAD_PREFIXES = ("instance://", "library://", "shub://")
+
+#: submit commands read here (KNOWN_KEYS: no "unused" warning for them)
+KEYS = frozenset(
+    "container_image docker_image container_target_dir docker_pull_policy docker_override_entrypoint "
+    "transfer_container jar_files java_vm_args java_vm_arguments java_vm_arguments2".split()
+)
+
+
+def refuse(b: Builder, universe: str) -> None:
+    """A submit error for a universe roost cannot run (it would sit idle forever)."""
+    why = REFUSED.get(universe)
+    if why is not None:
+        b.error(f"universe = {universe}: not supported by roost: {why}", "universe")
+
+
+def _image(value: str) -> str:
+    v = value.strip()
+    return v[1:-1].strip() if len(v) >= 2 and v[0] == v[-1] == '"' else v
+
+
+def image_kind(image: str) -> str:
+    """condor_submit's reading of a container_image: ``docker`` (a registry image),
+    ``sif`` (a Singularity file) or ``sandbox`` (an unpacked root directory)."""
+    s = image.strip()
+    if s.startswith("docker:"):
+        return "docker"
+    if s.endswith(".sif"):
+        return "sif"
+    return "sandbox"
+
+
+def h_container(b: Builder) -> None:
+    """Image commands -> DockerImage / ContainerImage and what kind of image it is."""
+    universe = (b.get("universe") or "vanilla").strip().lower()
+    docker = b.get("docker_image")
+    container = b.get("container_image")
+    if universe == "docker":
+        if container is not None:
+            b.error("universe = docker does not allow container_image (use docker_image, or "
+                    "universe = container)", "container_image")
+        if docker is None or not _image(docker):
+            b.error("universe = docker needs docker_image (the image to run the job in)", "universe")
+        b.set("DockerImage", _image(docker or ""))
+    elif universe in ("container", "vanilla", "local"):
+        if docker is not None and container is not None:
+            b.error("cannot declare both docker_image and container_image", "container_image")
+        if docker is not None:
+            if not _image(docker):
+                b.error(f"'{docker}' is not a valid docker_image", "docker_image")
+            b.set("DockerImage", _image(docker))
+            b.set("WantDockerImage", True)
+        elif container is not None:
+            image = _image(container)
+            if not image or image.startswith(_BAD_PREFIXES):
+                b.error(f"'{container}' is not a valid container image", "container_image")
+            b.set("ContainerImage", image)
+            kind = image_kind(image)
+            b.set({"docker": "WantDockerImage", "sif": "WantSIF", "sandbox": "WantSandboxImage"}[kind], True)
+        elif universe == "container":
+            b.error("universe = container needs container_image (or docker_image)", "universe")
+        if (docker is not None or container is not None) and universe != "local":
+            b.set("WantContainer", True)
+    else:
+        return
+    target = b.get("container_target_dir")
+    if target is not None:
+        target = _image(target)
+        if not target.startswith("/"):
+            b.error(f"container_target_dir = {target}: must be an absolute path inside the container",
+                    "container_target_dir")
+        b.set("ContainerTargetDir", target)
+    pull = b.get("docker_pull_policy")
+    if pull is not None:
+        b.set("DockerPullPolicy", _image(pull).lower())
+    if b.get("docker_override_entrypoint") is not None:
+        b.set("DockerOverrideEntrypoint", b.bool("docker_override_entrypoint", False))
+    if b.get("transfer_container") is not None:
+        b.set("TransferContainer", b.bool("transfer_container", True))
+
+
+def is_container_job(b: Builder) -> bool:
+    return bool(b.lookup("WantDocker") or b.lookup("WantContainer"))
+
+
+def h_java(b: Builder) -> None:
+    """Java universe: the class file and jar_files as inputs, ``Cmd = "java"``, VM arguments."""
+    if b.lookup("JobUniverse") != 10:
+        return
+    args = b.lookup("Arguments") or b.lookup("Args")
+    if not args or not str(args).strip():
+        b.error("universe = java: arguments must name the main class first (arguments = MyClass ...)",
+                "arguments" if b.get("arguments") is not None else "universe")
+    jars = b.get("jar_files")
+    if jars is not None:
+        b.set("JarFiles", ",".join(j.strip() for j in jars.split(",") if j.strip()))
+    v2 = b.get("java_vm_arguments2")
+    v1 = b.get("java_vm_args", "java_vm_arguments")
+    try:
+        if v2 is not None:
+            b.set("JavaVMArguments", arglist.parse_arguments2(v2))
+        elif v1 is not None:
+            attr, value = arglist.parse_arguments(v1)
+            b.set("JavaVMArgs" if attr == "Args" else "JavaVMArguments", value)
+    except arglist.ArgSyntaxError as e:
+        b.error(f"java_vm_args: {e}", "java_vm_arguments2" if v2 is not None else "java_vm_args")
+    if b.lookup("ShouldTransferFiles") == "NO":
+        return
+    inputs = [f for f in str(b.lookup("TransferInput") or "").split(",") if f]
+    cmd = b.lookup("Cmd")
+    if isinstance(cmd, str) and cmd and cmd != "java" and cmd not in inputs:
+        inputs.append(cmd)
+    for jar in str(b.lookup("JarFiles") or "").split(","):
+        if jar and jar not in inputs:
+            inputs.append(jar)
+    b.set("TransferInput", ",".join(inputs))
+    b.set("Cmd", "java")
+    b.set("TransferExecutable", False)
