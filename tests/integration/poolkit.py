@@ -19,7 +19,8 @@ from typing import Any
 
 ROOST = [sys.executable, "-m", "roost.cli.main"]
 
-#: knobs that make a test pool quick: fast cycles, short intervals, four CPUs
+#: knobs that make a test pool quick: fast cycles, short intervals, four CPUs, no JVM or
+#: container runtime probed at start (test_universes.py turns them on)
 FAST_CONFIG = """
 NUM_CPUS = 4
 MEMORY = 4096
@@ -36,6 +37,8 @@ MASTER_BACKOFF_CONSTANT = 0.5
 MASTER_BACKOFF_CEILING = 5
 MASTER_RECOVER_FACTOR = 10
 SHUTDOWN_GRACEFUL_TIMEOUT = 10
+STARTD_DETECT_CONTAINERS = False
+STARTD_DETECT_JAVA = False
 """
 
 

@@ -100,8 +100,10 @@ def h_iwd(b: Builder) -> None:
 def h_executable(b: Builder) -> None:
     exe = b.get("executable")
     if exe is None:
-        if not universes.is_container_job(b):  # a container's image may say what to run
+        if not universes.is_container_job(b):
             b.error("no 'executable' command: every job needs an executable")
+        b.set("Cmd", "")  # a container's image says what to run, as with condor_submit
+        b.set("TransferExecutable", False)
         return
     # a relative executable is relative to where condor_submit runs, not to initialdir
     cmd = exe if exe.startswith("/") or "://" in exe else os.path.normpath(os.path.join(b.ctx.cwd, exe))

@@ -51,7 +51,7 @@ def test_the_image_may_say_what_to_run() -> None:
     a = parse_submit("universe = docker\ndocker_image = localhost/tiny\nqueue\n", cwd="/tmp", env={}).expand(
         cluster_id=1, qdate=0)
     job = next(iter(a)).proc_ad(0)
-    assert "Cmd" not in job and job["DockerImage"] == "localhost/tiny"
+    assert (job["Cmd"], job["TransferExecutable"], job["DockerImage"]) == ("", False, "localhost/tiny")
 
 
 def test_container_target_dir_and_entrypoint() -> None:

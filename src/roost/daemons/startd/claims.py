@@ -32,6 +32,7 @@ from roost.core.slots import Claim, Slot
 from roost.daemons.startd.cgroups import JobCgroups
 from roost.daemons.startd.chirp import ChirpSettings
 from roost.daemons.startd.cpushare import CpuShares
+from roost.daemons.startd.jobcommand import Universes
 from roost.daemons.startd.jobspec import (
     Identity,
     JobSpec,
@@ -64,6 +65,7 @@ class Host(Protocol):
     cgroups: JobCgroups
     memory: MemoryLimits
     cpu: CpuShares
+    universes: Universes  # the JVM and container runtime jobs may use here
     want_reschedule: bool  # ask the negotiator for a cycle after this round of ads
 
     def slot_name(self, name: str) -> str: ...
@@ -435,6 +437,7 @@ class Claims:
             update_interval=self.update_interval,
             stream_interval=self.stream_interval,
             chirp_settings=self.chirp_settings,
+            universes=self.host.universes,
             describe=describe,
             disk_limit=slot.total.disk if self.disk_policy == "hold" and slot.total.disk > 0 else None,
         )

@@ -49,10 +49,11 @@ from roost.core import ownerpolicy as op
 from roost.core import slots as core
 from roost.core.slots import Slot
 from roost.daemons.base import AdvertisedAd, Daemon, run
-from roost.daemons.startd import criu, launch, resources
+from roost.daemons.startd import container, criu, javajob, launch, resources
 from roost.daemons.startd.cgroups import JobCgroups
 from roost.daemons.startd.claims import Claims
 from roost.daemons.startd.cpushare import CpuShares
+from roost.daemons.startd.jobcommand import Universes
 from roost.daemons.startd.jobshell import ShellCalls
 from roost.daemons.startd.leftovers import JOBS_DIR, Record, read_records, remove_sandboxes
 from roost.daemons.startd.memlimit import MemoryLimits
@@ -82,6 +83,7 @@ class Startd(Daemon):
         self.execute_dir = str(cfg.get("EXECUTE") or self.home / "execute")
         self._launcher_build: asyncio.Future[str | None] | None = None
         self.has_criu = False  # `criu check` passed here (HasCRIU)
+        self.universes = Universes(execute_dir=os.path.realpath(self.execute_dir))  # JVM, container runtime
         self.slots: dict[str, Slot] = {}
         self.machine: core.Machine | None = None
         self.policy = core.Policy()
@@ -153,6 +155,10 @@ class Startd(Daemon):
                 None, launch.build_launcher, os.path.join(self.execute_dir, ".launcher"))
         if self.config.get_bool("STARTD_DETECT_CRIU", True):
             self.spawn(self._detect_criu(), "criu check")
+        if self.config.get_bool("STARTD_DETECT_CONTAINERS", True):
+            self.spawn(self._detect_containers(), "container runtime check")
+        if self.config.get_bool("STARTD_DETECT_JAVA", True):
+            self.spawn(self._detect_java(), "java check")
         self.machine = resources.detect(self.config, self.execute_dir)
         self.policy = self._read_policy()
         self.owner_policy.load_policy()
@@ -178,6 +184,51 @@ class Startd(Daemon):
             self.changed(*self.slots)
         else:
             self.log.info("CRIU: not advertised (jobs with checkpoint_method = criu will not match): %s", why)
+
+    async def _detect_containers(self) -> None:
+        """HasContainer, HasDocker ... once a runtime has run a container here (container.py);
+        then what a previous startd's jobs left in it is removed."""
+        cfg = self.config
+        networks = tuple(n.strip() for n in (cfg.get_list("DOCKER_NETWORKS", []) or []) if n.strip())
+        rt, why = await asyncio.get_running_loop().run_in_executor(
+            None, container.probe, cfg.get("PODMAN") or "podman", cfg.get("DOCKER") or "docker", networks)
+        if rt is None:
+            self.log.info("containers: not advertised (container and docker jobs will not match): %s", why)
+            return
+        try:
+            self.universes.docker_extra = container.extra_arguments(cfg.get("DOCKER_EXTRA_ARGUMENTS"))
+        except container.ContainerError as e:
+            self.log.warning("containers: not advertised: %s", e)
+            return
+        self.universes.runtime = rt
+        self.log.info("containers: %s; advertising HasContainer, HasDocker", why)
+        self.changed(*self.slots)
+        prefix = self.universes.container_name("")
+        names = await asyncio.get_running_loop().run_in_executor(None, container.leftover_names, rt)
+        ours = {self.universes.container_name(s.name) for s in self.claims.starters.values()}
+        for name in names:
+            if name.startswith(prefix) and name not in ours:
+                await asyncio.get_running_loop().run_in_executor(None, container.remove, rt, name)
+                self.log.info("leftover from a previous startd: removed container %s", name)
+
+    async def _detect_java(self) -> None:
+        """HasJava, JavaVersion ... once the JAVA program has answered (javajob.py)."""
+        cfg = self.config
+        java = cfg.get("JAVA") or "java"
+        props, why = await asyncio.get_running_loop().run_in_executor(None, javajob.probe, java)
+        if props is None:
+            self.log.info("java: not advertised (java universe jobs will not match): %s", why)
+            return
+        try:
+            self.universes.jvm = javajob.make_jvm(
+                java, props, classpath_argument=cfg.get("JAVA_CLASSPATH_ARGUMENT"),
+                separator=cfg.get("JAVA_CLASSPATH_SEPARATOR"), default=cfg.get_list("JAVA_CLASSPATH_DEFAULT", []),
+                extra=cfg.get("JAVA_EXTRA_ARGUMENTS"))
+        except javajob.JavaError as e:
+            self.log.warning("java: not advertised: %s", e)
+            return
+        self.log.info("java: %s; advertising HasJava", why)
+        self.changed(*self.slots)
 
     def _disk_mechanism(self) -> str:
         every = f"{self.claims.update_interval:g} s"
@@ -334,6 +385,7 @@ class Startd(Daemon):
         ad["UpdateInterval"] = int(self.update_interval)
         if self.has_criu:
             ad["HasCRIU"] = True
+        ad.update(self.universes.ad())  # HasContainer, HasDocker, HasJava ... where they work
         owner_policy, claims = self.owner_policy, self.claims
         ad.update(owner_policy.owner_attrs.get(slot.name) or owner_policy.owner_attrs_for(slot))
         if owner_policy.drain:

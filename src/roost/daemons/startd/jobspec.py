@@ -120,8 +120,8 @@ def parse_job(ad: ClassAd, fs_domain: str) -> JobSpec:
     if type(cluster) is not int or type(proc) is not int:
         raise JobSpecError("job ad has no integer ClusterId and ProcId")
     cmd = _str(ad, "Cmd")
-    if not cmd:
-        raise JobSpecError("job ad has no Cmd (executable)")
+    if not cmd and not (_bool(ad, "WantDocker", False) or _bool(ad, "WantContainer", False)):
+        raise JobSpecError("job ad has no Cmd (executable)")  # a container's image may say what to run
     try:
         arguments = _str(ad, "Arguments")
         if arguments is not None:
@@ -150,7 +150,7 @@ def parse_job(ad: ClassAd, fs_domain: str) -> JobSpec:
     out = _str(ad, "TransferOutput")
     return JobSpec(
         job_id=f"{cluster}.{proc}",
-        cmd=cmd,
+        cmd=cmd or "",
         args=args,
         env=env,
         iwd=_str(ad, "Iwd") or "/",

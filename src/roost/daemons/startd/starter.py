@@ -39,7 +39,15 @@ from typing import Any
 
 from roost.daemons import userfiles
 from roost.daemons.sandbox_paths import sandbox_relpath
-from roost.daemons.startd import chirp, ckpt_signal, jobusage, launch, procstat
+from roost.daemons.startd import (
+    chirp,
+    ckpt_signal,
+    container,
+    jobcommand,
+    jobusage,
+    launch,
+    procstat,
+)
 from roost.daemons.startd.cgroups import JobCgroups
 from roost.daemons.startd.cpushare import CpuShares
 from roost.daemons.startd.jobspec import Identity, JobSpec, executable_path, job_file
@@ -129,8 +137,13 @@ class Starter:
         cpus: int = 1,
         stream_interval: float = 1.0,
         chirp_settings: chirp.ChirpSettings | None = None,
+        universes: jobcommand.Universes | None = None,
     ) -> None:
         self.spec = spec
+        self.universes = universes  # the host's JVM and container runtime (jobcommand.py)
+        #: a container job's container (its name): removed when the job is killed
+        self.container: str | None = None
+        self._container_gone = False  # its runtime client exited by itself: --rm removed it
         self.chirp_settings = chirp_settings  # the machine's Chirp knobs (None: no Chirp)
         self.chirp: chirp.ChirpServer | None = None  # the job's Chirp server (chirp.py)
         self.stream_interval = stream_interval  # STARTER_STREAM_INTERVAL: stream_output's pace
@@ -307,6 +320,9 @@ class Starter:
         it, or has written its end): no sandbox made, no input, no process started."""
         self._adopted = record
         self.pid = record.pid
+        if self.spec.job_ad is not None and container.is_container_job(self.spec.job_ad) \
+                and self.universes is not None:
+            self.container = self.universes.container_name(self.name)
         self.started = record.started
         self._record = dict(record.data)
         with contextlib.suppress(OSError):  # read and write: a checkpointing job restarts in place
@@ -622,6 +638,9 @@ class Starter:
         if self._exit_fd is not None:
             os.close(self._exit_fd)
             self._exit_fd = None
+        rt = self.universes.runtime if self.universes is not None else None
+        if self.container is not None and rt is not None and not self._container_gone:
+            container.remove(rt, self.container)  # its client died before the container
         self.cgroups.remove(self.name)
         self.memory.remove(self.name)
         self.cpu.remove(self.name)
@@ -655,16 +674,25 @@ class Starter:
                 opened.append(fd)
                 std.append(fd)
             ident = self.identity
+            try:  # the program itself, the JVM, or a container runtime (jobcommand.py)
+                cmd = jobcommand.command(
+                    spec, self.universes, exe=exe, sandbox=box, sandbox_name=self.name, identity=ident,
+                    env=self.env, memory_mib=(self.memory_limit >> 20) if self.memory_limit else None,
+                    cpus=self.cpus, stdin=bool(stdin))
+            except jobcommand.CommandError as e:
+                raise StartError(str(e)) from None
+            self.container, self._container_gone = cmd.container, False
+            as_user = ident.switch and cmd.as_job_user
             request = launch.Launch(
-                argv=[exe, *spec.args],
-                executable=exe,
+                argv=cmd.argv,
+                executable=cmd.executable,
                 cwd=box if spec.transfer else spec.iwd,
-                env=self.env,
+                env=self.env if cmd.as_job_user else {"PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"},
                 stdin=opened[0] if stdin else devnull(os.O_RDONLY),
                 stdout=std[0],
                 stderr=std[1],
-                uid=ident.uid if ident.switch else None,
-                gid=ident.gid if ident.switch else None,
+                uid=ident.uid if as_user else None,
+                gid=ident.gid if as_user else None,
                 init_groups=ident.real_owner,
                 cgroup_procs=self.cgroups.procs_file(self.name),
                 exit_fd=self._exit_fd if self._exit_fd is not None else -1,
@@ -782,6 +810,8 @@ class Starter:
                     usage = got[1]
             if self._proc is not None and status is not None:
                 self._proc.returncode = os.waitstatus_to_exitcode(status)
+            if status is not None and os.WIFEXITED(status) and self.container is not None:
+                self._container_gone = True  # its client ended by itself: run --rm removed it
             if not fut.done():
                 fut.set_result((status, usage))
 
@@ -883,6 +913,15 @@ class Starter:
             os.killpg(self.pid, sig)
         if sig == signal.SIGKILL:
             self.cgroups.kill(self.name)
+            if not self._reaped:
+                self._remove_container()  # the runtime's client cannot pass SIGKILL on
+
+    def _remove_container(self) -> None:
+        """Kill and remove a container job's container (on the cleaner thread)."""
+        rt = self.universes.runtime if self.universes is not None else None
+        if self.container is not None and rt is not None and not self._container_gone:
+            name = self.container
+            launch.on_cleaner(lambda: container.remove(rt, name))
 
     def _alive(self) -> bool:
         """The job's process exists (not yet reaped: its group id is still its own)."""

@@ -1,0 +1,301 @@
+"""Container and docker universe jobs: finding a runtime that works, and its command line.
+
+The startd advertises ``HasContainer``, ``HasDockerURL`` (and ``HasDocker``,
+``DockerVersion``, ``HasSandboxImage``) only when a runtime *runs* a container here,
+not merely when its program is installed: ``probe`` imports an empty image (no
+registry needed) and runs a program that is not in it; a runtime that got as far as
+looking for it (exit 127) has set up namespaces, cgroups, limits and mounts, which is
+where a runtime fails on a host that cannot run it. Podman is tried first (no daemon;
+each OCI runtime it has, crun then runc, until one works: crun refuses hybrid cgroup
+hierarchies that runc accepts), then Docker (``docker info`` must answer).
+
+A job runs as ``RUNTIME run --rm -i --name roost-<sandbox> --user UID:GID -v
+SANDBOX:INSIDE -w INSIDE ... IMAGE [CMD ARGS]`` (``run_argv``, a pure function),
+started by the starter like any job: the runtime's client is the job's process, its
+exit code the job's, its stdin/stdout/stderr the job's files. As HTCondor, the sandbox
+is mounted at its own path (``container_target_dir`` moves it), the job runs as the
+user a vanilla job would, in the sandbox, with the slot's memory (``--memory``) and
+CPU weight (``--cpu-shares``), all capabilities dropped. Signals the starter sends
+reach the container through the client (podman and docker proxy them); SIGKILL
+cannot be proxied, so the starter also removes the container by name (``rm_argv``),
+and does again when it cleans up.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import posixpath
+import resource
+import shutil
+import subprocess
+import tarfile
+import tempfile
+from dataclasses import dataclass, field
+
+from roost.classad import ClassAd
+from roost.submit.arglist import ArgSyntaxError, split_v2_raw
+
+PROBE_IMAGE = "localhost/roost-probe:1"
+PROBE_TIMEOUT = 60.0  # seconds: a first run may set up the runtime's storage
+LABEL = "org.roost.sandbox"
+#: docker_network_type values every runtime has (others must be in DOCKER_NETWORKS)
+STANDARD_NETWORKS = ("host", "none", "nat")
+
+
+@dataclass(frozen=True)
+class Runtime:
+    """A container runtime that ran the probe here."""
+
+    kind: str  # "podman" or "docker"
+    path: str
+    version: str
+    options: tuple[str, ...] = ()  # global options that made it work (--runtime runc ...)
+    run_options: tuple[str, ...] = ()  # options every run needs here (limits the host allows)
+    networks: tuple[str, ...] = ()  # DOCKER_NETWORKS: extra networks jobs may ask for
+
+    def ad(self) -> dict[str, object]:
+        """The machine attributes this runtime earns (HTCondor's names)."""
+        out: dict[str, object] = {"HasContainer": True, "HasDockerURL": True, "HasDocker": True,
+                                  "DockerVersion": self.version, "ContainerRuntime": self.kind}
+        if self.kind == "podman":
+            out["HasSandboxImage"] = True  # an unpacked root directory: podman run --rootfs
+        if self.networks:
+            out["DockerNetworks"] = ",".join(self.networks)
+        return out
+
+
+@dataclass(frozen=True)
+class ContainerJob:
+    """What a job ad asks of the runtime."""
+
+    image: str  # as the runtime names it (docker:// stripped), or a directory (rootfs)
+    rootfs: bool  # the image is an unpacked root directory on this host
+    cmd: str  # the program to run inside ("" : the image's own command)
+    args: list[str]
+    target_dir: str | None  # container_target_dir: where the sandbox appears inside
+    network: str  # docker_network_type ("" : the runtime's default)
+    pull_always: bool
+    override_entrypoint: bool
+    env: dict[str, str] = field(default_factory=dict)
+
+
+class ContainerError(Exception):
+    """The job asks for something this host's runtime will not do."""
+
+
+def is_container_job(ad: ClassAd) -> bool:
+    return _bool(ad, "WantDocker") or _bool(ad, "WantContainer")
+
+
+def _bool(ad: ClassAd, name: str) -> bool:
+    v = ad.eval(name) if name in ad else None
+    return v is True
+
+
+def _str(ad: ClassAd, name: str) -> str:
+    v = ad.eval(name) if name in ad else None
+    return v if isinstance(v, str) else ""
+
+
+def job_request(ad: ClassAd, cmd: str, args: list[str]) -> ContainerJob:
+    """The container a job ad asks for; ``cmd`` is the program as the starter resolved it
+    (in the sandbox when it was transferred), "" for the image's own."""
+    docker, image = _str(ad, "DockerImage"), _str(ad, "ContainerImage")
+    if docker:
+        name, rootfs = docker, False
+    elif image.startswith("docker://"):
+        name, rootfs = image[len("docker://"):], False
+    elif image.endswith(".sif"):
+        raise ContainerError(f"container_image {image}: Singularity images (.sif) are not supported here")
+    elif image:
+        name, rootfs = image, True
+    else:
+        raise ContainerError("the job names no docker_image or container_image")
+    target = _str(ad, "ContainerTargetDir") or None
+    return ContainerJob(image=name, rootfs=rootfs, cmd=cmd, args=args, target_dir=target,
+                        network=_str(ad, "DockerNetworkType").lower(),
+                        pull_always=_str(ad, "DockerPullPolicy").lower() == "always",
+                        override_entrypoint=_bool(ad, "DockerOverrideEntrypoint"))
+
+
+def container_name(sandbox_name: str) -> str:
+    return f"roost-{sandbox_name}"
+
+
+def run_argv(rt: Runtime, job: ContainerJob, *, name: str, sandbox: str, uid: int, gid: int,
+             groups: list[int], env: dict[str, str], memory_mib: int | None, cpus: int, stdin: bool,
+             extra: list[str] | None = None) -> list[str]:
+    """The runtime's command line for ``job`` (HTCondor's ``docker create`` choices)."""
+    inside = job.target_dir or sandbox
+    argv = [rt.path, *rt.options, "run", "--rm", "--name", name, "--label", f"{LABEL}={name}"]
+    if stdin:
+        argv.append("-i")
+    argv += ["--user", f"{uid}:{gid}"]
+    for g in groups:
+        if g != gid:
+            argv += ["--group-add", str(g)]
+    argv += ["--volume", f"{sandbox}:{inside}", "--workdir", inside]
+    if memory_mib:
+        argv.append(f"--memory={memory_mib}m")
+    argv.append(f"--cpu-shares={100 * max(cpus, 1)}")
+    argv += ["--cap-drop=all", "--security-opt", "no-new-privileges"]
+    if rt.kind == "docker":
+        argv += ["--log-driver", "none"]
+    network = job.network
+    if network == "host":
+        argv.append("--network=host")
+    elif network == "none":
+        argv.append("--network=none")
+    elif network and network != "nat":
+        if network not in rt.networks:
+            raise ContainerError(f"docker_network_type = {network}: not in this host's DOCKER_NETWORKS")
+        argv.append(f"--network={network}")
+    if network != "host":
+        argv += ["--hostname", name]
+    if job.pull_always and not job.rootfs:
+        argv += ["--pull", "always"]
+    argv += list(rt.run_options)
+    argv += list(extra or ())
+    for k, v in sorted(env.items()):  # _CONDOR_SCRATCH_DIR, TMPDIR ... as the job sees them
+        argv += ["--env", f"{k}={inside_path(v, sandbox, job.target_dir)}"]
+    cmd = inside_path(job.cmd, sandbox, job.target_dir) if job.cmd else ""
+    if cmd and job.override_entrypoint:
+        argv += ["--entrypoint", cmd]
+        cmd = ""
+    if job.rootfs:
+        argv += ["--rootfs", job.image]
+    else:
+        argv.append(job.image)
+    if cmd:
+        argv.append(cmd)
+    argv += job.args
+    return argv
+
+
+def rm_argv(rt: Runtime, name: str) -> list[str]:
+    """Kill and remove a job's container (what SIGKILL to the client cannot do)."""
+    return [rt.path, *rt.options, "rm", "--force", name]
+
+
+def extra_arguments(text: str | None) -> list[str]:
+    """DOCKER_EXTRA_ARGUMENTS (V2 syntax), added to every run."""
+    try:
+        return split_v2_raw(text or "")
+    except ArgSyntaxError as e:
+        raise ContainerError(f"DOCKER_EXTRA_ARGUMENTS: {e}") from None
+
+
+# -- finding a runtime (blocking: the startd runs it on a thread) ----------------------
+
+def _run(argv: list[str], timeout: float = PROBE_TIMEOUT, stdin: bytes | None = None) -> tuple[int, str]:
+    try:
+        got = subprocess.run(argv, input=stdin, capture_output=True, timeout=timeout,
+                             stdin=None if stdin is not None else subprocess.DEVNULL)
+    except subprocess.TimeoutExpired:
+        return 124, f"{argv[0]} {argv[1] if len(argv) > 1 else ''} took over {timeout:g} s"
+    except OSError as e:
+        return 126, f"cannot run {argv[0]}: {e.strerror or e}"
+    return got.returncode, (got.stderr or got.stdout).decode("utf-8", "replace").strip()
+
+
+def host_limits() -> tuple[str, ...]:
+    """The open-file and process limits a job gets, as the runtime must be told: by
+    default podman asks for more than a host without CAP_SYS_RESOURCE may grant, and
+    the container then fails to start."""
+    nofile = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    nproc = resource.getrlimit(resource.RLIMIT_NPROC)[0]
+    with contextlib.suppress(OSError, ValueError):
+        with open("/proc/sys/kernel/pid_max") as f:
+            pid_max = int(f.read())
+        nproc = pid_max if nproc == resource.RLIM_INFINITY else min(nproc, pid_max)
+    out = []
+    if nofile != resource.RLIM_INFINITY:
+        out += ["--ulimit", f"nofile={nofile}:{nofile}"]
+    if nproc != resource.RLIM_INFINITY:
+        out += ["--ulimit", f"nproc={nproc}:{nproc}"]
+    return tuple(out)
+
+
+def _probe_image(path: str, options: tuple[str, ...]) -> str | None:
+    """Import the empty probe image (once); None when done, else why not."""
+    rc, _ = _run([path, *options, "image", "inspect", PROBE_IMAGE], timeout=30)
+    if rc == 0:
+        return None
+    with tempfile.TemporaryDirectory() as tmp:
+        tar = os.path.join(tmp, "empty.tar")
+        with tarfile.open(tar, "w"):
+            pass
+        rc, out = _run([path, *options, "import", tar, PROBE_IMAGE])
+    return None if rc == 0 else f"cannot import a probe image: {out.splitlines()[-1] if out else rc}"
+
+
+def _try_run(path: str, options: tuple[str, ...], run_options: tuple[str, ...]) -> str | None:
+    """Run the probe image: None when the runtime got as far as looking for the program."""
+    rc, out = _run([path, *options, "run", "--rm", "--network=none", *run_options, PROBE_IMAGE,
+                    "/roost-probe-absent"])
+    if rc == 127 or (rc == 1 and "failed to exec pid1: No such file" in out):  # the latter: --init's
+        return None
+    last = out.splitlines()[-1] if out else f"exit {rc}"
+    return last.removeprefix("Error: ")
+
+
+def probe(podman: str = "podman", docker: str = "docker", networks: tuple[str, ...] = ()) -> tuple[Runtime | None, str]:
+    """(runtime, why): the first container runtime that runs a container here."""
+    whys = []
+    limits = host_limits()
+    p = shutil.which(podman)
+    if p is not None:
+        rc, version = _run([p, "version", "--format", "{{.Client.Version}}"], timeout=30)
+        if rc != 0:
+            whys.append(f"{p} version failed: {version}")
+        else:
+            found = [o for o in ("crun", "runc") if shutil.which(o)]
+            tries = [(), *[("--runtime", o) for o in found]]
+            for options in tries:
+                why = _probe_image(p, options)
+                for run_options in ((*limits, "--init"), limits):  # --init: a small init as pid 1
+                    if why is None:
+                        why = _try_run(p, options, run_options)
+                        if why is None:
+                            how = " ".join((*options, *run_options))
+                            return Runtime("podman", p, version.strip(), options, run_options, networks), \
+                                f"{p} runs containers ({how})"
+                        if "init" not in why:
+                            break
+                        why = None
+                whys.append(f"podman {' '.join(options) or '(default runtime)'}: {why}")
+    else:
+        whys.append(f"{podman} is not installed (Debian: apt-get install podman)")
+    d = shutil.which(docker)
+    if d is not None:
+        rc, info = _run([d, "info", "--format", "{{.ServerVersion}}"], timeout=30)
+        if rc != 0 or not info:
+            whys.append(f"docker info failed: {info.splitlines()[-1] if info else rc}")
+        else:
+            why = _probe_image(d, ()) or _try_run(d, (), ())
+            if why is None:
+                return Runtime("docker", d, info.strip(), (), (), networks), f"{d} (server {info.strip()}) runs containers"
+            whys.append(f"docker: {why}")
+    return None, "; ".join(whys)
+
+
+def remove(rt: Runtime, name: str) -> None:
+    """Remove a job's container, if it is still there (blocking; the cleaner thread)."""
+    _run(rm_argv(rt, name), timeout=60)
+
+
+def leftover_names(rt: Runtime) -> list[str]:
+    """Containers a previous startd started (labelled), running or not (blocking)."""
+    rc, out = _run([rt.path, *rt.options, "ps", "--all", "--filter", f"label={LABEL}",
+                    "--format", "{{.Names}}"], timeout=60)
+    return [n.strip() for n in out.splitlines() if n.strip().startswith("roost-")] if rc == 0 else []
+
+
+def inside_path(path: str, sandbox: str, target_dir: str | None) -> str:
+    """Where a sandbox path appears inside the container."""
+    if target_dir and path == sandbox:
+        return target_dir
+    if target_dir and path.startswith(sandbox + "/"):
+        return posixpath.join(target_dir, path[len(sandbox) + 1:])
+    return path

@@ -1,0 +1,135 @@
+"""The command lines the startd runs for container, docker and java jobs (pure functions)."""
+
+from __future__ import annotations
+
+import pytest
+
+from roost.classad import ClassAd
+from roost.daemons.startd import container, javajob
+from roost.daemons.startd.jobcommand import CommandError, Universes, command
+from roost.daemons.startd.jobspec import Identity, parse_job
+
+PODMAN = container.Runtime("podman", "/usr/bin/podman", "4.3.1", ("--runtime", "runc"),
+                           ("--ulimit", "nofile=1024:1024", "--init"), ("lab",))
+BOX = "/var/lib/roost/execute/dir_7_1"
+
+
+def job(**attrs: object) -> ClassAd:
+    ad = ClassAd()
+    base: dict[str, object] = {"ClusterId": 3, "ProcId": 0, "Cmd": "/home/u/run.sh", "Arguments": "a 'b c'",
+                               "Iwd": "/home/u", "ShouldTransferFiles": "YES", "Owner": "u", "JobUniverse": 5}
+    base.update(attrs)
+    for k, v in base.items():
+        ad[k] = v
+    return ad
+
+
+def argv_of(ad: ClassAd, universes: Universes, **kw: object) -> list[str]:
+    spec = parse_job(ad, "fs")
+    ident = Identity(1000, 1000, "u", "/home/u")
+    exe = f"{BOX}/run.sh"
+    cmd = command(spec, universes, exe=exe, sandbox=BOX, sandbox_name="dir_7_1", identity=ident,
+                  env={"_CONDOR_SCRATCH_DIR": BOX, "X": "1"}, memory_mib=512, cpus=2,
+                  stdin=bool(kw.get("stdin", False)))
+    return cmd.argv
+
+
+def test_a_container_job_runs_in_its_sandbox_as_its_user() -> None:
+    u = Universes(runtime=PODMAN, execute_dir="/var/lib/roost/execute")
+    argv = argv_of(job(WantContainer=True, ContainerImage="docker://localhost/tiny:1"), u)
+    name = u.container_name("dir_7_1")
+    assert name.startswith("roost-") and name.endswith("-dir_7_1")
+    assert argv[:5] == ["/usr/bin/podman", "--runtime", "runc", "run", "--rm"]
+    i = argv.index("--user")
+    assert argv[i + 1] == "1000:1000"
+    assert argv[argv.index("--volume") + 1] == f"{BOX}:{BOX}" and argv[argv.index("--workdir") + 1] == BOX
+    assert "--memory=512m" in argv and "--cpu-shares=200" in argv and "--cap-drop=all" in argv
+    assert "-i" not in argv and "--init" in argv and argv[argv.index("--name") + 1] == name
+    assert f"_CONDOR_SCRATCH_DIR={BOX}" in argv and argv[argv.index("--env") + 1] == "X=1"
+    # the image, then the transferred program and the job's own arguments
+    assert argv[-4:] == ["localhost/tiny:1", f"{BOX}/run.sh", "a", "b c"]
+
+
+def test_target_dir_moves_the_sandbox_inside() -> None:
+    u = Universes(runtime=PODMAN, execute_dir="/x")
+    argv = argv_of(job(WantContainer=True, ContainerImage="docker://img", ContainerTargetDir="/srv"), u,
+                   stdin=True)
+    assert argv[argv.index("--volume") + 1] == f"{BOX}:/srv" and argv[argv.index("--workdir") + 1] == "/srv"
+    assert "_CONDOR_SCRATCH_DIR=/srv" in argv and argv[-3:] == ["/srv/run.sh", "a", "b c"] and "-i" in argv
+
+
+def test_docker_image_network_entrypoint_and_pull() -> None:
+    u = Universes(runtime=PODMAN, execute_dir="/x")
+    argv = argv_of(job(WantDocker=True, DockerImage="localhost/tiny", DockerNetworkType="none",
+                       DockerOverrideEntrypoint=True, DockerPullPolicy="always"), u)
+    assert "--network=none" in argv and "--hostname" in argv
+    assert argv[argv.index("--entrypoint") + 1] == f"{BOX}/run.sh" and argv[-3:] == ["localhost/tiny", "a", "b c"]
+    assert argv[argv.index("--pull") + 1] == "always"
+    host = argv_of(job(WantDocker=True, DockerImage="i", DockerNetworkType="host"), u)
+    assert "--network=host" in host and "--hostname" not in host
+    assert "--network=lab" in argv_of(job(WantDocker=True, DockerImage="i", DockerNetworkType="lab"), u)
+    with pytest.raises(CommandError, match="docker_network_type = other: not in this host's DOCKER_NETWORKS"):
+        argv_of(job(WantDocker=True, DockerImage="i", DockerNetworkType="other"), u)
+
+
+def test_the_image_own_command_and_programs_inside_the_image() -> None:
+    u = Universes(runtime=PODMAN, execute_dir="/x")
+    bare = argv_of(job(WantDocker=True, DockerImage="i", Cmd="", Arguments="", TransferExecutable=False), u)
+    assert bare[-1] == "i"
+    inside = argv_of(job(WantDocker=True, DockerImage="i", Cmd="/bin/echo", TransferExecutable=False), u)
+    assert inside[-4:] == ["i", "/bin/echo", "a", "b c"]
+
+
+def test_a_rootfs_directory_image_and_unsupported_ones() -> None:
+    u = Universes(runtime=PODMAN, execute_dir="/x")
+    argv = argv_of(job(WantContainer=True, ContainerImage="/images/rootfs"), u)
+    assert argv[argv.index("--rootfs") + 1] == "/images/rootfs"
+    with pytest.raises(CommandError, match="Singularity"):
+        argv_of(job(WantContainer=True, ContainerImage="/images/x.sif"), u)
+    with pytest.raises(CommandError, match="no working container runtime"):
+        argv_of(job(WantContainer=True, ContainerImage="docker://i"), Universes())
+
+
+def test_docker_itself_logs_nothing_of_its_own() -> None:
+    docker = container.Runtime("docker", "/usr/bin/docker", "27.0", (), ())
+    argv = argv_of(job(WantDocker=True, DockerImage="i"), Universes(runtime=docker, execute_dir="/x"))
+    assert argv[:3] == ["/usr/bin/docker", "run", "--rm"] and argv[argv.index("--log-driver") + 1] == "none"
+    assert docker.ad()["HasDocker"] is True and "HasSandboxImage" not in docker.ad()
+    assert PODMAN.ad()["DockerNetworks"] == "lab" and PODMAN.ad()["HasSandboxImage"] is True
+
+
+def test_rm_argv_and_extra_arguments() -> None:
+    assert container.rm_argv(PODMAN, "roost-x") == ["/usr/bin/podman", "--runtime", "runc", "rm", "--force", "roost-x"]
+    assert container.extra_arguments("--shm-size 1g '--label=a b'") == ["--shm-size", "1g", "--label=a b"]
+
+
+JVM = javajob.Jvm("/usr/bin/java", {"java.version": "17.0.15", "java.vendor": "Debian",
+                                    "java.specification.version": "17"}, extra_arguments=("-Xss2m",))
+
+
+def test_a_java_job_runs_its_main_class_with_its_jars() -> None:
+    u = Universes(jvm=JVM)
+    ad = job(JobUniverse=10, Cmd="java", TransferExecutable=False, Arguments="Hello world",
+             JarFiles="lib/a.jar,/opt/b.jar", JavaVMArgs="-Xmx64m -Dx=1")
+    assert argv_of(ad, u) == ["/usr/bin/java", "-classpath", f".:{BOX}/a.jar:{BOX}/b.jar", "-Xss2m",
+                              "-Xmx64m", "-Dx=1", "Hello", "world"]
+    shared = job(JobUniverse=10, Cmd="/home/u/Hello.class", ShouldTransferFiles="NO", Arguments="Hello",
+                 JarFiles="lib/a.jar", JavaVMArguments="'-Da=b c'")
+    assert argv_of(shared, u) == ["/usr/bin/java", "-classpath", ".:lib/a.jar", "-Xss2m", "-Da=b c", "Hello"]
+    with pytest.raises(CommandError, match="no working Java"):
+        argv_of(ad, Universes())
+    with pytest.raises(CommandError, match="main class"):
+        argv_of(job(JobUniverse=10, Cmd="java", Arguments=""), u)
+
+
+def test_the_jvm_properties_and_its_ad() -> None:
+    text = ("Property settings:\n    java.class.path = \n    java.specification.version = 17\n"
+            "    java.vendor = Debian\n    java.version = 17.0.15\n    line.separator = \\n\n")
+    props = javajob.parse_properties(text)
+    assert props == {"java.specification.version": "17", "java.vendor": "Debian", "java.version": "17.0.15"}
+    assert javajob.make_jvm("/usr/bin/java", props).ad() == {
+        "HasJava": True, "JavaVendor": "Debian", "JavaVersion": "17.0.15", "JavaSpecificationVersion": "17"}
+
+
+def test_vanilla_jobs_are_untouched() -> None:
+    assert argv_of(job(), Universes()) == [f"{BOX}/run.sh", "a", "b c"]
