@@ -160,6 +160,25 @@ def test_removing_a_container_job_kills_its_container(
     assert job is not None and job["JobStatus"] == 3
 
 
+def test_holding_a_container_job_that_ignores_its_signal_removes_its_container(
+        runtime: container.Runtime, upool: PoolHandle, jobdir: Path) -> None:
+    _machine(upool, "HasContainer")
+    script = jobdir / "stubborn.sh"
+    script.write_text("#!/bin/sh\ntrap '' TERM\nwhile true; do sleep 1; done\n")
+    script.chmod(0o755)
+    before = set(_containers(runtime))
+    r = upool.submit(f"universe = docker\ndocker_image = {IMAGE}\nexecutable = stubborn.sh\n"
+                     "job_max_vacate_time = 1\nqueue\n", jobdir)
+    jid = f"{r.cluster}.0"
+    upool.wait_for(jid, lambda j: j.get("JobStatus") == 2, timeout=60, what="running")
+    wait_until(lambda: set(_containers(runtime)) - before, 30, "the job's container")
+    upool.roost("hold", jid, check=True)
+    upool.wait_for(jid, lambda j: j.get("JobStatus") == 5, timeout=60, what="held")
+    # SIGTERM is ignored inside: the hard kill removes the container by name
+    wait_until(lambda: not set(_containers(runtime)) - before, 60, "the container removed")
+    upool.roost("rm", jid, check=True)
+
+
 HELLO = """
 public class Hello {
     public static void main(String[] args) {

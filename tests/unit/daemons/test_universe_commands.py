@@ -90,6 +90,14 @@ def test_a_rootfs_directory_image_and_unsupported_ones() -> None:
         argv_of(job(WantContainer=True, ContainerImage="docker://i"), Universes())
 
 
+def test_nothing_from_the_job_ad_becomes_an_option_of_the_runtime() -> None:
+    u = Universes(runtime=PODMAN, execute_dir="/x")
+    with pytest.raises(CommandError, match="not an image name"):
+        argv_of(job(WantDocker=True, DockerImage="--privileged"), u)
+    with pytest.raises(CommandError, match="container_target_dir = /srv:rw"):
+        argv_of(job(WantContainer=True, ContainerImage="docker://i", ContainerTargetDir="/srv:rw"), u)
+
+
 def test_docker_itself_logs_nothing_of_its_own() -> None:
     docker = container.Runtime("docker", "/usr/bin/docker", "27.0", (), ())
     argv = argv_of(job(WantDocker=True, DockerImage="i"), Universes(runtime=docker, execute_dir="/x"))
@@ -99,7 +107,8 @@ def test_docker_itself_logs_nothing_of_its_own() -> None:
 
 
 def test_rm_argv_and_extra_arguments() -> None:
-    assert container.rm_argv(PODMAN, "roost-x") == ["/usr/bin/podman", "--runtime", "runc", "rm", "--force", "roost-x"]
+    assert container.rm_argv(PODMAN, "roost-x") == ["/usr/bin/podman", "--runtime", "runc", "rm", "--force",
+                                                   "--time", "0", "roost-x"]
     assert container.extra_arguments("--shm-size 1g '--label=a b'") == ["--shm-size", "1g", "--label=a b"]
 
 

@@ -112,7 +112,11 @@ def job_request(ad: ClassAd, cmd: str, args: list[str]) -> ContainerJob:
         name, rootfs = image, True
     else:
         raise ContainerError("the job names no docker_image or container_image")
+    if not name or name.startswith("-") or any(c.isspace() or ord(c) < 32 for c in name):
+        raise ContainerError(f"image {name!r}: not an image name")  # never an option to the runtime
     target = _str(ad, "ContainerTargetDir") or None
+    if target is not None and (not target.startswith("/") or any(c in target for c in ":,") or ".." in target.split("/")):
+        raise ContainerError(f"container_target_dir = {target}: must be an absolute path without : or ,")
     return ContainerJob(image=name, rootfs=rootfs, cmd=cmd, args=args, target_dir=target,
                         network=_str(ad, "DockerNetworkType").lower(),
                         pull_always=_str(ad, "DockerPullPolicy").lower() == "always",
@@ -175,6 +179,8 @@ def run_argv(rt: Runtime, job: ContainerJob, *, name: str, sandbox: str, uid: in
 
 def rm_argv(rt: Runtime, name: str) -> list[str]:
     """Kill and remove a job's container (what SIGKILL to the client cannot do)."""
+    if rt.kind == "podman":  # podman's --force waits 10 s for the stop signal first
+        return [rt.path, *rt.options, "rm", "--force", "--time", "0", name]
     return [rt.path, *rt.options, "rm", "--force", name]
 
 
@@ -273,11 +279,24 @@ def probe(podman: str = "podman", docker: str = "docker", networks: tuple[str, .
         if rc != 0 or not info:
             whys.append(f"docker info failed: {info.splitlines()[-1] if info else rc}")
         else:
-            why = _probe_image(d, ()) or _try_run(d, (), ())
-            if why is None:
-                return Runtime("docker", d, info.strip(), (), (), networks), f"{d} (server {info.strip()}) runs containers"
+            why = _probe_image(d, ())
+            for run_options in (("--init",), ()):
+                if why is None:
+                    why = _try_run(d, (), run_options)
+                    if why is None:
+                        return Runtime("docker", d, info.strip(), (), run_options, networks), \
+                            f"{d} (server {info.strip()}) runs containers"
+                    if "init" not in why:
+                        break
+                    why = None
             whys.append(f"docker: {why}")
     return None, "; ".join(whys)
+
+
+def pause(rt: Runtime, name: str, on: bool) -> None:
+    """Freeze or thaw a job's container (the owner policy's SUSPEND and CONTINUE;
+    blocking: the cleaner thread). Stopping the runtime's client stops nothing inside."""
+    _run([rt.path, *rt.options, "pause" if on else "unpause", name], timeout=60)
 
 
 def remove(rt: Runtime, name: str) -> None:

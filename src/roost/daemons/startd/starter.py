@@ -916,6 +916,13 @@ class Starter:
             if not self._reaped:
                 self._remove_container()  # the runtime's client cannot pass SIGKILL on
 
+    def _pause_container(self, on: bool) -> None:
+        """A container job's container frozen or thawed (on the cleaner thread, in order)."""
+        rt = self.universes.runtime if self.universes is not None else None
+        if self.container is not None and rt is not None and not self._container_gone:
+            name = self.container
+            launch.on_cleaner(lambda: container.pause(rt, name, on))
+
     def _remove_container(self) -> None:
         """Kill and remove a container job's container (on the cleaner thread)."""
         rt = self.universes.runtime if self.universes is not None else None
@@ -933,6 +940,7 @@ class Starter:
         if self._alive():
             self._kill_group(signal.SIGSTOP)
             self.cgroups.freeze(self.name, True)
+            self._pause_container(True)
             self.suspended = True
             self._tell({"state": "suspended", "num_pids": self.cgroups.count(self.name) or 1})
 
@@ -941,6 +949,7 @@ class Starter:
         soft kill)."""
         if self.suspended:
             self.cgroups.freeze(self.name, False)
+            self._pause_container(False)
             if self._alive():
                 self._kill_group(signal.SIGCONT)
                 self._tell({"state": "resumed"})
