@@ -130,6 +130,23 @@ def test_a_container_job_runs_inside_its_image_with_its_files(
     assert "Requirements" in job and "HasDockerURL" in str(job["Requirements"])
 
 
+def test_a_directory_image_runs_as_the_container_root(
+        runtime: container.Runtime, upool: PoolHandle, jobdir: Path) -> None:
+    _machine(upool, "HasSandboxImage")
+    root = jobdir / "rootfs"
+    (root / "bin").mkdir(parents=True)
+    busybox = next(b for b in BUSYBOX if _static(b))
+    shutil.copy(busybox, root / "bin" / "busybox")
+    for name in APPLETS:
+        (root / "bin" / name).symlink_to("busybox")
+    r = upool.submit(f"universe = container\ncontainer_image = {root}\nexecutable = /bin/echo\n"
+                     "transfer_executable = false\narguments = from a directory\noutput = dir.out\nqueue\n", jobdir)
+    upool.wait(r.job_ids(), timeout=120)
+    assert (jobdir / "dir.out").read_text() == "from a directory\n"
+    job = upool.job(f"{r.cluster}.0")
+    assert job is not None and job["WantSandboxImage"] is True and "HasSandboxImage" in str(job["Requirements"])
+
+
 def test_a_docker_job_runs_a_program_of_its_image(
         runtime: container.Runtime, upool: PoolHandle, jobdir: Path) -> None:
     _machine(upool, "HasDocker")

@@ -49,7 +49,7 @@ class Runtime:
 
     kind: str  # "podman" or "docker"
     path: str
-    version: str
+    version: str  # `podman -v` / `docker -v`: "podman version 4.3.1" (DockerVersion)
     options: tuple[str, ...] = ()  # global options that made it work (--runtime runc ...)
     run_options: tuple[str, ...] = ()  # options every run needs here (limits the host allows)
     networks: tuple[str, ...] = ()  # DOCKER_NETWORKS: extra networks jobs may ask for
@@ -252,7 +252,7 @@ def probe(podman: str = "podman", docker: str = "docker", networks: tuple[str, .
     limits = host_limits()
     p = shutil.which(podman)
     if p is not None:
-        rc, version = _run([p, "version", "--format", "{{.Client.Version}}"], timeout=30)
+        rc, version = _run([p, "-v"], timeout=30)  # DockerVersion: `docker -v`'s line, as HTCondor
         if rc != 0:
             whys.append(f"{p} version failed: {version}")
         else:
@@ -280,11 +280,12 @@ def probe(podman: str = "podman", docker: str = "docker", networks: tuple[str, .
             whys.append(f"docker info failed: {info.splitlines()[-1] if info else rc}")
         else:
             why = _probe_image(d, ())
+            version = _run([d, "-v"], timeout=30)[1] or info
             for run_options in (("--init",), ()):
                 if why is None:
                     why = _try_run(d, (), run_options)
                     if why is None:
-                        return Runtime("docker", d, info.strip(), (), run_options, networks), \
+                        return Runtime("docker", d, version.strip(), (), run_options, networks), \
                             f"{d} (server {info.strip()}) runs containers"
                     if "init" not in why:
                         break
