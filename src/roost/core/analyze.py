@@ -287,11 +287,26 @@ def _job_attr(node: Node, job: ClassAd) -> str | None:
     return None
 
 
+#: slot attributes a startd sets only when a probe at its start passes
+_PROBED = {
+    **dict.fromkeys(("hascontainer", "hasdocker", "hasdockerurl", "hassandboximage"),
+                    "no execute host has a container runtime (podman or docker) that runs containers "
+                    "(docs/universes.md)"),
+    "hassif": "roost runs no Singularity (.sif) images: use a docker:// image (docs/universes.md)",
+    "hasjava": "no execute host has a Java runtime that answers (JAVA, docs/universes.md)",
+    "hascriu": "no execute host passes `criu check` (docs/reliability.md)",
+}
+
+
 def _suggest_clause(stat: ClauseStat, node: Node, job: ClassAd, n_slots: int) -> str:
     found = _slot_side(node, job)
     missing = _missing(stat)
     if missing and (found[0] in missing if found else len(missing) == len(stat.values)):
         names = ", ".join(missing)
+        probed = [_PROBED[m.lower()] for m in missing if m.lower() in _PROBED]
+        if probed:
+            return (f"no slot has {names} (undefined on all {n_slots} slots): {probed[0]}; "
+                    f"each startd's log says why it advertises none")
         return (f"no slot has {names} (undefined on all {n_slots} slots): check the spelling, "
                 f"or remove `{stat.text}`; a slot only has such an attribute if its administrator "
                 f"adds it (STARTD_ATTRS)")

@@ -240,3 +240,12 @@ def test_a_group_at_its_allocation_waits_and_says_why() -> None:
     assert "Accounting group: group physics holds 4; what it may hold is not computed yet (quota 4" in render(a, j)
     # Not in any group: nothing about groups.
     assert analyze(j, pool(3), submitter="alice@pool", groups=groups).group is None
+
+
+def test_a_container_or_java_job_on_a_pool_without_runtimes_says_where_to_look() -> None:
+    a = analyze(job(requirements='(TARGET.Arch == "X86_64") && TARGET.HasContainer&& TARGET.HasDockerURL'), pool(4))
+    assert a.suggestion.startswith("no slot has HasContainer (undefined on all 4 slots): no execute host has a "
+                                   "container runtime")
+    assert "docs/universes.md" in a.suggestion and "STARTD_ATTRS" not in a.suggestion
+    a = analyze(job(requirements="TARGET.HasJava && (TARGET.Memory >= RequestMemory)"), pool(2))
+    assert "no execute host has a Java runtime" in a.suggestion
