@@ -50,6 +50,16 @@ def test_a_container_job_runs_in_its_sandbox_as_its_user() -> None:
     assert argv[-4:] == ["localhost/tiny:1", f"{BOX}/run.sh", "a", "b c"]
 
 
+def test_the_slot_gpus_are_passed_in() -> None:
+    u = Universes(runtime=PODMAN, execute_dir="/x")
+    spec = parse_job(job(WantContainer=True, ContainerImage="docker://i"), "fs")
+    argv = command(spec, u, exe=f"{BOX}/run.sh", sandbox=BOX, sandbox_name="d", identity=Identity(1, 1, "", ""),
+                   env={"_CONDOR_AssignedGPUs": "GPU-1,GPU-3"}, memory_mib=None, cpus=1, stdin=False).argv
+    devices = [argv[i + 1] for i, a in enumerate(argv) if a == "--device"]
+    assert devices == ["/dev/nvidiactl", "/dev/nvidia-uvm", "/dev/nvidia1", "/dev/nvidia3"]
+    assert not any(a.startswith("--memory") for a in argv)
+
+
 def test_target_dir_moves_the_sandbox_inside() -> None:
     u = Universes(runtime=PODMAN, execute_dir="/x")
     argv = argv_of(job(WantContainer=True, ContainerImage="docker://img", ContainerTargetDir="/srv"), u,

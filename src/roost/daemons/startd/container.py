@@ -129,8 +129,10 @@ def container_name(sandbox_name: str) -> str:
 
 def run_argv(rt: Runtime, job: ContainerJob, *, name: str, sandbox: str, uid: int, gid: int,
              groups: list[int], env: dict[str, str], memory_mib: int | None, cpus: int, stdin: bool,
-             extra: list[str] | None = None) -> list[str]:
-    """The runtime's command line for ``job`` (HTCondor's ``docker create`` choices)."""
+             extra: list[str] | None = None, gpus: list[int] | None = None) -> list[str]:
+    """The runtime's command line for ``job`` (HTCondor's ``docker create`` choices);
+    ``gpus``: the slot's NVIDIA devices (their minor numbers), passed in as HTCondor does
+    (the image brings its own CUDA libraries)."""
     inside = job.target_dir or sandbox
     argv = [rt.path, *rt.options, "run", "--rm", "--name", name, "--label", f"{LABEL}={name}"]
     if stdin:
@@ -140,6 +142,9 @@ def run_argv(rt: Runtime, job: ContainerJob, *, name: str, sandbox: str, uid: in
         if g != gid:
             argv += ["--group-add", str(g)]
     argv += ["--volume", f"{sandbox}:{inside}", "--workdir", inside]
+    if gpus:
+        for dev in ("/dev/nvidiactl", "/dev/nvidia-uvm", *(f"/dev/nvidia{n}" for n in gpus)):
+            argv += ["--device", dev]
     if memory_mib:
         argv.append(f"--memory={memory_mib}m")
     argv.append(f"--cpu-shares={100 * max(cpus, 1)}")

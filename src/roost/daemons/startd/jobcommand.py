@@ -71,7 +71,8 @@ def command(spec: JobSpec, universes: Universes | None, *, exe: str, sandbox: st
             groups = _groups(identity)
             argv = container.run_argv(u.runtime, job, name=name, sandbox=sandbox if spec.transfer else spec.iwd,
                                       uid=identity.uid, gid=identity.gid, groups=groups, env=env,
-                                      memory_mib=memory_mib, cpus=cpus, stdin=stdin, extra=u.docker_extra)
+                                      memory_mib=memory_mib, cpus=cpus, stdin=stdin, extra=u.docker_extra,
+                                      gpus=_gpus(env))
         except container.ContainerError as e:
             raise CommandError(str(e)) from None
         return Command(argv, u.runtime.path, False, name)
@@ -85,6 +86,16 @@ def command(spec: JobSpec, universes: Universes | None, *, exe: str, sandbox: st
             raise CommandError(str(e)) from None
         return Command(argv, u.jvm.path, True)
     return Command([exe, *spec.args], exe, True)
+
+
+def _gpus(env: dict[str, str]) -> list[int]:
+    """The slot's GPUs (``GPU-<index>``, as the startd names them in _CONDOR_AssignedGPUs)."""
+    out = []
+    for g in env.get("_CONDOR_AssignedGPUs", "").split(","):
+        index = g.strip().rpartition("-")[2]
+        if index.isdigit():
+            out.append(int(index))
+    return out
 
 
 def _groups(identity: Identity) -> list[int]:
