@@ -168,6 +168,9 @@ def test_removing_a_container_job_kills_its_container(
     jid = f"{r.cluster}.0"
     upool.wait_for(jid, lambda j: j.get("JobStatus") == 2, timeout=60, what="running")
     wait_until(lambda: set(_containers(runtime)) - before, 30, "the job's container")
+    # its usage is the container's (a busybox sleep, ~1 MiB), not the runtime client's (~40 MiB)
+    running = upool.wait_for(jid, lambda j: j.get("ResidentSetSize", 0) > 0, timeout=30, what="usage")
+    assert running["ResidentSetSize"] < 16 * 1024, running["ResidentSetSize"]
     started = time.monotonic()
     upool.roost("rm", jid, check=True)
     wait_until(lambda: not set(_containers(runtime)) - before, 60, "the container removed")

@@ -299,6 +299,17 @@ def probe(podman: str = "podman", docker: str = "docker", networks: tuple[str, .
     return None, "; ".join(whys)
 
 
+def main_pid(rt: Runtime, name: str) -> int | None:
+    """The host pid of the container's first process (its process group: what it uses is
+    read from /proc, as a vanilla job's); None while it has none (blocking)."""
+    rc, out = _run([rt.path, *rt.options, "inspect", "--format", "{{.State.Pid}}", name], timeout=30)
+    try:
+        pid = int(out.strip()) if rc == 0 else 0
+    except ValueError:
+        return None
+    return pid or None
+
+
 def pause(rt: Runtime, name: str, on: bool) -> None:
     """Freeze or thaw a job's container (the owner policy's SUSPEND and CONTINUE;
     blocking: the cleaner thread). Stopping the runtime's client stops nothing inside."""

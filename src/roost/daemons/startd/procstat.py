@@ -60,9 +60,12 @@ class TreeUsage(NamedTuple):
 _PAGE_KIB = (os.sysconf("SC_PAGE_SIZE") // 1024) if hasattr(os, "sysconf") else 4
 
 
-def tree_usage(pgid: int) -> TreeUsage | None:
-    """The summed usage of every process in process group ``pgid`` (a job's), from
-    /proc; None when none is left. One walk of /proc (call it off the event loop)."""
+def tree_usage(pgid: int, session: bool = False) -> TreeUsage | None:
+    """The summed usage of every process in process group ``pgid`` (a job's), or in the
+    session it leads (``session``: a container's, whose init puts its child in a group of
+    its own), from /proc; None when none is left. One walk of /proc (call it off the
+    event loop)."""
+    field = 3 if session else 2
     rss = vsize = user = system = 0
     found = False
     for entry in _pids():
@@ -70,7 +73,7 @@ def tree_usage(pgid: int) -> TreeUsage | None:
             with open(f"/proc/{entry}/stat", "rb") as f:
                 data = f.read()
             fields = data[data.rindex(b")") + 2:].split()
-            if int(fields[2]) != pgid:
+            if int(fields[field]) != pgid:
                 continue
             found = True
             user += int(fields[11])

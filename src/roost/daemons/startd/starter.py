@@ -144,6 +144,7 @@ class Starter:
         #: a container job's container (its name): removed when the job is killed
         self.container: str | None = None
         self._container_gone = False  # its runtime client exited by itself: --rm removed it
+        self._container_pid: int | None = None  # its first process, as the host sees it
         self.chirp_settings = chirp_settings  # the machine's Chirp knobs (None: no Chirp)
         self.chirp: chirp.ChirpServer | None = None  # the job's Chirp server (chirp.py)
         self.stream_interval = stream_interval  # STARTER_STREAM_INTERVAL: stream_output's pace
@@ -681,7 +682,7 @@ class Starter:
                     cpus=self.cpus, stdin=bool(stdin))
             except jobcommand.CommandError as e:
                 raise StartError(str(e)) from None
-            self.container, self._container_gone = cmd.container, False
+            self.container, self._container_gone, self._container_pid = cmd.container, False, None
             as_user = ident.switch and cmd.as_job_user
             request = launch.Launch(
                 argv=cmd.argv,
@@ -870,6 +871,15 @@ class Starter:
     def live_usage(self) -> dict[str, Any]:
         """What the job uses now (for the periodic report): memory and CPU, and its
         sandbox's size (DiskUsage, KiB). Blocking: on a thread."""
+        rt = self.universes.runtime if self.universes is not None else None
+        if self.container is not None and rt is not None:
+            # what runs inside is not in the job's cgroup nor the client's process group
+            if self._container_pid is None:
+                self._container_pid = container.main_pid(rt, self.container)
+            tree = procstat.tree_usage(self._container_pid, session=True) if self._container_pid else None
+            out = jobusage.live(None, tree)
+            out["DiskUsage"] = disk_kib(self.sandbox)
+            return out
         tree = procstat.tree_usage(self.pid) if self.pid is not None else None
         out = jobusage.live(self.memory.state(self.name), tree)
         out["DiskUsage"] = disk_kib(self.sandbox)
