@@ -97,8 +97,9 @@ class SubmitCalls:
         # (should_transfer_files = NO / IF_NEEDED): the job carries this host's domain.
         cluster_ad.setdefault("FileSystemDomain", self.filesystem_domain)
         cmd = cluster_ad.get("Cmd", procs[0].get("Cmd"))
-        if not isinstance(cmd, str) or not cmd and not (cluster_ad.get("WantDocker") or cluster_ad.get("WantContainer")):
-            raise bad_request("SUBMIT: the job has no Cmd (executable)")  # a container's image may say
+        image_says = cluster_ad.get("WantDocker") or cluster_ad.get("WantContainer")  # what to run
+        if not isinstance(cmd, str) or (not cmd and not image_says):
+            raise bad_request("SUBMIT: the job has no Cmd (executable)")
         obj_to_ad(cluster_ad)  # refuses bad expressions with BAD_REQUEST
         now = int(time.time())
         cluster_ad["ClusterId"] = cid

@@ -115,7 +115,8 @@ def job_request(ad: ClassAd, cmd: str, args: list[str]) -> ContainerJob:
     if not name or name.startswith("-") or any(c.isspace() or ord(c) < 32 for c in name):
         raise ContainerError(f"image {name!r}: not an image name")  # never an option to the runtime
     target = _str(ad, "ContainerTargetDir") or None
-    if target is not None and (not target.startswith("/") or any(c in target for c in ":,") or ".." in target.split("/")):
+    if target is not None and (not target.startswith("/") or any(c in target for c in ":,")
+                               or ".." in target.split("/")):
         raise ContainerError(f"container_target_dir = {target}: must be an absolute path without : or ,")
     return ContainerJob(image=name, rootfs=rootfs, cmd=cmd, args=args, target_dir=target,
                         network=_str(ad, "DockerNetworkType").lower(),
@@ -251,7 +252,8 @@ def _try_run(path: str, options: tuple[str, ...], run_options: tuple[str, ...]) 
     return last.removeprefix("Error: ")
 
 
-def probe(podman: str = "podman", docker: str = "docker", networks: tuple[str, ...] = ()) -> tuple[Runtime | None, str]:
+def probe(podman: str = "podman", docker: str = "docker",
+          networks: tuple[str, ...] = ()) -> tuple[Runtime | None, str]:
     """(runtime, why): the first container runtime that runs a container here."""
     whys = []
     limits = host_limits()

@@ -69,6 +69,8 @@ from roost.net.errors import RemoteError
 log = logging.getLogger(__name__)
 
 CHUNK = 1 << 20
+#: a container runtime's client runs as root with this, not the job's environment (passed in)
+RUNTIME_ENV = {"PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}
 INTERNAL_FILES = (".job.ad", ".machine.ad", chirp.CONFIG_NAME)
 #: how long a checkpoint upload waits for a schedd that is away (restarting) before the
 #: job goes on without it (seconds)
@@ -688,7 +690,7 @@ class Starter:
                 argv=cmd.argv,
                 executable=cmd.executable,
                 cwd=box if spec.transfer else spec.iwd,
-                env=self.env if cmd.as_job_user else {"PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"},
+                env=self.env if cmd.as_job_user else RUNTIME_ENV,
                 stdin=opened[0] if stdin else devnull(os.O_RDONLY),
                 stdout=std[0],
                 stderr=std[1],
