@@ -89,7 +89,10 @@ def h_container(b: Builder) -> None:
             b.set({"docker": "WantDockerImage", "sif": "WantSIF", "sandbox": "WantSandboxImage"}[kind], True)
         elif universe == "container":
             b.error("universe = container needs container_image (or docker_image)", "universe")
-        if (docker is not None or container is not None) and universe != "local":
+        if (docker is not None or container is not None) and universe == "local":
+            b.error("universe = local runs on the submit host without a container in roost: "
+                    "use universe = container (or drop the image)", "universe")
+        if docker is not None or container is not None:
             b.set("WantContainer", True)
     else:
         return

@@ -69,6 +69,8 @@ def test_container_target_dir_and_entrypoint() -> None:
     ("universe = container\nexecutable = /bin/true", r"job.sub:1: universe = container needs container_image"),
     ("docker_image = x\ncontainer_image = docker://y\nexecutable = /bin/true",
      r"job.sub:2: cannot declare both docker_image and container_image"),
+    ("universe = local\ndocker_image = x\nexecutable = /bin/true",
+     r"job.sub:1: universe = local runs on the submit host without a container"),
     ("universe = container\ncontainer_image = library://x/y\nexecutable = /bin/true",
      r"job.sub:2: 'library://x/y' is not a valid container image"),
 ])
