@@ -147,6 +147,17 @@ def test_a_directory_image_runs_as_the_container_root(
     assert job is not None and job["WantSandboxImage"] is True and "HasSandboxImage" in str(job["Requirements"])
 
 
+def test_an_image_that_cannot_be_pulled_holds_the_job_saying_why(
+        runtime: container.Runtime, upool: PoolHandle, jobdir: Path) -> None:
+    _machine(upool, "HasDocker")
+    r = upool.submit("universe = docker\ndocker_image = localhost/roost-no-such-image:1\n"
+                     "executable = /bin/true\ntransfer_executable = false\nqueue\n", jobdir)
+    jid = f"{r.cluster}.0"
+    held = upool.wait_for(jid, lambda j: j.get("JobStatus") == 5, timeout=120, what="held")
+    assert "cannot pull image localhost/roost-no-such-image:1" in held["HoldReason"], held["HoldReason"]
+    upool.roost("rm", jid, check=True)
+
+
 def test_a_docker_job_runs_a_program_of_its_image(
         runtime: container.Runtime, upool: PoolHandle, jobdir: Path) -> None:
     _machine(upool, "HasDocker")

@@ -124,10 +124,6 @@ def job_request(ad: ClassAd, cmd: str, args: list[str]) -> ContainerJob:
                         override_entrypoint=_bool(ad, "DockerOverrideEntrypoint"))
 
 
-def container_name(sandbox_name: str) -> str:
-    return f"roost-{sandbox_name}"
-
-
 def run_argv(rt: Runtime, job: ContainerJob, *, name: str, sandbox: str, uid: int, gid: int,
              groups: list[int], env: dict[str, str], memory_mib: int | None, cpus: int, stdin: bool,
              extra: list[str] | None = None, gpus: list[int] | None = None) -> list[str]:
@@ -163,8 +159,6 @@ def run_argv(rt: Runtime, job: ContainerJob, *, name: str, sandbox: str, uid: in
         argv.append(f"--network={network}")
     if network != "host":
         argv += ["--hostname", name]
-    if job.pull_always and not job.rootfs:
-        argv += ["--pull", "always"]
     argv += list(rt.run_options)
     argv += list(extra or ())
     for k, v in sorted(env.items()):  # _CONDOR_SCRATCH_DIR, TMPDIR ... as the job sees them
@@ -200,10 +194,9 @@ def extra_arguments(text: str | None) -> list[str]:
 
 # -- finding a runtime (blocking: the startd runs it on a thread) ----------------------
 
-def _run(argv: list[str], timeout: float = PROBE_TIMEOUT, stdin: bytes | None = None) -> tuple[int, str]:
+def _run(argv: list[str], timeout: float = PROBE_TIMEOUT) -> tuple[int, str]:
     try:
-        got = subprocess.run(argv, input=stdin, capture_output=True, timeout=timeout,
-                             stdin=None if stdin is not None else subprocess.DEVNULL)
+        got = subprocess.run(argv, capture_output=True, timeout=timeout, stdin=subprocess.DEVNULL)
     except subprocess.TimeoutExpired:
         return 124, f"{argv[0]} {argv[1] if len(argv) > 1 else ''} took over {timeout:g} s"
     except OSError as e:
@@ -299,6 +292,31 @@ def probe(podman: str = "podman", docker: str = "docker",
                     why = None
             whys.append(f"docker: {why}")
     return None, "; ".join(whys)
+
+
+PULL_TIMEOUT = 3600.0  # seconds an image pull may take
+_present: set[tuple[str, str]] = set()  # (runtime, image) seen here: not looked up again
+
+
+def ensure_image(rt: Runtime, job: ContainerJob) -> None:
+    """Pull the job's image unless the host has it (``docker_pull_policy = always``: pull
+    anyway), so that a missing image holds the job with the runtime's reason instead of
+    the runtime's exit code (125) passing for the job's. Blocking: on a thread."""
+    if job.rootfs:
+        if not os.path.isdir(job.image):
+            raise ContainerError(f"container_image {job.image}: no such directory on this host")
+        return
+    key = (rt.path, job.image)
+    if not job.pull_always and key in _present:
+        return
+    if not job.pull_always and _run([rt.path, *rt.options, "image", "inspect", job.image], timeout=60)[0] == 0:
+        _present.add(key)
+        return
+    rc, out = _run([rt.path, *rt.options, "pull", "-q", job.image], timeout=PULL_TIMEOUT)
+    if rc != 0:
+        last = out.splitlines()[-1] if out else f"exit {rc}"
+        raise ContainerError(f"cannot pull image {job.image}: {last.removeprefix('Error: ')}")
+    _present.add(key)
 
 
 def main_pid(rt: Runtime, name: str) -> int | None:

@@ -4,6 +4,7 @@ container.py). What the host has is ``Universes``, found once by the startd."""
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import os
 from dataclasses import dataclass, field
@@ -44,6 +45,19 @@ class Command:
     executable: str
     as_job_user: bool  # False: started as the startd's user (the runtime switches inside)
     container: str | None = None  # the container's name, for removal
+
+
+async def prepare(spec: JobSpec, universes: Universes | None) -> None:
+    """What must be on this host before the job starts: a container job's image (pulled
+    off the event loop; CommandError says why it cannot be had)."""
+    ad = spec.job_ad
+    if ad is None or universes is None or universes.runtime is None or not container.is_container_job(ad):
+        return
+    try:
+        job = container.job_request(ad, spec.cmd, spec.args)
+        await asyncio.to_thread(container.ensure_image, universes.runtime, job)
+    except container.ContainerError as e:
+        raise CommandError(str(e)) from None
 
 
 class CommandError(Exception):

@@ -356,6 +356,10 @@ class Starter:
         if self.describe is not None:
             self._record = self.describe()
         self.chirp = await chirp.serve(self, self.chirp_settings)  # .chirp.config, before the job
+        try:
+            await jobcommand.prepare(self.spec, self.universes)  # a container job's image, pulled
+        except jobcommand.CommandError as e:
+            raise StartError(str(e)) from None
         await self._spawn()
         self._stream(fresh=True)
         return self.started
