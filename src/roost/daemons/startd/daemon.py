@@ -200,9 +200,7 @@ class Startd(Daemon):
         except container.ContainerError as e:
             self.log.warning("containers: not advertised: %s", e)
             return
-        self.universes.runtime = rt
-        self.log.info("containers: %s; advertising HasContainer, HasDocker", why)
-        self.changed(*self.slots)
+        # before any container job can match here: the adopted jobs' containers stay
         prefix = self.universes.container_name("")
         names = await asyncio.get_running_loop().run_in_executor(None, container.leftover_names, rt)
         ours = {self.universes.container_name(s.name) for s in self.claims.starters.values()}
@@ -210,6 +208,9 @@ class Startd(Daemon):
             if name.startswith(prefix) and name not in ours:
                 await asyncio.get_running_loop().run_in_executor(None, container.remove, rt, name)
                 self.log.info("leftover from a previous startd: removed container %s", name)
+        self.universes.runtime = rt
+        self.log.info("containers: %s; advertising HasContainer, HasDocker", why)
+        self.changed(*self.slots)
 
     async def _detect_java(self) -> None:
         """HasJava, JavaVersion ... once the JAVA program has answered (javajob.py)."""
