@@ -159,6 +159,18 @@ class JobEventType(enum.IntEnum):
     FILE_REMOVED = 45
     DATAFLOW_JOB_SKIPPED = 46
     COMMON_FILES = 47
+    EP_STARTUP = 100
+    EP_READY = 101
+    EP_RECONFIG = 102
+    EP_SHUTDOWN = 103
+    EP_REQUEST_CLAIM = 104
+    EP_RELEASE_CLAIM = 105
+    EP_ACTIVATE_CLAIM = 106
+    EP_DEACTIVATE_CLAIM = 107
+    EP_VACATE_CLAIM = 108
+    EP_DRAIN = 109
+    EP_RESOURCE_BREAK = 110
+    EP_RESOURCE_MEND = 111
 
 
 #: AdType -> the MyType of the ads roost's collector holds (None: every type roost has)

@@ -161,13 +161,14 @@ class Submit(MutableMapping[str, str]):
 
     def itemdata(self, qargs: str | None = None) -> Iterator[str] | Iterator[dict[str, str]] | None:
         """The items a queue statement (``qargs``, else this description's) iterates
-        over, as dicts of its variables; None when it has no items (``queue 3``)."""
+        over, as dicts of its variables; None when it has none (``queue 3``, or a
+        ``matching`` that matched nothing), as in htcondor2."""
         if qargs is not None and qargs.casefold().startswith("queue "):
             qargs = qargs[6:]
         spec = self._spec(self.getQArgs() if qargs is None else qargs)
         with as_htcondor():
             items = load_items(spec, cwd=os.getcwd())
-        if items is None:
+        if not items:
             return None
         return iter(items)
 
