@@ -182,6 +182,7 @@ def worker_python() -> Iterator[str]:
                              text=True, timeout=600)
         if pip.returncode != 0:
             pytest.skip(f"cannot pip-install {' '.join(pins)} for the workers: {pip.stderr[-500:]}")
+        subprocess.run(["chmod", "-R", "a+rX", str(base)], check=True)  # whatever the umask was
         yield str(base / "venv/bin/python")
     finally:
         shutil.rmtree(base, ignore_errors=True)
@@ -216,6 +217,7 @@ def test_dask_jobqueue_htcondorcluster_runs_workers_as_roost_jobs(
     monkeypatch.setenv("ROOST_HOME", str(pool.home))
     monkeypatch.setenv("PATH", condor_commands)
     monkeypatch.chdir(jobdir)
+    # the workers run on this host: the scheduler listens on loopback (no route lookup)
     cluster = HTCondorCluster(cores=1, memory="200MB", disk="100MB", python=worker_python,
                               scheduler_options={"host": "127.0.0.1"}, death_timeout=60)
     try:
