@@ -6,6 +6,7 @@ defaults) as htcondor2's."""
 from __future__ import annotations
 
 import inspect
+import re
 
 import pytest
 
@@ -70,3 +71,20 @@ def test_dir_of_roost_api_lists_its_classes() -> None:
     import roost.api
 
     assert {"Schedd", "Collector", "Pool", "PoolError"} <= set(dir(roost.api))
+
+
+def _type_names(annotation: object) -> set[str]:
+    """The type names an annotation mentions, lower-cased, without modules and Optional."""
+    if annotation is inspect.Signature.empty:
+        return set()
+    text = annotation.__name__ if isinstance(annotation, type) else str(annotation)
+    names = {t.rsplit(".", 1)[-1].lower() for t in re.findall(r"[A-Za-z_][\w.]*", str(text).replace("typing.", ""))}
+    return names - {"optional", "none", "union", "nonetype"}
+
+
+@pytest.mark.parametrize("cls,method", [(c, m) for c, ms in METHODS.items() for m in ms])
+def test_methods_return_htcondor2s_types(cls: str, method: str) -> None:
+    theirs = _type_names(inspect.signature(getattr(getattr(real, cls), method)).return_annotation)
+    ours = _type_names(inspect.signature(getattr(getattr(face, cls), method)).return_annotation)
+    if theirs:  # htcondor2 leaves a few unannotated (jobs, procs: not implemented there)
+        assert ours == theirs
