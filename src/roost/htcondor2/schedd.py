@@ -4,6 +4,7 @@ over :class:`roost.api.Schedd` (one connection per object, opened on first use).
 from __future__ import annotations
 
 import re
+import warnings
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -220,6 +221,8 @@ class Schedd:
         desc = description.description(count, items)
         with as_htcondor():
             result = self._api.submit(desc)
+        for text in result.warnings:  # as htcondor2 passes condor_submit's warnings on
+            warnings.warn(text, stacklevel=2)
         if not result.clusters:
             raise HTCondorException("the description queued no jobs")
         cluster, n = result.clusters[0]
