@@ -2,7 +2,8 @@
 
 ``submit_cmd`` parses the file (and owns ``-dry-run``); this reserves cluster
 ids, expands the description with them and submits, printing what
-condor_submit prints ("N job(s) submitted to cluster C.").
+condor_submit prints ("Submitting job(s)...", a dot per job, then "N job(s)
+submitted to cluster C."; with ``-terse`` "C.0 - C.N").
 """
 
 from __future__ import annotations
@@ -18,9 +19,29 @@ from roost.api.submitting import submit_description
 from roost.submit import SubmitError
 
 
-def send(desc: Any, *, quiet: bool = False, name: str | None = None, pool: str | None = None) -> int:
+def send(desc: Any, *, quiet: bool = False, name: str | None = None, pool: str | None = None,
+         terse: bool = False) -> int:
     """Submit ``desc`` (a ``SubmitDescription``) to $ROOST_HOME's schedd (or the one
     ``name``/``pool`` find through a collector); the exit status."""
+    result = send_result(desc, quiet=quiet, name=name, pool=pool, terse=terse)
+    return 0 if result is not None else 1
+
+
+def report(clusters: list[tuple[int, int]], *, terse: bool, verb: str = "submitted") -> None:
+    """condor_submit's closing lines: a dot per job, then ``N job(s) submitted to cluster C.``;
+    with ``-terse`` only ``C.0 - C.N`` per cluster."""
+    if terse:
+        for cluster, n in clusters:
+            print(f"{cluster}.0 - {cluster}.{n - 1}")
+        return
+    print("." * sum(n for _, n in clusters))
+    for cluster, n in clusters:
+        print(f"{n} job(s) {verb} to cluster {cluster}.")
+
+
+def send_result(desc: Any, *, quiet: bool = False, name: str | None = None, pool: str | None = None,
+                terse: bool = False) -> Any:
+    """As :func:`send`, returning the ``SubmitResult`` (None when it failed, said on stderr)."""
     schedd = Schedd(name=name, pool=pool)
     try:
         schedd.connect()
@@ -30,23 +51,22 @@ def send(desc: Any, *, quiet: bool = False, name: str | None = None, pool: str |
                   "start one with `roost up`", file=sys.stderr)
         else:
             print(f"ERROR: {e}", file=sys.stderr)
-        return 1
-    if not quiet:
-        print("Submitting job(s).", flush=True)
+        return None
+    if not quiet and not terse:
+        print("Submitting job(s)", end="", flush=True)
     try:
         result = submit_description(schedd.call, desc, owner=current_user(), qdate=int(time.time()))
     except SubmitError as e:
-        print(f"ERROR: {e}", file=sys.stderr)
-        return 1
+        print(("" if quiet or terse else "\n") + f"ERROR: {e}", file=sys.stderr)
+        return None
     except PoolError as e:
         lines = str(e).strip().splitlines() or ["submit failed"]
-        print(f"ERROR: {lines[0]}", file=sys.stderr)
-        return 1
+        print(("" if quiet or terse else "\n") + f"ERROR: {lines[0]}", file=sys.stderr)
+        return None
     finally:
         schedd.close()
     for w in result.warnings:
         print(w, file=sys.stderr)
     if not quiet:
-        for cluster, n in result.clusters:
-            print(f"{n} job(s) submitted to cluster {cluster}.")
-    return 0
+        report(result.clusters, terse=terse)
+    return result
