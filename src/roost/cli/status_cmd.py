@@ -233,7 +233,14 @@ def _table(ads: list[dict[str, Any]], dynamic: list[dict[str, Any]], kind: str, 
             rows = lay.render(folded, cols)
             counted = [a for a in ads if not (a.get("PartitionableSlot") is True
                                               and not (a.get("Cpus") and a.get("Memory")))]
-            counted += [d for d in dynamic if d.get("Machine") in {a.get("Machine") for a in ads}]
+            # a dynamic slot counts under its partitionable slot's platform (condor rolls up ChildState)
+            parents = {(a.get("Machine"), a.get("SlotTypeID")): a for a in ads if a.get("PartitionableSlot") is True}
+            for d in dynamic:
+                t = d.get("SlotTypeID")
+                p = parents.get((d.get("Machine"), -t if isinstance(t, int) else t)) or \
+                    parents.get((d.get("Machine"), t))
+                if p is not None:
+                    counted.append({**d, **{k: p.get(k) for k in ("Arch", "OpSys", "OpSysAndVer")}})
             summary = lay.slot_totals(counted, wide=wide, key=lay.platform)
         elif view == "claimed":
             rows, summary = lay.render(ads, lay.run_cols()), lay.run_totals(ads, wide=wide)

@@ -1,0 +1,51 @@
+"""condor_submit -dry-run's listing, and -format's printf, from pure parts."""
+
+from __future__ import annotations
+
+import io
+
+from roost.cli import printf_format, submit_dryrun
+from roost.submit.reading import parse_text
+
+SUB = "executable = /bin/echo\narguments = $(Process) $(x)\noutput = o.$(Process)\nqueue x in (a, b)\n"
+
+
+def _listing(text: str) -> tuple[str, str]:
+    clusters = parse_text(text, file="t.sub", cwd="/tmp", overrides={}, append=[]).expand(
+        cluster_id=7, qdate=1000, owner="alice")
+    out, ads = io.StringIO(), io.StringIO()
+    submit_dryrun.write(clusters, out, ads)
+    return out.getvalue(), ads.getvalue()
+
+
+def test_stdout_says_dry_run_with_a_dot_per_proc() -> None:
+    out, _ = _listing(SUB)
+    assert out == "Dry-Run job(s)..\n2 job(s) dry-run to cluster 7.\n"
+
+
+def test_listing_is_the_cluster_ad_then_each_procs_own_attributes() -> None:
+    _, ads = _listing(SUB)
+    assert ads.startswith("\nClusterId=7\n")  # every proc starts with an empty line
+    procs = ads[1:].split("\n\n")
+    first = procs[0].splitlines()
+    assert first[0] == "ClusterId=7"
+    assert 'Cmd="/bin/echo"' in first and 'Owner="alice"' in first and "QDate=1000" in first
+    names = [ln.partition("=")[0] for ln in first[1:first.index("ProcId=0")]]
+    assert names == sorted(names, key=str.lower) and "Args" not in names  # Args differs per proc
+    assert first[first.index("ProcId=0"):] == ["ProcId=0", "JobStatus=1", 'Args="0 a"', 'Out="o.0"']
+    assert procs[1].splitlines() == ["ProcId=1", "JobStatus=1", 'Args="1 b"', 'Out="o.1"']
+
+
+def test_single_proc_keeps_everything_in_the_cluster_ad_and_expressions_as_text() -> None:
+    _, ads = _listing("executable = /bin/true\nrequirements = Memory > 2 && Cpus >= 1\nhold = true\nqueue\n")
+    lines = ads.splitlines()
+    assert lines[-2:] == ["ProcId=0", "JobStatus=5"]
+    assert "Requirements=" in ads and any(ln.startswith("Requirements=") and "Memory > 2" in ln for ln in lines)
+
+
+def test_format_prints_each_conversion_per_ad() -> None:
+    ads = [{"Name": "a", "Cpus": 2, "Load": 0.5}, {"Name": "b", "Cpus": 4}]
+    pairs = [("%s:", "Name"), ("%d ", "Cpus * 2"), ("%4.1f\\n", "Load")]
+    assert printf_format.text(pairs, ads) == "a:4  0.5\nb:8 \n"
+    assert printf_format.text([("%v|%V\\n", "Name")], ads[:1]) == 'a|"a"\n'
+    assert printf_format.text([("[%s]", "Missing")], ads[:1]) == "[undefined]"
