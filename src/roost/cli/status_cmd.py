@@ -53,8 +53,6 @@ ANY_TYPES = ["Collector", "Master", "Negotiator", "Scheduler", "Submitter", "Mac
 AVAIL = 'State == "Unclaimed" && Cpus > 0 && Memory > 0'
 CLAIMED = 'State == "Claimed"'
 COMPACT = "PartitionableSlot =?= true || DynamicSlot =!= true"
-CLAIMED_COMPACT = ('(State == "Claimed" && DynamicSlot =!= true) || '
-                   "(NumDynamicSlots isnt undefined && NumDynamicSlots > 0)")
 
 
 def _parse(argv: list[str]) -> tuple[Any, dict[str, list[Any]]]:
@@ -119,7 +117,9 @@ def main(argv: list[str]) -> int:
         if claimed and not compact:
             constraints.append(CLAIMED)
         if compact and view != "custom":
-            constraints.append(CLAIMED_COMPACT if claimed else COMPACT)
+            # -claimed's own test (CLAIMED_COMPACT) needs NumDynamicSlots, which roost's
+            # partitionable slots do not advertise: it is applied below, with their children
+            constraints.append(COMPACT)
     if opts.positional:
         # lazy: only NAME arguments need ClassAd string quoting (roost.classad, ~4 ms)
         from roost.classad.unparse import quote
@@ -134,6 +134,8 @@ def main(argv: list[str]) -> int:
         dynamic = []
         if compact and view != "custom":
             dynamic = col.query_objs("Machine", "DynamicSlot =?= true", None)
+            if claimed:
+                ads = [a for a in ads if _claimed_compact(a, dynamic)]
     except (PoolError, ValueError) as e:
         print(error_line(PROG, e), file=sys.stderr)
         return 1
@@ -165,6 +167,15 @@ def main(argv: list[str]) -> int:
         return 0
     out.write(_table(ads, dynamic, kind, view, compact, bool(opts.wide), bool(opts.totals)))
     return 0
+
+
+def _claimed_compact(ad: dict[str, Any], dynamic: list[dict[str, Any]]) -> bool:
+    """condor_status -compact -claimed's rows: claimed static slots, and partitionable
+    slots with dynamic slots (counted by NumDynamicSlots, or found among ``dynamic``)."""
+    if ad.get("PartitionableSlot") is True:
+        n = ad.get("NumDynamicSlots")
+        return (isinstance(n, int) and n > 0) or any(d.get("Machine") == ad.get("Machine") for d in dynamic)
+    return ad.get("State") == "Claimed"
 
 
 def _sort(ads: list[dict[str, Any]], keys: list[str], compact: bool) -> list[dict[str, Any]]:

@@ -3,6 +3,11 @@
 from __future__ import annotations
 
 import io
+import json
+import os
+from pathlib import Path
+
+import pytest
 
 from roost.cli import printf_format, submit_dryrun
 from roost.submit.reading import parse_text
@@ -49,3 +54,43 @@ def test_format_prints_each_conversion_per_ad() -> None:
     assert printf_format.text(pairs, ads) == "a:4  0.5\nb:8 \n"
     assert printf_format.text([("%v|%V\\n", "Name")], ads[:1]) == 'a|"a"\n'
     assert printf_format.text([("[%s]", "Missing")], ads[:1]) == "[undefined]"
+
+
+QUEUE_FORMS = ["x, y from items.txt", "x in (a, b, c)", "x matching files *.dat", "2 x in (p, q)"]
+
+
+@pytest.mark.parametrize("queue", QUEUE_FORMS)
+def test_listing_agrees_with_htcondor2_submit(queue: str, tmp_path: Path) -> None:
+    """Differential: the procs the listing shows (count, each one's arguments and output)
+    against what HTCondor's own ``htcondor2.Submit`` expands for the same text (its
+    ``itemdata`` and ``expand``; it cannot make job ads without a schedd)."""
+    htcondor2 = pytest.importorskip("htcondor2")
+    (tmp_path / "items.txt").write_text("a 1\nb 2\nc 3\n")
+    for name in ("one.dat", "two.dat"):
+        (tmp_path / name).write_text("")
+    text = f'executable = /bin/echo\narguments = "$(Process) $(x) $(y)"\noutput = o.$(x).$(Step)\nqueue {queue}\n'
+    old = os.getcwd()
+    os.chdir(tmp_path)
+    try:
+        sub = htcondor2.Submit(text)
+        rows = list(sub.itemdata() or [{}])
+        count = int(queue.split()[0]) if queue[0].isdigit() else 1
+        want = []
+        for i, (row, step) in enumerate((r, s) for r in rows for s in range(count)):
+            one = htcondor2.Submit(dict(sub))
+            for k, v in {**row, "Process": str(i), "Step": str(step)}.items():
+                one[k] = v
+            # the arguments as HTCondor's job ad holds them: the words, one space apart
+            want.append((" ".join(one.expand("arguments").strip('"').split()), one.expand("output")))
+        clusters = parse_text(text, file="t.sub", cwd=str(tmp_path), overrides={}, append=[]).expand(
+            cluster_id=1, qdate=1000, owner="alice")
+    finally:
+        os.chdir(old)
+    out, ads = io.StringIO(), io.StringIO()
+    submit_dryrun.write(clusters, out, ads)
+    got = []
+    for proc in ads.getvalue()[1:].split("\n\n"):
+        attrs = dict(ln.split("=", 1) for ln in proc.splitlines())
+        got.append((json.loads(attrs["Arguments"]), json.loads(attrs["Out"])))
+    assert got == want
+    assert out.getvalue() == f"Dry-Run job(s){'.' * len(want)}\n{len(want)} job(s) dry-run to cluster 1.\n"
