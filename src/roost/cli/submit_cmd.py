@@ -75,7 +75,9 @@ def _parse_args(argv: list[str]) -> _Plain | object:
     p.add_argument("-a", "-append", "--append", dest="append", action="append", default=[], metavar="COMMAND",
                    help="a submit command, as if just before the queue statement")
     p.add_argument("-file", dest="file_opt", default=None, help="the submit description file")
-    p.add_argument("-queue", dest="queue", default=None, help="queue arguments, in place of the file's queue statement")
+    p.add_argument("-queue", "-q", dest="queue", nargs="+", default=None, metavar="ARG",
+                   help="the queue statement's arguments (every word up to the next option: put it last), "
+                        "for a submit file without one")
     p.add_argument("-batch-name", dest="batch_name", default=None)
     # lazy: with the argparse path only (see above)
     from roost.cli.options import add_pool_args
@@ -111,7 +113,9 @@ def main(argv: list[str]) -> int:
     if ns.maxjobs is not None and ns.maxjobs < -1:
         print(f"ERROR: {ns.maxjobs} is not a valid for -maxjobs.", file=sys.stderr)
         return 1
-    src = files[0] if files else ("" if ns.interactive else "-")
+    # condor_submit reads no submit file when -queue and name=value pairs say it all
+    no_file = ns.interactive or (ns.queue is not None and overrides)
+    src = files[0] if files else ("" if no_file else "-")
     try:
         text = "" if not src else sys.stdin.read() if src == "-" else open(src, encoding="utf-8").read()
     except OSError as e:
@@ -121,7 +125,10 @@ def main(argv: list[str]) -> int:
     if ns.batch_name:
         append.append(f"batch_name = {ns.batch_name}")
     if ns.queue is not None:
-        text = "\n".join(ln for ln in text.splitlines() if not ln.strip().lower().startswith("queue")) + f"\nqueue {ns.queue}\n"
+        if any(_is_queue(ln) for ln in text.splitlines()):
+            print("ERROR: -queue argument conflicts with queue statement in submit file", file=sys.stderr)
+            return 1
+        text += f"\nqueue {' '.join(ns.queue)}\n"
     if ns.interactive:
         # lazy: only -interactive
         from roost.cli.submit_interactive import interactive_text
@@ -174,6 +181,11 @@ def main(argv: list[str]) -> int:
         for w in c.warnings:
             print(str(w), file=sys.stderr)
     return _dry_run(clusters, out_path, ns.json)
+
+
+def _is_queue(line: str) -> bool:
+    words = line.split(None, 1)
+    return bool(words) and words[0].lower() == "queue"
 
 
 def _dry_run(clusters: list[Any], out_path: str, json: bool) -> int:

@@ -94,3 +94,23 @@ def test_listing_agrees_with_htcondor2_submit(queue: str, tmp_path: Path) -> Non
         got.append((json.loads(attrs["Arguments"]), json.loads(attrs["Out"])))
     assert got == want
     assert out.getvalue() == f"Dry-Run job(s){'.' * len(want)}\n{len(want)} job(s) dry-run to cluster 1.\n"
+
+
+def test_queue_option_and_its_conflict_with_the_files_queue(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    from roost.cli import submit_cmd
+
+    monkeypatch.chdir(tmp_path)
+    for name in ("a.dat", "b.dat", "c.dat"):
+        (tmp_path / name).write_text("")
+    # -queue takes every word up to the next option; with name=value pairs no submit file is read
+    assert submit_cmd.main(["-dry-run", "-", "executable=/bin/echo", "arguments=$(f)", "-queue", "f", "matching",
+                            "*.dat"]) == 0
+    out = capsys.readouterr().out
+    assert [ln for ln in out.splitlines() if ln.startswith("Args=")] == ['Args="a.dat"', 'Args="b.dat"',
+                                                                        'Args="c.dat"']
+    (tmp_path / "q.sub").write_text("executable = /bin/true\nqueue 2\n")
+    assert submit_cmd.main(["-dry-run", "-", "q.sub", "-queue", "3"]) == 1
+    assert "-queue argument conflicts with queue statement" in capsys.readouterr().err
+    assert submit_cmd.main(["-dry-run", "-", "-maxjobs", "1", "q.sub"]) == 1
+    assert "exceed -maxjobs (1)" in capsys.readouterr().err
