@@ -293,7 +293,11 @@ def submitter_cols() -> list[Col]:
 
 
 def negotiator_cols(date: Callable[[Any], str]) -> list[Col]:
-    g = attr("LastNegotiationCycleEnd0")
+    end, began = attr("LastNegotiationCycleEnd0"), attr("LastNegotiationCycleTime0")
+
+    def g(ad: Ad) -> Any:  # roost's negotiator advertises when its last cycle ran, not when it ended
+        v = end(ad)
+        return v if _num(v) else began(ad)
     return [Col("Name", text("Name"), None),
             Col("LastCycleEnd", lambda a: date(g(a)) if _num(g(a)) else None, 12),
             Col("(Sec)", printf("LastNegotiationCycleDuration0", "%5d"), None),
