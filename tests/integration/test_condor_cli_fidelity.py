@@ -83,7 +83,16 @@ def test_submit_terse_maxjobs_and_dots(pool: PoolHandle, jobdir: Path) -> None:
     plain = pool.roost("submit", "s.sub", cwd=jobdir, check=True).stdout.splitlines()
     assert plain[0] == "Submitting job(s)..." and plain[1].startswith("3 job(s) submitted to cluster ")
     c2 = plain[1].split()[-1].rstrip(".")
-    pool.wait([f"{c}.{p}" for p in range(3)] + [f"{c2}.{p}" for p in range(3)], timeout=120)
+    # a submit file "-" (stdin) implies -verbose, as in condor_submit: each job's ad, no summary
+    verbose = subprocess.run([*ROOST, "submit", "-"], input="executable = /bin/true\nqueue 2\n", env=pool.env,
+                             cwd=jobdir, capture_output=True, text=True, timeout=60)
+    assert verbose.returncode == 0, verbose.stderr
+    heads = [ln for ln in verbose.stdout.splitlines() if ln.startswith("** Proc ")]
+    c3 = heads[0].split()[-1].split(".")[0]
+    assert heads == [f"** Proc {c3}.0:", f"** Proc {c3}.1:"] and 'Cmd = "/bin/true"' in verbose.stdout
+    assert "submitted to cluster" not in verbose.stdout
+    jobs = [f"{k}.{p}" for k in (c, c2) for p in range(3)] + [f"{c3}.0", f"{c3}.1"]
+    pool.wait(jobs, timeout=120)
 
 
 def test_submit_spool_lets_the_submit_directory_go(pool: PoolHandle, jobdir: Path) -> None:

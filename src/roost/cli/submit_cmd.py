@@ -38,6 +38,7 @@ class _Plain:
     queue = None
     batch_name = None
     terse = False
+    verbose = False
     spool = False
     interactive = False
     maxjobs = None
@@ -70,7 +71,8 @@ def _parse_args(argv: list[str]) -> _Plain | object:
                    help="copy the input files into the schedd's spool now; the jobs wait held until they are there")
     p.add_argument("-interactive", "-i", "--interactive", action="store_true",
                    help="submit one interactive job and open a shell in it once it runs (as condor_submit -interactive)")
-    p.add_argument("-verbose", "-v", "--verbose", action="store_true", help="accepted; roost prints the short form")
+    p.add_argument("-verbose", "-v", "--verbose", action="store_true",
+                   help="print each job's ad as it is queued (implied by a submit file '-', unless -terse)")
     p.add_argument("-disable", action="store_true", help="accepted for condor_submit's sake (no file checks are made)")
     p.add_argument("-a", "-append", "--append", dest="append", action="append", default=[], metavar="COMMAND",
                    help="a submit command, as if just before the queue statement")
@@ -142,7 +144,9 @@ def main(argv: list[str]) -> int:
     fname = "<stdin>" if src == "-" else (src or "<interactive>")
     cwd = os.getcwd()
     name, pool = getattr(ns, "name", None), getattr(ns, "pool", None)
-    local = ns.dry_run is not None or ns.maxjobs is not None or ns.spool or ns.interactive
+    # condor_submit: a submit file named "-" (stdin) implies -verbose unless -terse
+    verbose = bool(ns.verbose or ("-" in files and not ns.terse)) and not ns.interactive and not ns.spool
+    local = ns.dry_run is not None or ns.maxjobs is not None or ns.spool or ns.interactive or verbose
     if not local and name is None and pool is None:
         # lazy: -dry-run never reaches the schedd; keeps `import roost.cli.submit_cmd` at ~2 ms
         from roost.cli.submit_text import submit_text
@@ -172,7 +176,7 @@ def main(argv: list[str]) -> int:
             # lazy: the API (~15 ms) only to submit from here, never for -dry-run
             from roost.cli.submit_send import send
 
-            return send(desc, name=name, pool=pool, terse=ns.terse)
+            return send(desc, name=name, pool=pool, terse=ns.terse, verbose=verbose)
         clusters = desc.expand(cluster_id=1, qdate=int(time.time()), owner=_user_name())
     except SubmitError as e:
         print(f"ERROR: {e}", file=sys.stderr)

@@ -20,11 +20,35 @@ from roost.submit import SubmitError
 
 
 def send(desc: Any, *, quiet: bool = False, name: str | None = None, pool: str | None = None,
-         terse: bool = False) -> int:
+         terse: bool = False, verbose: bool = False) -> int:
     """Submit ``desc`` (a ``SubmitDescription``) to $ROOST_HOME's schedd (or the one
-    ``name``/``pool`` find through a collector); the exit status."""
-    result = send_result(desc, quiet=quiet, name=name, pool=pool, terse=terse)
-    return 0 if result is not None else 1
+    ``name``/``pool`` find through a collector); the exit status. ``verbose`` prints each
+    job's ad instead of the summary, as condor_submit -verbose (and a submit file ``-``)."""
+    result = send_result(desc, quiet=quiet or verbose, name=name, pool=pool, terse=terse)
+    if result is None:
+        return 1
+    if verbose:
+        return _print_ads(result, name=name, pool=pool)
+    return 0
+
+
+def _print_ads(result: Any, *, name: str | None, pool: str | None) -> int:
+    """``** Proc C.P:`` and the job's ad, for every job submitted."""
+    # lazy: only -verbose prints ads
+    from roost.cli.adtext import long_text
+
+    schedd = Schedd(name=name, pool=pool)
+    try:
+        ads = schedd.query_objs(ids=result.job_ids())
+    except PoolError as e:
+        print(f"ERROR: {e}", file=sys.stderr)
+        return 1
+    finally:
+        schedd.close()
+    ads.sort(key=lambda a: (a.get("ClusterId", 0), a.get("ProcId", 0)))
+    for ad in ads:
+        sys.stdout.write(f"\n** Proc {ad.get('ClusterId')}.{ad.get('ProcId')}:\n" + long_text([ad])[:-1])
+    return 0
 
 
 def report(clusters: list[tuple[int, int]], *, terse: bool, verb: str = "submitted") -> None:
