@@ -130,7 +130,8 @@ def main(argv: list[str]) -> int:
     try:
         col = Collector(address=collector_for(opts.pool))
         types = ANY_TYPES if kind == "Any" else [kind]
-        ads = [a for t in types for a in col.query_objs(t, constraint, None)]
+        projection = _projection(kind, view, compact, opts.af or [], many)
+        ads = [a for t in types for a in col.query_objs(t, constraint, projection)]
         dynamic = []
         if compact and view != "custom":
             dynamic = col.query_objs("Machine", "DynamicSlot =?= true", None)
@@ -169,6 +170,26 @@ def main(argv: list[str]) -> int:
     return 0
 
 
+_SLOT_ATTRS = ["Name", "Machine", "OpSys", "Arch", "State", "Activity", "CondorLoadAvg", "Memory",
+               "EnteredCurrentActivity", "MyCurrentTime", "LastHeardFrom", "OCU", "SlotBackfill",
+               "PartitionableSlot", "DynamicSlot"]
+_VIEW_ATTRS = {"claimed": ["RemoteUser", "ClientMachine", "LoadAvg", "Mips", "KFlops"],
+               "state": ["Cpus", "KeyboardIdle", "EnteredCurrentState"]}
+_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def _projection(kind: str, view: str, compact: bool, af: list[str], many: dict[str, list[Any]]) -> list[str] | None:
+    """The attributes the view needs (None: whole ads), so a big pool's ads stay small on the wire."""
+    if kind != "Machine" or compact or (view == "custom" and not (af or many["format"])):
+        return None
+    exprs = list(af) + [e for _, e in many["format"]] + list(many["sort"])
+    if not all(_IDENT.fullmatch(e) for e in exprs):
+        return None  # an expression may read any attribute
+    if view == "custom":
+        return ["Name", "Machine", *exprs]
+    return [*_SLOT_ATTRS, *_VIEW_ATTRS.get(view, []), *exprs]
+
+
 def _claimed_compact(ad: dict[str, Any], dynamic: list[dict[str, Any]]) -> bool:
     """condor_status -compact -claimed's rows: claimed static slots, and partitionable
     slots with dynamic slots (counted by NumDynamicSlots, or found among ``dynamic``)."""
@@ -185,7 +206,7 @@ def _sort(ads: list[dict[str, Any]], keys: list[str], compact: bool) -> list[dic
     keys = keys or ["Machine", "Name"]
     if compact and keys[0].lower() != "machine":
         keys = ["Machine", *keys]
-    exprs = [k for k in keys if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", k)]
+    exprs = [k for k in keys if not _IDENT.fullmatch(k)]
     if exprs:
         # lazy: the ClassAd library only for sort keys that are expressions (~25 ms)
         from roost.classad import ExprTree
