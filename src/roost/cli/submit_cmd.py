@@ -113,7 +113,7 @@ def main(argv: list[str]) -> int:
         print("roost submit: give one submit file", file=sys.stderr)
         return 1
     if ns.maxjobs is not None and ns.maxjobs < -1:
-        print(f"ERROR: {ns.maxjobs} is not a valid for -maxjobs.", file=sys.stderr)
+        print(f"ERROR: -maxjobs takes a number of jobs (-1 or more), not {ns.maxjobs}", file=sys.stderr)
         return 1
     # condor_submit reads no submit file when -queue and name=value pairs say it all
     no_file = ns.interactive or (ns.queue is not None and overrides)
