@@ -3,8 +3,13 @@
 from __future__ import annotations
 
 import json
+import os
+import pty
+import select
 import shutil
+import signal
 import subprocess
+import time
 from pathlib import Path
 
 from poolkit import ROOST, PoolHandle, wait_until
@@ -128,3 +133,46 @@ def test_submit_interactive_opens_a_shell_in_the_job(pool: PoolHandle, jobdir: P
     cluster = lines[1].split()[-1].rstrip(".")
     ad = json.loads(pool.roost("history", cluster, "-json", check=True).stdout)[0]
     assert ad["InteractiveJob"] is True and ad["JobStatus"] == 3 and ad["RequestMemory"] == 64
+
+
+def test_submit_interactive_on_a_terminal_gets_a_terminal_in_the_job(pool: PoolHandle, jobdir: Path) -> None:
+    """Driven through a pseudo-terminal, as a person at a terminal: the job's shell has
+    a terminal of its own (ssh_to_job's pty), reads what is typed, and its exit ends it all."""
+    pid, fd = pty.fork()
+    if pid == 0:  # the child: roost submit -interactive on the pty
+        os.chdir(jobdir)
+        os.execve(ROOST[0], [*ROOST, "submit", "-interactive"], pool.env)
+    seen = bytearray()
+
+    def read_until(marker: bytes, timeout: float, *others: bytes) -> bool:
+        def found() -> bool:
+            return any(m in seen for m in (marker, *others))
+        deadline = time.monotonic() + timeout
+        while not found() and time.monotonic() < deadline:
+            if select.select([fd], [], [], 0.5)[0]:
+                try:
+                    data = os.read(fd, 4096)
+                except OSError:  # the child has gone: EIO on the pty
+                    break
+                if not data:
+                    break
+                seen.extend(data)
+        return found()
+
+    try:
+        assert read_until(b"submitted to cluster", 60), bytes(seen)
+        # type once the job's shell prompts: until then the local terminal is not yet raw,
+        # and making it raw discards what was typed (as with a real terminal)
+        assert read_until(b"\n$ ", 90, b"\n# "), bytes(seen)  # sh's prompt (root's: #)
+        os.write(fd, b"tty; echo marker-$((6*7)); exit 5\n")
+        assert read_until(b"marker-42", 90), bytes(seen)
+        _, status = os.waitpid(pid, 0)
+        pid = 0
+    finally:
+        if pid:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+        os.close(fd)
+    assert os.waitstatus_to_exitcode(status) == 5
+    text = bytes(seen).decode(errors="replace")
+    assert "/dev/pts/" in text.split("marker-42")[0].split("exit 5")[-1]  # `tty` named a terminal
