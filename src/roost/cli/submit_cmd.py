@@ -67,7 +67,7 @@ def _parse_args(argv: list[str]) -> _Plain | object:
     p.add_argument("-terse", "--terse", action="store_true", help="print only the job id ranges: C.0 - C.N")
     p.add_argument("-maxjobs", "--maxjobs", type=int, default=None, metavar="N",
                    help="submit nothing if more than N jobs would be queued")
-    p.add_argument("-spool", "--spool", "-remote-spool", action="store_true",
+    p.add_argument("-spool", "--spool", action="store_true",
                    help="copy the input files into the schedd's spool now; the jobs wait held until they are there")
     p.add_argument("-interactive", "-i", "--interactive", action="store_true",
                    help="submit one interactive job and open a shell in it once it runs (as condor_submit -interactive)")
