@@ -184,7 +184,7 @@ def main(argv: list[str]) -> int:
     for c in clusters:
         for w in c.warnings:
             print(str(w), file=sys.stderr)
-    return _dry_run(clusters, out_path, ns.json)
+    return _dry_run(clusters, out_path, ns.json, ns.terse)
 
 
 def _is_queue(line: str) -> bool:
@@ -192,7 +192,7 @@ def _is_queue(line: str) -> bool:
     return bool(words) and words[0].lower() == "queue"
 
 
-def _dry_run(clusters: list[Any], out_path: str, json: bool) -> int:
+def _dry_run(clusters: list[Any], out_path: str, json: bool, terse: bool) -> int:
     if json:
         # lazy: only -dry-run -json prints the wire form
         from roost.submit.wire import iter_json
@@ -209,11 +209,11 @@ def _dry_run(clusters: list[Any], out_path: str, json: bool) -> int:
     from roost.cli import submit_dryrun
 
     if out_path == "-":
-        submit_dryrun.write(clusters, sys.stdout, sys.stdout)
+        submit_dryrun.write(clusters, sys.stdout, sys.stdout, terse)
         return 0
     try:
         with open(out_path, "w", encoding="utf-8") as fh:
-            submit_dryrun.write(clusters, sys.stdout, fh)
+            submit_dryrun.write(clusters, sys.stdout, fh, terse)
     except OSError as e:
         print(f"roost submit: cannot write {out_path}: {e.strerror}", file=sys.stderr)
         return 1

@@ -55,11 +55,19 @@ def iter_listing(clusters: list[Any]) -> Iterator[tuple[str, str]]:
             yield "out", "."
 
 
-def write(clusters: list[Any], out: Any, ads: Any) -> None:
-    """The whole dry run: ``out`` is stdout, ``ads`` the listing's file (may be ``out``)."""
-    out.write("Dry-Run job(s)")
+def write(clusters: list[Any], out: Any, ads: Any, terse: bool = False) -> None:
+    """The whole dry run: ``out`` is stdout, ``ads`` the listing's file (may be ``out``);
+    ``terse`` prints only ``C.0 - C.N`` on stdout, as condor_submit -terse."""
+    if not terse:
+        out.write("Dry-Run job(s)")
     for stream, text in iter_listing(clusters):
-        (ads if stream == "ads" else out).write(text)
+        if stream == "ads":
+            ads.write(text)
+        elif not terse:
+            out.write(text)
+    if terse:
+        out.write("".join(f"{c.cluster_id}.0 - {c.cluster_id}.{len(c) - 1}\n" for c in clusters))
+        return
     out.write("\n")
     for c in clusters:
         out.write(f"{len(c)} job(s) dry-run to cluster {c.cluster_id}.\n")

@@ -114,3 +114,11 @@ def test_queue_option_and_its_conflict_with_the_files_queue(tmp_path: Path, caps
     assert "-queue argument conflicts with queue statement" in capsys.readouterr().err
     assert submit_cmd.main(["-dry-run", "-", "-maxjobs", "1", "q.sub"]) == 1
     assert "exceed -maxjobs (1)" in capsys.readouterr().err
+
+
+def test_terse_dry_run_prints_only_the_id_range(tmp_path: Path) -> None:
+    clusters = parse_text(SUB, file="t.sub", cwd=str(tmp_path), overrides={}, append=[]).expand(
+        cluster_id=3, qdate=1000, owner="alice")
+    out, ads = io.StringIO(), io.StringIO()
+    submit_dryrun.write(clusters, out, ads, terse=True)
+    assert out.getvalue() == "3.0 - 3.1\n" and ads.getvalue().startswith("\nClusterId=3\n")
