@@ -104,8 +104,10 @@ def main(argv: list[str]) -> int:
     # condor_submit -dry-run takes an output file; "roost submit -dry-run job.sub" reads naturally,
     # so when no submit file was named, the -dry-run argument is the submit file and output is stdout.
     out_path = "-"
+    # condor_submit reads no submit file when -queue and name=value pairs say it all
+    no_file = ns.interactive or (ns.queue is not None and overrides)
     if ns.dry_run is not None:
-        if not files and ns.dry_run != "-":
+        if not files and ns.dry_run != "-" and not no_file:
             files.append(ns.dry_run)
         else:
             out_path = ns.dry_run
@@ -115,8 +117,6 @@ def main(argv: list[str]) -> int:
     if ns.maxjobs is not None and ns.maxjobs < -1:
         print(f"ERROR: -maxjobs takes a number of jobs (-1 or more), not {ns.maxjobs}", file=sys.stderr)
         return 1
-    # condor_submit reads no submit file when -queue and name=value pairs say it all
-    no_file = ns.interactive or (ns.queue is not None and overrides)
     src = files[0] if files else ("" if no_file else "-")
     try:
         text = "" if not src else sys.stdin.read() if src == "-" else open(src, encoding="utf-8").read()
