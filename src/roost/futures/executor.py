@@ -315,18 +315,20 @@ class Executor(_BaseExecutor):
 
     def _submit_batch(self, batch: list[_Task]) -> None:
         ready: list[_Task] = []
+        functions: dict[int, bytes] = {}  # each function pickled once a batch (the calls keep it alive)
         for t in batch:
             if t.all_cancelled():
                 continue
             try:
-                data = runner.encode_calls(t.calls)
+                data = runner.encode_calls(t.calls, functions)
                 runner.write_atomically(os.path.join(self.directory, t.name + ".in"), data)
             except Exception as e:  # an argument that does not pickle fails its calls only
                 for f in t.futures:
                     _settle(f, False, e)
                 continue
-            t.calls = []  # the file holds them now
             ready.append(t)
+        for t in batch:
+            t.calls = []  # the files hold them now (the functions lived until every id() was used)
         if not ready:
             return
         text = jobdesc.batch_text(

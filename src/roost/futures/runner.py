@@ -8,9 +8,10 @@ and ``cloudpickle`` (found in the sandbox: the script's directory is first on
 version (code objects do not travel between minor versions; the runner checks).
 
 ``TASK.in`` (the client writes it with :func:`encode_calls`) is a pickled dict:
-``version``, ``python`` (the client's ``(major, minor)``) and ``calls``, one
-cloudpickled ``(fn, args, kwargs)`` each, pickled apart so that one call that
-cannot be loaded (a module missing on the execute host) fails alone.
+``version``, ``python`` (the client's ``(major, minor)``), ``functions`` (each
+cloudpickled once) and ``calls``, one ``(function index, cloudpickled (args,
+kwargs))`` each: pickled apart, so that a call that cannot be loaded (a module
+missing on the execute host) fails alone.
 
 ``TASK.result`` (written here, read by :func:`read_results`) is a pickled dict:
 ``version`` and either ``results``, one entry per call in order, ``("ok", bytes)``
@@ -38,12 +39,28 @@ SCRIPT_NAME = "roost_futures_runner.py"
 ErrorInfo = tuple[bytes | None, str, str, str]
 
 
-def encode_calls(calls: list[tuple[Any, tuple[Any, ...], dict[str, Any]]]) -> bytes:
+def encode_calls(calls: list[tuple[Any, tuple[Any, ...], dict[str, Any]]],
+                 functions: dict[int, bytes] | None = None) -> bytes:
     """A task file's bytes for ``calls`` (``(fn, args, kwargs)`` each); raises what
-    cloudpickle raises for an argument it cannot pickle."""
+    cloudpickle raises for an argument it cannot pickle. Each distinct function is
+    pickled once; ``functions`` (``id(fn)`` -> its pickle) keeps them for the next
+    task of a batch, whose functions must stay alive meanwhile."""
+    cache = {} if functions is None else functions
+    index: dict[int, int] = {}
+    fn_blobs: list[bytes] = []
+    entries: list[tuple[int, bytes]] = []
+    for fn, args, kwargs in calls:
+        key = id(fn)
+        if key not in index:
+            blob = cache.get(key)
+            if blob is None:
+                blob = cache[key] = cloudpickle.dumps(fn)
+            index[key] = len(fn_blobs)
+            fn_blobs.append(blob)
+        entries.append((index[key], cloudpickle.dumps((args, kwargs))))
     return pickle.dumps(
-        {"version": VERSION, "python": tuple(sys.version_info[:2]),
-         "calls": [cloudpickle.dumps(c) for c in calls]},
+        {"version": VERSION, "python": tuple(sys.version_info[:2]), "functions": fn_blobs,
+         "calls": entries},
         protocol=pickle.HIGHEST_PROTOCOL,
     )
 
@@ -77,13 +94,24 @@ def run_calls(data: bytes) -> dict[str, Any]:
                 f"the worker runs Python {here[0]}.{here[1]} ({sys.executable}) but the client "
                 f"pickled its calls with Python {'.'.join(map(str, client))}: cloudpickled code "
                 "needs the same minor version (Executor(python=...))")
+        functions = list(task["functions"])
         calls = list(task["calls"])
     except Exception as e:
         return {"version": VERSION, "fatal": error_info(e)}
+    loaded: dict[int, tuple[bool, Any]] = {}
     results: list[tuple[str, Any]] = []
-    for blob in calls:
+    for fi, blob in calls:
+        if fi not in loaded:
+            try:
+                loaded[fi] = (True, pickle.loads(functions[fi]))
+            except Exception as e:  # every call of this function fails with it
+                loaded[fi] = (False, error_info(e))
+        ok, fn = loaded[fi]
+        if not ok:
+            results.append(("error", fn))
+            continue
         try:
-            fn, args, kwargs = pickle.loads(blob)
+            args, kwargs = pickle.loads(blob)
             value = fn(*args, **kwargs)
             results.append(("ok", cloudpickle.dumps(value)))
         except BaseException as e:  # a call's SystemExit or KeyboardInterrupt is its result too

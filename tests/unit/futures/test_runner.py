@@ -194,3 +194,18 @@ def test_the_runner_imports_only_the_standard_library_and_cloudpickle() -> None:
     names = {a.name.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
     names |= {n.module.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module}
     assert names - {"cloudpickle", "__future__"} <= set(sys.stdlib_module_names)
+
+
+def test_each_function_is_pickled_once_a_task_and_a_batch() -> None:
+    def double(x: int) -> int:
+        return 2 * x
+
+    cache: dict[int, bytes] = {}
+    data = runner.encode_calls([(double, (i,), {}) for i in range(3)] + [(abs, (-1,), {})], cache)
+    task = pickle.loads(data)
+    assert len(task["functions"]) == 2 and [fi for fi, _ in task["calls"]] == [0, 0, 0, 1]
+    blob = cache[id(double)]
+    again = pickle.loads(runner.encode_calls([(double, (5,), {})], cache))
+    assert again["functions"] == [blob] and len(cache) == 2
+    assert [outcome(e) for e in runner.run_calls(data)["results"]] == [(True, 0), (True, 2), (True, 4),
+                                                                        (True, 1)]
