@@ -9,9 +9,11 @@ execute host cannot import a test module, as it could not import most users' scr
 from __future__ import annotations
 
 import concurrent.futures as cf
+import importlib
 import os
 import sys
 import time
+from pathlib import Path
 
 import cloudpickle
 import pytest
@@ -74,6 +76,29 @@ def test_submit_returns_the_result_and_a_call_runs_in_its_sandbox(pool: PoolHand
         assert f.job_id and f.done() and not f.cancelled()
         directory = ex.directory
     assert not os.path.exists(directory)  # cleaned up once the executor shut down
+
+
+def test_user_modules_travel_as_input_files_or_by_value(pool: PoolHandle, tmp_path: Path,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    pkg = tmp_path / "rf_shipped"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("def triple(x):\n    return 3 * x\n")
+    (tmp_path / "rf_byvalue.py").write_text("K = 4\ndef times_k(x):\n    return K * x\n")
+    (tmp_path / "rf_missing.py").write_text("def same(x):\n    return x\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    shipped, byvalue, missing = (importlib.import_module(m) for m in ("rf_shipped", "rf_byvalue", "rf_missing"))
+    try:
+        with Executor(pool.home, python=PYTHON, input_files=[str(pkg)], by_value=[byvalue]) as ex:
+            f, g, h = ex.submit(shipped.triple, 2), ex.submit(byvalue.times_k, 3), ex.submit(missing.same, 1)
+            assert f.result(TIMEOUT) == 6  # by reference, imported from the sandbox
+            assert g.result(TIMEOUT) == 12  # by value: nothing of it on the execute host
+            with pytest.raises(ModuleNotFoundError, match="rf_missing") as info:
+                h.result(TIMEOUT)
+            assert "Executor(by_value=[module])" in str(info.value.__cause__)
+    finally:
+        cloudpickle.unregister_pickle_by_value(byvalue)
+        for m in ("rf_shipped", "rf_byvalue", "rf_missing"):
+            sys.modules.pop(m, None)
 
 
 def test_an_exception_comes_back_with_its_traceback(pool: PoolHandle) -> None:

@@ -80,6 +80,18 @@ def error_info(exc: BaseException) -> ErrorInfo:
     return data, name, str(exc), tb
 
 
+LOAD_HINT = ("roost.futures: this execute host could not load the call; a module it cannot "
+             "import must be shipped (Executor(input_files=[...])) or pickled by value "
+             "(Executor(by_value=[module]))")
+
+
+def _noted(e: Exception) -> Exception:
+    """``e`` with a note saying how to ship what could not be loaded."""
+    if isinstance(e, ImportError | AttributeError) and hasattr(e, "add_note"):
+        e.add_note(LOAD_HINT)
+    return e
+
+
 def run_calls(data: bytes) -> dict[str, Any]:
     """What the result file holds for the task file ``data``."""
     try:
@@ -105,13 +117,17 @@ def run_calls(data: bytes) -> dict[str, Any]:
             try:
                 loaded[fi] = (True, pickle.loads(functions[fi]))
             except Exception as e:  # every call of this function fails with it
-                loaded[fi] = (False, error_info(e))
+                loaded[fi] = (False, error_info(_noted(e)))
         ok, fn = loaded[fi]
         if not ok:
             results.append(("error", fn))
             continue
         try:
             args, kwargs = pickle.loads(blob)
+        except Exception as e:
+            results.append(("error", error_info(_noted(e))))
+            continue
+        try:
             value = fn(*args, **kwargs)
             results.append(("ok", cloudpickle.dumps(value)))
         except BaseException as e:  # a call's SystemExit or KeyboardInterrupt is its result too

@@ -104,6 +104,7 @@ def test_a_call_whose_function_cannot_be_loaded_fails_alone() -> None:
     got = runner.run_calls(data)
     (ok, exc), second = (outcome(e) for e in got["results"])
     assert not ok and isinstance(exc, ModuleNotFoundError) and "roost_futures_nowhere" in str(exc)
+    assert runner.LOAD_HINT in str(exc.__cause__)  # the traceback text says what to do
     assert second == (True, 2)
 
 
