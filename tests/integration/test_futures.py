@@ -177,3 +177,22 @@ def test_a_job_that_cannot_run_fails_its_futures(pool: PoolHandle) -> None:
         with pytest.raises(JobHeldError) as info:
             g.result(TIMEOUT)
         _gone(pool, [info.value.job_id])  # the executor removed the held job
+
+
+def test_map_of_10000_single_calls_is_one_cluster_removed_at_once(pool: PoolHandle) -> None:
+    """chunksize=1: 10,000 jobs in one cluster (kept idle here: running them is the
+    pool's throughput, measured by bench/futures_bench.py); shutdown removes them all."""
+    ex = Executor(pool.home, python=PYTHON, submit={"requirements": "false"})
+    results = ex.map(abs, range(-10_000, 0))
+    wait_until(lambda: len(ex.clusters) == 1 and len(ex._jobs) == 10_000, 300, "10,000 jobs submitted")
+    cluster = ex.clusters[0]
+    s = pool.schedd()
+    try:
+        assert s.totals(f"ClusterId == {cluster}")["Idle"] == 10_000
+        ex.shutdown(wait=True, cancel_futures=True)
+        wait_until(lambda: s.totals(f"ClusterId == {cluster}")["Total"] == 0, 120, "the cluster to leave")
+        assert len(s.history(f"ClusterId == {cluster} && JobStatus == 3", ["ProcId"])) == 10_000
+    finally:
+        s.close()
+    with pytest.raises(cf.CancelledError):
+        next(results)

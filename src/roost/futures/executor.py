@@ -162,7 +162,11 @@ class Executor(_BaseExecutor):
         self._shipped = jobdesc.prepare_directory(self.directory)
         self.tag = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:12]}"
         self._submit_schedd = Schedd(home)
-        self._submit_schedd.connect()  # NoPoolError now rather than in a thread
+        try:
+            self._submit_schedd.connect()  # NoPoolError now rather than in a thread
+        except BaseException:
+            shutil.rmtree(self.directory, ignore_errors=True)
+            raise
         self._act_schedd = Schedd(home)
         self._act_lock = threading.Lock()
 
@@ -172,7 +176,7 @@ class Executor(_BaseExecutor):
         self._shutdown = False
         self._registry = threading.RLock()  # submitter vs watcher vs cancel: the jobs and their tasks
         self._jobs: dict[tuple[int, int], _Task] = {}
-        self._submitting = 0  # tasks taken by the submitter, not yet registered or failed
+        self._inflight: list[_Task] = []  # the batch the submitter has taken, until registered or failed
         self._names = itertools.count()
         self._wake = threading.Event()
         self.clusters: list[int] = []  # every cluster submitted, in order
@@ -239,8 +243,8 @@ class Executor(_BaseExecutor):
             for t in dropped:
                 for f in t.futures:
                     _mark_cancelled(f)
-            with self._registry:
-                live = [f for t in self._jobs.values() for f in t.futures]
+            with self._registry:  # submitted, and being submitted (removed once registered)
+                live = [f for t in [*self._jobs.values(), *self._inflight] for f in t.futures]
             self.cancel_all(live)
         self._wake.set()
         if wait:
@@ -275,7 +279,7 @@ class Executor(_BaseExecutor):
         try:
             with self._act_lock:
                 self._act_schedd.act("remove", ids, reason=reason)
-        except (PoolError, OSError) as e:
+        except Exception as e:  # the pool went away, a timeout: cancelling must not fail for it
             log.warning("removing jobs %s: %s", ", ".join(ids[:5]), e)
 
     # -- submitting ----------------------------------------------------------------------
@@ -299,7 +303,7 @@ class Executor(_BaseExecutor):
                     break
                 batch, self._pending = self._pending, []
                 with self._registry:
-                    self._submitting += len(batch)
+                    self._inflight = batch
             try:
                 self._submit_batch(batch)
             except BaseException as e:  # nothing a batch does may stop the thread
@@ -309,7 +313,7 @@ class Executor(_BaseExecutor):
                         _settle(f, False, e)
             finally:
                 with self._registry:
-                    self._submitting -= len(batch)
+                    self._inflight = []
                 self._wake.set()
         self._wake.set()
 
@@ -321,7 +325,8 @@ class Executor(_BaseExecutor):
                 continue
             try:
                 data = runner.encode_calls(t.calls, functions)
-                runner.write_atomically(os.path.join(self.directory, t.name + ".in"), data)
+                with open(os.path.join(self.directory, t.name + ".in"), "wb") as fh:  # read once submitted
+                    fh.write(data)
             except Exception as e:  # an argument that does not pickle fails its calls only
                 for f in t.futures:
                     _settle(f, False, e)
@@ -366,7 +371,7 @@ class Executor(_BaseExecutor):
                     delay = _POLL_MIN
                     continue
                 with self._registry:
-                    idle = not self._jobs and not self._submitting
+                    idle = not self._jobs and not self._inflight
                 if idle and self._shutdown and not self._submitter.is_alive():
                     break
                 self._wake.wait(delay)
