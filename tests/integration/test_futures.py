@@ -41,6 +41,14 @@ def fails(x: int) -> None:
     raise KeyError(f"no such key {x}")
 
 
+class ModelDiverged(Exception):
+    """A class of this module, pickled by value there and back: it comes back as itself."""
+
+
+def diverges(step: int) -> None:
+    raise ModelDiverged(f"diverged at step {step}")
+
+
 def nap(seconds: float) -> float:
     time.sleep(seconds)
     return seconds
@@ -110,6 +118,8 @@ def test_an_exception_comes_back_with_its_traceback(pool: PoolHandle) -> None:
         assert isinstance(cause, RemoteTraceback)
         assert "in fails" in cause.tb and "KeyError: 'no such key 7'" in cause.tb
         assert isinstance(f.exception(), KeyError)
+        with pytest.raises(ModelDiverged, match="at step 12"):
+            ex.submit(diverges, 12).result(TIMEOUT)
 
 
 def test_map_over_10000_calls_in_one_cluster(pool: PoolHandle) -> None:
