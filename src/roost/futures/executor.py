@@ -306,8 +306,8 @@ class Executor(_BaseExecutor):
                     self._inflight = batch
             try:
                 self._submit_batch(batch)
-            except BaseException as e:  # nothing a batch does may stop the thread
-                log.exception("submitting %d tasks", len(batch))
+            except BaseException as e:  # nothing a batch does may stop the thread: its futures say why
+                log.debug("submitting %d tasks failed", len(batch), exc_info=True)
                 for t in batch:
                     for f in t.futures:
                         _settle(f, False, e)
