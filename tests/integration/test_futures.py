@@ -20,6 +20,7 @@ import pytest
 from poolkit import PoolHandle, wait_until
 
 from roost.futures import Executor, JobError, JobHeldError, RemoteTraceback
+from roost.submit import SubmitError
 
 cloudpickle.register_pickle_by_value(sys.modules[__name__])
 
@@ -182,6 +183,10 @@ def test_a_job_that_cannot_run_fails_its_futures(pool: PoolHandle) -> None:
         f = ex.submit(add, 1)
         with pytest.raises(JobError, match=r"exited with code 1 without a result"):
             f.result(TIMEOUT)
+    with Executor(pool.home, python=PYTHON, submit={"requirements": "((("}) as ex:
+        k = ex.submit(add, 1)  # the batch cannot be submitted: its futures say why
+        with pytest.raises(SubmitError, match="requirements"):
+            k.result(TIMEOUT)
     with Executor(pool.home, python="/nonexistent/python3") as ex:
         g = ex.submit(add, 1)
         with pytest.raises(JobHeldError) as info:
