@@ -33,6 +33,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("-json", "--json", action="store_true")
     p.add_argument("-totals", "--totals", action="store_true", help="only the totals table")
     add_pool_args(p, daemon=None)
+    p.add_argument("-web", "--web", action="store_true", help="print the web dashboard's URL (docs/web.md)")
     kind = p.add_mutually_exclusive_group()
     kind.add_argument("-schedd", "--schedd", dest="kind", action="store_const", const="Scheduler")
     kind.add_argument("-submitters", "--submitters", dest="kind", action="store_const", const="Submitter")
@@ -46,6 +47,8 @@ def parser() -> argparse.ArgumentParser:
 def main(argv: list[str]) -> int:
     argv, af_flags = split_af(argv)
     ns = parser().parse_args(argv)
+    if ns.web:
+        return _web_url()
     kind = ns.kind or "Machine"
     constraint = ns.constraint
     if ns.names:
@@ -142,3 +145,18 @@ def _daemons(ads: list[dict[str, Any]], out: Any) -> None:
         lines.append(f"{str(a.get('Name', '?')):<32} {str(a.get('Machine', '?')):<20} "
                      f"{str(a.get('MyAddress', '?')):<22} {when}")
     out.write("\n".join(lines) + "\n")
+
+
+def _web_url() -> int:
+    """``-web``: the dashboard's URL, from the address file its daemon writes on this host."""
+    # lazy: only -web reads the run directory
+    from roost.api.home import pool_home, read_address, run_path
+
+    home = pool_home()
+    addr = read_address(run_path(home, "web.address"))
+    if addr is None:
+        print(f"roost status: no web dashboard is running here (ROOST_HOME={home}; "
+              "WEB in DAEMON_LIST starts one)", file=sys.stderr)
+        return 1
+    print(f"http://{addr}/")
+    return 0

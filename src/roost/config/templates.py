@@ -34,7 +34,7 @@ _ALL = [
         CONDOR_HOST = 127.0.0.1
         COLLECTOR_HOST = $(CONDOR_HOST):0
         BIND_ADDRESS = 127.0.0.1
-        DAEMON_LIST = MASTER COLLECTOR NEGOTIATOR SCHEDD STARTD
+        DAEMON_LIST = MASTER COLLECTOR NEGOTIATOR SCHEDD STARTD WEB
         RunBenchmarks = 0
         MASTER_BACKOFF_CONSTANT = 1
         MASTER_BACKOFF_CEILING = 60
@@ -46,8 +46,8 @@ _ALL = [
     _t("ROLE", "Execute", "this host runs a startd", """
         DAEMON_LIST = $(DAEMON_LIST) STARTD
     """),
-    _t("ROLE", "CentralManager", "this host runs the collector and negotiator", """
-        DAEMON_LIST = $(DAEMON_LIST) COLLECTOR NEGOTIATOR
+    _t("ROLE", "CentralManager", "this host runs the collector, the negotiator and the web dashboard", """
+        DAEMON_LIST = $(DAEMON_LIST) COLLECTOR NEGOTIATOR WEB
     """),
     # ---- building blocks --------------------------------------------------
     _t("FEATURE", "Policy_Expr_Fragments", "named pieces of desktop policy expressions", """

@@ -57,6 +57,7 @@ KNOWN_DAEMONS: dict[str, tuple[str, str]] = {
     "NEGOTIATOR": ("roost.daemons.negotiator", "NegotiatorLog"),
     "SCHEDD": ("roost.daemons.schedd", "SchedLog"),
     "STARTD": ("roost.daemons.startd", "StartLog"),
+    "WEB": ("roost.web", "WebLog"),  # the dashboard: a client of the pool (roost.api), not a daemon package
 }
 ADDRESS_WAIT_S = 30.0
 _PR_SET_PDEATHSIG = 1

@@ -14,7 +14,7 @@ def cfg(text: str) -> Config:
 
 def test_role_personal_is_a_loopback_pool_of_all_daemons() -> None:
     c = cfg("use ROLE : Personal\n")
-    assert c.get("DAEMON_LIST") == "MASTER COLLECTOR NEGOTIATOR SCHEDD STARTD"
+    assert c.get("DAEMON_LIST") == "MASTER COLLECTOR NEGOTIATOR SCHEDD STARTD WEB"
     assert c.get("BIND_ADDRESS") == "127.0.0.1"
     assert c.get("COLLECTOR_HOST") == "127.0.0.1:0"
     # identities, not the loopback address: every local user is on 127.0.0.1
@@ -27,8 +27,8 @@ def test_role_personal_is_a_loopback_pool_of_all_daemons() -> None:
     [
         ("Submit", "MASTER SCHEDD"),
         ("Execute", "MASTER STARTD"),
-        ("CentralManager", "MASTER COLLECTOR NEGOTIATOR"),
-        ("CentralManager, Submit Execute", "MASTER COLLECTOR NEGOTIATOR SCHEDD STARTD"),
+        ("CentralManager", "MASTER COLLECTOR NEGOTIATOR WEB"),
+        ("CentralManager, Submit Execute", "MASTER COLLECTOR NEGOTIATOR WEB SCHEDD STARTD"),
     ],
 )
 def test_roles_add_daemons(roles: str, daemons: str) -> None:
