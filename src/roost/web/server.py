@@ -235,17 +235,24 @@ class Handler(BaseHTTPRequestHandler):
     def do_POST(self) -> None:  # noqa: N802
         url = urlsplit(self.path)
         try:
+            # the body is read first, whatever the answer: left unread on a kept-alive
+            # connection it would be taken for the next request
+            try:
+                length = int(self.headers.get("Content-Length") or 0)
+            except ValueError:
+                length = -1
+            if not 0 < length <= 1 << 20:
+                self.close_connection = True
+                raise HttpError(400, "an action is a JSON object of at most 1 MiB, with its Content-Length")
+            data = self.rfile.read(length)
             if url.path != "/api/act":
                 raise HttpError(404, f"no action at {url.path}")
             self._same_origin()
             token = bearer_token(self.headers.get("Authorization"))
             if (self.headers.get("Content-Type") or "").split(";")[0].strip() != "application/json":
                 raise HttpError(415, "send the action as application/json")
-            length = int(self.headers.get("Content-Length") or 0)
-            if not 0 < length <= 1 << 20:
-                raise HttpError(400, "an action is a JSON object of at most 1 MiB")
             try:
-                body = json.loads(self.rfile.read(length))
+                body = json.loads(data)
             except ValueError:
                 raise HttpError(400, "the body is not JSON") from None
             if not isinstance(body, dict):

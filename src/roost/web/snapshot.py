@@ -92,14 +92,18 @@ class Snapshot:
     #: (schedd, job id) -> (finished at, JobStatus, QDate) of jobs finished in the window
     finished: dict[tuple[str, str], tuple[int, int, int]] = field(default_factory=dict)
     errors: list[str] = field(default_factory=list)
+    _by_user: dict[str, Counter[str]] | None = field(default=None, repr=False)
 
     # -- summaries ------------------------------------------------------------------
     def by_user(self) -> dict[str, Counter[str]]:
-        """Jobs per user and status name."""
-        out: dict[str, Counter[str]] = {}
-        for j in self.jobs:
-            out.setdefault(j.owner, Counter())[STATUS.get(j.status, str(j.status))] += 1
-        return out
+        """Jobs per user and status name (computed once: a snapshot never changes)."""
+        if self._by_user is None:
+            counts: Counter[tuple[str, int]] = Counter((j.owner, j.status) for j in self.jobs)
+            out: dict[str, Counter[str]] = {}
+            for (owner, status), n in sorted(counts.items()):
+                out.setdefault(owner, Counter())[STATUS.get(status, str(status))] += n
+            self._by_user = out
+        return self._by_user
 
     def slot_states(self) -> Counter[str]:
         return Counter(str(s.get("State") or "Unknown") for s in self.slots)
