@@ -184,11 +184,14 @@ def test_actions_are_refused_without_a_token_and_work_with_one(pool: PoolHandle,
     def click(button: str) -> str:
         browser.evaluate("document.querySelector('#action-result').textContent = ''")
         browser.evaluate(f"document.querySelector('#act-{button}').click()")
-        return browser.wait_for("(t => t && t !== '…' && t)(document.querySelector('#action-result').textContent)",
-                                what=f"{button}'s answer")
+        browser.wait_for("(t => t && t !== '…' && t)(document.querySelector('#action-result').textContent)",
+                         what=f"{button}'s answer")
+        # an action that went through redraws the job: wait for that before the next click
+        browser.wait_for("document.body.dataset.ready === 'job'", what="the job page again")
+        return text(browser, "#action-result")
 
-    browser.evaluate("sessionStorage.removeItem('roost-token')")
     show(browser, pool, f"job/local/{idle}")
+    browser.evaluate("sessionStorage.removeItem('roost-token')")
     answer = click("hold")
     assert "refused (401)" in answer and status() == 1
     shot(browser, "hold-refused")
