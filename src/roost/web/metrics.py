@@ -9,7 +9,8 @@ and every figure in one scrape comes from one look at it:
 - ``roost_negotiation_cycle_seconds``: the last negotiation cycle's duration;
   ``roost_negotiation_cycles_total``, ``roost_negotiation_cycle_matches``
 - ``roost_job_submit_rate``, ``roost_job_completion_rate``: jobs per second over
-  the last five minutes (from ``QDate`` and completion times the pool keeps)
+  the five minutes before the snapshot (from ``QDate`` and completion times the
+  pool keeps)
 - ``roost_user_priority{user}``: effective user priorities
 - ``roost_web_snapshot_seconds``, ``roost_web_snapshot_age_seconds``: what reading
   the pool cost and how old the figures are
@@ -64,7 +65,7 @@ class PoolCollector:
         if "cycles" in cycles:
             yield CounterMetricFamily("roost_negotiation_cycles", "Negotiation cycles since the negotiator started",
                                       value=float(cycles.get("cycles") or 0))
-        sub, done = snap.rates(now)
+        sub, done = snap.rate
         yield GaugeMetricFamily("roost_job_submit_rate", "Jobs submitted per second over the last 5 minutes",
                                 value=sub)
         yield GaugeMetricFamily("roost_job_completion_rate", "Jobs completed per second over the last 5 minutes",

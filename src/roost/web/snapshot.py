@@ -50,7 +50,7 @@ BUCKET_S = 60
 RATE_WINDOW_S = 300
 
 
-@dataclass
+@dataclass(slots=True)
 class Job:
     """One job of a queue listing (a tuple would be smaller; 100,000 of these are fine)."""
 
@@ -89,10 +89,13 @@ class Snapshot:
     slots: list[dict[str, Any]] = field(default_factory=list)
     users: list[dict[str, Any]] | None = None
     cycles: dict[str, Any] | None = None
-    #: (schedd, job id) -> (finished at, JobStatus, QDate) of jobs finished in the window
-    finished: dict[tuple[str, str], tuple[int, int, int]] = field(default_factory=dict)
+    #: (schedd, cluster, proc) -> (finished at, JobStatus, QDate) of jobs finished in the window
+    finished: dict[tuple[str, int, int], tuple[int, int, int]] = field(default_factory=dict)
     errors: list[str] = field(default_factory=list)
     _by_user: dict[str, Counter[str]] | None = field(default=None, repr=False)
+    _queued_ids: set[tuple[str, int, int]] | None = field(default=None, repr=False)
+    #: (submitted, completed) per second over RATE_WINDOW_S, as of ``taken``
+    rate: tuple[float, float] = (0.0, 0.0)
 
     # -- summaries ------------------------------------------------------------------
     def by_user(self) -> dict[str, Counter[str]]:
@@ -119,15 +122,14 @@ class Snapshot:
             if 0 <= i < n:
                 series[i] += 1
 
-        seen_q = set()
         for j in self.jobs:
             put(submitted, j.qdate)
-            seen_q.add((j.schedd, j.id))
             if j.status == 4:
                 put(completed, j.since)
+        queued = self._queued()
         for key, (t, status, qdate) in self.finished.items():
             put(completed if status == 4 else removed, t)
-            if key not in seen_q:
+            if key not in queued:
                 put(submitted, qdate)
         return {"start": start, "bucket": bucket, "submitted": submitted, "completed": completed,
                 "removed": removed}
@@ -136,14 +138,20 @@ class Snapshot:
         """(submitted, completed) jobs per second over the last ``window`` seconds."""
         since = now - window
         sub = sum(1 for j in self.jobs if j.qdate >= since)
-        seen_q = {(j.schedd, j.id) for j in self.jobs if j.qdate >= since}
         done = sum(1 for j in self.jobs if j.status == 4 and j.since >= since)
+        queued = self._queued() if self.finished else set()
         for key, (t, status, qdate) in self.finished.items():
             if status == 4 and t >= since:
                 done += 1
-            if qdate >= since and key not in seen_q:
+            if qdate >= since and key not in queued:
                 sub += 1
         return sub / window, done / window
+
+    def _queued(self) -> set[tuple[str, int, int]]:
+        """The jobs still queued (a finished job left in the queue is counted once)."""
+        if self._queued_ids is None:
+            self._queued_ids = {(j.schedd, j.cluster, j.proc) for j in self.jobs}
+        return self._queued_ids
 
 
 def _str(v: Any) -> str:
@@ -154,18 +162,27 @@ def _int(v: Any) -> int:
     return int(v) if type(v) in (int, float) else 0
 
 
+def _values(ad: dict[str, Any]) -> tuple[Any, ...]:
+    """A job's fields after (schedd, cluster, proc), from its ad."""
+    cpus = ad.get("RequestCpus")
+    return (_str(ad.get("Owner")), _int(ad.get("JobStatus")), _int(ad.get("QDate")), _str(ad.get("JobBatchName")),
+            _str(ad.get("Cmd")), _str(ad.get("RemoteHost")), _int(ad.get("EnteredCurrentStatus")),
+            float(cpus) if type(cpus) in (int, float) else 1.0, _str(ad.get("HoldReason")))
+
+
 def jobs_of(schedd: str, raw: dict[str, Any]) -> Iterable[Job]:
-    """Jobs from a QUERY_JOBS answer in its compact form (cluster ad + proc differences),
-    without building a dict per job."""
+    """Jobs from a QUERY_JOBS answer in its compact form (cluster ad + proc differences):
+    a proc that differs from its cluster only in ProcId shares the cluster's values."""
     clusters = raw.get("clusters") or {}
+    shared: dict[int, tuple[Any, ...]] = {}
     for c, p, diff in raw.get("jobs") or ():
-        base = clusters.get(str(c)) or {}
-        get = ({**base, **diff} if diff else base).get
-        cpus = get("RequestCpus")
-        yield Job(schedd, int(c), int(p), _str(get("Owner")), _int(get("JobStatus")), _int(get("QDate")),
-                  _str(get("JobBatchName")), _str(get("Cmd")), _str(get("RemoteHost")),
-                  _int(get("EnteredCurrentStatus")), float(cpus) if type(cpus) in (int, float) else 1.0,
-                  _str(get("HoldReason")))
+        if diff and (len(diff) > 1 or "ProcId" not in diff):
+            vals = _values({**(clusters.get(str(c)) or {}), **diff})
+        else:
+            vals = shared.get(c)
+            if vals is None:
+                vals = shared[c] = _values(clusters.get(str(c)) or {})
+        yield Job(schedd, int(c), int(p), *vals)
 
 
 class PoolView:
@@ -240,6 +257,8 @@ class PoolView:
         for name in names:
             self._read_schedd(name, snap, previous)
         self._read_negotiator(snap)
+        snap.rate = snap.rates(t0)
+        snap.by_user()
         snap.took = time.time() - t0
         snap.slots.sort(key=lambda s: (str(s.get("Machine", "")), str(s.get("Name", ""))))
         return snap
@@ -272,8 +291,8 @@ class PoolView:
             for ad in got:
                 t = _int(ad.get("CompletionDate")) or _int(ad.get("EnteredCurrentStatus"))
                 if t >= since:
-                    known[(label, f"{ad['ClusterId']}.{ad['ProcId']}")] = (t, _int(ad.get("JobStatus")),
-                                                                            _int(ad.get("QDate")))
+                    known[(label, int(ad["ClusterId"]), int(ad["ProcId"]))] = (
+                        t, _int(ad.get("JobStatus")), _int(ad.get("QDate")))
             snap.finished.update(known)
         except PoolError as e:
             snap.errors.append(f"schedd {label}: {e}")
