@@ -128,8 +128,8 @@ class Snapshot:
                 put(completed, j.since)
         queued = self._queued()
         for key, (t, status, qdate) in self.finished.items():
-            put(completed if status == 4 else removed, t)
-            if key not in queued:
+            if key not in queued:  # a finished job left in the queue is counted there
+                put(completed if status == 4 else removed, t)
                 put(submitted, qdate)
         return {"start": start, "bucket": bucket, "submitted": submitted, "completed": completed,
                 "removed": removed}
@@ -141,10 +141,10 @@ class Snapshot:
         done = sum(1 for j in self.jobs if j.status == 4 and j.since >= since)
         queued = self._queued() if self.finished else set()
         for key, (t, status, qdate) in self.finished.items():
-            if status == 4 and t >= since:
-                done += 1
-            if qdate >= since and key not in queued:
-                sub += 1
+            if key in queued:  # a finished job left in the queue is counted there
+                continue
+            done += status == 4 and t >= since
+            sub += qdate >= since
         return sub / window, done / window
 
     def _queued(self) -> set[tuple[str, int, int]]:
