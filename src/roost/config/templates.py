@@ -46,8 +46,8 @@ _ALL = [
     _t("ROLE", "Execute", "this host runs a startd", """
         DAEMON_LIST = $(DAEMON_LIST) STARTD
     """),
-    _t("ROLE", "CentralManager", "this host runs the collector, the negotiator and the web dashboard", """
-        DAEMON_LIST = $(DAEMON_LIST) COLLECTOR NEGOTIATOR WEB
+    _t("ROLE", "CentralManager", "this host runs the collector and negotiator", """
+        DAEMON_LIST = $(DAEMON_LIST) COLLECTOR NEGOTIATOR
     """),
     # ---- building blocks --------------------------------------------------
     _t("FEATURE", "Policy_Expr_Fragments", "named pieces of desktop policy expressions", """

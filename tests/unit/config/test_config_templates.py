@@ -27,8 +27,8 @@ def test_role_personal_is_a_loopback_pool_of_all_daemons() -> None:
     [
         ("Submit", "MASTER SCHEDD"),
         ("Execute", "MASTER STARTD"),
-        ("CentralManager", "MASTER COLLECTOR NEGOTIATOR WEB"),
-        ("CentralManager, Submit Execute", "MASTER COLLECTOR NEGOTIATOR WEB SCHEDD STARTD"),
+        ("CentralManager", "MASTER COLLECTOR NEGOTIATOR"),
+        ("CentralManager, Submit Execute", "MASTER COLLECTOR NEGOTIATOR SCHEDD STARTD"),
     ],
 )
 def test_roles_add_daemons(roles: str, daemons: str) -> None:
