@@ -296,3 +296,12 @@ def test_throughput_chart_and_priorities(pool: PoolHandle, browser: Browser, tmp
         conn.close()
     assert names and set(names) <= negotiator and any(n.startswith("root@") for n in names)
     shot(browser, "users")
+
+
+def test_reconfig_restarts_the_dashboard_on_the_new_configuration(pool: PoolHandle) -> None:
+    old = pool.daemon_pid("WEB")
+    done = pool.roost("reconfig", check=True)
+    assert "web: reconfigured" in done.stdout
+    new = pool.daemon_pid("WEB")
+    assert new != old and pool.master_status()["ready"]
+    assert get(pool, "/healthz")[0] == 200

@@ -30,7 +30,6 @@ from urllib.parse import parse_qs, urlsplit
 
 from roost.api.errors import PoolError
 from roost.api.schedd import ACTIONS
-from roost.web import jobinfo
 from roost.web.metrics import exposition, registry
 from roost.web.snapshot import ROW_FIELDS, STATUS, PoolView
 
@@ -139,6 +138,9 @@ class Dashboard:
         return jid, q.get("schedd") or None
 
     def job(self, q: dict[str, str]) -> dict[str, Any]:
+        # lazy: ClassAds and q -analyze's code load on the first job page, not at each start
+        from roost.web import jobinfo
+
         jid, name = self._job_args(q)
         schedd = self.view.schedd(name)
         try:
@@ -150,6 +152,9 @@ class Dashboard:
         return {"id": jid, "where": where, "ad": ad, "log": jobinfo.event_log(ad)}
 
     def analyze(self, q: dict[str, str]) -> dict[str, Any]:
+        # lazy: as in job()
+        from roost.web import jobinfo
+
         jid, name = self._job_args(q)
         schedd = self.view.schedd(name)
         try:
