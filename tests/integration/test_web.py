@@ -152,6 +152,10 @@ def test_slots_page_is_a_picture_of_who_runs_what(pool: PoolHandle, jobs: dict[s
     cell = next(t for n, t in cells if n == running["Name"])
     assert jobs["running"] in cell and "root" in cell
     shot(browser, "slots")
+    # the job in the picture links to its page
+    browser.evaluate(f"document.querySelector('.slot[data-slot=\"{running['Name']}\"] a').click()")
+    browser.wait_for("document.body.dataset.ready === 'job'", what="the running job's page")
+    assert text(browser, "h2").startswith(f"Job {jobs['running']} of root: running")
 
 
 @needs_chromium
@@ -220,6 +224,9 @@ def test_actions_are_refused_without_a_token_and_work_with_one(pool: PoolHandle,
     token = {"Authorization": f"Bearer {pool_token(pool)}"}
     code, body = post(pool, "/api/act", {"action": "hold", "ids": [idle]},
                       {**token, "Content-Type": "application/json", "Origin": "http://evil.example"})
+    assert code == 403 and status() == 1
+    code, body = post(pool, "/api/act", {"action": "hold", "ids": [idle]},
+                      {**token, "Content-Type": "application/json", "Origin": "null"})
     assert code == 403 and status() == 1
     code, body = post(pool, "/api/act", {"action": "hold", "ids": [idle]},
                       {**token, "Content-Type": "text/plain"})

@@ -114,7 +114,11 @@ class Dashboard:
     def slots(self, q: dict[str, str]) -> dict[str, Any]:
         snap = self.view.current()
         machines: dict[str, list[dict[str, Any]]] = {}
+        runs = snap.running_on()
         for s in snap.slots:
+            job = runs.get(str(s.get("Name")))
+            if job is not None:  # which schedd's job: the page links to it
+                s = {**s, "Schedd": job.schedd}
             machines.setdefault(str(s.get("Machine") or s.get("Name") or "?"), []).append(s)
         return {"taken": snap.taken, "states": dict(snap.slot_states()),
                 "machines": [{"machine": m, "slots": ss} for m, ss in sorted(machines.items())]}
@@ -278,10 +282,8 @@ class Handler(BaseHTTPRequestHandler):
     def _same_origin(self) -> None:
         """A browser names the page a request comes from; one from another site is refused."""
         origin = self.headers.get("Origin")
-        if origin and origin != "null":
-            host = urlsplit(origin).netloc
-            if host != (self.headers.get("Host") or ""):
-                raise HttpError(403, f"a request from {origin} may not act here")
+        if origin is not None and urlsplit(origin).netloc != (self.headers.get("Host") or ""):
+            raise HttpError(403, f"a request from {origin} may not act here")
 
 
 def make_server(view: PoolView, host: str, port: int) -> ThreadingHTTPServer:

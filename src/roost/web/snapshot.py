@@ -94,6 +94,7 @@ class Snapshot:
     errors: list[str] = field(default_factory=list)
     _by_user: dict[str, Counter[str]] | None = field(default=None, repr=False)
     _queued_ids: set[tuple[str, int, int]] | None = field(default=None, repr=False)
+    _running_on: dict[str, Job] | None = field(default=None, repr=False)
     #: (submitted, completed) per second over RATE_WINDOW_S, as of ``taken``
     rate: tuple[float, float] = (0.0, 0.0)
 
@@ -107,6 +108,12 @@ class Snapshot:
                 out.setdefault(owner, Counter())[STATUS.get(status, str(status))] += n
             self._by_user = out
         return self._by_user
+
+    def running_on(self) -> dict[str, Job]:
+        """Running jobs by the slot they run on (their RemoteHost), computed once."""
+        if self._running_on is None:
+            self._running_on = {j.host: j for j in self.jobs if j.status == 2 and j.host}
+        return self._running_on
 
     def slot_states(self) -> Counter[str]:
         return Counter(str(s.get("State") or "Unknown") for s in self.slots)

@@ -162,7 +162,7 @@ async function viewSlots(p, gen) {
       const cell = el("div", { class: "slot state-" + (s.State || "Unknown"), "data-slot": s.Name || "", title: `${s.State}/${s.Activity}` },
         el("div", { text: `${name} · ${s.Cpus ?? "?"} cpu · ${s.Memory ?? "?"} MB` }));
       if (s.PartitionableSlot) cell.append(el("div", { class: "muted", text: `partitionable (of ${s.TotalSlotCpus ?? "?"} cpu)` }));
-      if (s.JobId) cell.append(el("div", { class: "who" }, link(`#job/local/${s.JobId}`, s.JobId), " " + (s.RemoteOwner || s.RemoteUser || "")));
+      if (s.JobId) cell.append(el("div", { class: "who" }, link(`#job/${encodeURIComponent(s.Schedd || "local")}/${s.JobId}`, s.JobId), " " + (s.RemoteOwner || s.RemoteUser || "")));
       else cell.append(el("div", { class: "muted", text: s.State || "" }));
       grid.append(cell);
     }
