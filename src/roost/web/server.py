@@ -240,6 +240,9 @@ class Handler(BaseHTTPRequestHandler):
             self._error(e.status, str(e))
         except PoolError as e:
             self._error(502, str(e))
+        except Exception:  # a bug answers 500 and is logged; the dashboard goes on
+            log.exception("GET %s", url.path)
+            self._error(500, "internal error (see the dashboard's log, WebLog)")
 
     def do_POST(self) -> None:  # noqa: N802
         url = urlsplit(self.path)
@@ -274,10 +277,14 @@ class Handler(BaseHTTPRequestHandler):
             self._error(e.status, str(e))
         except PoolError as e:
             code = getattr(e, "code", "")
-            status = 403 if code in ("DENIED", "AUTH_FAILED", "PERMISSION_DENIED") else 502
-            if "auth" in str(e).lower() or "token" in str(e).lower():
+            status = {"DENIED": 403, "AUTH_FAILED": 403, "PERMISSION_DENIED": 403, "BAD_REQUEST": 400,
+                      "NOT_FOUND": 404}.get(code, 502)
+            if status == 502 and ("auth" in str(e).lower() or "token" in str(e).lower()):
                 status = 403
             self._error(status, f"the schedd refused: {e}")
+        except Exception:  # a bug answers 500 and is logged; the dashboard goes on
+            log.exception("POST %s", url.path)
+            self._error(500, "internal error (see the dashboard's log, WebLog)")
 
     def _same_origin(self) -> None:
         """A browser names the page a request comes from; one from another site is refused."""
