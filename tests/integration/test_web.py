@@ -113,18 +113,21 @@ def test_address_file_status_web_and_headers(pool: PoolHandle) -> None:
 
 @needs_chromium
 def test_queue_page_shows_each_users_jobs(pool: PoolHandle, jobs: dict[str, str], browser: Browser) -> None:
-    wait_until(lambda: len(json.loads(get(pool, "/api/jobs")[2])["rows"]) >= 3, 30, "jobs in the dashboard")
-    show(browser, pool, "queue")
-    summary = text(browser, "#users-summary")
-    s = pool.schedd()
-    try:
-        totals = s.totals()
-    finally:
-        s.close()
-    row = browser.evaluate("Array.from(document.querySelectorAll('#users-summary tr[data-user=\"root\"] td'))"
-                           ".map(td => td.innerText)")
-    assert row[0] == "root" and "idle" in summary
-    assert int(row[1]) == totals.get("Idle", 0) and int(row[2]) == totals.get("Running", 0)
+    def counts_match() -> bool:
+        # the page's figures are a few seconds old at most: reload until they are the schedd's
+        show(browser, pool, "queue")
+        s = pool.schedd()
+        try:
+            totals = s.totals()
+        finally:
+            s.close()
+        row = browser.evaluate("Array.from(document.querySelectorAll('#users-summary tr[data-user=\"root\"] td'))"
+                               ".map(td => td.innerText)")
+        return bool(row) and row[0] == "root" and (int(row[1]), int(row[2])) == (
+            totals.get("Idle", 0), totals.get("Running", 0))
+
+    wait_until(counts_match, 30, "the queue page's counts equal to the schedd's")
+    assert "idle" in text(browser, "#users-summary")
     listed = browser.evaluate("Array.from(document.querySelectorAll('#jobs tr[data-job]')).map(r => r.dataset.job)")
     assert {jobs["running"], jobs["running2"], jobs["idle"]} <= set(listed)
     shot(browser, "queue")
