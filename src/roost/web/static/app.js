@@ -150,7 +150,8 @@ async function viewSlots(p, gen) {
   if (gen !== generation) return;
   const frag = document.createDocumentFragment();
   const n = data.machines.reduce((a, m) => a + m.slots.length, 0);
-  frag.append(el("h2", { text: `Slots: ${n} on ${data.machines.length} machines` }));
+  const plural = (k, w) => `${k} ${w}${k === 1 ? "" : "s"}`;
+  frag.append(el("h2", { text: `Slots: ${plural(n, "slot")} on ${plural(data.machines.length, "machine")}` }));
   const legend = el("div", { class: "legend" });
   for (const [s, k] of Object.entries(data.states)) legend.append(el("span", { class: "state-" + s, text: `${s}: ${k}` }));
   frag.append(legend);
@@ -159,9 +160,12 @@ async function viewSlots(p, gen) {
     const grid = el("div", { class: "slotgrid" });
     for (const s of m.slots) {
       const name = String(s.Name || "").split("@")[0];
+      const size = s.PartitionableSlot ? `${name} · partitionable` : `${name} · ${s.Cpus ?? "?"} cpu · ${s.Memory ?? "?"} MB`;
       const cell = el("div", { class: "slot state-" + (s.State || "Unknown"), "data-slot": s.Name || "", title: `${s.State}/${s.Activity}` },
-        el("div", { text: `${name} · ${s.Cpus ?? "?"} cpu · ${s.Memory ?? "?"} MB` }));
-      if (s.PartitionableSlot) cell.append(el("div", { class: "muted", text: `partitionable (of ${s.TotalSlotCpus ?? "?"} cpu)` }));
+        el("div", { text: size }));
+      if (s.PartitionableSlot) {
+        cell.append(el("div", { class: "muted", text: `left: ${s.Cpus ?? "?"} of ${s.TotalSlotCpus ?? "?"} cpu, ${s.Memory ?? "?"} of ${s.TotalSlotMemory ?? "?"} MB` }));
+      }
       if (s.JobId) cell.append(el("div", { class: "who" }, link(`#job/${encodeURIComponent(s.Schedd || "local")}/${s.JobId}`, s.JobId), " " + (s.RemoteOwner || s.RemoteUser || "")));
       else cell.append(el("div", { class: "muted", text: s.State || "" }));
       grid.append(cell);
