@@ -216,18 +216,6 @@ class PoolView:
                     self._done.wait_for(lambda: not self._refreshing, self.timeout)
         return self.snapshot
 
-    def fresh(self) -> Snapshot:
-        """A snapshot taken after this call (waits for one refresh)."""
-        asked = time.time()
-        with self._done:
-            while self.snapshot.taken < asked:
-                if not self._refreshing:
-                    self._refreshing = True
-                    threading.Thread(target=self._refresh, name="web-refresh", daemon=True).start()
-                if not self._done.wait(self.timeout):
-                    break
-        return self.snapshot
-
     def _start_refresh(self) -> None:
         with self._lock:
             if self._refreshing:
