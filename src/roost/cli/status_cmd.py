@@ -44,6 +44,7 @@ SPEC = {
     "collector": (FLAG, "collectors"),
     "master": (FLAG, "masters"),
     "any": (FLAG, "every ad, of every type"),
+    "web": (FLAG, "print the web dashboard's URL (docs/web.md)"),
     "direct": (VALUE, "accepted for condor_status's sake: the collector answers for every daemon"),
     **pool_spec(None),
 }
@@ -95,6 +96,8 @@ def main(argv: list[str]) -> int:
     except UsageError as e:
         print(f"{PROG}: {e}\n(`{PROG} -help` lists the options)", file=sys.stderr)
         return 2
+    if opts.web:
+        return _web_url()
     kinds = [k for k, on in (("Scheduler", opts.schedd), ("Submitter", opts.submitters),
                              ("Negotiator", opts.negotiator), ("Collector", opts.collector),
                              ("Master", opts.master), ("Any", opts.any)) if on]
@@ -301,3 +304,18 @@ def _date(t: Any) -> str:
     """``PRINTAS DATE``: ``11/26 04:29`` in local time."""
     lt = time.localtime(t)
     return f"{lt.tm_mon:>2}/{lt.tm_mday:<2} {lt.tm_hour:02d}:{lt.tm_min:02d}"
+
+
+def _web_url() -> int:
+    """``-web``: the dashboard's URL, from the address file its daemon writes on this host."""
+    # lazy: only -web reads the run directory
+    from roost.api.home import pool_home, read_address, run_path
+
+    home = pool_home()
+    addr = read_address(run_path(home, "web.address"))
+    if addr is None:
+        print(f"roost status: no web dashboard is running here (ROOST_HOME={home}; "
+              "WEB in DAEMON_LIST starts one)", file=sys.stderr)
+        return 1
+    print(f"http://{addr}/")
+    return 0
