@@ -1,4 +1,4 @@
-"""``roost submit``: -dry-run prints condor_q -json job ads; errors name file and line."""
+"""``roost submit``: -dry-run -json prints condor_q -json job ads; errors name file and line."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ def run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, 
 
 
 def test_dry_run_prints_one_merged_ad_per_proc(capsys: pytest.CaptureFixture[str]) -> None:
-    rc, out, _ = run(["-dry-run", str(EXAMPLES / "simple.sub")], capsys)
+    rc, out, _ = run(["-json", "-dry-run", str(EXAMPLES / "simple.sub")], capsys)
     assert rc == 0
     ads = json.loads(out)
     assert [a["ProcId"] for a in ads] == list(range(10))
@@ -31,7 +31,7 @@ def test_dry_run_prints_one_merged_ad_per_proc(capsys: pytest.CaptureFixture[str
 
 def test_dry_run_of_the_sweep_example(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(EXAMPLES)
-    rc, out, _ = run(["-dry-run", "sweep.sub"], capsys)
+    rc, out, _ = run(["-json", "-dry-run", "sweep.sub"], capsys)
     assert rc == 0
     ads = json.loads(out)
     assert len(ads) == 4
@@ -42,7 +42,7 @@ def test_dry_run_of_the_sweep_example(capsys: pytest.CaptureFixture[str], monkey
 
 def test_append_macros_and_stdin(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr("sys.stdin", io.StringIO("executable = /bin/true\narguments = $(who)\nqueue 2\n"))
-    rc, out, _ = run(["-a", "output = x.out", "-dry-run", "-", "who=cli"], capsys)
+    rc, out, _ = run(["-json", "-a", "output = x.out", "-dry-run", "-", "who=cli"], capsys)
     assert rc == 0
     ads = json.loads(out)
     assert [a["Args"] for a in ads] == ["cli", "cli"] and ads[1]["Out"] == "x.out"
@@ -56,9 +56,9 @@ def test_without_dry_run_there_is_no_pool(capsys: pytest.CaptureFixture[str]) ->
 def test_errors_and_warnings(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     bad = tmp_path / "bad.sub"
     bad.write_text("executable = /bin/true\nrequest_memory = 1GB\nrequirements = (Memory >\nqueue\n")
-    rc, out, err = run(["-dry-run", str(bad)], capsys)
+    rc, out, err = run(["-json", "-dry-run", str(bad)], capsys)
     assert rc == 1 and out == "" and f"{bad}:3" in err
     warn = tmp_path / "warn.sub"
     warn.write_text("executable = /bin/true\nreqest_memory = 1GB\nqueue\n")
-    rc, out, err = run(["-dry-run", str(warn)], capsys)
+    rc, out, err = run(["-json", "-dry-run", str(warn)], capsys)
     assert rc == 0 and "reqest_memory" in err and f"{warn}:2" in err and json.loads(out)
