@@ -81,6 +81,9 @@ def wait_log(path: str, ids: list[str], timeout: float | None, num: int | None, 
         return not want or any(c == wc and (wp is None or p == wp) for wc, wp in want)
 
     follower = EventLogFollower(path)
+    # "3/5 jobs done" lines on a terminal only: condor_wait prints just its verdict, and
+    # scripts read it
+    tty = sys.stdout.isatty()
     submitted: set[tuple[int, int]] = set()
     finished: set[tuple[int, int]] = set()
     deadline = None if timeout is None else time.monotonic() + timeout
@@ -96,7 +99,7 @@ def wait_log(path: str, ids: list[str], timeout: float | None, num: int | None, 
                 finished.add(key)
                 submitted.add(key)
         done = len(finished)
-        if not quiet:
+        if not quiet and tty:
             line = f"{done}/{len(submitted)} jobs done"
             if line != last:
                 print(line, flush=True)
