@@ -4,7 +4,9 @@ Each ``bin/condor_*`` script is two lines that call :func:`condor_main` with its
 name; the command is the same code ``roost <verb>`` runs, so the two never drift apart.
 The roost commands accept HTCondor's option spellings themselves. What differs is
 only how errors read: a message ``roost q: ...`` written to stderr reads
-``condor_q: ...`` when the program was started as ``condor_q``.
+``condor_q: ...`` when the program was started as ``condor_q`` (and any roost
+command a message names reads as its condor name). stdout is left alone: it
+carries job data, which must come out byte for byte.
 """
 
 from __future__ import annotations
@@ -61,11 +63,16 @@ class _Renamed:
 
 
 def renames(prog: str) -> list[tuple[str, str]]:
-    """(roost spelling, condor spelling) pairs for messages of ``prog``, longest first."""
+    """(roost spelling, condor spelling) pairs for the messages of ``prog``: every roost
+    command that has a condor name reads as that name (``roost token list`` in a usage
+    text as ``condor_token_list``), longest spelling first; the token family's shared
+    ``roost token:`` reads as ``prog``."""
+    pairs = []
+    for name, words in sorted(PROGRAMS.items(), key=lambda kv: -len(" ".join(kv[1]))):
+        roost = "roost " + " ".join(words)
+        pairs += [(roost + end, name + end) for end in (":", " ", "\n")]
     words = PROGRAMS[prog]
-    roost = "roost " + " ".join(words)
-    pairs = [(roost + ":", prog + ":"), (roost + " ", prog + " ")]
-    if len(words) > 1:  # `roost token: ...` from the token family's shared code
+    if len(words) > 1:
         pairs.append((f"roost {words[0]}:", prog + ":"))
     return pairs
 
