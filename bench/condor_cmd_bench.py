@@ -1,0 +1,103 @@
+"""``condor_q`` against ``roost q`` with 100,000 jobs queued: the condor name costs nothing.
+
+Runnable on its own::
+
+    .venv/bin/python bench/condor_cmd_bench.py [--quick] [--runs N] [--jobs N]
+
+One personal pool without a startd (the jobs stay idle) gets a ``queue 100000``
+submit; then each view is listed by ``.venv/bin/condor_q ARGS`` and ``.venv/bin/roost
+q ARGS``, alternating the two (which goes first alternates too), and the two
+outputs must be the same (the header's clock time aside). Per view it prints::
+
+    condor_q_100k[VIEW]: median s (reference: roost q's median s, ratio: x.xx) target <= 1.10: met
+
+where the ratio is condor_q's time over roost q's: issue 17 asks for at most 1.10.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+BENCH = Path(__file__).resolve().parent
+sys.path.insert(0, str(BENCH))
+
+from pool_bench import NO_STARTD, BenchPool, _job_dir  # noqa: E402
+
+BIN = Path(sys.executable).parent
+VIEWS: dict[str, list[str]] = {
+    "batch": [],
+    "nobatch": ["-nobatch"],
+    "af": ["-af", "ClusterId", "ProcId", "JobStatus"],
+    "format": ["-format", "%d.", "ClusterId", "-format", "%d\\n", "ProcId"],
+    "totals": ["-totals"],
+}
+TARGET = 1.10
+
+
+def _same(a: str, b: str) -> bool:
+    """Outputs equal but for the ``-- Schedd: ... @ time`` header line."""
+    def strip(text: str) -> list[str]:
+        return [ln for ln in text.splitlines() if not ln.startswith("-- Schedd: ")]
+
+    return strip(a) == strip(b)
+
+
+def _run(argv: list[str], env: dict[str, str]) -> tuple[float, str]:
+    t0 = time.perf_counter()
+    done = subprocess.run(argv, env=env, capture_output=True, text=True)
+    took = time.perf_counter() - t0
+    if done.returncode != 0:
+        raise RuntimeError(f"{' '.join(argv)} failed ({done.returncode}): {done.stderr.strip()}")
+    return took, done.stdout
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--runs", type=int, default=7, help="runs of each command per view (default 7)")
+    ap.add_argument("--jobs", type=int, default=100_000, help="jobs in the queue (default 100000)")
+    ap.add_argument("--quick", action="store_true", help="3 runs, 20,000 jobs")
+    args = ap.parse_args()
+    runs, n = (3, 20_000) if args.quick else (args.runs, args.jobs)
+    condor_q, roost = BIN / "condor_q", BIN / "roost"
+    if not condor_q.exists() or not roost.exists():
+        print(f"condor_q_100k: n/a s (reference: n/a, ratio: n/a) -- {condor_q} or {roost} missing: run `make venv`")
+        return 1
+    label = f"{n // 1000}k"
+    ok = True
+    with BenchPool(NO_STARTD) as bp:
+        d = _job_dir(bp.home, "big", f"executable = /bin/true\narguments = $(Process)\nqueue {n}\n")
+        done = bp.roost("submit", "job.sub", cwd=d)
+        if done.returncode != 0:
+            raise RuntimeError(f"roost submit failed: {done.stderr.strip()}")
+        for view, extra in VIEWS.items():
+            times: dict[str, list[float]] = {"condor": [], "roost": []}
+            outs: dict[str, str] = {}
+            cmds = {"condor": [str(condor_q), *extra], "roost": [str(roost), "q", *extra]}
+            for i in range(runs):
+                order = ("condor", "roost") if i % 2 == 0 else ("roost", "condor")
+                for who in order:
+                    took, out = _run(cmds[who], bp.env)
+                    times[who].append(took)
+                    outs.setdefault(who, out)
+            if not _same(outs["condor"], outs["roost"]):
+                print(f"condor_q_{label}[{view}]: outputs differ from roost q's", flush=True)
+                ok = False
+                continue
+            c, r = statistics.median(times["condor"]), statistics.median(times["roost"])
+            ratio = c / r
+            met = ratio <= TARGET
+            ok = ok and met
+            print(f"condor_q_{label}[{view}]: {c:.3f} s (reference: roost q {r:.3f} s, ratio: {ratio:.2f}) "
+                  f"target <= {TARGET:.2f}: {'met' if met else 'NOT met'} "
+                  f"[{runs} runs each, alternating; {len(outs['roost'].splitlines())} lines, same output]",
+                  flush=True)
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
