@@ -38,6 +38,8 @@ def main(argv: list[str]) -> int:
                    help="only jobs that completed after this Unix time")
     p.add_argument("-userlog", "--userlog", default=None, metavar="FILE",
                    help="the jobs of a job event log instead of the schedd's history")
+    p.add_argument("-forwards", "--forwards", action="store_true", help="oldest first (default: newest first; a -userlog is read in its order)")
+    p.add_argument("-backwards", "--backwards", action="store_false", dest="forwards", help="newest first")
     p.add_argument("-af", "-autoformat", "--af", dest="af", nargs="+", metavar="ATTR")
     p.add_argument("-format", metavar="FMT ATTR", help="printf-style columns (repeatable; see roost q)")
     p.add_argument("-attributes", "--attributes", default=None, metavar="A,B", help="only these attributes")
@@ -69,7 +71,10 @@ def main(argv: list[str]) -> int:
             jobs = _userlog_jobs(ns.userlog, constraint, r)
         else:
             jobs = Schedd(name=ns.name, pool=ns.pool).history(
-                constraint, projection, match=None if ns.since else ns.limit, owner=r.owner(), ids=r.ids)
+                constraint, projection, match=None if ns.since or ns.forwards else ns.limit,
+                owner=r.owner(), ids=r.ids)
+            if ns.forwards:
+                jobs.reverse()
         if ns.since:
             jobs = _until(jobs, ns.since, since_id)
         if ns.limit is not None:
