@@ -12,7 +12,10 @@ carries job data, which must come out byte for byte.
 from __future__ import annotations
 
 import sys
-from typing import Any
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (~5 ms, and re)
+if TYPE_CHECKING:  # pragma: no cover - for type checkers only
+    from typing import Any
 
 #: program name -> the roost arguments it stands for (a verb, and for the token
 #: family the action)

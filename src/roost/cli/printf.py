@@ -23,7 +23,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from roost.cli.adtext import is_expr, to_classad, value_text
+from roost.cli.advalues import is_expr, to_classad, value_text
 
 _FLAGS = "-+ #0'"
 _INT, _FLOAT = "diucxXo", "fFeEgGaA"
