@@ -6,7 +6,7 @@ The roost commands accept HTCondor's option spellings themselves. What differs i
 only how errors read: a message ``roost q: ...`` written to stderr reads
 ``condor_q: ...`` when the program was started as ``condor_q`` (and any roost
 command a message names reads as its condor name). stdout is left alone: it
-carries job data, which must come out byte for byte.
+carries job data, which must come out byte for byte (a ``-help`` text aside).
 """
 
 from __future__ import annotations
@@ -88,8 +88,16 @@ def condor_main(prog: str, argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     if args and args[0] in ("-version", "--version"):
         return main(["-version"])
-    sys.stderr = _Renamed(sys.stderr, renames(prog))
+    pairs = renames(prog)
+    sys.stderr = _Renamed(sys.stderr, pairs)
+    # -help prints its usage on stdout: rename it there too (only then: stdout carries job data)
+    helping = any(a in ("-h", "-help", "--help") for a in args)
+    if helping:
+        sys.stdout = _Renamed(sys.stdout, pairs)
     try:
         return main([*PROGRAMS[prog], *args])
     finally:
-        sys.stderr = sys.stderr._stream if isinstance(sys.stderr, _Renamed) else sys.stderr
+        if isinstance(sys.stderr, _Renamed):
+            sys.stderr = sys.stderr._stream
+        if helping and isinstance(sys.stdout, _Renamed):
+            sys.stdout = sys.stdout._stream

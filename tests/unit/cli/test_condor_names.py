@@ -139,3 +139,37 @@ def test_userlog_ads(tmp_path: Path) -> None:
     assert done["LastRemoteHost"] == "<5.6.7.8:1>" and done["NumJobStarts"] == 1 and done["Cmd"] == "???"
     assert removed["JobStatus"] == 3 and removed["LastJobStatus"] == 1 and removed["EnteredCurrentStatus"] == 1040
     assert removed["RemoveReason"] == "by user" and removed["HoldReason"] == "because"
+
+
+def test_help_is_renamed_on_stdout_only_for_help(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        condor_main("condor_q", ["-help"])
+    assert capsys.readouterr().out.startswith("usage: condor_q ")
+    assert not isinstance(__import__("sys").stdout, condor._Renamed)
+
+
+def test_who_table() -> None:
+    from roost.cli.who_cmd import slot_id, table
+
+    busy = {"Name": "slot1_2@h", "SlotID": 1, "DynamicSlot": True, "RemoteOwner": "alice@h",
+            "ClientMachine": "submit.example.org", "JobId": "12.3", "JobStart": 1000}
+    idle = {"Name": "slot2@h", "SlotID": 2, "DynamicSlot": False}
+    assert slot_id(busy) == "1_2" and slot_id(idle) == "2"
+    lines = table([busy, idle], now=1000 + 93784).splitlines()
+    assert lines[0].split() == ["OWNER", "CLIENT", "SLOT", "JOB", "RUNTIME"]
+    assert lines[1].split() == ["alice@h", "submit.example.org", "1_2", "12.3", "1+02:03:04"]
+    assert lines[2].split() == ["2"]
+    # columns line up under their headings
+    assert lines[1].index("1_2") == lines[0].index("SLOT") and lines[1].endswith("1+02:03:04")
+
+
+def test_history_since_stops_at_a_job_or_an_expression() -> None:
+    from roost.cli.history_cmd import _until
+
+    jobs = [{"ClusterId": 5, "ProcId": p, "ExitCode": p} for p in (3, 2, 1, 0)]  # newest first
+    assert [j["ProcId"] for j in _until(jobs, "5.1", "5.1")] == [3, 2]
+    assert [j["ProcId"] for j in _until(jobs, "5", "5")] == []  # a cluster: its first job met
+    assert [j["ProcId"] for j in _until(jobs, "ExitCode < 2", None)] == [3, 2]
+    assert _until(jobs, "9.9", "9.9") == jobs
+    with pytest.raises(ValueError, match="bad expression"):
+        _until(jobs, "ExitCode <", None)
