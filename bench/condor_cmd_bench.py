@@ -9,9 +9,11 @@ submit; then each view is listed by ``.venv/bin/condor_q ARGS`` and ``.venv/bin/
 q ARGS``, alternating the two (which goes first alternates too), and the two
 outputs must be the same (the header's clock time aside). Per view it prints::
 
-    condor_q_100k[VIEW]: median s (reference: roost q's median s, ratio: x.xx) target <= 1.10: met
+    condor_q_100k[VIEW]: median s (reference: roost q's median, ratio: x.xx) target ...: met
 
-where the ratio is condor_q's time over roost q's: issue 17 asks for at most 1.10.
+where the ratio is roost q's time over condor_q's (above 1: condor_q was quicker), as in
+the other benches; issue 17 asks that condor_q take at most 1.10 x roost q's time
+(a ratio of at least 0.91).
 """
 
 from __future__ import annotations
@@ -89,12 +91,12 @@ def main() -> int:
                 ok = False
                 continue
             c, r = statistics.median(times["condor"]), statistics.median(times["roost"])
-            ratio = c / r
-            met = ratio <= TARGET
+            met = c <= TARGET * r
             ok = ok and met
-            print(f"condor_q_{label}[{view}]: {c:.3f} s (reference: roost q {r:.3f} s, ratio: {ratio:.2f}) "
-                  f"target <= {TARGET:.2f}: {'met' if met else 'NOT met'} "
-                  f"[{runs} runs each, alternating; {len(outs['roost'].splitlines())} lines, same output]",
+            print(f"condor_q_{label}[{view}]: {c:.3f} s (reference: {r:.3f}, ratio: {r / c:.2f}) "
+                  f"target condor_q <= {TARGET:.2f} x roost q: {'met' if met else 'NOT met'} "
+                  f"[reference: roost q; {runs} runs each, alternating; min {min(times['condor']):.3f} / "
+                  f"{min(times['roost']):.3f} s; {len(outs['roost'].splitlines())} lines, same output]",
                   flush=True)
     return 0 if ok else 1
 

@@ -68,7 +68,8 @@ SPEC = {
 USAGE = "[options] [-format FMT ATTR ...] [ID|USER ...]   (IDs: CLUSTER or CLUSTER.PROC)"
 # Other spellings. Any unambiguous prefix works too, as in condor_q: -ba is -batch,
 # -be/-better is -better-analyze, -an is -analyze; -b alone is ambiguous.
-ALIASES = {"autoformat": "af", "l": "long", "analyse": "analyze", "better-analyse": "better-analyze"}
+ALIASES = {"autoformat": "af", "l": "long", "analyse": "analyze", "better-analyse": "better-analyze",
+           "n": "name", "all-users": "allusers"}  # condor_q: -n is -name (not -nobatch)
 
 
 def main(argv: list[str]) -> int:
