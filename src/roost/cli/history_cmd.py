@@ -110,7 +110,10 @@ def _userlog_jobs(path: str, constraint: str | None, r: Restriction) -> list[dic
     # lazy: only -userlog rebuilds ads from an event log
     from roost.cli.userlog_ads import ads_from_userlog
 
-    jobs = ads_from_userlog(path)
+    try:
+        jobs = ads_from_userlog(path)
+    except OSError as e:
+        raise ValueError(f"can't open userlog {path}: {e.strerror or e}") from None
     if r.ids:
         want = [parse_job_id(i) for i in r.ids]
         jobs = [j for j in jobs if any(j["ClusterId"] == c and p in (None, j["ProcId"]) for c, p in want)]
