@@ -65,3 +65,35 @@ def test_htcondor_script_runs_unchanged(pool, jobdir: Path) -> None:  # type: ig
     assert s["errors"][0] == "condor_q: unknown option -no-such-flag"
     assert s["errors"][1].startswith("condor_qedit: there were no jobs specified")
     assert os.path.exists(jobdir / "sleep.log")
+
+
+def test_condor_prio_reorders_the_jobs_a_reused_claim_runs_next(jobdir: Path) -> None:
+    """One slot, one claim reused job after job: a priority raised with condor_prio while
+    the claim is busy decides which idle job it takes next (the schedd forgets what it
+    knew of the owner's priorities when JobPrio is edited)."""
+    import tempfile
+
+    from poolkit import start_pool, stop_pool, wait_until
+
+    from roost.eventlog import EventType, read_events
+
+    home = Path(tempfile.mkdtemp(prefix="roost-prio-", dir="/tmp"))
+    pool = start_pool(home, "NUM_CPUS = 1\n")
+    try:
+        (jobdir / "job.sub").write_text("executable = /bin/sleep\narguments = 2\nlog = job.log\nqueue 4\n")
+        out = pool.roost("submit", "job.sub", cwd=jobdir, check=True).stdout
+        c = out.rsplit("cluster ", 1)[1].strip().rstrip(".")
+
+        def started() -> list[int]:
+            if not (jobdir / "job.log").exists():
+                return []
+            return [e.proc for e in read_events(jobdir / "job.log", strict=False) if e.type == EventType.EXECUTE]
+
+        # the claim has been reused once (proc 1 runs after proc 0): then raise proc 3
+        wait_until(lambda: started()[:2] == [0, 1], 60, "procs 0 then 1 to start on the one slot")
+        env = dict(pool.env, PATH=f"{BIN}:/usr/bin:/bin")
+        subprocess.run([str(BIN / "condor_prio"), "-p", "10", f"{c}.3"], env=env, check=True, timeout=30)
+        wait_until(lambda: len(started()) == 4, 60, "all four procs to start")
+        assert started() == [0, 1, 3, 2]
+    finally:
+        stop_pool(pool)
