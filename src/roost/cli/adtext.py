@@ -54,11 +54,22 @@ class AutoFormat:
                 self._printf = [PrintfFormat("%" + ("r" if letter == "r" else letter), e) for e in exprs]
                 break
 
-    def heading(self) -> str | None:
+    def headings(self) -> list[str] | None:
+        """``h``: the column headings (`` ID`` for ``j``, then each attribute or expression)."""
         if "h" not in self.flags:
             return None
-        names = (["ID"] if "j" in self.flags else []) + self.exprs
-        return self.row + self.sep.join(names)
+        return ([" ID"] if "j" in self.flags else []) + self.exprs
+
+    def table(self, objs: list[dict[str, Any]]) -> str:
+        """``h``: the headings and the values in columns as wide as their widest cell,
+        left-aligned, as HTCondor's tools print ``-af:h`` (no trailing blanks)."""
+        rows = [self.headings() or []] + [self.cells(o) for o in objs]
+        widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+        out = []
+        for r in rows:
+            line = self.sep.join(c.ljust(w) for c, w in zip(r, widths))
+            out.append(self.row + line.rstrip() + "\n")
+        return "".join(out)
 
     def _value(self, obj: dict[str, Any], expr: str, plain: bool, ad: list[Any]) -> str:
         if plain:
@@ -81,6 +92,9 @@ class AutoFormat:
         return _eval_text(result, False)
 
     def line(self, obj: dict[str, Any]) -> str:
+        return self.row + self.sep.join(self.cells(obj))
+
+    def cells(self, obj: dict[str, Any]) -> list[str]:
         ad: list[Any] = []
         if self._printf is not None:
             vals = [f.text(obj, ad) or value_text(None) for f in self._printf]
@@ -91,7 +105,7 @@ class AutoFormat:
         if "j" in self.flags:
             job = f"{obj.get('ClusterId')}.{obj.get('ProcId')}"
             vals.insert(0, f"ID = {job}" if "l" in self.flags else job)
-        return self.row + self.sep.join(vals)
+        return vals
 
 
 _MISSING = object()
@@ -151,8 +165,9 @@ def ads_text(ads: list[dict[str, Any]], *, json: bool, long: bool, af: Any, af_f
     if long or not af:
         return long_text(ads)
     fmt = AutoFormat(af, af_flags)
-    head = fmt.heading()
-    return "".join(ln + "\n" for ln in ([head] if head else []) + [fmt.line(a) for a in ads])
+    if fmt.headings() is not None:
+        return fmt.table(ads)
+    return "".join(fmt.line(a) + "\n" for a in ads)
 
 
 def _xml_escape(s: str) -> str:

@@ -112,6 +112,14 @@ def test_autoformat_flags(flags: str, want: str) -> None:
     assert AutoFormat(["Owner", "RequestCpus", "Rank"], flags).line(JOB) == want
 
 
+def test_autoformat_headings_make_aligned_columns() -> None:
+    from roost.cli.adtext import ads_text
+
+    jobs = [JOB, {**JOB, "ProcId": 10, "Owner": "bo"}]
+    text = ads_text(jobs, json=False, long=False, af=["Owner", "RequestCpus * 2"], af_flags="jh")
+    assert text.splitlines() == [" ID   Owner RequestCpus * 2", "12.3  alice 4", "12.10 bo    4"]
+
+
 def test_autoformat_T_and_Y() -> None:
     assert AutoFormat(["Elapsed"], "T").line(JOB) == "  1+02:03:04"
 
