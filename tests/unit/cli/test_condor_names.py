@@ -173,3 +173,18 @@ def test_history_since_stops_at_a_job_or_an_expression() -> None:
     assert _until(jobs, "9.9", "9.9") == jobs
     with pytest.raises(ValueError, match="bad expression"):
         _until(jobs, "ExitCode <", None)
+
+
+def test_condor_wait_on_a_log_prints_the_verdict_and_echo_the_events(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from roost.cli.wait_cmd import wait_log
+
+    log = tmp_path / "job.log"
+    w = EventLogWriter(str(log))
+    w.write(SubmitEvent(7, 0, 1000.0, submit_host="<1.2.3.4:9618>"))
+    w.write(TerminatedEvent(7, 0, 1070.0, return_value=0))
+    assert wait_log(str(log), [], 5.0, None, False) == 0
+    assert capsys.readouterr().out == "All jobs done.\n"  # no progress lines off a terminal
+    assert wait_log(str(log), ["7.0"], 5.0, None, True, echo=True) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("000 (007.000.000) ") and "005 (007.000.000) " in out and out.endswith("All jobs done.\n")
