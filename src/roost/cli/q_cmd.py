@@ -97,9 +97,14 @@ def main(argv: list[str]) -> int:
             if not names:
                 print("All queues are empty", file=sys.stderr)
                 return 0
+            rc = 0
             for name in names:
-                view.show(Schedd(name=name, pool=ns.pool))  # type: ignore[arg-type]
-            return 0
+                try:
+                    view.show(Schedd(name=name, pool=ns.pool))  # type: ignore[arg-type]
+                except PoolError as e:  # one schedd down: say so, list the others
+                    print(error_line("roost q", e), file=sys.stderr)
+                    rc = 1
+            return rc
         return view.show(Schedd(name=ns.name, pool=ns.pool))  # type: ignore[arg-type]
     except PoolError as e:
         print(error_line("roost q", e), file=sys.stderr)
