@@ -26,13 +26,15 @@ bench: venv
 # tests/system/ builds hosts in network namespaces: it needs `ip` (iproute2), `nsenter`
 # and `unshare` (util-linux) and root; the KERBEROS tests start a real MIT KDC
 # (krb5-kdc, krb5-admin-server, krb5-user); the MPI tests run Open MPI (openmpi-bin)
-# programs written with mpi4py for the system's python3 (python3-mpi4py). As root on
-# Debian, install what is missing (elsewhere those tests skip and say why).
-SYSTEM_PACKAGES := iproute2 krb5-kdc krb5-admin-server krb5-user openmpi-bin python3-mpi4py
+# programs written with mpi4py for the system's python3 (python3-mpi4py); the dask-jobqueue
+# test builds its workers' venv from the system's python3 (python3-venv); the web
+# dashboard's tests drive headless Chromium over its DevTools pipe (chromium; no driver).
+# As root on Debian, install what is missing (elsewhere those tests skip and say why).
+SYSTEM_PACKAGES := iproute2 krb5-kdc krb5-admin-server krb5-user openmpi-bin python3-mpi4py python3-venv chromium
 system-tools:
 	@export DEBIAN_FRONTEND=noninteractive; \
 	{ command -v ip && { command -v krb5kdc || test -x /usr/sbin/krb5kdc; } && command -v mpirun \
-	  && /usr/bin/python3 -c 'import mpi4py'; } >/dev/null 2>&1 || \
+	  && /usr/bin/python3 -c 'import mpi4py, ensurepip' && command -v chromium; } >/dev/null 2>&1 || \
 	{ [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1 \
 	  && { apt-get install -y -q $(SYSTEM_PACKAGES) || { apt-get update -q && apt-get install -y -q $(SYSTEM_PACKAGES); }; } \
 	  >/dev/null 2>&1; } || true

@@ -10,6 +10,9 @@
 4. combines every job's output into one estimate of pi with its standard error,
 5. prints the pool's figures (jobs per second, submit-to-finish latency), and
 6. stops the pool (``roost down``) whatever happened.
+
+The pool's directory is kept (it holds the outputs and logs the demo points at);
+``--clean`` removes it afterwards.
 """
 
 from __future__ import annotations
@@ -177,7 +180,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--jobs", type=int, default=300, help="jobs in the sweep (default 300)")
     p.add_argument("--samples", type=int, default=200_000, help="random points per job (default 200,000)")
     p.add_argument("--home", default=None, help="ROOST_HOME to use (default: a new temporary directory)")
-    p.add_argument("--keep", action="store_true", help="keep the temporary ROOST_HOME afterwards")
+    p.add_argument("--clean", action="store_true",
+                   help="remove the temporary ROOST_HOME (outputs and logs) afterwards")
     p.add_argument("--timeout", type=float, default=600, help="seconds to wait for the sweep")
     ns = p.parse_args(argv)
     temp = ns.home is None
@@ -190,8 +194,10 @@ def main(argv: list[str] | None = None) -> int:
         temp = False  # keep them to look at
         return 1
     finally:
-        if temp and not ns.keep:
+        if temp and ns.clean:
             shutil.rmtree(home, ignore_errors=True)
+        elif temp:
+            _say(f"   kept {home} (outputs, logs); `rm -rf {home}` removes it")
 
 
 if __name__ == "__main__":

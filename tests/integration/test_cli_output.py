@@ -108,7 +108,7 @@ def test_submit_command(pool: PoolHandle, tmp_path: Path) -> None:
     (tmp_path / "s.sub").write_text("executable = /bin/echo\narguments = $(Process)\noutput = o.$(Process)\n"
                                     "log = s.log\nqueue 2\n")
     out = pool.roost("submit", "s.sub", cwd=tmp_path, check=True).stdout.splitlines()
-    assert out[0] == "Submitting job(s)."
+    assert out[0] == "Submitting job(s).."  # a dot per job, as condor_submit
     n, _, rest = out[-1].partition(" job(s) submitted to cluster ")
     assert n == "2" and rest.endswith(".")
     cluster = rest[:-1]

@@ -31,7 +31,7 @@ def test_cli_submit_uses_the_tools_cwd_environment_and_options(pool: PoolHandle,
     finally:
         del pool.env["ROOST_TEST_WORD"]
     lines = done.stdout.splitlines()
-    assert lines[0] == "Submitting job(s)."
+    assert lines[0] == "Submitting job(s)..."  # a dot per job, as condor_submit
     clusters = [ln.split()[-1].rstrip(".") for ln in lines[1:]]
     assert [ln.split()[0] for ln in lines[1:]] == ["2", "1"]  # a new executable starts a new cluster
     assert pool.roost("wait", "-wait", "60", *clusters, timeout=90).returncode == 0

@@ -31,7 +31,12 @@ ALLOWED: dict[str, set[str]] = {
     "demo": {"api", "cli", "config", "eventlog", "poolhome"},
     "dagman": {"api", "classad", "config", "core", "eventlog", "submit"},
     "mw": {"api", "classad", "config", "core", "eventlog", "submit"},
+    "htcondor2": {"api", "classad", "config", "dagman", "eventlog", "net", "submit"},  # htcondor2's face
+    "classad2": {"classad"},  # roost.classad under classad2's name
+    "futures": {"api", "eventlog"},  # concurrent.futures over roost.api; its runner is stdlib + cloudpickle
     "mpi": set(),  # openmpiscript's path (the script itself is stdlib Python, run by jobs)
+    # the dashboard reads the pool through roost.api only; q -better-analyze's helpers from cli
+    "web": {"api", "classad", "cli", "config", "core", "poolhome"},
 }
 SIZE_LIMIT = 800  # lines; a bigger module's docstring has a paragraph starting "Size:"
 

@@ -30,3 +30,8 @@ def __getattr__(name: str) -> Any:
     if module is None:
         raise AttributeError(f"module 'roost.api' has no attribute {name!r}")
     return getattr(importlib.import_module(module), name)
+
+
+def __dir__() -> list[str]:
+    """The public names, the lazily imported classes among them (``dir(roost.api)``)."""
+    return sorted(set(globals()) | set(__all__))

@@ -48,14 +48,14 @@ def _address_host(address: str) -> str:
     return host[1:-1] if host.startswith("[") else host
 
 
-def client_credentials(home: str, address: str) -> dict[str, Any]:
+def client_credentials(home: str, address: str, token: str | None = None) -> dict[str, Any]:
     """What a tool presents on a connection to ``address``: nothing on a Unix socket
-    (the kernel says who we are); on TCP the pool token, and to another host TLS and
+    (the kernel says who we are); on TCP ``token`` or the pool token, and to another host TLS and
     the certificate the configuration names (the configuration is read only then:
     ``roost q`` on a personal pool never pays for it)."""
     if address.startswith(("unix:", "fd:")):
         return {}
-    creds: dict[str, Any] = {"token": pool_token(home)}
+    creds: dict[str, Any] = {"token": token if token is not None else pool_token(home)}
     # TLS settings (ssl, the configuration) load only for a tool that talks to another
     # host, or to a pool whose daemons have a certificate (SEC_ENCRYPT_LOOPBACK may ask
     # for TLS on loopback too): a personal pool's tools never pay for them
@@ -103,6 +103,8 @@ class DaemonConnection:
         #: set for a daemon found through a collector (``-name``/``-pool``): a failure to
         #: connect then names its address, not this home's pool
         self.remote = False
+        #: a token to present in place of the pool's (the web dashboard acting for its user)
+        self.token: str | None = None
         self._client: SyncClient | None = None
 
     def _open(self) -> SyncClient:
@@ -111,7 +113,7 @@ class DaemonConnection:
         addresses = self.addresses()
         for address in addresses:
             client = SyncClient(address, timeout=self.timeout, connect_timeout=5.0,
-                                **client_credentials(self.home, address))
+                                **client_credentials(self.home, address, self.token))
             try:
                 client.connect()
             except ConnectionError:

@@ -50,17 +50,22 @@ class Schedd:
     ``name`` and/or ``pool`` (``HOST[:PORT]`` of a collector) find another schedd, as
     ``condor_q -name NAME -pool HOST`` does: its Scheduler ad in that pool's collector
     (this home's without ``pool``) gives its address; TCP, with this home's pool token.
+    ``token``: present this token instead, over TCP only (never the Unix socket, which
+    would vouch for this process's user): acting for someone else, as the web dashboard does.
     """
 
     def __init__(self, home: str | os.PathLike[str] | None = None, *, name: str | None = None,
-                 pool: str | None = None, timeout: float | None = 300.0) -> None:
+                 pool: str | None = None, timeout: float | None = 300.0, address: str | None = None,
+                 token: str | None = None) -> None:
         self.home_dir = pool_home(home)
         self.name = name
         self.pool = pool
-        #: the address found through the collector (with ``name``/``pool``), once connected
-        self.address: str | None = None
+        #: the address found through the collector (with ``name``/``pool``), once connected;
+        #: given, the schedd is reached there (a location ad's ``MyAddress``)
+        self.address: str | None = address
         self._conn = DaemonConnection(self.home_dir, "schedd", self._addresses, timeout)
-        self._conn.remote = name is not None or pool is not None
+        self._conn.remote = name is not None or pool is not None or address is not None
+        self._conn.token = token
 
     @classmethod
     def locate(cls, name: str | None = None, pool: str | None = None,
@@ -86,6 +91,8 @@ class Schedd:
     def _addresses(self) -> list[str]:
         """The schedd's Unix socket, then its TCP address, as run/ says now; with
         ``name``/``pool``, the address its collector ad gives."""
+        if self._conn.remote and self.address and self.name is None and self.pool is None:
+            return [self.address]
         if self._conn.remote:
             # lazy: only -name/-pool ask a collector where the schedd is
             from roost.api.locate import locate
@@ -94,7 +101,7 @@ class Schedd:
             return [self.address]
         addresses = []
         sock = run_path(self.home_dir, "schedd.sock")
-        if os.path.exists(sock):
+        if os.path.exists(sock) and self._conn.token is None:
             addresses.append("unix:" + sock)
         tcp = read_address(run_path(self.home_dir, "schedd.address"))
         if tcp:

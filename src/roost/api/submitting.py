@@ -21,6 +21,8 @@ class SubmitResult:
 
     clusters: list[tuple[int, int]] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    #: each cluster's ad as submitted (JSON form), for ``htcondor2``'s ``clusterad()``
+    cluster_ads: list[dict[str, Any]] = field(default_factory=list, repr=False)
 
     @property
     def cluster(self) -> int:
@@ -60,4 +62,5 @@ def submit_description(
         cluster_ad, procs = wire_cluster(c)
         got = call("SUBMIT", cluster=cid, cluster_ad=cluster_ad, procs=procs)
         result.clusters.append((int(got.get("cluster", cid)), int(got.get("count", len(c)))))
+        result.cluster_ads.append(cluster_ad)
     return result

@@ -236,3 +236,8 @@ def format_ads(ads: list[dict[str, Any]], formats: list[PrintfFormat]) -> str:
         for f in formats:
             out.append(f.text(obj, cache))
     return "".join(out)
+
+
+def text(pairs: list[tuple[str, str]], ads: list[dict[str, Any]]) -> str:
+    """``-format FMT EXPR`` pairs (as the command line gave them) over ads."""
+    return format_ads(ads, [PrintfFormat(f, e) for f, e in pairs])

@@ -1,8 +1,12 @@
-"""``roost status``: the pool's slots (or schedds, submitters, daemons), as condor_status shows them."""
+"""``roost status``: the pool's slots (or schedds, submitters, daemons), as condor_status shows them.
+
+Options follow condor_status: single dash, any unambiguous prefix (``-const``,
+``-avail``), ``-constraint`` and ``-sort`` repeatable. The tables themselves are
+in ``roost.cli.status_layout``.
+"""
 
 from __future__ import annotations
 
-import argparse
 import re
 import sys
 import time
@@ -10,135 +14,308 @@ from typing import Any
 
 from roost.api.collector import Collector
 from roost.api.errors import PoolError
-from roost.cli.jobview import duration
-from roost.cli.options import add_pool_args, collector_for
+from roost.cli import status_layout as lay
+from roost.cli.options import FLAG, VALUE, VALUES, Parser, UsageError, collector_for, pool_spec
 from roost.cli.restrict import error_line, split_af
 
-SLOT_ATTRS = ["Name", "Machine", "OpSys", "Arch", "State", "Activity", "LoadAvg", "Memory",
-              "EnteredCurrentActivity", "MyCurrentTime", "SlotType", "Cpus"]
-STATES = ["Owner", "Claimed", "Unclaimed", "Matched", "Preempting", "Drained", "Backfill"]
-SCHEDD_ATTRS = ["Name", "Machine", "TotalRunningJobs", "TotalIdleJobs", "TotalHeldJobs"]
-SUBMITTER_ATTRS = ["Name", "Machine", "RunningJobs", "IdleJobs", "HeldJobs"]
-DAEMON_ATTRS = ["Name", "Machine", "MyAddress", "DaemonStartTime"]
+PROG = "roost status"
+SPEC = {
+    "constraint": (VALUE, "only ads for which EXPR is true (repeatable: all must hold)"),
+    "af": (VALUES, "-af[:jlht,r] ATTR|EXPR ...: values of each ad, one line per ad"),
+    "format": (VALUE, "-format FMT EXPR: printf FMT of EXPR for each ad (repeatable)"),
+    "long": (FLAG, "the whole ads"),
+    "json": (FLAG, "the ads as a JSON array"),
+    "attributes": (VALUE, "with -long/-json: only these attributes (comma separated)"),
+    "totals": (FLAG, "only the summary table"),
+    "limit": (VALUE, "at most N ads"),
+    "sort": (VALUE, "order by EXPR (repeatable; 'none' keeps the collector's order)"),
+    "wide": (FLAG, "do not narrow columns to the screen"),
+    "compact": (FLAG, "a line per machine (partitionable slots with their dynamic slots)"),
+    "nocompact": (FLAG, "undo -compact"),
+    "avail": (FLAG, "only slots that can take a job now (Unclaimed, with cpus and memory)"),
+    "claimed": (FLAG, "only claimed slots, with their users"),
+    "run": (FLAG, "the same as -claimed (with -schedd: schedds running jobs)"),
+    "state": (FLAG, "slots with their state and activity times"),
+    "startd": (FLAG, "slots (the default)"),
+    "slots": (FLAG, "slots (the default)"),
+    "schedd": (FLAG, "schedds and their job counts"),
+    "submitters": (FLAG, "submitters and their job counts"),
+    "negotiator": (FLAG, "negotiators and their last cycle"),
+    "collector": (FLAG, "collectors"),
+    "master": (FLAG, "masters"),
+    "any": (FLAG, "every ad, of every type"),
+    "web": (FLAG, "print the web dashboard's URL (docs/web.md)"),
+    "direct": (VALUE, "accepted for condor_status's sake: the collector answers for every daemon"),
+    **pool_spec(None),
+}
+ALIASES = {"available": "avail", "autoformat": "af", "l": "long", "total": "totals", "cons": "constraint"}
+_REPEATED = ("constraint", "sort", "format")
+ANY_TYPES = ["Collector", "Master", "Negotiator", "Scheduler", "Submitter", "Machine"]
+AVAIL = 'State == "Unclaimed" && Cpus > 0 && Memory > 0'
+CLAIMED = 'State == "Claimed"'
+COMPACT = "PartitionableSlot =?= true || DynamicSlot =!= true"
 
 
-def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="roost status", add_help=False,
-                                description="Show the pool's slots and daemons (like condor_status).")
-    p.add_argument("-h", "-help", "--help", action="help", help="show this help and exit")
-    p.add_argument("names", nargs="*", metavar="NAME", help="only ads whose Name or Machine is one of these")
-    p.add_argument("-constraint", "--constraint", default=None, metavar="EXPR")
-    p.add_argument("-af", "-autoformat", "--af", dest="af", nargs="+", metavar="ATTR")
-    p.add_argument("-long", "-l", "--long", action="store_true")
-    p.add_argument("-json", "--json", action="store_true")
-    p.add_argument("-totals", "--totals", action="store_true", help="only the totals table")
-    add_pool_args(p, daemon=None)
-    kind = p.add_mutually_exclusive_group()
-    kind.add_argument("-schedd", "--schedd", dest="kind", action="store_const", const="Scheduler")
-    kind.add_argument("-submitters", "--submitters", dest="kind", action="store_const", const="Submitter")
-    kind.add_argument("-negotiator", "--negotiator", dest="kind", action="store_const", const="Negotiator")
-    kind.add_argument("-collector", "--collector", dest="kind", action="store_const", const="Collector")
-    kind.add_argument("-master", "--master", dest="kind", action="store_const", const="Master")
-    kind.add_argument("-startd", "--startd", dest="kind", action="store_const", const="Machine")
-    return p
+def _parse(argv: list[str]) -> tuple[Any, dict[str, list[Any]]]:
+    """Options, plus the repeatable ones in order (the Parser keeps only the last)."""
+    parser = Parser(PROG, "[options] [NAME ...]", SPEC, ALIASES)
+    rest: list[str] = []
+    many: dict[str, list[Any]] = {k: [] for k in _REPEATED}
+    i = 0
+    while i < len(argv):
+        a = argv[i]
+        word = a.lstrip("-")
+        name = None
+        if a.startswith("-") and len(a) > 1 and word and not word[0].isdigit():
+            try:
+                name = parser._resolve(word)
+            except UsageError:
+                name = None
+        if name in _REPEATED:
+            want = 2 if name == "format" else 1
+            if len(argv) - i - 1 < want:
+                raise UsageError(f"option -{name} needs {'FMT EXPR' if want == 2 else 'a value'}")
+            vals = argv[i + 1:i + 1 + want]
+            many[name].append(tuple(vals) if want == 2 else vals[0])
+            i += 1 + want
+            continue
+        rest.append(a)
+        i += 1
+    return parser.parse(rest), many
 
 
 def main(argv: list[str]) -> int:
     argv, af_flags = split_af(argv)
-    ns = parser().parse_args(argv)
-    kind = ns.kind or "Machine"
-    constraint = ns.constraint
-    if ns.names:
+    try:
+        opts, many = _parse(argv)
+        limit = None
+        if opts.limit is not None:
+            if not str(opts.limit).isdigit():
+                raise UsageError(f"-limit takes a number of ads, not {opts.limit!r}")
+            limit = int(opts.limit) or None  # condor_status: 0 is no limit
+    except UsageError as e:
+        print(f"{PROG}: {e}\n(`{PROG} -help` lists the options)", file=sys.stderr)
+        return 2
+    if opts.web:
+        return _web_url()
+    kinds = [k for k, on in (("Scheduler", opts.schedd), ("Submitter", opts.submitters),
+                             ("Negotiator", opts.negotiator), ("Collector", opts.collector),
+                             ("Master", opts.master), ("Any", opts.any)) if on]
+    if len(kinds) > 1:
+        print(f"{PROG}: give one of -schedd, -submitters, -negotiator, -collector, -master, -any",
+              file=sys.stderr)
+        return 2
+    kind = kinds[0] if kinds else "Machine"
+    compact = bool(opts.compact) and not opts.nocompact
+    claimed = bool(opts.claimed or (opts.run and kind == "Machine"))
+    if compact and kind != "Machine":
+        print(f"{PROG}: -compact shows slots; it does not go with -{kind.lower()}", file=sys.stderr)
+        return 2
+    view = "custom" if (opts.af or many["format"] or opts.long or opts.json) else \
+        ("claimed" if claimed else "state" if opts.state else "normal")
+    constraints = [f"({c})" for c in many["constraint"]]
+    if kind == "Machine":
+        if opts.avail:
+            constraints.append(AVAIL)
+        if claimed and not compact:
+            constraints.append(CLAIMED)
+        if compact and view != "custom":
+            # -claimed's own test (CLAIMED_COMPACT) needs NumDynamicSlots, which roost's
+            # partitionable slots do not advertise: it is applied below, with their children
+            constraints.append(COMPACT)
+    if opts.positional:
         # lazy: only NAME arguments need ClassAd string quoting (roost.classad, ~4 ms)
         from roost.classad.unparse import quote
 
-        alt = " || ".join(f"Name == {quote(n)} || Machine == {quote(n)}" for n in ns.names)
-        constraint = f"({constraint}) && ({alt})" if constraint else alt
-    raw_ads = ns.af or ns.long or ns.json
-    projection = None
-    if not raw_ads:
-        projection = {"Machine": SLOT_ATTRS, "Scheduler": SCHEDD_ATTRS,
-                      "Submitter": SUBMITTER_ATTRS}.get(kind, DAEMON_ATTRS)
-    elif ns.af and all(a.isidentifier() for a in ns.af):
-        projection = ["Name", *ns.af]
+        constraints.append("(" + " || ".join(f"Name == {quote(n)} || Machine == {quote(n)}"
+                                             for n in opts.positional) + ")")
+    constraint = " && ".join(constraints) or None
     try:
-        ads = Collector(address=collector_for(ns.pool)).query_objs(kind, constraint, projection)
+        col = Collector(address=collector_for(opts.pool))
+        types = ANY_TYPES if kind == "Any" else [kind]
+        projection = _projection(kind, view, compact, opts.af or [], many)
+        ads = [a for t in types for a in col.query_objs(t, constraint, projection)]
+        dynamic = []
+        if compact and view != "custom":
+            dynamic = col.query_objs("Machine", "DynamicSlot =?= true", None)
+            if claimed:
+                ads = [a for a in ads if _claimed_compact(a, dynamic)]
     except (PoolError, ValueError) as e:
-        print(error_line("roost status", e), file=sys.stderr)
+        print(error_line(PROG, e), file=sys.stderr)
         return 1
-    ads.sort(key=lambda a: (str(a.get("Machine", "")), _name_key(str(a.get("Name", "")))))
+    try:
+        ads = _sort(ads, many["sort"], compact)
+    except ValueError as e:
+        print(f"{PROG}: {e}", file=sys.stderr)
+        return 2
+    if limit is not None:
+        ads = ads[:limit]
     out = sys.stdout
-    if raw_ads:
+    if many["format"]:
+        # lazy: only -format prints printf conversions
+        from roost.cli import printf
+
+        out.write(printf.text(many["format"], ads))
+        return 0
+    if view == "custom":
         # lazy: only -af/-long/-json print ads; adtext compiles a regex on import (~1 ms)
         from roost.cli import adtext
 
-        out.write(adtext.ads_text(ads, json=ns.json, long=ns.long, af=ns.af, af_flags=af_flags))
+        if opts.attributes and (opts.long or opts.json):
+            keep = {a.strip().lower() for a in str(opts.attributes).split(",") if a.strip()}
+            ads = [{k: v for k, v in a.items() if k.lower() in keep} for a in ads]
+        out.write(adtext.ads_text(ads, json=bool(opts.json), long=bool(opts.long), af=opts.af or None,
+                                  af_flags=af_flags))
         return 0
-    if kind == "Machine":
-        _slots(ads, out, ns.totals)
-    elif kind in ("Scheduler", "Submitter"):
-        _job_counts(ads, out, kind, ns.totals)
-    else:
-        _daemons(ads, out)
+    if not ads:
+        return 0
+    out.write(_table(ads, dynamic, kind, view, compact, bool(opts.wide), bool(opts.totals)))
     return 0
 
 
-def _name_key(name: str) -> tuple[Any, ...]:
-    """slot2 before slot10; slot1_3 after slot1."""
-    return tuple(int(t) if t.isdigit() else t for t in re.split(r"(\d+)", name))
+_SLOT_ATTRS = ["Name", "Machine", "OpSys", "Arch", "State", "Activity", "CondorLoadAvg", "Memory",
+               "EnteredCurrentActivity", "MyCurrentTime", "LastHeardFrom", "OCU", "SlotBackfill",
+               "PartitionableSlot", "DynamicSlot"]
+_VIEW_ATTRS = {"claimed": ["RemoteUser", "ClientMachine", "LoadAvg", "Mips", "KFlops"],
+               "state": ["Cpus", "KeyboardIdle", "EnteredCurrentState"]}
+_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
-def _slots(ads: list[dict[str, Any]], out: Any, totals_only: bool) -> None:
-    if not totals_only:
-        lines = [f"{'Name':<24} {'OpSys':<10} {'Arch':<6} {'State':<9} {'Activity':<8} "
-                 f"{'LoadAv':>6} {'Mem':>6} {'ActvtyTime':>12}", ""]
-        for a in ads:
-            now = a.get("MyCurrentTime") if isinstance(a.get("MyCurrentTime"), int) else time.time()
-            since = a.get("EnteredCurrentActivity")
-            act = duration(now - since) if isinstance(since, (int, float)) else "?"
-            load = a.get("LoadAvg")
-            load_s = f"{load:.3f}" if isinstance(load, (int, float)) else "?"
-            lines.append(f"{str(a.get('Name', '?')):<24} {str(a.get('OpSys', '?')):<10} "
-                         f"{str(a.get('Arch', '?')):<6} {str(a.get('State', '?')):<9} "
-                         f"{str(a.get('Activity', '?')):<8} {load_s:>6} {a.get('Memory', '?')!s:>6} {act:>12}")
-        out.write("\n".join(lines) + "\n\n")
-    # Totals by Arch/OpSys, as condor_status ends its slot listing.
-    groups: dict[str, dict[str, int]] = {}
-    for a in ads:
-        key = f"{a.get('Arch', '?')}/{a.get('OpSys', '?')}"
-        g = groups.setdefault(key, {})
-        g[str(a.get("State"))] = g.get(str(a.get("State")), 0) + 1
-    head = f"{'':>15} {'Total':>5} " + " ".join(f"{s:>9}" for s in STATES)
-    rows = [head, ""]
-    grand: dict[str, int] = {}
-    for key, g in sorted(groups.items()):
-        rows.append(f"{key:>15} {sum(g.values()):>5} " + " ".join(f"{g.get(s, 0):>9}" for s in STATES))
-        for s, n in g.items():
-            grand[s] = grand.get(s, 0) + n
-    rows += ["", f"{'Total':>15} {sum(grand.values()):>5} " + " ".join(f"{grand.get(s, 0):>9}" for s in STATES)]
-    out.write("\n".join(rows) + "\n")
+def _projection(kind: str, view: str, compact: bool, af: list[str], many: dict[str, list[Any]]) -> list[str] | None:
+    """The attributes the view needs (None: whole ads), so a big pool's ads stay small on the wire."""
+    if kind != "Machine" or compact or (view == "custom" and not (af or many["format"])):
+        return None
+    exprs = list(af) + [e for _, e in many["format"]] + list(many["sort"])
+    if not all(_IDENT.fullmatch(e) for e in exprs):
+        return None  # an expression may read any attribute
+    if view == "custom":
+        return ["Name", "Machine", *exprs]
+    return [*_SLOT_ATTRS, *_VIEW_ATTRS.get(view, []), *exprs]
 
 
-def _job_counts(ads: list[dict[str, Any]], out: Any, kind: str, totals_only: bool) -> None:
-    keys = ("TotalRunningJobs", "TotalIdleJobs", "TotalHeldJobs") if kind == "Scheduler" else \
-        ("RunningJobs", "IdleJobs", "HeldJobs")
-    sums = [0, 0, 0]
-    lines = [f"{'Name':<32} {'Machine':<20} {'RunningJobs':>11} {'IdleJobs':>9} {'HeldJobs':>9}", ""]
-    for a in ads:
-        vals = [a.get(k) if isinstance(a.get(k), int) else 0 for k in keys]
-        sums = [s + v for s, v in zip(sums, vals)]
-        lines.append(f"{str(a.get('Name', '?')):<32} {str(a.get('Machine', '?')):<20} "
-                     f"{vals[0]:>11} {vals[1]:>9} {vals[2]:>9}")
-    total = [f"{'':<32} {'':<20} {'RunningJobs':>11} {'IdleJobs':>9} {'HeldJobs':>9}", "",
-             f"{'Total':>32} {'':<20} {sums[0]:>11} {sums[1]:>9} {sums[2]:>9}"]
-    out.write(("" if totals_only else "\n".join(lines) + "\n\n") + "\n".join(total) + "\n")
+def _claimed_compact(ad: dict[str, Any], dynamic: list[dict[str, Any]]) -> bool:
+    """condor_status -compact -claimed's rows: claimed static slots, and partitionable
+    slots with dynamic slots (counted by NumDynamicSlots, or found among ``dynamic``)."""
+    if ad.get("PartitionableSlot") is True:
+        n = ad.get("NumDynamicSlots")
+        return (isinstance(n, int) and n > 0) or any(d.get("Machine") == ad.get("Machine") for d in dynamic)
+    return ad.get("State") == "Claimed"
 
 
-def _daemons(ads: list[dict[str, Any]], out: Any) -> None:
-    lines = [f"{'Name':<32} {'Machine':<20} {'Address':<22} Started", ""]
-    for a in ads:
-        started = a.get("DaemonStartTime")
-        when = time.strftime("%m/%d %H:%M", time.localtime(started)) if isinstance(started, (int, float)) else "?"
-        lines.append(f"{str(a.get('Name', '?')):<32} {str(a.get('Machine', '?')):<20} "
-                     f"{str(a.get('MyAddress', '?')):<22} {when}")
-    out.write("\n".join(lines) + "\n")
+def _sort(ads: list[dict[str, Any]], keys: list[str], compact: bool) -> list[dict[str, Any]]:
+    """condor_status's order: ``-sort`` keys in turn, then Machine and Name (none: as they came)."""
+    if any(k.lower() in ("false", "0", "no", "none") for k in keys):
+        return ads
+    keys = keys or ["Machine", "Name"]
+    if compact and keys[0].lower() != "machine":
+        keys = ["Machine", *keys]
+    exprs = [k for k in keys if not _IDENT.fullmatch(k)]
+    if exprs:
+        # lazy: the ClassAd library only for sort keys that are expressions (~25 ms)
+        from roost.classad import ExprTree
+        from roost.classad.errors import ClassAdSyntaxError
+
+        for e in exprs:
+            try:
+                ExprTree(e)
+            except ClassAdSyntaxError as err:
+                raise ValueError(f"-sort {e!r} does not parse: {err}") from None
+
+    def key(ad: dict[str, Any]) -> tuple[Any, ...]:
+        out: list[Any] = []
+        cache: list[Any] = []
+        for k in keys:
+            if k in exprs:
+                # lazy: the ClassAd library only for expression keys (~25 ms)
+                from roost.classad import ExprTree
+                from roost.cli.adtext import to_classad
+
+                if not cache:
+                    cache.append(to_classad(ad))
+                try:
+                    v = ExprTree(k).eval(cache[0])
+                except Exception:
+                    v = None
+            else:
+                v = lay.attr(k)(ad)
+            out.append(_sort_key(v, k.lower() == "name"))
+        return tuple(out)
+    return sorted(ads, key=key)
+
+
+def _sort_key(v: Any, natural: bool) -> tuple[Any, ...]:
+    """Undefined first, then numbers, then strings (case-insensitively, as condor_status;
+    slot2 before slot10 in names)."""
+    if isinstance(v, bool):
+        return (1, int(v), ())
+    if isinstance(v, (int, float)):
+        return (1, v, ())
+    if isinstance(v, str):
+        low = v.lower()
+        parts = tuple((0, int(t), "") if t.isdigit() else (1, 0, t) for t in re.split(r"(\d+)", low)) \
+            if natural else ((1, 0, low),)
+        return (2, 0, parts)
+    return (0, 0, ())
+
+
+def _table(ads: list[dict[str, Any]], dynamic: list[dict[str, Any]], kind: str, view: str,
+           compact: bool, wide: bool, totals_only: bool) -> str:
+    rows, summary = "", ""
+    if kind == "Machine":
+        if compact:
+            folded = lay.fold_compact(ads, dynamic)
+            cols = lay.claimed_compact_cols() if view == "claimed" else lay.compact_cols()
+            rows = lay.render(folded, cols)
+            counted = [a for a in ads if not (a.get("PartitionableSlot") is True
+                                              and not (a.get("Cpus") and a.get("Memory")))]
+            # a dynamic slot counts under its partitionable slot's platform (condor rolls up ChildState)
+            parents = {(a.get("Machine"), a.get("SlotTypeID")): a for a in ads if a.get("PartitionableSlot") is True}
+            for d in dynamic:
+                t = d.get("SlotTypeID")
+                p = parents.get((d.get("Machine"), -t if isinstance(t, int) else t)) or \
+                    parents.get((d.get("Machine"), t))
+                if p is not None:
+                    counted.append({**d, **{k: p.get(k) for k in ("Arch", "OpSys", "OpSysAndVer")}})
+            summary = lay.slot_totals(counted, wide=wide, key=lay.platform)
+        elif view == "claimed":
+            rows, summary = lay.render(ads, lay.run_cols()), lay.run_totals(ads, wide=wide)
+        elif view == "state":
+            rows, summary = lay.render(ads, lay.state_cols()), lay.slot_totals(ads, state_view=True, wide=wide)
+        else:
+            rows, summary = lay.render(ads, lay.normal_cols(wide)), lay.slot_totals(ads, wide=wide)
+    elif kind == "Scheduler":
+        rows, summary = lay.render(ads, lay.schedd_cols()), lay.job_totals(ads, schedd=True, wide=wide)
+    elif kind == "Submitter":
+        rows, summary = lay.render(ads, lay.submitter_cols()), lay.job_totals(ads, schedd=False, wide=wide)
+    elif kind == "Negotiator":
+        rows = lay.render(ads, lay.negotiator_cols(_date))
+    elif kind == "Collector":
+        rows = lay.render(ads, lay.collector_cols())
+    elif kind == "Master":
+        rows = lay.render(ads, lay.master_cols())
+    else:
+        rows = lay.render(ads, lay.any_cols())
+    if totals_only:
+        return "\n" + summary if summary else ""
+    return rows + ("\n" + summary if summary else "")
+
+
+def _date(t: Any) -> str:
+    """``PRINTAS DATE``: ``11/26 04:29`` in local time."""
+    lt = time.localtime(t)
+    return f"{lt.tm_mon:>2}/{lt.tm_mday:<2} {lt.tm_hour:02d}:{lt.tm_min:02d}"
+
+
+def _web_url() -> int:
+    """``-web``: the dashboard's URL, from the address file its daemon writes on this host."""
+    # lazy: only -web reads the run directory
+    from roost.api.home import pool_home, read_address, run_path
+
+    home = pool_home()
+    addr = read_address(run_path(home, "web.address"))
+    if addr is None:
+        print(f"roost status: no web dashboard is running here (ROOST_HOME={home}; "
+              "WEB in DAEMON_LIST starts one)", file=sys.stderr)
+        return 1
+    print(f"http://{addr}/")
+    return 0

@@ -1,10 +1,11 @@
-"""``roost submit``: turn a submit description into job ads.
+"""``roost submit``: turn a submit description into job ads (condor_submit).
 
-``-dry-run`` prints the ads it would submit (one JSON object per proc,
-cluster attributes merged, as ``condor_q -json`` prints them) without any
-daemon. Without it the text goes to the pool's schedd to be parsed there
-(``roost.cli.submit_text``: the fast path) or, where the schedd will not, is
-parsed here and submitted (``roost.cli.submit_send``).
+``-dry-run FILE`` writes condor_submit's dry-run listing (``roost.cli.submit_dryrun``)
+without any daemon; ``-dry-run -json`` the ads as ``condor_q -json`` prints them.
+Without it the text goes to the pool's schedd to be parsed there
+(``roost.cli.submit_text``: the fast path) or, where the schedd will not or an
+option needs the jobs counted or changed here (``-maxjobs``, ``-spool``,
+``-interactive``), is parsed here and submitted (``roost.cli.submit_send``).
 """
 
 from __future__ import annotations
@@ -36,6 +37,12 @@ class _Plain:
     file_opt = None
     queue = None
     batch_name = None
+    terse = False
+    verbose = False
+    spool = False
+    interactive = False
+    maxjobs = None
+    json = False
 
     def __init__(self, args: list[str]) -> None:
         self.args = args
@@ -54,11 +61,25 @@ def _parse_args(argv: list[str]) -> _Plain | object:
                                 add_help=False)
     p.add_argument("-h", "-help", "--help", action="help", help="show this help and exit")
     p.add_argument("-dry-run", "--dry-run", dest="dry_run", metavar="FILE", nargs="?", const="-", default=None,
-                   help="print the job ads (condor_q -json form) instead of submitting; FILE is where to write (- for stdout)")
+                   help="write condor_submit's dry-run listing of the job ads to FILE (- for stdout) "
+                        "instead of submitting")
+    p.add_argument("-json", "--json", action="store_true", help="with -dry-run: the ads as condor_q -json prints them")
+    p.add_argument("-terse", "--terse", action="store_true", help="print only the job id ranges: C.0 - C.N")
+    p.add_argument("-maxjobs", "--maxjobs", type=int, default=None, metavar="N",
+                   help="submit nothing if more than N jobs would be queued")
+    p.add_argument("-spool", "--spool", action="store_true",
+                   help="copy the input files into the schedd's spool now; the jobs wait held until they are there")
+    p.add_argument("-interactive", "-i", "--interactive", action="store_true",
+                   help="submit one interactive job and open a shell in it once it runs (as condor_submit -interactive)")
+    p.add_argument("-verbose", "-v", "--verbose", action="store_true",
+                   help="print each job's ad as it is queued (implied by a submit file '-', unless -terse)")
+    p.add_argument("-disable", action="store_true", help="accepted for condor_submit's sake (no file checks are made)")
     p.add_argument("-a", "-append", "--append", dest="append", action="append", default=[], metavar="COMMAND",
                    help="a submit command, as if just before the queue statement")
     p.add_argument("-file", dest="file_opt", default=None, help="the submit description file")
-    p.add_argument("-queue", dest="queue", default=None, help="queue arguments, in place of the file's queue statement")
+    p.add_argument("-queue", "-q", dest="queue", nargs="+", default=None, metavar="ARG",
+                   help="the queue statement's arguments (every word up to the next option: put it last), "
+                        "for a submit file without one")
     p.add_argument("-batch-name", dest="batch_name", default=None)
     # lazy: with the argparse path only (see above)
     from roost.cli.options import add_pool_args
@@ -83,17 +104,22 @@ def main(argv: list[str]) -> int:
     # condor_submit -dry-run takes an output file; "roost submit -dry-run job.sub" reads naturally,
     # so when no submit file was named, the -dry-run argument is the submit file and output is stdout.
     out_path = "-"
+    # condor_submit reads no submit file when -queue and name=value pairs say it all
+    no_file = ns.interactive or (ns.queue is not None and overrides)
     if ns.dry_run is not None:
-        if not files and ns.dry_run != "-":
+        if not files and ns.dry_run != "-" and not no_file:
             files.append(ns.dry_run)
         else:
             out_path = ns.dry_run
     if len(files) > 1:
         print("roost submit: give one submit file", file=sys.stderr)
         return 1
-    src = files[0] if files else "-"
+    if ns.maxjobs is not None and ns.maxjobs < -1:
+        print(f"ERROR: -maxjobs takes a number of jobs (-1 or more), not {ns.maxjobs}", file=sys.stderr)
+        return 1
+    src = files[0] if files else ("" if no_file else "-")
     try:
-        text = sys.stdin.read() if src == "-" else open(src, encoding="utf-8").read()
+        text = "" if not src else sys.stdin.read() if src == "-" else open(src, encoding="utf-8").read()
     except OSError as e:
         print(f"roost submit: cannot read {src}: {e.strerror}", file=sys.stderr)
         return 1
@@ -101,15 +127,31 @@ def main(argv: list[str]) -> int:
     if ns.batch_name:
         append.append(f"batch_name = {ns.batch_name}")
     if ns.queue is not None:
-        text = "\n".join(ln for ln in text.splitlines() if not ln.strip().lower().startswith("queue")) + f"\nqueue {ns.queue}\n"
-    fname = "<stdin>" if src == "-" else src
+        if any(_is_queue(ln) for ln in text.splitlines()):
+            print("ERROR: -queue argument conflicts with queue statement in submit file", file=sys.stderr)
+            return 1
+        text += f"\nqueue {' '.join(ns.queue)}\n"
+    if ns.interactive:
+        # lazy: only -interactive
+        from roost.cli.submit_interactive import interactive_text
+
+        text, append = interactive_text(text, append)
+    if ns.spool:
+        # lazy: only -spool
+        from roost.cli.submit_spool import HOLD_LINES
+
+        append += HOLD_LINES
+    fname = "<stdin>" if src == "-" else (src or "<interactive>")
     cwd = os.getcwd()
     name, pool = getattr(ns, "name", None), getattr(ns, "pool", None)
-    if ns.dry_run is None and name is None and pool is None:
+    # condor_submit: a submit file named "-" (stdin) implies -verbose unless -terse
+    verbose = bool(ns.verbose or ("-" in files and not ns.terse)) and not ns.interactive and not ns.spool
+    local = ns.dry_run is not None or ns.maxjobs is not None or ns.spool or ns.interactive or verbose
+    if not local and name is None and pool is None:
         # lazy: -dry-run never reaches the schedd; keeps `import roost.cli.submit_cmd` at ~2 ms
         from roost.cli.submit_text import submit_text
 
-        status = submit_text(text, file=fname, cwd=cwd, overrides=overrides, append=append)
+        status = submit_text(text, file=fname, cwd=cwd, overrides=overrides, append=append, terse=ns.terse)
         if status is not None:
             return status
     # lazy: the submit language (~30 ms) only when the schedd does not parse the text itself
@@ -118,11 +160,23 @@ def main(argv: list[str]) -> int:
 
     try:
         desc = parse_text(text, file=fname, cwd=cwd, overrides=overrides, append=append)
+        if ns.maxjobs is not None and ns.maxjobs > 0:
+            n = sum(len(c) for c in desc.expand(cluster_id=1, qdate=int(time.time()), owner=_user_name()))
+            if n > ns.maxjobs:
+                print(f"\nERROR: Number of submitted jobs would exceed -maxjobs ({ns.maxjobs})", file=sys.stderr)
+                return 1
         if ns.dry_run is None:
+            if ns.spool or ns.interactive:
+                # lazy: only -spool/-interactive change jobs after submitting them
+                from roost.cli import submit_interactive, submit_spool
+
+                if ns.interactive:
+                    return submit_interactive.run(desc, name=name, pool=pool, spool=ns.spool)
+                return submit_spool.run(desc, name=name, pool=pool, terse=ns.terse)
             # lazy: the API (~15 ms) only to submit from here, never for -dry-run
             from roost.cli.submit_send import send
 
-            return send(desc, name=name, pool=pool)
+            return send(desc, name=name, pool=pool, terse=ns.terse, verbose=verbose)
         clusters = desc.expand(cluster_id=1, qdate=int(time.time()), owner=_user_name())
     except SubmitError as e:
         print(f"ERROR: {e}", file=sys.stderr)
@@ -130,16 +184,39 @@ def main(argv: list[str]) -> int:
     for c in clusters:
         for w in c.warnings:
             print(str(w), file=sys.stderr)
-    # lazy: only -dry-run prints the wire form
-    from roost.submit.wire import iter_json
+    return _dry_run(clusters, out_path, ns.json, ns.terse)
+
+
+def _is_queue(line: str) -> bool:
+    words = line.split(None, 1)
+    return bool(words) and words[0].lower() == "queue"
+
+
+def _dry_run(clusters: list[Any], out_path: str, json: bool, terse: bool) -> int:
+    if json:
+        # lazy: only -dry-run -json prints the wire form
+        from roost.submit.wire import iter_json
+
+        if out_path == "-":
+            sys.stdout.writelines(iter_json(clusters))
+        else:
+            with open(out_path, "w", encoding="utf-8") as fh:
+                fh.writelines(iter_json(clusters))
+        n = sum(len(c) for c in clusters)
+        print(f"{n} job(s) dry-run in {len(clusters)} cluster(s).", file=sys.stderr)
+        return 0
+    # lazy: only -dry-run prints the listing
+    from roost.cli import submit_dryrun
 
     if out_path == "-":
-        sys.stdout.writelines(iter_json(clusters))
-    else:
+        submit_dryrun.write(clusters, sys.stdout, sys.stdout, terse)
+        return 0
+    try:
         with open(out_path, "w", encoding="utf-8") as fh:
-            fh.writelines(iter_json(clusters))
-    n = sum(len(c) for c in clusters)
-    print(f"{n} job(s) dry-run in {len(clusters)} cluster(s).", file=sys.stderr)
+            submit_dryrun.write(clusters, sys.stdout, fh, terse)
+    except OSError as e:
+        print(f"roost submit: cannot write {out_path}: {e.strerror}", file=sys.stderr)
+        return 1
     return 0
 
 

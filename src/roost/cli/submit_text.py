@@ -113,7 +113,8 @@ def _call(path: str, request: dict) -> dict | None:
     return answer
 
 
-def submit_text(text: str, *, file: str, cwd: str, overrides: dict[str, str], append: list[str]) -> int | None:
+def submit_text(text: str, *, file: str, cwd: str, overrides: dict[str, str], append: list[str],
+                terse: bool = False) -> int | None:
     """Submit through the schedd; the exit status, or None to take the full path."""
     path = run_path(pool_home(), "schedd.sock")
     if not os.path.exists(path):
@@ -125,7 +126,8 @@ def submit_text(text: str, *, file: str, cwd: str, overrides: dict[str, str], ap
     except _Refused as e:
         if e.code == "SUBMIT_LOCALLY":
             return None
-        print("Submitting job(s).")
+        if not terse:
+            print("Submitting job(s)", flush=True)
         print(f"ERROR: {e}", file=sys.stderr)
         return 1
     except ConnectionError as e:
@@ -133,9 +135,14 @@ def submit_text(text: str, *, file: str, cwd: str, overrides: dict[str, str], ap
         return 1
     if answer is None:
         return None
-    print("Submitting job(s).")
+    clusters = [(int(c), int(n)) for c, n in answer.get("clusters") or ()]
+    # condor_submit's lines (submit_send.report, inlined: importing it costs the API)
+    if terse:
+        out = "".join(f"{c}.0 - {c}.{n - 1}\n" for c, n in clusters)
+    else:
+        out = "Submitting job(s)" + "." * sum(n for _, n in clusters) + "\n"
+        out += "".join(f"{n} job(s) submitted to cluster {c}.\n" for c, n in clusters)
+    sys.stdout.write(out)
     for w in answer.get("warnings") or ():
         print(w, file=sys.stderr)
-    for cluster, n in answer.get("clusters") or ():
-        print(f"{n} job(s) submitted to cluster {cluster}.")
     return 0

@@ -43,6 +43,10 @@ _KNOBS = [
     Knob("MASTER_BACKOFF_FACTOR", "2.0", "growth of the restart delay for each successive death"),
     Knob("MASTER_BACKOFF_CEILING", "3600", "longest restart delay, seconds"),
     Knob("MASTER_RECOVER_FACTOR", "300", "seconds a daemon must stay up before its back-off resets"),
+    # -- the web dashboard (WEB in DAEMON_LIST; docs/web.md) --------------------------
+    Knob("WEB_HOST", "127.0.0.1", "address the web dashboard listens on (loopback: open it with care, reads need no login)"),
+    Knob("WEB_PORT", "0", "the web dashboard's port (0: any free one, published in $(RUN)/web.address)"),
+    Knob("WEB_REFRESH_INTERVAL", "2", "seconds the dashboard's figures may age before it reads the pool again"),
     # -- security ----------------------------------------------------------------
     Knob("UID_DOMAIN", "$(FULL_HOSTNAME)", "users with the same name and UID_DOMAIN are one user (user@UID_DOMAIN)"),
     Knob("QUEUE_SUPER_USERS", "root, condor", "users who may act on every job in the queue (the schedd's own account too)"),

@@ -57,7 +57,11 @@ KNOWN_DAEMONS: dict[str, tuple[str, str]] = {
     "NEGOTIATOR": ("roost.daemons.negotiator", "NegotiatorLog"),
     "SCHEDD": ("roost.daemons.schedd", "SchedLog"),
     "STARTD": ("roost.daemons.startd", "StartLog"),
+    "WEB": ("roost.web", "WebLog"),  # the dashboard: a client of the pool (roost.api), not a daemon package
 }
+#: daemons that speak HTTP, not roost's protocol, and keep no state: RECONFIG restarts them,
+#: so they read the new configuration
+RESTARTED_ON_RECONFIG = frozenset({"WEB"})
 ADDRESS_WAIT_S = 30.0
 _PR_SET_PDEATHSIG = 1
 
@@ -384,6 +388,9 @@ class Master:
             if not address:
                 results[name] = "not running"
                 continue
+            if name in RESTARTED_ON_RECONFIG:
+                results[name] = await self._restart_to_reconfig(child)
+                continue
             client = AsyncClient(address, timeout=10.0, **self.security.client_args())
             try:
                 await client.call("RECONFIG")
@@ -394,6 +401,24 @@ class Master:
                 await client.close()
         log.info("reconfig: %s", results)
         return {"daemons": results}
+
+    async def _restart_to_reconfig(self, child: Child) -> str:
+        """RECONFIG of a daemon of RESTARTED_ON_RECONFIG: the configuration is read first
+        (a bad one leaves it running as it is), then it is restarted and awaited."""
+        try:
+            Config.load(subsys=child.name)
+        except ConfigError as e:
+            return f"failed: {e}"
+        old = child.proc.pid if child.proc else None
+        child.restart_now.set()
+        self._signal(child, False)
+        deadline = time.monotonic() + ADDRESS_WAIT_S
+        while time.monotonic() < deadline and not self.stopping:
+            st = child.status()
+            if st["pid"] and st["pid"] != old and st["state"] == "running":
+                return "reconfigured"
+            await asyncio.sleep(0.02)
+        return f"failed: not running again within {ADDRESS_WAIT_S:g} s"
 
     def _child(self, req: dict[str, Any]) -> Child:
         name = str(req["name"]).upper()

@@ -155,7 +155,7 @@ def test_personal_config_is_written_once_and_loads(tmp_path: Path) -> None:
     assert write_personal_config(home) == path  # not overwritten
     c = Config.load(env={"ROOST_HOME": str(home)})
     assert c.get("MINE") == "1"
-    assert c.get_list("DAEMON_LIST") == ["MASTER", "COLLECTOR", "NEGOTIATOR", "SCHEDD", "STARTD"]
+    assert c.get_list("DAEMON_LIST") == ["MASTER", "COLLECTOR", "NEGOTIATOR", "SCHEDD", "STARTD", "WEB"]
     assert c.get("BIND_ADDRESS") == "127.0.0.1"
     assert c.get("SPOOL") == f"{home.resolve()}/spool"
     assert c.get_bool("SLOT_TYPE_1_PARTITIONABLE") is True

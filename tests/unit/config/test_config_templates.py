@@ -14,7 +14,7 @@ def cfg(text: str) -> Config:
 
 def test_role_personal_is_a_loopback_pool_of_all_daemons() -> None:
     c = cfg("use ROLE : Personal\n")
-    assert c.get("DAEMON_LIST") == "MASTER COLLECTOR NEGOTIATOR SCHEDD STARTD"
+    assert c.get("DAEMON_LIST") == "MASTER COLLECTOR NEGOTIATOR SCHEDD STARTD WEB"
     assert c.get("BIND_ADDRESS") == "127.0.0.1"
     assert c.get("COLLECTOR_HOST") == "127.0.0.1:0"
     # identities, not the loopback address: every local user is on 127.0.0.1

@@ -1,0 +1,70 @@
+"""roost's face of HTCondor's ``htcondor2`` Python bindings, over :mod:`roost.api`.
+
+    import roost.htcondor2 as htcondor2
+    import roost.classad2 as classad2
+
+Code written for ``htcondor2`` runs against a roost pool unchanged: the names,
+argument names and return types of what is here are htcondor2's. The pool is the
+one at $ROOST_HOME (as ``roost`` finds it). ``python -m roost.htcondor2.shim``
+prints a directory that, put on PYTHONPATH, makes ``import htcondor2`` and
+``import classad2`` load these modules. What is and is not offered: docs/python.md.
+"""
+
+from __future__ import annotations
+
+import roost.classad as classad
+from roost import __version__ as _roost_version
+from roost.htcondor2.collector import Collector
+from roost.htcondor2.enums import (
+    AdType,
+    AdTypes,
+    DaemonType,
+    DaemonTypes,
+    JobAction,
+    JobEventType,
+    JobStatus,
+    QueryOpt,
+    QueryOpts,
+    TransactionFlag,
+    TransactionFlags,
+)
+from roost.htcondor2.errors import HTCondorException
+from roost.htcondor2.eventlog import JobEvent, JobEventLog
+from roost.htcondor2.param import param, reload_config
+from roost.htcondor2.schedd import Schedd, SubmitResult
+from roost.htcondor2.submit import Submit
+
+__all__ = [
+    "AdType",
+    "AdTypes",
+    "Collector",
+    "DaemonType",
+    "DaemonTypes",
+    "HTCondorException",
+    "JobAction",
+    "JobEvent",
+    "JobEventLog",
+    "JobEventType",
+    "JobStatus",
+    "QueryOpt",
+    "QueryOpts",
+    "Schedd",
+    "Submit",
+    "SubmitResult",
+    "TransactionFlag",
+    "TransactionFlags",
+    "classad",
+    "param",
+    "platform",
+    "reload_config",
+    "version",
+]
+
+
+def version() -> str:
+    """A version line in HTCondor's form (tools match ``$CondorVersion: X.Y.Z``)."""
+    return f"$CondorVersion: 25.0.0 2025-01-01 BuildID: roost-{_roost_version} $"
+
+
+def platform() -> str:
+    return "$CondorPlatform: X86_64-Linux roost $"

@@ -1,0 +1,191 @@
+"""The enumerations of ``htcondor2`` that roost's face offers, with HTCondor's names and
+numbers (code compares them with ``==`` and passes them back, so the values matter).
+
+Only names that exist in htcondor2 are here; a member roost cannot act on (a
+``JobAction.Vacate``, an ``AdType.Grid``) is still defined, and using it raises
+:class:`HTCondorException` saying so.
+"""
+
+from __future__ import annotations
+
+import enum
+
+
+class JobAction(enum.IntEnum):
+    """What :meth:`Schedd.act` does to jobs."""
+
+    Hold = 1
+    Release = 2
+    Remove = 3
+    RemoveX = 4
+    Vacate = 5
+    VacateFast = 6
+    Suspend = 8
+    Continue = 9
+
+
+class JobStatus(enum.IntEnum):
+    """A job ad's ``JobStatus``."""
+
+    IDLE = 1
+    RUNNING = 2
+    REMOVED = 3
+    COMPLETED = 4
+    HELD = 5
+    TRANSFERRING_OUTPUT = 6
+    SUSPENDED = 7
+
+
+class AdType(enum.IntEnum):
+    """Which ads :meth:`Collector.query` asks for."""
+
+    Startd = 0
+    Schedd = 1
+    Master = 2
+    StartdPrivate = 5
+    Submitter = 6
+    Collector = 7
+    License = 8
+    Any = 10
+    Negotiator = 13
+    HAD = 14
+    Generic = 15
+    Credd = 16
+    Grid = 19
+    Placementd = 20
+    Defrag = 22
+    Accounting = 23
+    Slot = 24
+    StartDaemon = 25
+
+
+AdTypes = AdType
+
+
+class DaemonType(enum.IntEnum):
+    """Which daemon :meth:`Collector.locate` finds."""
+
+    none = 0
+    Any = 1
+    Master = 2
+    Schedd = 3
+    Startd = 4
+    Collector = 5
+    Negotiator = 6
+    Credd = 13
+    Placementd = 15
+    HAD = 17
+    Generic = 18
+
+
+DaemonTypes = DaemonType
+
+
+class QueryOpt(enum.IntFlag):
+    """Options of :meth:`Schedd.query` (accepted; roost's schedd has none of them)."""
+
+    Default = 0
+    AutoCluster = 1
+    GroupBy = 2
+    DefaultMyJobsOnly = 4
+    SummaryOnly = 8
+    IncludeClusterAd = 16
+    IncludeJobsetAds = 32
+
+
+QueryOpts = QueryOpt
+
+
+class TransactionFlag(enum.IntFlag):
+    """Flags of :meth:`Schedd.edit` (accepted; every roost edit is durable and logged)."""
+
+    Default = 0
+    NonDurable = 1
+    SetDirty = 4
+    ShouldLog = 8
+
+
+TransactionFlags = TransactionFlag
+
+
+class JobEventType(enum.IntEnum):
+    """Event numbers of a job event log (htcondor2's numbers; roost writes a subset)."""
+
+    SUBMIT = 0
+    EXECUTE = 1
+    EXECUTABLE_ERROR = 2
+    CHECKPOINTED = 3
+    JOB_EVICTED = 4
+    JOB_TERMINATED = 5
+    IMAGE_SIZE = 6
+    SHADOW_EXCEPTION = 7
+    GENERIC = 8
+    JOB_ABORTED = 9
+    JOB_SUSPENDED = 10
+    JOB_UNSUSPENDED = 11
+    JOB_HELD = 12
+    JOB_RELEASED = 13
+    NODE_EXECUTE = 14
+    NODE_TERMINATED = 15
+    POST_SCRIPT_TERMINATED = 16
+    GLOBUS_SUBMIT = 17
+    GLOBUS_SUBMIT_FAILED = 18
+    GLOBUS_RESOURCE_UP = 19
+    GLOBUS_RESOURCE_DOWN = 20
+    REMOTE_ERROR = 21
+    JOB_DISCONNECTED = 22
+    JOB_RECONNECTED = 23
+    JOB_RECONNECT_FAILED = 24
+    GRID_RESOURCE_UP = 25
+    GRID_RESOURCE_DOWN = 26
+    GRID_SUBMIT = 27
+    JOB_AD_INFORMATION = 28
+    JOB_STATUS_UNKNOWN = 29
+    JOB_STATUS_KNOWN = 30
+    JOB_STAGE_IN = 31
+    JOB_STAGE_OUT = 32
+    ATTRIBUTE_UPDATE = 33
+    PRESKIP = 34
+    CLUSTER_SUBMIT = 35
+    CLUSTER_REMOVE = 36
+    FACTORY_PAUSED = 37
+    FACTORY_RESUMED = 38
+    NONE = 39
+    FILE_TRANSFER = 40
+    RESERVE_SPACE = 41
+    RELEASE_SPACE = 42
+    FILE_COMPLETE = 43
+    FILE_USED = 44
+    FILE_REMOVED = 45
+    DATAFLOW_JOB_SKIPPED = 46
+    COMMON_FILES = 47
+    EP_STARTUP = 100
+    EP_READY = 101
+    EP_RECONFIG = 102
+    EP_SHUTDOWN = 103
+    EP_REQUEST_CLAIM = 104
+    EP_RELEASE_CLAIM = 105
+    EP_ACTIVATE_CLAIM = 106
+    EP_DEACTIVATE_CLAIM = 107
+    EP_VACATE_CLAIM = 108
+    EP_DRAIN = 109
+    EP_RESOURCE_BREAK = 110
+    EP_RESOURCE_MEND = 111
+
+
+#: AdType -> the MyType of the ads roost's collector holds (None: every type roost has)
+AD_MYTYPE: dict[AdType, str | None] = {
+    AdType.Startd: "Machine", AdType.Slot: "Machine", AdType.StartdPrivate: "Machine",
+    AdType.StartDaemon: "Machine", AdType.Schedd: "Scheduler", AdType.Master: "Master",
+    AdType.Submitter: "Submitter", AdType.Collector: "Collector", AdType.Negotiator: "Negotiator",
+    AdType.Accounting: "Accounting", AdType.Generic: "Generic", AdType.Any: None,
+}
+
+#: the types an ``AdType.Any`` query gathers
+ANY_TYPES = ("Collector", "Master", "Negotiator", "Scheduler", "Submitter", "Machine")
+
+#: DaemonType -> the MyType of its ad
+DAEMON_MYTYPE: dict[DaemonType, str] = {
+    DaemonType.Master: "Master", DaemonType.Schedd: "Scheduler", DaemonType.Startd: "Machine",
+    DaemonType.Collector: "Collector", DaemonType.Negotiator: "Negotiator",
+}

@@ -1,0 +1,243 @@
+"""Code written for HTCondor's ``htcondor2`` bindings, run unchanged against a roost pool.
+
+The scripts below import ``htcondor2`` and ``classad2`` and never name roost: they run
+in a child Python whose PYTHONPATH starts with ``python -m roost.htcondor2.shim``
+(docs/python.md), so those imports load roost's face. dask-jobqueue's
+``HTCondorCluster`` (the real package) starts dask workers as roost jobs; a DAG
+written by the real ``htcondor2.dags`` runs through ``Submit.from_dag``.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import os
+import pwd
+import shutil
+import subprocess
+import sys
+import tempfile
+import textwrap
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from poolkit import ROOST, PoolHandle, wait_until
+
+from roost.api.jobids import is_job_id
+from roost.htcondor2.shim import SHIM_DIR
+
+
+def run_unchanged(pool: PoolHandle, script: str, *args: str, timeout: float = 180) -> str:
+    """Run an htcondor2 script with the shim first on PYTHONPATH; its stdout."""
+    env = dict(pool.env)
+    env["PYTHONPATH"] = SHIM_DIR + os.pathsep + env.get("PYTHONPATH", "")
+    done = subprocess.run([sys.executable, "-c", textwrap.dedent(script), *args], env=env,
+                          capture_output=True, text=True, timeout=timeout)
+    assert done.returncode == 0, f"script failed ({done.returncode}):\n{done.stdout}\n{done.stderr}"
+    return done.stdout
+
+
+def test_the_shim_makes_htcondor2_and_classad2_roost(pool: PoolHandle) -> None:
+    out = run_unchanged(pool, """
+        import htcondor2, classad2
+        import roost.htcondor2, roost.classad
+        assert htcondor2 is roost.htcondor2 and classad2 is roost.classad
+        print(htcondor2.version())
+    """)
+    assert out.startswith("$CondorVersion: ")
+
+
+HTMAP_STYLE = """
+    import sys, htcondor2, classad2
+
+    d = sys.argv[1]
+    schedd = htcondor2.Schedd()
+    sub = htcondor2.Submit({
+        "executable": "/bin/echo",
+        "arguments": "component $(component)",
+        "initialdir": d,
+        "output": "$(component).out",
+        "log": d + "/map.log",
+        "+HTMapId": '"m1"',
+        "+component": "$(component)",
+    })
+    result = schedd.submit(sub, itemdata=iter([{"component": str(i)} for i in range(3)]))
+    cluster = result.cluster()
+    assert isinstance(cluster, int) and result.num_procs() == 3 and result.first_proc() == 0
+    assert isinstance(result.clusterad(), classad2.ClassAd) and result.clusterad()["HTMapId"] == "m1"
+
+    done = {}
+    for event in htcondor2.JobEventLog(d + "/map.log").events(stop_after=90):
+        assert event.cluster == cluster and isinstance(event.timestamp, int)
+        if event.type == htcondor2.JobEventType.JOB_TERMINATED:
+            done[event.proc] = event["ReturnValue"]
+            if len(done) == 3:
+                break
+    assert done == {0: 0, 1: 0, 2: 0}, done
+
+    held = schedd.submit(htcondor2.Submit({"executable": "/bin/sleep", "arguments": "300",
+                                           "hold": "true", "initialdir": d}), count=2)
+    c2 = held.cluster()
+    ads = schedd.query(f"ClusterId == {c2}", ["ProcId", "JobStatus"], limit=5)
+    assert all(isinstance(a, classad2.ClassAd) for a in ads)
+    assert sorted((a["ProcId"], a["JobStatus"]) for a in ads) == [(p, htcondor2.JobStatus.HELD) for p in (0, 1)]
+    assert schedd.edit(f"ClusterId == {c2}", "HTMapTag", '"tagged"') == 2
+    assert schedd.edit([f"{c2}.1"], "HTMapRank", "7") == 1
+    got = {a["ProcId"]: a for a in schedd.query(f"ClusterId == {c2}", ["HTMapTag", "HTMapRank"])}
+    assert got[0]["HTMapTag"] == "tagged" and got[1]["HTMapRank"] == 7 and "HTMapRank" not in got[0]
+    assert schedd.query(f"ClusterId == {c2}", callback=lambda ad: ad["ProcId"] or None) == [1]
+    r = schedd.act(htcondor2.JobAction.Remove, f"ClusterId == {c2} && ProcId == 0")
+    assert r["TotalSuccess"] == 1
+    r = schedd.act(htcondor2.JobAction.Remove, [f"{c2}.1"], reason="done with it")
+    assert r["TotalSuccess"] == 1
+    try:
+        schedd.act("remove", str(c2))
+        raise AssertionError("a string action was taken")
+    except TypeError:
+        pass
+
+    import time
+    deadline = time.time() + 30
+    while True:
+        hist = schedd.history(f"ClusterId == {cluster} || ClusterId == {c2}", ["ClusterId", "ProcId", "JobStatus"])
+        if len(hist) == 5 or time.time() > deadline:
+            break
+        time.sleep(0.2)
+    assert all(isinstance(h, classad2.ClassAd) for h in hist)
+    assert sorted((h["ClusterId"], h["ProcId"], h["JobStatus"]) for h in hist) == sorted(
+        [(cluster, p, 4) for p in range(3)] + [(c2, p, 3) for p in range(2)])
+    assert len(schedd.history(f"ClusterId == {cluster}", [], match=2)) == 2
+
+    coll = htcondor2.Collector()
+    location = coll.locate(htcondor2.DaemonTypes.Schedd)
+    assert location["MyAddress"]
+    assert htcondor2.Schedd(location).query(f"ClusterId == {cluster}") == []
+    slots = coll.query(htcondor2.AdTypes.Startd, projection=["Name", "Cpus"])
+    assert slots and all(s["Name"].startswith("slot") for s in slots)
+    assert htcondor2.param["COLLECTOR_HOST"]
+    print("ok", cluster, c2)
+"""
+
+
+def test_htmap_style_submission_follows_the_log_and_acts(pool: PoolHandle, jobdir: Path) -> None:
+    out = run_unchanged(pool, HTMAP_STYLE, str(jobdir))
+    assert out.startswith("ok ")
+    assert sorted((jobdir / f"{i}.out").read_text() for i in range(3)) == [f"component {i}\n" for i in range(3)]
+
+
+DAG_SUBMIT = """
+    import sys, htcondor2
+
+    dag_file = sys.argv[1]
+    sub = htcondor2.Submit.from_dag(dag_file, {"force": True, "maxjobs": 2})
+    result = htcondor2.Schedd().submit(sub)
+    for event in htcondor2.JobEventLog(dag_file + ".dagman.log").events(stop_after=150):
+        if event.type == htcondor2.JobEventType.JOB_TERMINATED:
+            print("exit", event["ReturnValue"])
+            break
+    else:
+        raise SystemExit("the DAGMan job did not end")
+"""
+
+
+def test_a_dag_written_by_htcondor2_dags_runs_from_submit_from_dag(pool: PoolHandle, jobdir: Path) -> None:
+    htcondor2 = pytest.importorskip("htcondor2")  # the real bindings write the DAG
+    from htcondor2 import dags
+
+    echo = {"executable": "/bin/echo", "arguments": "$(word)", "output": "$(word).out"}
+    dag = dags.DAG()
+    a = dag.layer(name="A", submit_description=htcondor2.Submit(echo), vars=[{"word": "a1"}, {"word": "a2"}])
+    a.child_layer(name="B", submit_description=htcondor2.Submit(echo), vars=[{"word": "b"}],
+                  post=dags.Script(executable="/bin/true", arguments=["$RETURN"]))
+    dag_file = dags.write_dag(dag, jobdir, dag_file_name="wf.dag")
+    for f in jobdir.iterdir():
+        f.chmod(0o644)
+    out = run_unchanged(pool, DAG_SUBMIT, str(dag_file))
+    assert out.strip() == "exit 0", (jobdir / "wf.dag.dagman.out").read_text()
+    assert [(jobdir / f"{w}.out").read_text() for w in ("a1", "a2", "b")] == ["a1\n", "a2\n", "b\n"]
+
+
+# -- dask-jobqueue -----------------------------------------------------------------------
+
+WORKER_PACKAGES = ("dask", "distributed", "cloudpickle", "msgpack", "tornado", "toolz")
+
+
+@pytest.fixture(scope="session")
+def worker_python() -> Iterator[str]:
+    """A Python that user nobody (the jobs' user) can run, with the test venv's dask and
+    distributed versions: a venv of Debian's /usr/bin/python3 in a directory nobody can
+    read. The test venv's Python (under /root/.pyenv) is closed to nobody."""
+    pytest.importorskip("dask_jobqueue")
+    if not os.access("/usr/bin/python3", os.X_OK):
+        pytest.skip("no /usr/bin/python3 to build the dask workers' Python from")
+    pins = [f"{p}=={importlib.metadata.version(p)}" for p in WORKER_PACKAGES]
+    base = Path(tempfile.mkdtemp(prefix="roost-daskpy-", dir="/tmp"))
+    base.chmod(0o755)
+    try:
+        made = subprocess.run(["/usr/bin/python3", "-m", "venv", str(base / "venv")], capture_output=True,
+                              text=True, timeout=120)
+        if made.returncode != 0:
+            pytest.skip(f"cannot make a venv of /usr/bin/python3 (Debian's python3-venv?): {made.stderr[-300:]}")
+        pip = subprocess.run([str(base / "venv/bin/pip"), "install", "-q", *pins], capture_output=True,
+                             text=True, timeout=600)
+        if pip.returncode != 0:
+            pytest.skip(f"cannot pip-install {' '.join(pins)} for the workers: {pip.stderr[-500:]}")
+        subprocess.run(["chmod", "-R", "a+rX", str(base)], check=True)  # whatever the umask was
+        yield str(base / "venv/bin/python")
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+
+
+@pytest.fixture
+def condor_commands(tmp_path: Path) -> Iterator[str]:
+    """A PATH where dask-jobqueue finds condor_submit and condor_rm: roost's own console
+    scripts when installed, else (until they are) two wrapper scripts onto ``roost submit``
+    and ``roost rm`` in this test's directory."""
+    path = os.environ.get("PATH", "")
+    bin_dir = os.path.dirname(sys.executable)
+    found = [shutil.which(c, path=bin_dir + os.pathsep + path) for c in ("condor_submit", "condor_rm")]
+    if all(f and not f.startswith("/usr") for f in found):
+        yield bin_dir + os.pathsep + path
+        return
+    wrappers = tmp_path / "bin"
+    wrappers.mkdir()
+    for name, verb in (("condor_submit", "submit"), ("condor_rm", "rm")):
+        script = wrappers / name
+        script.write_text(f"#!/bin/sh\nexec {' '.join(ROOST)} {verb} \"$@\"\n")
+        script.chmod(0o755)
+    yield str(wrappers) + os.pathsep + path
+
+
+def test_dask_jobqueue_htcondorcluster_runs_workers_as_roost_jobs(
+        pool: PoolHandle, worker_python: str, condor_commands: str, jobdir: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from dask.distributed import Client
+    from dask_jobqueue import HTCondorCluster
+
+    monkeypatch.setenv("ROOST_HOME", str(pool.home))
+    monkeypatch.setenv("PATH", condor_commands)
+    monkeypatch.chdir(jobdir)
+    # the workers run on this host: the scheduler listens on loopback (no route lookup)
+    cluster = HTCondorCluster(cores=1, memory="200MB", disk="100MB", python=worker_python,
+                              scheduler_options={"host": "127.0.0.1"}, death_timeout=60)
+    try:
+        with Client(cluster) as client:
+            cluster.scale(jobs=2)
+            client.wait_for_workers(2, timeout=120)
+            futures = client.map(lambda x: x * x, range(20))
+            assert client.gather(futures) == [x * x for x in range(20)]
+            assert client.submit(sum, range(101)).result(timeout=60) == 5050
+            # the workers run as roost jobs do: as user nobody, in their sandboxes
+            assert set(client.run(os.getuid).values()) == {pwd.getpwnam("nobody").pw_uid}
+            job_ids = sorted(job.job_id for job in cluster.workers.values())
+            assert len(job_ids) == 2 and all(is_job_id(j) for j in job_ids)
+    finally:
+        cluster.close()
+    schedd = pool.schedd()
+    try:  # close() ran condor_rm on every worker job
+        schedd.wait(job_ids, timeout=60)
+        wait_until(lambda: len(schedd.history(ids=job_ids)) == 2, 10, "the workers' history records")
+        hist = schedd.history(ids=job_ids, projection=["JobStatus", "Cmd"])
+    finally:
+        schedd.close()
+    assert sorted((h["JobStatus"], h["Cmd"]) for h in hist) == [(3, "/bin/sh")] * 2
