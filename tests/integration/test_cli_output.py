@@ -30,7 +30,9 @@ def test_q_views(pool: PoolHandle, tmp_path: Path) -> None:
         assert out.splitlines() == [f"{c} {p} 5 /bin/sleep" for p in range(3)]
 
         out = pool.roost("q", f"{c}.1", "-af:jh", "RequestCpus * 2", check=True).stdout
-        assert out.splitlines() == ["ID RequestCpus * 2", f"{c}.1 2"]
+        # headings: columns as wide as their widest cell, " ID" as HTCondor heads the job id
+        wid = max(3, len(f"{c}.1"))
+        assert out.splitlines() == [f"{' ID':<{wid}} RequestCpus * 2", f"{c}.1".ljust(wid) + " 2"]
 
         ads = json.loads(pool.roost("q", "-json", f"{c}.2", check=True).stdout)
         assert len(ads) == 1 and ads[0]["ClusterId"] == c and ads[0]["ProcId"] == 2

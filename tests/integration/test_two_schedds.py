@@ -41,6 +41,16 @@ def test_two_schedds_on_one_host_each_with_its_own_queue(tmp_path: Path) -> None
         hist1 = pool.roost("history", "-af", "ClusterId", "Args", check=True).stdout.split()
         hist2 = pool.roost("history", "-name", f"second@{host}", "-af", "ClusterId", "Args", check=True).stdout.split()
         assert hist1 == ["1", "first"] and hist2 == ["1", "second"], (hist1, hist2)
+        # -global: a section per schedd; -submitter: that user's jobs in every schedd
+        (tmp_path / "held.sub").write_text("executable = /bin/true\nhold = true\nqueue\n")
+        pool.roost("submit", "held.sub", cwd=tmp_path, check=True)
+        pool.roost("submit", "-name", f"second@{host}", "held.sub", cwd=tmp_path, check=True)
+        q = pool.roost("q", "-global", "-allusers", check=True).stdout
+        assert q.count("-- Schedd: ") == 2 and f"-- Schedd: second@{host} : <" in q, q
+        assert q.count("Total for all users: 1 jobs;") == 2, q
+        owner = pool.roost("q", "-af", "Owner", check=True).stdout.strip()
+        q = pool.roost("q", "-submitter", owner, "-af", "ClusterId", "JobStatus", check=True).stdout
+        assert q.splitlines() == ["2 5", "2 5"], q
         q = pool.roost("q", "-name", "nosuch", check=False)
         assert q.returncode == 1 and "no schedd named nosuch" in q.stderr
     finally:

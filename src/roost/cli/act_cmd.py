@@ -31,6 +31,10 @@ def run(action: str, argv: list[str]) -> int:
     p.add_argument("-constraint", "--constraint", default=None, metavar="EXPR")
     p.add_argument("-all", "--all", action="store_true", help="every job (every job of yours unless root)")
     p.add_argument("-reason", "--reason", default=None, help="recorded in the job (HoldReason, RemoveReason)")
+    if action == "remove":
+        # condor_rm -forcex takes removed jobs out at once; here a removed job leaves the
+        # queue as soon as nothing runs for it, so the flag asks for nothing more
+        p.add_argument("-forcex", "--forcex", action="store_true", help="accepted for condor_rm's sake")
     add_pool_args(p)
     ns = p.parse_args(argv)
     if not ns.targets and not ns.constraint and not ns.all:

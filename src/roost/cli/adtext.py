@@ -12,64 +12,64 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
+from roost.cli.advalues import is_expr, to_classad, value_text
+
 _ATTR = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
-def is_expr(v: Any) -> bool:
-    return type(v) is str and v.startswith("/Expr(") and v.endswith(")/")
-
-
-def to_classad(obj: dict[str, Any]) -> Any:
-    # lazy: the ClassAd library (~25 ms) only when a view needs an ad (module docstring)
-    from roost.net.adwire import obj_to_ad
-
-    return obj_to_ad(obj)
-
-
-def value_text(v: Any) -> str:
-    """A value as ``-af`` prints it: strings bare, reals and the rest as ClassAd text."""
-    t = type(v)
-    if t is str:
-        return v[6:-2] if is_expr(v) else v
-    if t is bool:
-        return "true" if v else "false"
-    if t is int:
-        return str(v)
-    if v is None:
-        return "undefined"
-    if t is float:
-        # lazy: the ClassAd library only when a value needs it (module docstring)
-        from roost.classad.unparse import format_real_old
-
-        return format_real_old(v)
-    # lists and nested ads
-    # lazy: the ClassAd library only when a value needs it (module docstring)
-    from roost.classad.convert import ad_pairs
-    from roost.classad.jsonparse import json_to_ad
-    from roost.classad.unparse import unparse
-
-    return unparse(ad_pairs(json_to_ad({"v": v}))[0][1])
-
-
 class AutoFormat:
-    """``-af[:jlhtr,] ATTR|EXPR ...``: one line per ad, values separated by spaces.
+    """``-af[:jlhtrV,ngTY] ATTR|EXPR ...``: one line per ad, values separated by spaces.
 
     Flags as in HTCondor: ``j`` prefix the job id, ``l`` label each value
-    (``Name = value``), ``h`` print a heading line, ``t`` tab-separate, ``,``
-    comma-separate, ``r`` raw (ClassAd text, strings quoted).
+    (``Name = value``), ``h`` print a heading line, ``t`` a tab before each value
+    instead of a space, ``,`` a comma after each value but the last, ``n`` a newline
+    after each value but the last, ``g`` no space before values and a newline
+    before each ad, ``r`` raw (unevaluated ClassAd text), ``V`` ClassAd text
+    (strings quoted), ``T`` seconds as ``D+HH:MM:SS``, ``Y`` a Unix time as a date.
     """
 
     def __init__(self, exprs: list[str], flags: str = "") -> None:
         self.exprs = exprs
         self.flags = flags
-        self.sep = "\t" if "t" in flags else ("," if "," in flags else " ")
+        self.prefix: str = " "  # before each value but the first
+        self.suffix: str = ""   # after each value but the last
+        self.row: str = ""      # before each ad
+        for f in flags:
+            if f == ",":
+                self.suffix = ","
+            elif f == "n":
+                self.suffix = "\n"
+            elif f == "g":
+                self.prefix, self.row = "", "\n"
+            elif f == "t":
+                self.prefix = "\t"
+        self.sep = self.suffix + self.prefix
         self._plain = [bool(_ATTR.match(e)) for e in exprs]
+        self._printf = None
+        for letter in "rVYT":
+            if letter in flags:
+                # lazy: %V, %T, %Y of -format (and the ClassAd helpers) only for these flags
+                from roost.cli.printf import PrintfFormat
 
-    def heading(self) -> str | None:
+                self._printf = [PrintfFormat("%" + ("r" if letter == "r" else letter), e) for e in exprs]
+                break
+
+    def headings(self) -> list[str] | None:
+        """``h``: the column headings (`` ID`` for ``j``, then each attribute or expression)."""
         if "h" not in self.flags:
             return None
-        names = (["ID"] if "j" in self.flags else []) + self.exprs
-        return self.sep.join(names)
+        return ([" ID"] if "j" in self.flags else []) + self.exprs
+
+    def table(self, objs: list[dict[str, Any]]) -> str:
+        """``h``: the headings and the values in columns as wide as their widest cell,
+        left-aligned, as HTCondor's tools print ``-af:h`` (no trailing blanks)."""
+        rows = [self.headings() or []] + [self.cells(o) for o in objs]
+        widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+        out = []
+        for r in rows:
+            line = self.sep.join(c.ljust(w) for c, w in zip(r, widths))
+            out.append(self.row + line.rstrip() + "\n")
+        return "".join(out)
 
     def _value(self, obj: dict[str, Any], expr: str, plain: bool, ad: list[Any]) -> str:
         if plain:
@@ -79,7 +79,7 @@ class AutoFormat:
                 low = expr.lower()
                 v = next((val for k, val in obj.items() if k.lower() == low), None)
             if not is_expr(v):
-                return _raw(v) if "r" in self.flags else value_text(v)
+                return value_text(v)
         if not ad:
             ad.append(to_classad(obj))
         # lazy: the ClassAd library only for expressions (module docstring)
@@ -89,28 +89,26 @@ class AutoFormat:
             result = ExprTree(expr).eval(ad[0])
         except Exception:
             return "error"
-        return _eval_text(result, "r" in self.flags)
+        return _eval_text(result, False)
 
     def line(self, obj: dict[str, Any]) -> str:
+        return self.row + self.sep.join(self.cells(obj))
+
+    def cells(self, obj: dict[str, Any]) -> list[str]:
         ad: list[Any] = []
-        vals = [self._value(obj, e, p, ad) for e, p in zip(self.exprs, self._plain)]
+        if self._printf is not None:
+            vals = [f.text(obj, ad) or value_text(None) for f in self._printf]
+        else:
+            vals = [self._value(obj, e, p, ad) for e, p in zip(self.exprs, self._plain)]
         if "l" in self.flags:
             vals = [f"{e} = {v}" for e, v in zip(self.exprs, vals)]
         if "j" in self.flags:
-            vals.insert(0, f"{obj.get('ClusterId')}.{obj.get('ProcId')}")
-        return self.sep.join(vals)
+            job = f"{obj.get('ClusterId')}.{obj.get('ProcId')}"
+            vals.insert(0, f"ID = {job}" if "l" in self.flags else job)
+        return vals
 
 
 _MISSING = object()
-
-
-def _raw(v: Any) -> str:
-    if type(v) is str and not is_expr(v):
-        # lazy: the ClassAd library only when a value needs it (module docstring)
-        from roost.classad.unparse import quote
-
-        return quote(v)
-    return value_text(v)
 
 
 def _eval_text(result: Any, raw: bool) -> str:
@@ -167,5 +165,47 @@ def ads_text(ads: list[dict[str, Any]], *, json: bool, long: bool, af: Any, af_f
     if long or not af:
         return long_text(ads)
     fmt = AutoFormat(af, af_flags)
-    head = fmt.heading()
-    return "".join(ln + "\n" for ln in ([head] if head else []) + [fmt.line(a) for a in ads])
+    if fmt.headings() is not None:
+        return fmt.table(ads)
+    return "".join(fmt.line(a) + "\n" for a in ads)
+
+
+def _xml_escape(s: str) -> str:
+    return s.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def _xml_value(v: Any) -> str:
+    t = type(v)
+    if t is str:
+        if is_expr(v):
+            return f"<e>{_xml_escape(v[6:-2])}</e>"
+        return f"<s>{_xml_escape(v)}</s>"
+    if t is bool:
+        return f'<b v="{"t" if v else "f"}"/>'
+    if t is int:
+        return f"<i>{v}</i>"
+    if t is float:
+        if v != v:
+            return "<r>NaN</r>"
+        if v in (float("inf"), float("-inf")):
+            return "<r>INF</r>" if v > 0 else "<r>-INF</r>"
+        return "<r>0.0</r>" if v == 0 else f"<r>{v:1.15E}</r>"
+    if v is None:
+        return "<un/>"
+    if t is list:
+        return "<l>" + "".join(_xml_value(x) for x in v) + "</l>"
+    if t is dict:
+        return "<c>" + "".join(f'<a n="{_xml_escape(str(k))}">{_xml_value(x)}</a>' for k, x in v.items()) + "</c>"
+    return f"<s>{_xml_escape(str(v))}</s>"
+
+
+def xml_text(objs: Iterable[dict[str, Any]]) -> str:
+    """``-xml``: HTCondor's XML ClassAd document (``<classads><c><a n=...>``), one ``<c>`` per ad."""
+    out = ['<?xml version="1.0"?>\n<!DOCTYPE classads SYSTEM "classads.dtd">\n<classads>\n']
+    for obj in objs:
+        out.append("<c>\n")
+        for name, v in obj.items():
+            out.append(f'    <a n="{_xml_escape(name)}">{_xml_value(v)}</a>\n')
+        out.append("</c>\n")
+    out.append("</classads>\n")
+    return "".join(out)

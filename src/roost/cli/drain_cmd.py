@@ -145,8 +145,13 @@ def _switch(argv: list[str], prog: str, cmd: str, description: str, done: str) -
     p = _parser(prog, description)
     p.add_argument("-daemon", "--daemon", metavar="NAME",
                    help="stop (off) or start (on) this daemon of the host instead, through its master")
+    # condor_off/condor_on's subsystem flags: -startd is -daemon STARTD
+    for sub in ("master", "startd", "schedd", "collector", "negotiator"):
+        p.add_argument(f"-{sub}", f"--{sub}", dest="daemon", action="store_const", const=sub.upper(),
+                       help=f"-daemon {sub.upper()}")
     if prog == "off":
         p.add_argument("-fast", "--fast", action="store_true", help="with -daemon: kill it, no graceful stop")
+        p.add_argument("-graceful", "--graceful", action="store_true", help="with -daemon: the default")
     ns = p.parse_args(argv)
     _machine(ns)
     if ns.daemon:

@@ -28,7 +28,7 @@ from roost.cli.jobview import (
     totals_line,
 )
 from roost.cli.options import Parser, UsageError, pool_spec
-from roost.cli.restrict import Restriction, error_line, split_af
+from roost.cli.restrict import Restriction, error_line, split_af, split_format
 
 BATCH_ATTRS = ["ClusterId", "ProcId", "Owner", "JobBatchName", "QDate", "JobStatus", "TotalSubmitProcs",
                "DAG_NodesTotal", "DAG_NodesDone"]
@@ -54,6 +54,9 @@ SPEC = {
     "af": ("values", "print these attributes or expressions, one line per job (-af:jlht, flags)"),
     "long": ("flag", "every attribute of each job"),
     "json": ("flag", "the jobs as a JSON array of ads"),
+    "xml": ("flag", "the jobs as HTCondor's XML ClassAd document"),
+    "global": ("flag", "every schedd of the pool, one section each"),
+    "submitter": ("value", "the jobs of this user, in every schedd of the pool"),
     "attributes": ("value", "comma-separated attributes for -long/-json"),
     "allusers": ("flag", "every user's jobs"),
     "wide": ("flag", "do not truncate the command"),
@@ -62,15 +65,17 @@ SPEC = {
     "better-analyze": ("flag", "-analyze with each Requirements clause, the pool's values and slot policies"),
     **pool_spec("schedd"),
 }
-USAGE = "[options] [ID|USER ...]   (IDs: CLUSTER or CLUSTER.PROC)"
+USAGE = "[options] [-format FMT ATTR ...] [ID|USER ...]   (IDs: CLUSTER or CLUSTER.PROC)"
 # Other spellings. Any unambiguous prefix works too, as in condor_q: -ba is -batch,
 # -be/-better is -better-analyze, -an is -analyze; -b alone is ambiguous.
-ALIASES = {"autoformat": "af", "l": "long", "analyse": "analyze", "better-analyse": "better-analyze"}
+ALIASES = {"autoformat": "af", "l": "long", "analyse": "analyze", "better-analyse": "better-analyze",
+           "n": "name", "all-users": "allusers"}  # condor_q: -n is -name (not -nobatch)
 
 
 def main(argv: list[str]) -> int:
     argv, af_flags = split_af(argv)
     try:
+        argv, formats = split_format(argv)
         ns = Parser("roost q", USAGE, SPEC, ALIASES).parse(argv)
         limit = int(ns.limit) if ns.limit is not None else None  # type: ignore[call-overload]
     except (UsageError, ValueError) as e:
@@ -82,29 +87,86 @@ def main(argv: list[str]) -> int:
         if flag:
             constraint = f"({constraint}) && {expr}" if constraint else expr
     me = current_user()
-    owner = r.owner()
+    owner = ns.submitter or r.owner()
     if owner is None and not r.users and not r.ids and not ns.allusers and os.geteuid() != 0:
         owner = me  # condor_q's default: only my jobs, unless I am a queue superuser
+    view = View(ns, af_flags, formats, constraint, owner, r.ids, limit, me)
     try:
-        schedd = Schedd(name=ns.name, pool=ns.pool)  # type: ignore[arg-type]
+        if ns.values["global"] or ns.submitter:
+            names = _schedd_names(ns.pool, ns.name)
+            if not names:
+                print("All queues are empty", file=sys.stderr)
+                return 0
+            rc = 0
+            for name in names:
+                try:
+                    view.show(Schedd(name=name, pool=ns.pool))  # type: ignore[arg-type]
+                except PoolError as e:  # one schedd down: say so, list the others
+                    print(error_line("roost q", e), file=sys.stderr)
+                    rc = 1
+            return rc
+        return view.show(Schedd(name=ns.name, pool=ns.pool))  # type: ignore[arg-type]
+    except PoolError as e:
+        print(error_line("roost q", e), file=sys.stderr)
+        return 1
+
+
+def _schedd_names(pool: str | None, name: str | None) -> list[str]:
+    """Every schedd of the pool (-global, -submitter), by name; -name keeps one."""
+    # lazy: only -global/-submitter ask the collector for the pool's schedds
+    from roost.api.collector import Collector
+    from roost.cli.options import collector_for
+
+    try:
+        address = collector_for(pool)
+    except ValueError as e:
+        raise PoolError(str(e)) from None
+    collector = Collector(address=address)
+    try:
+        ads = collector.query_objs("Scheduler", projection=["Name", "MyAddress"])
+    finally:
+        collector.close()
+    names = sorted({str(a["Name"]) for a in ads if isinstance(a.get("Name"), str)})
+    return [n for n in names if name is None or n == name]
+
+
+class View:
+    """What one schedd's section prints, as the options chose (no dataclass: it imports too much)."""
+
+    def __init__(self, ns: Any, af_flags: str, formats: list[tuple[str, str]], constraint: str | None,
+                 owner: str | None, ids: list[str], limit: int | None, me: str) -> None:
+        self.ns, self.af_flags, self.formats = ns, af_flags, formats
+        self.constraint, self.owner, self.ids, self.limit, self.me = constraint, owner, ids, limit, me
+
+    def show(self, schedd: Any) -> int:
+        ns, constraint, owner, limit = self.ns, self.constraint, self.owner, self.limit
         if ns.analyze or ns.values["better-analyze"]:
-            return _analyze(schedd, constraint, owner, r.ids, bool(ns.values["better-analyze"]), limit)
+            return _analyze(schedd, constraint, owner, self.ids, bool(ns.values["better-analyze"]), limit)
         if ns.totals:
-            filters = _filters(constraint, owner, r.ids)
+            filters = _filters(constraint, owner, self.ids)
             counts = schedd.call("QUERY_JOBS", totals=True, **filters)["totals"]
             _header(schedd)
             # Without filters the query's totals are everyone's: one request, not two.
-            _print_totals(schedd, counts, me, everyone=None if filters else counts)
+            _print_totals(schedd, counts, self.me, everyone=None if filters else counts)
             return 0
-        if ns.af or ns.long or ns.json or ns.attributes:
+        if self.formats:
+            exprs = [e for _f, e in self.formats]
+            projection = exprs if all(e.isidentifier() for e in exprs) else None
+            jobs = schedd.query_objs(constraint, projection, owner=owner, ids=self.ids, limit=limit)
+            # lazy: only -format prints printf columns (the ClassAd helpers of adtext)
+            from roost.cli.printf import PrintfFormat, format_ads
+
+            sys.stdout.write(format_ads(jobs, [PrintfFormat(f, e) for f, e in self.formats]))
+            return 0
+        if ns.af or ns.long or ns.json or ns.xml or ns.attributes:
             projection = ns.af if ns.af and all(a.isidentifier() for a in ns.af) else None
             if ns.attributes:
                 projection = [a.strip() for a in ns.attributes.split(",") if a.strip()]
-            jobs = schedd.query_objs(constraint, projection, owner=owner, ids=r.ids, limit=limit)
-            return _print_ads(jobs, ns, af_flags)
+            jobs = schedd.query_objs(constraint, projection, owner=owner, ids=self.ids, limit=limit)
+            return _print_ads(jobs, ns, self.af_flags)
         nobatch = ns.nobatch or ns.run or ns.dag
         view = HOLD_ATTRS if ns.hold else IO_ATTRS if ns.io else (JOB_ATTRS + DAG_ATTRS if nobatch else BATCH_ATTRS)
-        raw = schedd.query_raw(constraint, view, owner=owner, ids=r.ids, limit=limit)
+        raw = schedd.query_raw(constraint, view, owner=owner, ids=self.ids, limit=limit)
         if ns.dag:
             raw = _dag_order(raw)
         _header(schedd)
@@ -117,18 +179,15 @@ def main(argv: list[str]) -> int:
             _job_view(raw, out, ns.wide)
         else:
             _batch_view(raw, out)
-        if constraint or owner or r.ids or limit is not None:
+        if constraint or owner or self.ids or limit is not None:
             out.write("\n" + totals_line("query", _raw_totals(raw)) + "\n")
-            _print_totals(schedd, None, me)
+            _print_totals(schedd, None, self.me)
         else:
             # Unfiltered, the query is everyone's jobs: the schedd's counters say it at once.
             everyone = schedd.call("QUERY_JOBS", totals=True)["totals"]
             out.write("\n")
-            _print_totals(schedd, everyone, me, everyone=everyone)
-    except PoolError as e:
-        print(error_line("roost q", e), file=sys.stderr)
-        return 1
-    return 0
+            _print_totals(schedd, everyone, self.me, everyone=everyone)
+        return 0
 
 
 ANALYZE_DEFAULT = 5  # jobs -analyze looks at when no ids are given
@@ -254,6 +313,9 @@ def _print_ads(jobs: list[dict[str, Any]], ns: Any, af_flags: str) -> int:
     # lazy: only -af/-long/-json print ads; adtext compiles a regex on import (~1 ms)
     from roost.cli import adtext
 
+    if ns.xml:
+        sys.stdout.write(adtext.xml_text(jobs))
+        return 0
     sys.stdout.write(adtext.ads_text(jobs, json=ns.json, long=ns.long, af=ns.af, af_flags=af_flags))
     return 0
 

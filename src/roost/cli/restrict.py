@@ -19,6 +19,28 @@ def split_af(argv: list[str]) -> tuple[list[str], str]:
     return out, flags
 
 
+def split_format(argv: list[str], shortest: int = 1) -> tuple[list[str], list[tuple[str, str]]]:
+    """Take every ``-format FMT EXPR`` out of argv (``-f``, ``-fo`` ... as condor_q allows;
+    ``shortest``: the fewest letters of "format" that name it): (the rest, the pairs).
+    ValueError when one lacks its two arguments. The columns are built by
+    ``roost.cli.printf`` only when there are some."""
+    rest: list[str] = []
+    pairs: list[tuple[str, str]] = []
+    i = 0
+    while i < len(argv):
+        a = argv[i]
+        word = a.lstrip("-")
+        if a.startswith("-") and len(word) >= shortest and "format".startswith(word):
+            if i + 2 >= len(argv):
+                raise ValueError(f"{a} needs a format and an attribute (-format FMT ATTR)")
+            pairs.append((argv[i + 1], argv[i + 2]))
+            i += 3
+            continue
+        rest.append(a)
+        i += 1
+    return rest, pairs
+
+
 class Restriction:
     """Job ids and user names from the command line (no dataclass: it imports too much)."""
 

@@ -153,9 +153,9 @@ def main(argv: list[str]) -> int:
     out = sys.stdout
     if many["format"]:
         # lazy: only -format prints printf conversions
-        from roost.cli import printf_format
+        from roost.cli import printf
 
-        out.write(printf_format.text(many["format"], ads))
+        out.write(printf.text(many["format"], ads))
         return 0
     if view == "custom":
         # lazy: only -af/-long/-json print ads; adtext compiles a regex on import (~1 ms)

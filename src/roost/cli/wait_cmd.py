@@ -32,6 +32,8 @@ def main(argv: list[str]) -> int:
     p.add_argument("-num", "--num", type=int, default=None,
                    help="with a log file: done once this many jobs have finished")
     p.add_argument("-quiet", "--quiet", action="store_true", help="no progress output")
+    p.add_argument("-echo", "--echo", action="store_true", help="with a log file: print each event as it is read")
+    p.add_argument("-debug", "--debug", action="store_true", help="accepted for condor_wait's sake")
     add_pool_args(p)
     ns = p.parse_args(argv)
     first = ns.targets[0]
@@ -39,7 +41,7 @@ def main(argv: list[str]) -> int:
         if not os.path.exists(first):
             print(f"roost wait: {first} is neither a job id nor an existing event log", file=sys.stderr)
             return 2
-        return wait_log(first, ns.targets[1:], ns.wait, ns.num, ns.quiet)
+        return wait_log(first, ns.targets[1:], ns.wait, ns.num, ns.quiet, echo=ns.echo)
     bad = [t for t in ns.targets if not is_job_id(t)]
     if bad:
         print(f"roost wait: not a job id: {' '.join(bad)}", file=sys.stderr)
@@ -71,9 +73,10 @@ def wait_ids(ids: list[str], timeout: float | None, quiet: bool, *, name: str | 
     return 0
 
 
-def wait_log(path: str, ids: list[str], timeout: float | None, num: int | None, quiet: bool) -> int:
+def wait_log(path: str, ids: list[str], timeout: float | None, num: int | None, quiet: bool, *,
+             echo: bool = False) -> int:
     # lazy: only waiting on an event log reads one (importing roost.eventlog costs ~30 ms)
-    from roost.eventlog import EventLogFollower, EventType
+    from roost.eventlog import EventLogFollower, EventType, format_event
 
     want = [parse_job_id(i) for i in ids]
 
@@ -81,6 +84,9 @@ def wait_log(path: str, ids: list[str], timeout: float | None, num: int | None, 
         return not want or any(c == wc and (wp is None or p == wp) for wc, wp in want)
 
     follower = EventLogFollower(path)
+    # "3/5 jobs done" lines on a terminal only: condor_wait prints just its verdict, and
+    # scripts read it
+    tty = sys.stdout.isatty()
     submitted: set[tuple[int, int]] = set()
     finished: set[tuple[int, int]] = set()
     deadline = None if timeout is None else time.monotonic() + timeout
@@ -90,13 +96,15 @@ def wait_log(path: str, ids: list[str], timeout: float | None, num: int | None, 
             key = (ev.cluster, ev.proc)
             if not wanted(*key):
                 continue
+            if echo:
+                sys.stdout.write(format_event(ev))
             if ev.type == EventType.SUBMIT:
                 submitted.add(key)
             elif ev.type in (EventType.JOB_TERMINATED, EventType.JOB_ABORTED):
                 finished.add(key)
                 submitted.add(key)
         done = len(finished)
-        if not quiet:
+        if not quiet and tty:
             line = f"{done}/{len(submitted)} jobs done"
             if line != last:
                 print(line, flush=True)

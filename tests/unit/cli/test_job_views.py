@@ -61,4 +61,4 @@ def test_autoformat_plain_attributes_and_expressions():
     line = af.line({"Owner": "alice", "RequestCpus": 2, "Rank": "/Expr(RequestCpus + 1)/"})
     assert line == "alice 2 4 undefined 3"  # -af evaluates, as condor_q -af does
     af = AutoFormat(["Owner"], "jl")
-    assert af.line({"ClusterId": 3, "ProcId": 1, "Owner": "bob"}) == "3.1 Owner = bob"
+    assert af.line({"ClusterId": 3, "ProcId": 1, "Owner": "bob"}) == "ID = 3.1 Owner = bob"  # as condor_q labels it

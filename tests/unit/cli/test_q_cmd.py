@@ -47,3 +47,10 @@ def test_io_view_shows_transfer_and_checkpoint_state() -> None:
     cols = running.split()
     assert cols[:8] == ["3.0", "ann", "R", "20.0", "1.5", "out", "2", "21.0"] and cols[-1] == "out"
     assert idle.split() == ["3.1", "ann", "I", "0.0", "0.0", "-", "0", "-", "-", "-"]
+
+
+def test_condor_q_short_spellings() -> None:
+    o = parse("-n", "schedd@h", "-p", "cm:9618", "-s", "alice", "-g", "-c", "true", "-all-users", "-x")
+    assert (o.name, o.pool, o.submitter, o.values["global"], o.constraint) == ("schedd@h", "cm:9618", "alice",
+                                                                              True, "true")
+    assert o.allusers is True and o.xml is True

@@ -88,9 +88,13 @@ class ClaimReuse:
         window.sort(key=order)
         return window
 
+    def forget_priorities(self) -> None:
+        """A user changed ``JobPrio`` (condor_prio, condor_qedit): look again."""
+        self._prio_cache.clear()
+
     def _prio_clusters(self, owner: str) -> list[int]:
         """The owner's clusters whose cluster ad or procs set a non-zero ``JobPrio``;
-        recomputed only once a new cluster has been submitted."""
+        recomputed only once a new cluster has been submitted or a priority edited."""
         version = self.queue.next_cluster
         cached = self._prio_cache.get(owner)
         if cached is not None and cached[0] == version:

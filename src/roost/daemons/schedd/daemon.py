@@ -141,6 +141,7 @@ class Schedd(Daemon):
             ads_changed=self.ads_changed, reschedule=self.reschedule,
         )
         queries = QueueCalls(jobs, rights)
+        queries.on_prio_edit = reuse.forget_priorities
         dedicated = self.dedicated = DedicatedScheduler(
             shadows, schedd_name=self.daemon_name, spool=str(self.spool_dir), config=self.config,
             query_slots=self._dedicated_slots, reschedule=self.reschedule, ads_changed=self.ads_changed)

@@ -74,6 +74,8 @@ class QueueCalls:
         self.queue = jobs.queue
         self.store = jobs.store
         self._constraint_cache: dict[str, Any] = {}
+        #: called after an EDIT of JobPrio (claim reuse caches who has priorities)
+        self.on_prio_edit: Any = None
 
     # -- QUERY_JOBS -----------------------------------------------------------------------
     def _constraint(self, text: str) -> Any:
@@ -313,6 +315,8 @@ class QueueCalls:
         for job in jobs:
             await self.jobs.report(job, self.jobs.set_ops(job, values), [])
             done.append(job.id)
+        if done and self.on_prio_edit is not None and any(n.lower() == "jobprio" for n in values):
+            self.on_prio_edit()
         return {"count": len(done), "ids": done}
 
     # -- WAIT_JOBS ------------------------------------------------------------------------
