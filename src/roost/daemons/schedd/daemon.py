@@ -73,7 +73,7 @@ class Schedd(Daemon):
         self.fsync = cfg.get_bool("SCHEDD_FSYNC", True) is not False
         self.max_history = int(cfg.get_int("MAX_HISTORY_ROWS", 1000000) or 1000000)
         self.max_running = int(cfg.get_int("MAX_JOBS_RUNNING", 10000) or 10000)
-        self.userlogs = UserLogs()
+        self.userlogs = UserLogs(config=cfg)
         # users are user@UID_DOMAIN: submitter names, job owners (read once: a RECONFIG
         # that changed it would rename every submitter mid-queue)
         self.uid_domain = uid_domain(cfg)

@@ -35,10 +35,8 @@ from roost.eventlog import (
     Usage,
 )
 from roost.eventlog.events import Event
-from roost.eventlog.writer import EventFormatter
 
 log = logging.getLogger("roost.schedd")
-_FORMAT = EventFormatter()  # the user logs' own format (userlog.UserLogs)
 
 #: Running or Suspended: the job holds a claim and a starter runs it
 _ON_A_SLOT = (jp.RUNNING, jp.SUSPENDED)
@@ -129,7 +127,7 @@ class JobLifecycle:
         await self.store.commit(ops)
 
     def write_events(self, job: Job, events: list[Event]) -> None:
-        self.userlogs.write(log_paths(job.get), events, job.owner)
+        self.userlogs.write(log_paths(job.get), events, job.owner, job.get)
 
     def idle_arrived(self, job: Job) -> None:
         self._on_idle(job)
@@ -213,25 +211,26 @@ class JobLifecycle:
         self._mark_unsettled(job.cluster.id)
         if done:
             self._hide_done(job)
-        text = _FORMAT.format_many(events) if paths else ""
-        event_ids = [next(self._event_ids) for _ in paths] if text else []
-        for event_id, path in zip(event_ids, paths):
+        texts = self.userlogs.texts(paths, events, job.get) if events else {}
+        event_ids = [next(self._event_ids) for p in paths if texts.get(p)]
+        for event_id, path in zip(event_ids, [p for p in paths if texts.get(p)]):
             ops.append(("INSERT INTO pending_events (id, path, owner, text) VALUES (?, ?, ?, ?)",
-                        (event_id, path, job.owner, text)))
+                        (event_id, path, job.owner, texts[path])))
         durable = self.store.submit(ops)
         self.host.spawn(
-            self._report_exit(job, durable, paths, text, event_ids, decision.action == "requeue", done),
+            self._report_exit(job, durable, texts, events, event_ids, decision.action == "requeue", done),
             f"exit-{job.id}",
         )
 
     async def _report_exit(
-        self, job: Job, durable: asyncio.Future[None], paths: list[str], text: str, event_ids: list[int],
-        requeued: bool, done: bool = False,
+        self, job: Job, durable: asyncio.Future[None], texts: dict[str, str], events: list[Event],
+        event_ids: list[int], requeued: bool, done: bool = False,
     ) -> None:
         try:
             await durable
             log.debug("job %s: exit committed", job.id)
-            for path in paths:
+            self.userlogs.to_pool(events, job.get)
+            for path, text in texts.items():
                 self.userlogs.write_text(path, text, job.owner)
             if event_ids:
                 self.store.queue([("DELETE FROM pending_events WHERE id = ?", (i,)) for i in event_ids])
@@ -283,7 +282,7 @@ class JobLifecycle:
             if ops:
                 await self.commit(ops)
             if events:
-                self.userlogs.write(path if path is not None else log_paths(job.get), events, job.owner)
+                self.userlogs.write(path if path is not None else log_paths(job.get), events, job.owner, job.get)
         finally:
             self._mark_settled(job.cluster.id)
             if done:
