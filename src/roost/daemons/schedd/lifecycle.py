@@ -109,6 +109,8 @@ class JobLifecycle:
 
     #: the spool's checkpoint store (roost.daemons.schedd.checkpoints), set by the schedd
     checkpoints: Any = None
+    #: job mail (roost.daemons.schedd.notify.Notifier), set by the schedd when mail is configured
+    notifier: Any = None
 
     def replay_pending_events(self) -> int:
         """At start: write what a killed predecessor committed and may not have logged
@@ -234,6 +236,8 @@ class JobLifecycle:
                 self.userlogs.write_text(path, text, job.owner)
             if event_ids:
                 self.store.queue([("DELETE FROM pending_events WHERE id = ?", (i,)) for i in event_ids])
+            if self.notifier is not None:
+                self._mail_exit(job)
         finally:
             self._mark_settled(job.cluster.id)
             if done:
@@ -241,6 +245,18 @@ class JobLifecycle:
         self.changed(job)
         if requeued:
             self.idle_arrived(job)
+
+    def _mail_exit(self, job: Job) -> None:
+        """Mail the job's owner about its end (a hold by the exit policy is a hold)."""
+        try:
+            if job.status == jp.HELD:
+                reason = job.get("HoldReason")
+                self.notifier.job_held(job.get, reason if isinstance(reason, str) else "")
+            elif job.status == jp.COMPLETED:
+                ad = job.classad()
+                self.notifier.job_exited(job.get, lambda n: str(ad.lookup(n)) if n in ad else None)
+        except Exception as e:  # noqa: BLE001 - mail never stops a job
+            log.warning("job %s: no mail: %s", job.id, e)
 
     def _mark_unsettled(self, cid: int) -> None:
         self._unsettled[cid] = self._unsettled.get(cid, 0) + 1
@@ -408,6 +424,8 @@ class JobLifecycle:
             job.busy = False
         ops = self.set_ops(job, self._hold_attrs(job, reason, code, subcode), jp.HELD)
         await self.report(job, ops, [held_event(job, reason, code, subcode)])
+        if self.notifier is not None:
+            self.notifier.job_held(job.get, reason)
         if was_running and vacate:
             self.vacate(job)
         return True
@@ -438,6 +456,8 @@ class JobLifecycle:
             ops += self.finish_ops(job)
         await self.report(job, ops, [AbortedEvent(job.cluster.id, job.proc, time.time(), reason=reason)], paths,
                           done=True)
+        if self.notifier is not None:
+            self.notifier.job_removed(job.get, reason)
         if was_running:
             self.vacate(job)
         return True
