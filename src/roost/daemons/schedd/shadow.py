@@ -402,12 +402,12 @@ class Shadow:
             self.disconnected = False
             log.info("job %s: contact with %s regained", job.id, name)
             event: Any = ReconnectedEvent(job.cluster.id, job.proc, time.time(), startd_name=name,
-                                          startd_addr=self.startd_address, starter_addr=self.startd_address)
+                                          startd_addr=f"<{self.startd_address}>", starter_addr=f"<{self.startd_address}>")
         else:
             self.disconnected = True
             log.warning("job %s: contact with %s lost (%s); trying again until the lease ends", job.id, name, why)
             event = DisconnectedEvent(job.cluster.id, job.proc, time.time(), startd_name=name,
-                                      startd_addr=self.startd_address,
+                                      startd_addr=f"<{self.startd_address}>",
                                       reason="Socket between submit and execute hosts closed unexpectedly")
         self.jobs.write_events(job, [event])
 
@@ -552,8 +552,8 @@ class Shadow:
         self.exit = asyncio.get_running_loop().create_future()
         self.started_at = float(job.get("JobCurrentStartDate") or time.time())
         self.jobs.write_events(job, [ReconnectedEvent(job.cluster.id, job.proc, time.time(), startd_name=self.slot_name,
-                                                      startd_addr=self.startd_address,
-                                                      starter_addr=self.startd_address)])
+                                                      startd_addr=f"<{self.startd_address}>",
+                                                      starter_addr=f"<{self.startd_address}>")])
         n = job.get("NumShadowStarts", 0)  # a new shadow took the job on, as HTCondor counts it
         self.jobs.host.spawn(self.jobs.commit(self.jobs.set_ops(job, {"NumShadowStarts": (n if isinstance(n, int) else 0) + 1})),
                              f"shadow-starts-{job.id}")
