@@ -201,6 +201,10 @@ class Shadow:
         self.jobs_run = 0
         self._keepalive: asyncio.Task[None] | None = None
         self.disconnected = False  # a 022 was written for the running job, no 023 yet
+        # 001 is written when the job began (the starter's first "running" report, which
+        # follows its input transfer, as in HTCondor), once the Running state is committed
+        self._execute_due = False
+        self._began = False
         self._match_cache: dict[Any, bool] = {}
         self.preempting = False  # the claim preempts another job: activation waits for its exit
         self.submitter: str | None = None  # the accounting name the claim serves
@@ -430,6 +434,10 @@ class Shadow:
         """A JOB_UPDATE from the starter for the current job."""
         state = update.get("state")
         if state == "running":
+            if self._execute_due and self.job is not None:
+                self._execute_due = False
+                self._write_execute(self.job)
+            self._began = True
             pid = update.get("pid")
             if isinstance(pid, int) and self.job is not None:
                 log.debug("job %s running as pid %d", self.job.id, pid)
@@ -469,6 +477,7 @@ class Shadow:
         self.exit = asyncio.get_running_loop().create_future()
         self.transfer_error = None
         self.bytes_sent = self.bytes_recvd = 0
+        self._began = self._execute_due = False
         try:
             activated = await self._activate(job)
         except (RemoteError, ConnectionError) as e:
@@ -488,11 +497,14 @@ class Shadow:
             user = activated.get("user") if isinstance(activated, dict) else None
             await jobs.mark_running(job, self.slot_name, self, claim,
                                     {"ExecuteUser": user} if isinstance(user, str) else None)
-            self._write_execute(job)
+            if self._began:
+                self._write_execute(job)
+            else:
+                self._execute_due = True
         return await self._await_exit(job)
 
     def _write_execute(self, job: Job) -> None:
-        """The execute event (after the Running state is committed)."""
+        """The execute event (after the Running state is committed and the job began)."""
         host = self.slot_obj.get("MyAddress") or self.startd_address
         self.jobs.write_events(
             job,
@@ -567,6 +579,9 @@ class Shadow:
         s = self.jobs
         assert self.exit is not None
         update = await self.exit
+        if self._execute_due:  # it ended (or failed to start) before saying it began
+            self._execute_due = False
+            self._write_execute(job)
         log.debug("job %s: %s on %s", job.id, update.get("state"), self.slot_name)
         self.exit = None
         self.job = None
