@@ -432,6 +432,8 @@ class Shadow:
 
     def report(self, update: dict[str, Any]) -> None:
         """A JOB_UPDATE from the starter for the current job."""
+        if self.disconnected:
+            self._log_contact(True)  # the execute side reached us: contact is back
         state = update.get("state")
         if state == "running":
             if self._execute_due and self.job is not None:
