@@ -115,3 +115,31 @@ def test_job_form_decides_each_logs_form(tmp_path) -> None:
     assert (tmp_path / "b.log").read_text().startswith("<c>\n")  # the job's
     assert (tmp_path / "n.log").read_text().startswith("000 (")  # DAGMan's nodes log: text
     assert [e.cluster for f in ("a.log", "b.log", "n.log") for e in read_events(tmp_path / f)] == [1, 2, 3]
+
+
+def test_mail_program_gets_subject_address_and_body(tmp_path) -> None:
+    """Without SMTP_SERVER, MAIL is run as ``MAIL -s subject address`` with the body on
+    its input (HTCondor's Unix mailer); a failing program is logged, never raised."""
+    import asyncio
+
+    out = tmp_path / "mail.out"
+    prog = tmp_path / "mailer"
+    prog.write_text(f"#!/bin/sh\nprintf '%s|' \"$@\" > {out}\ncat >> {out}\n")
+    prog.chmod(0o755)
+    bad = tmp_path / "badmailer"
+    bad.write_text("#!/bin/sh\necho no relay >&2\nexit 3\n")
+    bad.chmod(0o755)
+
+    async def send(program) -> Notifier:
+        n = Notifier.from_config(config(tmp_path, f"MAIL = {program}\nFULL_HOSTNAME = ap.test\n"), "users.test")
+        assert n is not None and n.smtp is None
+        n.job_exited(getter(ClusterId=7, ProcId=1, Owner="alice", JobNotification=1, ExitCode=0, Cmd="/bin/true"))
+        await n.close()
+        return n
+
+    n = asyncio.run(send(prog))
+    assert n.sent == 1
+    text = out.read_text()
+    assert text.startswith("-s|[Condor] Condor Job 7.1|alice@users.test|This is an automated email from the Condor")
+    assert 'on machine "ap.test".  Do not reply.\n\nCondor job 7.1\n\t/bin/true\nexited normally with status 0\n' in text
+    assert asyncio.run(send(bad)).failed == 1
