@@ -101,6 +101,8 @@ def test_transfer_and_image_size_events(mailpool, jobdir: Path) -> None:
     events = list(read_events(log))
     transfers = [e["Type"] for e in events if int(e.type) == 40]
     assert transfers == [2, 3, 5, 6], transfers  # input started/finished, output started/finished
+    kinds = [int(e.type) if int(e.type) != 40 else 40 + e["Type"] for e in events]
+    assert kinds.index(42) < kinds.index(43) < kinds.index(1) < kinds.index(45) < kinds.index(46) < kinds.index(5)
     started = next(e for e in events if int(e.type) == 40 and e["Type"] == 2)
     assert started["Host"].startswith("<")
     sizes = [e for e in events if int(e.type) == 6]

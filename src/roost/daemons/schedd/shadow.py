@@ -30,6 +30,8 @@ from roost.daemons.schedd.lifecycle import JobLifecycle
 from roost.eventlog import (
     DisconnectedEvent,
     ExecuteEvent,
+    FileTransferEvent,
+    FileTransferType,
     ReconnectedEvent,
     ReconnectFailedEvent,
     TerminatedEvent,
@@ -205,6 +207,7 @@ class Shadow:
         # follows its input transfer, as in HTCondor), once the Running state is committed
         self._execute_due = False
         self._began = False
+        self.input_open = False  # "Started transferring input files" logged, "Finished" not yet
         self._match_cache: dict[Any, bool] = {}
         self.preempting = False  # the claim preempts another job: activation waits for its exit
         self.submitter: str | None = None  # the accounting name the claim serves
@@ -505,8 +508,17 @@ class Shadow:
                 self._execute_due = True
         return await self._await_exit(job)
 
+    def input_finished(self, job: Job) -> None:
+        """Log "Finished transferring input files" once: when the transfer's handler
+        ends, or first thing before 001 if the job's start report overtook it."""
+        if self.input_open:
+            self.input_open = False
+            self.jobs.write_events(job, [FileTransferEvent(job.cluster.id, job.proc, time.time(),
+                                                           transfer_type=FileTransferType.IN_FINISHED)])
+
     def _write_execute(self, job: Job) -> None:
         """The execute event (after the Running state is committed and the job began)."""
+        self.input_finished(job)
         host = self.slot_obj.get("MyAddress") or self.startd_address
         self.jobs.write_events(
             job,

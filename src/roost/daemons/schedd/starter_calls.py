@@ -73,10 +73,12 @@ class StarterCalls:
             raise RequestError("NOT_FOUND", str(e)) from None
         sh.bytes_sent += sum(f.size for f in files)
         self._transfer_event(sh, job, FileTransferType.IN_STARTED)
+        sh.input_open = not hasattr(job, "of")
         try:
             return await self._send_inputs(job, files, peer)
         finally:
-            self._transfer_event(sh, job, FileTransferType.IN_FINISHED)
+            if not hasattr(job, "of") and job.cluster.procs.get(job.proc) is job:
+                sh.input_finished(job)
 
     def _transfer_event(self, sh: Any, job: Any, kind: FileTransferType) -> None:
         """A 040 event, as HTCondor's shadow writes around each sandbox transfer (the
