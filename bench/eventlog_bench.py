@@ -6,6 +6,9 @@ each the median of R runs (ratio = roost / reference; above 1 means roost is fas
 
 References, measured here in the same run:
 * read: ``htcondor2.JobEventLog(path).events(0)`` over the same file;
+* XML and JSON forms (``log_xml``, ``EVENT_LOG_FORMAT_OPTIONS = JSON``): roost writes
+  and reads them; the reference is htcondor2 reading roost's file (no C++ writer of
+  these forms is reachable from the wheel);
 * write: HTCondor's own C++ formatter (``ULogEvent::formatEvent`` from the
   wheel's libcondor_utils, driven through ctypes, see
   tests/unit/eventlog/htcondor_oracle.py) plus one ``os.write`` per event with
@@ -30,9 +33,11 @@ from roost.eventlog import (
     EventLogWriter,
     ExecuteEvent,
     ImageSizeEvent,
+    JsonEventFormatter,
     SubmitEvent,
     TerminatedEvent,
     Usage,
+    XmlEventFormatter,
     read_events,
 )
 
@@ -178,11 +183,47 @@ def main(argv: list[str] | None = None) -> None:
     else:
         print("HTCondor's formatter not loadable: no write reference", file=sys.stderr)
 
+    forms = []
+    for form, fmt in (("XML", XmlEventFormatter), ("JSON", JsonEventFormatter)):
+        fpath = os.path.join(tmp, f"bench.{form.lower()}")
+
+        def form_write(fpath: str = fpath, fmt: type = fmt) -> float:
+            if os.path.exists(fpath):
+                os.unlink(fpath)
+            start = time.perf_counter()
+            with EventLogWriter(fpath, formatter=fmt()) as writer:
+                for e in events:
+                    writer.write(e)
+            return n / (time.perf_counter() - start)
+
+        def form_read(fpath: str = fpath) -> float:
+            start = time.perf_counter()
+            got = sum(1 for _ in read_events(fpath))
+            assert got == n, got
+            return n / (time.perf_counter() - start)
+
+        def form_ref(fpath: str = fpath) -> float:
+            import htcondor2  # lazy: only with the wheel
+
+            start = time.perf_counter()
+            got = sum(1 for _ in htcondor2.JobEventLog(fpath).events(stop_after=0))
+            assert got == n, got
+            return n / (time.perf_counter() - start)
+
+        w, r = _median(form_write, args.runs), _median(form_read, args.runs)
+        ref = _median(form_ref, args.runs) if ref_read is not None else None
+        forms.append((form, w, r, ref, os.path.getsize(fpath)))
+        os.unlink(fpath)
+
     print(line("eventlog write, one append per event, events built in the loop", write_rate, "events/s", ref_write))
     print(line("eventlog write, one append per event, events prebuilt", write_pre_rate, "events/s", ref_write))
     print(line("eventlog write, fsync after every event (500 events)", fsync_rate, "events/s"))
     print(line("eventlog read (read_events, whole file)", read_rate, "events/s", ref_read))
     print(f"eventlog file size: {size / n:.0f} bytes/event ({n:,} events)")
+    for form, w, r, ref, fsize in forms:
+        print(line(f"eventlog {form} write, events prebuilt", w, "events/s"))
+        print(line(f"eventlog {form} read (read_events)", r, "events/s", ref))
+        print(f"eventlog {form} file size: {fsize / n:.0f} bytes/event")
     if same is not None:
         print(f"eventlog text identical to HTCondor's formatter: {'yes' if same else 'NO'} ({n:,} events)")
     for p in (path, os.path.join(tmp, "htcondor.log")):

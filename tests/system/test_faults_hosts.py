@@ -77,6 +77,7 @@ def test_partition_shorter_than_the_lease_the_job_goes_on(hosts: MultiHostPool) 
     assert (work / "ran.txt").read_text().split() == [where]
     assert (work / "result.txt").read_text() == "done\n"
     assert _events(work, "005") == 1 and _events(work, "001") == 1
+    assert _events(work, "022") == 1 and _events(work, "023") == 1  # disconnected, reconnected
 
 
 def test_partition_longer_than_the_lease_reruns_elsewhere_and_kills_the_orphan(hosts: MultiHostPool) -> None:
@@ -102,6 +103,7 @@ def test_partition_longer_than_the_lease_reruns_elsewhere_and_kills_the_orphan(h
     assert (status, code) == ("4", "0") and int(starts) == 2, (status, starts, code)
     assert (work / "ran.txt").read_text().split() == [other]  # the orphan never finished
     assert _events(work, "005") == 1
+    assert _events(work, "022") == 1 and _events(work, "024") == 1  # disconnected, reconnect failed
     log = (hosts[where].home / "log" / "StartLog").read_text()
     assert "lease expired" in log, log[-2000:]
 

@@ -1,10 +1,12 @@
 """HTCondor's job event log (user log) text format: typed events, a writer, a reader.
 
 Writing: ``EventLogWriter(path).write(SubmitEvent(12, 0, time.time(), submit_host=...))``.
-Reading: ``read_events(path)`` or ``EventLogFollower(path).poll()``.  Events expose
+Reading: ``read_events(path)`` or ``EventLogFollower(path).poll()``, in any of
+the three forms (text, XML, JSON: adformats.py).  Events expose
 the attribute names ``htcondor2.JobEvent`` uses (``event["ReturnValue"]``).
 """
 
+from roost.eventlog.adformats import ClassAdEvent, JsonEventFormatter, XmlEventFormatter
 from roost.eventlog.errors import EventLogError
 from roost.eventlog.events import Event, EventType, UnknownEvent
 from roost.eventlog.exit_events import (
@@ -35,18 +37,20 @@ from roost.eventlog.run_events import (
     ImageSizeEvent,
     NodeExecuteEvent,
     ReconnectedEvent,
+    ReconnectFailedEvent,
     RemoteErrorEvent,
     SuspendedEvent,
     UnsuspendedEvent,
 )
 from roost.eventlog.textformat import Resource, Usage
-from roost.eventlog.writer import EventFormatter, EventLogWriter, format_event
+from roost.eventlog.writer import EventFormatter, EventLogWriter, format_event, parse_format_options
 
 __all__ = [
     "EVENT_CLASSES",
     "AbortedEvent",
     "AttributeUpdateEvent",
     "CheckpointedEvent",
+    "ClassAdEvent",
     "DisconnectedEvent",
     "Event",
     "EventFormatter",
@@ -62,11 +66,13 @@ __all__ = [
     "FileTransferType",
     "GenericEvent",
     "HeldEvent",
+    "JsonEventFormatter",
     "ImageSizeEvent",
     "JobAdInformationEvent",
     "NodeExecuteEvent",
     "NodeTerminatedEvent",
     "PostScriptTerminatedEvent",
+    "ReconnectFailedEvent",
     "ReconnectedEvent",
     "ReleasedEvent",
     "RemoteErrorEvent",
@@ -78,7 +84,9 @@ __all__ = [
     "UnknownEvent",
     "UnsuspendedEvent",
     "Usage",
+    "XmlEventFormatter",
     "format_event",
+    "parse_format_options",
     "parse_events",
     "read_events",
 ]

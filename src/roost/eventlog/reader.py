@@ -1,5 +1,8 @@
 """Reading user logs: a whole file at once, or a growing file as it is written.
 
+The form (text, XML or JSON, see adformats.py) is told by the file's first
+bytes, as HTCondor's reader does.
+
 Events end with a line holding only ``...``.  Text after the last such line is
 an event still being written (or torn by a crash): it is never returned, and a
 follower picks it up once its terminator arrives.
@@ -13,6 +16,7 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
+from roost.eventlog.adformats import AdEventParser, ad_complete_prefix, detect_kind
 from roost.eventlog.errors import EventLogError
 from roost.eventlog.events import Event, UnknownEvent
 from roost.eventlog.registry import EVENT_CLASSES
@@ -112,24 +116,37 @@ def complete_prefix(data: bytes) -> int:
     return end
 
 
+def _parser(kind: str, file: str | None, strict: bool) -> EventParser | AdEventParser:
+    return EventParser(file=file, strict=strict) if kind == "text" else AdEventParser(kind, file=file, strict=strict)
+
+
+def _prefix(data: bytes, kind: str) -> int:
+    return complete_prefix(data) if kind == "text" else ad_complete_prefix(data, kind)
+
+
 def parse_events(text: str, *, strict: bool = True) -> list[Event]:
-    """Events of a complete log text; a trailing partial event is ignored."""
+    """Events of a complete log text (any form); a trailing partial event is ignored."""
     data = text.encode("utf-8", "surrogateescape")
-    end = complete_prefix(data)
-    return list(EventParser(strict=strict).parse_complete(data[:end].decode("utf-8", "surrogateescape")))
+    kind = detect_kind(data[:64]) or "text"
+    end = _prefix(data, kind)
+    return list(_parser(kind, None, strict).parse_complete(data[:end].decode("utf-8", "surrogateescape")))
 
 
 def read_events(
     path: str | os.PathLike[str], *, strict: bool = True, block_size: int = 1 << 22
 ) -> Iterator[Event]:
     """All complete events of a log file, in order, reading it in blocks (memory stays bounded)."""
-    parser = EventParser(file=os.fspath(path), strict=strict)
+    parser: EventParser | AdEventParser | None = None
+    kind = "text"
     line = 1
     pending = b""
     with open(path, "rb") as f:
         while block := f.read(block_size):
             pending += block
-            end = complete_prefix(pending)
+            if parser is None:
+                kind = detect_kind(pending) or "text"
+                parser = _parser(kind, os.fspath(path), strict)
+            end = _prefix(pending, kind)
             if end:
                 text = pending[:end].decode("utf-8", "surrogateescape")
                 pending = pending[end:]
@@ -152,7 +169,9 @@ class EventLogFollower:
         self.path = os.fspath(path)
         self.offset = offset
         self._line = 1 if offset == 0 else 0  # line numbers are only known from the start
-        self._parser = EventParser(file=self.path, strict=strict)
+        self._strict = strict
+        self._parser: EventParser | AdEventParser | None = None
+        self._kind = "text"
         self._ino: int | None = None
 
     def poll(self) -> list[Event]:
@@ -163,13 +182,18 @@ class EventLogFollower:
         with f:
             st = os.fstat(f.fileno())
             if (self._ino is not None and st.st_ino != self._ino) or st.st_size < self.offset:
-                self.offset, self._line = 0, 1
+                self.offset, self._line, self._parser = 0, 1, None
             self._ino = st.st_ino
             if st.st_size == self.offset:
                 return []
+            if self._parser is None:
+                kind = detect_kind(f.read(64))
+                if kind is None:
+                    return []
+                self._kind, self._parser = kind, _parser(kind, self.path, self._strict)
             f.seek(self.offset)
             data = f.read()
-        end = complete_prefix(data)
+        end = _prefix(data, self._kind)
         if end == 0:
             return []
         text = data[:end].decode("utf-8", "surrogateescape")

@@ -346,6 +346,39 @@ class ReconnectedEvent(Event):
         }
 
 
+@dataclass(eq=True, repr=True)
+class ReconnectFailedEvent(Event):
+    """024: the job's lease ran out before the shadow reached it again; it will run anew."""
+
+    type: ClassVar[EventType] = EventType.JOB_RECONNECT_FAILED
+    my_type: ClassVar[str] = "JobReconnectFailedEvent"
+
+    startd_name: str = ""
+    reason: str = ""
+
+    def body(self) -> str:
+        return (
+            "Job reconnection failed\n"
+            f"    {one_line(self.reason)}\n"
+            f"    Can not reconnect to {self.startd_name}, rescheduling job\n"
+        )
+
+    @classmethod
+    def from_body(cls, common: dict[str, Any], lines: list[str]) -> Event:
+        expect_line(lines, 0, "Job reconnection failed")
+        reason = expect_line(lines, 1, "    ")
+        rest = expect_line(lines, 2, "    Can not reconnect to ")
+        name, comma, _ = rest.rpartition(", rescheduling job")
+        return cls(**common, startd_name=name if comma else rest, reason=reason)
+
+    def _attrs(self) -> Attrs:
+        return {
+            "StartdName": self.startd_name,
+            "Reason": one_line(self.reason),
+            "EventDescription": "Job reconnect impossible: rescheduling job",
+        }
+
+
 class FileTransferType(IntEnum):
     """The ``Type`` of a 040 event (``htcondor2.FileTransferEventType``)."""
 

@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable
+from typing import Any
 
+from roost.eventlog.adformats import JsonEventFormatter, XmlEventFormatter
 from roost.eventlog.events import Event, event_number
 from roost.eventlog.textformat import TimeFormatter
 
@@ -46,6 +48,34 @@ class EventFormatter:
 
 _DEFAULT = EventFormatter()
 
+#: anything with ``format(event)`` and ``format_many(events)``: text, XML or JSON
+Formatter = EventFormatter | XmlEventFormatter | JsonEventFormatter
+
+
+def parse_format_options(text: str | None, *, form: str | None = None) -> Formatter:
+    """The formatter HTCondor's ``EVENT_LOG_FORMAT_OPTIONS`` (or
+    ``DEFAULT_USERLOG_FORMAT_OPTIONS``) asks for: words ``XML``, ``JSON``, ``ISO_DATE``,
+    ``UTC``, ``SUB_SECOND``, ``LEGACY``, each negated by a leading ``!``; separated by
+    commas or spaces, case ignored.  ``form`` ("text", "xml", "json") overrides the form."""
+    opts = {"iso": True, "utc": False, "sub_second": False, "xml": False, "json": False}
+    for word in (text or "").replace(",", " ").split():
+        bang = word.startswith("!")
+        w = word.lstrip("!").upper()
+        if w == "LEGACY":
+            if bang:
+                opts["iso"] = True
+            else:
+                opts.update(iso=False, utc=False, sub_second=False)
+        elif w in ("XML", "JSON", "UTC", "SUB_SECOND", "ISO_DATE"):
+            opts["iso" if w == "ISO_DATE" else w.lower()] = not bang
+    if form is None:
+        form = "json" if opts["json"] else "xml" if opts["xml"] else "text"
+    if form == "json":
+        return JsonEventFormatter(utc=opts["utc"])
+    if form == "xml":
+        return XmlEventFormatter(utc=opts["utc"])
+    return EventFormatter(utc=opts["utc"], iso=opts["iso"], sub_second=opts["sub_second"])
+
 
 def format_event(event: Event, *, utc: bool = False) -> str:
     """The full text of one event, as it appears in the log."""
@@ -56,16 +86,18 @@ class EventLogWriter:
     """Appends events to one log file; safe to share a file between processes.
 
     The descriptor stays open between writes (reopened after ``close()``);
-    ``fsync=True`` makes each write durable before ``write`` returns.
+    ``fsync=True`` makes each write durable before ``write`` returns;
+    ``formatter`` picks the form (``parse_format_options``; text by default).
     """
 
     def __init__(
-        self, path: str | os.PathLike[str], *, fsync: bool = False, utc: bool = False, mode: int = 0o644
+        self, path: str | os.PathLike[str], *, fsync: bool = False, utc: bool = False, mode: int = 0o644,
+        formatter: Any = None,
     ) -> None:
         self.path = os.fspath(path)
         self.fsync = fsync
         self._mode = mode
-        self._formatter = EventFormatter(utc=utc)
+        self._formatter: Formatter = formatter if formatter is not None else EventFormatter(utc=utc)
         self._fd: int | None = None
 
     def _open(self) -> int:

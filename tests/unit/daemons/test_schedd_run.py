@@ -46,6 +46,8 @@ def run_one_held_open(s: ScheddProc, peers: list[FakeStartd], tmp_path) -> tuple
         cid, _ = submit(c, "executable = /bin/sleep\nlog = job.log\nqueue\n", str(tmp_path))
         match_all(s, startd)
         wait_for(lambda: c.call("QUERY_JOBS", totals=True)["totals"]["Running"] == 1)
+    # it began (the starter said so after its input: 001 is written then)
+    wait_for(lambda: "EXECUTE" in [e.type.name for e in read_events(tmp_path / "job.log")])
     return startd, cid
 
 
@@ -85,10 +87,13 @@ def test_job_runs_with_files_events_and_history(pool, tmp_path):
     assert (tmp_path / "out.txt").read_bytes() == b"hello\n"
     assert (tmp_path / "result.dat").read_bytes() == b"atad tupni"
     assert (tmp_path / "renamed.y").read_bytes() == b"yy"
-    kinds_when(tmp_path / "job.log", ["SUBMIT", "EXECUTE", "JOB_TERMINATED"])
+    # 040s around the input (before 001: the job begins after it) and the output
+    want = ["SUBMIT", "FILE_TRANSFER", "FILE_TRANSFER", "EXECUTE", "FILE_TRANSFER", "FILE_TRANSFER", "JOB_TERMINATED"]
+    kinds_when(tmp_path / "job.log", want)
     events = list(read_events(tmp_path / "job.log"))
-    assert [e.type.name for e in events] == ["SUBMIT", "EXECUTE", "JOB_TERMINATED"]
-    assert events[2]["ReturnValue"] == 0 and events[2]["TerminatedNormally"] is True
+    assert [e.type.name for e in events] == want
+    assert [e["Type"] for e in events if e.type.name == "FILE_TRANSFER"] == [2, 3, 5, 6]
+    assert events[-1]["ReturnValue"] == 0 and events[-1]["TerminatedNormally"] is True
     with s.client() as c:
         assert c.call("QUERY_JOBS", totals=True)["totals"]["Total"] == 0
     wait_for(lambda: "RELEASE_CLAIM" in startd.names())
@@ -141,7 +146,7 @@ def test_remove_running_job_vacates_it(pool, tmp_path):
     startd.hang = False  # the starter now reports the (killed) job's exit
     done = wait_for(lambda: history(s).get(f"{cid}.0"))
     assert done["JobStatus"] == 3
-    want = ["SUBMIT", "EXECUTE", "JOB_ABORTED"]
+    want = ["SUBMIT", "FILE_TRANSFER", "FILE_TRANSFER", "EXECUTE", "JOB_ABORTED"]
     assert kinds_when(tmp_path / "job.log", want) == want
 
 
@@ -151,7 +156,7 @@ def test_lost_claim_puts_the_job_back_to_idle(pool, tmp_path):
     with s.client() as c:
         startd.forget_claims = True
         wait_for(lambda: c.call("QUERY_JOBS", totals=True)["totals"]["Idle"] == 1)
-    want = ["SUBMIT", "EXECUTE", "SHADOW_EXCEPTION"]
+    want = ["SUBMIT", "FILE_TRANSFER", "FILE_TRANSFER", "EXECUTE", "SHADOW_EXCEPTION"]
     assert kinds_when(tmp_path / "job.log", want) == want
 
 
@@ -169,7 +174,7 @@ def test_restarted_schedd_reconnects_to_running_job(pool, tmp_path, how):
     startd.hang = False
     done = wait_for(lambda: history(s).get(f"{cid}.0"))
     assert done["JobStatus"] == 4
-    want = ["SUBMIT", "EXECUTE", "JOB_RECONNECTED", "JOB_TERMINATED"]
+    want = ["SUBMIT", "FILE_TRANSFER", "FILE_TRANSFER", "EXECUTE", "JOB_RECONNECTED", "JOB_TERMINATED"]
     assert kinds_when(tmp_path / "job.log", want) == want
 
 
@@ -403,8 +408,8 @@ def test_a_suspension_shows_as_status_7_and_events_010_011(pool, tmp_path):
         assert c.call("QUERY_JOBS", totals=True)["totals"].get("Suspended") == 1
     done = wait_for(lambda: history(s).get(f"{cid}.0"))
     assert done["JobStatus"] == 4 and done["TotalSuspensions"] == 1
-    kinds = kinds_when(tmp_path / "job.log", ["SUBMIT", "EXECUTE", "JOB_SUSPENDED", "JOB_UNSUSPENDED", "JOB_TERMINATED"])
-    assert kinds == ["SUBMIT", "EXECUTE", "JOB_SUSPENDED", "JOB_UNSUSPENDED", "JOB_TERMINATED"], kinds
+    kinds = kinds_when(tmp_path / "job.log", ["SUBMIT", "FILE_TRANSFER", "FILE_TRANSFER", "EXECUTE", "JOB_SUSPENDED", "JOB_UNSUSPENDED", "JOB_TERMINATED"])
+    assert kinds == ["SUBMIT", "FILE_TRANSFER", "FILE_TRANSFER", "EXECUTE", "JOB_SUSPENDED", "JOB_UNSUSPENDED", "JOB_TERMINATED"], kinds
     text = (tmp_path / "job.log").read_text()
     assert "Job was suspended.\n\tNumber of processes actually suspended: 3" in text and "Job was unsuspended." in text
 

@@ -35,6 +35,7 @@ from roost.daemons.schedd.jobwatch import WatchCalls
 from roost.daemons.schedd.lifecycle import JobLifecycle
 from roost.daemons.schedd.localuniverse import LocalJob, kill_orphan, start_local
 from roost.daemons.schedd.negotiation import NegotiatorCalls
+from roost.daemons.schedd.notify import Notifier
 from roost.daemons.schedd.queries import QueueCalls
 from roost.daemons.schedd.reservations import Reservations
 from roost.daemons.schedd.shadow import Shadows
@@ -73,7 +74,7 @@ class Schedd(Daemon):
         self.fsync = cfg.get_bool("SCHEDD_FSYNC", True) is not False
         self.max_history = int(cfg.get_int("MAX_HISTORY_ROWS", 1000000) or 1000000)
         self.max_running = int(cfg.get_int("MAX_JOBS_RUNNING", 10000) or 10000)
-        self.userlogs = UserLogs()
+        self.userlogs = UserLogs(config=cfg)
         # users are user@UID_DOMAIN: submitter names, job owners (read once: a RECONFIG
         # that changed it would rename every submitter mid-queue)
         self.uid_domain = uid_domain(cfg)
@@ -121,6 +122,7 @@ class Schedd(Daemon):
         jobs = self.jobs = JobLifecycle(
             self, store, queue, self.userlogs, on_idle=self.idle_arrived, on_change=self.ads_changed
         )
+        jobs.notifier = Notifier.from_config(self.config, self.uid_domain)
         jobs.backoff_base = max(0.0, self.config.get_float("SCHEDD_REQUEUE_BACKOFF", 1.0) or 0.0)
         jobs.backoff_max = max(jobs.backoff_base, self.config.get_float("SCHEDD_REQUEUE_BACKOFF_MAX", 60.0) or 0.0)
         replayed = jobs.replay_pending_events()
@@ -229,6 +231,8 @@ class Schedd(Daemon):
                 await self.store.commit([])
             self.store.close()
         self.userlogs.close()
+        if self.jobs is not None and self.jobs.notifier is not None:
+            await self.jobs.notifier.close()
         if self.chirp_calls is not None:
             self.chirp_calls.close()  # the jobs' Chirp file helpers
         if self.shadows is not None:

@@ -35,10 +35,8 @@ from roost.eventlog import (
     Usage,
 )
 from roost.eventlog.events import Event
-from roost.eventlog.writer import EventFormatter
 
 log = logging.getLogger("roost.schedd")
-_FORMAT = EventFormatter()  # the user logs' own format (userlog.UserLogs)
 
 #: Running or Suspended: the job holds a claim and a starter runs it
 _ON_A_SLOT = (jp.RUNNING, jp.SUSPENDED)
@@ -111,6 +109,8 @@ class JobLifecycle:
 
     #: the spool's checkpoint store (roost.daemons.schedd.checkpoints), set by the schedd
     checkpoints: Any = None
+    #: job mail (roost.daemons.schedd.notify.Notifier), set by the schedd when mail is configured
+    notifier: Any = None
 
     def replay_pending_events(self) -> int:
         """At start: write what a killed predecessor committed and may not have logged
@@ -129,7 +129,7 @@ class JobLifecycle:
         await self.store.commit(ops)
 
     def write_events(self, job: Job, events: list[Event]) -> None:
-        self.userlogs.write(log_paths(job.get), events, job.owner)
+        self.userlogs.write(log_paths(job.get), events, job.owner, job.get)
 
     def idle_arrived(self, job: Job) -> None:
         self._on_idle(job)
@@ -213,28 +213,31 @@ class JobLifecycle:
         self._mark_unsettled(job.cluster.id)
         if done:
             self._hide_done(job)
-        text = _FORMAT.format_many(events) if paths else ""
-        event_ids = [next(self._event_ids) for _ in paths] if text else []
-        for event_id, path in zip(event_ids, paths):
+        texts = self.userlogs.texts(paths, events, job.get) if events else {}
+        event_ids = [next(self._event_ids) for p in paths if texts.get(p)]
+        for event_id, path in zip(event_ids, [p for p in paths if texts.get(p)]):
             ops.append(("INSERT INTO pending_events (id, path, owner, text) VALUES (?, ?, ?, ?)",
-                        (event_id, path, job.owner, text)))
+                        (event_id, path, job.owner, texts[path])))
         durable = self.store.submit(ops)
         self.host.spawn(
-            self._report_exit(job, durable, paths, text, event_ids, decision.action == "requeue", done),
+            self._report_exit(job, durable, texts, events, event_ids, decision.action == "requeue", done),
             f"exit-{job.id}",
         )
 
     async def _report_exit(
-        self, job: Job, durable: asyncio.Future[None], paths: list[str], text: str, event_ids: list[int],
-        requeued: bool, done: bool = False,
+        self, job: Job, durable: asyncio.Future[None], texts: dict[str, str], events: list[Event],
+        event_ids: list[int], requeued: bool, done: bool = False,
     ) -> None:
         try:
             await durable
             log.debug("job %s: exit committed", job.id)
-            for path in paths:
+            self.userlogs.to_pool(events, job.get)
+            for path, text in texts.items():
                 self.userlogs.write_text(path, text, job.owner)
             if event_ids:
                 self.store.queue([("DELETE FROM pending_events WHERE id = ?", (i,)) for i in event_ids])
+            if self.notifier is not None:
+                self._mail_exit(job)
         finally:
             self._mark_settled(job.cluster.id)
             if done:
@@ -242,6 +245,18 @@ class JobLifecycle:
         self.changed(job)
         if requeued:
             self.idle_arrived(job)
+
+    def _mail_exit(self, job: Job) -> None:
+        """Mail the job's owner about its end (a hold by the exit policy is a hold)."""
+        try:
+            if job.status == jp.HELD:
+                reason = job.get("HoldReason")
+                self.notifier.job_held(job.get, reason if isinstance(reason, str) else "")
+            elif job.status == jp.COMPLETED:
+                ad = job.classad()
+                self.notifier.job_exited(job.get, lambda n: str(ad.lookup(n)) if n in ad else None)
+        except Exception as e:  # noqa: BLE001 - mail never stops a job
+            log.warning("job %s: no mail: %s", job.id, e)
 
     def _mark_unsettled(self, cid: int) -> None:
         self._unsettled[cid] = self._unsettled.get(cid, 0) + 1
@@ -283,7 +298,7 @@ class JobLifecycle:
             if ops:
                 await self.commit(ops)
             if events:
-                self.userlogs.write(path if path is not None else log_paths(job.get), events, job.owner)
+                self.userlogs.write(path if path is not None else log_paths(job.get), events, job.owner, job.get)
         finally:
             self._mark_settled(job.cluster.id)
             if done:
@@ -409,6 +424,8 @@ class JobLifecycle:
             job.busy = False
         ops = self.set_ops(job, self._hold_attrs(job, reason, code, subcode), jp.HELD)
         await self.report(job, ops, [held_event(job, reason, code, subcode)])
+        if self.notifier is not None:
+            self.notifier.job_held(job.get, reason)
         if was_running and vacate:
             self.vacate(job)
         return True
@@ -439,6 +456,8 @@ class JobLifecycle:
             ops += self.finish_ops(job)
         await self.report(job, ops, [AbortedEvent(job.cluster.id, job.proc, time.time(), reason=reason)], paths,
                           done=True)
+        if self.notifier is not None:
+            self.notifier.job_removed(job.get, reason)
         if was_running:
             self.vacate(job)
         return True

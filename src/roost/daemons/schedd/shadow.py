@@ -27,7 +27,16 @@ from roost.daemons.schedd.autoclusters import AutoClusters
 from roost.daemons.schedd.claimreuse import ClaimReuse
 from roost.daemons.schedd.jobqueue import Job
 from roost.daemons.schedd.lifecycle import JobLifecycle
-from roost.eventlog import ExecuteEvent, ReconnectedEvent, TerminatedEvent, Usage
+from roost.eventlog import (
+    DisconnectedEvent,
+    ExecuteEvent,
+    FileTransferEvent,
+    FileTransferType,
+    ReconnectedEvent,
+    ReconnectFailedEvent,
+    TerminatedEvent,
+    Usage,
+)
 from roost.net.adwire import obj_to_ad
 from roost.net.client import AsyncClient
 from roost.net.errors import RemoteError, RequestError
@@ -193,6 +202,12 @@ class Shadow:
         self.started_at = 0.0
         self.jobs_run = 0
         self._keepalive: asyncio.Task[None] | None = None
+        self.disconnected = False  # a 022 was written for the running job, no 023 yet
+        # 001 is written when the job began (the starter's first "running" report, which
+        # follows its input transfer, as in HTCondor), once the Running state is committed
+        self._execute_due = False
+        self._began = False
+        self.input_open = False  # "Started transferring input files" logged, "Finished" not yet
         self._match_cache: dict[Any, bool] = {}
         self.preempting = False  # the claim preempts another job: activation waits for its exit
         self.submitter: str | None = None  # the accounting name the claim serves
@@ -297,12 +312,14 @@ class Shadow:
                     continue
                 log.warning("job %s: reconnect to %s failed: %s", job.id, self.startd_address, e)
                 s.reconnect_failures += 1
+                self._log_reconnect_failed(job, f"Reconnect to {self.slot_name or self.startd_address} failed: {e}")
                 await self.jobs.requeue(job, f"Job reconnect to {self.slot_name or self.startd_address} failed: {e}")
                 return
         if resp.get("job") is None or resp.get("state") == "idle" or (
             isinstance(resp.get("job"), str) and resp["job"] not in ("?", job.id)
         ):
             s.reconnect_failures += 1
+            self._log_reconnect_failed(job, "Job not found at execution machine")
             await self.jobs.requeue(job, f"Job reconnect to {self.slot_name or self.startd_address} failed: the job is gone")
             self.owner = None  # the claim stays ours but nothing of this job is left on it
             return
@@ -363,6 +380,8 @@ class Shadow:
             try:
                 await self.client.call("KEEPALIVE", claim_id=self.claim_id, _timeout=interval)
                 self.last_alive = time.monotonic()
+                if self.disconnected:
+                    self._log_contact(True)
             except RemoteError as e:
                 if e.code == "NOT_FOUND":
                     self._lost(f"the startd no longer knows claim on {self.slot_name}")
@@ -370,8 +389,40 @@ class Shadow:
                 log.warning("keepalive to %s refused: %s", self.slot_name, e)
             except ConnectionError as e:
                 if time.monotonic() - self.last_alive > self.lease:
+                    if self.disconnected and self.job is not None:
+                        self._log_reconnect_failed(self.job, f"Job disconnected too long: JobLeaseDuration "
+                                                   f"({self.lease:.0f} seconds) expired")
                     self._lost(f"lost contact with {self.slot_name} for longer than the lease: {e}")
                     return
+                if not self.disconnected:
+                    self._log_contact(False, str(e))
+
+    def _log_contact(self, regained: bool, why: str = "") -> None:
+        """Events 022 (contact with the running job's startd lost, trying again) and 023
+        (regained), as HTCondor's shadow writes them around a network cut."""
+        job = self.job
+        if job is None or job.status not in (jp.RUNNING, jp.SUSPENDED):
+            self.disconnected = False
+            return
+        name = self.slot_name or self.startd_address
+        if regained:
+            self.disconnected = False
+            log.info("job %s: contact with %s regained", job.id, name)
+            event: Any = ReconnectedEvent(job.cluster.id, job.proc, time.time(), startd_name=name,
+                                          startd_addr=f"<{self.startd_address}>", starter_addr=f"<{self.startd_address}>")
+        else:
+            self.disconnected = True
+            log.warning("job %s: contact with %s lost (%s); trying again until the lease ends", job.id, name, why)
+            event = DisconnectedEvent(job.cluster.id, job.proc, time.time(), startd_name=name,
+                                      startd_addr=f"<{self.startd_address}>",
+                                      reason="Socket between submit and execute hosts closed unexpectedly")
+        self.jobs.write_events(job, [event])
+
+    def _log_reconnect_failed(self, job: Job, why: str) -> None:
+        self.disconnected = False
+        self.jobs.write_events(job, [ReconnectFailedEvent(job.cluster.id, job.proc, time.time(),
+                                                          startd_name=self.slot_name or self.startd_address,
+                                                          reason=why)])
 
     def _lost(self, why: str) -> None:
         log.warning("claim %s lost: %s", self.slot_name, why)
@@ -384,8 +435,14 @@ class Shadow:
 
     def report(self, update: dict[str, Any]) -> None:
         """A JOB_UPDATE from the starter for the current job."""
+        if self.disconnected:
+            self._log_contact(True)  # the execute side reached us: contact is back
         state = update.get("state")
         if state == "running":
+            if self._execute_due and self.job is not None:
+                self._execute_due = False
+                self._write_execute(self.job)
+            self._began = True
             pid = update.get("pid")
             if isinstance(pid, int) and self.job is not None:
                 log.debug("job %s running as pid %d", self.job.id, pid)
@@ -425,6 +482,7 @@ class Shadow:
         self.exit = asyncio.get_running_loop().create_future()
         self.transfer_error = None
         self.bytes_sent = self.bytes_recvd = 0
+        self._began = self._execute_due = False
         try:
             activated = await self._activate(job)
         except (RemoteError, ConnectionError) as e:
@@ -444,11 +502,23 @@ class Shadow:
             user = activated.get("user") if isinstance(activated, dict) else None
             await jobs.mark_running(job, self.slot_name, self, claim,
                                     {"ExecuteUser": user} if isinstance(user, str) else None)
-            self._write_execute(job)
+            if self._began:
+                self._write_execute(job)
+            else:
+                self._execute_due = True
         return await self._await_exit(job)
 
+    def input_finished(self, job: Job) -> None:
+        """Log "Finished transferring input files" once: when the transfer's handler
+        ends, or first thing before 001 if the job's start report overtook it."""
+        if self.input_open:
+            self.input_open = False
+            self.jobs.write_events(job, [FileTransferEvent(job.cluster.id, job.proc, time.time(),
+                                                           transfer_type=FileTransferType.IN_FINISHED)])
+
     def _write_execute(self, job: Job) -> None:
-        """The execute event (after the Running state is committed)."""
+        """The execute event (after the Running state is committed and the job began)."""
+        self.input_finished(job)
         host = self.slot_obj.get("MyAddress") or self.startd_address
         self.jobs.write_events(
             job,
@@ -507,7 +577,9 @@ class Shadow:
         self.job = job
         self.exit = asyncio.get_running_loop().create_future()
         self.started_at = float(job.get("JobCurrentStartDate") or time.time())
-        self.jobs.write_events(job, [ReconnectedEvent(job.cluster.id, job.proc, time.time(), startd_name=self.slot_name)])
+        self.jobs.write_events(job, [ReconnectedEvent(job.cluster.id, job.proc, time.time(), startd_name=self.slot_name,
+                                                      startd_addr=f"<{self.startd_address}>",
+                                                      starter_addr=f"<{self.startd_address}>")])
         n = job.get("NumShadowStarts", 0)  # a new shadow took the job on, as HTCondor counts it
         self.jobs.host.spawn(self.jobs.commit(self.jobs.set_ops(job, {"NumShadowStarts": (n if isinstance(n, int) else 0) + 1})),
                              f"shadow-starts-{job.id}")
@@ -521,6 +593,9 @@ class Shadow:
         s = self.jobs
         assert self.exit is not None
         update = await self.exit
+        if self._execute_due:  # it ended (or failed to start) before saying it began
+            self._execute_due = False
+            self._write_execute(job)
         log.debug("job %s: %s on %s", job.id, update.get("state"), self.slot_name)
         self.exit = None
         self.job = None

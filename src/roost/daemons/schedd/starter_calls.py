@@ -28,7 +28,7 @@ from roost.daemons.schedd.transfer import (
     output_destination,
 )
 from roost.daemons.userfiles import open_as
-from roost.eventlog import CheckpointedEvent
+from roost.eventlog import CheckpointedEvent, FileTransferEvent, FileTransferType
 from roost.net import framing
 from roost.net.errors import RequestError, bad_request
 from roost.net.server import Peer
@@ -72,6 +72,24 @@ class StarterCalls:
             sh.transfer_error = (jp.HOLD_TRANSFER_INPUT_ERROR, f"Error transferring input files: {e}")
             raise RequestError("NOT_FOUND", str(e)) from None
         sh.bytes_sent += sum(f.size for f in files)
+        self._transfer_event(sh, job, FileTransferType.IN_STARTED)
+        sh.input_open = not hasattr(job, "of")
+        try:
+            return await self._send_inputs(job, files, peer)
+        finally:
+            if not hasattr(job, "of") and job.cluster.procs.get(job.proc) is job:
+                sh.input_finished(job)
+
+    def _transfer_event(self, sh: Any, job: Any, kind: FileTransferType) -> None:
+        """A 040 event, as HTCondor's shadow writes around each sandbox transfer (the
+        started-input one names the execute side it goes to)."""
+        if hasattr(job, "of") or job.cluster.procs.get(job.proc) is not job:
+            return  # a parallel job's node (its job logs its own start and end), or gone
+        host = f"<{sh.startd_address}>" if kind == FileTransferType.IN_STARTED else ""
+        self.shadows.jobs.write_events(job, [FileTransferEvent(job.cluster.id, job.proc, time.time(),
+                                                               transfer_type=kind, host=host)])
+
+    async def _send_inputs(self, job: Any, files: list[InputFile], peer: Peer) -> None:
         if sum(f.size for f in files) <= SMALL_TRANSFER:
             # Small sandboxes (the common case) go out as one write: answer and bytes.
             parts = [framing.encode({"ok": True, "files": [f.entry() for f in files]})]
@@ -141,6 +159,7 @@ class StarterCalls:
         sh, job = await self._serving_or_drain(req, peer)
         entries = req["files"]
         big = sum(e["size"] for e in entries) > SMALL_TRANSFER
+        self._transfer_event(sh, job, FileTransferType.OUT_STARTED)
         if big:
             await self._transferring(job, "TransferringOutput", True)
         try:
@@ -148,6 +167,7 @@ class StarterCalls:
         finally:
             if big:
                 await self._transferring(job, "TransferringOutput", False)
+            self._transfer_event(sh, job, FileTransferType.OUT_FINISHED)
         sh.bytes_recvd += sum(e["size"] for e in entries)
         if error is not None:
             sh.transfer_error = (jp.HOLD_TRANSFER_OUTPUT_ERROR, f"Error transferring output files: {error}")

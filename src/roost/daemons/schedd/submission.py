@@ -23,7 +23,6 @@ from roost.daemons.schedd.localuniverse import start_local
 from roost.daemons.schedd.userlog import log_paths
 from roost.eventlog import SubmitEvent
 from roost.eventlog.events import Event
-from roost.eventlog.writer import EventFormatter
 from roost.net.adwire import obj_to_ad
 from roost.net.errors import RequestError, bad_request
 from roost.net.server import Peer
@@ -31,7 +30,6 @@ from roost.net.server import Peer
 log = logging.getLogger("roost.schedd")
 
 
-_FORMAT = EventFormatter()  # the user logs' own format (userlog.UserLogs)
 
 class SubmitCalls:
     """Handlers of the submit commands."""
@@ -131,7 +129,7 @@ class SubmitCalls:
             # a DAG node's submit event is how a restarted DAGMan knows its job exists:
             # it commits with the job (pending_events), so a schedd killed in between
             # still writes it at its next start and no node is submitted twice
-            pending = self.jobs.pending_event_rows(self._submit_texts(fresh))
+            pending = self.jobs.pending_event_rows(self._submit_texts(fresh, pool=False))
             ops += [("INSERT INTO pending_events (id, path, owner, text) VALUES (?, ?, ?, ?)",
                      (i, path, owner, text)) for i, path, text in pending]
         try:
@@ -146,6 +144,8 @@ class SubmitCalls:
         cluster = self.queue.clusters.get(cid)
         if cluster is not None:
             if pending:
+                if self.jobs.userlogs.pool is not None:
+                    self._submit_texts(cluster)  # for the pool's event log
                 for _i, path, text in pending:
                     self.jobs.userlogs.write_text(path, text, cluster.owner)
                 self.jobs.store.queue([("DELETE FROM pending_events WHERE id = ?", (i,)) for i, _p, _t in pending])
@@ -207,21 +207,29 @@ class SubmitCalls:
             self.queue.reserved.difference_update(ids)
         return {"clusters": done, "warnings": [str(w) for c in clusters for w in c.warnings]}
 
-    def _submit_texts(self, cluster: Any) -> dict[str, str]:
-        """The submit events of a new cluster, formatted, by log path."""
+    def _submit_texts(self, cluster: Any, pool: bool = True) -> dict[str, str]:
+        """The submit events of a new cluster, formatted, by log path; ``pool``: also
+        append them to the pool's event log (once the cluster is committed)."""
         host = f"<{self.jobs.host.address}>"
         now = time.time()
         by_path: dict[str, list[Event]] = {}
+        get_by_path: dict[str, Any] = {}
         shared = log_paths(cluster.ad.get)
         notes = cluster.ad.get("SubmitEventNotes")
+        userlogs = self.jobs.userlogs
         for job in cluster.procs.values():
             d = job.diff
             paths = log_paths(job.get) if d and ("UserLog" in d or "Iwd" in d or "DAGManNodesLog" in d) else shared
             mine = job.get("SubmitEventNotes") if d and "SubmitEventNotes" in d else notes
+            event = SubmitEvent(cluster.id, job.proc, now, submit_host=host,
+                                log_notes=mine if isinstance(mine, str) else "")
+            if pool:
+                userlogs.to_pool([event], job.get)
             for path in paths:
-                by_path.setdefault(path, []).append(SubmitEvent(
-                    cluster.id, job.proc, now, submit_host=host, log_notes=mine if isinstance(mine, str) else ""))
-        return {path: _FORMAT.format_many(events) for path, events in by_path.items()}
+                by_path.setdefault(path, []).append(event)
+                get_by_path.setdefault(path, job.get)
+        return {path: userlogs.formatter(get_by_path[path], path).format_many(events)
+                for path, events in by_path.items()}
 
     def _log_submits(self, cluster: Any) -> None:
         for path, text in self._submit_texts(cluster).items():

@@ -4,6 +4,17 @@ Writers are kept open per path (a few hundred at most) so a busy schedd does not
 open and close a file per event, but each write first checks (one stat) that the
 path still names the open file, so a log the user deleted or moved is recreated.
 A log that cannot be written is reported in the SchedLog once and never stops the job.
+
+Forms: a job's user log is text unless the job asks for XML (``log_xml = true``:
+``UserLogUseXML`` true or 1) or JSON (``UserLogUseXML = 2``, HTCondor's JSON
+format bit), or the job says nothing and ``DEFAULT_USERLOG_FORMAT_OPTIONS``
+names XML or JSON.  A DAG's nodes log is always text (DAGMan reads it).
+
+The pool event log (``EVENT_LOG``) gets every job's events whether or not the job
+has a log, in the form ``EVENT_LOG_FORMAT_OPTIONS`` says, each followed by a 028
+event of the job's ``EVENT_LOG_JOB_AD_INFORMATION_ATTRS``; it is rotated at
+``EVENT_LOG_MAX_SIZE`` bytes (``MAX_EVENT_LOG``, 1,000,000) keeping
+``EVENT_LOG_MAX_ROTATIONS`` old files (1: ``<log>.old``; more: ``<log>.1`` newest).
 """
 
 from __future__ import annotations
@@ -16,9 +27,9 @@ from collections.abc import Iterable
 from typing import Any
 
 from roost.daemons.schedd.access import may_write
-from roost.eventlog import EventLogWriter
+from roost.eventlog import EventLogWriter, JobAdInformationEvent
 from roost.eventlog.events import Event
-from roost.eventlog.writer import EventFormatter
+from roost.eventlog.writer import EventFormatter, Formatter, parse_format_options
 
 log = logging.getLogger(__name__)
 
@@ -72,22 +83,166 @@ def log_paths(job_get: Any) -> list[str]:
     return out
 
 
-class UserLogs:
-    """Open event-log writers, keyed by path."""
+def _nodes_log(job_get: Any) -> str | None:
+    path = job_get("DAGManNodesLog")
+    if not isinstance(path, str) or not path:
+        return None
+    if not os.path.isabs(path):
+        iwd = job_get("Iwd")
+        path = os.path.join(iwd if isinstance(iwd, str) else "/", path)
+    return path
 
-    def __init__(self, *, fsync: bool = False) -> None:
+
+class PoolEventLog:
+    """The pool-wide event log (``EVENT_LOG``): every job's events, rotated by size."""
+
+    def __init__(self, path: str, formatter: Formatter, max_size: int, rotations: int,
+                 ad_attrs: list[str], fsync: bool = False) -> None:
+        self.path = path
+        self.formatter = formatter
+        self.max_size = max_size
+        self.rotations = rotations if max_size > 0 else 0
+        self.ad_attrs = ad_attrs
+        self._writer = EventLogWriter(path, fsync=fsync, formatter=formatter)
+        self._size: int | None = None
+        self._failed = False
+
+    @classmethod
+    def from_config(cls, config: Any) -> PoolEventLog | None:
+        path = (config.get("EVENT_LOG") or "").strip() if config is not None else ""
+        if not path:
+            return None
+        opts = config.get("EVENT_LOG_FORMAT_OPTIONS") or ""
+        if config.get_bool("EVENT_LOG_USE_XML", False):
+            opts += " XML"
+        size = config.get_int("EVENT_LOG_MAX_SIZE", -1)
+        if size is None or size < 0:
+            size = config.get_int("MAX_EVENT_LOG", 1_000_000) or 0
+        rotations = max(0, config.get_int("EVENT_LOG_MAX_ROTATIONS", 1) or 0)
+        attrs = config.get_list("EVENT_LOG_JOB_AD_INFORMATION_ATTRS", []) or []
+        return cls(path, parse_format_options(opts), size, rotations, attrs,
+                   fsync=config.get_bool("EVENT_LOG_FSYNC", False) is True)
+
+    def _rotate(self) -> None:
+        self._writer.close()
+        if self.rotations == 1:
+            os.replace(self.path, self.path + ".old")
+        else:
+            for i in range(self.rotations - 1, 0, -1):
+                if os.path.exists(f"{self.path}.{i}"):
+                    os.replace(f"{self.path}.{i}", f"{self.path}.{i + 1}")
+            os.replace(self.path, self.path + ".1")
+        self._size = 0
+
+    def write(self, events: Iterable[Event], job_get: Any = None) -> None:
+        """Append ``events`` (with their 028 job-ad events); failures are logged once."""
+        out: list[Event] = []
+        for e in events:
+            out.append(e)
+            if self.ad_attrs and job_get is not None:
+                attrs = {}
+                for name in self.ad_attrs:
+                    v = job_get(name)
+                    if v is not None:
+                        attrs[name] = _ad_text(v)
+                if attrs:
+                    out.append(JobAdInformationEvent(e.cluster, e.proc, e.timestamp, attributes=attrs))
+        text = self.formatter.format_many(out)
+        if not text:
+            return
+        try:
+            if self._size is None:
+                self._size = os.path.getsize(self.path) if os.path.exists(self.path) else 0
+            if self.max_size > 0 and self._size > 0 and self._size + len(text) > self.max_size:
+                if self.rotations > 0:
+                    self._rotate()
+                else:
+                    self._writer.close()
+                    os.truncate(self.path, 0)
+                    self._size = 0
+            self._writer.reopen_if_replaced()
+            self._writer.write_text(text)
+            self._size += len(text.encode("utf-8", "surrogateescape"))
+            self._failed = False
+        except OSError as e:
+            self._size = None
+            if not self._failed:
+                self._failed = True
+                log.warning("cannot write the event log %s: %s", self.path, e)
+
+    def close(self) -> None:
+        self._writer.close()
+
+
+def _ad_text(value: Any) -> str:
+    """A job attribute's value as ClassAd expression text (028 events hold text)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    if isinstance(value, int | float):
+        return repr(value)
+    return str(value)
+
+
+class UserLogs:
+    """Open event-log writers, keyed by path; the pool's event log, if configured."""
+
+    def __init__(self, *, fsync: bool = False, config: Any = None) -> None:
         self.fsync = fsync
         self._writers: OrderedDict[str, EventLogWriter] = OrderedDict()
         self._failed: set[str] = set()
+        opts = config.get("DEFAULT_USERLOG_FORMAT_OPTIONS") if config is not None else None
+        self._default: Formatter = parse_format_options(opts) if opts else _FORMAT
+        self._text: Formatter = parse_format_options(opts, form="text") if opts else _FORMAT
+        self._xml: Formatter = parse_format_options(opts, form="xml")
+        self._json: Formatter = parse_format_options(opts, form="json")
+        self.pool = PoolEventLog.from_config(config)
 
-    def write(self, path: str | list[str] | None, events: Iterable[Event], owner: str | None = None) -> None:
-        """Append ``events`` to the log at ``path`` (or to each of a list of logs)."""
+    def formatter(self, job_get: Any, path: str | None = None) -> Formatter:
+        """The form of the job's log at ``path``: see the module docstring."""
+        if job_get is None:
+            return self._default
+        if path is not None and path == _nodes_log(job_get) and path != log_path(job_get):
+            return self._text
+        use = job_get("UserLogUseXML")
+        if use is None:
+            return self._default
+        if use is True or (type(use) is int and use & 1):
+            return self._xml
+        if type(use) is int and use & 2:
+            return self._json
+        return self._text
+
+    def texts(self, paths: list[str], events: list[Event], job_get: Any = None) -> dict[str, str]:
+        """``events`` formatted for each log in ``paths`` (one formatting per form)."""
+        done: dict[int, str] = {}
+        out: dict[str, str] = {}
+        for p in paths:
+            f = self.formatter(job_get, p)
+            text = done.get(id(f))
+            if text is None:
+                text = done[id(f)] = f.format_many(events)
+            out[p] = text
+        return out
+
+    def to_pool(self, events: Iterable[Event], job_get: Any = None) -> None:
+        """Append to the pool's event log, if there is one."""
+        if self.pool is not None:
+            self.pool.write(events, job_get)
+
+    def write(self, path: str | list[str] | None, events: Iterable[Event], owner: str | None = None,
+              job_get: Any = None) -> None:
+        """Append ``events`` to the log at ``path`` (or to each of a list of logs), in the
+        form the job (``job_get``) asks for, and to the pool's event log."""
+        events = list(events)
+        if self.pool is not None:
+            self.pool.write(events, job_get)
         paths = [path] if isinstance(path, str) else (path or [])
         if not paths:
             return
-        text = _FORMAT.format_many(events)
-        if text:
-            for p in paths:
+        for p, text in self.texts(paths, events, job_get).items():
+            if text:
                 self.write_text(p, text, owner)
 
     def write_text(self, path: str | None, text: str, owner: str | None = None) -> None:
@@ -146,3 +301,5 @@ class UserLogs:
         for w in self._writers.values():
             w.close()
         self._writers.clear()
+        if self.pool is not None:
+            self.pool.close()

@@ -1,0 +1,145 @@
+"""Job mail's content and rules (HTCondor's Email class), and the pool event log's
+rotation and 028 events (roost.daemons.schedd.notify, .userlog)."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from roost.config import Config
+from roost.daemons.schedd.notify import Notifier, exit_body, format_time, metric_units, should_send
+from roost.daemons.schedd.userlog import PoolEventLog, UserLogs
+from roost.eventlog import SubmitEvent, TerminatedEvent, read_events
+
+
+def getter(**ad):
+    return ad.get
+
+
+def config(tmp_path, text: str = "") -> Config:
+    path = tmp_path / "roost_config"
+    path.write_text(text)
+    return Config.load(path, env={}, facts={"FULL_HOSTNAME": "ap.example.org"})
+
+
+def test_format_time_and_units_are_htcondors() -> None:
+    assert format_time(0) == "  0+00:00:00"
+    assert format_time(90061) == "  1+01:01:01"
+    assert metric_units(0) == "0.0 B "
+    assert metric_units(1024) == "1024.0 B "  # only above 1024 is it a KB, as in HTCondor
+    assert metric_units(1536) == "1.5 KB"
+    assert metric_units(3 << 20) == "3.0 MB"
+
+
+@pytest.mark.parametrize(("notify", "kind", "ad", "sent"), [
+    (0, "exit", {"ExitCode": 1}, False),
+    (1, "exit", {"ExitCode": 0}, True),
+    (1, "hold", {"HoldReasonCode": 1}, True),
+    (1, "remove", {}, True),
+    (2, "exit", {"ExitCode": 5}, True),
+    (2, "hold", {"HoldReasonCode": 12}, False),
+    (3, "exit", {"ExitCode": 0}, False),
+    (3, "exit", {"ExitCode": 2}, True),
+    (3, "exit", {"ExitCode": 2, "JobSuccessExitCode": 2}, False),
+    (3, "exit", {"ExitBySignal": True, "ExitSignal": 9}, True),
+    (3, "hold", {"HoldReasonCode": 1}, False),   # the user asked
+    (3, "hold", {"HoldReasonCode": 12}, True),   # a transfer failed
+    (3, "remove", {}, False),
+])
+def test_when_mail_is_sent(notify: int, kind: str, ad: dict, sent: bool) -> None:
+    assert should_send(getter(JobNotification=notify, **ad), kind) is sent
+
+
+def test_exit_body_lists_command_exit_times_and_usage() -> None:
+    now = time.time()
+    get = getter(ClusterId=12, ProcId=3, Cmd="/bin/sh", Arguments="-c 'exit 3'", Iwd="/home/a", ExitCode=3,
+                 ExitBySignal=False, QDate=int(now) - 3725, ImageSize=2048, RemoteUserCpu=61.0,
+                 RemoteSysCpu=2.0, LastRemoteWallClockTime=70.0, RemoteWallClockTime=140.0,
+                 BytesSent=2048.0, BytesRecvd=4096.0, EmailAttributes="Owner")
+    body = exit_body(get, now, lambda n: '"alice"' if n == "Owner" else None)
+    assert body.startswith("Condor job 12.3\n\t/bin/sh -c 'exit 3'\n\tsubmitted from directory /home/a\n"
+                           "exited normally with status 3\n\n\nSubmitted at:        ")
+    assert "Real Time:             0+01:02:05\n\nVirtual Image Size:  2048 Kilobytes\n\n" in body
+    assert ("Statistics from last run:\nAllocation/Run time:       0+00:01:10\n"
+            "Remote User CPU Time:      0+00:01:01\nRemote System CPU Time:    0+00:00:02\n"
+            "Total Remote CPU Time:     0+00:01:03\n\n"
+            "Statistics totaled from all runs:\nAllocation/Run time:       0+00:02:20\n") in body
+    assert "\nNetwork:\n    4.0 KB Run Bytes Received By Job\n    2.0 KB Run Bytes Sent By Job\n" in body
+    assert body.endswith('\n\nOwner = "alice"\n')
+    signal = exit_body(getter(ClusterId=1, ProcId=0, ExitBySignal=True, ExitSignal=9), now)
+    assert "\ndied on signal 9\n" in signal
+
+
+def test_address_defaults_to_owner_at_email_domain(tmp_path) -> None:
+    cfg = config(tmp_path, "SMTP_SERVER = mail.example.org:2525\nEMAIL_DOMAIN = users.example.org\n")
+    n = Notifier.from_config(cfg, "pool.example.org")
+    assert n is not None and n.smtp == ("mail.example.org", 2525)
+    assert n.address(getter(Owner="alice")) == "alice@users.example.org"
+    assert n.address(getter(Owner="alice", NotifyUser="bob@x.org")) == "bob@x.org"
+    assert Notifier.from_config(config(tmp_path), "d") is None  # neither SMTP_SERVER nor MAIL: no mail
+
+
+def test_pool_event_log_rotates_and_adds_job_ad_events(tmp_path) -> None:
+    cfg = config(tmp_path, f"EVENT_LOG = {tmp_path}/logs/EventLog\nEVENT_LOG_MAX_SIZE = 2000\n"
+                 "EVENT_LOG_MAX_ROTATIONS = 2\nEVENT_LOG_JOB_AD_INFORMATION_ATTRS = Owner, JobStatus\n")
+    (tmp_path / "logs").mkdir()
+    logs = UserLogs(config=cfg)
+    assert isinstance(logs.pool, PoolEventLog)
+    ad = {"Owner": "alice", "JobStatus": 4}
+    for i in range(30):
+        logs.write(None, [SubmitEvent(i, 0, 1.7e9), TerminatedEvent(i, 0, 1.7e9, return_value=0)], "alice", ad.get)
+    logs.close()
+    tmp_path = tmp_path / "logs"
+    files = sorted(p.name for p in tmp_path.iterdir())
+    assert files == ["EventLog", "EventLog.1", "EventLog.2"], files
+    for name in files:
+        assert (tmp_path / name).stat().st_size <= 2000
+    events = list(read_events(tmp_path / "EventLog"))
+    assert events and [int(e.type) for e in events[:3]] == [0, 28, 5]
+    assert events[1]["Owner"] == "alice" and events[1]["JobStatus"] == 4
+    # the newest rotation holds the events just before the current file's
+    older = list(read_events(tmp_path / "EventLog.1"))
+    assert older[-1].cluster == events[0].cluster - 1 or older[-1].cluster == events[0].cluster
+
+
+def test_job_form_decides_each_logs_form(tmp_path) -> None:
+    cfg = config(tmp_path, "DEFAULT_USERLOG_FORMAT_OPTIONS = JSON\n")
+    logs = UserLogs(config=cfg)
+    plain, xml, nodes = str(tmp_path / "a.log"), str(tmp_path / "b.log"), str(tmp_path / "n.log")
+    logs.write([plain], [SubmitEvent(1, 0, 1.7e9)], None, getter(UserLog=plain))
+    logs.write([xml], [SubmitEvent(2, 0, 1.7e9)], None, getter(UserLog=xml, UserLogUseXML=True))
+    logs.write([nodes], [SubmitEvent(3, 0, 1.7e9)], None, getter(UserLog=plain, DAGManNodesLog=nodes))
+    logs.close()
+    assert (tmp_path / "a.log").read_text().startswith("{\n")   # the config's form
+    assert (tmp_path / "b.log").read_text().startswith("<c>\n")  # the job's
+    assert (tmp_path / "n.log").read_text().startswith("000 (")  # DAGMan's nodes log: text
+    assert [e.cluster for f in ("a.log", "b.log", "n.log") for e in read_events(tmp_path / f)] == [1, 2, 3]
+
+
+def test_mail_program_gets_subject_address_and_body(tmp_path) -> None:
+    """Without SMTP_SERVER, MAIL is run as ``MAIL -s subject address`` with the body on
+    its input (HTCondor's Unix mailer); a failing program is logged, never raised."""
+    import asyncio
+
+    out = tmp_path / "mail.out"
+    prog = tmp_path / "mailer"
+    prog.write_text(f"#!/bin/sh\nprintf '%s|' \"$@\" > {out}\ncat >> {out}\n")
+    prog.chmod(0o755)
+    bad = tmp_path / "badmailer"
+    bad.write_text("#!/bin/sh\necho no relay >&2\nexit 3\n")
+    bad.chmod(0o755)
+
+    async def send(program) -> Notifier:
+        n = Notifier.from_config(config(tmp_path, f"MAIL = {program}\nFULL_HOSTNAME = ap.test\n"), "users.test")
+        assert n is not None and n.smtp is None
+        n.job_exited(getter(ClusterId=7, ProcId=1, Owner="alice", JobNotification=1, ExitCode=0, Cmd="/bin/true"))
+        await n.close()
+        return n
+
+    n = asyncio.run(send(prog))
+    assert n.sent == 1
+    text = out.read_text()
+    assert text.startswith("-s|[Condor] Condor Job 7.1|alice@users.test|This is an automated email from the Condor")
+    assert 'on machine "ap.test".  Do not reply.\n\nCondor job 7.1\n\t/bin/true\nexited normally with status 0\n' in text
+    assert asyncio.run(send(bad)).failed == 1
