@@ -242,12 +242,14 @@ def h_rank(b: Builder) -> None:
 
 
 def h_periodic(b: Builder) -> None:
+    # no defaults: HTCondor (SUBMIT_INSERT_DEFAULT_POLICY_EXPRS = false) leaves them out and
+    # reads an absent policy expression as false
     for key, attr, default in (
-        ("periodic_hold", "PeriodicHold", False),
+        ("periodic_hold", "PeriodicHold", None),
         ("periodic_hold_reason", "PeriodicHoldReason", None),
         ("periodic_hold_subcode", "PeriodicHoldSubCode", None),
-        ("periodic_release", "PeriodicRelease", False),
-        ("periodic_remove", "PeriodicRemove", False),
+        ("periodic_release", "PeriodicRelease", None),
+        ("periodic_remove", "PeriodicRemove", None),
         ("periodic_vacate", "PeriodicVacate", None),
         ("on_exit_hold_reason", "OnExitHoldReason", None),
         ("on_exit_hold_subcode", "OnExitHoldSubCode", None),
@@ -264,10 +266,26 @@ def h_leave_in_queue(b: Builder) -> None:
     b.set("LeaveJobInQueue", _literal_or_expr(b, v, "leave_in_queue") if v is not None else False)
 
 
-def _wrap_or(text: str) -> str:
-    """Parenthesize an expression about to be joined with ``||`` unless it is atomic."""
+def wrap_for(text: str, op: str) -> str:
+    """Parenthesize an expression about to be joined with ``op`` (``||`` or ``&&``) only
+    where its own top operator binds less tightly, as HTCondor does."""
+    # lazy: the ClassAd parser (~12 ms) only when a description joins expressions
+    from roost.classad import ast
+    from roost.classad.parser import parse_expr
+
     s = text.strip()
-    return s if re.fullmatch(r"[\w.]+", s) or (s.startswith("(") and s.endswith(")")) else f"({s})"
+    try:
+        node = parse_expr(s)
+    except ClassAdSyntaxError:
+        return f"({s})"
+    if isinstance(node, ast.Conditional) or (
+            isinstance(node, ast.BinaryOp) and op == "&&" and node.op == "||"):
+        return f"({s})"
+    return s
+
+
+def _wrap_or(text: str) -> str:
+    return wrap_for(text, "||")
 
 
 def h_retries(b: Builder) -> None:
@@ -278,11 +296,13 @@ def h_retries(b: Builder) -> None:
     until = b.get("retry_until")
     if ehc is not None:
         b.set("OnExitHold", check_expr(b, ehc, "on_exit_hold"))
-    else:
-        b.set("OnExitHold", False)
     if retries is None and success is None and until is None:
-        b.set("OnExitRemove", check_expr(b, erc, "on_exit_remove") if erc is not None else True)
+        # no defaults, as in HTCondor: an absent OnExitRemove means true, OnExitHold false
+        if erc is not None:
+            b.set("OnExitRemove", check_expr(b, erc, "on_exit_remove"))
         return
+    if ehc is None:
+        b.set("OnExitHold", False)
     if until is not None:
         check_expr(b, until, "retry_until")
         u = until.strip()
@@ -338,11 +358,19 @@ def h_resources(b: Builder) -> None:
     gpus = b.get("request_gpus", "RequestGpus")
     if gpus is not None and gpus.strip().lower() != "undefined":
         b.set("RequestGPUs", _literal_or_expr(b, gpus, "request_gpus"))
-    for key, attr in (("gpus_minimum_capability", "GPUsMinCapability"), ("gpus_maximum_capability", "GPUsMaxCapability"),
-                      ("gpus_minimum_memory", "GPUsMinMemory"), ("gpus_minimum_runtime", "GPUsMinRuntime")):
-        v = b.get(key)
-        if v is not None:
-            b.set(attr, _literal_or_expr(b, v, key))
+    if b.lookup("RequestGPUs") is not None:
+        # only a job that asks for GPUs says which ones (condor_submit ignores these otherwise)
+        req = b.get("require_gpus", "RequireGPUs")
+        if req is not None:
+            b.set("RequireGPUs", check_expr(b, req, "require_gpus"))
+        for key, attr in (("gpus_minimum_capability", "GPUsMinCapability"),
+                          ("gpus_maximum_capability", "GPUsMaxCapability"),
+                          ("gpus_minimum_memory", "GPUsMinMemory"), ("gpus_minimum_runtime", "GPUsMinRuntime")):
+            v = b.get(key)
+            if v is None:
+                continue
+            mb = parse_size(v, 1024 * 1024) if attr == "GPUsMinMemory" else None
+            b.set(attr, mb if mb is not None else _literal_or_expr(b, v, key))
     for key in b.extra_keys:
         m = _REQUEST_RE.match(key)
         if not m:
@@ -361,14 +389,23 @@ def h_resources(b: Builder) -> None:
             b.set("Request" + tag[0].upper() + tag[1:], _literal_or_expr(b, v, key))
 
 
+_LIMIT_RE = re.compile(r"[a-z_][a-z0-9_.]*(:(\d+(\.\d*)?|\.\d+)([eE][-+]?\d+)?)?\Z")
+
+
 def h_concurrency(b: Builder) -> None:
     v = b.get("concurrency_limits")
     ve = b.get("concurrency_limits_expr")
     if v is not None and ve is not None:
         b.error("concurrency_limits and concurrency_limits_expr cannot both be given", "concurrency_limits_expr")
     if v is not None:
-        limits = [x for x in re.split(r"[\s,]+", v.lower()) if x]
-        b.set("ConcurrencyLimits", ",".join(limits))
+        # as condor_submit: lower-cased, split on commas and blanks, each NAME[:INCREMENT]
+        # checked, sorted (so equal sets of limits compare equal)
+        limits = sorted(x for x in re.split(r"[\s,]+", v.lower()) if x)
+        for lim in limits:
+            if not _LIMIT_RE.match(lim):
+                b.error(f"concurrency_limits: invalid concurrency limit '{lim}'", "concurrency_limits")
+        if limits:
+            b.set("ConcurrencyLimits", ",".join(limits))
     elif ve is not None:
         b.set("ConcurrencyLimits", check_expr(b, ve, "concurrency_limits_expr"))
 
@@ -622,7 +659,7 @@ KNOWN_KEYS: frozenset[str] = frozenset(
         "periodic_hold_subcode periodic_release periodic_remove periodic_vacate on_exit_hold_reason on_exit_hold_subcode "
         "leave_in_queue on_exit_remove on_exit_hold max_retries success_exit_code retry_until kill_sig remove_kill_sig "
         "hold_kill_sig kill_sig_timeout request_cpus request_disk request_memory request_gpus gpus_minimum_capability "
-        "gpus_maximum_capability gpus_minimum_memory gpus_minimum_runtime concurrency_limits concurrency_limits_expr "
+        "gpus_maximum_capability gpus_minimum_memory gpus_minimum_runtime require_gpus concurrency_limits concurrency_limits_expr "
         "accounting_group accounting_group_user nice_user should_transfer_files when_to_transfer_output "
         "transfer_input_files transfer_output_files transfer_output_remaps requirements requirements "
         "shell interactive want_ft_on_checkpoint image_size project_name skip_filechecks"

@@ -19,7 +19,7 @@ from roost.submit.errors import SubmitError, SubmitWarning
 from roost.submit.expansion import QueueBlock, block_procs, expand_block
 from roost.submit.jobads import ClusterSubmission
 from roost.submit.macros import Expander, classad_number
-from roost.submit.queue import _read_text, load_items, parse_queue_args
+from roost.submit.queue import RunCommand, _read_text, load_items, parse_queue_args
 
 MAX_INCLUDE_DEPTH = 20
 
@@ -134,13 +134,15 @@ def parse_submit(
     file_size: Callable[[str], int] | None = None,
     require_queue: bool = True,
     check_path: Callable[[str, str], str | None] | None = None,
+    run_command: RunCommand | None = None,
 ) -> SubmitDescription:
     """Parse and validate a submit description.
 
     ``overrides`` are command-line ``name=value`` assignments (they act as if
     at the top of the file); ``append`` are ``-append`` lines, which act as if
     just before the first queue statement. Files named by ``include`` and
-    ``queue ... from file`` are read through ``read_text``.
+    ``queue ... from file`` are read through ``read_text``; ``queue ... from CMD |``
+    runs CMD through ``run_command`` (none given: CommandNotAllowed).
     """
     cwd = cwd if cwd is not None else os.getcwd()
     env = dict(env) if env is not None else {}
@@ -214,7 +216,8 @@ def parse_submit(
                 args = exp.expand(st.args)
                 spec = parse_queue_args(args, st.rows, file=st.file, line=st.line)
                 count = _count(spec.count_expr, st)
-                items = load_items(spec, cwd=cwd, read_text=read_text, stdin_text=stdin_text)
+                items = load_items(spec, cwd=cwd, read_text=read_text, stdin_text=stdin_text,
+                                   run_command=run_command)
                 blocks.append(QueueBlock(dict(macros), dict(lines), list(keys), spec, count, items))
 
     run(stmts, 0)
