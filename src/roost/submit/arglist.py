@@ -11,7 +11,6 @@ condor_submit keeps V1 arguments in ``Args`` and V2 arguments in
 from __future__ import annotations
 
 
-
 class ArgSyntaxError(ValueError):
     pass
 
