@@ -71,7 +71,16 @@ def _path(b: Builder, p: str) -> str:
     if p.startswith("/") or re.match(r"^[A-Za-z][A-Za-z0-9+.-]*://", p):
         return p
     iwd = b.lookup("Iwd")
-    return os.path.normpath(os.path.join(str(iwd), p)) if iwd else p
+    return full_path(str(iwd), p) if iwd else p
+
+
+_SLASHES = re.compile(r"//+")
+
+
+def full_path(base: str, p: str) -> str:
+    """``p`` made absolute against ``base`` as condor_submit does it: joined with a slash
+    and repeated slashes squeezed, but ``.`` and ``..`` kept as written."""
+    return _SLASHES.sub("/", p if p.startswith("/") else f"/{base}/{p}")
 
 
 # -- handlers, in condor_submit's order -------------------------------------
@@ -99,7 +108,7 @@ def h_iwd(b: Builder) -> None:
     if d is None:
         b.set("Iwd", cwd)
     else:
-        b.set("Iwd", d if d.startswith("/") else os.path.normpath(os.path.join(cwd, d)))
+        b.set("Iwd", full_path(cwd, d))
 
 
 def h_executable(b: Builder) -> None:
@@ -110,7 +119,7 @@ def h_executable(b: Builder) -> None:
             b.error("no 'executable' command: every job needs an executable")
         return
     # a relative executable is relative to where condor_submit runs, not to initialdir
-    cmd = exe if exe.startswith("/") or "://" in exe else os.path.normpath(os.path.join(b.ctx.cwd, exe))
+    cmd = exe if exe.startswith("/") or "://" in exe else full_path(b.ctx.cwd, exe)
     b.set("Cmd", cmd if b.bool("transfer_executable", True) else exe)
     if b.get("transfer_executable") is not None:
         b.set("TransferExecutable", b.bool("transfer_executable", True))

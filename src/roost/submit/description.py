@@ -50,24 +50,19 @@ class SubmitDescription:
         arch: str = "X86_64",
         opsys: str = "LINUX",
     ) -> list[ClusterSubmission]:
-        """Job ads for every queue statement; consecutive statements share a
-        cluster until the executable changes, as in condor_submit."""
+        """Job ads for every queue statement: one cluster (or none, when every queue
+        statement is empty), procs numbered on from one statement to the next, as
+        condor_submit does (it stopped starting a new cluster for a new executable)."""
         ctx = BuildContext(file=self.file, cwd=self.cwd, env=self.env, owner=owner, qdate=qdate,
                            arch=arch, opsys=opsys, file_size=self.file_size, check_path=self.check_path)
         out: list[ClusterSubmission] = []
-        current: ClusterSubmission | None = None
-        current_exe: str | None = None
         used: set[str] = set()
         for block in self.blocks:
             if block_procs(block) == 0:
                 continue
-            exe = block.macros.get("executable")
-            if current is None or exe != current_exe:
-                cid = cluster_id + len(out)
-                current = ClusterSubmission(cid, {}, [])
-                out.append(current)
-                current_exe = exe
-            expand_block(block, current, ctx, used)
+            if not out:
+                out.append(ClusterSubmission(cluster_id, {}, []))
+            expand_block(block, out[0], ctx, used)
         if out:
             out[0].warnings[:0] = self.warnings + _unused_warnings(self, used)
         return out

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from roost.submit import Expr, SubmitError, parse_submit
 from roost.submit import expansion as description_mod
+
+DATA = Path(__file__).resolve().parent / "data"
 
 
 def ads(body: str, **kw: object) -> list[dict]:
@@ -145,14 +149,34 @@ def test_fast_path_equals_handler_rerun(monkeypatch: pytest.MonkeyPatch) -> None
     assert fast.proc_ad(4)["Err"] == "0004.err" and fast.proc_ad(4)["RequestMemory"] == 4
 
 
-def test_multiple_queue_statements_and_clusters() -> None:
-    text = ("executable = /bin/a\narguments = first\nqueue 2\narguments = second\nqueue 1\n"
-            "executable = /bin/b\nqueue 1\n")
-    cs = parse_submit(text, cwd="/tmp", env={}).expand(cluster_id=10)
-    assert [c.cluster_id for c in cs] == [10, 11]
-    assert [ad["Args"] for ad in cs[0].procs()] == ["first", "first", "second"]
-    assert [ad["ProcId"] for ad in cs[0].procs()] == [0, 1, 2]
-    assert cs[1].proc_ad(0)["Cmd"] == "/bin/b" and cs[1].proc_ad(0)["ProcId"] == 0
+def test_multiple_queue_statements_make_one_cluster() -> None:
+    """condor_submit (submit.cpp: a cluster is allocated once, "NewExecutable" retired) keeps
+    every queue statement in one cluster; ProcId counts on, $(Step) and $(ItemIndex) restart."""
+    text = (DATA / "multi_queue.sub").read_text()
+    (c,) = parse_submit(text, cwd="/tmp", env={}).expand(cluster_id=10)
+    got = [(ad["ProcId"], ad["Args"], ad["Cmd"]) for ad in c.procs()]
+    assert got == [
+        (0, "a 0 0", "/tmp/run.sh"), (1, "a 1 1", "/tmp/run.sh"),
+        (2, "b 2 0 x", "/tmp/run.sh"), (3, "b 3 0 y", "/tmp/run.sh"),
+        (4, "b 4 0", "/bin/echo"),
+    ]
+    assert c.cluster_id == 10 and c.cluster_ad["Cmd"] == "/tmp/run.sh"
+
+
+def test_log_is_relative_to_each_procs_initialdir() -> None:
+    """condor_submit makes UserLog absolute against the proc's own Iwd (full_path)."""
+    text = (DATA / "multi_initialdir.sub").read_text()
+    (c,) = parse_submit(text, cwd="/home/u", env={}).expand()
+    got = [(ad["Iwd"], ad["UserLog"]) for ad in c.procs()]
+    assert got == [("/home/u/run0", "/home/u/run0/logs.log"), ("/home/u/run2", "/home/u/run2/logs.log")]
+
+
+def test_empty_queue_statements_make_no_cluster() -> None:
+    d = parse_submit("executable = /bin/true\nqueue 0\n", cwd="/tmp", env={})
+    assert d.num_procs() == 0 and d.expand() == []
+    # a later non-empty statement still numbers from 0
+    (c,) = parse_submit("executable = /bin/true\nqueue 0\nqueue 2\n", cwd="/tmp", env={}).expand()
+    assert [ad["ProcId"] for ad in c.procs()] == [0, 1]
 
 
 def test_unknown_command_is_a_warning_not_an_error() -> None:
