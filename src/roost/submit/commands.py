@@ -9,7 +9,6 @@ handler reads (anything else that is not a macro another value uses earns an
 from __future__ import annotations
 
 import fnmatch
-import os
 import re
 from collections.abc import Callable
 

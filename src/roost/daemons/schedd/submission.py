@@ -178,6 +178,7 @@ class SubmitCalls:
             raise bad_request("SUBMIT_TEXT: env and overrides map names to strings, append is a list of strings")
         # lazy: the submit language loads with the first SUBMIT_TEXT, not at schedd start-up
         from roost.submit import SubmitError, parse_submit
+        from roost.submit.queue import CommandNotAllowed
         from roost.submit.reading import PathChecks, file_size
         from roost.submit.wire import wire_cluster
 
@@ -193,6 +194,9 @@ class SubmitCalls:
         try:
             try:
                 clusters = await asyncio.to_thread(expand, first)
+            except CommandNotAllowed:
+                # `queue ... from COMMAND |`: the tool runs the command itself, not the schedd
+                raise RequestError("SUBMIT_LOCALLY", "queue ... from a command is read by the submitting tool") from None
             except SubmitError as e:
                 raise RequestError("SUBMIT_ERROR", str(e)) from None
             ids += [self.queue.new_cluster_id() for _ in clusters[1:]]
