@@ -44,8 +44,12 @@ class SubmitCalls:
         *,
         ads_changed: Callable[[], None],
         reschedule: Callable[[], None],
+        schedd_name: str = "",
+        uid_domain: str = "",
     ) -> None:
         self.jobs = jobs
+        self.schedd_name = schedd_name  # GlobalJobId = <schedd name>#<cluster>.<proc>#<queued at>
+        self.uid_domain = uid_domain  # User = <owner>@<UID_DOMAIN>
         self.queue = jobs.queue
         self.filesystem_domain = filesystem_domain  # FILESYSTEM_DOMAIN, else this host
         self.rights = rights
@@ -93,6 +97,9 @@ class SubmitCalls:
             raise bad_request("SUBMIT: the cluster ad has no Owner")
         self.rights.check_owner(user, owner, "SUBMIT")
         cluster_ad["Owner"] = owner
+        # the schedd, not condor_submit, names the job's user and gives each job its
+        # pool-wide id (HTCondor's qmgmt: ATTR_USER, NewProc's GlobalJobId)
+        cluster_ad["User"] = f"{owner}@{self.uid_domain}" if self.uid_domain else owner
         # condor_submit's Requirements compare TARGET.FileSystemDomain with MY.FileSystemDomain
         # (should_transfer_files = NO / IF_NEEDED): the job carries this host's domain.
         cluster_ad.setdefault("FileSystemDomain", self.filesystem_domain)
@@ -122,6 +129,10 @@ class SubmitCalls:
                     checked.add(v)
                 elif type(v) is dict or type(v) is list:
                     obj_to_ad({k: v})
+        gjid = f"{self.schedd_name}#{cid}."
+        stamp = f"#{now}"
+        for i, d in enumerate(procs):
+            d["GlobalJobId"] = f"{gjid}{d.get('ProcId', i)}{stamp}"
         peer.state.get("clusters", set()).discard(cid)
         ops = self.queue.add_cluster(cid, owner, cluster_ad, procs)
         pending: list[tuple[int, str, str]] = []
