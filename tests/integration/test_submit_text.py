@@ -45,6 +45,13 @@ def test_cli_submit_uses_the_tools_cwd_environment_and_options(pool: PoolHandle,
     assert third is not None and third["Cmd"] == "/bin/true"
 
 
+def test_only_empty_queue_statements_say_so(pool: PoolHandle, tmp_path: Path) -> None:
+    (tmp_path / "z.sub").write_text("executable = /bin/true\nqueue 0\nqueue x in ()\n")
+    done = pool.roost("submit", "z.sub", cwd=tmp_path, check=True)
+    assert done.stdout.splitlines() == ["Submitting job(s)."]
+    assert 'has only empty "queue" commands -- no jobs queued' in done.stderr
+
+
 def test_schedd_sets_user_and_global_job_id(pool: PoolHandle, tmp_path: Path) -> None:
     """User = owner@UID_DOMAIN and GlobalJobId = <schedd name>#<cluster>.<proc>#<queued at>,
     set by the schedd as HTCondor's does; a `queue ... from COMMAND |` is read by the tool."""

@@ -220,6 +220,9 @@ def parse_submit(
         raise SubmitError("'if' without 'endif'", file=file, line=0)
     if not blocks and require_queue:
         raise SubmitError("no 'queue' statement: nothing to submit", file=file)
+    if blocks and not any(block_procs(b) for b in blocks):
+        # condor_submit's words; the caller reports "Submitting job(s)." and no cluster
+        warnings.append(SubmitWarning(f'"{file or "(stdin)"}" has only empty "queue" commands -- no jobs queued', file))
     return SubmitDescription(file, cwd, env, blocks, warnings, file_size, check_path, set(exp.used))
 
 

@@ -172,8 +172,10 @@ def test_log_is_relative_to_each_procs_initialdir() -> None:
 
 
 def test_empty_queue_statements_make_no_cluster() -> None:
-    d = parse_submit("executable = /bin/true\nqueue 0\n", cwd="/tmp", env={})
+    d = parse_submit("executable = /bin/true\nqueue 0\n", file="z.sub", cwd="/tmp", env={})
     assert d.num_procs() == 0 and d.expand() == []
+    assert [str(w) for w in d.warnings] == [
+        'z.sub: WARNING: "z.sub" has only empty "queue" commands -- no jobs queued']
     # a later non-empty statement still numbers from 0
     (c,) = parse_submit("executable = /bin/true\nqueue 0\nqueue 2\n", cwd="/tmp", env={}).expand()
     assert [ad["ProcId"] for ad in c.procs()] == [0, 1]

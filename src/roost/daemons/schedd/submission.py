@@ -196,10 +196,15 @@ class SubmitCalls:
         owner, qdate = peer.user, int(time.time())
         first = self.queue.new_cluster_id()
 
+        empty: list[str] = []  # warnings of a description whose queue statements are all empty
+
         def expand(cluster_id: int) -> list[Any]:
             desc = parse_submit(req["text"], file=req.get("file"), cwd=req["cwd"], env=env, overrides=overrides,
                                 append=append, file_size=file_size, stdin_text=None, check_path=PathChecks())
-            return desc.expand(cluster_id=cluster_id, qdate=qdate, owner=owner)
+            got = desc.expand(cluster_id=cluster_id, qdate=qdate, owner=owner)
+            if not got:
+                empty[:] = [str(w) for w in desc.warnings]
+            return got
 
         ids = [first]
         try:
@@ -219,7 +224,7 @@ class SubmitCalls:
                 done.append([cid, await self._add_cluster(cid, cluster_ad, procs, peer)])
         finally:
             self.queue.reserved.difference_update(ids)
-        return {"clusters": done, "warnings": [str(w) for c in clusters for w in c.warnings]}
+        return {"clusters": done, "warnings": [str(w) for c in clusters for w in c.warnings] + empty}
 
     def _submit_texts(self, cluster: Any) -> dict[str, str]:
         """The submit events of a new cluster, formatted, by log path."""
