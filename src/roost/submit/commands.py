@@ -124,6 +124,30 @@ def h_executable(b: Builder) -> None:
         b.set("TransferExecutable", b.bool("transfer_executable", True))
     if image is not None:
         b.set("ContainerImage" if b.get("container_image") else "DockerImage", image)
+        _container_kind(b, image)
+
+
+def _container_kind(b: Builder, image: str) -> None:
+    """What kind of image a container job names, as condor_submit marks it: a registry
+    image (docker:...), a SIF file or a sandbox directory; and where a registry image
+    comes from (ContainerImageSource: docker, oras, or local when it is not transferred)."""
+    if b.get("container_image") is None:
+        if b.lookup("JobUniverse") == 5 and not b.lookup("WantDocker"):
+            b.set("WantDockerImage", True)  # docker_image in the container (or vanilla) universe
+        return
+    img = image.strip()
+    if img.startswith("docker:"):
+        b.set("WantDockerImage", True)
+    elif img.endswith(".sif"):
+        b.set("WantSIF", True)
+    else:
+        b.set("WantSandboxImage", True)
+    if not b.bool("transfer_container", True):
+        b.set("ContainerImageSource", "local")
+    else:
+        for scheme in ("docker", "oras"):
+            if img.startswith(scheme + "://"):
+                b.set("ContainerImageSource", scheme)
 
 
 def h_arguments(b: Builder) -> None:
@@ -240,8 +264,9 @@ def h_notification(b: Builder) -> None:
     u = b.get("notify_user")
     if u is not None:
         b.set("NotifyUser", u)
-    if b.get("email_attributes") is not None:
-        b.set("EmailAttributes", b.get("email_attributes") or "")
+    ea = b.get("email_attributes")
+    if ea is not None:  # a list: condor_submit rejoins it with bare commas
+        b.set("EmailAttributes", ",".join(x for x in re.split(r"[\s,]+", ea) if x))
 
 
 def h_rank(b: Builder) -> None:
@@ -392,9 +417,8 @@ def h_resources(b: Builder) -> None:
         if tag_low in ("cpus", "disk", "memory", "gpus"):
             continue
         v = b.get(key)
-        if v is not None:
-            tag = m.group(1)
-            b.set("Request" + tag[0].upper() + tag[1:], _literal_or_expr(b, v, key))
+        if v is not None:  # the tag keeps the case it was written in (request_foo -> Requestfoo)
+            b.set("Request" + m.group(1), _literal_or_expr(b, v, key))
 
 
 _LIMIT_RE = re.compile(r"[a-z_][a-z0-9_.]*(:(\d+(\.\d*)?|\.\d+)([eE][-+]?\d+)?)?\Z")
@@ -492,6 +516,53 @@ _SIMPLE: list[tuple[str, str, str]] = [
     ("transfer_plugins", "TransferPlugins", "s"),
     ("manifest", "JobManifestDesired", "b"),
     ("manifest_dir", "JobManifestDir", "s"),
+    # the rest of condor_submit's plain keyword table (submit_utils.cpp prunable_keywords)
+    ("next_job_start_delay", "NextJobStartDelay", "e"),
+    ("keep_claim_idle", "KeepClaimIdle", "e"),
+    ("ulog_execute_attrs", "UserLogExecuteEventAttrs", "s"),
+    ("docker_pull_policy", "DockerPullPolicy", "s"),
+    ("docker_override_entrypoint", "DockerOverrideEntrypoint", "b"),
+    ("docker_send_credentials", "DockerSendCredentials", "b"),
+    ("container_target_dir", "ContainerTargetDir", "q"),
+    ("mount_under_scratch", "MountUnderScratch", "q"),
+    ("transfer_container", "TransferContainer", "b"),
+    ("want_job_networking", "WantJobNetworking", "b"),
+    ("starter_debug", "JobStarterDebug", "q"),
+    ("container_is_common", "ContainerIsCommon", "b"),
+    ("job_machine_attrs_history_length", "JobMachineAttrsHistoryLength", "i"),
+    ("remote_initialdir", "RemoteIwd", "s"),
+    ("output_directory", "OutputDirectory", "s"),
+    ("encrypt_input_files", "EncryptInputFiles", "s"),
+    ("encrypt_output_files", "EncryptOutputFiles", "s"),
+    ("dont_encrypt_input_files", "DontEncryptInputFiles", "s"),
+    ("dont_encrypt_output_files", "DontEncryptOutputFiles", "s"),
+    ("load_profile", "LoadProfile", "b"),
+    ("primary_unix_group", "PrimaryUnixGroup", "s"),
+    ("file_remaps", "FileRemaps", "e"),
+    ("buffer_files", "BufferFiles", "e"),
+    ("buffer_size", "BufferSize", "e"),
+    ("buffer_block_size", "BufferBlockSize", "e"),
+    ("fetch_files", "FetchFiles", "s"),
+    ("compress_files", "CompressFiles", "s"),
+    ("append_files", "AppendFiles", "s"),
+    ("local_files", "LocalFiles", "s"),
+    ("noop_job", "IsNoopJob", "e"),
+    ("noop_job_exit_signal", "NoopJobExitSignal", "e"),
+    ("noop_job_exit_code", "NoopJobExitCode", "e"),
+    ("dagnodename", "DAGNodeName", "s"),
+    ("match_list_length", "LastMatchListLength", "i"),
+    ("dagman_job_id", "DAGManJobId", "i"),
+    ("submit_event_user_notes", "SubmitEventUserNotes", "s"),
+    ("submit_event_notes_attrs", "SubmitEventNotesAttrs", "s"),
+    ("cron_minute", "CronMinute", "s"),
+    ("cron_hour", "CronHour", "s"),
+    ("cron_day_of_month", "CronDayOfMonth", "s"),
+    ("cron_month", "CronMonth", "s"),
+    ("cron_day_of_week", "CronDayOfWeek", "s"),
+    ("cron_window", "DeferralWindow", "i"),
+    ("cron_prep_time", "DeferralPrepTime", "i"),
+    ("core_size", "CoreSize", "i"),
+    ("skip_if_dataflow", "SkipIfDataflow", "b"),
 ]
 
 
@@ -593,6 +664,15 @@ def h_auto(b: Builder) -> None:
     """What condor_submit fills in when the description did not say."""
     if b.lookup("CheckpointExitCode") is not None:
         b.set("WantFTOnCheckpoint", True)
+    if b.lookup("DeferralTime") is not None:
+        # a deferred job's window and prep time default (JOB_DEFERRAL_*_DEFAULT), and the
+        # schedd's interval its Requirements refer to (SCHEDD_INTERVAL)
+        if b.lookup("DeferralWindow") is None:
+            b.set("DeferralWindow", 0)
+        if b.lookup("DeferralPrepTime") is None:
+            b.set("DeferralPrepTime", 300)
+        if b.lookup("ScheddInterval") is None:
+            b.set("ScheddInterval", 300)
     if b.lookup("JobUniverse") in (5, 10, 11, 13) and b.lookup("JobLeaseDuration") is None:
         b.set("JobLeaseDuration", 2400)  # JOB_DEFAULT_LEASE_DURATION
 

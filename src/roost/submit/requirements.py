@@ -211,6 +211,9 @@ def h_requirements(b: Builder) -> None:
     if b.lookup("DeferralTime") is not None:
         if universe != 12:
             add("TARGET.HasJobDeferral")
+        # matched only from one schedd interval before its prep time until its window closes
+        add("(((time() + ScheddInterval) >= (DeferralTime - DeferralPrepTime)) && "
+            "(time() < (DeferralTime + DeferralWindow)))")
     if b.lookup("WantFTOnCheckpoint") is True and "hasselfcheckpointtransfers" not in machine:
         add("TARGET.HasSelfCheckpointTransfers")
     method = b.lookup("CheckpointMethod")

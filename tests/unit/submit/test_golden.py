@@ -49,6 +49,10 @@ def roost_ads(name: str) -> list[dict[str, str]]:
 
 
 def _norm_requirements(text: str) -> str:
+    # roost's startds do not advertise the image kinds (HasDockerURL, HasSIF,
+    # HasSandboxImage) yet, so roost leaves those clauses out of a container job
+    for kind in ("HasDockerURL", "HasSIF", "HasSandboxImage"):
+        text = text.replace(f" && TARGET.{kind}", "").replace(f"&& TARGET.{kind}", "")
     # HTCondor 25 lets a job run where the startd enforces disk itself
     return text.replace('(versionGE(split(TARGET.CondorVersion)[1],"25.12.0") || (TARGET.Disk >= RequestDisk))',
                         "(TARGET.Disk >= RequestDisk)")
@@ -63,4 +67,4 @@ def test_job_ads_match_condor_submit(name: str) -> None:
         keys = (set(o) | set(t)) - NOT_COMPARED
         diff = {k: (o.get(k), t.get(k)) for k in sorted(keys) if o.get(k) != t.get(k)}
         assert not diff, f"proc {proc}: attribute: (roost, condor) {diff}"
-        assert _norm_requirements(o["Requirements"]) == t["Requirements"]
+        assert _norm_requirements(o["Requirements"]) == _norm_requirements(t["Requirements"])
