@@ -8,6 +8,7 @@ compared as ClassAd text (both sides unparsed by HTCondor's ClassAd library).
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -56,6 +57,12 @@ def _norm_requirements(text: str) -> str:
     # HTCondor 25 lets a job run where the startd enforces disk itself
     return text.replace('(versionGE(split(TARGET.CondorVersion)[1],"25.12.0") || (TARGET.Disk >= RequestDisk))',
                         "(TARGET.Disk >= RequestDisk)")
+
+
+@pytest.fixture(scope="module", autouse=True)
+def golden_dir() -> None:
+    """``queue ... matching`` looks at the directory the golden ads were made in."""
+    shutil.copytree(DATA, GOLDEN_DIR, dirs_exist_ok=True)
 
 
 @pytest.mark.parametrize("name", CASES)
