@@ -90,7 +90,8 @@ def parse_queue_args(args: str, rows: list[str] | None = None, *, file: str | No
     return spec
 
 
-_SEPS = ", \t"
+_SEP = re.compile("[, \t]")
+_US_SEP = re.compile("\x1f")
 _WS = " \t"
 
 
@@ -101,19 +102,26 @@ def split_row(row: str, nvars: int) -> list[str]:
     0x1F unit separator when the row has one), blanks around it trimmed; the last
     field keeps the rest; missing fields are empty. An empty row gives no fields.
     """
-    seps, ws = _SEPS, _WS
-    if "\x1f" in row:
-        seps = "\x1f"
-    row = row.rstrip("\n").rstrip("\r").strip(ws)
+    ws = _WS
+    row = row.strip(" \t\r\n")
     if not row:
         return []
+    if nvars <= 1:
+        return [row]
+    sep = _US_SEP if "\x1f" in row else _SEP
+    if nvars == 2:  # the common case, without the loop
+        m = sep.search(row)
+        if m is None:
+            return [row, ""]
+        return [row[:m.start()].rstrip(ws), row[m.start() + 1:].lstrip(ws)]
     vals = [row]
     while len(vals) < nvars:
         prev = vals[-1]
-        cut = min((i for i in (prev.find(c) for c in seps) if i >= 0), default=-1)
-        if cut < 0:
+        m = sep.search(prev)
+        if m is None:
             vals.append("")
             continue
+        cut = m.start()
         vals[-1] = prev[:cut].rstrip(ws)
         vals.append(prev[cut + 1:].lstrip(ws))
     return vals
