@@ -33,13 +33,40 @@ def test_cli_submit_uses_the_tools_cwd_environment_and_options(pool: PoolHandle,
     lines = done.stdout.splitlines()
     assert lines[0] == "Submitting job(s)..."  # a dot per job, as condor_submit
     clusters = [ln.split()[-1].rstrip(".") for ln in lines[1:]]
-    assert [ln.split()[0] for ln in lines[1:]] == ["2", "1"]  # a new executable starts a new cluster
+    # every queue statement lands in one cluster, even with a new executable (as condor_submit)
+    assert [ln.split()[0] for ln in lines[1:]] == ["3"]
     assert pool.roost("wait", "-wait", "60", *clusters, timeout=90).returncode == 0
     assert (tmp_path / "out.alpha").read_text() == "alpha from-the-tool cmdline\n"
     assert (tmp_path / "out.beta").read_text() == "beta from-the-tool cmdline\n"
     job = pool.job(f"{clusters[0]}.1")
     assert job is not None and job["Tag"] == "appended" and job["Iwd"] == str(tmp_path)
     assert job["ClusterId"] == int(clusters[0])
+    third = pool.job(f"{clusters[0]}.2")
+    assert third is not None and third["Cmd"] == "/bin/true"
+
+
+def test_only_empty_queue_statements_say_so(pool: PoolHandle, tmp_path: Path) -> None:
+    (tmp_path / "z.sub").write_text("executable = /bin/true\nqueue 0\nqueue x in ()\n")
+    done = pool.roost("submit", "z.sub", cwd=tmp_path, check=True)
+    assert done.stdout.splitlines() == ["Submitting job(s)."]
+    assert 'has only empty "queue" commands -- no jobs queued' in done.stderr
+
+
+def test_schedd_sets_user_and_global_job_id(pool: PoolHandle, tmp_path: Path) -> None:
+    """User = owner@UID_DOMAIN and GlobalJobId = <schedd name>#<cluster>.<proc>#<queued at>,
+    set by the schedd as HTCondor's does; a `queue ... from COMMAND |` is read by the tool."""
+    (tmp_path / "c.sub").write_text("executable = /bin/true\nhold = true\nqueue from /usr/bin/seq 2 |\n")
+    done = pool.roost("submit", "c.sub", cwd=tmp_path, check=True)
+    cid = done.stdout.splitlines()[-1].split()[-1].rstrip(".")
+    assert done.stdout.splitlines()[-1].split()[0] == "2"
+    for proc in (0, 1):
+        job = pool.job(f"{cid}.{proc}")
+        assert job is not None
+        owner = job["Owner"]
+        assert isinstance(job["User"], str) and job["User"].startswith(f"{owner}@")
+        name, jid, stamp = job["GlobalJobId"].split("#")
+        assert name and jid == f"{cid}.{proc}" and abs(int(stamp) - job["QDate"]) <= 5
+    pool.roost("rm", cid, check=True)
 
 
 def test_cli_submit_errors_name_the_file_and_line(pool: PoolHandle, tmp_path: Path) -> None:

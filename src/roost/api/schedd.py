@@ -24,12 +24,17 @@ ACTIONS = ("remove", "hold", "release")
 
 
 def current_user() -> str:
-    """The user name, as getpass.getuser() finds it (without importing termios)."""
-    for var in ("LOGNAME", "USER", "LNAME", "USERNAME"):
-        name = os.environ.get(var)
-        if name:
-            return name
-    return pwd.getpwuid(os.getuid()).pw_name
+    """The submitting user's name as condor_submit finds it (my_username): the account of
+    the effective uid, so that nice_user's and accounting_group's ``<group>.<user>`` and
+    the schedd's Owner agree; the environment only for a uid with no account."""
+    try:
+        return pwd.getpwuid(os.geteuid()).pw_name
+    except KeyError:
+        for var in ("LOGNAME", "USER", "LNAME", "USERNAME"):
+            name = os.environ.get(var)
+            if name:
+                return name
+        return str(os.geteuid())
 
 
 def merge_jobs(result: dict[str, Any]) -> Iterator[dict[str, Any]]:

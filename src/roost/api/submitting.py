@@ -53,6 +53,8 @@ def submit_description(
     first = int(call("NEW_CLUSTER")["cluster"])
     clusters: list[ClusterSubmission] = desc.expand(cluster_id=first, qdate=qdate, owner=owner)
     result = SubmitResult()
+    if not clusters:  # only empty queue statements: nothing queued, say so
+        result.warnings += [str(w) for w in desc.warnings]
     for c in clusters:
         result.warnings += [str(w) for w in c.warnings]
     for i, c in enumerate(clusters):

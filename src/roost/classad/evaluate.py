@@ -510,7 +510,11 @@ def _fn_eval_each(
     if len(args) != 2:
         return ERROR
     expr, lst = args
-    if type(expr) is AttrRef and expr.base is None and not expr.absolute:
+    # an attribute reference (bare or MY.) names the expression to evaluate in each ad:
+    # countMatches(MY.RequireGPUs, TARGET.AvailableGPUs), as condor_submit writes it
+    if type(expr) is AttrRef and not expr.absolute and (
+            expr.base is None or (type(expr.base) is AttrRef and expr.base.base is None
+                                  and expr.base.lname == "my")):
         found = _find_node(cur, expr.lname)
         if found is not None:
             expr = found
@@ -523,7 +527,12 @@ def _fn_eval_each(
     n = 0
     for item in ads:
         if isinstance(item, _CA):
-            v = _deref_expr(expr, item, tgt, d)
+            # a name the item lacks is looked up in the ad asking (HTCondor makes the
+            # asking ad the alternate scope): RequireGPUs' GlobalMemoryMb >= GPUsMinMemory
+            # reads the GPU's memory and the job's minimum
+            if item.parent is not None:
+                item = _CA._from_pairs(((item._names[k], n) for k, n in item._attrs.items()), None)
+            v = _deref_expr(expr, item, cur, d)
         else:
             v = ERROR if item is not UNDEFINED else UNDEFINED
         if count:

@@ -118,6 +118,8 @@ class Machine:
     opsys_name: str = "Linux"
     opsys_major_ver: int = 0
     gpu_names: tuple[str, ...] = ()
+    #: (GPU id, its properties as ClassAd text), for AvailableGPUs (require_gpus)
+    gpu_props: tuple[tuple[str, str], ...] = ()
     detected_cpus: int = 0
     detected_memory: int = 0
     uid_domain: str = ""
@@ -572,6 +574,15 @@ def slot_ad(
     }
     if have.gpus:
         attrs["AssignedGPUs"] = ",".join(have.gpus)
+        # one property ad per GPU this slot can give, listed in AvailableGPUs: a job's
+        # Requirements count those its RequireGPUs accepts (countMatches)
+        props = dict(machine.gpu_props)
+        names = []
+        for g in have.gpus:
+            name = "GPUs_" + re.sub(r"\W", "_", g)
+            attrs[name] = ExprTree(props.get(g) or f'[Id = "{g}"]')
+            names.append(name)
+        attrs["AvailableGPUs"] = ExprTree("{ " + ", ".join(names) + " }")
     if machine.gpu_names:
         attrs["GPUs_DeviceName"] = machine.gpu_names[0]
     if slot.parent is not None:

@@ -10,8 +10,6 @@ condor_submit keeps V1 arguments in ``Args`` and V2 arguments in
 
 from __future__ import annotations
 
-import re
-
 
 class ArgSyntaxError(ValueError):
     pass
@@ -79,14 +77,32 @@ def split_v2_raw(raw: str) -> list[str]:
     return words
 
 
-def join_v2_raw(words: list[str]) -> str:
-    out = []
-    for w in words:
-        if w == "" or re.search(r"[\s']", w):
-            out.append("'" + w.replace("'", "''") + "'")
+def _append_v2_word(w: str, out: list[str]) -> None:
+    """One word in HTCondor's canonical V2 raw form: only the blanks and quotes are quoted
+    (``two three`` -> ``two' 'three``), neighbouring quoted runs merged, '' for an empty word."""
+    if not w:
+        out.append("''")
+        return
+    for c in w:
+        if c in " \t\n\r'":
+            if out and out[-1] == "'":
+                out.pop()  # extend the quoted run just closed instead of opening another
+            else:
+                out.append("'")
+            out.append("''" if c == "'" else c)
+            out.append("'")
         else:
-            out.append(w)
-    return " ".join(out)
+            out.append(c)
+
+
+def join_v2_raw(words: list[str]) -> str:
+    """Words as condor_submit writes ``Arguments``/``Environment`` (V2 raw)."""
+    out: list[str] = []
+    for i, w in enumerate(words):
+        if i:
+            out.append(" ")
+        _append_v2_word(w, out)
+    return "".join(out)
 
 
 def parse_arguments(value: str) -> tuple[str, str]:
@@ -127,4 +143,5 @@ def join_environment(pairs: list[tuple[str, str]]) -> str:
     merged: dict[str, str] = {}
     for k, v in pairs:
         merged[k] = v
-    return join_v2_raw([f"{k}={v}" for k, v in merged.items()])
+    # HTCondor keeps the environment in a map: written sorted by name
+    return join_v2_raw([f"{k}={merged[k]}" for k in sorted(merged)])

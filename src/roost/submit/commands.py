@@ -9,7 +9,6 @@ handler reads (anything else that is not a macro another value uses earns an
 from __future__ import annotations
 
 import fnmatch
-import os
 import re
 from collections.abc import Callable
 
@@ -71,7 +70,16 @@ def _path(b: Builder, p: str) -> str:
     if p.startswith("/") or re.match(r"^[A-Za-z][A-Za-z0-9+.-]*://", p):
         return p
     iwd = b.lookup("Iwd")
-    return os.path.normpath(os.path.join(str(iwd), p)) if iwd else p
+    return full_path(str(iwd), p) if iwd else p
+
+
+_SLASHES = re.compile(r"//+")
+
+
+def full_path(base: str, p: str) -> str:
+    """``p`` made absolute against ``base`` as condor_submit does it: joined with a slash
+    and repeated slashes squeezed, but ``.`` and ``..`` kept as written."""
+    return _SLASHES.sub("/", p if p.startswith("/") else f"/{base}/{p}")
 
 
 # -- handlers, in condor_submit's order -------------------------------------
@@ -94,7 +102,7 @@ def h_iwd(b: Builder) -> None:
     if d is None:
         b.set("Iwd", cwd)
     else:
-        b.set("Iwd", d if d.startswith("/") else os.path.normpath(os.path.join(cwd, d)))
+        b.set("Iwd", full_path(cwd, d))
 
 
 def h_executable(b: Builder) -> None:
@@ -106,7 +114,7 @@ def h_executable(b: Builder) -> None:
         b.set("TransferExecutable", False)
         return
     # a relative executable is relative to where condor_submit runs, not to initialdir
-    cmd = exe if exe.startswith("/") or "://" in exe else os.path.normpath(os.path.join(b.ctx.cwd, exe))
+    cmd = exe if exe.startswith("/") or "://" in exe else full_path(b.ctx.cwd, exe)
     b.set("Cmd", cmd if b.bool("transfer_executable", True) else exe)
     if b.get("transfer_executable") is not None:
         b.set("TransferExecutable", b.bool("transfer_executable", True))
@@ -226,8 +234,9 @@ def h_notification(b: Builder) -> None:
     u = b.get("notify_user")
     if u is not None:
         b.set("NotifyUser", u)
-    if b.get("email_attributes") is not None:
-        b.set("EmailAttributes", b.get("email_attributes") or "")
+    ea = b.get("email_attributes")
+    if ea is not None:  # a list: condor_submit rejoins it with bare commas
+        b.set("EmailAttributes", ",".join(x for x in re.split(r"[\s,]+", ea) if x))
 
 
 def h_rank(b: Builder) -> None:
@@ -236,12 +245,14 @@ def h_rank(b: Builder) -> None:
 
 
 def h_periodic(b: Builder) -> None:
+    # no defaults: HTCondor (SUBMIT_INSERT_DEFAULT_POLICY_EXPRS = false) leaves them out and
+    # reads an absent policy expression as false
     for key, attr, default in (
-        ("periodic_hold", "PeriodicHold", False),
+        ("periodic_hold", "PeriodicHold", None),
         ("periodic_hold_reason", "PeriodicHoldReason", None),
         ("periodic_hold_subcode", "PeriodicHoldSubCode", None),
-        ("periodic_release", "PeriodicRelease", False),
-        ("periodic_remove", "PeriodicRemove", False),
+        ("periodic_release", "PeriodicRelease", None),
+        ("periodic_remove", "PeriodicRemove", None),
         ("periodic_vacate", "PeriodicVacate", None),
         ("on_exit_hold_reason", "OnExitHoldReason", None),
         ("on_exit_hold_subcode", "OnExitHoldSubCode", None),
@@ -258,10 +269,26 @@ def h_leave_in_queue(b: Builder) -> None:
     b.set("LeaveJobInQueue", _literal_or_expr(b, v, "leave_in_queue") if v is not None else False)
 
 
-def _wrap_or(text: str) -> str:
-    """Parenthesize an expression about to be joined with ``||`` unless it is atomic."""
+def wrap_for(text: str, op: str) -> str:
+    """Parenthesize an expression about to be joined with ``op`` (``||`` or ``&&``) only
+    where its own top operator binds less tightly, as HTCondor does."""
+    # lazy: the ClassAd parser (~12 ms) only when a description joins expressions
+    from roost.classad import ast
+    from roost.classad.parser import parse_expr
+
     s = text.strip()
-    return s if re.fullmatch(r"[\w.]+", s) or (s.startswith("(") and s.endswith(")")) else f"({s})"
+    try:
+        node = parse_expr(s)
+    except ClassAdSyntaxError:
+        return f"({s})"
+    if isinstance(node, ast.Conditional) or (
+            isinstance(node, ast.BinaryOp) and op == "&&" and node.op == "||"):
+        return f"({s})"
+    return s
+
+
+def _wrap_or(text: str) -> str:
+    return wrap_for(text, "||")
 
 
 def h_retries(b: Builder) -> None:
@@ -272,11 +299,13 @@ def h_retries(b: Builder) -> None:
     until = b.get("retry_until")
     if ehc is not None:
         b.set("OnExitHold", check_expr(b, ehc, "on_exit_hold"))
-    else:
-        b.set("OnExitHold", False)
     if retries is None and success is None and until is None:
-        b.set("OnExitRemove", check_expr(b, erc, "on_exit_remove") if erc is not None else True)
+        # no defaults, as in HTCondor: an absent OnExitRemove means true, OnExitHold false
+        if erc is not None:
+            b.set("OnExitRemove", check_expr(b, erc, "on_exit_remove"))
         return
+    if ehc is None:
+        b.set("OnExitHold", False)
     if until is not None:
         check_expr(b, until, "retry_until")
         u = until.strip()
@@ -332,11 +361,19 @@ def h_resources(b: Builder) -> None:
     gpus = b.get("request_gpus", "RequestGpus")
     if gpus is not None and gpus.strip().lower() != "undefined":
         b.set("RequestGPUs", _literal_or_expr(b, gpus, "request_gpus"))
-    for key, attr in (("gpus_minimum_capability", "GPUsMinCapability"), ("gpus_maximum_capability", "GPUsMaxCapability"),
-                      ("gpus_minimum_memory", "GPUsMinMemory"), ("gpus_minimum_runtime", "GPUsMinRuntime")):
-        v = b.get(key)
-        if v is not None:
-            b.set(attr, _literal_or_expr(b, v, key))
+    if b.lookup("RequestGPUs") is not None:
+        # only a job that asks for GPUs says which ones (condor_submit ignores these otherwise)
+        req = b.get("require_gpus", "RequireGPUs")
+        if req is not None:
+            b.set("RequireGPUs", check_expr(b, req, "require_gpus"))
+        for key, attr in (("gpus_minimum_capability", "GPUsMinCapability"),
+                          ("gpus_maximum_capability", "GPUsMaxCapability"),
+                          ("gpus_minimum_memory", "GPUsMinMemory"), ("gpus_minimum_runtime", "GPUsMinRuntime")):
+            v = b.get(key)
+            if v is None:
+                continue
+            mb = parse_size(v, 1024 * 1024) if attr == "GPUsMinMemory" else None
+            b.set(attr, mb if mb is not None else _literal_or_expr(b, v, key))
     for key in b.extra_keys:
         m = _REQUEST_RE.match(key)
         if not m:
@@ -350,9 +387,11 @@ def h_resources(b: Builder) -> None:
         if tag_low in ("cpus", "disk", "memory", "gpus"):
             continue
         v = b.get(key)
-        if v is not None:
-            tag = m.group(1)
-            b.set("Request" + tag[0].upper() + tag[1:], _literal_or_expr(b, v, key))
+        if v is not None:  # the tag keeps the case it was written in (request_foo -> Requestfoo)
+            b.set("Request" + m.group(1), _literal_or_expr(b, v, key))
+
+
+_LIMIT_RE = re.compile(r"[a-z_][a-z0-9_.]*(:(\d+(\.\d*)?|\.\d+)([eE][-+]?\d+)?)?\Z")
 
 
 def h_concurrency(b: Builder) -> None:
@@ -361,8 +400,14 @@ def h_concurrency(b: Builder) -> None:
     if v is not None and ve is not None:
         b.error("concurrency_limits and concurrency_limits_expr cannot both be given", "concurrency_limits_expr")
     if v is not None:
-        limits = [x for x in re.split(r"[\s,]+", v.lower()) if x]
-        b.set("ConcurrencyLimits", ",".join(limits))
+        # as condor_submit: lower-cased, split on commas and blanks, each NAME[:INCREMENT]
+        # checked, sorted (so equal sets of limits compare equal)
+        limits = sorted(x for x in re.split(r"[\s,]+", v.lower()) if x)
+        for lim in limits:
+            if not _LIMIT_RE.match(lim):
+                b.error(f"concurrency_limits: invalid concurrency limit '{lim}'", "concurrency_limits")
+        if limits:
+            b.set("ConcurrencyLimits", ",".join(limits))
     elif ve is not None:
         b.set("ConcurrencyLimits", check_expr(b, ve, "concurrency_limits_expr"))
 
@@ -441,6 +486,53 @@ _SIMPLE: list[tuple[str, str, str]] = [
     ("transfer_plugins", "TransferPlugins", "s"),
     ("manifest", "JobManifestDesired", "b"),
     ("manifest_dir", "JobManifestDir", "s"),
+    # the rest of condor_submit's plain keyword table (submit_utils.cpp prunable_keywords)
+    ("next_job_start_delay", "NextJobStartDelay", "e"),
+    ("keep_claim_idle", "KeepClaimIdle", "e"),
+    ("ulog_execute_attrs", "UserLogExecuteEventAttrs", "s"),
+    ("docker_pull_policy", "DockerPullPolicy", "s"),
+    ("docker_override_entrypoint", "DockerOverrideEntrypoint", "b"),
+    ("docker_send_credentials", "DockerSendCredentials", "b"),
+    ("container_target_dir", "ContainerTargetDir", "q"),
+    ("mount_under_scratch", "MountUnderScratch", "q"),
+    ("transfer_container", "TransferContainer", "b"),
+    ("want_job_networking", "WantJobNetworking", "b"),
+    ("starter_debug", "JobStarterDebug", "q"),
+    ("container_is_common", "ContainerIsCommon", "b"),
+    ("job_machine_attrs_history_length", "JobMachineAttrsHistoryLength", "i"),
+    ("remote_initialdir", "RemoteIwd", "s"),
+    ("output_directory", "OutputDirectory", "s"),
+    ("encrypt_input_files", "EncryptInputFiles", "s"),
+    ("encrypt_output_files", "EncryptOutputFiles", "s"),
+    ("dont_encrypt_input_files", "DontEncryptInputFiles", "s"),
+    ("dont_encrypt_output_files", "DontEncryptOutputFiles", "s"),
+    ("load_profile", "LoadProfile", "b"),
+    ("primary_unix_group", "PrimaryUnixGroup", "s"),
+    ("file_remaps", "FileRemaps", "e"),
+    ("buffer_files", "BufferFiles", "e"),
+    ("buffer_size", "BufferSize", "e"),
+    ("buffer_block_size", "BufferBlockSize", "e"),
+    ("fetch_files", "FetchFiles", "s"),
+    ("compress_files", "CompressFiles", "s"),
+    ("append_files", "AppendFiles", "s"),
+    ("local_files", "LocalFiles", "s"),
+    ("noop_job", "IsNoopJob", "e"),
+    ("noop_job_exit_signal", "NoopJobExitSignal", "e"),
+    ("noop_job_exit_code", "NoopJobExitCode", "e"),
+    ("dagnodename", "DAGNodeName", "s"),
+    ("match_list_length", "LastMatchListLength", "i"),
+    ("dagman_job_id", "DAGManJobId", "i"),
+    ("submit_event_user_notes", "SubmitEventUserNotes", "s"),
+    ("submit_event_notes_attrs", "SubmitEventNotesAttrs", "s"),
+    ("cron_minute", "CronMinute", "s"),
+    ("cron_hour", "CronHour", "s"),
+    ("cron_day_of_month", "CronDayOfMonth", "s"),
+    ("cron_month", "CronMonth", "s"),
+    ("cron_day_of_week", "CronDayOfWeek", "s"),
+    ("cron_window", "DeferralWindow", "i"),
+    ("cron_prep_time", "DeferralPrepTime", "i"),
+    ("core_size", "CoreSize", "i"),
+    ("skip_if_dataflow", "SkipIfDataflow", "b"),
 ]
 
 
@@ -542,6 +634,15 @@ def h_auto(b: Builder) -> None:
     """What condor_submit fills in when the description did not say."""
     if b.lookup("CheckpointExitCode") is not None:
         b.set("WantFTOnCheckpoint", True)
+    if b.lookup("DeferralTime") is not None:
+        # a deferred job's window and prep time default (JOB_DEFERRAL_*_DEFAULT), and the
+        # schedd's interval its Requirements refer to (SCHEDD_INTERVAL)
+        if b.lookup("DeferralWindow") is None:
+            b.set("DeferralWindow", 0)
+        if b.lookup("DeferralPrepTime") is None:
+            b.set("DeferralPrepTime", 300)
+        if b.lookup("ScheddInterval") is None:
+            b.set("ScheddInterval", 300)
     if b.lookup("JobUniverse") in (5, 10, 11, 13) and b.lookup("JobLeaseDuration") is None:
         b.set("JobLeaseDuration", 2400)  # JOB_DEFAULT_LEASE_DURATION
 
@@ -616,7 +717,7 @@ KNOWN_KEYS: frozenset[str] = frozenset(
         "periodic_hold_subcode periodic_release periodic_remove periodic_vacate on_exit_hold_reason on_exit_hold_subcode "
         "leave_in_queue on_exit_remove on_exit_hold max_retries success_exit_code retry_until kill_sig remove_kill_sig "
         "hold_kill_sig kill_sig_timeout request_cpus request_disk request_memory request_gpus gpus_minimum_capability "
-        "gpus_maximum_capability gpus_minimum_memory gpus_minimum_runtime concurrency_limits concurrency_limits_expr "
+        "gpus_maximum_capability gpus_minimum_memory gpus_minimum_runtime require_gpus concurrency_limits concurrency_limits_expr "
         "accounting_group accounting_group_user nice_user should_transfer_files when_to_transfer_output "
         "transfer_input_files transfer_output_files transfer_output_remaps requirements requirements "
         "shell interactive want_ft_on_checkpoint image_size project_name skip_filechecks"

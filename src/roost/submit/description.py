@@ -19,7 +19,7 @@ from roost.submit.errors import SubmitError, SubmitWarning
 from roost.submit.expansion import QueueBlock, block_procs, expand_block
 from roost.submit.jobads import ClusterSubmission
 from roost.submit.macros import Expander, classad_number
-from roost.submit.queue import _read_text, load_items, parse_queue_args
+from roost.submit.queue import RunCommand, _read_text, load_items, parse_queue_args
 
 MAX_INCLUDE_DEPTH = 20
 
@@ -50,24 +50,19 @@ class SubmitDescription:
         arch: str = "X86_64",
         opsys: str = "LINUX",
     ) -> list[ClusterSubmission]:
-        """Job ads for every queue statement; consecutive statements share a
-        cluster until the executable changes, as in condor_submit."""
+        """Job ads for every queue statement: one cluster (or none, when every queue
+        statement is empty), procs numbered on from one statement to the next, as
+        condor_submit does (it stopped starting a new cluster for a new executable)."""
         ctx = BuildContext(file=self.file, cwd=self.cwd, env=self.env, owner=owner, qdate=qdate,
                            arch=arch, opsys=opsys, file_size=self.file_size, check_path=self.check_path)
         out: list[ClusterSubmission] = []
-        current: ClusterSubmission | None = None
-        current_exe: str | None = None
         used: set[str] = set()
         for block in self.blocks:
             if block_procs(block) == 0:
                 continue
-            exe = block.macros.get("executable")
-            if current is None or exe != current_exe:
-                cid = cluster_id + len(out)
-                current = ClusterSubmission(cid, {}, [])
-                out.append(current)
-                current_exe = exe
-            expand_block(block, current, ctx, used)
+            if not out:
+                out.append(ClusterSubmission(cluster_id, {}, []))
+            expand_block(block, out[0], ctx, used)
         if out:
             out[0].warnings[:0] = self.warnings + _unused_warnings(self, used)
         return out
@@ -134,13 +129,15 @@ def parse_submit(
     file_size: Callable[[str], int] | None = None,
     require_queue: bool = True,
     check_path: Callable[[str, str], str | None] | None = None,
+    run_command: RunCommand | None = None,
 ) -> SubmitDescription:
     """Parse and validate a submit description.
 
     ``overrides`` are command-line ``name=value`` assignments (they act as if
     at the top of the file); ``append`` are ``-append`` lines, which act as if
     just before the first queue statement. Files named by ``include`` and
-    ``queue ... from file`` are read through ``read_text``.
+    ``queue ... from file`` are read through ``read_text``; ``queue ... from CMD |``
+    runs CMD through ``run_command`` (none given: CommandNotAllowed).
     """
     cwd = cwd if cwd is not None else os.getcwd()
     env = dict(env) if env is not None else {}
@@ -214,7 +211,8 @@ def parse_submit(
                 args = exp.expand(st.args)
                 spec = parse_queue_args(args, st.rows, file=st.file, line=st.line)
                 count = _count(spec.count_expr, st)
-                items = load_items(spec, cwd=cwd, read_text=read_text, stdin_text=stdin_text)
+                items = load_items(spec, cwd=cwd, read_text=read_text, stdin_text=stdin_text,
+                                   run_command=run_command)
                 blocks.append(QueueBlock(dict(macros), dict(lines), list(keys), spec, count, items))
 
     run(stmts, 0)
@@ -222,6 +220,9 @@ def parse_submit(
         raise SubmitError("'if' without 'endif'", file=file, line=0)
     if not blocks and require_queue:
         raise SubmitError("no 'queue' statement: nothing to submit", file=file)
+    if blocks and not any(block_procs(b) for b in blocks):
+        # condor_submit's words; the caller reports "Submitting job(s)." and no cluster
+        warnings.append(SubmitWarning(f'"{file or "(stdin)"}" has only empty "queue" commands -- no jobs queued', file))
     return SubmitDescription(file, cwd, env, blocks, warnings, file_size, check_path, set(exp.used))
 
 

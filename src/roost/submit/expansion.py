@@ -22,10 +22,10 @@ from roost.submit.errors import SubmitError
 from roost.submit.jobads import ClusterSubmission
 from roost.submit.macros import BUILTIN_LIVE, Expander, Template, classad_number, probe_template
 from roost.submit.queue import QueueSpec
-from roost.submit.requirements import h_requirements
+from roost.submit.requirements import h_require_gpus, h_requirements
 from roost.submit.values import AttrValue, Expr
 
-HANDLERS: list[commands.Handler] = [*commands.HANDLERS, h_requirements]
+HANDLERS: list[commands.Handler] = [*commands.HANDLERS, h_require_gpus, h_requirements]
 
 
 @dataclass
@@ -84,16 +84,22 @@ def _base_ad(cluster_id: int, ctx: BuildContext) -> dict[str, AttrValue]:
 def expand_block(block: QueueBlock, cluster: ClusterSubmission, ctx: BuildContext, used: set[str]) -> None:
     item_vars = [v.lower() for v in (block.spec.vars if block.items is not None else [])]
     live_names = list(BUILTIN_LIVE) + [v for v in item_vars if v not in BUILTIN_LIVE]
-    parallel = (block.macros.get("universe", "").strip().lower() == "parallel")
+    # a queue variable is a submit command for its procs (``queue input, arguments from ...``
+    # sets In and Args), winning over the same command written above, as in condor_submit
+    macros = dict(block.macros)
+    for v in item_vars:
+        if v in macros or v in commands.KNOWN_KEYS or v.startswith(("my.", "request_")):
+            macros[v] = f"$({v})"  # (only these: every other variable is read through $())
+    parallel = (macros.get("universe", "").strip().lower() == "parallel")
     defaults = _defaults(ctx)  # read-only, so one dict serves every proc's expander
-    exp = Expander(block.macros, env=ctx.env, cwd=ctx.cwd, evaluate=classad_number, defaults=defaults)
+    exp = Expander(macros, env=ctx.env, cwd=ctx.cwd, evaluate=classad_number, defaults=defaults)
 
     # classify every command once: static text, a template, or full per-proc expansion
     static: dict[str, str] = {}
     per_proc: dict[str, Template | None] = {}
-    for low in block.macros:
+    for low in macros:
         try:
-            probe, tmpl, live = probe_template(block.macros[low], exp, live_names)
+            probe, tmpl, live = probe_template(macros[low], exp, live_names)
         except SubmitError as e:
             raise SubmitError(e.message, file=ctx.file, line=block.lines.get(low, 0)) from None
         used |= exp.used
@@ -106,7 +112,7 @@ def expand_block(block: QueueBlock, cluster: ClusterSubmission, ctx: BuildContex
     rng = random.Random(cluster.cluster_id * 1_000_003 + len(cluster.proc_diffs))
 
     def full(low: str, live: dict[str, str]) -> str | None:
-        e = Expander(block.macros, env=ctx.env, live=live, cwd=ctx.cwd, evaluate=classad_number, defaults=defaults,
+        e = Expander(macros, env=ctx.env, live=live, cwd=ctx.cwd, evaluate=classad_number, defaults=defaults,
                      rng=rng)
         try:
             return e.lookup(low)

@@ -129,7 +129,11 @@ def lex(text: str, file: str | None = None) -> list[Statement]:
                     rows.append(body)
                 if not closed:
                     raise SubmitError("queue item list opened with '(' is never closed", file=file, line=n)
-                args = args[: args.rfind("(")].rstrip()
+                cut = args.rfind("(")
+                first = args[cut + 1:].strip()
+                if first:  # text after "(" on the queue line is the first row
+                    rows.insert(0, first)
+                args = args[:cut].rstrip()
             out.append(Queue(args, n, file, rows))
             continue
         m = _INCLUDE_RE.match(s)

@@ -16,7 +16,8 @@ from dataclasses import dataclass, field
 
 from roost.submit.errors import SubmitError
 
-_KEYWORD_RE = re.compile(r"(?:^|[\s,])(from|in|matching)(?=\s|\(|\[|$)", re.IGNORECASE)
+#: the first of in/from/matching standing alone between blanks (or before "("), any case
+_KEYWORD_RE = re.compile(r"(?:^|\s)(from|in|matching)(?=\s|\(|$)", re.IGNORECASE)
 _SLICE_RE = re.compile(r"\[\s*(-?\d*)\s*(?::\s*(-?\d*)\s*(?::\s*(-?\d*)\s*)?)?\]")
 _VAR_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*\Z")
 
@@ -32,6 +33,8 @@ class QueueSpec:
     match_kind: str = ""  # "", "files", "dirs"
     source: str = ""  # file name, inline text or glob patterns
     inline: list[str] | None = None
+    #: the items were a one-line ``( ... )`` list (for ``from``: a single row)
+    one_line: bool = False
     line: int = 0
     file: str | None = None
 
@@ -79,6 +82,7 @@ def parse_queue_args(args: str, rows: list[str] | None = None, *, file: str | No
         if close < 0:
             raise SubmitError("queue: '(' without ')'", file=file, line=line)
         spec.inline = [tail[1:close]]
+        spec.one_line = True
         tail = ""
     spec.source = tail.strip()
     if spec.inline is None and not spec.source:
@@ -86,18 +90,76 @@ def parse_queue_args(args: str, rows: list[str] | None = None, *, file: str | No
     return spec
 
 
-_FIELD_SEP = re.compile(r"[\s,]+")
+_SEP = re.compile("[, \t]")
+_US_SEP = re.compile("\x1f")
+_WS = " \t"
 
 
 def split_row(row: str, nvars: int) -> list[str]:
-    """Split a ``from`` row into nvars fields; the last field keeps the rest."""
-    row = row.strip()
+    """Split a ``from`` row into at most nvars fields, as condor_submit does.
+
+    The row is trimmed; each split is at the first comma, space or tab (or at the
+    0x1F unit separator when the row has one), blanks around it trimmed; the last
+    field keeps the rest; missing fields are empty. An empty row gives no fields.
+    """
+    ws = _WS
+    row = row.strip(" \t\r\n")
+    if not row:
+        return []
     if nvars <= 1:
         return [row]
-    out = _FIELD_SEP.split(row, maxsplit=nvars - 1)
-    if len(out) < nvars:
-        out.extend([""] * (nvars - len(out)))
+    sep = _US_SEP if "\x1f" in row else _SEP
+    if nvars == 2:  # the common case, without the loop
+        m = sep.search(row)
+        if m is None:
+            return [row, ""]
+        return [row[:m.start()].rstrip(ws), row[m.start() + 1:].lstrip(ws)]
+    vals = [row]
+    while len(vals) < nvars:
+        prev = vals[-1]
+        m = sep.search(prev)
+        if m is None:
+            vals.append("")
+            continue
+        cut = m.start()
+        vals[-1] = prev[:cut].rstrip(ws)
+        vals.append(prev[cut + 1:].lstrip(ws))
+    return vals
+
+
+def item_lines(text: str) -> list[str]:
+    """The rows of an item file (or of ``from -`` or a command's output) as condor_submit
+    reads them: every line trimmed, a line ending in ``\\`` continued onto the next,
+    blank lines and lines starting with ``#`` kept as rows."""
+    out: list[str] = []
+    pending: list[str] | None = None
+    for raw in text.splitlines():
+        line = raw.strip()
+        if pending is not None:
+            if line.startswith("#"):
+                line = line[-1:] if line.endswith("\\") else ""  # a commented-out continuation
+        if line.endswith("\\") and not (pending is None and line.startswith("#")):
+            pending = (pending or []) + [line[:-1]]
+            continue
+        out.append("".join((pending or []) + [line]))
+        pending = None
+    if pending is not None:
+        out.append("".join(pending))
     return out
+
+
+def rows_to_items(rows: list[str], vars_: list[str]) -> list[dict[str, str]]:
+    """One item per row. A row with fewer fields than variables leaves the rest empty;
+    an empty row changes nothing, so its proc repeats the previous row's values (empty
+    for a first row), exactly as condor_submit queues it."""
+    items: list[dict[str, str]] = []
+    cur = dict.fromkeys(vars_, "")
+    for r in rows:
+        vals = split_row(r, len(vars_))
+        if vals:
+            cur = dict(zip(vars_, vals))
+        items.append(cur)
+    return items
 
 
 def _glob(patterns: list[str], kind: str, cwd: str) -> list[str]:
@@ -133,43 +195,70 @@ def _read_text(path: str) -> str:
         return fh.read()
 
 
+def _inline_lines(spec: QueueSpec) -> list[str]:
+    lines = spec.inline or []
+    return lines if spec.one_line else [ln for ln in lines if not ln.strip().startswith("#")]
+
+
+#: runs a ``queue ... from COMMAND |`` command in a directory and returns its output
+RunCommand = Callable[[str, str], str]
+
+
+class CommandNotAllowed(SubmitError):
+    """A description wants ``queue ... from COMMAND |`` where no command may run."""
+
+
 def load_items(
     spec: QueueSpec,
     *,
     cwd: str = "",
     read_text: ReadText = _read_text,
     stdin_text: str | None = None,
+    run_command: RunCommand | None = None,
 ) -> list[dict[str, str]] | None:
     """The items of a queue statement, or None for a plain ``queue N``.
 
-    Files are read through ``read_text`` so a caller (or a test) decides how
-    the filesystem is reached; ``from -`` reads ``stdin_text``.
+    Files are read through ``read_text`` and commands run through ``run_command``
+    so that the caller (``roost.submit.reading``) decides how the system is reached;
+    ``from -`` reads ``stdin_text``.
     """
     if not spec.mode:
         return None
-    nvars = len(spec.vars)
     if spec.mode == "from":
         if spec.inline is not None:
-            lines = "\n".join(spec.inline).splitlines()
+            # inside the submit file: lines starting with # are comments, blank lines are rows
+            if spec.one_line:
+                rows = [spec.inline[0].strip()]
+            else:
+                rows = [r for r in (ln.strip() for ln in spec.inline) if not r.startswith("#")]
         else:
             src = spec.source
             if src == "-":
                 text = stdin_text or ""
+            elif src.endswith("|"):
+                cmd = src[:-1].strip()
+                if run_command is None:
+                    raise CommandNotAllowed(f"queue from {src}: commands cannot be run here",
+                                            file=spec.file, line=spec.line)
+                try:
+                    text = run_command(cmd, cwd)
+                except (OSError, ValueError) as e:
+                    raise SubmitError(f"queue from {src}: {e}", file=spec.file, line=spec.line) from e
             else:
                 path = src if os.path.isabs(src) or not cwd else os.path.join(cwd, src)
                 try:
                     text = read_text(path)
                 except OSError as e:
-                    raise SubmitError(f"queue from {src}: cannot read item file: {e.strerror or e}", file=spec.file, line=spec.line) from e
-            lines = text.splitlines()
-        rows = [ln for ln in lines if ln.strip() and not ln.lstrip().startswith("#")]
-        return [dict(zip(spec.vars, split_row(r, nvars))) for r in rows]
+                    raise SubmitError(f"queue from {src}: cannot read item file: {e.strerror or e}",
+                                      file=spec.file, line=spec.line) from e
+            rows = item_lines(text)
+        return rows_to_items(rows, spec.vars)
     if spec.mode == "in":
-        text = "\n".join(spec.inline) if spec.inline is not None else spec.source
+        text = "\n".join(_inline_lines(spec)) if spec.inline is not None else spec.source
         words = [w for w in re.split(r"[\s,]+", text) if w]
         return [{v: (w if i == 0 else "") for i, v in enumerate(spec.vars)} for w in words]
     # matching
-    text = "\n".join(spec.inline) if spec.inline is not None else spec.source
+    text = "\n".join(_inline_lines(spec)) if spec.inline is not None else spec.source
     pats = [w for w in re.split(r"[\s,]+", text) if w]
     found = _glob(pats, spec.match_kind, cwd)
     return [{v: (w if i == 0 else "") for i, v in enumerate(spec.vars)} for w in found]

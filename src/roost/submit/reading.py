@@ -9,9 +9,11 @@ tools, the Python API and the schedd's SUBMIT_TEXT all read them the same way he
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 from collections.abc import Mapping
 
+from roost.submit import arglist
 from roost.submit.description import SubmitDescription, parse_submit
 
 
@@ -21,6 +23,30 @@ def file_size(path: str) -> int:
         return os.path.getsize(path)
     except OSError:
         return 0
+
+
+def run_command(cmd: str, cwd: str) -> str:
+    """Run a ``queue ... from COMMAND |`` command and return what it printed.
+
+    As condor_submit: no shell (the command is split into words like ``arguments``,
+    old or new syntax), run in the submit directory with the tool's environment, its
+    stderr passed through, and a non-zero exit status refuses the whole submit.
+    """
+    try:
+        argv = (arglist.split_v2_raw(arglist.parse_arguments2(cmd)) if arglist.is_v2_quoted(cmd)
+                else cmd.split())
+    except arglist.ArgSyntaxError as e:
+        raise ValueError(f"cannot split the command: {e}") from None
+    if not argv:
+        raise ValueError("no command before '|'")
+    try:
+        got = subprocess.run(argv, cwd=cwd or None, stdout=subprocess.PIPE, stdin=subprocess.DEVNULL,
+                             check=False)
+    except OSError as e:
+        raise ValueError(f"not a valid command: {e.strerror or e}") from None
+    if got.returncode != 0:
+        raise ValueError(f"command terminated with exit code {got.returncode}")
+    return got.stdout.decode("utf-8", "replace")
 
 
 class PathChecks:
@@ -89,7 +115,7 @@ def parse_text(
 ) -> SubmitDescription:
     return parse_submit(text, file=file, cwd=cwd or os.getcwd(), env=dict(os.environ),
                         overrides=dict(overrides or {}), append=list(append or []), file_size=file_size,
-                        check_path=PathChecks())
+                        check_path=PathChecks(), run_command=run_command)
 
 
-__all__ = ["PathChecks", "file_size", "parse_file", "parse_text"]
+__all__ = ["PathChecks", "file_size", "parse_file", "parse_text", "run_command"]

@@ -14,6 +14,7 @@ from collections.abc import Iterator
 
 from roost.classad.errors import ClassAdSyntaxError
 from roost.submit.builder import Builder
+from roost.submit.commands import wrap_for
 from roost.submit.values import Expr
 
 _JOB_SIDE = {"requestmemory", "vm_ckptmac", "requirements"}
@@ -90,6 +91,33 @@ def _container_clause(b: Builder) -> str:
     elif b.lookup("WantSandboxImage"):
         clause += "&& TARGET.HasSandboxImage"
     return clause
+#: GPU properties a ``require_gpus`` expression can name (the clauses that ``gpus_minimum_*``
+#: add are left out when the user's expression already constrains the same property)
+_GPU_CLAUSES = (("GPUsMinCapability", "capability", "Capability >= GPUsMinCapability"),
+                ("GPUsMaxCapability", "capability", "Capability <= GPUsMaxCapability"),
+                ("GPUsMinMemory", "globalmemorymb", "GlobalMemoryMb >= GPUsMinMemory"),
+                ("GPUsMinRuntime", "maxsupportedversion", "MaxSupportedVersion >= GPUsMinRuntime"))
+
+
+def h_require_gpus(b: Builder) -> None:
+    """The effective ``RequireGPUs``: ``require_gpus`` and-ed with the ``gpus_minimum_*``
+    clauses, as condor_submit makes it after every other GPU attribute is known."""
+    if b.lookup("RequestGPUs") is None:
+        return
+    req = b.lookup("RequireGPUs")
+    props: set[str] = set()
+    if req is not None:
+        try:
+            job, machine = references(str(req))
+        except ClassAdSyntaxError:
+            return  # already refused where require_gpus was read
+        props = job | machine
+    clauses = [c for attr, prop, c in _GPU_CLAUSES if b.lookup(attr) is not None and prop not in props]
+    if not clauses:
+        return
+    if req is not None:
+        clauses.insert(0, wrap_for(str(req), "&&"))
+    b.set("RequireGPUs", Expr(" && ".join(clauses)))
 
 
 def h_requirements(b: Builder) -> None:
@@ -168,7 +196,11 @@ def h_requirements(b: Builder) -> None:
             continue
         n = _number(v)
         if n is None or n > 0:
-            add(f"(TARGET.{tag} >= {attr})")
+            if b.lookup("Require" + tag) is not None:
+                # count the host's resources of this kind that satisfy Require<Tag>
+                add(f"(countMatches(MY.Require{tag},TARGET.Available{tag}) >= {attr})")
+            else:
+                add(f"(TARGET.{tag} >= {attr})")
     if universe in (5, 11, 10, 13, 1) or universe is None:
         should = b.lookup("ShouldTransferFiles")
         fsd = "(TARGET.FileSystemDomain == MY.FileSystemDomain)"
@@ -199,6 +231,9 @@ def h_requirements(b: Builder) -> None:
     if b.lookup("DeferralTime") is not None:
         if universe != 12:
             add("TARGET.HasJobDeferral")
+        # matched only from one schedd interval before its prep time until its window closes
+        add("(((time() + ScheddInterval) >= (DeferralTime - DeferralPrepTime)) && "
+            "(time() < (DeferralTime + DeferralWindow)))")
     if b.lookup("WantFTOnCheckpoint") is True and "hasselfcheckpointtransfers" not in machine:
         add("TARGET.HasSelfCheckpointTransfers")
     method = b.lookup("CheckpointMethod")

@@ -87,6 +87,12 @@ def h_container(b: Builder) -> None:
             b.set("ContainerImage", image)
             kind = image_kind(image)
             b.set({"docker": "WantDockerImage", "sif": "WantSIF", "sandbox": "WantSandboxImage"}[kind], True)
+            if not b.bool("transfer_container", True):
+                b.set("ContainerImageSource", "local")
+            else:  # where a registry image comes from, as condor_submit marks it
+                for scheme in ("docker", "oras"):
+                    if image.startswith(scheme + "://"):
+                        b.set("ContainerImageSource", scheme)
         elif universe == "container":
             b.error("universe = container needs container_image (or docker_image)", "universe")
         if (docker is not None or container is not None) and universe == "local":
@@ -103,13 +109,7 @@ def h_container(b: Builder) -> None:
             b.error(f"container_target_dir = {target}: must be an absolute path inside the container",
                     "container_target_dir")
         b.set("ContainerTargetDir", target)
-    pull = b.get("docker_pull_policy")
-    if pull is not None:
-        b.set("DockerPullPolicy", _image(pull).lower())
-    if b.get("docker_override_entrypoint") is not None:
-        b.set("DockerOverrideEntrypoint", b.bool("docker_override_entrypoint", False))
-    if b.get("transfer_container") is not None:
-        b.set("TransferContainer", b.bool("transfer_container", True))
+    # docker_pull_policy, docker_override_entrypoint: condor_submit's plain keyword table (commands.py)
 
 
 def is_container_job(b: Builder) -> bool:

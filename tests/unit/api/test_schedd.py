@@ -52,21 +52,21 @@ def test_submit_text_follows_its_queue_statement_unless_count_is_given(schedd: r
     schedd.act("remove", constraint=f"ClusterId >= {r.cluster - 1} && ClusterId <= {r1.cluster}")
 
 
-def test_a_description_that_changes_executable_makes_one_cluster_each(schedd: roost.Schedd) -> None:
+def test_a_description_that_changes_executable_stays_one_cluster(schedd: roost.Schedd) -> None:
+    """As condor_submit: every queue statement lands in one cluster, ProcIds counting on."""
     r = schedd.submit("hold = true\nexecutable = /bin/true\nqueue 2\nexecutable = /bin/echo\nqueue 1\n")
-    (c1, n1), (c2, n2) = r.clusters
-    assert (n1, n2) == (2, 1) and c2 > c1 and r.cluster == c1 and r.num_procs == 3
-    assert r.job_ids() == [f"{c1}.0", f"{c1}.1", f"{c2}.0"]
-    assert {a["Cmd"] for a in jobs_of(schedd, c1, "Cmd").values()} == {"/bin/true"}
-    assert [a["Cmd"] for a in jobs_of(schedd, c2, "Cmd").values()] == ["/bin/echo"]
-    schedd.act("remove", [str(c1), str(c2)])
+    ((c1, n1),) = r.clusters
+    assert n1 == 3 and r.cluster == c1 and r.num_procs == 3
+    assert r.job_ids() == [f"{c1}.0", f"{c1}.1", f"{c1}.2"]
+    cmds = jobs_of(schedd, c1, "Cmd")
+    assert [cmds[k]["Cmd"] for k in sorted(cmds)] == ["/bin/true", "/bin/true", "/bin/echo"]
+    schedd.act("remove", [str(c1)])
 
 
 def test_each_cluster_is_expanded_with_the_id_the_schedd_gave_it(tmp_path: Path) -> None:
-    """Cluster ids need not be consecutive (another submitter may take the next one):
-    the second cluster's jobs must carry the id it really got, ``$(Cluster)`` included.
-    A real server on the schedd's socket plays a schedd whose ids jump."""
-    ids = iter([10, 20])
+    """The cluster's jobs carry the id NEW_CLUSTER gave, ``$(Cluster)`` included, whatever
+    the statements: a real server on the schedd's socket plays a schedd."""
+    ids = iter([10])
     got: dict[int, dict] = {}
 
     async def new_cluster(req: dict, peer: object) -> dict:
@@ -82,14 +82,13 @@ def test_each_cluster_is_expanded_with_the_id_the_schedd_gave_it(tmp_path: Path)
         with roost.Schedd(tmp_path) as schedd:
             r = schedd.submit("output = out.$(Cluster).$(Process)\nexecutable = /bin/true\nqueue 2\n"
                               "executable = /bin/echo\nqueue 1\n")
-    assert r.clusters == [(10, 2), (20, 1)] and r.job_ids() == ["10.0", "10.1", "20.0"]
-    assert sorted(got) == [10, 20]
-    for cluster, cmd, procs in ((10, "/bin/true", 2), (20, "/bin/echo", 1)):
-        req = got[cluster]
-        assert len(req["procs"]) == procs
-        for p, diff in enumerate(req["procs"]):
-            job = {**req["cluster_ad"], **diff}
-            assert job["Cmd"] == cmd and job["Out"].endswith(f"out.{cluster}.{p}")
+    assert r.clusters == [(10, 3)] and r.job_ids() == ["10.0", "10.1", "10.2"]
+    assert sorted(got) == [10]
+    req = got[10]
+    assert len(req["procs"]) == 3
+    for p, diff in enumerate(req["procs"]):
+        job = {**req["cluster_ad"], **diff}
+        assert job["Cmd"] == ("/bin/echo" if p == 2 else "/bin/true") and job["Out"].endswith(f"out.10.{p}")
 
 
 def test_submit_file_takes_relative_paths_from_the_current_directory(

@@ -278,3 +278,38 @@ def test_kill_signals_from_the_job_ad() -> None:
     assert (_signal(ad, "KillSig"), _signal(ad, "RemoveKillSig"), _signal(ad, "HoldKillSig")) == (
         sig.SIGUSR1, sig.SIGUSR2, sig.SIGINT)
     assert _signal(ad, "Bad") is None and _signal(ad, "Missing") is None
+
+
+def test_gpu_properties_let_require_gpus_match(tmp_path, monkeypatch):
+    """Each GPU's properties are advertised (GPUs_GPU_n, listed in AvailableGPUs) so that a
+    job's require_gpus counts the GPUs it accepts, as condor_submit's Requirements ask."""
+    from roost.core import slots as core_slots
+    from roost.submit import parse_submit
+
+    fake = tmp_path / "nvidia-smi"
+    fake.write_text("#!/bin/sh\ncase \"$*\" in\n"
+                    "  *compute_cap*) echo '0, NVIDIA A100, 8.0, 40960'; echo '1, NVIDIA T4, 7.5, 15360';;\n"
+                    "  *) echo '0, NVIDIA A100'; echo '1, NVIDIA T4';;\nesac\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path}:{os.environ.get('PATH', '')}")
+    assert resources.detect_gpu_properties()["GPU-1"] == (
+        '[Id = "GPU-1"; DeviceName = "NVIDIA T4"; Capability = 7.5; GlobalMemoryMb = 15360]')
+    m = resources.detect(config("NUM_CPUS = 2\n"), str(tmp_path))
+    types = core_slots.slot_types_from_config({}, 2)  # one GPU per slot
+    slots = core_slots.layout(types, m, (f"c{i}" for i in range(9)), 0.0)
+    ads = {name: core_slots.slot_ad(s, m, core_slots.Policy(), "<127.0.0.1:1>", 0.0) for name, s in slots.items()}
+    for ad in ads.values():
+        ad["CondorVersion"] = "$CondorVersion: 25.0.0 2025-01-01 $"  # the daemon adds it
+
+    def job(body: str):  # noqa: ANN202
+        (c,) = parse_submit(f"executable = /bin/true\nrequest_gpus = 1\n{body}\nqueue\n", cwd="/tmp",
+                            env={}).expand(owner="u")
+        return c.proc_classad(0)
+
+    for body, want in (("require_gpus = Capability >= 8.0", {"GPU-0"}),
+                       ("gpus_minimum_memory = 16G", {"GPU-0"}),
+                       ("require_gpus = DeviceName == \"NVIDIA T4\"", {"GPU-1"}),
+                       ("", {"GPU-0", "GPU-1"})):
+        j = job(body)
+        got = {ad["AssignedGPUs"] for ad in ads.values() if ad.matches(j)}  # j's Requirements vs the slot
+        assert got == want, body

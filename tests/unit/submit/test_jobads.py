@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from roost.submit import Expr, SubmitError, parse_submit
 from roost.submit import expansion as description_mod
+
+DATA = Path(__file__).resolve().parent / "data"
 
 
 def ads(body: str, **kw: object) -> list[dict]:
@@ -23,7 +27,8 @@ def ad(body: str) -> dict:
 def test_old_and_new_argument_syntax() -> None:
     assert ad("arguments = a  b c")["Args"] == "a b c"
     new = ad("arguments = \"one 'two three' 'it''s' \"\"q\"\"\"")
-    assert new["Arguments"] == "one 'two three' 'it''s' \"q\"" and "Args" not in new
+    # stored in HTCondor's canonical V2 form: only blanks and quotes are quoted
+    assert new["Arguments"] == "one two' 'three it''''s \"q\"" and "Args" not in new
     # outside single quotes, '' is an empty quoted piece of the word
     assert ad("arguments = \"it''s\"")["Arguments"] == "its"
 
@@ -86,7 +91,7 @@ def test_bad_requirements_names_file_and_line() -> None:
 
 def test_environment_old_new_and_getenv() -> None:
     assert ad("environment = A=1;B=2")["Environment"] == "A=1 B=2"
-    assert ad("environment = \"A=1 B='x y'\"")["Environment"] == "A=1 'B=x y'"
+    assert ad("environment = \"B='x y' A=1\"")["Environment"] == "A=1 B=x' 'y"  # sorted by name
     assert ad("getenv = true")["Environment"] == "HOME=/home/u PATH=/bin"
     assert ad("getenv = PA*")["Environment"] == "PATH=/bin"
 
@@ -95,10 +100,11 @@ def test_policy_expressions_and_retries() -> None:
     a = ad("periodic_hold = NumJobStarts > 3\nperiodic_hold_reason = \"too many\"\nperiodic_hold_subcode = 7\n"
            "periodic_release = true\nperiodic_remove = false\non_exit_hold = ExitCode == 2")
     assert a["PeriodicHold"] == "NumJobStarts > 3" and a["PeriodicHoldReason"] == '"too many"'
-    assert a["OnExitHold"] == "ExitCode == 2" and a["OnExitRemove"] is True
+    # no default OnExitRemove (absent means true), as HTCondor 25
+    assert a["OnExitHold"] == "ExitCode == 2" and "OnExitRemove" not in a
     r = ad("max_retries = 5\nsuccess_exit_code = 3\nretry_until = ExitCode == 9")
     assert r["JobMaxRetries"] == 5 and r["JobSuccessExitCode"] == 3
-    assert r["OnExitRemove"] == "NumJobCompletions > JobMaxRetries || ExitCode =?= JobSuccessExitCode || (ExitCode == 9)"
+    assert r["OnExitRemove"] == "NumJobCompletions > JobMaxRetries || ExitCode =?= JobSuccessExitCode || ExitCode == 9"
 
 
 def test_transfer_files_and_contradictions() -> None:
@@ -119,7 +125,7 @@ def test_simple_commands_and_custom_attributes() -> None:
            "accounting_group_user = ann\nmax_idle = 10\n+Project = \"roost\"\nMY.Weight = 2 * 3\nleave_in_queue = true")
     assert (a["JobPrio"], a["JobBatchName"], a["JobNotification"], a["NotifyUser"]) == (5, "sweep", 2, "me@x")
     assert (a["MaxJobRetirementTime"], a["JobMaxVacateTime"], a["CheckpointExitCode"]) == (60, 30, 85)
-    assert a["WantIOProxy"] is True and a["ConcurrencyLimits"] == "foo,bar:2"
+    assert a["WantIOProxy"] is True and a["ConcurrencyLimits"] == "bar:2,foo"
     assert (a["AcctGroup"], a["AcctGroupUser"], a["AccountingGroup"]) == ("physics", "ann", "physics.ann")
     assert a["JobMaterializeMaxIdle"] == 10 and a["Project"] == "roost" and a["Weight"] == "2 * 3"
     assert a["LeaveJobInQueue"] is True
@@ -144,14 +150,36 @@ def test_fast_path_equals_handler_rerun(monkeypatch: pytest.MonkeyPatch) -> None
     assert fast.proc_ad(4)["Err"] == "0004.err" and fast.proc_ad(4)["RequestMemory"] == 4
 
 
-def test_multiple_queue_statements_and_clusters() -> None:
-    text = ("executable = /bin/a\narguments = first\nqueue 2\narguments = second\nqueue 1\n"
-            "executable = /bin/b\nqueue 1\n")
-    cs = parse_submit(text, cwd="/tmp", env={}).expand(cluster_id=10)
-    assert [c.cluster_id for c in cs] == [10, 11]
-    assert [ad["Args"] for ad in cs[0].procs()] == ["first", "first", "second"]
-    assert [ad["ProcId"] for ad in cs[0].procs()] == [0, 1, 2]
-    assert cs[1].proc_ad(0)["Cmd"] == "/bin/b" and cs[1].proc_ad(0)["ProcId"] == 0
+def test_multiple_queue_statements_make_one_cluster() -> None:
+    """condor_submit (submit.cpp: a cluster is allocated once, "NewExecutable" retired) keeps
+    every queue statement in one cluster; ProcId counts on, $(Step) and $(ItemIndex) restart."""
+    text = (DATA / "multi_queue.sub").read_text()
+    (c,) = parse_submit(text, cwd="/tmp", env={}).expand(cluster_id=10)
+    got = [(ad["ProcId"], ad["Args"], ad["Cmd"]) for ad in c.procs()]
+    assert got == [
+        (0, "a 0 0", "/tmp/run.sh"), (1, "a 1 1", "/tmp/run.sh"),
+        (2, "b 2 0 x", "/tmp/run.sh"), (3, "b 3 0 y", "/tmp/run.sh"),
+        (4, "b 4 0", "/bin/echo"),
+    ]
+    assert c.cluster_id == 10 and c.cluster_ad["Cmd"] == "/tmp/run.sh"
+
+
+def test_log_is_relative_to_each_procs_initialdir() -> None:
+    """condor_submit makes UserLog absolute against the proc's own Iwd (full_path)."""
+    text = (DATA / "multi_initialdir.sub").read_text()
+    (c,) = parse_submit(text, cwd="/home/u", env={}).expand()
+    got = [(ad["Iwd"], ad["UserLog"]) for ad in c.procs()]
+    assert got == [("/home/u/run0", "/home/u/run0/logs.log"), ("/home/u/run2", "/home/u/run2/logs.log")]
+
+
+def test_empty_queue_statements_make_no_cluster() -> None:
+    d = parse_submit("executable = /bin/true\nqueue 0\n", file="z.sub", cwd="/tmp", env={})
+    assert d.num_procs() == 0 and d.expand() == []
+    assert [str(w) for w in d.warnings] == [
+        'z.sub: WARNING: "z.sub" has only empty "queue" commands -- no jobs queued']
+    # a later non-empty statement still numbers from 0
+    (c,) = parse_submit("executable = /bin/true\nqueue 0\nqueue 2\n", cwd="/tmp", env={}).expand()
+    assert [ad["ProcId"] for ad in c.procs()] == [0, 1]
 
 
 def test_unknown_command_is_a_warning_not_an_error() -> None:

@@ -40,7 +40,7 @@ def test_docker_universe() -> None:
     a = ad("universe = docker\ndocker_image = localhost/tiny\nexecutable = job.sh\n"
            "docker_network_type = none\ndocker_pull_policy = Always")
     assert (a["JobUniverse"], a["WantDocker"], a["DockerImage"]) == (5, True, "localhost/tiny")
-    assert a["DockerNetworkType"] == "none" and a["DockerPullPolicy"] == "always"
+    assert a["DockerNetworkType"] == "none" and a["DockerPullPolicy"] == "Always"  # as written (condor); the startd reads it without case
     req = str(a["Requirements"])
     assert "TARGET.HasDocker" in req and "HasContainer" not in req and "DockerNetworks" not in req
     custom = ad("universe = docker\ndocker_image = x\nexecutable = /bin/true\ndocker_network_type = lab")
@@ -88,7 +88,7 @@ def test_java_universe_ships_the_class_and_jars() -> None:
     assert a["Args"] == "Hello world"
     assert str(a["Requirements"]).startswith("TARGET.HasJava && ")
     v2 = ad("universe = java\nexecutable = Hello.class\narguments = Hello\njava_vm_arguments2 = \"-Da='b c'\"")
-    assert v2["JavaVMArguments"] == "'-Da=b c'"
+    assert v2["JavaVMArguments"] == "-Da=b' 'c"  # condor's canonical form
     shared = ad("universe = java\nexecutable = Hello.class\narguments = Hello\nshould_transfer_files = NO")
     assert shared["Cmd"] == "/home/u/Hello.class" and "TransferInput" not in shared
 

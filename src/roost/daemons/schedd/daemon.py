@@ -141,6 +141,7 @@ class Schedd(Daemon):
         submit = SubmitCalls(
             jobs, self.config.get("FILESYSTEM_DOMAIN") or self.hostname, rights,
             ads_changed=self.ads_changed, reschedule=self.reschedule,
+            schedd_name=self.daemon_name, uid_domain=self.uid_domain,
         )
         queries = QueueCalls(jobs, rights)
         queries.on_prio_edit = reuse.forget_priorities

@@ -42,8 +42,12 @@ class SubmitCalls:
         *,
         ads_changed: Callable[[], None],
         reschedule: Callable[[], None],
+        schedd_name: str = "",
+        uid_domain: str = "",
     ) -> None:
         self.jobs = jobs
+        self.schedd_name = schedd_name  # GlobalJobId = <schedd name>#<cluster>.<proc>#<queued at>
+        self.uid_domain = uid_domain  # User = <owner>@<UID_DOMAIN>
         self.queue = jobs.queue
         self.filesystem_domain = filesystem_domain  # FILESYSTEM_DOMAIN, else this host
         self.rights = rights
@@ -91,6 +95,9 @@ class SubmitCalls:
             raise bad_request("SUBMIT: the cluster ad has no Owner")
         self.rights.check_owner(user, owner, "SUBMIT")
         cluster_ad["Owner"] = owner
+        # the schedd, not condor_submit, names the job's user and gives each job its
+        # pool-wide id (HTCondor's qmgmt: ATTR_USER, NewProc's GlobalJobId)
+        cluster_ad["User"] = f"{owner}@{self.uid_domain}" if self.uid_domain else owner
         # condor_submit's Requirements compare TARGET.FileSystemDomain with MY.FileSystemDomain
         # (should_transfer_files = NO / IF_NEEDED): the job carries this host's domain.
         cluster_ad.setdefault("FileSystemDomain", self.filesystem_domain)
@@ -121,6 +128,10 @@ class SubmitCalls:
                     checked.add(v)
                 elif type(v) is dict or type(v) is list:
                     obj_to_ad({k: v})
+        gjid = f"{self.schedd_name}#{cid}."
+        stamp = f"#{now}"
+        for i, d in enumerate(procs):
+            d["GlobalJobId"] = f"{gjid}{d.get('ProcId', i)}{stamp}"
         peer.state.get("clusters", set()).discard(cid)
         ops = self.queue.add_cluster(cid, owner, cluster_ad, procs)
         pending: list[tuple[int, str, str]] = []
@@ -179,21 +190,30 @@ class SubmitCalls:
             raise bad_request("SUBMIT_TEXT: env and overrides map names to strings, append is a list of strings")
         # lazy: the submit language loads with the first SUBMIT_TEXT, not at schedd start-up
         from roost.submit import SubmitError, parse_submit
+        from roost.submit.queue import CommandNotAllowed
         from roost.submit.reading import PathChecks, file_size
         from roost.submit.wire import wire_cluster
 
         owner, qdate = peer.user, int(time.time())
         first = self.queue.new_cluster_id()
 
+        empty: list[str] = []  # warnings of a description whose queue statements are all empty
+
         def expand(cluster_id: int) -> list[Any]:
             desc = parse_submit(req["text"], file=req.get("file"), cwd=req["cwd"], env=env, overrides=overrides,
                                 append=append, file_size=file_size, stdin_text=None, check_path=PathChecks())
-            return desc.expand(cluster_id=cluster_id, qdate=qdate, owner=owner)
+            got = desc.expand(cluster_id=cluster_id, qdate=qdate, owner=owner)
+            if not got:
+                empty[:] = [str(w) for w in desc.warnings]
+            return got
 
         ids = [first]
         try:
             try:
                 clusters = await asyncio.to_thread(expand, first)
+            except CommandNotAllowed:
+                # `queue ... from COMMAND |`: the tool runs the command itself, not the schedd
+                raise RequestError("SUBMIT_LOCALLY", "queue ... from a command is read by the submitting tool") from None
             except SubmitError as e:
                 raise RequestError("SUBMIT_ERROR", str(e)) from None
             ids += [self.queue.new_cluster_id() for _ in clusters[1:]]
@@ -205,7 +225,7 @@ class SubmitCalls:
                 done.append([cid, await self._add_cluster(cid, cluster_ad, procs, peer)])
         finally:
             self.queue.reserved.difference_update(ids)
-        return {"clusters": done, "warnings": [str(w) for c in clusters for w in c.warnings]}
+        return {"clusters": done, "warnings": [str(w) for c in clusters for w in c.warnings] + empty}
 
     def _submit_texts(self, cluster: Any, pool: bool = True) -> dict[str, str]:
         """The submit events of a new cluster, formatted, by log path; ``pool``: also

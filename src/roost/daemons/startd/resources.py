@@ -75,6 +75,39 @@ def detect_gpus(timeout: float = 5.0) -> tuple[tuple[str, ...], tuple[str, ...]]
     return tuple(ids), tuple(names)
 
 
+def detect_gpu_properties(timeout: float = 5.0) -> dict[str, str]:
+    """Each NVIDIA GPU's properties as the ClassAd text HTCondor advertises per GPU
+    (``GPUs_GPU_0 = [Id = "GPU-0"; DeviceName = ...; Capability = 9.0; GlobalMemoryMb = ...]``),
+    by id; what ``require_gpus`` and ``gpus_minimum_*`` are matched against. Empty when
+    nvidia-smi is missing or fails."""
+    exe = shutil.which("nvidia-smi")
+    if exe is None:
+        return {}
+    try:
+        out = subprocess.run(
+            [exe, "--query-gpu=index,name,compute_cap,memory.total", "--format=csv,noheader,nounits"],
+            capture_output=True, text=True, timeout=timeout, check=True,
+        ).stdout
+    except (OSError, subprocess.SubprocessError) as e:
+        log.warning("nvidia-smi failed, advertising no GPU properties: %s", e)
+        return {}
+    props: dict[str, str] = {}
+    for line in out.splitlines():
+        f = [x.strip() for x in line.split(",")]
+        if len(f) < 4 or not f[0].isdigit():
+            continue
+        gid = f"GPU-{f[0]}"
+        parts = [f'Id = "{gid}"', 'DeviceName = "' + f[1].replace("\\", "").replace('"', "") + '"']
+        try:
+            parts.append(f"Capability = {float(f[2])!r}")
+        except ValueError:
+            pass
+        if f[3].isdigit():
+            parts.append(f"GlobalMemoryMb = {int(f[3])}")
+        props[gid] = "[" + "; ".join(parts) + "]"
+    return props
+
+
 def arch() -> str:
     machine = platform.machine().upper()
     return _ARCH.get(machine, machine)
@@ -104,6 +137,7 @@ def detect(cfg: Config, execute_dir: str, *, gpus: bool = True) -> Machine:
     memory = (cfg.get_int("MEMORY", mem_seen) or mem_seen) - (cfg.get_int("RESERVED_MEMORY", 0) or 0)
     disk = cfg.get_int("DISK") or disk_kib(execute_dir)
     gpu_ids, gpu_names = detect_gpus() if gpus and cfg.get_bool("STARTD_DETECT_GPUS", True) else ((), ())
+    gpu_props = detect_gpu_properties() if gpu_ids else {}
     and_ver, os_name, major = opsys_version()
     name = machine_name(cfg)
     return Machine(
@@ -115,6 +149,7 @@ def detect(cfg: Config, execute_dir: str, *, gpus: bool = True) -> Machine:
         opsys_name=os_name,
         opsys_major_ver=major,
         gpu_names=gpu_names,
+        gpu_props=tuple((g, gpu_props[g]) for g in gpu_ids if g in gpu_props),
         detected_cpus=cpus_seen,
         detected_memory=mem_seen,
         uid_domain=cfg.get("UID_DOMAIN") or name,
