@@ -26,6 +26,7 @@ import tempfile
 import threading
 import time
 import uuid
+import warnings
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Executor as _BaseExecutor
 from concurrent.futures import Future, InvalidStateError
@@ -148,6 +149,10 @@ class Executor(_BaseExecutor):
         reserved = sorted(k for k in extra if k.lower() in jobdesc.RESERVED)
         if reserved:
             raise ValueError(f"submit= may not set {', '.join(reserved)}: the executor sets them")
+        if os.geteuid() == 0:
+            warnings.warn("roost.futures: root's jobs run as nobody, and any other nobody job on an "
+                          "execute host could rewrite a result before it is unpickled here "
+                          "(docs/futures.md, 'Whom you trust with results')", RuntimeWarning, stacklevel=2)
         self._python = python or sys.executable
         self._request_cpus = int(request_cpus)
         self._request_memory = None if request_memory is None else str(request_memory)
