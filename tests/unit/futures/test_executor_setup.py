@@ -3,6 +3,7 @@ there is no pool (nothing)."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -24,3 +25,11 @@ def test_no_pool_is_said_at_once_and_leaves_no_directory(tmp_path: Path) -> None
     with pytest.raises(NoPoolError):
         Executor(tmp_path / "home", scratch=scratch)
     assert list(scratch.iterdir()) == []
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="only root's executor warns (its jobs run as nobody)")
+def test_root_is_warned_that_nobody_jobs_can_rewrite_results(tmp_path: Path) -> None:
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    with pytest.warns(RuntimeWarning, match="could rewrite a result"), pytest.raises(NoPoolError):
+        Executor(tmp_path / "home", scratch=scratch)
