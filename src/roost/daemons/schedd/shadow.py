@@ -207,6 +207,7 @@ class Shadow:
         # follows its input transfer, as in HTCondor), once the Running state is committed
         self._execute_due = False
         self._began = False
+        self._execute_written = False  # this run's 001 is in the log
         self.input_open = False  # "Started transferring input files" logged, "Finished" not yet
         self._match_cache: dict[Any, bool] = {}
         self.preempting = False  # the claim preempts another job: activation waits for its exit
@@ -482,7 +483,7 @@ class Shadow:
         self.exit = asyncio.get_running_loop().create_future()
         self.transfer_error = None
         self.bytes_sent = self.bytes_recvd = 0
-        self._began = self._execute_due = False
+        self._began = self._execute_due = self._execute_written = False
         try:
             activated = await self._activate(job)
         except (RemoteError, ConnectionError) as e:
@@ -516,8 +517,17 @@ class Shadow:
             self.jobs.write_events(job, [FileTransferEvent(job.cluster.id, job.proc, time.time(),
                                                            transfer_type=FileTransferType.IN_FINISHED)])
 
+    def output_started(self, job: Job) -> None:
+        """Output is coming back, so the job began: its 001 goes before the output's 040s
+        even when the transfer overtook the starter's "running" report."""
+        self._execute_due = False
+        self._write_execute(job)
+
     def _write_execute(self, job: Job) -> None:
-        """The execute event (after the Running state is committed and the job began)."""
+        """The execute event (after the Running state is committed and the job began), once a run."""
+        if self._execute_written:
+            return
+        self._execute_written = True
         self.input_finished(job)
         host = self.slot_obj.get("MyAddress") or self.startd_address
         self.jobs.write_events(

@@ -85,6 +85,8 @@ class StarterCalls:
         started-input one names the execute side it goes to)."""
         if hasattr(job, "of") or job.cluster.procs.get(job.proc) is not job:
             return  # a parallel job's node (its job logs its own start and end), or gone
+        if kind == FileTransferType.OUT_STARTED:
+            sh.output_started(job)
         host = f"<{sh.startd_address}>" if kind == FileTransferType.IN_STARTED else ""
         self.shadows.jobs.write_events(job, [FileTransferEvent(job.cluster.id, job.proc, time.time(),
                                                                transfer_type=kind, host=host)])
