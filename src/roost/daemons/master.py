@@ -87,6 +87,8 @@ class Child:
     restarts: int = 0
     state: str = "stopped"  # starting, running, waiting (to restart), stopping, stopped
     restart_now: asyncio.Event = field(default_factory=asyncio.Event)
+    #: the pid RECONFIG stops to restart (RESTARTED_ON_RECONFIG): its end is not counted in ``restarts``
+    reconfiguring: int | None = None
     last_exit: str | None = None
     #: turned off by an administrator (``roost off -daemon``): not restarted until ``on``
     off: bool = False
@@ -252,12 +254,17 @@ class Master:
                     child.restart_now.clear()
                     child.backoff.reset()
                     delay = 0.0
-                    log.info("%s (pid %d) %s; restarting as asked", child.name, child.proc.pid, child.last_exit)
+                    log.info("%s (pid %d) %s; restarting %s", child.name, child.proc.pid, child.last_exit,
+                             "to read its new configuration" if child.reconfiguring == child.proc.pid
+                             else "as asked")
                 else:
                     delay = child.backoff.died(time.monotonic())
                     log.warning("%s (pid %d) %s; restarting in %g s", child.name, child.proc.pid,
                                 child.last_exit, delay)
-            child.restarts += 1
+            if child.proc is not None and child.reconfiguring == child.proc.pid:
+                child.reconfiguring = None  # a reconfiguration, not a restart
+            else:
+                child.restarts += 1
             child.state = "waiting"
             with contextlib.suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(child.restart_now.wait(), delay)
@@ -410,6 +417,7 @@ class Master:
         except ConfigError as e:
             return f"failed: {e}"
         old = child.proc.pid if child.proc else None
+        child.reconfiguring = old
         child.restart_now.set()
         self._signal(child, False)
         deadline = time.monotonic() + ADDRESS_WAIT_S
