@@ -143,6 +143,7 @@ def test_a_directory_image_runs_as_the_container_root(
                      "transfer_executable = false\narguments = from a directory\noutput = dir.out\nqueue\n", jobdir)
     upool.wait(r.job_ids(), timeout=120)
     assert (jobdir / "dir.out").read_text() == "from a directory\n"
+    assert sorted(os.listdir(root)) == ["bin"]  # the runtime (root) made nothing in it: an overlay
     job = upool.job(f"{r.cluster}.0")
     assert job is not None and job["WantSandboxImage"] is True and "HasSandboxImage" in str(job["Requirements"])
 

@@ -106,7 +106,7 @@ def test_the_image_own_command_and_programs_inside_the_image() -> None:
 def test_a_rootfs_directory_image_and_unsupported_ones(dirs: Path) -> None:
     u = Universes(runtime=PODMAN, execute_dir="/x")
     argv = argv_of(job(WantContainer=True, ContainerImage=f"{dirs}/open"), u, user=NOBODY)
-    assert argv[argv.index("--rootfs") + 1] == f"{dirs}/open"
+    assert argv[argv.index("--rootfs") + 1] == f"{dirs}/open:O"  # an overlay: the directory stays as it is
     with pytest.raises(CommandError, match="Singularity"):
         argv_of(job(WantContainer=True, ContainerImage="/images/x.sif"), u)
     with pytest.raises(CommandError, match="no working container runtime"):

@@ -187,8 +187,10 @@ def run_argv(rt: Runtime, job: ContainerJob, *, name: str, sandbox: str, uid: in
     if cmd and job.override_entrypoint:
         argv += ["--entrypoint", cmd]
         cmd = ""
-    if job.rootfs:
-        argv += ["--rootfs", job.image]
+    if job.rootfs and any(c in job.image for c in ":,"):  # resolved: a link may have brought them
+        raise ContainerError(f"container_image {job.image}: an image directory's path may not hold : or ,")
+    if job.rootfs:  # :O an overlay: podman (root) would make dev/, proc/, etc/ ... in the directory
+        argv += ["--rootfs", f"{job.image}:O"]
     else:
         argv.append(job.image)
     if cmd:
