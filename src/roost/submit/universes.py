@@ -6,6 +6,9 @@ Container and docker jobs are vanilla jobs (``JobUniverse = 5``) with an image:
 or any vanilla job naming an image, is a container job (``WantContainer``) whose image
 says what the execute host must run (``docker://`` a registry image, ``WantDockerImage``;
 ``.sif`` a Singularity file, ``WantSIF``; anything else a directory, ``WantSandboxImage``).
+Only a registry's images: another ``scheme:`` prefix (podman's transports such as
+``docker-archive:/x.tar``, which load the execute host's files as root) is refused,
+and so is ``docker:`` without ``//``.
 requirements.py turns those into ``TARGET.HasDocker`` / ``TARGET.HasContainer &&
 TARGET.HasDockerURL``... as condor_submit does.
 
