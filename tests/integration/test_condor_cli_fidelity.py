@@ -8,10 +8,12 @@ import pty
 import select
 import shutil
 import signal
+import stat
 import subprocess
 import time
 from pathlib import Path
 
+import pytest
 from poolkit import ROOST, PoolHandle, wait_until
 
 
@@ -119,6 +121,7 @@ def test_submit_spool_lets_the_submit_directory_go(pool: PoolHandle, jobdir: Pat
     assert ad["SUBMIT_Iwd"] == str(sub) and ad["Iwd"].startswith(str(pool.home / "spool"))
     assert ad["ExitCode"] == 0, (Path(ad["Iwd"]) / "err.txt").read_text()
     assert (Path(ad["Iwd"]) / "out.txt").read_text() == "from the input file from a directory\n"
+    assert stat.S_IMODE(os.stat(ad["Iwd"]).st_mode) == 0o700  # the job's input is its owner's alone
 
 
 def test_submit_interactive_opens_a_shell_in_the_job(pool: PoolHandle, jobdir: Path) -> None:
@@ -133,6 +136,36 @@ def test_submit_interactive_opens_a_shell_in_the_job(pool: PoolHandle, jobdir: P
     cluster = lines[1].split()[-1].rstrip(".")
     ad = json.loads(pool.roost("history", cluster, "-json", check=True).stdout)[0]
     assert ad["InteractiveJob"] is True and ad["JobStatus"] == 3 and ad["RequestMemory"] == 64
+
+
+@pytest.mark.parametrize("signum", [signal.SIGHUP, signal.SIGTERM])
+def test_submit_interactive_removes_its_job_when_its_terminal_closes(
+        pool: PoolHandle, jobdir: Path, signum: int) -> None:
+    """SIGHUP (the terminal closed) or SIGTERM: the placeholder job leaves the queue
+    instead of holding its slot for a day."""
+    proc = subprocess.Popen([*ROOST, "submit", "-interactive"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, env=pool.env, cwd=jobdir, text=True)
+    cluster = ""
+    try:
+        assert proc.stdout is not None
+        line = ""
+        while "submitted to cluster" not in line:
+            line = proc.stdout.readline()
+            assert line, proc.stderr.read() if proc.stderr else ""
+        cluster = line.split()[-1].rstrip(".")
+        wait_until(lambda: _running(pool, cluster), 60, "the interactive job to run")
+        proc.send_signal(signum)
+        assert proc.wait(timeout=60) == 128 + signum
+        wait_until(lambda: not pool.roost("q", cluster, "-af", "JobStatus", check=True).stdout.strip(),
+                   60, "the interactive job to leave the queue")
+        ad = json.loads(pool.roost("history", cluster, "-json", check=True).stdout)[0]
+        assert ad["JobStatus"] == 3 and ad["InteractiveJob"] is True
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait()
+        if cluster:
+            pool.roost("rm", cluster)
 
 
 def test_submit_interactive_on_a_terminal_gets_a_terminal_in_the_job(pool: PoolHandle, jobdir: Path) -> None:

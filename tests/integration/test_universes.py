@@ -143,6 +143,7 @@ def test_a_directory_image_runs_as_the_container_root(
                      "transfer_executable = false\narguments = from a directory\noutput = dir.out\nqueue\n", jobdir)
     upool.wait(r.job_ids(), timeout=120)
     assert (jobdir / "dir.out").read_text() == "from a directory\n"
+    assert sorted(os.listdir(root)) == ["bin"]  # the runtime (root) made nothing in it: an overlay
     job = upool.job(f"{r.cluster}.0")
     assert job is not None and job["WantSandboxImage"] is True and "HasSandboxImage" in str(job["Requirements"])
 
@@ -155,6 +156,35 @@ def test_an_image_that_cannot_be_pulled_holds_the_job_saying_why(
     jid = f"{r.cluster}.0"
     held = upool.wait_for(jid, lambda j: j.get("JobStatus") == 5, timeout=120, what="held")
     assert "cannot pull image localhost/roost-no-such-image:1" in held["HoldReason"], held["HoldReason"]
+    upool.roost("rm", jid, check=True)
+
+
+def test_directories_the_job_user_cannot_reach_are_not_mounted(
+        runtime: container.Runtime, upool: PoolHandle, jobdir: Path) -> None:
+    """The runtime's client is root: an Iwd (no file transfer) or an image directory
+    below a directory the job's user (nobody) cannot search holds the job instead."""
+    _machine(upool, "HasSandboxImage")
+    private = jobdir / "private"
+    (private / "data").mkdir(parents=True)
+    (private / "data" / "secret.txt").write_text("secret\n")
+    private.chmod(0o700)
+    (private / "data").chmod(0o755)
+    (jobdir / "out").mkdir(mode=0o777)
+    (jobdir / "out").chmod(0o777)
+    r = upool.submit(f"universe = docker\ndocker_image = {IMAGE}\nexecutable = /bin/cat\n"
+                     "transfer_executable = false\nshould_transfer_files = no\narguments = secret.txt\n"
+                     f"initialdir = {private}/data\noutput = {jobdir}/out/iwd.out\nqueue\n", jobdir)
+    jid = f"{r.cluster}.0"
+    held = upool.wait_for(jid, lambda j: j.get("JobStatus") == 5, timeout=120, what="held")
+    assert "not a directory the job's user can reach" in held["HoldReason"], held["HoldReason"]
+    out = jobdir / "out" / "iwd.out"  # opened (as nobody) before the runtime was refused
+    assert not out.exists() or out.read_text() == ""
+    upool.roost("rm", jid, check=True)
+    r = upool.submit(f"universe = container\ncontainer_image = {private}/data\nexecutable = /bin/true\n"
+                     "transfer_executable = false\nqueue\n", jobdir)
+    jid = f"{r.cluster}.0"
+    held = upool.wait_for(jid, lambda j: j.get("JobStatus") == 5, timeout=120, what="held")
+    assert f"container_image {private}/data: not a directory the job's user can reach" in held["HoldReason"]
     upool.roost("rm", jid, check=True)
 
 

@@ -7,10 +7,14 @@ statement are replaced (here by ``/bin/sleep``, not transferred), the job is mar
 the tool becomes ``roost ssh_to_job -auto-retry JOB``: a shell on a terminal, or,
 without one, the commands read from stdin. When the shell ends the job is removed
 (condor's ``-remove-on-interrupt`` and the starter's end of an interactive job).
+A closed terminal (SIGHUP) or SIGTERM removes it too: Python's default for those
+signals exits without running ``finally``, which would leave the placeholder holding
+its slot for a day.
 """
 
 from __future__ import annotations
 
+import signal
 import sys
 import time
 from typing import Any
@@ -48,6 +52,21 @@ def _wait_running(schedd: Schedd, job: str) -> str | None:
         time.sleep(POLL_S)
 
 
+class _Ended(BaseException):
+    """The session's terminal closed (SIGHUP) or it was told to end (SIGTERM): a
+    BaseException, so that no ``except Exception`` on the way keeps it from the removal."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+def _ended(signum: int, _frame: object) -> None:
+    for s in (signal.SIGHUP, signal.SIGTERM):  # a second signal must not cut the removal short
+        signal.signal(s, signal.SIG_IGN)
+    raise _Ended(signum)
+
+
 def run(desc: Any, *, name: str | None, pool: str | None, spool: bool = False) -> int:
     if spool:
         print("ERROR: -interactive and -spool do not go together", file=sys.stderr)
@@ -57,6 +76,7 @@ def run(desc: Any, *, name: str | None, pool: str | None, spool: bool = False) -
         return 1
     job = f"{result.cluster}.0"
     schedd = Schedd(name=name, pool=pool)
+    before = {s: signal.signal(s, _ended) for s in (signal.SIGHUP, signal.SIGTERM)}
     try:
         print("Waiting for job to start...", file=sys.stderr, flush=True)
         why = _wait_running(schedd, job)
@@ -73,10 +93,16 @@ def run(desc: Any, *, name: str | None, pool: str | None, spool: bool = False) -
         status = 1
     except KeyboardInterrupt:
         status = 130
+    except _Ended as e:
+        status = 128 + e.signum
+        schedd.close()  # the signal may have cut a request short: a new connection removes it
+        schedd = Schedd(name=name, pool=pool)
     finally:
         try:
             schedd.act("remove", [job], reason="interactive session ended")
         except PoolError:
             pass
         schedd.close()
+        for s, handler in before.items():
+            signal.signal(s, handler)
     return status

@@ -67,7 +67,9 @@ def spool_job(ad: dict[str, Any], dest: str) -> dict[str, Any]:
     def under(p: str) -> str:
         return p if os.path.isabs(p) else os.path.join(iwd, p)
     os.makedirs(dest, exist_ok=True)
-    os.chmod(dest, 0o755)
+    # the job's input is its owner's alone (who made it: a job without file transfer
+    # runs in it as that user); the schedd, root, sends it to a sandbox
+    os.chmod(dest, 0o700)
     edits: dict[str, Any] = {"Iwd": dest, "SUBMIT_Iwd": iwd}
     cmd = ad.get("Cmd")
     if isinstance(cmd, str) and cmd and not _false(ad.get("TransferExecutable", True)) and os.path.exists(under(cmd)):

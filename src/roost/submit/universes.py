@@ -6,6 +6,9 @@ Container and docker jobs are vanilla jobs (``JobUniverse = 5``) with an image:
 or any vanilla job naming an image, is a container job (``WantContainer``) whose image
 says what the execute host must run (``docker://`` a registry image, ``WantDockerImage``;
 ``.sif`` a Singularity file, ``WantSIF``; anything else a directory, ``WantSandboxImage``).
+Only a registry's images: another ``scheme:`` prefix (podman's transports such as
+``docker-archive:/x.tar``, which load the execute host's files as root) is refused,
+and so is ``docker:`` without ``//``.
 requirements.py turns those into ``TARGET.HasDocker`` / ``TARGET.HasContainer &&
 TARGET.HasDockerURL``... as condor_submit does.
 
@@ -16,6 +19,8 @@ MainClass args`` in the sandbox.
 """
 
 from __future__ import annotations
+
+import re
 
 from roost.submit import arglist
 from roost.submit.builder import Builder
@@ -29,6 +34,33 @@ REFUSED = {
                 "(with checkpoint_exit_code, or checkpoint_method = criu, to checkpoint)",
 }
 _BAD_PREFIXES = ("instance://", "library://", "shub://")
+
+#: transports podman (containers/image) reads before a ':'; each but docker:// names a
+#: file or store on the execute host, which the runtime (root) would load as an image
+TRANSPORTS = frozenset(("docker", "docker-archive", "docker-daemon", "oci", "oci-archive", "dir",
+                        "containers-storage", "sif", "tarball", "ostree", "atomic"))
+_COMPONENT = r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*"
+_LABEL = r"[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?"
+#: a registry host has a dot or a port, or is localhost (else it is the name's first part)
+_HOST = rf"(?:localhost(?::[0-9]+)?|{_LABEL}(?:\.{_LABEL})+(?::[0-9]+)?|{_LABEL}:[0-9]+)"
+#: a registry image reference: [host[:port]/]name(/name)*[:tag][@digest] (Docker's grammar)
+_REFERENCE = re.compile(rf"(?:{_HOST}/)?{_COMPONENT}(?:/{_COMPONENT})*(?::[\w][\w.-]{{0,127}})?"
+                        r"(?:@[A-Za-z][A-Za-z0-9]*(?:[-_+.][A-Za-z][A-Za-z0-9]*)*:[0-9a-fA-F]{32,})?")
+_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:")
+
+
+def reference_problem(ref: str) -> str | None:
+    """Why ``ref`` (``docker://`` already taken off) is not a registry image reference,
+    None when it is. A transport's ``name:`` prefix (``docker-archive:/x.tar``,
+    ``oci:dir``, ``containers-storage:x``) is refused even where it reads as a name
+    and a tag: the runtime would take it for that transport."""
+    scheme = _SCHEME.match(ref)
+    if scheme is not None and scheme.group()[:-1].lower() in TRANSPORTS:
+        return (f"the {scheme.group()} transport loads an image from the execute host; only registry "
+                "images (docker://[host/]name[:tag]) or an image directory are allowed")
+    if _REFERENCE.fullmatch(ref) is None:
+        return "not a registry image reference ([host[:port]/]name[:tag][@digest], lower case)"
+    return None
 
 #: submit commands read here (KNOWN_KEYS: no "unused" warning for them)
 KEYS = frozenset(
@@ -53,7 +85,7 @@ def image_kind(image: str) -> str:
     """condor_submit's reading of a container_image: ``docker`` (a registry image),
     ``sif`` (a Singularity file) or ``sandbox`` (an unpacked root directory)."""
     s = image.strip()
-    if s.startswith("docker:"):
+    if s.startswith("docker://"):
         return "docker"
     if s.endswith(".sif"):
         return "sif"
@@ -71,6 +103,8 @@ def h_container(b: Builder) -> None:
                     "universe = container)", "container_image")
         if docker is None or not _image(docker):
             b.error("universe = docker needs docker_image (the image to run the job in)", "universe")
+        if docker is not None and _image(docker):
+            _check_reference(b, _image(docker), "docker_image")
         b.set("DockerImage", _image(docker or ""))
     elif universe in ("container", "vanilla", "local"):
         if docker is not None and container is not None:
@@ -78,12 +112,14 @@ def h_container(b: Builder) -> None:
         if docker is not None:
             if not _image(docker):
                 b.error(f"'{docker}' is not a valid docker_image", "docker_image")
+            _check_reference(b, _image(docker), "docker_image")
             b.set("DockerImage", _image(docker))
             b.set("WantDockerImage", True)
         elif container is not None:
             image = _image(container)
             if not image or image.startswith(_BAD_PREFIXES):
                 b.error(f"'{container}' is not a valid container image", "container_image")
+            _check_container_image(b, image)
             b.set("ContainerImage", image)
             kind = image_kind(image)
             b.set({"docker": "WantDockerImage", "sif": "WantSIF", "sandbox": "WantSandboxImage"}[kind], True)
@@ -110,6 +146,27 @@ def h_container(b: Builder) -> None:
                     "container_target_dir")
         b.set("ContainerTargetDir", target)
     # docker_pull_policy, docker_override_entrypoint: condor_submit's plain keyword table (commands.py)
+
+
+def _check_reference(b: Builder, value: str, key: str) -> None:
+    why = reference_problem(value.removeprefix("docker://"))
+    if why is not None:
+        b.error(f"{key} = {value}: {why}", key)
+
+
+def _check_container_image(b: Builder, image: str) -> None:
+    """A registry image is ``docker://...`` (as HTCondor's manual writes it: the execute
+    host reads nothing else as one); another ``scheme:`` prefix is refused, not taken
+    for a directory, and a directory is named by its path."""
+    if image.startswith("docker://"):
+        _check_reference(b, image, "container_image")
+    elif image.lower().startswith("docker:"):
+        b.error(f"container_image = {image}: a registry image is written "
+                f"docker://{image[len('docker:'):]} (docker: without // is not one)", "container_image")
+    elif not image.startswith(("/", "oras://")) and (scheme := _SCHEME.match(image)) is not None:
+        b.error(f"container_image = {image}: the {scheme.group()} prefix is not "
+                "docker://; a container image is a registry image (docker://[host/]name[:tag]), "
+                "a .sif file or an image directory", "container_image")
 
 
 def is_container_job(b: Builder) -> bool:

@@ -2,16 +2,24 @@
 
 from __future__ import annotations
 
+import os
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
 import pytest
 
 from roost.classad import ClassAd
 from roost.daemons.startd import container, javajob
 from roost.daemons.startd.jobcommand import CommandError, Universes, command
 from roost.daemons.startd.jobspec import Identity, parse_job
+from roost.daemons.userfiles import User
 
 PODMAN = container.Runtime("podman", "/usr/bin/podman", "4.3.1", ("--runtime", "runc"),
                            ("--ulimit", "nofile=1024:1024", "--init"), ("lab",))
 BOX = "/var/lib/roost/execute/dir_7_1"
+ROOT = User(0, 0, frozenset({0}))
+NOBODY = User(65534, 65534, frozenset({65534}))
 
 
 def job(**attrs: object) -> ClassAd:
@@ -28,7 +36,9 @@ def argv_of(ad: ClassAd, universes: Universes, **kw: object) -> list[str]:
     spec = parse_job(ad, "fs")
     ident = Identity(1000, 1000, "u", "/home/u")
     exe = f"{BOX}/run.sh"
-    cmd = command(spec, universes, exe=exe, sandbox=BOX, sandbox_name="dir_7_1", identity=ident,
+    user = kw.get("user", ROOT)
+    assert isinstance(user, User)
+    cmd = command(spec, universes, exe=exe, sandbox=BOX, sandbox_name="dir_7_1", identity=ident, user=user,
                   env={"_CONDOR_SCRATCH_DIR": BOX, "X": "1"}, memory_mib=512, cpus=2,
                   stdin=bool(kw.get("stdin", False)))
     return cmd.argv
@@ -42,7 +52,9 @@ def test_a_container_job_runs_in_its_sandbox_as_its_user() -> None:
     assert argv[:5] == ["/usr/bin/podman", "--runtime", "runc", "run", "--rm"]
     i = argv.index("--user")
     assert argv[i + 1] == "1000:1000"
-    assert argv[argv.index("--volume") + 1] == f"{BOX}:{BOX}" and argv[argv.index("--workdir") + 1] == BOX
+    # --mount: Docker's --volume would make a missing source directory, as root
+    assert argv[argv.index("--mount") + 1] == f"type=bind,source={BOX},target={BOX}" and "--volume" not in argv
+    assert argv[argv.index("--workdir") + 1] == BOX
     assert "--memory=512m" in argv and "--cpu-shares=200" in argv and "--cap-drop=all" in argv
     assert "-i" not in argv and "--init" in argv and argv[argv.index("--name") + 1] == name
     assert f"_CONDOR_SCRATCH_DIR={BOX}" in argv and argv[argv.index("--env") + 1] == "X=1"
@@ -54,7 +66,7 @@ def test_the_slot_gpus_are_passed_in() -> None:
     u = Universes(runtime=PODMAN, execute_dir="/x")
     spec = parse_job(job(WantContainer=True, ContainerImage="docker://i"), "fs")
     argv = command(spec, u, exe=f"{BOX}/run.sh", sandbox=BOX, sandbox_name="d", identity=Identity(1, 1, "", ""),
-                   env={"_CONDOR_AssignedGPUs": "GPU-1,GPU-3"}, memory_mib=None, cpus=1, stdin=False).argv
+                   user=ROOT, env={"_CONDOR_AssignedGPUs": "GPU-1,GPU-3"}, memory_mib=None, cpus=1, stdin=False).argv
     devices = [argv[i + 1] for i, a in enumerate(argv) if a == "--device"]
     assert devices == ["/dev/nvidiactl", "/dev/nvidia-uvm", "/dev/nvidia1", "/dev/nvidia3"]
     assert not any(a.startswith("--memory") for a in argv)
@@ -64,7 +76,8 @@ def test_target_dir_moves_the_sandbox_inside() -> None:
     u = Universes(runtime=PODMAN, execute_dir="/x")
     argv = argv_of(job(WantContainer=True, ContainerImage="docker://img", ContainerTargetDir="/srv"), u,
                    stdin=True)
-    assert argv[argv.index("--volume") + 1] == f"{BOX}:/srv" and argv[argv.index("--workdir") + 1] == "/srv"
+    assert argv[argv.index("--mount") + 1] == f"type=bind,source={BOX},target=/srv"
+    assert argv[argv.index("--workdir") + 1] == "/srv"
     assert "_CONDOR_SCRATCH_DIR=/srv" in argv and argv[-3:] == ["/srv/run.sh", "a", "b c"] and "-i" in argv
 
 
@@ -90,10 +103,10 @@ def test_the_image_own_command_and_programs_inside_the_image() -> None:
     assert inside[-4:] == ["i", "/bin/echo", "a", "b c"]
 
 
-def test_a_rootfs_directory_image_and_unsupported_ones() -> None:
+def test_a_rootfs_directory_image_and_unsupported_ones(dirs: Path) -> None:
     u = Universes(runtime=PODMAN, execute_dir="/x")
-    argv = argv_of(job(WantContainer=True, ContainerImage="/images/rootfs"), u)
-    assert argv[argv.index("--rootfs") + 1] == "/images/rootfs"
+    argv = argv_of(job(WantContainer=True, ContainerImage=f"{dirs}/open"), u, user=NOBODY)
+    assert argv[argv.index("--rootfs") + 1] == f"{dirs}/open:O"  # an overlay: the directory stays as it is
     with pytest.raises(CommandError, match="Singularity"):
         argv_of(job(WantContainer=True, ContainerImage="/images/x.sif"), u)
     with pytest.raises(CommandError, match="no working container runtime"):
@@ -106,6 +119,77 @@ def test_nothing_from_the_job_ad_becomes_an_option_of_the_runtime() -> None:
         argv_of(job(WantDocker=True, DockerImage="--privileged"), u)
     with pytest.raises(CommandError, match="container_target_dir = /srv:rw"):
         argv_of(job(WantContainer=True, ContainerImage="docker://i", ContainerTargetDir="/srv:rw"), u)
+
+
+@pytest.mark.parametrize("image", [
+    {"DockerImage": "docker-archive:/etc/shadow.tar"}, {"DockerImage": "oci-archive:/srv/x.tar"},
+    {"DockerImage": "oci:layout"}, {"DockerImage": "dir:/root"}, {"DockerImage": "containers-storage:x"},
+    {"DockerImage": "docker:alpine"}, {"ContainerImage": "docker://docker-archive:/x.tar"},
+    {"ContainerImage": "docker://oci:x"}, {"ContainerImage": "docker-daemon:x:1"},
+    {"ContainerImage": "rootfs"}, {"DockerImage": "UPPER/case"},
+])
+def test_only_registry_images_or_directories_reach_the_runtime(image: dict[str, str]) -> None:
+    """A transport would have the runtime, as root, load the host's files as an image."""
+    u = Universes(runtime=PODMAN, execute_dir="/x")
+    with pytest.raises(CommandError, match="transport|not a registry image|neither a registry image"):
+        argv_of(job(WantContainer=True, **image), u)
+
+
+def test_registry_references_that_are_fine() -> None:
+    u = Universes(runtime=PODMAN, execute_dir="/x")
+    for ref in ("alpine", "alpine:3.19", "localhost:5000/a/b:1", "ghcr.io/o/img@sha256:" + "a" * 64,
+                "docker.io/library/busybox:1.36-musl"):
+        assert ref in argv_of(job(WantDocker=True, DockerImage=ref), u)
+    assert argv_of(job(WantContainer=True, ContainerImage="docker://alpine:3.19"), u)[-4] == "alpine:3.19"
+
+
+@pytest.fixture
+def dirs() -> Iterator[Path]:
+    """open/ (anyone's), private/ (0700, root's) holding data/ (0755), and a link to it."""
+    top = Path(tempfile.mkdtemp(prefix="roost-uc-", dir="/tmp"))
+    try:
+        top.chmod(0o755)
+        (top / "open").mkdir(mode=0o755)
+        (top / "private" / "data").mkdir(parents=True)
+        (top / "private").chmod(0o700)
+        (top / "private" / "data").chmod(0o755)
+        (top / "open" / "link").symlink_to(top / "private" / "data")
+        yield top
+    finally:
+        (top / "private").chmod(0o755)
+        for root, subdirs, files in os.walk(top, topdown=False):
+            for f in files:
+                os.unlink(os.path.join(root, f))
+            for d in subdirs:
+                p = os.path.join(root, d)
+                os.unlink(p) if os.path.islink(p) else os.rmdir(p)
+        top.rmdir()
+
+
+def test_an_iwd_mounted_without_transfer_must_be_reachable_by_the_job_user(dirs: Path) -> None:
+    """The runtime's client is root: it would mount bob's /home/bob/private/data for alice."""
+    u = Universes(runtime=PODMAN, execute_dir="/x")
+    no_transfer = {"ShouldTransferFiles": "NO", "TransferExecutable": False, "Cmd": "/bin/true"}
+    ok = argv_of(job(WantDocker=True, DockerImage="i", Iwd=f"{dirs}/open", **no_transfer), u, user=NOBODY)
+    assert ok[ok.index("--mount") + 1] == f"type=bind,source={dirs}/open,target={dirs}/open"
+    for iwd in (f"{dirs}/private/data", f"{dirs}/open/link", f"{dirs}/absent"):
+        with pytest.raises(CommandError, match=r"the job's Iwd .*: not a directory the job's user can reach"):
+            argv_of(job(WantDocker=True, DockerImage="i", Iwd=iwd, **no_transfer), u, user=NOBODY)
+    # a link the user may follow: its target is mounted where the job knows its Iwd
+    (dirs / "open" / "here").symlink_to(dirs / "open")
+    via = argv_of(job(WantDocker=True, DockerImage="i", Iwd=f"{dirs}/open/here", **no_transfer), u, user=NOBODY)
+    assert via[via.index("--mount") + 1] == f"type=bind,source={dirs}/open,target={dirs}/open/here"
+
+
+def test_an_image_directory_must_be_reachable_by_the_job_user(dirs: Path) -> None:
+    u = Universes(runtime=PODMAN, execute_dir="/x")
+    for image in (f"{dirs}/private/data", f"{dirs}/open/link"):
+        ad = job(WantContainer=True, ContainerImage=image)
+        with pytest.raises(CommandError, match=r"container_image .*: not a directory the job's user can reach"):
+            argv_of(ad, u, user=NOBODY)
+        with pytest.raises(container.ContainerError, match="not a directory the job's user can reach"):
+            container.ensure_image(PODMAN, container.job_request(ad, "", []), NOBODY)
+    assert argv_of(job(WantContainer=True, ContainerImage=f"{dirs}/private/data"), u, user=ROOT)
 
 
 def test_docker_itself_logs_nothing_of_its_own() -> None:

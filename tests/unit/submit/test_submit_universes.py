@@ -107,3 +107,29 @@ def test_universes_roost_cannot_run_are_refused(universe: str) -> None:
 def test_unknown_universe_lists_the_ones_there_are() -> None:
     with pytest.raises(SubmitError, match=r"job.sub:1: universe = mars: unknown universe \(use vanilla, container"):
         ad("universe = mars\nexecutable = /bin/true")
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ("container_image = docker:alpine", r"job.sub:2: container_image = docker:alpine: a registry image is written "
+     r"docker://alpine"),
+    ("container_image = docker-archive:/root/x.tar", r"job.sub:2: container_image = docker-archive:/root/x.tar: "
+     r"the docker-archive: prefix is not docker://"),
+    ("container_image = oci:layout", r"job.sub:2: .* the oci: prefix is not docker://"),
+    ("container_image = docker://oci-archive:/x.tar", r"job.sub:2: .*the oci-archive: transport loads an image"),
+    ("docker_image = containers-storage:x", r"job.sub:2: docker_image = containers-storage:x: the "
+     r"containers-storage: transport"),
+    ("docker_image = dir:/root", r"job.sub:2: docker_image = dir:/root: the dir: transport"),
+    ("docker_image = a b", r"job.sub:2: docker_image = a b: not a registry image reference"),
+])
+def test_images_the_execute_host_would_load_from_its_own_files_are_refused(text: str, message: str) -> None:
+    """Only a registry image (docker://... or a docker_image name) or a directory: a
+    transport would have the execute host's runtime (root) read its own files."""
+    with pytest.raises(SubmitError, match=message):
+        ad(f"universe = container\n{text}\nexecutable = /bin/true")
+
+
+def test_registry_images_and_directories_still_pass() -> None:
+    for text in ("container_image = docker://ghcr.io/o/i:1.2@sha256:" + "0" * 64,
+                 "container_image = /images/rootfs", "docker_image = localhost:5000/tiny:1",
+                 "container_image = oras://ghcr.io/o/i:1"):
+        assert ad(f"universe = container\n{text}\nexecutable = /bin/true")["WantContainer"] is True

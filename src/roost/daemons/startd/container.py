@@ -9,8 +9,8 @@ where a runtime fails on a host that cannot run it. Podman is tried first (no da
 each OCI runtime it has, crun then runc, until one works: crun refuses hybrid cgroup
 hierarchies that runc accepts), then Docker (``docker info`` must answer).
 
-A job runs as ``RUNTIME run --rm -i --name roost-<sandbox> --user UID:GID -v
-SANDBOX:INSIDE -w INSIDE ... IMAGE [CMD ARGS]`` (``run_argv``, a pure function),
+A job runs as ``RUNTIME run --rm -i --name roost-<sandbox> --user UID:GID --mount
+type=bind,source=SANDBOX,target=INSIDE -w INSIDE ... IMAGE [CMD ARGS]`` (``run_argv``, a pure function),
 started by the starter like any job: the runtime's client is the job's process, its
 exit code the job's, its stdin/stdout/stderr the job's files. As HTCondor, the sandbox
 is mounted at its own path (``container_target_dir`` moves it), the job runs as the
@@ -19,6 +19,11 @@ CPU weight (``--cpu-shares``), all capabilities dropped. Signals the starter sen
 reach the container through the client (podman and docker proxy them); SIGKILL
 cannot be proxied, so the starter also removes the container by name (``rm_argv``),
 and does again when it cleans up.
+
+The client runs as root, so nothing the job names is resolved with root's rights: an
+image is a registry reference (never a transport such as ``docker-archive:/x.tar``
+that loads host files), and a job's Iwd mounted in place of a sandbox (no file
+transfer) or an image directory is first walked as the job's user (``user_dir``).
 """
 
 from __future__ import annotations
@@ -34,7 +39,9 @@ import tempfile
 from dataclasses import dataclass, field
 
 from roost.classad import ClassAd
+from roost.daemons.userfiles import User, open_dir
 from roost.submit.arglist import ArgSyntaxError, split_v2_raw
+from roost.submit.universes import reference_problem
 
 PROBE_IMAGE = "localhost/roost-probe:1"
 PROBE_TIMEOUT = 60.0  # seconds: a first run may set up the runtime's storage
@@ -103,17 +110,27 @@ def job_request(ad: ClassAd, cmd: str, args: list[str]) -> ContainerJob:
     (in the sandbox when it was transferred), "" for the image's own."""
     docker, image = _str(ad, "DockerImage"), _str(ad, "ContainerImage")
     if docker:
-        name, rootfs = docker, False
+        name, rootfs = docker.removeprefix("docker://"), False
     elif image.startswith("docker://"):
         name, rootfs = image[len("docker://"):], False
     elif image.endswith(".sif"):
         raise ContainerError(f"container_image {image}: Singularity images (.sif) are not supported here")
-    elif image:
+    elif image.startswith("/"):
         name, rootfs = image, True
+    elif image:
+        raise ContainerError(f"container_image {image}: neither a registry image (docker://...) nor the "
+                             "absolute path of an image directory")
     else:
         raise ContainerError("the job names no docker_image or container_image")
     if not name or name.startswith("-") or any(c.isspace() or ord(c) < 32 for c in name):
         raise ContainerError(f"image {name!r}: not an image name")  # never an option to the runtime
+    # only a registry's image: any transport (docker-archive:/x.tar, oci:, dir:,
+    # containers-storage: ...) has the runtime, as root, read the host's files
+    why = None if rootfs else reference_problem(name)
+    if why is not None:
+        raise ContainerError(f"image {name}: {why}")
+    if rootfs and any(c in name for c in ":,"):
+        raise ContainerError(f"container_image {name}: an image directory's path may not hold : or ,")
     target = _str(ad, "ContainerTargetDir") or None
     if target is not None and (not target.startswith("/") or any(c in target for c in ":,")
                                or ".." in target.split("/")):
@@ -138,7 +155,10 @@ def run_argv(rt: Runtime, job: ContainerJob, *, name: str, sandbox: str, uid: in
     for g in groups:
         if g != gid:
             argv += ["--group-add", str(g)]
-    argv += ["--volume", f"{sandbox}:{inside}", "--workdir", inside]
+    if any(c in sandbox for c in ":,="):
+        raise ContainerError(f"the job's directory {sandbox}: a path holding : , or = cannot be mounted")
+    # --mount, not --volume: Docker makes a missing bind source (as root); --mount refuses
+    argv += ["--mount", f"type=bind,source={sandbox},target={inside}", "--workdir", inside]
     if gpus:
         for dev in ("/dev/nvidiactl", "/dev/nvidia-uvm", *(f"/dev/nvidia{n}" for n in gpus)):
             argv += ["--device", dev]
@@ -167,8 +187,10 @@ def run_argv(rt: Runtime, job: ContainerJob, *, name: str, sandbox: str, uid: in
     if cmd and job.override_entrypoint:
         argv += ["--entrypoint", cmd]
         cmd = ""
-    if job.rootfs:
-        argv += ["--rootfs", job.image]
+    if job.rootfs and any(c in job.image for c in ":,"):  # resolved: a link may have brought them
+        raise ContainerError(f"container_image {job.image}: an image directory's path may not hold : or ,")
+    if job.rootfs:  # :O an overlay: podman (root) would make dev/, proc/, etc/ ... in the directory
+        argv += ["--rootfs", f"{job.image}:O"]
     else:
         argv.append(job.image)
     if cmd:
@@ -298,13 +320,26 @@ PULL_TIMEOUT = 3600.0  # seconds an image pull may take
 _present: set[tuple[str, str]] = set()  # (runtime, image) seen here: not looked up again
 
 
-def ensure_image(rt: Runtime, job: ContainerJob) -> None:
+def user_dir(path: str, user: User, what: str) -> str:
+    """``path`` resolved, once the job's ``user`` could reach it: the runtime's client
+    runs as root, which would mount any directory (one below another user's 0700
+    directory too); ContainerError saying why not."""
+    real = os.path.realpath(path)
+    try:
+        os.close(open_dir(real, user))
+    except OSError as e:
+        why = e.strerror or str(e)
+        raise ContainerError(f"{what} {path}: not a directory the job's user can reach ({why})") from None
+    return real
+
+
+def ensure_image(rt: Runtime, job: ContainerJob, user: User) -> None:
     """Pull the job's image unless the host has it (``docker_pull_policy = always``: pull
     anyway), so that a missing image holds the job with the runtime's reason instead of
-    the runtime's exit code (125) passing for the job's. Blocking: on a thread."""
+    the runtime's exit code (125) passing for the job's; an image directory must be one
+    the job's ``user`` reaches. Blocking: on a thread."""
     if job.rootfs:
-        if not os.path.isdir(job.image):
-            raise ContainerError(f"container_image {job.image}: no such directory on this host")
+        user_dir(job.image, user, "container_image")
         return
     key = (rt.path, job.image)
     if not job.pull_always and key in _present:

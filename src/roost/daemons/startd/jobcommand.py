@@ -5,12 +5,14 @@ container.py). What the host has is ``Universes``, found once by the startd."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import hashlib
 import os
 from dataclasses import dataclass, field
 
 from roost.daemons.startd import container, javajob
 from roost.daemons.startd.jobspec import Identity, JobSpec
+from roost.daemons.userfiles import User
 
 JAVA_UNIVERSE = 10
 
@@ -47,15 +49,16 @@ class Command:
     container: str | None = None  # the container's name, for removal
 
 
-async def prepare(spec: JobSpec, universes: Universes | None) -> None:
+async def prepare(spec: JobSpec, universes: Universes | None, user: User) -> None:
     """What must be on this host before the job starts: a container job's image (pulled
-    off the event loop; CommandError says why it cannot be had)."""
+    off the event loop; an image directory ``user`` must reach; CommandError says why it
+    cannot be had)."""
     ad = spec.job_ad
     if ad is None or universes is None or universes.runtime is None or not container.is_container_job(ad):
         return
     try:
         job = container.job_request(ad, spec.cmd, spec.args)
-        await asyncio.to_thread(container.ensure_image, universes.runtime, job)
+        await asyncio.to_thread(container.ensure_image, universes.runtime, job, user)
     except container.ContainerError as e:
         raise CommandError(str(e)) from None
 
@@ -65,9 +68,11 @@ class CommandError(Exception):
 
 
 def command(spec: JobSpec, universes: Universes | None, *, exe: str, sandbox: str, sandbox_name: str,
-            identity: Identity, env: dict[str, str], memory_mib: int | None, cpus: int,
+            identity: Identity, user: User, env: dict[str, str], memory_mib: int | None, cpus: int,
             stdin: bool) -> Command:
-    """What to exec for the job; ``exe`` is its program as found on this machine."""
+    """What to exec for the job; ``exe`` is its program as found on this machine. A
+    container's runtime runs as root: the directories it mounts that the job chose (its
+    Iwd without file transfer, an image directory) must be ones ``user`` reaches."""
     ad = spec.job_ad
     u = universes or Universes()
     if ad is not None and container.is_container_job(ad):
@@ -81,9 +86,17 @@ def command(spec: JobSpec, universes: Universes | None, *, exe: str, sandbox: st
             cmd = spec.cmd  # a program inside the image
         try:
             job = container.job_request(ad, cmd, spec.args)
+            if job.rootfs:
+                job = dataclasses.replace(job, image=container.user_dir(job.image, user, "container_image"))
+            mounted = sandbox if spec.transfer else container.user_dir(spec.iwd, user, "the job's Iwd")
+            if mounted != (sandbox if spec.transfer else spec.iwd) and job.target_dir is None:
+                if any(c in spec.iwd for c in ":,="):
+                    raise container.ContainerError(f"the job's Iwd {spec.iwd}: a path holding : , or = "
+                                                   "cannot be mounted")
+                job = dataclasses.replace(job, target_dir=spec.iwd)  # where the job knows it
             name = u.container_name(sandbox_name)
             groups = _groups(identity)
-            argv = container.run_argv(u.runtime, job, name=name, sandbox=sandbox if spec.transfer else spec.iwd,
+            argv = container.run_argv(u.runtime, job, name=name, sandbox=mounted,
                                       uid=identity.uid, gid=identity.gid, groups=groups, env=env,
                                       memory_mib=memory_mib, cpus=cpus, stdin=stdin, extra=u.docker_extra,
                                       gpus=_gpus(env))

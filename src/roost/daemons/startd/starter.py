@@ -357,7 +357,7 @@ class Starter:
             self._record = self.describe()
         self.chirp = await chirp.serve(self, self.chirp_settings)  # .chirp.config, before the job
         try:
-            await jobcommand.prepare(self.spec, self.universes)  # a container job's image, pulled
+            await jobcommand.prepare(self.spec, self.universes, self.job_user())  # a container job's image, pulled
         except jobcommand.CommandError as e:
             raise StartError(str(e)) from None
         await self._spawn()
@@ -684,7 +684,7 @@ class Starter:
             try:  # the program itself, the JVM, or a container runtime (jobcommand.py)
                 cmd = jobcommand.command(
                     spec, self.universes, exe=exe, sandbox=box, sandbox_name=self.name, identity=ident,
-                    env=self.env, memory_mib=(self.memory_limit >> 20) if self.memory_limit else None,
+                    user=user, env=self.env, memory_mib=(self.memory_limit >> 20) if self.memory_limit else None,
                     cpus=self.cpus, stdin=bool(stdin))
             except jobcommand.CommandError as e:
                 raise StartError(str(e)) from None
