@@ -45,6 +45,9 @@ def test_format_time_and_units_are_htcondors() -> None:
     (3, "exit", {"ExitBySignal": True, "ExitSignal": 9}, True),
     (3, "hold", {"HoldReasonCode": 1}, False),   # the user asked
     (3, "hold", {"HoldReasonCode": 12}, True),   # a transfer failed
+    (3, "hold", {"HoldReasonCode": 3}, False),   # periodic_hold (policy)
+    (3, "hold", {"HoldReasonCode": 15}, False),  # SubmittedOnHold (HTCondor's list)
+    (3, "hold", {"HoldReasonCode": 16}, True),   # SpoolingInput: not on HTCondor's list
     (3, "remove", {}, False),
 ])
 def test_when_mail_is_sent(notify: int, kind: str, ad: dict, sent: bool) -> None:
@@ -140,6 +143,56 @@ def test_mail_program_gets_subject_address_and_body(tmp_path) -> None:
     n = asyncio.run(send(prog))
     assert n.sent == 1
     text = out.read_text()
-    assert text.startswith("-s|[Condor] Condor Job 7.1|alice@users.test|This is an automated email from the Condor")
+    assert text.startswith("-s|[Condor] Condor Job 7.1|--|alice@users.test|This is an automated email from the Condor")
     assert 'on machine "ap.test".  Do not reply.\n\nCondor job 7.1\n\t/bin/true\nexited normally with status 0\n' in text
     assert asyncio.run(send(bad)).failed == 1
+
+
+@pytest.mark.parametrize("bad", [{"NotifyUser": "-Smta=/home/alice/x@y"}, {"NotifyUser": "|/bin/sh"},
+                                 {"NotifyUser": "a@b c@d"}, {"NotifyUser": "a@b,c@d"},
+                                 {"NotifyUser": "a@b\r\nBcc: c@d"}, {"Owner": "-Sx"},
+                                 {"NotifyUser": "", "Owner": "-E"}])
+def test_address_that_could_be_an_option_or_a_list_gets_no_mail(tmp_path, bad: dict) -> None:
+    n = Notifier.from_config(config(tmp_path, "MAIL = /bin/false\nEMAIL_DOMAIN = users.test\n"), "d")
+    assert n is not None
+    assert n.address(getter(**({"Owner": "alice"} | bad))) is None
+    assert n.address(getter(Owner="alice", NotifyUser="a.b+x=y%z_w-v@mail-1.example.org")) == \
+        "a.b+x=y%z_w-v@mail-1.example.org"
+
+
+def test_mail_program_never_sees_an_option_address_or_a_tilde_escape(tmp_path) -> None:
+    """The review's reproduction: NotifyUser = -Smta=... must never reach MAIL (root runs
+    it); a command line with '~!' in it reaches MAIL's input indented, not as a line
+    mailx would run."""
+    import asyncio
+
+    out = tmp_path / "mail.out"
+    prog = tmp_path / "mailer"
+    prog.write_text(f"#!/bin/sh\nprintf '%s|' \"$@\" > {out}\ncat >> {out}\n")
+    prog.chmod(0o755)
+    n = Notifier.from_config(config(tmp_path, f"MAIL = {prog}\nEMAIL_DOMAIN = users.test\n"), "d")
+    assert n is not None
+    evil = getter(ClusterId=1, ProcId=0, Owner="alice", JobNotification=1, NotifyUser="-Smta=/tmp/evil",
+                  Cmd="/bin/true\n~! id")
+
+    async def hold(get) -> None:
+        n.job_held(get, "reason")
+        await n.close()
+
+    asyncio.run(hold(evil))
+    assert not out.exists() and n.sent == 0
+    asyncio.run(hold(getter(ClusterId=1, ProcId=0, Owner="alice", JobNotification=1, Cmd="/bin/true\n~! id")))
+    text = out.read_text()
+    assert text.startswith("-s|[Condor] Condor Job 1.0 put on hold|--|alice@users.test|")
+    assert "\n ~! id\n" in text and "\n~" not in text
+
+
+def test_edit_of_notify_user_takes_one_plain_address() -> None:
+    from roost.daemons.schedd.queries import edit_value
+    from roost.net.errors import RequestError
+
+    assert edit_value("EDIT", "NotifyUser", '"bob@example.org"') == "bob@example.org"
+    assert edit_value("EDIT", "notifyuser", '""') == ""
+    for text in ('"-Smta=/home/alice/x@y"', '"|/bin/sh"', '"a@b, c@d"', 'strcat("-S", "x")', "12"):
+        with pytest.raises(RequestError, match="NotifyUser"):
+            edit_value("EDIT", "NotifyUser", text)
