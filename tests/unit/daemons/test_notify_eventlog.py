@@ -196,3 +196,53 @@ def test_edit_of_notify_user_takes_one_plain_address() -> None:
     for text in ('"-Smta=/home/alice/x@y"', '"|/bin/sh"', '"a@b, c@d"', 'strcat("-S", "x")', "12"):
         with pytest.raises(RequestError, match="NotifyUser"):
             edit_value("EDIT", "NotifyUser", text)
+
+
+def test_a_trickling_smtp_server_holds_no_shared_thread_and_its_session_ends() -> None:
+    """A tarpit (accepts, then sends an endless multi-line greeting a byte at a time, so
+    no socket operation ever times out): the mail is given up at the session deadline,
+    its socket is closed (the mail thread is free again), and meanwhile the loop's
+    default executor, here one thread as on a busy schedd, keeps doing other work."""
+    import asyncio
+    import socket
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+
+    srv = socket.create_server(("127.0.0.1", 0))
+    port = srv.getsockname()[1]
+    closed = threading.Event()
+
+    def tarpit() -> None:
+        conn, _ = srv.accept()
+        end = time.monotonic() + 10  # a mailer without a deadline would wait for ever
+        with conn:
+            try:
+                while time.monotonic() < end:
+                    for b in b"220-slow\r\n":
+                        conn.send(bytes([b]))
+                        time.sleep(0.02)
+            except OSError:
+                closed.set()
+
+    t = threading.Thread(target=tarpit, daemon=True)
+    t.start()
+
+    async def main() -> Notifier:
+        asyncio.get_running_loop().set_default_executor(ThreadPoolExecutor(max_workers=1))
+        n = Notifier(smtp=("127.0.0.1", port), mail_program=None, mail_from="roost@pool.test",
+                     domain="users.test", admin=None, signature=None, hostname="ap.test")
+        n.deadline = 1.0
+        n.job_held(getter(ClusterId=1, ProcId=0, Owner="alice", JobNotification=1), "held")
+        await asyncio.sleep(0.3)  # the session is under way, the greeting trickling
+        assert await asyncio.wait_for(asyncio.to_thread(lambda: 42), 3) == 42
+        assert n._task is not None
+        await asyncio.wait_for(asyncio.shield(n._task), 8)
+        await n.close()
+        return n
+
+    try:
+        n = asyncio.run(main())
+        assert (n.sent, n.failed) == (0, 1)
+        assert closed.wait(5), "the mailer never closed the tarpit's connection"
+    finally:
+        srv.close()
