@@ -246,3 +246,50 @@ def test_a_trickling_smtp_server_holds_no_shared_thread_and_its_session_ends() -
         assert closed.wait(5), "the mailer never closed the tarpit's connection"
     finally:
         srv.close()
+
+
+def _pool_log(tmp_path, where) -> UserLogs:
+    return UserLogs(config=config(tmp_path, f"EVENT_LOG = {where}\nEVENT_LOG_MAX_SIZE = 0\n"))
+
+
+def test_pool_event_log_takes_a_clusters_events_in_one_call(tmp_path) -> None:
+    (tmp_path / "logs").mkdir()
+    logs = _pool_log(tmp_path, tmp_path / "logs" / "EventLog")
+    logs.to_pool_many([([SubmitEvent(7, p, 1.7e9)], getter(Owner="alice")) for p in range(500)])
+    logs.close()
+    assert [e.proc for e in read_events(tmp_path / "logs" / "EventLog")] == list(range(500))
+    assert oct((tmp_path / "logs" / "EventLog").stat().st_mode & 0o777) == "0o644"  # like HTCondor's
+
+
+def test_pool_event_log_refuses_a_symlink_a_hard_link_and_an_open_directory(tmp_path, caplog) -> None:
+    """Root writes the pool's event log: a symlink or a second hard link planted in its
+    place, or a directory others may write to, gets an error in the SchedLog and no
+    write (and no exception: events keep flowing to the job logs)."""
+    import logging
+    import os
+
+    target = tmp_path / "target"
+    target.write_text("precious\n")
+    safe = tmp_path / "logs"
+    safe.mkdir(mode=0o755)
+    safe.chmod(0o755)
+    (safe / "EventLog").symlink_to(target)
+    os.link(target, safe / "Linked")
+    open_dir = tmp_path / "open"
+    open_dir.mkdir()
+    open_dir.chmod(0o777)
+    for path in (safe / "EventLog", safe / "Linked", open_dir / "EventLog"):
+        caplog.clear()
+        logs = _pool_log(tmp_path, path)
+        with caplog.at_level(logging.ERROR, logger="roost.daemons.schedd.userlog"):
+            logs.write(None, [SubmitEvent(1, 0, 1.7e9)], "alice", getter(Owner="alice"))
+        logs.close()
+        assert target.read_text() == "precious\n", path
+        assert any("cannot write the event log" in r.getMessage() for r in caplog.records), path
+    assert not (open_dir / "EventLog").exists()
+    # made safe, the next write goes through
+    open_dir.chmod(0o755)
+    logs = _pool_log(tmp_path, open_dir / "EventLog")
+    logs.write(None, [SubmitEvent(1, 0, 1.7e9)], "alice", getter(Owner="alice"))
+    logs.close()
+    assert [e.cluster for e in read_events(open_dir / "EventLog")] == [1]

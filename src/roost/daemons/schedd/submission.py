@@ -239,6 +239,7 @@ class SubmitCalls:
         shared = log_paths(cluster.ad.get)
         notes = cluster.ad.get("SubmitEventNotes")
         userlogs = self.jobs.userlogs
+        to_pool: list[tuple[list[Event], Any]] = []
         for job in cluster.procs.values():
             d = job.diff
             paths = log_paths(job.get) if d and ("UserLog" in d or "Iwd" in d or "DAGManNodesLog" in d) else shared
@@ -246,10 +247,12 @@ class SubmitCalls:
             event = SubmitEvent(cluster.id, job.proc, now, submit_host=host,
                                 log_notes=mine if isinstance(mine, str) else "")
             if pool:
-                userlogs.to_pool([event], job.get)
+                to_pool.append(([event], job.get))
             for path in paths:
                 by_path.setdefault(path, []).append(event)
                 get_by_path.setdefault(path, job.get)
+        if to_pool:  # the whole cluster in one write, not one per job
+            userlogs.to_pool_many(to_pool)
         return {path: userlogs.formatter(get_by_path[path], path).format_many(events)
                 for path, events in by_path.items()}
 
