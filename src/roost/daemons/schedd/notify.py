@@ -302,7 +302,7 @@ class Notifier:
         shut down, so the thread's blocked read returns and the thread is free again."""
         if self._executor is None:
             self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="mailer")
-        session = self._session = _Session()
+        session = self._session = _Session(self.hostname)
         fut = asyncio.get_running_loop().run_in_executor(self._executor, self._send_smtp, mail, session)
         try:
             await asyncio.wait_for(asyncio.shield(fut), self.deadline)
@@ -370,10 +370,12 @@ class _Session(smtplib.SMTP):
     deadline of a session whose server answers slowly enough to restart each
     operation's timeout."""
 
-    def __init__(self) -> None:
+    def __init__(self, hostname: str) -> None:
         self._lock = threading.Lock()
         self._aborted = False
-        super().__init__(timeout=SEND_TIMEOUT)  # no host: connect() later, in the thread
+        # no host: connect() later, in the mailer's thread; the name for HELO given, so
+        # no DNS look-up (getfqdn) blocks the event loop here
+        super().__init__(local_hostname=hostname or "localhost", timeout=SEND_TIMEOUT)
 
     def _get_socket(self, host: str, port: int, timeout: float) -> socket.socket:
         sock = super()._get_socket(host, port, timeout)
