@@ -278,7 +278,12 @@ def test_pool_event_log_refuses_a_symlink_a_hard_link_and_an_open_directory(tmp_
     open_dir = tmp_path / "open"
     open_dir.mkdir()
     open_dir.chmod(0o777)
-    for path in (safe / "EventLog", safe / "Linked", open_dir / "EventLog"):
+    group_dir = tmp_path / "group"  # writable by a group that is not the schedd's
+    group_dir.mkdir()
+    other_gid = next(g for g in (65534, 100, 1, 2, 3) if g != os.getegid())
+    os.chown(group_dir, -1, other_gid)
+    group_dir.chmod(0o775)
+    for path in (safe / "EventLog", safe / "Linked", open_dir / "EventLog", group_dir / "EventLog"):
         caplog.clear()
         logs = _pool_log(tmp_path, path)
         with caplog.at_level(logging.ERROR, logger="roost.daemons.schedd.userlog"):
@@ -287,9 +292,12 @@ def test_pool_event_log_refuses_a_symlink_a_hard_link_and_an_open_directory(tmp_
         assert target.read_text() == "precious\n", path
         assert any("cannot write the event log" in r.getMessage() for r in caplog.records), path
     assert not (open_dir / "EventLog").exists()
-    # made safe, the next write goes through
+    # made safe (no one else may write; group-writable by the schedd's own group is
+    # fine, as under umask 002), the next write goes through
     open_dir.chmod(0o755)
-    logs = _pool_log(tmp_path, open_dir / "EventLog")
-    logs.write(None, [SubmitEvent(1, 0, 1.7e9)], "alice", getter(Owner="alice"))
-    logs.close()
-    assert [e.cluster for e in read_events(open_dir / "EventLog")] == [1]
+    os.chown(group_dir, -1, os.getegid())
+    for d in (open_dir, group_dir):
+        logs = _pool_log(tmp_path, d / "EventLog")
+        logs.write(None, [SubmitEvent(1, 0, 1.7e9)], "alice", getter(Owner="alice"))
+        logs.close()
+        assert [e.cluster for e in read_events(d / "EventLog")] == [1]

@@ -17,9 +17,9 @@ event of the job's ``EVENT_LOG_JOB_AD_INFORMATION_ATTRS``; it is rotated at
 ``EVENT_LOG_MAX_ROTATIONS`` old files (1: ``<log>.old``; more: ``<log>.1`` newest).
 A cluster's submit events reach it in one write (a few, if it rotates in between),
 not one per job.  Root writes it, so it is opened without following a symlink, only
-in a directory that no other user may write to, and only if it is a plain file of
-the schedd's user with one link; otherwise the SchedLog says why and nothing is
-written.  It is created 0644, readable by every local user (docs/eventlog.md).
+in a directory no other user may write to (not others; group only if it is the
+schedd's own, as under umask 002), and only if it is a plain file of the schedd's
+user with one link; otherwise the SchedLog says why and nothing is written.  It is created 0644, readable by every local user (docs/eventlog.md).
 """
 
 from __future__ import annotations
@@ -221,7 +221,8 @@ class PoolEventLog:
     def _check_dir(self) -> None:
         d = os.path.dirname(os.path.abspath(self.path))
         st = os.stat(d)
-        if st.st_uid not in (0, os.geteuid()) or st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+        others = st.st_mode & stat.S_IWOTH or (st.st_mode & stat.S_IWGRP and st.st_gid != os.getegid())
+        if st.st_uid not in (0, os.geteuid()) or others:
             raise UnsafeLog(f"its directory {d} is {stat.filemode(st.st_mode)}, owned by uid {st.st_uid}: "
                             "others could replace the log; make it writable by the schedd's user only")
 
