@@ -173,7 +173,8 @@ def test_mail_on_always_complete_and_error(mailpool, jobdir: Path) -> None:
     assert msg["Subject"] == f"[Condor] Condor Job {jobs['always']}"
     body = _body(msg)
     assert body.startswith("This is an automated email from the Condor system\non machine ")
-    assert f"Condor job {jobs['always']}\n\t/bin/sh -c 'exit 0'\n\tsubmitted from directory {jobdir}\n" in body
+    # the arguments as the job ad keeps them (HTCondor's canonical V2 form, as its mail shows them)
+    assert f"Condor job {jobs['always']}\n\t/bin/sh -c exit' '0\n\tsubmitted from directory {jobdir}\n" in body
     for line in ("exited normally with status 0\n", "\n\nSubmitted at:        ", "Completed at:        ",
                  "Statistics from last run:\nAllocation/Run time:     ", "Remote User CPU Time:    ",
                  "Statistics totaled from all runs:\n", "Run Bytes Received By Job\n",
@@ -223,3 +224,57 @@ def test_mail_server_down_or_silent_delays_no_job(mailpool, jobdir: Path) -> Non
         if silent is not None:
             silent.close()
         ctl.start()
+
+
+def _write_calls(pid: int) -> int:
+    """How many write system calls process ``pid`` has made (Linux's /proc/PID/io)."""
+    for line in Path(f"/proc/{pid}/io").read_text().splitlines():
+        if line.startswith("syscw:"):
+            return int(line.split()[1])
+    raise AssertionError("no syscw in /proc/PID/io")
+
+
+def test_a_big_cluster_reaches_the_pool_event_log_in_a_few_writes(mailpool, jobdir: Path) -> None:
+    """Every job's submit event is in EVENT_LOG, written per cluster, not per job: the
+    schedd makes far fewer write calls than the cluster has jobs (the queue's commit
+    and the SchedLog are all else it writes)."""
+    pool, _box, _ctl = mailpool
+    n = 3000
+    pid = pool.daemon_pid("SCHEDD")
+    before = _write_calls(pid)
+    r = pool.submit(f"executable = /bin/true\nrequirements = false\nqueue {n}\n", jobdir)
+    cid = int(r.job_ids()[0].split(".")[0])
+    evlog = pool.home / "log" / "EventLog"
+
+    def submits() -> int:
+        got = 0
+        for p in [evlog.with_name("EventLog.old"), evlog]:
+            if p.exists():
+                got += sum(1 for e in read_events(p) if int(e.type) == 0 and e.cluster == cid)
+        return got
+
+    wait_until(lambda: submits() == n, 30, f"{n} submit events in the EventLog")
+    writes = _write_calls(pid) - before
+    pool.roost("rm", str(cid), check=True)
+    assert writes < n // 3, f"{writes} write calls for a cluster of {n} jobs"
+
+
+def test_notify_user_that_is_no_plain_address_is_refused(mailpool, jobdir: Path) -> None:
+    """notify_user goes to the MAIL program (as root): roost submit refuses one that
+    could be an option (naming file and line), the schedd refuses it in a custom
+    attribute and at qedit; a plain address may still be set."""
+    pool, _box, _ctl = mailpool
+    (jobdir / "bad.sub").write_text("executable = /bin/true\nnotification = Always\n"
+                                    "notify_user = -Smta=/tmp/evil@x\nqueue\n")
+    done = pool.roost("submit", "bad.sub", cwd=jobdir)
+    assert done.returncode != 0 and "bad.sub:3" in done.stderr and "notify_user" in done.stderr, done.stderr
+    (jobdir / "custom.sub").write_text("executable = /bin/true\n+NotifyUser = \"|/bin/sh\"\nqueue\n")
+    done = pool.roost("submit", "custom.sub", cwd=jobdir)
+    assert done.returncode != 0 and "NotifyUser" in done.stderr, done.stderr
+    jid = pool.submit("executable = /bin/true\nrequirements = false\nqueue\n", jobdir).job_ids()[0]
+    done = pool.roost("qedit", jid, "NotifyUser", '"-Smta=/tmp/evil@x"')
+    assert done.returncode != 0 and "NotifyUser" in (done.stderr + done.stdout)
+    pool.roost("qedit", jid, "NotifyUser", '"bob@example.org"', check=True)
+    job = pool.job(jid)
+    assert job is not None and job.get("NotifyUser") == "bob@example.org"
+    pool.roost("rm", jid, check=True)

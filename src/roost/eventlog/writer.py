@@ -87,26 +87,36 @@ class EventLogWriter:
 
     The descriptor stays open between writes (reopened after ``close()``);
     ``fsync=True`` makes each write durable before ``write`` returns;
-    ``formatter`` picks the form (``parse_format_options``; text by default).
+    ``formatter`` picks the form (``parse_format_options``; text by default);
+    ``flags`` are added to ``open``'s (``os.O_NOFOLLOW``: never through a symlink).
     """
 
     def __init__(
         self, path: str | os.PathLike[str], *, fsync: bool = False, utc: bool = False, mode: int = 0o644,
-        formatter: Any = None,
+        formatter: Any = None, flags: int = 0,
     ) -> None:
         self.path = os.fspath(path)
         self.fsync = fsync
         self._mode = mode
         self._formatter: Formatter = formatter if formatter is not None else EventFormatter(utc=utc)
         self._fd: int | None = None
+        self._flags = flags
 
     def _open(self) -> int:
         if self._fd is None:
-            self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, self._mode)
+            self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC | self._flags,
+                               self._mode)
         return self._fd
 
+    def fileno(self) -> int:
+        """The open descriptor, opening (maybe creating) the file first if need be."""
+        return self._open()
+
     def _append(self, text: str) -> None:
-        data = text.encode("utf-8", "surrogateescape")
+        self.write_bytes(text.encode("utf-8", "surrogateescape"))
+
+    def write_bytes(self, data: bytes) -> None:
+        """Append events already formatted and encoded, as one write."""
         fd = self._open()
         written = os.write(fd, data)
         while written < len(data):

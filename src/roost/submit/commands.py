@@ -15,6 +15,7 @@ from collections.abc import Callable
 from roost.classad.errors import ClassAdSyntaxError
 from roost.submit import arglist, universes
 from roost.submit.builder import Builder
+from roost.submit.mailaddr import address_problem
 from roost.submit.units import parse_size
 from roost.submit.values import Expr
 
@@ -233,6 +234,10 @@ def h_notification(b: Builder) -> None:
     b.set("JobNotification", n)
     u = b.get("notify_user")
     if u is not None:
+        u = u.strip()
+        problem = address_problem(u) if u else None
+        if problem is not None:  # the schedd passes it to the MAIL program as root
+            b.error(f"notify_user = {u}: {problem}", "notify_user")
         b.set("NotifyUser", u)
     ea = b.get("email_attributes")
     if ea is not None:  # a list: condor_submit rejoins it with bare commas

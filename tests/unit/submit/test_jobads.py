@@ -131,6 +131,17 @@ def test_simple_commands_and_custom_attributes() -> None:
     assert a["LeaveJobInQueue"] is True
 
 
+@pytest.mark.parametrize("bad", ["-Smta=/home/alice/x@y", "|/bin/sh", "a@b c@d", "a@b,c@d", "a@b\tx",
+                                 "alice@ex.org\x01", "-E"])
+def test_notify_user_must_be_one_plain_address(bad: str) -> None:
+    """The schedd (root) gives notify_user to the MAIL program: one word that is no option,
+    no pipe and no list; the error names the file and line."""
+    with pytest.raises(SubmitError, match=r"job\.sub:3: notify_user = .*(may not|not one)"):
+        ad(f"notification = Always\nnotify_user = {bad}\n")
+    for good in ("alice", "alice@example.org", "a.b+tag=x%y_z-w@mail-1.example.org"):
+        assert ad(f"notify_user = {good}\n")["NotifyUser"] == good
+
+
 def test_per_proc_differences_are_compact() -> None:
     text = "executable = /bin/echo\narguments = $(Process)\noutput = out.$(Process)\nlog = j.log\nqueue 1000\n"
     (c,) = parse_submit(text, cwd="/tmp", env={}).expand(cluster_id=42)

@@ -14,19 +14,31 @@ CPU, network bytes, ``email_attributes``, and the signature).  When, per
 a core, a non-zero exit code (other than ``JobSuccessExitCode``), or a hold the
 user or policy did not ask for.
 
-Mail is sent by one background task from a bounded queue, each message in a
-thread (smtplib blocks) with a timeout: a mail server that is down or slow delays
-no job and no reply; failures are logged and the message dropped.
+The address must be one plain ``user@domain`` word (``roost.submit.mailaddr``):
+checked at submit, at EDIT and here again before sending, since ``MAIL`` runs as
+the schedd's user (root) with the address as an argument, after ``--``.  Body lines
+that start with ``~`` (mailx's tilde escapes) are indented by a space for ``MAIL``.
+
+Mail is sent by one background task from a bounded queue, one message at a time,
+SMTP sessions (smtplib blocks) in the mailer's own single thread, never the loop's
+default executor: each session has an overall deadline (``SESSION_DEADLINE``) after
+which its socket is shut down, so a server that trickles bytes (each socket
+operation's timeout restarting) ends the session too.  A mail server that is down
+or slow delays no job, no reply and no other thread work; failures are logged and
+the message dropped.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import smtplib
 import socket
+import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from email.message import EmailMessage
 from typing import Any
@@ -35,9 +47,13 @@ log = logging.getLogger(__name__)
 
 NEVER, ALWAYS, COMPLETE, ERROR, START = 0, 1, 2, 3, 4
 MAX_QUEUED = 1000
-SEND_TIMEOUT = 30.0
-# hold codes the user or a policy asked for: not an error worth a mail (HTCondor's list)
-_ASKED_HOLDS = {1, 3, 16}  # UserRequest, JobPolicy, SubmittedOnHold
+SEND_TIMEOUT = 30.0  # each socket operation of an SMTP session; the MAIL program as a whole
+SESSION_DEADLINE = 35.0  # a whole SMTP session
+# Holds the user or a policy asked for: no error worth a mail.  HTCondor's
+# Email::shouldSend skips exactly UserRequest (1), JobPolicy (3, periodic_hold and
+# on_exit_hold) and SubmittedOnHold (15); SpoolingInput (16) is not on its list, and
+# is set in the submitted ad, never by a hold that mails.
+_ASKED_HOLDS = {1, 3, 15}
 
 Get = Callable[[str], Any]
 
@@ -180,6 +196,9 @@ class Notifier:
         self.sent = self.failed = self.dropped = 0
         self._queue: asyncio.Queue[Mail] | None = None
         self._task: asyncio.Task[None] | None = None
+        self.deadline = SESSION_DEADLINE
+        self._executor: ThreadPoolExecutor | None = None  # the mailer's one thread
+        self._session: _Session | None = None
 
     @classmethod
     def from_config(cls, config: Any, uid_domain: str) -> Notifier | None:
@@ -200,16 +219,25 @@ class Notifier:
 
     # ---- composing
     def address(self, get: Get) -> str | None:
+        """Whom to mail, or None: NotifyUser, else Owner, at EMAIL_DOMAIN when it has no
+        ``@``; an address that is not one plain word (see the module docstring) gets none."""
+        # lazy: the submit package loads with the first SUBMIT_TEXT, not at schedd start-up
+        from roost.submit.mailaddr import address_problem
+
         to = get("NotifyUser")
         if not isinstance(to, str) or not to.strip():
             to = get("Owner")
         if not isinstance(to, str) or not to.strip():
             return None
         to = to.strip()
-        if "@" in to:
-            return to
-        dom = get("UidDomain")
-        return f"{to}@{self.domain or (dom if isinstance(dom, str) else '')}".rstrip("@")
+        if "@" not in to:
+            dom = get("UidDomain")
+            to = f"{to}@{self.domain or (dom if isinstance(dom, str) else '')}".rstrip("@")
+        problem = address_problem(to)
+        if problem is not None:
+            log.warning("job %s.%s: no mail: %s", get("ClusterId"), get("ProcId"), problem)
+            return None
+        return to
 
     def _wrap(self, body: str) -> str:
         head = f'This is an automated email from the Condor system\non machine "{self.hostname}".  Do not reply.\n\n'
@@ -260,7 +288,7 @@ class Notifier:
             mail = self._queue.get_nowait()
             try:
                 if self.smtp is not None:
-                    await asyncio.wait_for(asyncio.to_thread(self._send_smtp, mail), SEND_TIMEOUT + 5)
+                    await self._smtp(mail)
                 else:
                     await self._send_program(mail)
                 self.sent += 1
@@ -269,23 +297,46 @@ class Notifier:
                 self.failed += 1
                 log.warning("cannot mail %s (%s): %s", mail.to, mail.subject, e)
 
-    def _send_smtp(self, mail: Mail) -> None:
+    async def _smtp(self, mail: Mail) -> None:
+        """One SMTP session in the mailer's thread, ended at the deadline: its socket is
+        shut down, so the thread's blocked read returns and the thread is free again."""
+        if self._executor is None:
+            self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="mailer")
+        session = self._session = _Session(self.hostname)
+        fut = asyncio.get_running_loop().run_in_executor(self._executor, self._send_smtp, mail, session)
+        try:
+            await asyncio.wait_for(asyncio.shield(fut), self.deadline)
+        except TimeoutError:
+            session.abort()
+            # connecting is bounded by SEND_TIMEOUT; every later read ends with the socket
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(fut, SEND_TIMEOUT + 1)
+            raise TimeoutError(f"the SMTP session took over {self.deadline:g} s") from None
+        finally:
+            if not fut.done():  # cancelled (the schedd stops): end the session too
+                session.abort()
+            self._session = None
+
+    def _send_smtp(self, mail: Mail, session: _Session) -> None:
         assert self.smtp is not None
         msg = EmailMessage()
         msg["From"] = self.mail_from
         msg["To"] = mail.to
         msg["Subject"] = mail.subject
         msg.set_content(mail.body)
-        with smtplib.SMTP(self.smtp[0], self.smtp[1], timeout=SEND_TIMEOUT) as s:
-            s.send_message(msg)
+        with session:
+            session.connect(self.smtp[0], self.smtp[1])
+            session.send_message(msg)
 
     async def _send_program(self, mail: Mail) -> None:
         assert self.mail_program is not None
+        # "--": nothing after it is an option, whatever the address (checked already)
         proc = await asyncio.create_subprocess_exec(
-            self.mail_program, "-s", mail.subject, mail.to, stdin=asyncio.subprocess.PIPE,
+            self.mail_program, "-s", mail.subject, "--", mail.to, stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE)
         try:
-            _, err = await asyncio.wait_for(proc.communicate(mail.body.encode()), SEND_TIMEOUT)
+            body = no_tilde_escapes(mail.body).encode()
+            _, err = await asyncio.wait_for(proc.communicate(body), SEND_TIMEOUT)
         except TimeoutError:
             proc.kill()
             await proc.wait()
@@ -299,3 +350,46 @@ class Notifier:
                 await asyncio.wait_for(asyncio.shield(self._task), 5.0)
             except (TimeoutError, Exception):  # noqa: BLE001 - shutting down
                 self._task.cancel()
+        if self._session is not None:
+            self._session.abort()
+        if self._executor is not None:
+            self._executor.shutdown(wait=False, cancel_futures=True)
+            self._executor = None
+
+
+def no_tilde_escapes(body: str) -> str:
+    """``body`` with each line that starts with ``~`` indented by a space: mailx reads
+    such a line on its input as a command (``~!`` runs a shell)."""
+    if "~" not in body:
+        return body
+    return "\n".join(" " + ln if ln.startswith("~") else ln for ln in body.split("\n"))
+
+
+class _Session(smtplib.SMTP):
+    """An SMTP client whose socket another thread may shut down (``abort``): the
+    deadline of a session whose server answers slowly enough to restart each
+    operation's timeout."""
+
+    def __init__(self, hostname: str) -> None:
+        self._lock = threading.Lock()
+        self._aborted = False
+        # no host: connect() later, in the mailer's thread; the name for HELO given, so
+        # no DNS look-up (getfqdn) blocks the event loop here
+        super().__init__(local_hostname=hostname or "localhost", timeout=SEND_TIMEOUT)
+
+    def _get_socket(self, host: str, port: int, timeout: float) -> socket.socket:
+        sock = super()._get_socket(host, port, timeout)
+        with self._lock:
+            if self._aborted:
+                sock.close()
+                raise OSError("the SMTP session's deadline passed while connecting")
+            self.sock = sock
+        return sock
+
+    def abort(self) -> None:
+        with self._lock:
+            self._aborted = True
+            sock = self.sock
+        if sock is not None:
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)

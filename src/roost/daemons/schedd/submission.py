@@ -106,6 +106,7 @@ class SubmitCalls:
         if not isinstance(cmd, str) or (not cmd and not image_says):
             raise bad_request("SUBMIT: the job has no Cmd (executable)")
         obj_to_ad(cluster_ad)  # refuses bad expressions with BAD_REQUEST
+        _check_notify_user(cluster_ad, "the cluster ad")
         now = int(time.time())
         cluster_ad["ClusterId"] = cid
         cluster_ad.setdefault("QDate", now)
@@ -122,6 +123,7 @@ class SubmitCalls:
             seen.add(p)
             if "Owner" in d and d["Owner"] != owner:
                 raise bad_request(f"SUBMIT: proc {p} has a different Owner")
+            _check_notify_user(d, f"proc {p}")
             for k, v in d.items():
                 if type(v) is str and v.startswith("/Expr(") and v not in checked:
                     obj_to_ad({k: v})
@@ -237,6 +239,7 @@ class SubmitCalls:
         shared = log_paths(cluster.ad.get)
         notes = cluster.ad.get("SubmitEventNotes")
         userlogs = self.jobs.userlogs
+        to_pool: list[tuple[list[Event], Any]] = []
         for job in cluster.procs.values():
             d = job.diff
             paths = log_paths(job.get) if d and ("UserLog" in d or "Iwd" in d or "DAGManNodesLog" in d) else shared
@@ -244,15 +247,31 @@ class SubmitCalls:
             event = SubmitEvent(cluster.id, job.proc, now, submit_host=host,
                                 log_notes=mine if isinstance(mine, str) else "")
             if pool:
-                userlogs.to_pool([event], job.get)
+                to_pool.append(([event], job.get))
             for path in paths:
                 by_path.setdefault(path, []).append(event)
                 get_by_path.setdefault(path, job.get)
+        if to_pool:  # the whole cluster in one write, not one per job
+            userlogs.to_pool_many(to_pool)
         return {path: userlogs.formatter(get_by_path[path], path).format_many(events)
                 for path, events in by_path.items()}
 
     def _log_submits(self, cluster: Any) -> None:
         for path, text in self._submit_texts(cluster).items():
             self.jobs.userlogs.write_text(path, text, cluster.owner)
+
+
+def _check_notify_user(ad: dict[str, Any], where: str) -> None:
+    """Refuse a NotifyUser that is no plain mail address (root gives it to MAIL); a
+    client may SUBMIT ads that ``roost submit`` never checked."""
+    for k, v in ad.items():
+        if k.lower() == "notifyuser" and v != "":
+            # lazy: the submit package loads with the first SUBMIT_TEXT, not at schedd start-up
+            from roost.submit.mailaddr import address_problem
+
+            problem = address_problem(v)
+            if problem is not None:
+                raise bad_request(f"SUBMIT: {where}: NotifyUser: {problem}")
+
 
 __all__ = ["SubmitCalls"]

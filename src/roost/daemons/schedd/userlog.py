@@ -15,13 +15,20 @@ has a log, in the form ``EVENT_LOG_FORMAT_OPTIONS`` says, each followed by a 028
 event of the job's ``EVENT_LOG_JOB_AD_INFORMATION_ATTRS``; it is rotated at
 ``EVENT_LOG_MAX_SIZE`` bytes (``MAX_EVENT_LOG``, 1,000,000) keeping
 ``EVENT_LOG_MAX_ROTATIONS`` old files (1: ``<log>.old``; more: ``<log>.1`` newest).
+A cluster's submit events reach it in one write (a few, if it rotates in between),
+not one per job.  Root writes it, so it is opened without following a symlink, only
+in a directory no other user may write to (not others; group only if it is the
+schedd's own, as under umask 002), and only if it is a plain file of the schedd's
+user with one link; otherwise the SchedLog says why and nothing is written.  It is created 0644, readable by every local user (docs/eventlog.md).
 """
 
 from __future__ import annotations
 
+import errno
 import logging
 import os
 import pwd
+import stat
 from collections import OrderedDict
 from collections.abc import Iterable
 from typing import Any
@@ -32,6 +39,10 @@ from roost.eventlog.events import Event
 from roost.eventlog.writer import EventFormatter, Formatter, parse_format_options
 
 log = logging.getLogger(__name__)
+
+
+class UnsafeLog(OSError):
+    """The pool's event log may not be written where it is (see the module docstring)."""
 
 MAX_OPEN = 256
 _FORMAT = EventFormatter()
@@ -103,7 +114,7 @@ class PoolEventLog:
         self.max_size = max_size
         self.rotations = rotations if max_size > 0 else 0
         self.ad_attrs = ad_attrs
-        self._writer = EventLogWriter(path, fsync=fsync, formatter=formatter)
+        self._writer = EventLogWriter(path, fsync=fsync, formatter=formatter, flags=os.O_NOFOLLOW)
         self._size: int | None = None
         self._failed = False
 
@@ -125,6 +136,7 @@ class PoolEventLog:
 
     def _rotate(self) -> None:
         self._writer.close()
+        self._check_dir()
         if self.rotations == 1:
             os.replace(self.path, self.path + ".old")
         else:
@@ -136,6 +148,42 @@ class PoolEventLog:
 
     def write(self, events: Iterable[Event], job_get: Any = None) -> None:
         """Append ``events`` (with their 028 job-ad events); failures are logged once."""
+        self.write_many([(events, job_get)])
+
+    def write_many(self, groups: Iterable[tuple[Iterable[Event], Any]]) -> None:
+        """Append several jobs' events, each ``(events, job_get)``, in as few writes as
+        the rotation size allows (one, unless the file fills up in between)."""
+        pieces = []
+        for events, job_get in groups:
+            text = self.formatter.format_many(self._with_ad_events(events, job_get))
+            if text:
+                pieces.append(text.encode("utf-8", "surrogateescape"))
+        if not pieces:
+            return
+        try:
+            self._open()
+            assert self._size is not None
+            chunk: list[bytes] = []
+            pending = 0
+            for piece in pieces:
+                if self.max_size > 0 and self._size + pending > 0 and self._size + pending + len(piece) > self.max_size:
+                    self._append(chunk, pending)
+                    chunk, pending = [], 0
+                    self._roll()
+                    self._open()
+                chunk.append(piece)
+                pending += len(piece)
+            self._append(chunk, pending)
+            self._failed = False
+        except OSError as e:
+            self._writer.close()
+            self._size = None
+            if not self._failed:
+                self._failed = True
+                level = logging.ERROR if isinstance(e, UnsafeLog) else logging.WARNING
+                log.log(level, "cannot write the event log %s: %s", self.path, e)
+
+    def _with_ad_events(self, events: Iterable[Event], job_get: Any) -> list[Event]:
         out: list[Event] = []
         for e in events:
             out.append(e)
@@ -147,28 +195,50 @@ class PoolEventLog:
                         attrs[name] = _ad_text(v)
                 if attrs:
                     out.append(JobAdInformationEvent(e.cluster, e.proc, e.timestamp, attributes=attrs))
-        text = self.formatter.format_many(out)
-        if not text:
+        return out
+
+    def _open(self) -> None:
+        """Open the file if it is not (or no longer names the open one), with the checks
+        of the module docstring; its size known."""
+        self._writer.reopen_if_replaced()
+        if not self._writer.closed and self._size is not None:
             return
+        self._writer.close()
+        self._check_dir()
         try:
-            if self._size is None:
-                self._size = os.path.getsize(self.path) if os.path.exists(self.path) else 0
-            if self.max_size > 0 and self._size > 0 and self._size + len(text) > self.max_size:
-                if self.rotations > 0:
-                    self._rotate()
-                else:
-                    self._writer.close()
-                    os.truncate(self.path, 0)
-                    self._size = 0
-            self._writer.reopen_if_replaced()
-            self._writer.write_text(text)
-            self._size += len(text.encode("utf-8", "surrogateescape"))
-            self._failed = False
+            fd = self._writer.fileno()
         except OSError as e:
+            if e.errno == errno.ELOOP:
+                raise UnsafeLog("it is a symbolic link: not followed, not written") from None
+            raise
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_uid != os.geteuid() or st.st_nlink != 1:
+            self._writer.close()
+            raise UnsafeLog(f"not a plain file of uid {os.geteuid()} with one link (uid {st.st_uid}, "
+                            f"{st.st_nlink} links, mode {stat.filemode(st.st_mode)}): not written")
+        self._size = st.st_size
+
+    def _check_dir(self) -> None:
+        d = os.path.dirname(os.path.abspath(self.path))
+        st = os.stat(d)
+        others = st.st_mode & stat.S_IWOTH or (st.st_mode & stat.S_IWGRP and st.st_gid != os.getegid())
+        if st.st_uid not in (0, os.geteuid()) or others:
+            raise UnsafeLog(f"its directory {d} is {stat.filemode(st.st_mode)}, owned by uid {st.st_uid}: "
+                            "others could replace the log; make it writable by the schedd's user only")
+
+    def _append(self, chunk: list[bytes], size: int) -> None:
+        if chunk:
+            self._writer.write_bytes(b"".join(chunk))
+            assert self._size is not None
+            self._size += size
+
+    def _roll(self) -> None:
+        if self.rotations > 0:
+            self._rotate()
             self._size = None
-            if not self._failed:
-                self._failed = True
-                log.warning("cannot write the event log %s: %s", self.path, e)
+        else:  # the open file itself, whatever its name now names
+            os.ftruncate(self._writer.fileno(), 0)
+            self._size = 0
 
     def close(self) -> None:
         self._writer.close()
@@ -230,6 +300,11 @@ class UserLogs:
         """Append to the pool's event log, if there is one."""
         if self.pool is not None:
             self.pool.write(events, job_get)
+
+    def to_pool_many(self, groups: Iterable[tuple[Iterable[Event], Any]]) -> None:
+        """Append several jobs' events (``(events, job_get)`` each) in one write."""
+        if self.pool is not None:
+            self.pool.write_many(groups)
 
     def write(self, path: str | list[str] | None, events: Iterable[Event], owner: str | None = None,
               job_get: Any = None) -> None:
