@@ -13,6 +13,7 @@ import os
 import pwd
 import re
 import stat
+from collections.abc import Callable
 from typing import Any
 
 from roost.api.collector import Collector
@@ -83,17 +84,27 @@ def event_log(ad: dict[str, Any]) -> dict[str, Any]:
     return {"path": path, "events": events, "note": "" if events else "no events for this job in its log yet"}
 
 
-def better_analyze(home: str, schedd: Schedd, job_id: str) -> str:
-    """``roost q -better-analyze JOB``'s text for one job."""
-    jobs = schedd.query(ids=[job_id])
-    if not jobs:
-        return f"No job {job_id} in the queue to analyze.\n"
+def pool_inputs(home: str) -> tuple[list[Any], Any, Any, Any]:
+    """What an analysis needs of the pool beyond the job: every slot ad, and the
+    negotiator's priority table, limits and groups (the dashboard keeps them for its
+    refresh interval: they serve the analysis of every job)."""
     collector = Collector(home)
     try:
         slots = collector.query("Machine")
     finally:
         collector.close()
     users, limits, groups = _negotiator_view(home)
+    return slots, users, limits, groups
+
+
+def better_analyze(home: str, schedd: Schedd, job_id: str,
+                   inputs: Callable[[], tuple[list[Any], Any, Any, Any]] | None = None) -> str:
+    """``roost q -better-analyze JOB``'s text for one job; ``inputs`` gives the pool's
+    side (:func:`pool_inputs` of ``home`` by default)."""
+    jobs = schedd.query(ids=[job_id])
+    if not jobs:
+        return f"No job {job_id} in the queue to analyze.\n"
+    slots, users, limits, groups = inputs() if inputs is not None else pool_inputs(home)
     out = ""
     if users is None:
         out = "(the negotiator gave no priority table: analyzing without user priorities)\n"
