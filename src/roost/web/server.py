@@ -8,7 +8,9 @@ Reading needs no login. Acting (``POST /api/act``: hold, release, remove) needs
 a pool token (docs/security.md) in ``Authorization: Bearer <token>``. The
 dashboard does not act with its own rights: it presents the caller's token to
 the schedd over TCP (never the schedd's Unix socket, which would vouch for the
-dashboard's own user), so the schedd checks it as it checks any tool's token
+dashboard's own user), and that token alone (IDTOKENS, never the dashboard's own
+certificate or Kerberos ticket after it fails; the schedd must report the token's
+subject), so the schedd checks it as it checks any tool's token
 (signature, issuer, expiry, revocation) and lets its holder act on the jobs the
 holder may act on, no others. A request without a token is refused before the
 schedd is asked. The token travels in a header, never a cookie, so another site
