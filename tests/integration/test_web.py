@@ -7,8 +7,11 @@ git; ``ROOST_TEST_OUTPUT`` moves it); each test prints where.
 
 from __future__ import annotations
 
+import http.client
 import json
 import os
+import shutil
+import tempfile
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -72,6 +75,9 @@ def shot(browser: Browser, name: str) -> None:
 
 
 def show(browser: Browser, pool: PoolHandle, view: str) -> None:
+    # a fresh document each time: the same URL again would change no hash, and the page
+    # would not read the pool again
+    browser.goto("about:blank")
     browser.goto(f"http://{address(pool)}/#{view}")
     browser.wait_for(f"document.body.dataset.ready === {json.dumps(view.split('/')[0].split('?')[0])}",
                      what=f"the {view} page")
@@ -83,18 +89,26 @@ def text(browser: Browser, selector: str) -> str:
 
 @pytest.fixture(scope="module")
 def jobs(pool: PoolHandle, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
-    """Two running jobs and one that can never run (it asks for 64 CPUs of 4): idle for good."""
-    d = tmp_path_factory.mktemp("web")
+    """Two running jobs and two that can never run (they ask for 64 CPUs of 4): idle for
+    good, one with its log where everybody may read it, one with its log in a private
+    directory (pytest's own are private to root)."""
+    d = Path(tempfile.mkdtemp(prefix="roost-web-", dir="/tmp"))
+    d.chmod(0o755)
+    private = tmp_path_factory.mktemp("web-private")
     run = pool.submit("executable = /bin/sleep\narguments = 300\nrequest_cpus = 1\nrequest_memory = 64\n"
                       "queue 2\n", d)
     big = pool.submit(f"executable = /bin/sleep\narguments = 300\nrequest_cpus = 64\nlog = {d}/big.log\n"
                       "queue\n", d)
+    hidden = pool.submit(f"executable = /bin/sleep\narguments = 300\nrequest_cpus = 64\n"
+                         f"log = {private}/hidden.log\nqueue\n", private)
     for jid in run.job_ids():
         pool.wait_for(jid, lambda j: j.get("JobStatus") == 2, timeout=60, what="running")
     try:
-        yield {"running": run.job_ids()[0], "running2": run.job_ids()[1], "idle": big.job_ids()[0]}
+        yield {"running": run.job_ids()[0], "running2": run.job_ids()[1], "idle": big.job_ids()[0],
+               "hidden": hidden.job_ids()[0], "hidden_log": f"{private}/hidden.log"}
     finally:
-        pool.roost("rm", str(run.cluster), str(big.cluster))
+        pool.roost("rm", str(run.cluster), str(big.cluster), str(hidden.cluster))
+        shutil.rmtree(d, ignore_errors=True)
 
 
 def test_address_file_status_web_and_headers(pool: PoolHandle) -> None:
@@ -109,6 +123,55 @@ def test_address_file_status_web_and_headers(pool: PoolHandle) -> None:
     assert headers["X-Frame-Options"] == "DENY"
     assert get(pool, "/nope")[0] == 404
     assert get(pool, "/api/job?id=1;rm")[0] == 400
+
+
+def test_only_the_dashboards_own_names_are_answered(pool: PoolHandle) -> None:
+    """DNS rebinding: a page of another site whose name now resolves to 127.0.0.1
+    names that site in Host; it reads nothing and cannot act."""
+    host, port = address(pool).rsplit(":", 1)
+
+    def ask(method: str, path: str, headers: dict[str, str], body: bytes | None = None) -> int:
+        c = http.client.HTTPConnection(host, int(port), timeout=30)
+        try:
+            c.putrequest(method, path, skip_host=True)
+            for k, v in {**headers, **({"Content-Length": str(len(body))} if body is not None else {})}.items():
+                c.putheader(k, v)
+            c.endheaders(body)
+            return c.getresponse().status
+        finally:
+            c.close()
+
+    assert ask("GET", "/api/summary", {"Host": f"127.0.0.1:{port}"}) == 200
+    assert ask("GET", "/api/summary", {"Host": f"localhost:{port}"}) == 200
+    assert ask("GET", "/api/summary", {"Host": "evil.example"}) == 421
+    assert ask("GET", "/metrics", {"Host": f"evil.example:{port}"}) == 421
+    body = json.dumps({"action": "hold", "ids": ["1"]}).encode()
+    assert ask("POST", "/api/act", {"Host": "evil.example", "Origin": "http://evil.example",
+                                    "Content-Type": "application/json",
+                                    "Authorization": f"Bearer {pool_token(pool)}"}, body) == 421
+
+
+def test_a_private_user_log_is_not_shown(pool: PoolHandle, jobs: dict[str, str]) -> None:
+    from roost.web.jobinfo import NOT_SHOWN
+
+    assert Path(jobs["hidden_log"]).exists()  # the schedd wrote it: only its directory is private
+    status, _, body = get(pool, f"/api/job?id={jobs['hidden']}")
+    log = json.loads(body)["log"]
+    assert status == 200 and log["events"] == [] and log["note"] == NOT_SHOWN
+    status, _, body = get(pool, f"/api/job?id={jobs['idle']}")
+    assert any("Job submitted" in e for e in json.loads(body)["log"]["events"])
+
+
+def test_an_analysis_is_kept_for_the_refresh_interval(pool: PoolHandle, jobs: dict[str, str]) -> None:
+    from roost.web.server import Dashboard
+    from roost.web.snapshot import PoolView
+
+    dash = Dashboard(PoolView(str(pool.home), refresh_s=60))
+    first = dash.analyze({"id": jobs["idle"]})
+    assert f"-- Job {jobs['idle']}: idle" in first["text"]
+    assert dash.analyze({"id": jobs["idle"]}) is first  # not read again: anyone may ask, often
+    other = dash.analyze({"id": jobs["hidden"]})  # another job: the slot ads read for the first serve it
+    assert other is not first and f"-- Job {jobs['hidden']}: idle" in other["text"]
 
 
 @needs_chromium

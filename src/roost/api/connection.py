@@ -61,7 +61,26 @@ def client_credentials(home: str, address: str, token: str | None = None) -> dic
     # for TLS on loopback too): a personal pool's tools never pay for them
     if not is_loopback(_address_host(address)) or os.path.exists(os.path.join(home, "ssl", "host.crt")):
         creds["tls"] = tool_tls(home)
+    if token is not None:
+        # someone else's token (the web dashboard acting for its visitor): that token
+        # alone, never this process's certificate or Kerberos ticket after it fails, and
+        # the daemon must say it authenticated the token's subject
+        if creds.get("tls") is not None:
+            creds["tls"] = creds["tls"].token_only()
+        creds["expect_identity"] = token_subject(token)
     return creds
+
+
+def token_subject(token: str) -> str:
+    """The subject a token names (unverified: the daemon verifies it); PoolError when it
+    is not a token."""
+    # lazy: token decoding loads only for a client given a token to present
+    from roost.net.tokens import TokenError, decode_token
+
+    try:
+        return decode_token(token)[1].subject
+    except (TokenError, ValueError) as e:
+        raise RefusedError("AUTH_FAILED", f"IDTOKENS: the token to present is malformed: {e}") from None
 
 
 def tool_tls(home: str) -> ClientTLS | None:

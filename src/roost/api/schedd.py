@@ -57,6 +57,8 @@ class Schedd:
     (this home's without ``pool``) gives its address; TCP, with this home's pool token.
     ``token``: present this token instead, over TCP only (never the Unix socket, which
     would vouch for this process's user): acting for someone else, as the web dashboard does.
+    That token alone (IDTOKENS, no certificate or Kerberos ticket of this process to fall
+    back on), and the schedd must report the token's subject as who we are.
     """
 
     def __init__(self, home: str | os.PathLike[str] | None = None, *, name: str | None = None,

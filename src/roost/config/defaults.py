@@ -47,6 +47,10 @@ _KNOBS = [
     Knob("WEB_HOST", "127.0.0.1", "address the web dashboard listens on (loopback: open it with care, reads need no login)"),
     Knob("WEB_PORT", "0", "the web dashboard's port (0: any free one, published in $(RUN)/web.address)"),
     Knob("WEB_REFRESH_INTERVAL", "2", "seconds the dashboard's figures may age before it reads the pool again"),
+    Knob("WEB_ALLOWED_HOSTS", "$(FULL_HOSTNAME)", "names (host or host:port) the dashboard answers to besides its address and loopback (DNS rebinding: any other Host is refused)"),
+    Knob("WEB_TRUST_FORWARDED_PROTO", "False", "a TLS proxy is in front of the dashboard: actions from other hosts are taken when it says X-Forwarded-Proto: https"),
+    Knob("WEB_MAX_CONNECTIONS", "64", "connections the dashboard serves at once (more are answered 503)"),
+    Knob("WEB_CLIENT_TIMEOUT", "30", "seconds a dashboard connection may idle or trickle before it is closed"),
     # -- security ----------------------------------------------------------------
     Knob("UID_DOMAIN", "$(FULL_HOSTNAME)", "users with the same name and UID_DOMAIN are one user (user@UID_DOMAIN)"),
     Knob("QUEUE_SUPER_USERS", "root, condor", "users who may act on every job in the queue (the schedd's own account too)"),

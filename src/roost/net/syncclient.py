@@ -34,11 +34,16 @@ class SyncClient:
 
     def __init__(
         self, address: str, timeout: float | None = 30.0, connect_timeout: float = 5.0,
-        token: str | None = None, tls: ClientTLS | None = None,
+        token: str | None = None, tls: ClientTLS | None = None, expect_identity: str | None = None,
     ) -> None:
         self.address = address
         self.token = token
         self.tls = tls
+        #: the identity the daemon must say it authenticated (``token``'s subject when
+        #: acting for its holder): any other is refused, whatever method proved it
+        self.expect_identity = expect_identity
+        #: who the daemon says we are, after the handshake (None: not authenticated)
+        self.identity: str | None = None
         self.timeout = timeout
         self.connect_timeout = connect_timeout
         self._sock: socket.socket | None = None
@@ -136,7 +141,11 @@ class SyncClient:
                         raise RemoteError("AUTH_FAILED", cert_refused_hint(str(e), tls)) from None
                     raise
                 req = steps.send(reply)
-        except StopIteration:
+        except StopIteration as done:
+            self.identity = done.value
+            if self.expect_identity is not None and self.identity != self.expect_identity:
+                raise RemoteError("AUTH_FAILED", f"{self.address} authenticated us as {self.identity!r}, "
+                                  f"not as the token's {self.expect_identity!r}") from None
             return
         except AuthError as e:
             raise RemoteError("AUTH_FAILED", str(e)) from None

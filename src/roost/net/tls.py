@@ -30,7 +30,7 @@ import socket
 import ssl
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from roost.net.addresses import is_loopback
@@ -149,6 +149,14 @@ class ClientTLS:
     @property
     def has_cert(self) -> bool:
         return bool(self.certfile)
+
+    def token_only(self) -> ClientTLS:
+        """These settings for a connection made with someone else's token (the web
+        dashboard acting for its visitor): IDTOKENS only, with no certificate and no
+        Kerberos ticket, so that a token the daemon refuses never falls through to
+        this process's own identity."""
+        return replace(self, certfile=None, keyfile=None, methods=("IDTOKENS",),
+                       kerberos_principal=None, _context=None)
 
     def kerberos_target(self, host: str) -> str | None:
         """The service principal to ask a ticket for when reaching ``host`` (None: this

@@ -1,7 +1,8 @@
 """The dashboard process: ``python -m roost.web``, started by the master for ``WEB``.
 
 Reads its configuration like every daemon (``WEB_HOST``, ``WEB_PORT``,
-``WEB_REFRESH_INTERVAL``), listens, publishes ``host:port`` in
+``WEB_REFRESH_INTERVAL``, ``WEB_ALLOWED_HOSTS``, ``WEB_TRUST_FORWARDED_PROTO``,
+``WEB_MAX_CONNECTIONS``, ``WEB_CLIENT_TIMEOUT``), listens, publishes ``host:port`` in
 ``$(RUN)/web.address`` (written to a temporary name, then renamed, as the
 daemons' address files are) and serves until SIGTERM/SIGINT, or SIGUSR2 (its
 master died); on the way out the address file is removed if it is still its own.
@@ -18,7 +19,7 @@ import threading
 from pathlib import Path
 
 from roost.config import Config, ConfigError
-from roost.web.server import make_server
+from roost.web.server import CLIENT_TIMEOUT, MAX_HANDLERS, make_server
 from roost.web.snapshot import PoolView
 
 log = logging.getLogger("roost.web")
@@ -63,12 +64,17 @@ def main(argv: list[str] | None = None) -> int:
     port = config.get_int("WEB_PORT", 0) or 0
     refresh = config.get_float("WEB_REFRESH_INTERVAL", 2.0) or 2.0
     view = PoolView(home, refresh_s=refresh)
+    allowed = (config.get("WEB_ALLOWED_HOSTS") or "").replace(",", " ").split()
     try:
-        server = make_server(view, host, port)
+        server = make_server(view, host, port, allowed_hosts=allowed,
+                             trust_forwarded_proto=bool(config.get_bool("WEB_TRUST_FORWARDED_PROTO", False)),
+                             max_handlers=max(1, config.get_int("WEB_MAX_CONNECTIONS", MAX_HANDLERS) or MAX_HANDLERS),
+                             timeout=config.get_float("WEB_CLIENT_TIMEOUT", CLIENT_TIMEOUT) or CLIENT_TIMEOUT)
     except OSError as e:
         print(f"roost web: cannot listen on {host}:{port}: {e}", file=sys.stderr)
         return 1
     address = published(config, host, server.server_address[1])
+    server.allow_host(address)  # a wildcard bind answers to the address it publishes
     addr_path = run_dir / "web.address"
 
     def stop(signum: int, frame: object) -> None:

@@ -9,10 +9,11 @@ same helper the command uses), so the page and the command never disagree.
 
 from __future__ import annotations
 
+import errno
 import os
-import pwd
 import re
 import stat
+from collections.abc import Callable
 from typing import Any
 
 from roost.api.collector import Collector
@@ -35,41 +36,96 @@ def job_ad(schedd: Schedd, job_id: str) -> tuple[dict[str, Any] | None, str]:
     return (got[0], "history") if got else (None, "")
 
 
-def _readable_by_owner(st: os.stat_result, owner: str) -> bool:
-    """A log the dashboard may show: a regular file the job's owner owns, or one
-    anybody may read. The path comes from the job's ad, which its owner wrote: the
-    dashboard (often root) must not become a way to read other users' files."""
-    if not stat.S_ISREG(st.st_mode):
-        return False
-    if st.st_mode & stat.S_IROTH:
-        return True
+#: what a visitor is told about any log the dashboard will not show: the same words
+#: whether it is missing, private, or not a file, so the page tells nothing about it
+NOT_SHOWN = ("the job's user log is shown here only when everybody on this host may read it "
+             "(a regular file, world-readable, in world-searchable directories); "
+             "its events are in the log itself")
+_MAX_LINKS = 40
+
+
+def open_world_readable(path: str) -> int:
+    """A descriptor for reading ``path``, only if anybody on this host could read it:
+    the path is walked from ``/`` one component at a time as the kernel would walk it
+    for a user in no group of the files' (every directory searchable by others, each
+    symbolic link followed from where it is, at most 40), and the file is a regular
+    file others may read. The path comes from a job's ad, which its owner wrote, and
+    the dashboard often runs as root: it must not read for anonymous visitors what
+    the owner keeps private, tell whether a path exists, or open a device or a FIFO
+    (opening some has effects). Each component is reached with ``O_PATH |
+    O_NOFOLLOW`` (nothing is opened for reading, links are seen, not followed), and
+    the file is opened for reading only after its checks, through the very inode
+    checked (``/proc/self/fd``): a component swapped meanwhile changes nothing.
+    OSError when it may not be shown."""
+    if not os.path.isabs(path):
+        raise OSError(errno.EINVAL, "not an absolute path", path)
+    todo = [p for p in path.split("/") if p]
+    links = 0
+    dirfd = os.open("/", os.O_PATH | os.O_DIRECTORY)
     try:
-        return pwd.getpwnam(owner).pw_uid == st.st_uid
-    except KeyError:
-        return False
+        while todo:
+            name = todo.pop(0)
+            if name == ".":
+                continue
+            if not os.fstat(dirfd).st_mode & stat.S_IXOTH:
+                raise OSError(errno.EACCES, "a directory others may not search", path)
+            if name == "..":  # as the kernel: the parent of where the walk is (/ stays /)
+                fd = os.open("..", os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=dirfd)
+                os.close(dirfd)
+                dirfd = fd
+                continue
+            fd = os.open(name, os.O_PATH | os.O_NOFOLLOW, dir_fd=dirfd)
+            st = os.fstat(fd)
+            if stat.S_ISLNK(st.st_mode):
+                links += 1
+                target = os.readlink(name, dir_fd=dirfd)
+                os.close(fd)
+                if links > _MAX_LINKS:
+                    raise OSError(errno.ELOOP, "too many symbolic links", path)
+                todo[:0] = [p for p in target.split("/") if p]
+                if target.startswith("/"):
+                    os.close(dirfd)
+                    dirfd = os.open("/", os.O_PATH | os.O_DIRECTORY)
+                continue
+            if todo:
+                if not stat.S_ISDIR(st.st_mode):
+                    os.close(fd)
+                    raise OSError(errno.ENOTDIR, "not a directory", path)
+                os.close(dirfd)
+                dirfd = fd
+                continue
+            try:
+                if not stat.S_ISREG(st.st_mode) or not st.st_mode & stat.S_IROTH:
+                    raise OSError(errno.EACCES, "not a regular file others may read", path)
+                return os.open(f"/proc/self/fd/{fd}", os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+            finally:
+                os.close(fd)
+        raise OSError(errno.EISDIR, "a directory", path)
+    finally:
+        os.close(dirfd)
 
 
 def event_log(ad: dict[str, Any]) -> dict[str, Any]:
     """The job's events from its user log (``log =``), as HTCondor's text: the chunks
-    whose header names this job. Only a log on this host can be read; otherwise the
-    answer says why there are no events."""
+    whose header names this job. Shown only when the log is on this host and anybody
+    here may read it (:func:`open_world_readable`); otherwise the answer says the
+    events are in the log, in the same words whatever the reason."""
     path = ad.get("UserLog")
     if not isinstance(path, str) or not path:
         return {"path": None, "events": [], "note": "the job has no user log (no `log =` in its submit file)"}
     if not os.path.isabs(path):
         path = os.path.join(str(ad.get("Iwd") or "/"), path)
-    owner = str(ad.get("Owner") or "")
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-    except OSError as e:
-        return {"path": path, "events": [], "note": f"cannot read {path} here: {e.strerror}"}
+        fd = open_world_readable(path)
+    except OSError:
+        return {"path": path, "events": [], "note": NOT_SHOWN}
     try:
         st = os.fstat(fd)
-        if not _readable_by_owner(st, owner):
-            return {"path": path, "events": [], "note": f"{path} is not the job owner's file"}
         start = max(0, st.st_size - EVENT_LOG_MAX_BYTES)
         os.lseek(fd, start, os.SEEK_SET)
         data = os.read(fd, EVENT_LOG_MAX_BYTES)
+    except OSError:
+        return {"path": path, "events": [], "note": NOT_SHOWN}
     finally:
         os.close(fd)
     text = data.decode("utf-8", "replace")
@@ -83,17 +139,27 @@ def event_log(ad: dict[str, Any]) -> dict[str, Any]:
     return {"path": path, "events": events, "note": "" if events else "no events for this job in its log yet"}
 
 
-def better_analyze(home: str, schedd: Schedd, job_id: str) -> str:
-    """``roost q -better-analyze JOB``'s text for one job."""
-    jobs = schedd.query(ids=[job_id])
-    if not jobs:
-        return f"No job {job_id} in the queue to analyze.\n"
+def pool_inputs(home: str) -> tuple[list[Any], Any, Any, Any]:
+    """What an analysis needs of the pool beyond the job: every slot ad, and the
+    negotiator's priority table, limits and groups (the dashboard keeps them for its
+    refresh interval: they serve the analysis of every job)."""
     collector = Collector(home)
     try:
         slots = collector.query("Machine")
     finally:
         collector.close()
     users, limits, groups = _negotiator_view(home)
+    return slots, users, limits, groups
+
+
+def better_analyze(home: str, schedd: Schedd, job_id: str,
+                   inputs: Callable[[], tuple[list[Any], Any, Any, Any]] | None = None) -> str:
+    """``roost q -better-analyze JOB``'s text for one job; ``inputs`` gives the pool's
+    side (:func:`pool_inputs` of ``home`` by default)."""
+    jobs = schedd.query(ids=[job_id])
+    if not jobs:
+        return f"No job {job_id} in the queue to analyze.\n"
+    slots, users, limits, groups = inputs() if inputs is not None else pool_inputs(home)
     out = ""
     if users is None:
         out = "(the negotiator gave no priority table: analyzing without user priorities)\n"

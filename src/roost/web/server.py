@@ -8,21 +8,35 @@ Reading needs no login. Acting (``POST /api/act``: hold, release, remove) needs
 a pool token (docs/security.md) in ``Authorization: Bearer <token>``. The
 dashboard does not act with its own rights: it presents the caller's token to
 the schedd over TCP (never the schedd's Unix socket, which would vouch for the
-dashboard's own user), so the schedd checks it as it checks any tool's token
+dashboard's own user), and that token alone (IDTOKENS, never the dashboard's own
+certificate or Kerberos ticket after it fails; the schedd must report the token's
+subject), so the schedd checks it as it checks any tool's token
 (signature, issuer, expiry, revocation) and lets its holder act on the jobs the
 holder may act on, no others. A request without a token is refused before the
 schedd is asked. The token travels in a header, never a cookie, so another site
 cannot make a browser send it (CSRF); a cross-site request also lacks the JSON
 content type without a CORS preflight, which is never granted, and a request
 whose ``Origin`` is not this dashboard is refused.
+
+Every request must name this dashboard in its ``Host`` header (its address,
+loopback, or a name in ``WEB_ALLOWED_HOSTS``), else 421: a page of another site
+whose name was rebound to this address (DNS rebinding) reads nothing. A token
+over plain HTTP from another host is refused unless ``WEB_TRUST_FORWARDED_PROTO``
+says a TLS proxy stands in front (and it says ``X-Forwarded-Proto: https``).
+Each connection may idle ``timeout`` seconds; at most ``max_handlers`` are
+served at once (503 beyond them); an action's body is at most ``BODY_MAX`` bytes.
 """
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import logging
 import re
+import socket
+import threading
 import time
+from collections.abc import Iterable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from importlib import resources
 from typing import Any
@@ -37,6 +51,10 @@ log = logging.getLogger("roost.web")
 
 PAGE_MAX = 1000  # rows one /api/jobs answer holds at most
 ACT_MAX_IDS = 10000
+BODY_MAX = 256 << 10  # an action's body: 10,000 ids fit
+CLIENT_TIMEOUT = 30.0  # seconds a connection may idle (or trickle a request) before it is closed
+MAX_HANDLERS = 64  # connections served at once; more are answered 503
+ANALYZE_CACHE_MAX = 256  # jobs whose analysis is kept for the refresh interval
 _JWT = re.compile(r"[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\Z")
 _JOB_ID = re.compile(r"\d+(\.\d+)?\Z")
 _STATIC = {"/": ("index.html", "text/html; charset=utf-8"),
@@ -76,6 +94,10 @@ class Dashboard:
 
     def __init__(self, view: PoolView) -> None:
         self.view = view
+        self._cache_lock = threading.Lock()
+        self._analyzed: dict[tuple[str, str], tuple[float, dict[str, Any]]] = {}
+        self._inputs_lock = threading.Lock()
+        self._inputs: tuple[float, Any] | None = None
         self.registry = registry(view)
         self.static = {path: (resources.files("roost.web").joinpath("static", name).read_bytes(), ctype)
                        for path, (name, ctype) in _STATIC.items()}
@@ -156,15 +178,42 @@ class Dashboard:
         return {"id": jid, "where": where, "ad": ad, "log": jobinfo.event_log(ad)}
 
     def analyze(self, q: dict[str, str]) -> dict[str, Any]:
+        """``q -better-analyze``'s text, kept for the refresh interval: anyone may ask,
+        and each answer reads every slot ad, so asking again is answered from memory
+        (the pool's slot ads and priorities likewise serve every job for that long)."""
         # lazy: as in job()
         from roost.web import jobinfo
 
         jid, name = self._job_args(q)
+        key = (name or "", jid)
+        now = time.monotonic()
+        with self._cache_lock:
+            hit = self._analyzed.get(key)
+            if hit is not None and now - hit[0] < self.view.refresh_s:
+                return hit[1]
         schedd = self.view.schedd(name)
         try:
-            return {"id": jid, "text": jobinfo.better_analyze(self.view.home, schedd, jid)}
+            out = {"id": jid, "text": jobinfo.better_analyze(self.view.home, schedd, jid, self._pool_inputs)}
         finally:
             schedd.close()
+        with self._cache_lock:
+            if len(self._analyzed) >= ANALYZE_CACHE_MAX:
+                self._analyzed = {k: v for k, v in self._analyzed.items() if now - v[0] < self.view.refresh_s}
+                if len(self._analyzed) >= ANALYZE_CACHE_MAX:
+                    self._analyzed.clear()
+            self._analyzed[key] = (now, out)
+        return out
+
+    def _pool_inputs(self) -> Any:
+        """The slot ads and the negotiator's view analyses need, read once a refresh interval."""
+        # lazy: as in job()
+        from roost.web import jobinfo
+
+        with self._inputs_lock:
+            now = time.monotonic()
+            if self._inputs is None or now - self._inputs[0] >= self.view.refresh_s:
+                self._inputs = (now, jobinfo.pool_inputs(self.view.home))
+            return self._inputs[1]
 
     # -- acting ----------------------------------------------------------------------
     def act(self, body: dict[str, Any], token: str) -> dict[str, Any]:
@@ -195,7 +244,13 @@ class Handler(BaseHTTPRequestHandler):
     server_version = "roost-web"
     sys_version = ""
     protocol_version = "HTTP/1.1"
+    timeout = CLIENT_TIMEOUT  # an idle or trickling connection does not hold its thread for ever
     dashboard: Dashboard  # set on the class made for each server
+    #: the Host header values this dashboard answers to (lower case), and names it
+    #: answers to on any port (WEB_ALLOWED_HOSTS without a port)
+    hosts: frozenset[str] = frozenset()
+    host_names: frozenset[str] = frozenset()
+    trust_forwarded_proto = False
 
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 (the base class's name)
         log.debug("%s %s", self.address_string(), format % args)
@@ -206,6 +261,8 @@ class Handler(BaseHTTPRequestHandler):
         self.send_header("Content-Length", str(len(body)))
         for k, v in {**_SECURITY_HEADERS, **(extra or {})}.items():
             self.send_header(k, v)
+        if self.close_connection:
+            self.send_header("Connection", "close")
         self.end_headers()
         if self.command != "HEAD":
             self.wfile.write(body)
@@ -221,10 +278,21 @@ class Handler(BaseHTTPRequestHandler):
     def do_HEAD(self) -> None:  # noqa: N802 (http.server's name)
         self.do_GET()
 
+    def _check_host(self) -> None:
+        """Refuse a request that does not name this dashboard in ``Host``: a page of
+        another site whose name now resolves here (DNS rebinding) names that site."""
+        host = (self.headers.get("Host") or "").strip().lower()
+        if host in self.hosts or _host_name(host) in self.host_names:
+            return
+        self.close_connection = True
+        raise HttpError(421, f"this dashboard does not answer for host {host[:100]!r} "
+                             "(add it to WEB_ALLOWED_HOSTS if it is a name of this dashboard)")
+
     def do_GET(self) -> None:  # noqa: N802
         url = urlsplit(self.path)
         q = {k: v[-1] for k, v in parse_qs(url.query).items()}
         try:
+            self._check_host()
             if url.path in self.dashboard.static:
                 body, ctype = self.dashboard.static[url.path]
                 self._send(200, body, ctype)
@@ -247,19 +315,29 @@ class Handler(BaseHTTPRequestHandler):
     def do_POST(self) -> None:  # noqa: N802
         url = urlsplit(self.path)
         try:
-            # the body is read first, whatever the answer: left unread on a kept-alive
-            # connection it would be taken for the next request
+            # a request refused before its body is read closes the connection: the body
+            # left unread on a kept-alive connection would be taken for the next request
+            self.close_connection = True
+            self._check_host()
             try:
                 length = int(self.headers.get("Content-Length") or 0)
             except ValueError:
                 length = -1
-            if not 0 < length <= 1 << 20:
-                self.close_connection = True
-                raise HttpError(400, "an action is a JSON object of at most 1 MiB, with its Content-Length")
-            data = self.rfile.read(length)
+            if length > BODY_MAX:
+                raise HttpError(413, f"an action is a JSON object of at most {BODY_MAX} bytes")
+            if length <= 0:
+                raise HttpError(400, "an action is a JSON object, with its Content-Length")
             if url.path != "/api/act":
                 raise HttpError(404, f"no action at {url.path}")
             self._same_origin()
+            self._over_tls()
+            try:
+                data = self.rfile.read(length)
+            except TimeoutError:
+                return  # the body never came: the connection is closed, the thread freed
+            if len(data) < length:
+                return
+            self.close_connection = False
             token = bearer_token(self.headers.get("Authorization"))
             if (self.headers.get("Content-Type") or "").split(";")[0].strip() != "application/json":
                 raise HttpError(415, "send the action as application/json")
@@ -287,18 +365,125 @@ class Handler(BaseHTTPRequestHandler):
             self._error(500, "internal error (see the dashboard's log, WebLog)")
 
     def _same_origin(self) -> None:
-        """A browser names the page a request comes from; one from another site is refused."""
+        """A browser names the page a request comes from; one from another site is refused
+        (``Host`` has been checked: it names this dashboard)."""
         origin = self.headers.get("Origin")
-        if origin is not None and urlsplit(origin).netloc != (self.headers.get("Host") or ""):
-            raise HttpError(403, f"a request from {origin} may not act here")
+        if origin is not None and urlsplit(origin).netloc.lower() != (self.headers.get("Host") or "").strip().lower():
+            raise HttpError(403, f"a request from {origin[:100]} may not act here")
+
+    def _over_tls(self) -> None:
+        """A token must not cross a network in the clear: from another host, an action
+        is taken only through a TLS proxy that says so (``WEB_TRUST_FORWARDED_PROTO``)."""
+        if _is_loopback(self.client_address[0]):
+            return
+        proto = (self.headers.get("X-Forwarded-Proto") or "").split(",")[0].strip().lower()
+        if self.trust_forwarded_proto and proto == "https":
+            return
+        raise HttpError(403, "acting from another host needs TLS: put a TLS proxy in front of the dashboard "
+                             "and set WEB_TRUST_FORWARDED_PROTO = True (see docs/web.md); a token sent over "
+                             "plain HTTP may have been read on the way")
 
 
-def make_server(view: PoolView, host: str, port: int) -> ThreadingHTTPServer:
+def _is_loopback(address: str) -> bool:
+    try:
+        ip = ipaddress.ip_address(address.split("%", 1)[0])
+    except ValueError:
+        return False
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+        ip = ip.ipv4_mapped
+    return ip.is_loopback
+
+
+def _host_name(host: str) -> str:
+    """``name`` of a Host value ``name[:port]`` (``[v6]`` keeps its brackets)."""
+    if host.startswith("["):
+        return host.split("]", 1)[0] + "]"
+    return host.rsplit(":", 1)[0] if host.count(":") == 1 else host
+
+
+def host_values(bound: str, port: int, published: str | None = None,
+                allowed: Iterable[str] = ()) -> tuple[frozenset[str], frozenset[str]]:
+    """The ``Host`` values a dashboard listening on ``bound``:``port`` answers to:
+    loopback's names and the address it listens on or publishes, with its port (and
+    without it on port 80); and the names of ``allowed`` (``WEB_ALLOWED_HOSTS``): one
+    with a port that port only, one without any port (a proxy's name)."""
+    names = {"localhost", "127.0.0.1", "[::1]"}
+    for h in (bound, published or ""):
+        h = h.strip().lower()
+        if h.startswith("[") and "]" in h:  # a published [v6]:port
+            h = h[1:].split("]", 1)[0]
+        elif h.count(":") == 1:  # a published v4:port
+            h = h.rsplit(":", 1)[0]
+        if h and h not in ("0.0.0.0", "::"):
+            names.add(f"[{h}]" if ":" in h else h)
+    values = {f"{n}:{port}" for n in names} | ({n for n in names} if port == 80 else set())
+    any_port = set()
+    for a in allowed:
+        a = a.strip().lower()
+        if not a:
+            continue
+        if a.startswith("[") and a.endswith("]") or ":" not in a:
+            any_port.add(a)
+        elif a.startswith("[") or a.count(":") == 1:
+            values.add(a)
+        else:  # a bare IPv6 address
+            any_port.add(f"[{a}]")
+    return frozenset(values), frozenset(any_port)
+
+
+class DashboardServer(ThreadingHTTPServer):
+    """``ThreadingHTTPServer`` serving at most ``max_handlers`` connections at once:
+    one more is answered 503 and closed at once, so idle connections cannot make the
+    dashboard start a thread each without end."""
+
+    daemon_threads = True
+
+    def __init__(self, address: tuple[str, int], handler: type[Handler], max_handlers: int) -> None:
+        if ":" in address[0]:
+            self.address_family = socket.AF_INET6
+        super().__init__(address, handler)
+        self._slots = threading.BoundedSemaphore(max_handlers)
+
+    def allow_host(self, address: str) -> None:
+        """Answer to ``address`` (``host:port``, as published) too."""
+        handler = self.RequestHandlerClass
+        values, _ = host_values(address, self.server_address[1], address)
+        handler.hosts = handler.hosts | values  # type: ignore[attr-defined]
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        if not self._slots.acquire(blocking=False):
+            body = b'{"error":"the dashboard is busy: too many connections"}'
+            try:
+                request.settimeout(1.0)
+                request.sendall(b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n"
+                                b"Retry-After: 5\r\nConnection: close\r\n"
+                                b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
+            except OSError:
+                pass
+            self.shutdown_request(request)
+            return
+        try:
+            super().process_request(request, client_address)
+        except BaseException:
+            self._slots.release()
+            raise
+
+    def process_request_thread(self, request: Any, client_address: Any) -> None:
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            self._slots.release()
+
+
+def make_server(view: PoolView, host: str, port: int, *,
+                allowed_hosts: Iterable[str] = (), trust_forwarded_proto: bool = False,
+                max_handlers: int = MAX_HANDLERS, timeout: float = CLIENT_TIMEOUT) -> DashboardServer:
     dashboard = Dashboard(view)
-    handler = type("DashboardHandler", (Handler,), {"dashboard": dashboard})
-    server = ThreadingHTTPServer((host, port), handler)
-    server.daemon_threads = True
+    handler = type("DashboardHandler", (Handler,), {"dashboard": dashboard, "timeout": timeout,
+                                                    "trust_forwarded_proto": trust_forwarded_proto})
+    server = DashboardServer((host, port), handler, max_handlers)
+    handler.hosts, handler.host_names = host_values(host, server.server_address[1], None, allowed_hosts)
     return server
 
 
-__all__ = ["Dashboard", "HttpError", "bearer_token", "make_server"]
+__all__ = ["Dashboard", "DashboardServer", "HttpError", "bearer_token", "host_values", "make_server"]
