@@ -174,7 +174,7 @@ def test_mail_on_always_complete_and_error(mailpool, jobdir: Path) -> None:
     body = _body(msg)
     assert body.startswith("This is an automated email from the Condor system\non machine ")
     # the arguments as the job ad keeps them (HTCondor's canonical V2 form, as its mail shows them)
-    assert f"Condor job {jobs['always']}\n\t/bin/sh -c exit' '0\n\tsubmitted from directory {jobdir}\n" in body
+    assert f"Condor job {jobs['always']}\n\t/bin/sh -c exit' '0\n\tsubmitted from directory {jobdir}\n" in body, body
     for line in ("exited normally with status 0\n", "\n\nSubmitted at:        ", "Completed at:        ",
                  "Statistics from last run:\nAllocation/Run time:     ", "Remote User CPU Time:    ",
                  "Statistics totaled from all runs:\n", "Run Bytes Received By Job\n",

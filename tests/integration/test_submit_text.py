@@ -48,7 +48,7 @@ def test_cli_submit_uses_the_tools_cwd_environment_and_options(pool: PoolHandle,
 def test_only_empty_queue_statements_say_so(pool: PoolHandle, tmp_path: Path) -> None:
     (tmp_path / "z.sub").write_text("executable = /bin/true\nqueue 0\nqueue x in ()\n")
     done = pool.roost("submit", "z.sub", cwd=tmp_path, check=True)
-    assert done.stdout.splitlines() == ["Submitting job(s)."]
+    assert done.stdout.splitlines() == ["Submitting job(s)"]  # no dot: no job
     assert 'has only empty "queue" commands -- no jobs queued' in done.stderr
 
 
