@@ -86,9 +86,10 @@ queue
 
 def test_node_0_ends_the_job_by_default(dpool: PoolHandle, jobdir: Path) -> None:
     """Without WAIT_FOR_ALL the job is over when node 0 exits: the others are stopped."""
+    # (sleep 307: a duration no other test uses, since ps sees every test's processes)
     r = dpool.submit("""universe = parallel
 executable = /bin/sh
-arguments = "-c 'if [ $(Node) = 0 ]; then sleep 1; exit 3; fi; exec sleep 300'"
+arguments = "-c 'if [ $(Node) = 0 ]; then sleep 1; exit 3; fi; exec sleep 307'"
 machine_count = 4
 log = p.log
 queue
@@ -97,7 +98,7 @@ queue
     dpool.wait([jid], timeout=60)
     job = dpool.job(jid)
     assert job is not None and job["ExitCode"] == 3, job
-    wait_until(lambda: "sleep 300" not in subprocess.run(["ps", "-eo", "args"], capture_output=True,
+    wait_until(lambda: "sleep 307" not in subprocess.run(["ps", "-eo", "args"], capture_output=True,
                                                          text=True).stdout, 30, "the other nodes stopped")
 
 

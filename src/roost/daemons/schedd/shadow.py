@@ -587,6 +587,8 @@ class Shadow:
         self.job = job
         self.exit = asyncio.get_running_loop().create_future()
         self.started_at = float(job.get("JobCurrentStartDate") or time.time())
+        self._began = self._execute_written = True  # its 001 is in the log from before the restart
+        self._execute_due = False
         self.jobs.write_events(job, [ReconnectedEvent(job.cluster.id, job.proc, time.time(), startd_name=self.slot_name,
                                                       startd_addr=f"<{self.startd_address}>",
                                                       starter_addr=f"<{self.startd_address}>")])
