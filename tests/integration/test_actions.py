@@ -54,7 +54,7 @@ def test_constraint_and_user_targets(pool: PoolHandle, tmp_path: Path) -> None:
     ads = pool.schedd().query_objs(ids=[str(r.cluster)], projection=["JobStatus"])
     assert [a["JobStatus"] for a in ads] == [5, 5, 5]  # submitted on hold
     out = pool.roost("release", "-constraint", f"ClusterId == {r.cluster} && ProcId == 1", check=True)
-    assert out.stdout.strip() == (f"Jobs matching constraint (ClusterId == {r.cluster} && ProcId == 1) "
+    assert out.stdout.strip() == (f"All jobs matching constraint (ClusterId == {r.cluster} && ProcId == 1) "
                                   "have been released")
     pool.wait_for(f"{r.cluster}.1", lambda j: j["JobStatus"] in (1, 2), what="released")
     from roost.api.schedd import current_user

@@ -211,3 +211,18 @@ def test_map_of_10000_single_calls_is_one_cluster_removed_at_once(pool: PoolHand
         s.close()
     with pytest.raises(cf.CancelledError):
         next(results)
+
+
+def test_a_cancel_while_the_pool_is_down_removes_the_job_when_it_is_back(fresh_pool: PoolHandle) -> None:
+    """A removal that fails is retried: a cancelled call never runs on (found by review:
+    cancelled while the pool was down, the job ran again once it was up)."""
+    pool = fresh_pool
+    ex = Executor(pool.home, python=PYTHON, submit={"requirements": "false"})
+    f = ex.submit(nap, 1)
+    wait_until(lambda: f.job_id is not None, TIMEOUT, "the call to be submitted")
+    pool.roost("down", check=True)
+    assert f.cancel()  # the removal fails now: no pool
+    pool.roost("up", check=True)
+    pool.master_pid = int((pool.home / "run" / "master.pid").read_text())
+    _gone(pool, [f.job_id])
+    ex.shutdown(wait=True)

@@ -55,7 +55,7 @@ def run(action: str, argv: list[str]) -> int:
                 requests.append(({"owner": t}, f'All jobs of user "{t}" have been {done}',
                                  f'Couldn\'t find/{action} all of user {t}\'s job(s)'))
         if ns.constraint:
-            requests.append(({"constraint": ns.constraint}, f"Jobs matching constraint ({ns.constraint}) have been {done}",
+            requests.append(({"constraint": ns.constraint}, f"All jobs matching constraint ({ns.constraint}) have been {done}",
                              f"Couldn't find/{action} all jobs matching constraint ({ns.constraint})"))
         if ns.all:
             args: dict[str, object] = {"constraint": "true"}

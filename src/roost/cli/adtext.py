@@ -130,7 +130,10 @@ def _eval_text(result: Any, raw: bool) -> str:
         return "true" if result else "false"
     if isinstance(result, (int, float)):
         return value_text(result)
-    return str(result)
+    # a list or a record: ClassAd text on one line, as HTCondor's -af unparses it
+    from roost.classad.unparse import unparse_value  # lazy: as above
+
+    return unparse_value(result)
 
 
 

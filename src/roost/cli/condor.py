@@ -22,6 +22,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers only
 PROGRAMS: dict[str, tuple[str, ...]] = {
     "condor_submit": ("submit",),
     "condor_q": ("q",),
+    "condor_version": ("version",),
     "condor_status": ("status",),
     "condor_rm": ("rm",),
     "condor_hold": ("hold",),
@@ -87,7 +88,7 @@ def condor_main(prog: str, argv: list[str] | None = None) -> int:
 
     args = sys.argv[1:] if argv is None else argv
     if args and args[0] in ("-version", "--version"):
-        return main(["-version"])
+        return main(["version"])  # HTCondor's tools print condor_version's lines
     pairs = renames(prog)
     sys.stderr = _Renamed(sys.stderr, pairs)
     # -help prints its usage on stdout: rename it there too (only then: stdout carries job data)

@@ -74,6 +74,9 @@ def _parse_args(argv: list[str]) -> _Plain | object:
     p.add_argument("-verbose", "-v", "--verbose", action="store_true",
                    help="print each job's ad as it is queued (implied by a submit file '-', unless -terse)")
     p.add_argument("-disable", action="store_true", help="accepted for condor_submit's sake (no file checks are made)")
+    # condor_submit's: named exactly, so that argparse never reads them as -a with a glued value
+    for flag in ("-allow-crlf-script", "-debug", "-unused"):
+        p.add_argument(flag, action="store_true", help="accepted for condor_submit's sake")
     p.add_argument("-a", "-append", "--append", dest="append", action="append", default=[], metavar="COMMAND",
                    help="a submit command, as if just before the queue statement")
     p.add_argument("-file", dest="file_opt", default=None, help="the submit description file")

@@ -54,6 +54,7 @@ log = logging.getLogger(__name__)
 _IDS = itertools.count(1)
 #: the watcher looks at the log this often at most, and at least this often when idle
 _POLL_MIN, _POLL_MAX = 0.005, 0.1
+_RETRY_REMOVE_S = 2.0  # how often a failed removal (the pool was away) is tried again
 
 
 class JobFuture(Future):  # type: ignore[type-arg]
@@ -174,6 +175,8 @@ class Executor(_BaseExecutor):
             raise
         self._act_schedd = Schedd(home)
         self._act_lock = threading.Lock()
+        self._unremoved: dict[str, str] = {}  # job id -> reason: removals that failed, retried by the watcher
+        self._retry_at = 0.0
 
         self._lock = threading.Lock()  # the queue of tasks not yet submitted, the shutdown flag
         self._work = threading.Condition(self._lock)
@@ -279,13 +282,35 @@ class Executor(_BaseExecutor):
         self._remove(ids, "cancelled (roost.futures)")
 
     def _remove(self, ids: list[str], reason: str) -> None:
+        """Remove jobs; a removal that fails (the pool is down, a timeout) is kept and
+        retried by the watcher until it succeeds, so a cancelled call never runs on."""
         if not ids:
             return
         try:
             with self._act_lock:
                 self._act_schedd.act("remove", ids, reason=reason)
-        except Exception as e:  # the pool went away, a timeout: cancelling must not fail for it
-            log.warning("removing jobs %s: %s", ", ".join(ids[:5]), e)
+        except Exception as e:  # cancelling must not fail for it
+            log.warning("removing jobs %s: %s (retried)", ", ".join(ids[:5]), e)
+            with self._act_lock:
+                for i in ids:
+                    self._unremoved[i] = reason
+        else:
+            with self._act_lock:
+                for i in ids:
+                    self._unremoved.pop(i, None)
+
+    def _retry_removals(self) -> None:
+        """The watcher's retry of failed removals, every few seconds."""
+        now = time.monotonic()
+        with self._act_lock:
+            if not self._unremoved or now < self._retry_at:
+                return
+            self._retry_at = now + _RETRY_REMOVE_S
+            by_reason: dict[str, list[str]] = {}
+            for i, why in self._unremoved.items():
+                by_reason.setdefault(why, []).append(i)
+        for why, ids in by_reason.items():
+            self._remove(ids, why)
 
     # -- submitting ----------------------------------------------------------------------
 
@@ -375,6 +400,7 @@ class Executor(_BaseExecutor):
                             self._on_event(ev)
                     delay = _POLL_MIN
                     continue
+                self._retry_removals()
                 with self._registry:
                     idle = not self._jobs and not self._inflight
                 if idle and self._shutdown and not self._submitter.is_alive():

@@ -13,7 +13,7 @@ prints a directory that, put on PYTHONPATH, makes ``import htcondor2`` and
 from __future__ import annotations
 
 import roost.classad as classad
-from roost import __version__ as _roost_version
+from roost import CONDOR_PLATFORM_LINE, CONDOR_VERSION_LINE
 from roost.htcondor2.collector import Collector
 from roost.htcondor2.enums import (
     AdType,
@@ -63,8 +63,8 @@ __all__ = [
 
 def version() -> str:
     """A version line in HTCondor's form (tools match ``$CondorVersion: X.Y.Z``)."""
-    return f"$CondorVersion: 25.0.0 2025-01-01 BuildID: roost-{_roost_version} $"
+    return CONDOR_VERSION_LINE
 
 
 def platform() -> str:
-    return "$CondorPlatform: X86_64-Linux roost $"
+    return CONDOR_PLATFORM_LINE

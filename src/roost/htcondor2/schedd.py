@@ -37,6 +37,9 @@ class SubmitResult:
     def cluster(self) -> int:
         return self._cluster
 
+    def __int__(self) -> int:  # htcondor2: int(schedd.submit(...)) is the cluster id
+        return self._cluster
+
     def clusterad(self) -> ClassAd:
         """The cluster ad as submitted (what every job of the cluster shares)."""
         return self._clusterad

@@ -31,7 +31,7 @@ WANTED = ["condor_submit", "condor_q", "condor_status", "condor_rm", "condor_hol
           "condor_history", "condor_wait", "condor_qedit", "condor_prio", "condor_userprio",
           "condor_config_val", "condor_submit_dag", "condor_tail", "condor_ssh_to_job", "condor_drain",
           "condor_vacate", "condor_off", "condor_on", "condor_restart", "condor_reconfig",
-          "condor_token_create", "condor_token_list", "condor_token_revoke", "condor_who"]
+          "condor_token_create", "condor_token_list", "condor_token_revoke", "condor_who", "condor_version"]
 
 
 def test_every_name_is_a_script_onto_a_roost_command() -> None:
@@ -188,3 +188,11 @@ def test_condor_wait_on_a_log_prints_the_verdict_and_echo_the_events(
     assert wait_log(str(log), ["7.0"], 5.0, None, True, echo=True) == 0
     out = capsys.readouterr().out
     assert out.startswith("000 (007.000.000) ") and "005 (007.000.000) " in out and out.endswith("All jobs done.\n")
+
+
+def test_version_lines_as_condor_version_prints_them(capsys: pytest.CaptureFixture[str]) -> None:
+    # tools (Pegasus, site scripts) match "$CondorVersion: X.Y.Z"
+    for prog, argv in (("condor_version", []), ("condor_q", ["-version"])):
+        assert condor_main(prog, argv) == 0
+        first, second = capsys.readouterr().out.splitlines()
+        assert first.startswith("$CondorVersion: 25.") and second.startswith("$CondorPlatform: ")

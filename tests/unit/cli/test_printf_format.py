@@ -138,3 +138,8 @@ def test_xml_document_parses_and_types_values() -> None:
     assert [e.tag for e in attrs["Tags"]] == ["s", "i"]
     assert attrs["Gone"].tag == "un"
     assert xml_text([]).endswith("<classads>\n</classads>\n")
+
+
+def test_af_prints_lists_and_records_as_one_line_of_classad_text() -> None:
+    # HTCondor unparses them; Python's repr (or a multi-line record) would break line-per-ad parsing
+    assert AutoFormat(['split("a b")', "[x = 1; y = \"z\"]"]).line(JOB) == '{ "a","b" } [ x = 1; y = "z" ]'

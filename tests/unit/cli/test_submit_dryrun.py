@@ -124,3 +124,13 @@ def test_terse_dry_run_prints_only_the_id_range(tmp_path: Path) -> None:
     out, ads = io.StringIO(), io.StringIO()
     submit_dryrun.write(clusters, out, ads, terse=True)
     assert out.getvalue() == "3.0 - 3.1\n" and ads.getvalue().startswith("\nClusterId=3\n")
+
+
+def test_condor_submit_flags_starting_with_a_are_not_read_as_append(tmp_path: Path,
+                                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    from roost.cli import submit_cmd
+
+    (tmp_path / "noq.sub").write_text("executable = /bin/true\n")
+    assert submit_cmd.main(["-allow-crlf-script", "-debug", "-dry-run", "-", str(tmp_path / "noq.sub"),
+                            "-queue", "1"]) == 0
+    assert "ClusterId=1" in capsys.readouterr().out

@@ -23,7 +23,7 @@ METHODS = {
                "reschedule"],
     "Submit": ["__init__", "expand", "jobs", "procs", "getQArgs", "setQArgs", "itemdata", "setSubmitMethod",
                "getSubmitMethod", "from_dag", "from_dag_options"],
-    "SubmitResult": ["__init__", "cluster", "clusterad", "first_proc", "num_procs"],
+    "SubmitResult": ["__init__", "__int__", "cluster", "clusterad", "first_proc", "num_procs"],
     "Collector": ["__init__", "query", "directQuery", "locate", "locateAll"],
     "JobEventLog": ["__init__", "events", "close", "__iter__", "__next__"],
 }

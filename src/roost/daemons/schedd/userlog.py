@@ -67,41 +67,35 @@ def user_ids(owner: str) -> tuple[int, int] | None:
     return got
 
 
-def log_path(job_get: Any) -> str | None:
-    """The job's user log path (relative ones are under Iwd), or None if it has none."""
-    path = job_get("UserLog")
+def _path_of(job_get: Any, attr: str) -> str | None:
+    """A log path attribute of the job (relative ones are under Iwd), or None."""
+    path = job_get(attr)
     if not isinstance(path, str) or not path:
         return None
     if not os.path.isabs(path):
         iwd = job_get("Iwd")
         path = os.path.join(iwd if isinstance(iwd, str) else "/", path)
     return path
+
+
+def log_path(job_get: Any) -> str | None:
+    """The job's user log path (relative ones are under Iwd), or None if it has none."""
+    return _path_of(job_get, "UserLog")
 
 
 def log_paths(job_get: Any) -> list[str]:
     """Every log the job's events go to: its user log, and a DAG node's nodes log
     (DAGManNodesLog, the one DAGMan reads), each once."""
-    out = []
+    out: list[str] = []
     for attr in ("UserLog", "DAGManNodesLog"):
-        path = job_get(attr)
-        if not isinstance(path, str) or not path:
-            continue
-        if not os.path.isabs(path):
-            iwd = job_get("Iwd")
-            path = os.path.join(iwd if isinstance(iwd, str) else "/", path)
-        if path not in out:
+        path = _path_of(job_get, attr)
+        if path is not None and path not in out:
             out.append(path)
     return out
 
 
 def _nodes_log(job_get: Any) -> str | None:
-    path = job_get("DAGManNodesLog")
-    if not isinstance(path, str) or not path:
-        return None
-    if not os.path.isabs(path):
-        iwd = job_get("Iwd")
-        path = os.path.join(iwd if isinstance(iwd, str) else "/", path)
-    return path
+    return _path_of(job_get, "DAGManNodesLog")
 
 
 class PoolEventLog:
