@@ -33,6 +33,8 @@ def test_hold_release_remove_a_running_job(pool: PoolHandle, tmp_path: Path) -> 
     assert got["done"] == 2
     ad = pool.job(jid)
     assert ad is not None and ad["JobStatus"] == 3
+    # HTCondor's default reason, which condor_q -hold and scripts show
+    assert ad.get("RemoveReason", "").startswith("via condor_rm (by user "), ad
     kinds = _kinds(tmp_path / "act.log")
     assert htcondor2.JobEventType.JOB_HELD in kinds
     assert htcondor2.JobEventType.JOB_RELEASED in kinds

@@ -274,12 +274,13 @@ class QueueCalls:
             if (restrict is None or job.owner == restrict) and status_allows(action, job.status)
         ]
 
+        # HTCondor's default reasons, word for word (condor_q -hold shows them; scripts match them)
         async def act(job: Job) -> bool:
             if action == "remove":
-                return await self.jobs.remove(job, reason or f"via roost rm (by user {who})")
+                return await self.jobs.remove(job, reason or f"via condor_rm (by user {who})")
             if action == "hold":
-                return await self.jobs.hold(job, reason or f"via roost hold (by user {who})", jp.HOLD_USER)
-            return await self.jobs.release(job, reason or f"via roost release (by user {who})")
+                return await self.jobs.hold(job, reason or f"via condor_hold (by user {who})", jp.HOLD_USER)
+            return await self.jobs.release(job, reason or f"via condor_release (by user {who})")
 
         done: list[str] = []
         # A thousand at a time, concurrently: they share commits, so `roost rm` of a
