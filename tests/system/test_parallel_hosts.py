@@ -100,6 +100,12 @@ def test_a_host_dying_under_a_parallel_job_requeues_the_whole_job(hosts: MultiHo
     while _ad(submit, cluster, "JobStatus") != ["2"]:
         assert time.monotonic() < deadline, hosts.log_tails()
         time.sleep(0.2)
+    # every node has started (Running comes with node 0; a node starting after the kill below
+    # would outlive its dead host as an orphan)
+    deadline = time.monotonic() + 60
+    while subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout.count("sleep 302") < 4:
+        assert time.monotonic() < deadline, hosts.log_tails()
+        time.sleep(0.2)
     for pid in hosts["exec2"].host.pids():  # the host dies: its daemons and its jobs
         subprocess.run(["kill", "-9", str(pid)], check=False)
     deadline = time.monotonic() + 60

@@ -101,7 +101,7 @@ def test_act_remove_hold_release_and_events(schedd, tmp_path):
         assert query(c) == {}
         hist = query(c, history=True)
         assert sorted(hist) == [f"{cid}.0", f"{cid}.1"]
-        assert hist[f"{cid}.1"]["JobStatus"] == 3 and "roost rm" in hist[f"{cid}.1"]["RemoveReason"]
+        assert hist[f"{cid}.1"]["JobStatus"] == 3 and "condor_rm" in hist[f"{cid}.1"]["RemoveReason"]
         w = c.call("WAIT_JOBS", ids=[str(cid)], timeout=1)
         assert w["done"] == 2 and w["total"] == 2
     events = [(e.type.name, e.cluster, e.proc) for e in read_events(tmp_path / "job.log")]
