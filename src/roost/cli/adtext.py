@@ -89,7 +89,7 @@ class AutoFormat:
             result = ExprTree(expr).eval(ad[0])
         except Exception:
             return "error"
-        return _eval_text(result, False)
+        return _eval_text(result)
 
     def line(self, obj: dict[str, Any]) -> str:
         return self.row + self.sep.join(self.cells(obj))
@@ -111,7 +111,7 @@ class AutoFormat:
 _MISSING = object()
 
 
-def _eval_text(result: Any, raw: bool) -> str:
+def _eval_text(result: Any) -> str:
     # lazy: adtext loads the ClassAd library only for expressions (module docstring)
     from roost.classad import Value
 
@@ -120,11 +120,6 @@ def _eval_text(result: Any, raw: bool) -> str:
     if result is Value.Error:
         return "error"
     if isinstance(result, str):
-        if raw:
-            # lazy: adtext loads the ClassAd library only for expressions (module docstring)
-            from roost.classad.unparse import quote
-
-            return quote(result)
         return result
     if isinstance(result, bool):
         return "true" if result else "false"

@@ -154,9 +154,9 @@ class View:
             projection = exprs if all(e.isidentifier() for e in exprs) else None
             jobs = schedd.query_objs(constraint, projection, owner=owner, ids=self.ids, limit=limit)
             # lazy: only -format prints printf columns (the ClassAd helpers of adtext)
-            from roost.cli.printf import PrintfFormat, format_ads
+            from roost.cli import printf
 
-            sys.stdout.write(format_ads(jobs, [PrintfFormat(f, e) for f, e in self.formats]))
+            sys.stdout.write(printf.text(self.formats, jobs))
             return 0
         if ns.af or ns.long or ns.json or ns.xml or ns.attributes:
             projection = ns.af if ns.af and all(a.isidentifier() for a in ns.af) else None

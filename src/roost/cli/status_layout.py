@@ -15,6 +15,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from roost.cli.printf import _duration
+
 Ad = dict[str, Any]
 
 _STATE_LETTERS = {"Owner": "O", "Unclaimed": "U", "Matched": "M", "Claimed": "C", "Preempting": "P",
@@ -76,12 +78,8 @@ def printf(name: str | Callable[[Ad], Any], fmt: str) -> Callable[[Ad], str | No
 
 
 def elapsed(seconds: float) -> str:
-    """HTCondor's ``%T``: ``%3d+%02d:%02d:%02d``."""
-    s = max(0, int(seconds))
-    d, s = divmod(s, 86400)
-    h, s = divmod(s, 3600)
-    m, s = divmod(s, 60)
-    return f"{d:3d}+{h:02d}:{m:02d}:{s:02d}"
+    """HTCondor's ``%T`` (``%3d+%02d:%02d:%02d``), never negative."""
+    return _duration(max(0, int(seconds)))
 
 
 def _now(ad: Ad) -> Any:

@@ -104,9 +104,9 @@ def main(argv: list[str]) -> int:
     out = sys.stdout
     if formats:
         # lazy: only -format prints printf columns
-        from roost.cli.printf import PrintfFormat, format_ads
+        from roost.cli import printf
 
-        out.write(format_ads(ads, [PrintfFormat(f, e) for f, e in formats]))
+        out.write(printf.text(formats, ads))
         return 0
     if raw:
         # lazy: only -af/-long/-json print ads
