@@ -31,3 +31,8 @@ def address_problem(text: object) -> str | None:
         return (f"{text[:60]!r} is not one user@domain address (letters, digits and . _ % + = - only;"
                 " no spaces, commas or control characters)")
     return None
+
+
+def notify_user_problem(value: object) -> str | None:
+    """``address_problem`` for a NotifyUser value, where "" (no mail) is fine."""
+    return None if value == "" else address_problem(value)

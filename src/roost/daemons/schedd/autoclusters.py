@@ -28,6 +28,11 @@ log = logging.getLogger("roost.schedd")
 LOCAL_UNIVERSES = (7, 12)  # scheduler and local: run here, never negotiated
 #: ... and parallel: the dedicated scheduler (dedicated.py) asks for its resources itself
 NOT_NEGOTIATED = (*LOCAL_UNIVERSES, 11)
+
+
+def not_negotiated(job: Any) -> bool:
+    """A job the negotiator never sees: run on the submit host, or by the dedicated scheduler."""
+    return job.get("JobUniverse") in NOT_NEGOTIATED or job.get("WantDedicated") is True
 #: an autocluster whose claim or activation was refused is left out of GET_REQUESTS for
 #: this long, doubling with each further refusal up to REFUSED_BACKOFF_MAX (reset when
 #: one of its jobs starts): no claim -> refuse -> release -> rematch storm
@@ -75,7 +80,7 @@ class AutoClusters:
         """A claim or activation for ``job`` was refused (or its startd was unreachable):
         keep its autocluster out of GET_REQUESTS for a while, doubling per refusal, and
         ask for a cycle once that is over. Logged when the back-off starts, not per refusal."""
-        if job.get("JobUniverse") in NOT_NEGOTIATED or job.get("WantDedicated") is True:
+        if not_negotiated(job):
             return  # never negotiated: no autocluster of its own to hold back
         try:
             ac = self.autocluster_of(job, self.signature(job))
@@ -159,7 +164,7 @@ class AutoClusters:
             sig = self.signature(job)
             ac = self._ac_ids.get(sig)
             if ac is None:
-                if job.get("JobUniverse") in NOT_NEGOTIATED or job.get("WantDedicated") is True:
+                if not_negotiated(job):
                     continue  # run here, or by the dedicated scheduler
                 ac = self.autocluster_of(job, sig)
             members = groups.get(ac)
@@ -187,11 +192,11 @@ class AutoClusters:
         members = self._members.get(ac) if isinstance(ac, int) else None
         while members:
             cand = members.popleft()
-            if cand.get("JobUniverse") in NOT_NEGOTIATED or cand.get("WantDedicated") is True:
+            if not_negotiated(cand):
                 continue  # (qedit made it dedicated since it was offered)
             if not cand.busy and cand.status == IDLE and cand.cluster.procs.get(cand.proc) is cand:
                 return cand
         return None
 
 
-__all__ = ["LOCAL_UNIVERSES", "NOT_NEGOTIATED", "AutoClusters"]
+__all__ = ["LOCAL_UNIVERSES", "NOT_NEGOTIATED", "AutoClusters", "not_negotiated"]

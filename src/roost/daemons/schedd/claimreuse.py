@@ -15,7 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from roost.core import jobpolicy as jp
-from roost.daemons.schedd.autoclusters import NOT_NEGOTIATED, AutoClusters
+from roost.daemons.schedd.autoclusters import AutoClusters, not_negotiated
 from roost.daemons.schedd.jobqueue import Job, JobQueue
 
 
@@ -49,8 +49,7 @@ class ClaimReuse:
         signature = self.autoclusters.signature
         tried = 0
         for job in self._candidates(owner, idle):
-            if (job.busy or job.status != jp.IDLE or job.get("JobUniverse") in NOT_NEGOTIATED
-                    or job.get("WantDedicated") is True):
+            if job.busy or job.status != jp.IDLE or not_negotiated(job):
                 continue
             if submitter is not None and self.submitter_of(job.cluster) != submitter:
                 continue  # another accounting group's job: it must be negotiated for

@@ -253,8 +253,14 @@ class JobLifecycle:
                 reason = job.get("HoldReason")
                 self.notifier.job_held(job.get, reason if isinstance(reason, str) else "")
             elif job.status == jp.COMPLETED:
-                ad = job.classad()
-                self.notifier.job_exited(job.get, lambda n: str(ad.lookup(n)) if n in ad else None)
+                ads: list[Any] = []  # the whole ad only for email_attributes, once
+
+                def text_of(name: str) -> str | None:
+                    if not ads:
+                        ads.append(job.classad())
+                    return str(ads[0].lookup(name)) if name in ads[0] else None
+
+                self.notifier.job_exited(job.get, text_of)
         except Exception as e:  # noqa: BLE001 - mail never stops a job
             log.warning("job %s: no mail: %s", job.id, e)
 

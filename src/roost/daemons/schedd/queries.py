@@ -62,10 +62,9 @@ def edit_value(cmd: str, name: Any, text: Any) -> Any:
         raise bad_request(f"{cmd}: {name}: a string may not start with /Expr( (the queue's expression form)")
     if name.lower() == "notifyuser":  # given to the MAIL program by root: one plain address
         # lazy: the submit package loads with the first SUBMIT_TEXT, not at schedd start-up
-        from roost.submit.mailaddr import address_problem
+        from roost.submit.mailaddr import notify_user_problem
 
-        value = expr.value if isinstance(expr, Literal) else None
-        problem = address_problem(value) if value != "" else None
+        problem = notify_user_problem(expr.value if isinstance(expr, Literal) else None)
         if problem is not None:
             raise bad_request(f"{cmd}: NotifyUser = {text[:80]}: {problem}")
     if isinstance(expr, Literal) and type(expr.value) in (int, float, bool, str):

@@ -137,12 +137,14 @@ class SubmitCalls:
         peer.state.get("clusters", set()).discard(cid)
         ops = self.queue.add_cluster(cid, owner, cluster_ad, procs)
         pending: list[tuple[int, str, str]] = []
+        pool_groups: list[tuple[list[Event], Any]] = []
         fresh = self.queue.clusters.get(cid)
         if fresh is not None and fresh.ad.get("DAGManNodesLog"):
             # a DAG node's submit event is how a restarted DAGMan knows its job exists:
             # it commits with the job (pending_events), so a schedd killed in between
             # still writes it at its next start and no node is submitted twice
-            pending = self.jobs.pending_event_rows(self._submit_texts(fresh, pool=False))
+            texts, pool_groups = self._submit_texts(fresh)
+            pending = self.jobs.pending_event_rows(texts)
             ops += [("INSERT INTO pending_events (id, path, owner, text) VALUES (?, ?, ?, ?)",
                      (i, path, owner, text)) for i, path, text in pending]
         try:
@@ -157,8 +159,8 @@ class SubmitCalls:
         cluster = self.queue.clusters.get(cid)
         if cluster is not None:
             if pending:
-                if self.jobs.userlogs.pool is not None:
-                    self._submit_texts(cluster)  # for the pool's event log
+                if pool_groups:  # the same events, once committed
+                    self.jobs.userlogs.to_pool_many(pool_groups)
                 for _i, path, text in pending:
                     self.jobs.userlogs.write_text(path, text, cluster.owner)
                 self.jobs.store.queue([("DELETE FROM pending_events WHERE id = ?", (i,)) for i, _p, _t in pending])
@@ -229,9 +231,9 @@ class SubmitCalls:
             self.queue.reserved.difference_update(ids)
         return {"clusters": done, "warnings": [str(w) for c in clusters for w in c.warnings] + empty}
 
-    def _submit_texts(self, cluster: Any, pool: bool = True) -> dict[str, str]:
-        """The submit events of a new cluster, formatted, by log path; ``pool``: also
-        append them to the pool's event log (once the cluster is committed)."""
+    def _submit_texts(self, cluster: Any) -> tuple[dict[str, str], list[tuple[list[Event], Any]]]:
+        """The submit events of a new cluster, formatted, by log path; and the same events
+        for the pool's event log (written by the caller once the cluster is committed)."""
         host = f"<{self.jobs.host.address}>"
         now = time.time()
         by_path: dict[str, list[Event]] = {}
@@ -246,18 +248,20 @@ class SubmitCalls:
             mine = job.get("SubmitEventNotes") if d and "SubmitEventNotes" in d else notes
             event = SubmitEvent(cluster.id, job.proc, now, submit_host=host,
                                 log_notes=mine if isinstance(mine, str) else "")
-            if pool:
+            if userlogs.pool is not None:
                 to_pool.append(([event], job.get))
             for path in paths:
                 by_path.setdefault(path, []).append(event)
                 get_by_path.setdefault(path, job.get)
-        if to_pool:  # the whole cluster in one write, not one per job
-            userlogs.to_pool_many(to_pool)
-        return {path: userlogs.formatter(get_by_path[path], path).format_many(events)
-                for path, events in by_path.items()}
+        texts = {path: userlogs.formatter(get_by_path[path], path).format_many(events)
+                 for path, events in by_path.items()}
+        return texts, to_pool
 
     def _log_submits(self, cluster: Any) -> None:
-        for path, text in self._submit_texts(cluster).items():
+        texts, pool_groups = self._submit_texts(cluster)
+        if pool_groups:  # the whole cluster in one write, not one per job
+            self.jobs.userlogs.to_pool_many(pool_groups)
+        for path, text in texts.items():
             self.jobs.userlogs.write_text(path, text, cluster.owner)
 
 
@@ -265,11 +269,11 @@ def _check_notify_user(ad: dict[str, Any], where: str) -> None:
     """Refuse a NotifyUser that is no plain mail address (root gives it to MAIL); a
     client may SUBMIT ads that ``roost submit`` never checked."""
     for k, v in ad.items():
-        if k.lower() == "notifyuser" and v != "":
+        if k.lower() == "notifyuser":
             # lazy: the submit package loads with the first SUBMIT_TEXT, not at schedd start-up
-            from roost.submit.mailaddr import address_problem
+            from roost.submit.mailaddr import notify_user_problem
 
-            problem = address_problem(v)
+            problem = notify_user_problem(v)
             if problem is not None:
                 raise bad_request(f"SUBMIT: {where}: NotifyUser: {problem}")
 

@@ -178,17 +178,17 @@ class PoolEventLog:
                 log.log(level, "cannot write the event log %s: %s", self.path, e)
 
     def _with_ad_events(self, events: Iterable[Event], job_get: Any) -> list[Event]:
+        attrs: dict[str, str] = {}
+        if self.ad_attrs and job_get is not None:  # the same job for every event: read once
+            for name in self.ad_attrs:
+                v = job_get(name)
+                if v is not None:
+                    attrs[name] = _ad_text(v)
         out: list[Event] = []
         for e in events:
             out.append(e)
-            if self.ad_attrs and job_get is not None:
-                attrs = {}
-                for name in self.ad_attrs:
-                    v = job_get(name)
-                    if v is not None:
-                        attrs[name] = _ad_text(v)
-                if attrs:
-                    out.append(JobAdInformationEvent(e.cluster, e.proc, e.timestamp, attributes=attrs))
+            if attrs:
+                out.append(JobAdInformationEvent(e.cluster, e.proc, e.timestamp, attributes=dict(attrs)))
         return out
 
     def _open(self) -> None:
