@@ -227,10 +227,7 @@ def load_items(
     if spec.mode == "from":
         if spec.inline is not None:
             # inside the submit file: lines starting with # are comments, blank lines are rows
-            if spec.one_line:
-                rows = [spec.inline[0].strip()]
-            else:
-                rows = [r for r in (ln.strip() for ln in spec.inline) if not r.startswith("#")]
+            rows = [ln.strip() for ln in _inline_lines(spec)]
         else:
             src = spec.source
             if src == "-":

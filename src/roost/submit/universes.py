@@ -144,8 +144,8 @@ def h_container(b: Builder) -> None:
         if not target.startswith("/"):
             b.error(f"container_target_dir = {target}: must be an absolute path inside the container",
                     "container_target_dir")
-        b.set("ContainerTargetDir", target)
-    # docker_pull_policy, docker_override_entrypoint: condor_submit's plain keyword table (commands.py)
+    # ContainerTargetDir, DockerPullPolicy, DockerOverrideEntrypoint, TransferContainer:
+    # condor_submit's plain keyword table (commands.py) sets them as written
 
 
 def _check_reference(b: Builder, value: str, key: str) -> None:

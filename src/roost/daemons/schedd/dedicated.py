@@ -384,7 +384,7 @@ class DedicatedScheduler:
         for job in procs:
             self.jobs.queue.take_idle(job)
         nodes = [(job, self.claims[name]) for job, name in assigned]
-        run = ParallelRun(self.shadows, procs, nodes, self.spool, self._ended, scheduler=self.name)
+        run = ParallelRun(self.shadows, procs, nodes, self.spool, self._ended, scheduler=self.name, key=jid)
         self.runs[run.id] = run
         for name in names:
             self.busy[name] = run

@@ -221,13 +221,13 @@ class ParallelRun:
     """One parallel job running on its claims: the ``Runner`` of each of its procs."""
 
     def __init__(self, shadows: Shadows, procs: list[Job], nodes: list[tuple[Job, NodeShadow]], spool: str,
-                 on_end: Callable[[ParallelRun], None], scheduler: str = "") -> None:
+                 on_end: Callable[[ParallelRun], None], scheduler: str = "", *, key: str) -> None:
         self.shadows = shadows
         self.jobs = shadows.jobs
         self.procs = procs
         self.nodes = nodes  # node i: (its proc, its claim)
         self.cluster = procs[0].cluster
-        self.id = procs[0].id if len(procs) == 1 and procs[0].get("JobUniverse") != 11 else str(self.cluster.id)
+        self.id = key  # the dedicated scheduler's key: the cluster, or C.P for a lone +WantDedicated proc
         self.spool_dir = remote_spool_dir(spool, self.id)
         self.on_end = on_end
         self.started_at = 0.0
