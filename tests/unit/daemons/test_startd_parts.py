@@ -6,6 +6,12 @@ from __future__ import annotations
 import asyncio
 import os
 import pwd
+import resource
+import shutil
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -78,56 +84,68 @@ def test_job_spec_from_a_job_ad():
         parse_job(ClassAd({"ClusterId": 1, "ProcId": 0, "Cmd": "x", "Arguments": "'open"}), "d")
 
 
+@pytest.fixture
+def job_tmp() -> Iterator[Path]:
+    """A directory a job's user (nobody) can reach: it now enters its working directory
+    with its own rights, and pytest's tmp_path sits under a root-only directory."""
+    path = Path(tempfile.mkdtemp(prefix="roost-launch-", dir="/tmp"))
+    path.chmod(0o755)
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
+
+
 @pytest.mark.skipif(os.geteuid() != 0, reason="identity switching needs root")
-def test_identity_never_root_and_fallback_launcher(tmp_path):
+def test_identity_never_root_and_fallback_launcher(job_tmp):
     nobody = pwd.getpwnam("nobody")
     assert job_identity("root", True, "nobody").uid == nobody.pw_uid
     assert job_identity("no-such-user", True, "nobody").uid == nobody.pw_uid
     assert job_identity("nobody", False, "nobody").real_owner is False
     with pytest.raises(JobSpecError):
         job_identity("x", True, "root")
-    # without setpriv, Popen(user=...) does the switch: the same ids result
-    os.chmod(tmp_path, 0o777)
-    out = tmp_path / "ids"
-    saved = launch._SETPRIV, launch._launcher
-    launch._SETPRIV = launch._launcher = None
+    # without the helper, Popen(user=...) does the switch: the same ids result
+    os.chmod(job_tmp, 0o777)
+    out = job_tmp / "ids"
+    saved = launch._launcher
+    launch._launcher = None
     try:
         fd = os.open(out, os.O_WRONLY | os.O_CREAT, 0o666)
         req = launch.Launch(argv=["/bin/cat", "/proc/self/status"], executable="/bin/cat",
-                            cwd=str(tmp_path), env={}, stdin=0, stdout=fd, stderr=fd,
+                            cwd=str(job_tmp), env={}, stdin=0, stdout=fd, stderr=fd,
                             uid=nobody.pw_uid, gid=nobody.pw_gid)
         proc = asyncio.run(launch.spawn(req))
         os.close(fd)
         assert proc.wait() == 0
     finally:
-        launch._SETPRIV, launch._launcher = saved
+        launch._launcher = saved
     status = dict(line.split(":", 1) for line in out.read_text().splitlines())
     assert set(status["Uid"].split()) == {str(nobody.pw_uid)}
     assert status["Groups"].split() == []
     with pytest.raises(PermissionError):
         launch.check_executable(str(out))  # not executable
     with pytest.raises(FileNotFoundError):
-        launch.check_executable(str(tmp_path / "missing"))
+        launch.check_executable(str(job_tmp / "missing"))
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="identity switching needs root")
-def test_built_launcher_enters_the_cgroup_and_switches_ids(tmp_path):
+def test_built_launcher_enters_the_cgroup_and_switches_ids(job_tmp):
     """The compiled helper does what sh + setpriv did: pid into cgroup.procs before the
     job's exec, real/effective/saved ids, no supplementary groups; exec failures 126/127."""
     saved = launch._launcher
     try:
-        helper = launch.build_launcher(str(tmp_path / "launcher"))
+        helper = launch.build_launcher(str(job_tmp / "launcher"))
         if helper is None:
             pytest.skip("no C compiler")
-        assert os.stat(tmp_path / "launcher").st_mode & 0o777 == 0o700
-        assert launch.build_launcher(str(tmp_path / "launcher")) == helper  # built once, then reused
+        assert os.stat(job_tmp / "launcher").st_mode & 0o777 == 0o700
+        assert launch.build_launcher(str(job_tmp / "launcher")) == helper  # built once, then reused
         nobody = pwd.getpwnam("nobody")
-        os.chmod(tmp_path, 0o777)
-        out, procs = tmp_path / "ids", tmp_path / "cgroup.procs"
+        os.chmod(job_tmp, 0o777)
+        out, procs = job_tmp / "ids", job_tmp / "cgroup.procs"
         procs.write_text("")
         fd = os.open(out, os.O_WRONLY | os.O_CREAT, 0o666)
         req = launch.Launch(argv=["/bin/cat", "/proc/self/status"], executable="/bin/cat",
-                            cwd=str(tmp_path), env={}, stdin=0, stdout=fd, stderr=fd,
+                            cwd=str(job_tmp), env={}, stdin=0, stdout=fd, stderr=fd,
                             uid=nobody.pw_uid, gid=nobody.pw_gid, cgroup_procs=str(procs))
         assert launch.shim_enters_cgroup(req)
         assert launch._argv(req)[1] == helper
@@ -141,9 +159,12 @@ def test_built_launcher_enters_the_cgroup_and_switches_ids(tmp_path):
         assert status["Groups"].split() == []
         import subprocess
 
-        ends = os.open(tmp_path / "exit", os.O_RDWR | os.O_CREAT, 0o600)
+        ends = os.open(job_tmp / "exit", os.O_RDWR | os.O_CREAT, 0o600)
+        env = os.memfd_create("env")
         gone = subprocess.run([helper, "-", str(nobody.pw_uid), str(nobody.pw_gid), "clear", "1", str(ends),
-                               "--", "/nonexistent/missing"], capture_output=True, text=True, pass_fds=(ends,))
+                               str(env), "-", "/", "--", "/nonexistent/missing"], capture_output=True, text=True,
+                              pass_fds=(ends, env))
+        os.close(env)
         # the keeper's own status is 0; the job's (127: not found) is in its exit file
         assert gone.returncode == 0 and "missing" in gone.stderr
         got = launch.read_exit(ends)
@@ -156,25 +177,79 @@ def test_built_launcher_enters_the_cgroup_and_switches_ids(tmp_path):
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="identity switching needs root")
-def test_launcher_clones_the_job_into_a_real_cgroup(tmp_path):
+@pytest.mark.parametrize("helper", [True, False], ids=["helper", "no-helper"])
+def test_the_jobs_environment_directory_and_core_limit_reach_the_job_alone(job_tmp, helper):
+    """Issue 25: what runs as root (the helper, its keeper) has our environment and
+    ``/``; the job gets its own environment, enters its directory with its own rights
+    and gets its core limit, after the switch. A directory the job's user may not
+    enter stops the job (126) before anything of it runs, though root could enter it."""
+    saved = launch._launcher
+    try:
+        launch._launcher = None
+        if helper and launch.build_launcher(str(job_tmp / "launcher")) is None:
+            pytest.skip("no C compiler")
+        nobody = pwd.getpwnam("nobody")
+        box = job_tmp / "box"
+        box.mkdir()
+        os.chown(box, nobody.pw_uid, nobody.pw_gid)
+        os.chmod(job_tmp, 0o755)
+        out = box / "out"
+        fd = os.open(out, os.O_WRONLY | os.O_CREAT, 0o666)
+        script = ("echo pwd=$(pwd); echo env=$LD_PRELOAD,$ROOST_X; grep 'core file' /proc/self/limits; echo end; "
+                  "exec sleep 30")
+        req = launch.Launch(argv=["sh", "-c", script], executable="/bin/sh", cwd=str(box),
+                            env={"PATH": "/usr/bin:/bin", "LD_PRELOAD": "/nonexistent/evil.so", "ROOST_X": "a b"},
+                            stdin=0, stdout=fd, stderr=fd, uid=nobody.pw_uid, gid=nobody.pw_gid, core_size=4096)
+        proc = asyncio.run(launch.spawn(req))
+        try:
+            deadline = time.monotonic() + 20
+            while "end" not in out.read_text().split() and time.monotonic() < deadline:
+                time.sleep(0.02)
+            lines = out.read_text().splitlines()
+            assert f"pwd={box}" in lines and "env=/nonexistent/evil.so,a b" in lines
+            assert any(ln.split()[4] == "4096" for ln in lines if "core file" in ln), lines  # its soft limit
+            if helper:  # the keeper, root, waiting for the job: none of the job's
+                assert isinstance(proc, launch.Kept)
+                keeper_env = Path(f"/proc/{proc.keeper_pid}/environ").read_bytes()
+                assert b"LD_PRELOAD" not in keeper_env and b"ROOST_X" not in keeper_env
+                assert os.readlink(f"/proc/{proc.keeper_pid}/cwd") == "/"
+                assert "4096" not in Path(f"/proc/{proc.keeper_pid}/limits").read_text()
+        finally:
+            os.kill(proc.pid, 9)
+            proc.wait()
+        assert resource.getrlimit(resource.RLIMIT_CORE)[0] != 4096  # ours is untouched
+        # a directory root could enter but the job's user cannot: the job never runs
+        closed = job_tmp / "closed"
+        closed.mkdir(mode=0o700)
+        req = launch.Launch(argv=["sh", "-c", f"touch {box}/ran"], executable="/bin/sh", cwd=str(closed),
+                            env={}, stdin=0, stdout=fd, stderr=fd, uid=nobody.pw_uid, gid=nobody.pw_gid)
+        proc = asyncio.run(launch.spawn(req))
+        os.close(fd)
+        assert proc.wait() != 0 and not (box / "ran").exists()
+    finally:
+        launch._launcher = saved
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="identity switching needs root")
+def test_launcher_clones_the_job_into_a_real_cgroup(job_tmp):
     """Where cgroup v2 is writable the job is cloned straight into its cgroup, as the
     startd's own child (no cgroup.procs write: that waits for an RCU grace period)."""
     from roost.daemons.startd.cgroups import JobCgroups
 
-    groups = JobCgroups.detect(str(tmp_path))
+    groups = JobCgroups.detect(str(job_tmp))
     if not groups.enabled:
         pytest.skip("no writable cgroup v2 here")
     saved = launch._launcher
     try:
-        if launch.build_launcher(str(tmp_path / "launcher")) is None:
+        if launch.build_launcher(str(job_tmp / "launcher")) is None:
             pytest.skip("no C compiler")
         groups.create("job1")
         nobody = pwd.getpwnam("nobody")
-        os.chmod(tmp_path, 0o777)
-        out = tmp_path / "cgroup"
+        os.chmod(job_tmp, 0o777)
+        out = job_tmp / "cgroup"
         fd = os.open(out, os.O_WRONLY | os.O_CREAT, 0o666)
         req = launch.Launch(argv=["/bin/sh", "-c", "cat /proc/self/cgroup; ps -o sid= -p $$; exit 3"],
-                            executable="/bin/sh", cwd=str(tmp_path), env={"PATH": "/bin:/usr/bin"},
+                            executable="/bin/sh", cwd=str(job_tmp), env={"PATH": "/bin:/usr/bin"},
                             stdin=0, stdout=fd, stderr=fd, uid=nobody.pw_uid, gid=nobody.pw_gid,
                             cgroup_procs=groups.procs_file("job1"))
         proc = asyncio.run(launch.spawn(req))

@@ -57,7 +57,7 @@ def test_a_container_job_runs_in_its_sandbox_as_its_user() -> None:
     assert argv[argv.index("--workdir") + 1] == BOX
     assert "--memory=512m" in argv and "--cpu-shares=200" in argv and "--cap-drop=all" in argv
     assert "-i" not in argv and "--init" in argv and argv[argv.index("--name") + 1] == name
-    assert f"_CONDOR_SCRATCH_DIR={BOX}" in argv and argv[argv.index("--env") + 1] == "X=1"
+    assert f"--env=_CONDOR_SCRATCH_DIR={BOX}" in argv and "--env=X=1" in argv and "--env" not in argv
     # the image, then the transferred program and the job's own arguments
     assert argv[-4:] == ["localhost/tiny:1", f"{BOX}/run.sh", "a", "b c"]
 
@@ -78,7 +78,7 @@ def test_target_dir_moves_the_sandbox_inside() -> None:
                    stdin=True)
     assert argv[argv.index("--mount") + 1] == f"type=bind,source={BOX},target=/srv"
     assert argv[argv.index("--workdir") + 1] == "/srv"
-    assert "_CONDOR_SCRATCH_DIR=/srv" in argv and argv[-3:] == ["/srv/run.sh", "a", "b c"] and "-i" in argv
+    assert "--env=_CONDOR_SCRATCH_DIR=/srv" in argv and argv[-3:] == ["/srv/run.sh", "a", "b c"] and "-i" in argv
 
 
 def test_docker_image_network_entrypoint_and_pull() -> None:

@@ -16,6 +16,7 @@ import pwd
 import resource
 import signal
 import socket
+import subprocess
 import sys
 import time
 from typing import Any
@@ -123,13 +124,17 @@ def dagman_knobs(config: Any) -> dict[str, str]:
     return out
 
 
-def _drop_to(uid: int, gid: int) -> Any:
-    """A preexec_fn that switches the child to ``uid``/``gid`` with no supplementary groups."""
+def _drop_to(uid: int, gid: int, cwd: str) -> Any:
+    """A preexec_fn that switches the child to ``uid``/``gid`` with no supplementary
+    groups, then enters ``cwd`` with those rights (the job's Iwd: root could enter one
+    its owner cannot). Nothing of the job's runs before: its environment comes with
+    the exec that follows."""
 
     def drop() -> None:
         os.setgroups([])
         os.setgid(gid)
         os.setuid(uid)
+        os.chdir(cwd)
 
     return drop
 
@@ -244,7 +249,8 @@ class LocalJob:
                 # Not Popen's user=/group=/extra_groups=: uvloop (the daemons' event
                 # loop where installed) refuses those keywords, and every job then
                 # went on hold. preexec_fn works under both loops.
-                kwargs["preexec_fn"] = _drop_to(ids[0], ids[1])
+                kwargs["preexec_fn"] = _drop_to(ids[0], ids[1], iwd)
+                cwd = "/"
             env["CONDOR_ID"] = f"{job.cluster.id}.{job.proc}"
             if get("JobUniverse") == SCHEDULER_UNIVERSE:
                 # a channel to this schedd that speaks for the job's owner (DAGMan submits
@@ -261,10 +267,12 @@ class LocalJob:
             if channel is not None:
                 files.remove(channel[0])
                 self._serve_channel(channel[0], owner)
-        except (OSError, ValueError) as e:
+        except (OSError, ValueError, subprocess.SubprocessError) as e:
             for f in files:
                 f.close()
             who = ids[2] if ids is not None else "the schedd's user"
+            if isinstance(e, subprocess.SubprocessError):  # the preexec_fn's chdir, as the owner
+                e = PermissionError(f"cannot enter {iwd} as {who}")
             reason = f"Failed to start local universe job (as {who}, in {iwd}): {e}"
             await s.hold(job, reason, jp.HOLD_FAILED_TO_CREATE_PROCESS, 0, vacate=False)
             return

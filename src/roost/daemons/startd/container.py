@@ -182,7 +182,8 @@ def run_argv(rt: Runtime, job: ContainerJob, *, name: str, sandbox: str, uid: in
     argv += list(rt.run_options)
     argv += list(extra or ())
     for k, v in sorted(env.items()):  # _CONDOR_SCRATCH_DIR, TMPDIR ... as the job sees them
-        argv += ["--env", f"{k}={inside_path(v, sandbox, job.target_dir)}"]
+        # one word, --env=...: a name the job chose can never be read as an option
+        argv.append(f"--env={k}={inside_path(v, sandbox, job.target_dir)}")
     cmd = inside_path(job.cmd, sandbox, job.target_dir) if job.cmd else ""
     if cmd and job.override_entrypoint:
         argv += ["--entrypoint", cmd]

@@ -1,27 +1,25 @@
-"""Starting a job's process cheaply, as the right user, without stalling the event loop.
+"""Starting a job's process cheaply, as the right user, without stalling the event loop,
+and without letting anything of the job's reach a process that runs as root.
 
-Why not plain ``subprocess.Popen(user=...)``: CPython uses ``vfork`` only
-when no user or group change is asked for; with one it falls back to
-``fork``, which copies the startd's page tables (~2 ms of startd CPU per
-job with a daemon-sized heap). When we are root and util-linux's
-``setpriv`` exists, the child is started with ``vfork`` as
-``setpriv --reuid --regid --init-groups|--clear-groups -- job ...``, which
-sets real, effective and saved ids before exec'ing the job (same pid, same
-session). Without ``setpriv`` we fall back to ``Popen(user=...)``.
+Where a C compiler exists, the startd builds a small helper (``LAUNCHER_SOURCE``)
+once, on a background thread, into a root-only directory under EXECUTE, keyed by the
+source's hash: it clones the job straight into its cgroup (``CLONE_INTO_CGROUP``;
+writing ``cgroup.procs`` instead waits for an RCU grace period, 7-15 ms of every
+job's latency), sets groups and ids and execs it, for ~0.1 ms. The helper then stays
+as the job's parent, its *keeper*: it waits for the job and writes its end to a file
+the startd reads, so a startd that dies leaves its jobs running and the next one
+adopts them (``leftovers.py``).
 
-``setpriv`` is itself ~1.7 ms of CPU per job (it links libcap-ng and
-friends), and entering the job's cgroup before the first exec needs the
-``sh`` shim in front of it (~0.8 ms more). Where a C compiler exists, the
-startd builds a small helper (``LAUNCHER_SOURCE``) once, on a background
-thread, into a root-only directory under EXECUTE, keyed by the source's
-hash: it clones the job straight into its cgroup (``CLONE_INTO_CGROUP``;
-writing ``cgroup.procs`` instead waits for an RCU grace period, 7-15 ms of
-every job's latency), sets groups and ids as setpriv does and execs it,
-for ~0.1 ms. The helper then stays as the job's parent, its *keeper*: it
-waits for the job and writes its end to a file the startd reads, so a
-startd that dies leaves its jobs running and the next one adopts them
-(``leftovers.py``). Until it is built (or without a compiler) jobs go
-through ``sh`` + ``setpriv`` and do not outlive their startd.
+The helper runs as root and is dynamically linked, so the loader reads its
+environment: it is started with ``HELPER_ENV`` in ``/``, and the job's environment,
+directory and core limit travel as data that the helper applies to the job's own exec
+only, after the switch (issue 25: ``LD_PRELOAD`` in a job's environment used to run
+as root here). Until the helper is built (or without a compiler) jobs go through
+``Popen(user=...)``: CPython's child switches ids before it execs anything, then a
+shell running as the job's user enters the job's directory and execs the job. That
+path costs ~2 ms more (CPython forks rather than vforks when ids change, and the
+shell), does not enter the cgroup before the exec (the spawner moves the job right
+after), and its jobs do not outlive their startd.
 
 Either way ``Popen`` waits for the child's exec; that wait runs on one
 long-lived spawner thread (not a thread per job), so the event loop keeps
@@ -37,6 +35,7 @@ import contextlib
 import errno
 import hashlib
 import os
+import pwd
 import resource
 import shutil
 import stat
@@ -45,17 +44,21 @@ import tempfile
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import NamedTuple, TypeVar
+from typing import Any, NamedTuple, TypeVar
+
+from roost.daemons.startd.sandboxfiles import write_all
 
 T = TypeVar("T")
 
-_SETPRIV = shutil.which("setpriv", path="/usr/bin:/bin:/usr/sbin:/sbin")
 _SH = shutil.which("sh", path="/bin:/usr/bin")
-_ENTER = '{ echo $$ > "$0"; } 2>/dev/null; exec "$@"'
+# without the helper: the first thing the job's user runs enters the job's directory
+_ENTER_DIR = 'cd -- "$0" && exec "$@"'
+#: what the helper itself runs with (as root): nothing of the job's
+HELPER_ENV = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin"}
 _spawner: ThreadPoolExecutor | None = None
 _launcher: str | None = None  # the built helper, once it is ready
 
-# argv: helper CGROUP_DIR|- UID|- GID|- init|clear PID_FD EXIT_FD -- PROGRAM ARGS...
+# argv: helper CGROUP_DIR|- UID|- GID|- init|clear PID_FD EXIT_FD ENV_FD CORE|- CWD -- PROGRAM ARGS...
 # Starts PROGRAM in its own session, in the job's cgroup, with the job's ids, writes its
 # pid ("PID\n") to PID_FD, then stays as the job's parent (the "keeper"): it waits for
 # the job and writes "STATUS UTIME STIME MAXRSS\n" (wait status, CPU seconds, KiB) to
@@ -63,13 +66,21 @@ _launcher: str | None = None  # the built helper, once it is ready
 # the startd: a startd that dies (kill -9, a crash, its master gone) leaves the job
 # running under its keeper, and the next startd learns its end from that file. The
 # keeper ignores the signals a terminal or a session could send it; only SIGKILL ends it.
+# Nothing of the job's reaches the helper while it is root (issue 25: LD_PRELOAD in a
+# job's environment ran as uid 0 in the helper): the startd starts it with an
+# environment, working directory and limits of its own making. The job's environment
+# comes as data on ENV_FD ("NAME=VALUE\0" each), its core size limit as CORE (bytes,
+# "inf"), its working directory as CWD; the child applies them only for the job's own
+# exec: the core limit just before the switch (a user may not raise its hard limit
+# afterwards; nothing runs between), the directory after it (entered with the job
+# user's rights), the environment with the exec itself (execve, no PATH search).
 # Where the kernel has clone3(CLONE_INTO_CGROUP) (5.7+, cgroup v2) the job is cloned
 # straight into its cgroup: moving a running process by writing cgroup.procs waits for
 # an RCU grace period, 7-15 ms per job on an idle pool, while a clone into the cgroup
 # costs nothing extra. Elsewhere the child writes its own pid into cgroup.procs before
 # it execs the job (a failure to enter is ignored: the spawner moves the pid after the
-# exec as well). A failure to change ids ends the job (126) before anything of it runs;
-# a failed exec is 127 (not found) or 126.
+# exec as well). A failure to change ids or to enter CWD ends the job (126) before
+# anything of it runs; a failed exec is 127 (not found) or 126.
 LAUNCHER_SOURCE = r"""
 #define _GNU_SOURCE
 #include <errno.h>
@@ -83,11 +94,14 @@ LAUNCHER_SOURCE = r"""
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
-#define PROGRAM 8
+#define PROGRAM 11
+
+static char **job_env;  /* the job's environment, read from ENV_FD while we are still ourselves */
 
 static void die(const char *what) {
     fprintf(stderr, "roost-launcher: %s: %s\n", what, strerror(errno));
@@ -101,8 +115,46 @@ static void report(int fd, pid_t pid) {
     close(fd);
 }
 
+/* "NAME=VALUE\0" entries, as the startd wrote them (a memfd: its size is the data's) */
+static char **read_env(int fd) {
+    struct stat st;
+    if (fstat(fd, &st) != 0) die("environment");
+    size_t n = (size_t)st.st_size, got = 0;
+    char *buf = malloc(n + 1);
+    if (buf == NULL) die("environment");
+    while (got < n) {
+        ssize_t r = pread(fd, buf + got, n - got, (off_t)got);
+        if (r < 0 && errno == EINTR) continue;
+        if (r < 0) die("environment");
+        if (r == 0) break;
+        got += (size_t)r;
+    }
+    buf[got] = '\0';
+    close(fd);
+    size_t count = 1;
+    for (size_t i = 0; i < got; i++) count += buf[i] == '\0';
+    char **env = calloc(count + 1, sizeof *env);
+    if (env == NULL) die("environment");
+    size_t k = 0;
+    for (char *p = buf; p < buf + got; p += strlen(p) + 1)
+        if (*p != '\0') env[k++] = p;
+    env[k] = NULL;
+    return env;
+}
+
 static void become_job(char **argv) {
     if (setsid() < 0) die("setsid");
+    if (strcmp(argv[8], "-") != 0) {
+        struct rlimit old, rl;
+        rlim_t v = strcmp(argv[8], "inf") == 0 ? RLIM_INFINITY : (rlim_t)strtoull(argv[8], NULL, 10);
+        rl.rlim_cur = rl.rlim_max = v;
+        if (getrlimit(RLIMIT_CORE, &old) == 0 && setrlimit(RLIMIT_CORE, &rl) != 0) {
+            /* raising the hard limit needs CAP_SYS_RESOURCE, which a container's root may lack */
+            rl.rlim_max = old.rlim_max;
+            rl.rlim_cur = v < old.rlim_max ? v : old.rlim_max;
+            if (setrlimit(RLIMIT_CORE, &rl) != 0) { /* the job keeps ours */ }
+        }
+    }
     if (strcmp(argv[2], "-") != 0) {
         uid_t uid = (uid_t)strtoul(argv[2], NULL, 10);
         gid_t gid = (gid_t)strtoul(argv[3], NULL, 10);
@@ -116,7 +168,12 @@ static void become_job(char **argv) {
         if (setresgid(gid, gid, gid) != 0) die("setresgid");
         if (setresuid(uid, uid, uid) != 0) die("setresuid");
     }
-    execvp(argv[PROGRAM], argv + PROGRAM);
+    if (chdir(argv[9]) != 0) {
+        int e = errno;
+        fprintf(stderr, "roost-launcher: cannot enter the job's directory %s: %s\n", argv[9], strerror(e));
+        _exit(126);
+    }
+    execve(argv[PROGRAM], argv + PROGRAM, job_env);
     int e = errno;
     fprintf(stderr, "roost-launcher: failed to execute %s: %s\n", argv[PROGRAM], strerror(e));
     _exit(e == ENOENT ? 127 : 126);
@@ -155,13 +212,15 @@ static void keep(pid_t pid, int out) {
 
 int main(int argc, char **argv) {
     if (argc <= PROGRAM || strcmp(argv[PROGRAM - 1], "--") != 0) {
-        fprintf(stderr, "usage: roost-launcher CGROUP_DIR|- UID|- GID|- init|clear PID_FD EXIT_FD -- PROGRAM ARGS...\n");
+        fprintf(stderr, "usage: roost-launcher CGROUP_DIR|- UID|- GID|- init|clear PID_FD EXIT_FD ENV_FD CORE|- CWD"
+                        " -- PROGRAM ARGS...\n");
         return 126;
     }
     int out = atoi(argv[5]);
     int exit_fd = atoi(argv[6]);
     fcntl(out, F_SETFD, FD_CLOEXEC);
     fcntl(exit_fd, F_SETFD, FD_CLOEXEC);
+    job_env = read_env(atoi(argv[7]));
     signal(SIGHUP, SIG_IGN);
     signal(SIGINT, SIG_IGN);
     signal(SIGQUIT, SIG_IGN);
@@ -244,11 +303,9 @@ def _uses_launcher(launch: Launch) -> bool:
 
 
 def shim_enters_cgroup(launch: Launch) -> bool:
-    """Whether ``spawn`` starts this job through the helper or the ``sh`` shim, which put
-    it into its cgroup before its first exec (then no move after the exec is needed)."""
-    if launch.cgroup_procs is None:
-        return False
-    return _uses_launcher(launch) or (launch.uid is not None and _SETPRIV is not None and _SH is not None)
+    """Whether ``spawn`` starts this job through the helper, which puts it into its
+    cgroup before its first exec (then no move after the exec is needed)."""
+    return launch.cgroup_procs is not None and _uses_launcher(launch)
 
 
 def build_launcher(directory: str) -> str | None:
@@ -279,32 +336,57 @@ def build_launcher(directory: str) -> str | None:
     return path
 
 
-def _argv(launch: Launch, pid_fd: int = -1, exit_fd: int = -1) -> tuple[list[str], str, dict[str, object]]:
-    """What to exec for ``launch``: argv, program, and Popen's id arguments. ``pid_fd``
-    is where the helper reports the job's pid, ``exit_fd`` where it writes its end
-    (used only when the helper is)."""
+def _env_data(env: dict[str, str]) -> bytes:
+    """The job's environment as the helper reads it: ``NAME=VALUE\\0`` each (what Popen
+    would refuse, it refuses too)."""
+    out = bytearray()
+    for k, v in env.items():
+        if not k or "=" in k or "\0" in k or "\0" in v:
+            raise ValueError(f"bad environment entry {k!r}")
+        out += f"{k}={v}".encode("utf-8", "surrogateescape") + b"\0"
+    return bytes(out)
+
+
+def _core_arg(size: int | None) -> str:
+    return "-" if size is None else "inf" if size < 0 else str(size)
+
+
+def _groups(launch: Launch) -> list[int]:
+    """The supplementary groups the job gets: its owner's (a real owner), else none."""
+    if not launch.init_groups or launch.uid is None or launch.gid is None:
+        return []
+    try:
+        return sorted(set(os.getgrouplist(pwd.getpwuid(launch.uid).pw_name, launch.gid)))
+    except (KeyError, OSError):
+        return [launch.gid]
+
+
+def _argv(launch: Launch, pid_fd: int = -1, exit_fd: int = -1,
+          env_fd: int = -1) -> tuple[list[str], str, dict[str, Any]]:
+    """What to exec for ``launch``: argv, program, and Popen's environment, directory
+    and id arguments. ``pid_fd`` is where the helper reports the job's pid, ``exit_fd``
+    where it writes its end, ``env_fd`` where it reads the job's environment (used
+    only when the helper is).
+
+    Whatever runs as root gets an environment and directory of ours: the helper
+    applies the job's after its switch. Without the helper, CPython's child switches
+    ids before it execs anything, and the job's directory is entered by a shell
+    already running as the job's user (``cd`` as root would enter what the user may
+    not)."""
     if _uses_launcher(launch):
         assert _launcher is not None
         cgroup = os.path.dirname(launch.cgroup_procs) if launch.cgroup_procs else "-"
         ids = ["-", "-"] if launch.uid is None else [str(launch.uid), str(launch.gid)]
         groups = "init" if launch.init_groups else "clear"
-        return ([_launcher, cgroup, *ids, groups, str(pid_fd), str(exit_fd), "--", launch.executable,
-                 *launch.argv[1:]], _launcher, {})
+        return ([_launcher, cgroup, *ids, groups, str(pid_fd), str(exit_fd), str(env_fd),
+                 _core_arg(launch.core_size), launch.cwd, "--", launch.executable, *launch.argv[1:]],
+                _launcher, {"env": HELPER_ENV, "cwd": "/"})
     if launch.uid is None:
-        argv, exe = [launch.executable, *launch.argv[1:]], launch.executable
-    elif _SETPRIV is not None:
-        groups = "--init-groups" if launch.init_groups else "--clear-groups"
-        argv = [_SETPRIV, f"--reuid={launch.uid}", f"--regid={launch.gid}", groups, "--",
-                launch.executable, *launch.argv[1:]]
-        exe = _SETPRIV
-    else:  # no setpriv: CPython forks and switches ids itself (the cgroup move is done later)
-        ids = {"user": launch.uid, "group": launch.gid, "extra_groups": []}
-        return launch.argv, launch.executable, ids
-    if launch.cgroup_procs is not None and _SH is not None:
-        # The child enters the job's cgroup before it execs anything of the job's, so
-        # not even a process it forks at once can start outside.
-        return [_SH, "-c", _ENTER, launch.cgroup_procs, *argv], _SH, {}
-    return (argv if launch.uid is not None else launch.argv), exe, {}
+        return launch.argv, launch.executable, {"env": launch.env, "cwd": launch.cwd}
+    ids = {"user": launch.uid, "group": launch.gid, "extra_groups": _groups(launch), "env": launch.env}
+    if _SH is None:
+        return launch.argv, launch.executable, {**ids, "cwd": launch.cwd}
+    return ([_SH, "-c", _ENTER_DIR, launch.cwd, launch.executable, *launch.argv[1:]], _SH, {**ids, "cwd": "/"})
 
 
 class Usage(NamedTuple):
@@ -353,20 +435,18 @@ class Kept:
         return self.returncode
 
 
-def _popen(launch: Launch, pid_fd: int = -1, exit_fd: int = -1) -> subprocess.Popen[bytes]:
-    argv, exe, ids = _argv(launch, pid_fd, exit_fd)
+def _popen(launch: Launch, pid_fd: int = -1, exit_fd: int = -1, env_fd: int = -1) -> subprocess.Popen[bytes]:
+    argv, exe, kwargs = _argv(launch, pid_fd, exit_fd, env_fd)
     return subprocess.Popen(
         argv,
         executable=exe,
         stdin=launch.stdin,
         stdout=launch.stdout,
         stderr=launch.stderr,
-        cwd=launch.cwd,
-        env=launch.env,
         start_new_session=True,
         close_fds=True,
-        pass_fds=tuple(fd for fd in (pid_fd, exit_fd) if fd >= 0),
-        **ids,  # type: ignore[arg-type]
+        pass_fds=tuple(fd for fd in (pid_fd, exit_fd, env_fd) if fd >= 0),
+        **kwargs,
     )
 
 
@@ -376,13 +456,16 @@ def _start(launch: Launch) -> subprocess.Popen[bytes] | Kept:
     A job's core size limit (``coresize``) is inherited from us: the spawner thread,
     the only one that starts processes, sets the startd's own around the start (a
     limit set on the job afterwards would come too late for a job that forks or
-    crashes at once)."""
-    if launch.core_size is None:
+    crashes at once). The helper sets it in the job's own process instead."""
+    if launch.core_size is None or _uses_launcher(launch):
         return _start_now(launch)
     old = resource.getrlimit(resource.RLIMIT_CORE)
     size = resource.RLIM_INFINITY if launch.core_size < 0 else launch.core_size
-    try:
-        resource.setrlimit(resource.RLIMIT_CORE, (size, size if os.geteuid() == 0 else min(size, old[1])))
+    hard = old[1]
+    if hard != resource.RLIM_INFINITY and (size == resource.RLIM_INFINITY or size > hard):
+        size = hard
+    try:  # the soft limit only: raising a hard limit back may need a capability we lack
+        resource.setrlimit(resource.RLIMIT_CORE, (size, hard))
     except (OSError, ValueError):
         return _start_now(launch)
     try:
@@ -396,17 +479,24 @@ def _start_now(launch: Launch) -> subprocess.Popen[bytes] | Kept:
     if not _uses_launcher(launch):
         return _popen(launch)
     own = launch.exit_fd < 0
-    exit_fd = os.memfd_create("roost-exit") if own else launch.exit_fd
+    env_fd = os.memfd_create("roost-env")
+    try:
+        write_all(env_fd, _env_data(launch.env))
+        exit_fd = os.memfd_create("roost-exit") if own else launch.exit_fd
+    except BaseException:
+        os.close(env_fd)
+        raise
     r, w = os.pipe()
     try:
         try:
-            helper = _popen(launch, w, exit_fd)
+            helper = _popen(launch, w, exit_fd, env_fd)
         except BaseException:
             if own:
                 os.close(exit_fd)
             raise
         finally:
             os.close(w)
+            os.close(env_fd)
         got = b""
         while not got.endswith(b"\n"):
             chunk = os.read(r, 64)

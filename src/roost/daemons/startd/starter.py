@@ -668,6 +668,12 @@ class Starter:
         # itself before a restart; its Iwd): never through a link, only its own files
         # (userfiles.py). The sandbox is the walk's trusted start; an Iwd is walked from /.
         user, top = self.job_user(), box if spec.transfer else "/"
+        if not spec.transfer:  # the job enters its Iwd as its user (launch.py): say so if it cannot
+            try:
+                os.close(userfiles.open_dir(spec.iwd, user))
+            except OSError as e:
+                raise StartError(f"cannot enter the job's Iwd {spec.iwd} as uid {user.uid}: "
+                                 f"{e.strerror or e}") from None
         try:
             if stdin:
                 opened.append(_open_std(stdin, user, top, "input (In)"))
@@ -693,7 +699,9 @@ class Starter:
             request = launch.Launch(
                 argv=cmd.argv,
                 executable=cmd.executable,
-                cwd=box if spec.transfer else spec.iwd,
+                # a container runtime runs as root: its own environment and directory,
+                # the job's reach the container only (as its arguments)
+                cwd=(box if spec.transfer else spec.iwd) if cmd.as_job_user else "/",
                 env=self.env if cmd.as_job_user else RUNTIME_ENV,
                 stdin=opened[0] if stdin else devnull(os.O_RDONLY),
                 stdout=std[0],
