@@ -30,7 +30,7 @@ def _start(tmp_path, argv, name):
     jobs = tmp_path / JOBS_DIR
     jobs.mkdir(exist_ok=True)
     exit_fd = os.open(jobs / f"{name}.exit", os.O_RDWR | os.O_CREAT, 0o600)
-    req = launch.Launch(argv=argv, executable=argv[0], cwd=str(tmp_path), env={"PATH": "/bin:/usr/bin"},
+    req = launch.Launch(argv=argv, executable=argv[0], cwd="/", env={"PATH": "/bin:/usr/bin"},
                         stdin=0, stdout=1, stderr=2, uid=65534, gid=65534, exit_fd=exit_fd)
     proc = asyncio.run(launch.spawn(req))
     os.close(exit_fd)

@@ -18,8 +18,8 @@ as root here). Until the helper is built (or without a compiler) jobs go through
 ``Popen(user=...)``: CPython's child switches ids before it execs anything, then a
 shell running as the job's user enters the job's directory and execs the job. That
 path costs ~2 ms more (CPython forks rather than vforks when ids change, and the
-shell), does not enter the cgroup before the exec (the spawner moves the job right
-after), and its jobs do not outlive their startd.
+shell, which also waits until the spawner has moved it into the job's cgroup before
+it execs the job), and its jobs do not outlive their startd.
 
 Either way ``Popen`` waits for the child's exec; that wait runs on one
 long-lived spawner thread (not a thread per job), so the event loop keeps
@@ -51,8 +51,13 @@ from roost.daemons.startd.sandboxfiles import write_all
 T = TypeVar("T")
 
 _SH = shutil.which("sh", path="/bin:/usr/bin")
-# without the helper: the first thing the job's user runs enters the job's directory
-_ENTER_DIR = 'cd -- "$0" && exec "$@"'
+# without the helper: the first thing the job's user runs enters the job's directory,
+# then, with builtins only (nothing forked yet), waits until the spawner has moved its
+# pid into the job's cgroup ($1, its cgroup.procs; "-": none): nothing of the job's may
+# start outside it. Bounded: a move that failed costs ~0.1 s, not the job.
+_ENTER_DIR = ('cd -- "$0" || exit 126; if [ "$1" != - ]; then n=0; in=; '
+              'while [ -z "$in" ] && [ $n -lt 20000 ]; do n=$((n + 1)); '
+              'while read -r p; do [ "$p" = $$ ] && in=1; done < "$1"; done; fi; shift; exec "$@"')
 #: what the helper itself runs with (as root): nothing of the job's
 HELPER_ENV = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin"}
 _spawner: ThreadPoolExecutor | None = None
@@ -386,7 +391,8 @@ def _argv(launch: Launch, pid_fd: int = -1, exit_fd: int = -1,
     ids = {"user": launch.uid, "group": launch.gid, "extra_groups": _groups(launch), "env": launch.env}
     if _SH is None:
         return launch.argv, launch.executable, {**ids, "cwd": launch.cwd}
-    return ([_SH, "-c", _ENTER_DIR, launch.cwd, launch.executable, *launch.argv[1:]], _SH, {**ids, "cwd": "/"})
+    return ([_SH, "-c", _ENTER_DIR, launch.cwd, launch.cgroup_procs or "-", launch.executable,
+             *launch.argv[1:]], _SH, {**ids, "cwd": "/"})
 
 
 class Usage(NamedTuple):
