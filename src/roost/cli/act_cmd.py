@@ -68,6 +68,11 @@ def run(action: str, argv: list[str]) -> int:
             if int(got.get("count", 0)) > 0:
                 print(ok_msg)
             else:
+                ids = args.get("ids")
+                denied = got.get("denied") or []
+                if ids and denied and "." in str(ids[0]):  # type: ignore[index]
+                    # condor_rm's words for a job that is another user's
+                    fail_msg = f"Permission denied to {action} job {denied[0]}"
                 print(fail_msg, file=sys.stderr)
                 rc = 1
     except PoolError as e:

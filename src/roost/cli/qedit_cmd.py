@@ -131,7 +131,12 @@ def main_qedit(argv: list[str]) -> int:
     count = int(done.get("count", 0))
     if count == 0:
         what = ", ".join(got["ids"]) or got["constraint"] or f"owner {got['owner']}"
-        print(f"roost qedit: no jobs matched ({what})", file=sys.stderr)
+        denied = done.get("denied") or []
+        if denied:  # the schedd lets each user edit only their own jobs
+            print(f"roost qedit: permission denied to edit job(s) {', '.join(denied)}: "
+                  "not yours (only their owner or a queue super user may edit them)", file=sys.stderr)
+        else:
+            print(f"roost qedit: no jobs matched ({what})", file=sys.stderr)
         print("Queue transaction failed.  No attributes were set.", file=sys.stderr)
         return 1
     for name in edits:

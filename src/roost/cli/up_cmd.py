@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 from roost.api.collector import Collector
 from roost.api.errors import PoolError
 from roost.api.pool import Pool
+from roost.poolhome import personal_home
 
 
 def main(argv: list[str]) -> int:
@@ -19,6 +21,10 @@ def main(argv: list[str]) -> int:
                    help="seconds to wait for the pool to become ready (default 60)")
     ns = p.parse_args(argv)
     pool = Pool()
+    if not os.environ.get("ROOST_HOME") and not pool.running():
+        # the system pool found by lookup is its service's to start (contrib/systemd),
+        # not a user's: without ROOST_HOME, `roost up` starts the user's own pool
+        pool = Pool(personal_home())
     if pool.running():
         print(f"roost up: a pool is already running (ROOST_HOME={pool.home}, master pid "
               f"{pool.master_pid()}); `roost down` stops it")

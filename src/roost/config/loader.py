@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from roost import poolhome
 from roost.config.errors import ConfigError
 from roost.config.layers import DEFAULT_LAYER, apply_env_overrides, facts_layer
 from roost.config.parser import ParseState, parse_text
@@ -42,11 +43,9 @@ class Loaded:
 
 
 def default_home(env: Mapping[str, str]) -> Path:
-    """$ROOST_HOME, else ~/.local/share/roost."""
-    if env.get(HOME_ENV):
-        return Path(env[HOME_ENV]).expanduser()
-    home = env.get("HOME") or str(Path.home())
-    return Path(home) / ".local" / "share" / "roost"
+    """$ROOST_HOME, else the personal pool, else the system pool (roost.poolhome: the
+    same pool every command talks to)."""
+    return Path(poolhome.default_home(env))
 
 
 def config_path(env: Mapping[str, str]) -> tuple[Path, bool]:

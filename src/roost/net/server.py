@@ -246,6 +246,10 @@ class Server:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(unix_path)  # a stale socket from a daemon that died
             srv = await asyncio.start_unix_server(self._connection, unix_path)
+            # Open to every local account, as HTCondor's FS-authenticated sockets: the
+            # kernel names each peer's uid (SO_PEERCRED) and authorization decides by that
+            # identity, so the mode grants nothing a peer could not ask for over TCP.
+            os.chmod(unix_path, 0o666)
             self._servers.append(srv)
             self.unix_path = unix_path
 

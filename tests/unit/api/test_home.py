@@ -11,6 +11,7 @@ import pytest
 from daemons.daemon_procs import make_home, start_daemon, stop_daemon
 
 import roost.api as roost
+from roost import poolhome
 from roost.api.home import pool_home, read_address, run_path
 from roost.api.negotiator import negotiator_connection
 from roost.net.addresses import write_address
@@ -25,6 +26,7 @@ def test_an_explicit_home_wins_over_roost_home(monkeypatch: pytest.MonkeyPatch, 
 
 def test_home_falls_back_to_the_users_data_directory(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.delenv("ROOST_HOME", raising=False)
+    monkeypatch.setattr(poolhome, "SYSTEM_HOME", str(tmp_path / "no-system-pool"))
     monkeypatch.setenv("HOME", str(tmp_path))
     assert pool_home() == str(tmp_path / ".local" / "share" / "roost")
     assert roost.Schedd().home == tmp_path / ".local" / "share" / "roost"
@@ -136,3 +138,49 @@ def test_a_stale_socket_file_is_skipped_for_the_tcp_address(tmp_path: Path, sche
     write_address(run / "schedd.address", schedd_daemon.address)
     with roost.Schedd(tmp_path) as schedd, roost.Schedd(schedd_daemon.home) as direct:
         assert schedd.totals() == direct.totals()
+
+
+# -- which pool a user's commands find (docs/pool.md, "Which pool a command talks to") --
+
+def _system(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, *, running: bool) -> Path:
+    """A system pool's home as contrib/systemd makes it (configured by ROOST_CONFIG, so
+    no roost_config in it): ``run/`` once its master has started."""
+    system = tmp_path / "var-lib-roost"
+    system.mkdir()
+    if running:
+        (system / "run").mkdir()
+    monkeypatch.setattr(poolhome, "SYSTEM_HOME", str(system))
+    monkeypatch.delenv("ROOST_HOME", raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path / "user"))
+    return system
+
+
+def test_a_user_without_a_pool_of_their_own_finds_the_system_pool(monkeypatch: pytest.MonkeyPatch,
+                                                                  tmp_path: Path) -> None:
+    system = _system(tmp_path, monkeypatch, running=True)
+    assert pool_home() == str(system)
+    assert roost.Schedd().home == system
+    from roost.config.loader import default_home
+
+    assert default_home(os.environ) == system  # $(ROOST_HOME) in the configuration agrees
+
+
+def test_the_users_own_pool_wins_over_the_system_pool(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    _system(tmp_path, monkeypatch, running=True)
+    own = tmp_path / "user" / ".local" / "share" / "roost"
+    own.mkdir(parents=True)
+    assert pool_home() == str(tmp_path / "var-lib-roost")  # an empty directory is no pool
+    (own / "roost_config").write_text("use ROLE : Personal\n")
+    assert pool_home() == str(own)
+
+
+def test_roost_home_wins_over_both(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    _system(tmp_path, monkeypatch, running=True)
+    monkeypatch.setenv("ROOST_HOME", str(tmp_path / "elsewhere"))
+    assert pool_home() == str(tmp_path / "elsewhere")
+
+
+def test_no_pool_anywhere_means_the_personal_home(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    _system(tmp_path, monkeypatch, running=False)  # the directory alone, never started: no pool
+    assert pool_home() == str(tmp_path / "user" / ".local" / "share" / "roost")
+

@@ -111,7 +111,32 @@ class Schedd(Daemon):
     def unix_socket(self) -> str | None:
         return str(self.run_dir / f"{self.name}.sock")
 
+    def _open_path_to_socket(self) -> None:
+        """A root-run schedd serves every local account through its socket (FS): give
+        o+x (search, not read) to our own directories from RUN up to LOCAL_DIR, as the
+        startd does for EXECUTE, so a submit-only host whose home was made 0700 (mkdtemp,
+        a home under /root) is reachable too; warn about any other ancestor in the way."""
+        if os.geteuid() != 0:
+            return
+        home = os.path.realpath(self.home)
+        path = os.path.realpath(self.run_dir)
+        while True:
+            st = os.stat(path)
+            if not st.st_mode & 0o001:
+                inside = path == home or path.startswith(home + os.sep)
+                if inside and st.st_uid == 0:
+                    os.chmod(path, (st.st_mode & 0o7777) | 0o001)
+                    log.info("made %s searchable so local users reach %s", path, self.unix_socket())
+                else:
+                    log.warning("%s is not searchable by other users: they cannot reach %s and "
+                                "can submit only with a token", path, self.unix_socket())
+                    return
+            if path == home or path == os.path.dirname(path):
+                return
+            path = os.path.dirname(path)
+
     async def start(self) -> None:
+        self._open_path_to_socket()
         self.spool_dir.mkdir(parents=True, exist_ok=True)
         store = self.store = Store(str(self.spool_dir / "job_queue.db"), fsync=self.fsync)
         if store.repaired:

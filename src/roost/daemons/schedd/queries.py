@@ -267,9 +267,13 @@ class QueueCalls:
         who = user
         restrict = None if self.rights.is_super(user) else user
         reason = req.get("reason")
+        matched = list(self._matching(req, owner))
+        # another user's jobs are named back (they are in `roost q` for all to see), so
+        # the tool can say "Permission denied" rather than "not found", as condor_rm does
+        denied = [job.id for job in matched if restrict is not None and job.owner != restrict]
         jobs = [
             job
-            for job in self._matching(req, owner)
+            for job in matched
             if (restrict is None or job.owner == restrict) and status_allows(action, job.status)
         ]
 
@@ -301,7 +305,7 @@ class QueueCalls:
                         log.warning("OtherJobRemoveRequirements %r: %s", text, e)
                         continue
                     done += [j for j in got["ids"] if j not in done]
-        return {"count": len(done), "ids": done}
+        return {"count": len(done), "ids": done, "denied": denied}
 
     # -- EDIT (condor_qedit) ----------------------------------------------------------------
     async def h_edit(self, req: dict[str, Any], peer: Peer) -> dict[str, Any]:
@@ -318,14 +322,16 @@ class QueueCalls:
         for name, text in attrs.items():
             values[name] = edit_value("EDIT", name, text)
         restrict = None if self.rights.is_super(user) else user
-        jobs = [job for job in self._matching(req, req.get("owner")) if restrict is None or job.owner == restrict]
+        matched = list(self._matching(req, req.get("owner")))
+        denied = [job.id for job in matched if restrict is not None and job.owner != restrict]
+        jobs = [job for job in matched if restrict is None or job.owner == restrict]
         done = []
         for job in jobs:
             await self.jobs.report(job, self.jobs.set_ops(job, values), [])
             done.append(job.id)
         if done and self.on_prio_edit is not None and any(n.lower() == "jobprio" for n in values):
             self.on_prio_edit()
-        return {"count": len(done), "ids": done}
+        return {"count": len(done), "ids": done, "denied": denied}
 
     # -- WAIT_JOBS ------------------------------------------------------------------------
     async def _wait_state(self, ids: list[str]) -> tuple[int, int, dict[str, int], set[int]]:
