@@ -64,6 +64,7 @@ def test_factor_persists_across_restarts(home, collector):
     state = json.loads((home / "spool" / "accountant.json").read_text())
     assert "alice@h" in json.dumps(state)
     assert not list((home / "spool").glob(".accountant.json.*.tmp"))
+    assert (home / "spool" / "accountant.json").stat().st_mode & 0o777 == 0o600  # docs/security.md
     proc, addr = start_daemon("negotiator", home)
     try:
         neg = as_owner(home, addr)

@@ -114,6 +114,9 @@ class Schedd(Daemon):
     async def start(self) -> None:
         self.spool_dir.mkdir(parents=True, exist_ok=True)
         store = self.store = Store(str(self.spool_dir / "job_queue.db"), fsync=self.fsync)
+        if store.closed_files:
+            log.warning("closed to group and others (they hold claim ids and job ads): %s",
+                        ", ".join(store.closed_files))
         if store.repaired:
             log.error("%s", store.repaired)
         queue = self.queue = JobQueue(store)
