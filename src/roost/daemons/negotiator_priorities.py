@@ -60,9 +60,10 @@ class AccountantFile:
         accountant and None when there is no file or it cannot be read (a corrupt
         file is renamed aside and logged)."""
         path = self.path
-        with contextlib.suppress(OSError):
-            if close_to_others(path):  # each user's usage: the negotiator's to tell (userprio)
-                self.log.warning("closed %s to group and others", path)
+        with contextlib.suppress(OSError):  # each user's usage: the negotiator's to tell (userprio)
+            for p in [path, *sorted(path.parent.glob(f"{path.name}.corrupt.*"))]:
+                if close_to_others(p):
+                    self.log.warning("closed %s to group and others", p)
         try:
             text = path.read_text(encoding="utf-8")
         except FileNotFoundError:
