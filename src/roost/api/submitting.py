@@ -7,12 +7,21 @@ without building ClassAds, and this module sends them on one connection.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from roost.submit import ClusterSubmission, SubmitDescription
+from roost.submit import ClusterSubmission, SubmitDescription, SubmitError
 from roost.submit.wire import wire_cluster
+
+#: a schedd's refusal of an attribute a submit command sets -> the commands that set it,
+#: so the user reads the file and line (the schedd never saw the file)
+_REFUSED_ATTR = re.compile(r"SUBMIT: (AcctGroupUser|AccountingGroup) = ")
+_COMMANDS_OF = {
+    "AcctGroupUser": ("accounting_group_user", "MY.AcctGroupUser"),
+    "AccountingGroup": ("MY.AccountingGroup", "accounting_group_user", "accounting_group", "nice_user"),
+}
 
 
 @dataclass
@@ -62,7 +71,21 @@ def submit_description(
         if cid != c.cluster_id:
             c = desc.expand(cluster_id=cid - i, qdate=qdate, owner=owner)[i]
         cluster_ad, procs = wire_cluster(c)
-        got = call("SUBMIT", cluster=cid, cluster_ad=cluster_ad, procs=procs)
+        try:
+            got = call("SUBMIT", cluster=cid, cluster_ad=cluster_ad, procs=procs)
+        except Exception as e:
+            raise _at_line(e, desc) from None
         result.clusters.append((int(got.get("cluster", cid)), int(got.get("count", len(c)))))
         result.cluster_ads.append(cluster_ad)
     return result
+
+
+def _at_line(e: Exception, desc: SubmitDescription) -> Exception:
+    """A schedd's refusal of the accounting user, as a SubmitError naming the submit
+    file's line that set it (one line: file:line: the attribute, its value, the rule);
+    any other error as it came."""
+    message = getattr(e, "message", None) or str(e)  # RefusedError: its str; RemoteError: .message
+    m = _REFUSED_ATTR.match(message) if getattr(e, "code", None) == "DENIED" and isinstance(message, str) else None
+    if m is None:
+        return e
+    return SubmitError(message[len("SUBMIT: "):], file=desc.file, line=desc.line_of(*_COMMANDS_OF[m.group(1)]))

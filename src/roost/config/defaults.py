@@ -54,6 +54,7 @@ _KNOBS = [
     # -- security ----------------------------------------------------------------
     Knob("UID_DOMAIN", "$(FULL_HOSTNAME)", "users with the same name and UID_DOMAIN are one user (user@UID_DOMAIN)"),
     Knob("QUEUE_SUPER_USERS", "root, condor", "users who may act on every job in the queue (the schedd's own account too)"),
+    Knob("SCHEDD_ALLOW_OTHER_ACCOUNTING_USER", "False", "any submitter may charge jobs to another accounting user (accounting_group_user); else only queue super users"),
     Knob("ALLOW_READ", "*", "who may query (status, q); unauthenticated peers too"),
     Knob("ALLOW_WRITE", "*", "who may submit and manage jobs (authenticated; the schedd lets each user act on their own jobs only)"),
     Knob("ALLOW_ADMINISTRATOR", "condor@$(UID_DOMAIN), root@$(UID_DOMAIN), $(USERNAME)@$(UID_DOMAIN)",

@@ -26,6 +26,7 @@ from typing import Any, Protocol
 from roost.core.accountant import Accountant, UserRecord
 from roost.core.updown import UpDown
 from roost.net.errors import RequestError
+from roost.net.private_files import close_to_others, open_private
 from roost.net.server import Handler, Peer
 
 
@@ -59,6 +60,10 @@ class AccountantFile:
         accountant and None when there is no file or it cannot be read (a corrupt
         file is renamed aside and logged)."""
         path = self.path
+        with contextlib.suppress(OSError):  # each user's usage: the negotiator's to tell (userprio)
+            for p in [path, *sorted(path.parent.glob(f"{path.name}.corrupt.*"))]:
+                if close_to_others(p):
+                    self.log.warning("closed %s to group and others", p)
         try:
             text = path.read_text(encoding="utf-8")
         except FileNotFoundError:
@@ -89,7 +94,7 @@ class AccountantFile:
             path.parent.mkdir(parents=True, exist_ok=True)
             data = json.dumps({**accountant.to_json(), "updown": updown.to_json()},
                               sort_keys=True, allow_nan=False)
-            with open(tmp, "w", encoding="utf-8") as f:
+            with os.fdopen(open_private(tmp), "w", encoding="utf-8") as f:
                 f.write(data)
                 f.flush()
                 os.fsync(f.fileno())

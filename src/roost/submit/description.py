@@ -41,6 +41,17 @@ class SubmitDescription:
     def num_procs(self) -> int:
         return sum(block_procs(b) for b in self.blocks)
 
+    def line_of(self, *keys: str) -> int:
+        """The line that sets the first of ``keys`` (submit commands, ``MY.Attr`` for
+        ``+Attr``) the description sets, in its first queue block that does; 0: none.
+        How a refusal the schedd gives an attribute is pinned to the file."""
+        for key in keys:
+            for block in self.blocks:
+                line = block.lines.get(key.lower(), 0)
+                if line:
+                    return line
+        return 0
+
     def expand(
         self,
         cluster_id: int = 1,

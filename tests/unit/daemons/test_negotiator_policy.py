@@ -64,6 +64,7 @@ def test_factor_persists_across_restarts(home, collector):
     state = json.loads((home / "spool" / "accountant.json").read_text())
     assert "alice@h" in json.dumps(state)
     assert not list((home / "spool").glob(".accountant.json.*.tmp"))
+    assert (home / "spool" / "accountant.json").stat().st_mode & 0o777 == 0o600  # docs/security.md
     proc, addr = start_daemon("negotiator", home)
     try:
         neg = as_owner(home, addr)
@@ -80,6 +81,7 @@ def test_corrupt_state_is_set_aside(home, collector):
     spool = home / "spool"
     spool.mkdir(parents=True, exist_ok=True)
     (spool / "accountant.json").write_text("{not json")
+    (spool / "accountant.json").chmod(0o644)  # as an older roost left it
     proc, addr = start_daemon("negotiator", home)
     try:
         neg = as_owner(home, addr)
@@ -91,6 +93,7 @@ def test_corrupt_state_is_set_aside(home, collector):
         stop_daemon(proc)
     aside = list(spool.glob("accountant.json.corrupt.*"))
     assert len(aside) == 1 and aside[0].read_text() == "{not json"
+    assert aside[0].stat().st_mode & 0o777 == 0o600  # closed at start, before it was set aside
     assert "bob@h" in (spool / "accountant.json").read_text()
     log = (home / "log" / "NegotiatorLog").read_text()
     assert "corrupt" in log

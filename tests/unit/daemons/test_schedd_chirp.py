@@ -37,11 +37,11 @@ def running(tmp_path: Path) -> Iterator[Any]:
     startd = FakeStartd(s.home)
     startd.hang = True  # the job stays running
 
-    def start(cwd: Path, extra: str = "") -> tuple[SyncClient, str, str]:
+    def start(cwd: Path, extra: str = "", owner: str = "root") -> tuple[SyncClient, str, str]:
         with s.client() as c:
-            cid, _ = submit(c, f"executable = /bin/sleep\nlog = job.log\n{extra}queue\n", str(cwd))
+            cid, _ = submit(c, f"executable = /bin/sleep\nlog = job.log\n{extra}queue\n", str(cwd), owner)
             with s.daemon_client() as n:
-                for r in n.call("GET_REQUESTS", owner="root")["requests"]:
+                for r in n.call("GET_REQUESTS", owner=owner)["requests"]:
                     startd.send_match(s.address, r["autocluster"], "claim-1")
             wait_for(lambda: c.call("QUERY_JOBS", totals=True)["totals"]["Running"] == 1)
         claim = [a["claim_id"] for cmd, a in startd.calls if cmd == "ACTIVATE_CLAIM"][-1]
@@ -123,3 +123,21 @@ def test_a_job_with_io_reads_and_sets_attributes_logs_and_moves_files(running: A
         assert query(q)[jid]["JobProgress"] == "/Expr(40 + 2)/"
     events = wait_for(lambda: [e for e in read_events(str(public_dir / "job.log")) if int(e.type) == 8])
     assert events[0]["Info"] == "from the job"
+
+
+def test_a_job_may_not_charge_its_usage_to_another_user(running: Any, public_dir: Path) -> None:
+    """A running job speaks for its owner: Chirp's set_job_attr may not name another
+    accounting user (docs/security.md), a delayed update of one is dropped."""
+    s, start = running
+    c, jid, claim = start(public_dir, "+WantIOProxy = true\n", owner="nobody")
+    attr = {"claim_id": claim, "job": jid}
+    with c:
+        for name, expr in (("AccountingGroup", '"group_x.alice"'), ("AcctGroupUser", '"alice"')):
+            with pytest.raises(RemoteError) as e:
+                c.call("CHIRP_ATTR", op="set", name=name, expr=expr, **attr)
+            assert e.value.code == "DENIED" and "nobody may not charge jobs to user 'alice'" in e.value.message
+        assert c.call("CHIRP_ATTR", op="delayed", attrs={"AccountingGroup": '"alice"'}, **attr)["applied"] == 0
+        c.call("CHIRP_ATTR", op="set", name="AccountingGroup", expr='"group_x.nobody"', **attr)
+    with s.client() as q:
+        ad = query(q)[jid]
+    assert ad["AccountingGroup"] == "group_x.nobody" and "AcctGroupUser" not in ad

@@ -108,3 +108,19 @@ def test_a_file_that_cannot_be_read_is_no_reason_to_move_it(tmp_path):
     with pytest.raises(salvage.QueueFileError, match="cannot be read"):
         Store(str(db), fsync=False)
     assert db.is_dir() and not [p for p in os.listdir(tmp_path) if ".damaged-" in p]
+
+
+def test_the_salvaged_queue_is_as_private_as_the_old(tmp_path):
+    db = tmp_path / "job_queue.db"
+    db.write_bytes(b"this is not SQLite" * 100)
+    os.chmod(db, 0o644)
+    old = os.umask(0o022)
+    try:
+        q, repaired = _load(db)
+        asyncio.run(q.store.commit(q.add_cluster(q.new_cluster_id(), "bob", {"Cmd": "/bin/true"}, [{"ProcId": 0}])))
+        modes = {p.name: os.stat(p).st_mode & 0o777 for p in tmp_path.iterdir()}
+        q.store.close()
+    finally:
+        os.umask(old)
+    assert repaired is not None and len(modes) >= 4, modes  # the new file, its WAL and shm, the damaged one
+    assert set(modes.values()) == {0o600}, modes

@@ -4,6 +4,8 @@ reload after reopening, counters, history."""
 from __future__ import annotations
 
 import asyncio
+import os
+import sqlite3
 
 from roost.daemons.schedd.jobqueue import JobQueue
 from roost.daemons.schedd.store import Store
@@ -84,3 +86,45 @@ def test_job_ends_committed_but_not_logged_are_replayed_once(tmp_path):
     assert store.pending_events() == []
     assert next(jobs._event_ids) == 3  # ids go on after those seen
     store.close()
+
+
+def _mode(path) -> int:
+    return os.stat(path).st_mode & 0o777
+
+
+def test_a_new_queue_and_its_wal_and_shm_are_owner_only(tmp_path):
+    """They hold every job's ad and each running job's ClaimId (docs/security.md,
+    *Secrets at rest*); SQLite gives its -wal and -shm the database's mode."""
+    old = os.umask(0o022)
+    try:
+        db = tmp_path / "job_queue.db"
+        q = _queue(db)
+        asyncio.run(q.store.commit(q.add_cluster(q.new_cluster_id(), "alice", {"Cmd": "/bin/true"}, [{"ProcId": 0}])))
+        modes = {p.name: _mode(p) for p in tmp_path.iterdir()}
+        q.store.close()
+    finally:
+        os.umask(old)
+    assert {"job_queue.db", "job_queue.db-wal", "job_queue.db-shm"} <= set(modes), modes
+    assert set(modes.values()) == {0o600}, modes
+
+
+def test_an_older_roosts_open_queue_files_are_closed_at_start(tmp_path):
+    db = tmp_path / "job_queue.db"
+    conn = sqlite3.connect(db)  # as an older roost made them: under umask 022
+    conn.execute("PRAGMA journal_mode=WAL")
+    conn.execute("CREATE TABLE t (x)")
+    conn.execute("INSERT INTO t VALUES (1)")
+    conn.commit()  # kept open: its -wal and -shm stay
+    aside = tmp_path / "job_queue.db.damaged-20240101T000000"
+    aside.write_bytes(b"old")
+    for p in (db, tmp_path / "job_queue.db-wal", tmp_path / "job_queue.db-shm", aside):
+        os.chmod(p, 0o644)
+    store = Store(str(db), fsync=False)
+    try:
+        assert sorted(os.path.basename(p) for p in store.closed_files) == [
+            "job_queue.db", "job_queue.db-shm", "job_queue.db-wal", aside.name]
+        assert {p.name: _mode(p) for p in tmp_path.iterdir()} == dict.fromkeys(
+            ["job_queue.db", "job_queue.db-wal", "job_queue.db-shm", aside.name], 0o600)
+    finally:
+        store.close()
+        conn.close()

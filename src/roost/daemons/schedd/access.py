@@ -19,8 +19,10 @@ from __future__ import annotations
 import os
 import pwd
 import stat
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from typing import Any
 
+from roost.core.accounting_user import accounting_user_problem
 from roost.daemons.security import peer_user
 from roost.daemons.userfiles import User, allowed
 from roost.net.errors import RequestError
@@ -131,6 +133,8 @@ class QueueRights:
         self.schedd_user = schedd_user
         self.super_users = frozenset(super_users) | {schedd_user}
         self.root = os.geteuid() == 0
+        #: SCHEDD_ALLOW_OTHER_ACCOUNTING_USER: anyone may charge any accounting user
+        self.allow_other_accounting_user = False
 
     def set_super_users(self, super_users: Iterable[str]) -> None:
         """QUEUE_SUPER_USERS again (RECONFIG); the schedd's own account stays one."""
@@ -149,6 +153,15 @@ class QueueRights:
 
     def is_super(self, user: str) -> bool:
         return user in self.super_users
+
+    def check_accounting_user(self, user: str, owner: str, get: Callable[[str], Any], cmd: str) -> None:
+        """May ``user`` give a job of ``owner``'s the accounting user it names (``get``
+        reads the job's attributes)? DENIED with the rule, on one line, when not."""
+        if self.allow_other_accounting_user or self.is_super(user):
+            return
+        problem = accounting_user_problem(owner, get)
+        if problem is not None:
+            raise RequestError("DENIED", f"{cmd}: {problem}")
 
     def check_owner(self, user: str, owner: str, cmd: str) -> None:
         """May ``user`` queue a job that runs as ``owner``?"""

@@ -34,6 +34,7 @@ import time
 from typing import Any
 
 from roost.core import chirp as rules
+from roost.daemons.schedd.access import QueueRights
 from roost.daemons.schedd.chirpio import HEADER, IO_MAX
 from roost.daemons.schedd.jobqueue import Job
 from roost.daemons.schedd.localuniverse import run_as
@@ -164,6 +165,8 @@ class ChirpCalls:
 
     def __init__(self, shadows: Shadows, config: Any = None) -> None:
         self.shadows = shadows
+        #: who may charge whom (the daemon's QueueRights); None: not checked (unit tests)
+        self.rights: QueueRights | None = None
         self.config = config
         self.helpers: dict[tuple[int, int, int], Helper] = {}  # (cluster, proc, parallel node)
         self._starting: dict[tuple[int, int, int], asyncio.Future[Helper]] = {}
@@ -177,6 +180,14 @@ class ChirpCalls:
 
     def may_read(self, job: Job) -> bool:
         return rules.may_read_attrs(_job_bool(job, "WantIOProxy", False), _job_bool(job, "WantRemoteUpdates", False))
+
+    def _check_accounting(self, job: Job, values: dict[str, Any]) -> None:
+        """A job speaks for its owner: it may name no other accounting user than its
+        owner may (core.accounting_user)."""
+        if self.rights is not None:
+            edited = {k.lower(): v for k, v in values.items()}
+            self.rights.check_accounting_user(
+                job.owner, job.owner, lambda n: edited[n.lower()] if n.lower() in edited else job.get(n), "CHIRP_ATTR")
 
     def may_write(self, job: Job, name: str) -> bool:
         if name.lower() in _CHIRP_WANTS:
@@ -202,6 +213,7 @@ class ChirpCalls:
             value = edit_value("CHIRP_ATTR", name, text)
             if not self.may_write(job, name):
                 raise RequestError("DENIED", f"job {job.id} may not set {name} (WantRemoteUpdates)")
+            self._check_accounting(job, {name: value})
             await jobs.report(job, jobs.set_ops(job, {name: value}), [])
             log.debug("job %s: chirp set %s = %s", job.id, name, text)
             return {}
@@ -213,6 +225,11 @@ class ChirpCalls:
             for name, text in attrs.items():
                 try:
                     value = edit_value("CHIRP_ATTR", name, text)
+                except RequestError as e:
+                    log.info("job %s: delayed update ignored: %s", job.id, e.message)
+                    continue
+                try:
+                    self._check_accounting(job, {name: value})
                 except RequestError as e:
                     log.info("job %s: delayed update ignored: %s", job.id, e.message)
                     continue

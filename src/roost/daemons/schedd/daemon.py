@@ -22,6 +22,7 @@ from typing import Any
 
 from roost.classad.unparse import quote
 from roost.core import jobpolicy as jp
+from roost.core.accounting_user import ALLOW_OTHER_KNOB
 from roost.daemons.base import Daemon, run
 from roost.daemons.schedd.access import QueueRights
 from roost.daemons.schedd.autoclusters import LOCAL_UNIVERSES, AutoClusters
@@ -139,6 +140,9 @@ class Schedd(Daemon):
         self._open_path_to_socket()
         self.spool_dir.mkdir(parents=True, exist_ok=True)
         store = self.store = Store(str(self.spool_dir / "job_queue.db"), fsync=self.fsync)
+        if store.closed_files:
+            log.warning("closed to group and others (they hold claim ids and job ads): %s",
+                        ", ".join(store.closed_files))
         if store.repaired:
             log.error("%s", store.repaired)
         queue = self.queue = JobQueue(store)
@@ -163,6 +167,7 @@ class Schedd(Daemon):
             self.uid_domain, self.config.get_list("QUEUE_SUPER_USERS", ["root", "condor"]) or [],
             pwd.getpwuid(os.geteuid()).pw_name,
         )
+        rights.allow_other_accounting_user = bool(self.config.get_bool(ALLOW_OTHER_KNOB, False))
         submit = SubmitCalls(
             jobs, self.config.get("FILESYSTEM_DOMAIN") or self.hostname, rights,
             ads_changed=self.ads_changed, reschedule=self.reschedule,
@@ -183,6 +188,7 @@ class Schedd(Daemon):
             job, lambda key: key in queue.running or key in jobs.runners)
         starters = StarterCalls(shadows, checkpoints, admission)
         chirp = self.chirp_calls = ChirpCalls(shadows, self.config)  # a running job's Chirp
+        chirp.rights = rights
         watch = WatchCalls(jobs, rights, lambda: self.config.get_bool("ENABLE_SSH_TO_JOB", True) is not False,
                            self.client)  # roost tail, roost ssh_to_job
         self._calls = {
@@ -208,9 +214,10 @@ class Schedd(Daemon):
         }
 
     async def reconfigured(self) -> None:
-        """RECONFIG: QUEUE_SUPER_USERS takes effect at once. UID_DOMAIN names submitters
+        """RECONFIG: QUEUE_SUPER_USERS and SCHEDD_ALLOW_OTHER_ACCOUNTING_USER take effect at once. UID_DOMAIN names submitters
         and owners of queued jobs, so the schedd keeps the one it started with."""
         self.rights.set_super_users(self.config.get_list("QUEUE_SUPER_USERS", ["root", "condor"]) or [])
+        self.rights.allow_other_accounting_user = bool(self.config.get_bool(ALLOW_OTHER_KNOB, False))
         if self.ckpt_admission is not None:
             self.ckpt_admission.configure(self.config)
         if self.dedicated is not None:

@@ -22,6 +22,7 @@ from typing import Any
 
 from roost.core.dedicated import Reservation
 from roost.net.errors import RequestError
+from roost.net.private_files import close_to_others, open_private
 from roost.net.server import Peer
 
 log = logging.getLogger("roost.schedd")
@@ -38,6 +39,8 @@ class Reservations:
         self.changed = changed  # the dedicated scheduler looks again
         self.items: dict[str, dict[str, Any]] = {}
         self.placed: dict[str, list[str]] = {}  # id -> the nodes the last plan set aside
+        if close_to_others(path):  # who reserved what: the schedd's to tell (RESERVE list)
+            log.warning("closed %s to group and others", path)
         try:
             with open(path) as f:
                 got = json.load(f)
@@ -61,7 +64,7 @@ class Reservations:
 
     def _save(self) -> None:
         tmp = f"{self.path}.tmp"
-        with open(tmp, "w") as f:
+        with os.fdopen(open_private(tmp), "w") as f:
             json.dump(sorted(self.items.values(), key=lambda r: (r["start"], r["id"])), f)
             f.flush()
             os.fsync(f.fileno())

@@ -25,6 +25,8 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from roost.net.private_files import create_private
+
 # table -> (columns, key columns, a check of each row beyond being readable)
 _TABLES: dict[str, tuple[str, str, Callable[[tuple[Any, ...]], bool]]] = {
     "meta": ("key, value", "key", lambda r: isinstance(r[0], str) and isinstance(r[1], str)),
@@ -144,7 +146,8 @@ def salvage(path: str, why: str, schema: str) -> str:
     scratch = aside + ".reading"  # read from a copy: the damaged file stays as it was found
     try:
         for side in ("", *_SIDE_FILES):
-            with contextlib.suppress(FileNotFoundError):
+            if os.path.exists(aside + side):
+                create_private(scratch + side)  # a copy of the queue: as private as it
                 shutil.copyfile(aside + side, scratch + side)
         _fit_header(scratch)
         old = sqlite3.connect(scratch)
@@ -169,6 +172,7 @@ def salvage(path: str, why: str, schema: str) -> str:
     if orphans:
         kept["procs"] = [r for r in procs if r[0] in clusters_kept]
         refused += len(orphans)
+    create_private(path)
     new = sqlite3.connect(path, isolation_level=None)
     try:
         new.executescript(schema)

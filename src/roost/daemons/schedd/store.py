@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import json
 import logging
 import os
@@ -20,6 +21,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from roost.daemons.schedd import salvage
+from roost.net.private_files import close_to_others, create_private
 
 log = logging.getLogger(__name__)
 
@@ -50,6 +52,20 @@ def dumps(obj: Any) -> str:
     return _dumps(obj)
 
 
+def secure_queue_files(path: str) -> list[str]:
+    """Close the queue database, its WAL, shared memory and journal, and the damaged
+    copies kept aside, to group and others: they hold every job's ad and each running
+    job's ClaimId, which is enough to take over its claim. SQLite opens an existing
+    -wal/-shm as it finds them, so a 0644 left by an older roost must be fixed here,
+    before the first connection. The files whose mode changed."""
+    directory, base = os.path.split(path)
+    names = [path + side for side in ("", "-wal", "-shm", "-journal")]
+    with contextlib.suppress(FileNotFoundError):
+        names += [os.path.join(directory or ".", n) for n in sorted(os.listdir(directory or "."))
+                  if n.startswith(base + ".damaged-")]
+    return [n for n in names if close_to_others(n)]
+
+
 class Store:
     """The SQLite file under ``spool/job_queue.db`` and the batching writer.
 
@@ -64,9 +80,12 @@ class Store:
         self.path = path
         self.fsync = fsync
         os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+        #: the files an older roost left open to others, now closed (the schedd logs them)
+        self.closed_files = secure_queue_files(path)
         why = salvage.damage(path)
         #: what was done about a damaged file (the schedd logs it), else None
         self.repaired = salvage.salvage(path, why, SCHEMA) if why is not None else None
+        create_private(path)
         self.conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
         self.conn.execute("PRAGMA journal_mode=WAL")
         self.conn.execute("PRAGMA synchronous=NORMAL")

@@ -16,6 +16,8 @@ from collections.abc import Callable
 from typing import Any
 
 from roost.core import jobpolicy as jp
+from roost.core.accounting_user import ATTRS as ACCOUNTING_ATTRS
+from roost.core.accounting_user import lookup
 from roost.daemons.schedd.access import QueueRights
 from roost.daemons.schedd.autoclusters import LOCAL_UNIVERSES
 from roost.daemons.schedd.lifecycle import JobLifecycle
@@ -106,6 +108,8 @@ class SubmitCalls:
         if not isinstance(cmd, str) or (not cmd and not image_says):
             raise bad_request("SUBMIT: the job has no Cmd (executable)")
         obj_to_ad(cluster_ad)  # refuses bad expressions with BAD_REQUEST
+        # whom the jobs' usage is charged to: the owner, unless policy allows (core.accounting_user)
+        self.rights.check_accounting_user(user, owner, lookup(cluster_ad), "SUBMIT")
         _check_notify_user(cluster_ad, "the cluster ad")
         now = int(time.time())
         cluster_ad["ClusterId"] = cid
@@ -124,6 +128,8 @@ class SubmitCalls:
             if "Owner" in d and d["Owner"] != owner:
                 raise bad_request(f"SUBMIT: proc {p} has a different Owner")
             _check_notify_user(d, f"proc {p}")
+            if any(k.lower() in _ACCOUNTING_ATTRS for k in d):
+                self.rights.check_accounting_user(user, owner, lookup(d), "SUBMIT")
             for k, v in d.items():
                 if type(v) is str and v.startswith("/Expr(") and v not in checked:
                     obj_to_ad({k: v})
@@ -263,6 +269,9 @@ class SubmitCalls:
             self.jobs.userlogs.to_pool_many(pool_groups)
         for path, text in texts.items():
             self.jobs.userlogs.write_text(path, text, cluster.owner)
+
+
+_ACCOUNTING_ATTRS = {a.lower() for a in ACCOUNTING_ATTRS}
 
 
 def _check_notify_user(ad: dict[str, Any], where: str) -> None:
