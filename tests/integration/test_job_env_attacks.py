@@ -156,10 +156,14 @@ def test_a_dag_managers_environment_reaches_only_the_owners_processes(pool: Pool
     """DAGMan's manager is a scheduler-universe job the schedd starts as root: the DAG's
     ``ENV SET`` (and getenv's PYTHONPATH) apply to the owner's side only (its PRE
     script runs with them, as nobody)."""
-    env = _hostile_env(log)
+    # a PRE script in Python: PYTHONPATH's sitecustomize runs in it, as the owner (no
+    # PYTHONHOME or PYTHONINSPECT here: those would stop any Python the owner starts)
+    env = {k: v for k, v in _hostile_env(log).items() if k not in ("PYTHONHOME", "PYTHONINSPECT")}
+    if not os.access("/usr/bin/python3", os.X_OK):
+        pytest.skip("no /usr/bin/python3 for the PRE script")
     (jobdir / "node.sub").write_text("executable = /bin/true\ntransfer_executable = false\nqueue\n")
     (jobdir / "env.dag").write_text(
-        "JOB A node.sub\nSCRIPT PRE A /bin/true\n"
+        "JOB A node.sub\nSCRIPT PRE A /usr/bin/python3 -c pass\n"
         "ENV SET " + ";".join(f"{k}={v}" for k, v in env.items()) + "\n")
     done = pool.roost("submit_dag", "env.dag", cwd=jobdir)
     assert done.returncode == 0, done.stderr
@@ -168,6 +172,7 @@ def test_a_dag_managers_environment_reaches_only_the_owners_processes(pool: Pool
     assert ad["JobStatus"] == 4, ad.get("HoldReason")
     assert (jobdir / "env.dag.dagman.out").exists()
     _assert_job_user_only(log)
+    assert any(ln.startswith("py ") for ln in log.lines()), log.lines()  # PYTHONPATH reached the owner's side
 
 
 def _keeper_of(pid: int) -> int:
