@@ -394,6 +394,11 @@ class Server:
             # a daemon this handler depends on could not be reached
             log.warning("%s from %s: %s", cmd, peer.address, e)
             return _error("UNAVAILABLE", f"{cmd}: {e}"), False
+        except RecursionError:
+            # input nested past the interpreter's stack (a ClassAd or JSON a parser let
+            # through): the request's fault, not the daemon's
+            log.warning("%s from %s: nested too deeply to handle (RecursionError)", cmd, peer.address)
+            return _error("BAD_REQUEST", f"{cmd}: request nested too deeply to handle"), False
         except Exception as e:
             log.exception("%s from %s failed", cmd, peer.address)
             message = f"{cmd}: internal error: {type(e).__name__}: {e}"
