@@ -171,17 +171,22 @@ def evaluate(node: Node, cur: Any = None, tgt: Any = None) -> Any:
 
     ``cur`` may be None (nothing is defined). Returns a runtime value (see
     :mod:`roost.classad.values`). Raises :class:`EvaluationFailed` only for
-    reference chains deeper than HTCondor allows.
+    reference chains deeper than HTCondor allows (or a tree too deep to compile).
     """
     if cur is None:
         cur = _NO_SCOPE
     if tgt is cur:
         tgt = None  # HTCondor evaluates without a match ad when target is scope
-    f = node._compiled or compile_node(node)
     try:
-        return f(cur, tgt)
-    except _TooDeep:
-        return _run_precise(f, cur, tgt)
+        f = node._compiled or compile_node(node)
+        try:
+            return f(cur, tgt)
+        except _TooDeep:
+            return _run_precise(f, cur, tgt)
+    except RecursionError:
+        # a tree deeper than the parser makes (one built in code, or an operand chain
+        # the compiler recursed into): a failed evaluation, never a crashed caller
+        raise EvaluationFailed("expression nested too deeply to evaluate") from None
 
 
 def eval_attr(ad: Any, name: str, target: Any = None) -> Any:

@@ -206,10 +206,16 @@ class _Parser:
         else:
             self.i -= 1
             raise self.error("expected an expression", tok)
-        # -- postfix operators
+        # -- postfix operators: each one nests the tree a level deeper (a.b.c is
+        # (a.b).c), and the compiler walks that nesting recursively, so a chain counts
+        # against MAX_DEPTH like parentheses do
         kind = toks[self.i][0]
+        outer = self.depth
         while kind == "." or kind == "[" or kind == "?:":
             self.i += 1
+            self.depth += 1
+            if self.depth > MAX_DEPTH:
+                raise self.error(f"expression nested more than {MAX_DEPTH} levels deep", toks[self.i - 1])
             if kind == ".":
                 name = toks[self.i]
                 if name[0] != "id":
@@ -221,12 +227,9 @@ class _Parser:
                 self.expect("]", "']' closing the subscript")
                 tree = Subscript(tree, index)
             else:
-                self.depth += 1
-                if self.depth > MAX_DEPTH:
-                    raise self.error(f"expression nested more than {MAX_DEPTH} levels deep")
                 tree = Conditional(tree, None, self.postfix(False))
-                self.depth -= 1
             kind = toks[self.i][0]
+        self.depth = outer
         if unary:
             for op in reversed(unary):
                 tree = UnaryOp(op, tree)

@@ -82,6 +82,12 @@ _KNOBS = [
     Knob("SEC_DEFAULT_ENCRYPTION", "REQUIRED", "TLS on TCP between hosts: REQUIRED, PREFERRED, OPTIONAL or NEVER (loopback and Unix sockets: see SEC_ENCRYPT_LOOPBACK)"),
     Knob("SEC_DEFAULT_INTEGRITY", "REQUIRED", "as SEC_DEFAULT_ENCRYPTION (TLS gives both; the stronger of the two applies)"),
     Knob("SEC_ENCRYPT_LOOPBACK", "False", "TLS on loopback TCP too (roost; only root can read loopback traffic)"),
+    # -- connections before authentication (docs/security.md) ---------------------
+    Knob("MAX_UNAUTHENTICATED_CONNECTIONS", "1000", "TCP connections that have not authenticated a daemon keeps (the idlest is closed for a new one; at most half its fd limit; 0: only that cap)"),
+    Knob("MAX_UNAUTHENTICATED_CONNECTIONS_PER_HOST", "200", "as MAX_UNAUTHENTICATED_CONNECTIONS, from one peer address (every local user shares loopback's; 0: no bound)"),
+    Knob("UNAUTHENTICATED_FIRST_FRAME_TIMEOUT", "20", "seconds a connection that has not authenticated may take to send its first frame header (0: for ever)"),
+    Knob("UNAUTHENTICATED_IDLE_TIMEOUT", "300", "seconds a connection that has not authenticated may then go without a frame (0: for ever)"),
+    Knob("SOCKET_LISTEN_BACKLOG", "1024", "depth of a daemon's queue of connections not yet accepted (the kernel caps it at net.core.somaxconn)"),
     Knob("AUTH_SSL_SERVER_CERTFILE", "$(LOCAL_DIR)/ssl/host.crt", "this host's certificate (PEM); a self-signed one is made here at first start when missing"),
     Knob("AUTH_SSL_SERVER_KEYFILE", "$(LOCAL_DIR)/ssl/host.key", "its private key (owner-only)"),
     Knob("AUTH_SSL_SERVER_CAFILE", "", "CAs whose client certificates the daemons accept (the SSL method); empty: none"),

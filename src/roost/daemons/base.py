@@ -48,9 +48,17 @@ from roost.net.addresses import (
     remove_address,
     write_address,
 )
+from roost.net.admission import DEFAULT_MAX_PER_HOST, DEFAULT_MAX_TOTAL, Admission
 from roost.net.client import AsyncClient
 from roost.net.errors import RequestError
-from roost.net.server import IDLE_TIMEOUT, Handler, Server, serve
+from roost.net.server import (
+    FIRST_FRAME_TIMEOUT,
+    IDLE_TIMEOUT,
+    LISTEN_BACKLOG,
+    Handler,
+    Server,
+    serve,
+)
 from roost.net.tokens import TokenError
 
 LOG_FORMAT = "%(asctime)s.%(msecs)03d %(levelname)s %(name)s: %(message)s"
@@ -88,6 +96,58 @@ def idle_timeout(config: Config) -> float:
     """UNAUTHENTICATED_IDLE_TIMEOUT: seconds a connection that has not authenticated may
     send nothing (0: for ever)."""
     return max(0.0, config.get_float("UNAUTHENTICATED_IDLE_TIMEOUT", IDLE_TIMEOUT) or 0.0)
+
+
+def raise_fd_limit() -> int:
+    """Raise this process's soft RLIMIT_NOFILE to its hard limit (as HTCondor's daemons
+    do): a daemon's connections are its file descriptors. The soft limit now."""
+    try:
+        # lazy: Unix-only, and needed once per daemon start
+        import resource
+    except ImportError:
+        return 1024
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard == resource.RLIM_INFINITY or hard > soft:
+        want = hard if hard != resource.RLIM_INFINITY else max(soft, 1 << 20)
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (want, hard))
+            soft = want
+        except (ValueError, OSError):
+            pass
+    return soft if soft != resource.RLIM_INFINITY else 1 << 20
+
+
+def admission(config: Config, fd_limit: int) -> Admission:
+    """The bounds on connections that have not authenticated (docs/security.md):
+    MAX_UNAUTHENTICATED_CONNECTIONS, at most half the fd limit (the other half is for
+    daemons, tools, jobs' files and logs: a daemon out of fds stops accepting anyone),
+    and MAX_UNAUTHENTICATED_CONNECTIONS_PER_HOST. 0 or less: no bound (the fd cap stays)."""
+    total = config.get_int("MAX_UNAUTHENTICATED_CONNECTIONS", DEFAULT_MAX_TOTAL)
+    total = DEFAULT_MAX_TOTAL if total is None else total
+    cap = max(16, fd_limit // 2)
+    total = cap if total <= 0 else min(total, cap)
+    per_host = config.get_int("MAX_UNAUTHENTICATED_CONNECTIONS_PER_HOST", DEFAULT_MAX_PER_HOST)
+    per_host = DEFAULT_MAX_PER_HOST if per_host is None else per_host
+    return Admission(total, per_host)
+
+
+def connection_args(config: Config, fd_limit: int) -> dict[str, Any]:
+    """:func:`roost.net.server.serve`'s keyword arguments for connections before
+    authentication, from the configuration."""
+    first = config.get_float("UNAUTHENTICATED_FIRST_FRAME_TIMEOUT", FIRST_FRAME_TIMEOUT)
+    backlog = config.get_int("SOCKET_LISTEN_BACKLOG", LISTEN_BACKLOG) or LISTEN_BACKLOG
+    return {"idle_timeout": idle_timeout(config),
+            "first_frame_timeout": max(0.0, FIRST_FRAME_TIMEOUT if first is None else first),
+            "admission": admission(config, fd_limit), "backlog": max(16, backlog)}
+
+
+def reconfigure_admission(server: Server, config: Config) -> None:
+    """RECONFIG: new bounds and timeouts for a running server (connections already over
+    a lowered bound are closed as new ones come)."""
+    args = connection_args(config, raise_fd_limit())
+    server.idle_timeout, server.first_frame_timeout = args["idle_timeout"], args["first_frame_timeout"]
+    server.admission.max_total = args["admission"].max_total
+    server.admission.max_per_host = args["admission"].max_per_host
 
 
 class Daemon:
@@ -389,6 +449,7 @@ class Daemon:
             self.spawn(old.close(), "close-old-security")
         if self.server is not None:
             security.install(self.server, self.listen_on()[0])
+            reconfigure_admission(self.server, config)
         if self.collector is not None:  # a new token (a new pool key, say) on the next connection
             self.spawn(self.collector.close(), "close-old-collector-client")
             self.collector, self._collector_address = None, None
@@ -432,7 +493,7 @@ class Daemon:
         return await serve(
             self.served_handlers(), host=host, port=port, unix_path=self.unix_socket(),
             max_frame=self.max_frame, **self.security.serve_args(host),
-            idle_timeout=idle_timeout(self.config),
+            **connection_args(self.config, raise_fd_limit()),
         )
 
     async def main(self) -> int:

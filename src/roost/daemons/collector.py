@@ -239,7 +239,8 @@ def constraint_fn(text: str) -> Any:
     try:
         return parse_expr(text)
     except ClassAdSyntaxError as e:
-        raise RequestError("BAD_REQUEST", f"QUERY: bad constraint {text!r}: {e}") from None
+        shown = text if len(text) <= 100 else text[:100] + "..."  # a hostile one may be megabytes
+        raise RequestError("BAD_REQUEST", f"QUERY: bad constraint {shown!r}: {e}") from None
 
 
 def _holds(node: Any, entry: Entry) -> bool:

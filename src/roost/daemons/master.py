@@ -32,7 +32,13 @@ from typing import Any
 
 from roost.config import Config, ConfigError
 from roost.daemons.backoff import Backoff
-from roost.daemons.base import advertise_host, idle_timeout, local_name_arg
+from roost.daemons.base import (
+    advertise_host,
+    connection_args,
+    local_name_arg,
+    raise_fd_limit,
+    reconfigure_admission,
+)
 from roost.daemons.security import Security, reread
 from roost.net.addresses import (
     advertised,
@@ -387,6 +393,7 @@ class Master:
             self.update_interval = self.config.get_float("UPDATE_INTERVAL", 300.0) or 300.0
             if self.server is not None:
                 self.security.install(self.server, self.config.get("BIND_ADDRESS") or "127.0.0.1")
+                reconfigure_admission(self.server, self.config)
             results["MASTER"] = "reconfigured"
         for name, child in self.children.items():
             if only not in (None, name):
@@ -566,7 +573,7 @@ async def serve(master: Master) -> None:
     # command but STATUS needs ADMINISTRATOR.
     bind = master.config.get("BIND_ADDRESS") or "127.0.0.1"
     server = master.server = await serve_requests(handlers, host=bind, port=0, max_frame=MASTER_MAX_FRAME,
-                                                  idle_timeout=idle_timeout(master.config),
+                                                  **connection_args(master.config, raise_fd_limit()),
                                                   **master.security.serve_args(bind))
     address = advertised(server.address, advertise_host(master.config))
     master.address = address

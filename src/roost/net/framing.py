@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import struct
+import sys
 from typing import Any
 
 from roost.net.errors import ProtocolError
@@ -47,8 +48,12 @@ def decode_body(body: bytes | bytearray | memoryview) -> dict[str, Any]:
         raise ProtocolError(f"frame is not valid UTF-8 ({e.reason} at byte {e.start})") from None
     try:
         obj = _decoder.decode(text)
-    except (json.JSONDecodeError, RecursionError) as e:
+    except json.JSONDecodeError as e:
         raise ProtocolError(f"frame is not valid JSON: {e}") from None
+    except RecursionError:  # "[[[[..." deeper than the interpreter's stack
+        raise ProtocolError("frame is not valid JSON: arrays or objects nested too deeply") from None
+    except ValueError:  # an integer past sys.get_int_max_str_digits() (CVE-2020-10735's guard)
+        raise ProtocolError(f"frame is not valid JSON: a number of more than {sys.get_int_max_str_digits()} digits") from None
     if type(obj) is not dict:
         raise ProtocolError(f"frame holds a JSON {type(obj).__name__}, not an object")
     return obj

@@ -17,6 +17,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ctypes
+import ctypes.util
+import gc
 import logging
 import os
 import re
@@ -26,6 +29,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from roost.net import framing
+from roost.net.admission import Admission
 from roost.net.auth import (
     AuthError,
     DelegatedAuthority,
@@ -112,7 +116,7 @@ class Peer:
     """
 
     __slots__ = ("address", "host", "uid", "user", "pid", "identity", "reader", "writer", "responded",
-                 "state", "tls", "subject", "binding", "_on_close", "_handshake")
+                 "state", "tls", "subject", "binding", "_on_close", "_handshake", "_counted", "_heard")
 
     def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         self.reader = reader
@@ -127,6 +131,8 @@ class Peer:
         self.subject: str | None = None
         self.binding = ""  # the channel binding of the certificate this connection's TLS showed
         self.responded = False
+        self._counted = False  # among the server's unauthenticated connections (Admission)
+        self._heard = False  # has sent a whole frame header
         self.state: dict[str, Any] = {}  # per-connection state a handler may keep
         self._on_close: list[Callable[[], None]] = []
         sock = writer.get_extra_info("socket")
@@ -188,6 +194,17 @@ FRAME_TIMEOUT = 60.0
 #: frame header (idle, or stopped mid-header) before it is closed: hundreds of them
 #: cost a daemon little, and none stays for ever (UNAUTHENTICATED_IDLE_TIMEOUT)
 IDLE_TIMEOUT = 300.0
+#: seconds a connection that has not authenticated may take to send its first frame
+#: header (UNAUTHENTICATED_FIRST_FRAME_TIMEOUT): a tool sends one at once, a socket
+#: opened only to hold a file descriptor sends none
+FIRST_FRAME_TIMEOUT = 20.0
+#: the kernel's queue of connections not yet accepted (SOCKET_LISTEN_BACKLOG): deep
+#: enough that a daemon's or a tool's connection is not dropped (and retried a second
+#: later) while a flood of others waits to be accepted and closed
+LISTEN_BACKLOG = 1024
+#: closes of unauthenticated connections after which the freed memory goes back to the
+#: system (gc, then malloc_trim): a burst of 20,000 otherwise left the collector at 134 MB
+_TRIM_AFTER = 256
 _BODY_CHUNK = 1 << 20
 
 Handler = Callable[[dict[str, Any], Peer], Awaitable[dict[str, Any] | None]]
@@ -210,11 +227,22 @@ class Server:
         kerberos: KerberosSettings | None = None,
         max_frame: int = framing.MAX_FRAME,
         idle_timeout: float = IDLE_TIMEOUT,
+        first_frame_timeout: float = FIRST_FRAME_TIMEOUT,
+        admission: Admission | None = None,
+        backlog: int = LISTEN_BACKLOG,
     ) -> None:
         self.handlers = dict(handlers)
         self.max_frame = max_frame
         self.frame_timeout = FRAME_TIMEOUT
         self.idle_timeout = idle_timeout
+        self.first_frame_timeout = first_frame_timeout
+        #: the TCP connections that have not authenticated, idlest first (bounded)
+        self.admission = admission if admission is not None else Admission()
+        self.backlog = backlog
+        self._evicted = 0  # idle unauthenticated connections closed since the last log line
+        self._evict_logged = 0.0
+        self._closed_unauth = 0  # ... closed since the last trim
+        self._trim_pending = False
         self.tls = tls
         self.kerberos = kerberos
         self.authority = authority
@@ -238,14 +266,15 @@ class Server:
 
     async def _start(self, host: str | None, port: int, unix_path: str | None) -> None:
         if host is not None:
-            srv = await asyncio.start_server(self._connection, host, port, reuse_address=True)
+            srv = await asyncio.start_server(self._connection, host, port, reuse_address=True,
+                                             backlog=self.backlog)
             self._servers.append(srv)
             h, p = srv.sockets[0].getsockname()[:2]
             self.tcp_address = f"[{h}]:{p}" if ":" in h else f"{h}:{p}"
         if unix_path is not None:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(unix_path)  # a stale socket from a daemon that died
-            srv = await asyncio.start_unix_server(self._connection, unix_path)
+            srv = await asyncio.start_unix_server(self._connection, unix_path, backlog=self.backlog)
             # Open to every local account, as HTCondor's FS-authenticated sockets: the
             # kernel names each peer's uid (SO_PEERCRED) and authorization decides by that
             # identity, so the mode grants nothing a peer could not ask for over TCP.
@@ -291,6 +320,8 @@ class Server:
             elif peer.user is not None:
                 name = f"{peer.user}@{self.uid_domain}" if self.uid_domain else peer.user
                 peer.identity = Identity(name, "FS")
+            elif peer.host != "unix":
+                self._admit(peer)
             await self._serve_connection(peer)
         except asyncio.CancelledError:
             pass
@@ -301,6 +332,8 @@ class Server:
         finally:
             self._conns.discard(task)
             if peer is not None:
+                if peer._counted:
+                    self._unadmit(peer, closed=True)
                 peer._closed()
             writer.close()
             with contextlib.suppress(Exception):
@@ -311,9 +344,18 @@ class Server:
         readexactly = reader.readexactly
         while True:
             try:
-                if peer.identity is None and self.idle_timeout > 0:
-                    async with asyncio.timeout(self.idle_timeout):
+                if peer.identity is None:
+                    wait = self.idle_timeout
+                    if not peer._heard and self.first_frame_timeout > 0:  # never spoke: no longer than one that did
+                        wait = min(wait, self.first_frame_timeout) if wait > 0 else self.first_frame_timeout
+                    if wait > 0:
+                        async with asyncio.timeout(wait):
+                            header = await readexactly(framing.HEADER_SIZE)
+                    else:
                         header = await readexactly(framing.HEADER_SIZE)
+                    peer._heard = True
+                    if peer._counted:
+                        self.admission.touch(peer)
                 else:  # daemons and tools that proved who they are keep their connections
                     header = await readexactly(framing.HEADER_SIZE)
             except asyncio.IncompleteReadError as e:
@@ -321,8 +363,7 @@ class Server:
                     log.info("peer %s closed mid-header", peer.address)
                 return
             except TimeoutError:
-                log.debug("peer %s sent no frame for %g s before authenticating; closing",
-                          peer.address, self.idle_timeout)
+                log.debug("peer %s sent no frame in time before authenticating; closing", peer.address)
                 return
             try:
                 if peer.identity is not None:
@@ -355,6 +396,8 @@ class Server:
                 return
             peer.responded = False
             resp, ok = await self._dispatch(req, peer)
+            if peer._counted and peer.identity is not None:
+                self._unadmit(peer)  # authenticated: no longer a stranger's connection
             if not peer.responded:
                 writer.write(resp)
                 await writer.drain()
@@ -363,6 +406,46 @@ class Server:
                 # out of step, so the only safe thing is to hang up.
                 log.warning("%s from %s failed after its response; closing", req.get("cmd"), peer.address)
                 return
+
+    def _admit(self, peer: Peer) -> None:
+        """Count a new unauthenticated TCP connection; close the idlest ones over the bounds."""
+        peer._counted = True
+        evicted = self.admission.admit(peer, peer.host)
+        if not evicted:
+            return
+        for old in evicted:
+            old._counted = False
+            self._closed_unauth += 1
+            transport = old.writer.transport
+            if transport is not None:
+                transport.abort()  # the fd now, not after a close handshake; its task sees EOF
+        self._evicted += len(evicted)
+        now = asyncio.get_running_loop().time()
+        if now - self._evict_logged >= 60.0:
+            log.warning("closed %d idle unauthenticated connection(s), the latest from %s: at most %d "
+                        "(MAX_UNAUTHENTICATED_CONNECTIONS), %d from one host (..._PER_HOST); %d now",
+                        self._evicted, peer.host, self.admission.max_total, self.admission.max_per_host,
+                        len(self.admission))
+            self._evicted, self._evict_logged = 0, now
+        self._schedule_trim()
+
+    def _unadmit(self, peer: Peer, closed: bool = False) -> None:
+        peer._counted = False
+        self.admission.forget(peer)
+        if closed:
+            self._closed_unauth += 1
+            self._schedule_trim()
+
+    def _schedule_trim(self) -> None:
+        if self._closed_unauth >= _TRIM_AFTER and not self._trim_pending:
+            self._trim_pending = True
+            asyncio.get_running_loop().call_later(1.0, self._trim)
+
+    def _trim(self) -> None:
+        """A second after a burst of closes: give the freed memory back to the system."""
+        self._trim_pending = False
+        self._closed_unauth = 0
+        release_memory()
 
     async def _dispatch(self, req: dict[str, Any], peer: Peer) -> tuple[bytes, bool]:
         """The encoded response to one request (handler errors turned into error
@@ -398,6 +481,11 @@ class Server:
             # a daemon this handler depends on could not be reached
             log.warning("%s from %s: %s", cmd, peer.address, e)
             return _error("UNAVAILABLE", f"{cmd}: {e}"), False
+        except RecursionError:
+            # input nested past the interpreter's stack (a ClassAd or JSON a parser let
+            # through): the request's fault, not the daemon's
+            log.warning("%s from %s: nested too deeply to handle (RecursionError)", cmd, peer.address)
+            return _error("BAD_REQUEST", f"{cmd}: request nested too deeply to handle"), False
         except Exception as e:
             log.exception("%s from %s failed", cmd, peer.address)
             message = f"{cmd}: internal error: {type(e).__name__}: {e}"
@@ -505,6 +593,26 @@ class Server:
         return Identity(mapper(peer.subject), "SSL")
 
 
+_libc: Any = None
+
+
+def release_memory() -> None:
+    """Collect cycles, then hand the C heap's free pages back to the kernel (glibc's
+    ``malloc_trim(0)``; elsewhere only the collection). Without it a process that once
+    held thousands of connections keeps their memory in its heap for good."""
+    global _libc
+    gc.collect()
+    if _libc is None:
+        name = ctypes.util.find_library("c")
+        try:
+            lib = ctypes.CDLL(name) if name else None
+            _libc = lib if lib is not None and hasattr(lib, "malloc_trim") else False
+        except OSError:
+            _libc = False
+    if _libc:
+        _libc.malloc_trim(0)
+
+
 async def serve(
     handlers: Mapping[str, Handler],
     *,
@@ -519,6 +627,9 @@ async def serve(
     kerberos: KerberosSettings | None = None,
     max_frame: int = framing.MAX_FRAME,
     idle_timeout: float = IDLE_TIMEOUT,
+    first_frame_timeout: float = FIRST_FRAME_TIMEOUT,
+    admission: Admission | None = None,
+    backlog: int = LISTEN_BACKLOG,
 ) -> Server:
     """Start serving ``handlers`` (cmd → async handler(req, peer) → result dict).
 
@@ -526,10 +637,13 @@ async def serve(
     and/or the Unix socket ``unix_path``. ``schemas`` adds or overrides argument
     schemas (see ``roost.net.protocol``). ``max_frame``: the largest request frame
     an authenticated peer may send (a peer that has not: UNAUTHENTICATED_FRAME).
+    ``admission`` bounds the TCP connections that have not authenticated (closing the
+    idlest); ``backlog`` is the listen queue's depth.
     """
     if host is None and unix_path is None:
         host = "127.0.0.1"
     server = Server(handlers, schemas or {}, authority=authority, authorize=authorize, uid_domain=uid_domain,
-                    tls=tls, kerberos=kerberos, max_frame=max_frame, idle_timeout=idle_timeout)
+                    tls=tls, kerberos=kerberos, max_frame=max_frame, idle_timeout=idle_timeout,
+                    first_frame_timeout=first_frame_timeout, admission=admission, backlog=backlog)
     await server._start(host, port, unix_path)
     return server

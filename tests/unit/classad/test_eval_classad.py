@@ -217,3 +217,17 @@ def test_exprtree_text_is_read_as_classad2_reads_it(text: str) -> None:
             return "raised"
 
     assert read(rc) == read(classad2)
+
+
+def test_a_tree_too_deep_to_compile_fails_the_evaluation() -> None:
+    """Issue 25: a tree deeper than the parser makes (built in code) is an
+    EvaluationFailed, which callers already handle, never a RecursionError."""
+    from roost.classad.ast import AttrRef
+    from roost.classad.errors import EvaluationFailed
+    from roost.classad.evaluate import evaluate
+
+    node = AttrRef("a")
+    for _ in range(100_000):
+        node = AttrRef("b", base=node)
+    with pytest.raises(EvaluationFailed, match="nested too deeply"):
+        evaluate(node)

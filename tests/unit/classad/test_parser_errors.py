@@ -79,6 +79,17 @@ def test_deep_ternary_and_unary_chains() -> None:
     parse_expr("- " * 300 + "1")
 
 
+@pytest.mark.parametrize("link", [".b", "[0]", ".b[0]"])
+def test_long_postfix_chains_are_a_clean_error(link: str) -> None:
+    """Issue 25: a.b.b... is built in a loop, but nests a level per link and the
+    compiler recursed through 100,000 of them (RecursionError, INTERNAL)."""
+    parse_expr("a" + link * 50)
+    err = error_of(parse_expr, "a" + link * 100_000)
+    assert f"nested more than {MAX_DEPTH} levels deep" in err.message
+    err = error_of(parse_expr, "(" * 150 + "a" + link * 100 + ")" * 150)
+    assert "nested" in err.message
+
+
 def test_deep_nesting_in_ads() -> None:
     error_of(parse_ad, "[a = " + "[b = " * 5000 + "1" + "]" * 5001)
     error_of(parse_old_ad, "a = " + "(" * 5000 + "1" + ")" * 5000)

@@ -24,7 +24,10 @@ def test_over_max_frame_is_refused_from_header():
 
 @pytest.mark.parametrize(
     "body, words",
-    [(b"\xff\xfe", "UTF-8"), (b"{nope", "JSON"), (b"[1, 2]", "list"), (b'"x"', "str")],
+    [(b"\xff\xfe", "UTF-8"), (b"{nope", "JSON"), (b"[1, 2]", "list"), (b'"x"', "str"),
+     # issue 25: past Python's int-digit limit (a ValueError) and past its stack
+     (b'{"n": ' + b"9" * 100_000 + b"}", "more than 4300 digits"),
+     (b'{"n": ' + b"[" * 100_000 + b"]" * 100_000 + b"}", "nested too deeply")],
 )
 def test_bad_bodies(body, words):
     with pytest.raises(ProtocolError, match=words):

@@ -58,7 +58,8 @@ def edit_value(cmd: str, name: Any, text: Any) -> Any:
     try:
         expr = parse_expr(text)
     except ClassAdSyntaxError as e:
-        raise bad_request(f"{cmd}: {name} = {text}: {e}") from None
+        shown = text if len(text) <= 100 else text[:100] + "..."
+        raise bad_request(f"{cmd}: {name} = {shown}: {e}") from None
     if isinstance(expr, Literal) and type(expr.value) is str and expr.value.startswith("/Expr("):
         raise bad_request(f"{cmd}: {name}: a string may not start with /Expr( (the queue's expression form)")
     if name.lower() == "notifyuser":  # given to the MAIL program by root: one plain address
@@ -92,7 +93,8 @@ class QueueCalls:
             try:
                 expr = ExprTree(text)
             except Exception as e:
-                raise bad_request(f"bad constraint {text!r}: {e}") from None
+                shown = text if len(text) <= 100 else text[:100] + "..."  # a hostile one may be megabytes
+                raise bad_request(f"bad constraint {shown!r}: {e}") from None
             refs = _references(expr)
             got = (expr, refs)
             if len(self._constraint_cache) > 256:
