@@ -163,6 +163,14 @@ def test_malformed_requests_leave_the_daemon_up(schedd, tmp_path):
             {"cluster_ad": {"Cmd": "/bin/true"}, "procs": []},
             {"cluster_ad": {"Cmd": "/bin/true"}, "procs": [{"ProcId": "x"}]},
             {"cluster_ad": "nope", "procs": [{}]},
+            # issue 25's review: ClassAd names ignore case, so a second spelling of Owner
+            # (or of AccountingGroup) would be what the startd or accountant reads
+            {"cluster_ad": {"Cmd": "/bin/true", "Owner": "root", "owner": "alice"}, "procs": [{"ProcId": 0}]},
+            {"cluster_ad": {"Cmd": "/bin/true", "AccountingGroup": "alice", "accountinggroup": "g.root"},
+             "procs": [{"ProcId": 0}]},
+            {"cluster_ad": {"Cmd": "/bin/true", "Owner": "root"}, "procs": [{"ProcId": 0, "owner": "alice"}]},
+            {"cluster_ad": {"Cmd": "/bin/true"}, "procs": [{"ProcId": 0, "USER": "alice@elsewhere"}]},
+            {"cluster_ad": {"Cmd": "/bin/true"}, "procs": [{"ProcId": 0, "Cmd": "/bin/a", "CMD": "/bin/b"}]},
         ):
             with pytest.raises(RemoteError) as e:
                 c.call("SUBMIT", cluster=cid, **bad)
@@ -310,3 +318,13 @@ def test_error_responses_are_one_line(schedd):
     assert e.value.code == "BAD_REQUEST"
     assert "\n" not in msg and "^" not in msg
     assert "1:" in msg  # line:column of the fault
+
+
+def test_an_edit_keeps_the_jobs_own_spelling(schedd, tmp_path):
+    """condor_qedit 3.0 requestmemory 5: ClassAd names ignore case, so the edit lands on
+    RequestMemory rather than beside it (two spellings: whichever a reader met last)."""
+    with schedd.client() as c:
+        cid, _ = submit(c, JOB.format(mem=100, n=1), str(tmp_path))
+        assert c.call("EDIT", ids=[f"{cid}.0"], attrs={"requestmemory": "5"})["count"] == 1
+        ad = query(c)[f"{cid}.0"]
+        assert ad["RequestMemory"] == 5 and "requestmemory" not in ad

@@ -214,7 +214,7 @@ class ChirpCalls:
             if not self.may_write(job, name):
                 raise RequestError("DENIED", f"job {job.id} may not set {name} (WantRemoteUpdates)")
             self._check_accounting(job, {name: value})
-            await jobs.report(job, jobs.set_ops(job, {name: value}), [])
+            await jobs.report(job, jobs.set_ops(job, job.spelled({name: value})), [])
             log.debug("job %s: chirp set %s = %s", job.id, name, text)
             return {}
         if op == "delayed":
@@ -238,7 +238,7 @@ class ChirpCalls:
                 else:
                     log.info("job %s: delayed update of %s ignored: not a delayed-update name", job.id, name)
             if values:
-                await jobs.report(job, jobs.set_ops(job, values), [])
+                await jobs.report(job, jobs.set_ops(job, job.spelled(values)), [])
             return {"applied": len(values)}
         if op == "ulog":
             text = req.get("text")

@@ -62,6 +62,17 @@ class Job:
             return d[attr]
         return self.cluster.ad.get(attr, default)
 
+    def spelled(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        """``attrs`` (a user's or a job's own edit) under the names this job's ad already
+        spells them: ClassAd names ignore case, and a second key differing only in case
+        would leave two values, whichever a reader met last winning (the schedd reads
+        exact keys, ClassAds the last one)."""
+        have: dict[str, str] = {}
+        for src in (self.cluster.ad, self.diff or {}):
+            for k in src:
+                have.setdefault(k.lower(), k)
+        return {have.get(k.lower(), k): v for k, v in attrs.items()}
+
     def diff_obj(self) -> dict[str, Any]:
         """The per-proc part as the wire shows it (ProcId, JobStatus and the diff)."""
         out: dict[str, Any] = {"ProcId": self.proc}

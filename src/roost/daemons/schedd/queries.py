@@ -335,7 +335,7 @@ class QueueCalls:
                     user, job.owner, lambda n, job=job: edited[n.lower()] if n.lower() in edited else job.get(n), "EDIT")
         done = []
         for job in jobs:
-            await self.jobs.report(job, self.jobs.set_ops(job, values), [])
+            await self.jobs.report(job, self.jobs.set_ops(job, job.spelled(values)), [])
             done.append(job.id)
         if done and self.on_prio_edit is not None and any(n.lower() == "jobprio" for n in values):
             self.on_prio_edit()

@@ -90,6 +90,7 @@ class SubmitCalls:
         if not procs:
             raise bad_request("SUBMIT: no procs")
         user = self.rights.user(peer, "SUBMIT")
+        _refuse_case_twins(cluster_ad, "the cluster ad")
         owner = cluster_ad.get("Owner")
         if owner is None:
             owner = user
@@ -120,13 +121,22 @@ class SubmitCalls:
             cluster_ad["JobStatus"] = jp.IDLE
         checked: set[str] = set()
         seen: set[int] = set()
-        for i, d in enumerate(procs):
+        spelling = {k.lower(): k for k in cluster_ad}
+        for i, raw in enumerate(procs):
+            if not isinstance(raw, dict):
+                raise bad_request(f"SUBMIT: proc {i} is not an ad")
+            _refuse_case_twins(raw, f"proc {i}")
+            # a proc's attribute under the cluster's spelling: "owner" in a proc must not
+            # stand beside the cluster's "Owner" (the startd would read the proc's)
+            d = procs[i] = {spelling.get(k.lower(), k): v for k, v in raw.items()}
             p = d.get("ProcId", i)
             if type(p) is not int or p < 0 or p in seen:
                 raise bad_request(f"SUBMIT: proc {i} has a bad or repeated ProcId {p!r}")
             seen.add(p)
             if "Owner" in d and d["Owner"] != owner:
                 raise bad_request(f"SUBMIT: proc {p} has a different Owner")
+            if "User" in d and d["User"] != cluster_ad["User"]:
+                raise bad_request(f"SUBMIT: proc {p} has a different User")
             _check_notify_user(d, f"proc {p}")
             if any(k.lower() in _ACCOUNTING_ATTRS for k in d):
                 self.rights.check_accounting_user(user, owner, lookup(d), "SUBMIT")
@@ -272,6 +282,19 @@ class SubmitCalls:
 
 
 _ACCOUNTING_ATTRS = {a.lower() for a in ACCOUNTING_ATTRS}
+
+
+def _refuse_case_twins(ad: dict[str, Any], what: str) -> None:
+    """BAD_REQUEST for an ad naming one attribute twice in different case (``Owner`` and
+    ``owner``): ClassAd names ignore case, so the schedd's checks, which read one
+    spelling, and the startd's ClassAd, which keeps the last, would see different jobs."""
+    seen: dict[str, str] = {}
+    for k in ad:
+        if not isinstance(k, str):
+            continue
+        first = seen.setdefault(k.lower(), k)
+        if first != k:
+            raise bad_request(f"SUBMIT: {what} names {first} twice ({first}, {k}): attribute names ignore case")
 
 
 def _check_notify_user(ad: dict[str, Any], where: str) -> None:
