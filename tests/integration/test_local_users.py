@@ -350,3 +350,41 @@ def test_a_users_job_moves_files_on_the_submit_host_through_chirp(root_pool: Poo
     assert made.read_text() == "made by the job\n" and made.stat().st_uid == alice.uid
     assert (d / "written.txt").read_bytes() == b"abc" and (d / "written.txt").stat().st_uid == alice.uid
 
+
+
+_HOLDER = """
+import socket, sys, time
+path, n = sys.argv[1], int(sys.argv[2])
+held = []
+for _ in range(n):
+    s = socket.socket(socket.AF_UNIX)
+    s.connect(path)
+    held.append(s)
+print("holding", flush=True)
+time.sleep(float(sys.argv[3]))
+alive = 0
+for s in held:
+    try:
+        alive += s.recv(1, socket.MSG_DONTWAIT) != b""
+    except BlockingIOError:
+        alive += 1  # nothing to read, not closed
+print(alive, flush=True)
+"""
+
+
+def test_one_user_cannot_hold_the_schedds_socket(root_pool: PoolHandle, users: tuple[User, User]) -> None:
+    """The socket is open to every account: bob's 300 idle connections are cut to
+    MAX_CONNECTIONS_PER_LOCAL_USER (256), his idlest closed first, and alice's commands
+    are answered meanwhile."""
+    alice, bob = users
+    sock = str(root_pool.home / "run" / "schedd.sock")
+    holder = subprocess.Popen([SYSTEM_PYTHON, "-c", _HOLDER, sock, "300", "4"], env=bob.env(), cwd=bob.home,
+                              stdout=subprocess.PIPE, text=True, user=bob.uid, group=bob.gid, extra_groups=[])
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "holding"
+        done = alice.roost("q", "-totals")
+        assert done.returncode == 0, done.stderr
+        out, _ = holder.communicate(timeout=60)
+    finally:
+        holder.kill()
+    assert int(out.split()[-1]) == 256, out

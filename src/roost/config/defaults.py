@@ -88,6 +88,7 @@ _KNOBS = [
     Knob("UNAUTHENTICATED_FIRST_FRAME_TIMEOUT", "20", "seconds a connection that has not authenticated may take to send its first frame header (0: for ever)"),
     Knob("UNAUTHENTICATED_IDLE_TIMEOUT", "300", "seconds a connection that has not authenticated may then go without a frame (0: for ever)"),
     Knob("SOCKET_LISTEN_BACKLOG", "1024", "depth of a daemon's queue of connections not yet accepted (the kernel caps it at net.core.somaxconn)"),
+    Knob("MAX_CONNECTIONS_PER_LOCAL_USER", "256", "connections one local account (not root, not the daemon's own) may hold open to a daemon's Unix socket at once; over it, that account's idlest is closed (0: no bound)"),
     Knob("AUTH_SSL_SERVER_CERTFILE", "$(LOCAL_DIR)/ssl/host.crt", "this host's certificate (PEM); a self-signed one is made here at first start when missing"),
     Knob("AUTH_SSL_SERVER_KEYFILE", "$(LOCAL_DIR)/ssl/host.key", "its private key (owner-only)"),
     Knob("AUTH_SSL_SERVER_CAFILE", "", "CAs whose client certificates the daemons accept (the SSL method); empty: none"),

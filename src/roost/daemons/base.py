@@ -39,6 +39,7 @@ from typing import Any
 from roost.classad import ClassAd, quote
 from roost.classad.jsonform import ad_to_obj
 from roost.config import Config, ConfigError
+from roost.daemons import joblimits
 from roost.daemons.security import Security, reread
 from roost.net.addresses import (
     WILDCARD_HOSTS,
@@ -55,6 +56,7 @@ from roost.net.server import (
     FIRST_FRAME_TIMEOUT,
     IDLE_TIMEOUT,
     LISTEN_BACKLOG,
+    MAX_PER_LOCAL_USER,
     Handler,
     Server,
     serve,
@@ -107,6 +109,7 @@ def raise_fd_limit() -> int:
     except ImportError:
         return 1024
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    joblimits.remember(soft if soft != resource.RLIM_INFINITY else 0)  # the jobs' limit, before ours rises
     if hard == resource.RLIM_INFINITY or hard > soft:
         want = hard if hard != resource.RLIM_INFINITY else max(soft, 1 << 20)
         try:
@@ -136,9 +139,11 @@ def connection_args(config: Config, fd_limit: int) -> dict[str, Any]:
     authentication, from the configuration."""
     first = config.get_float("UNAUTHENTICATED_FIRST_FRAME_TIMEOUT", FIRST_FRAME_TIMEOUT)
     backlog = config.get_int("SOCKET_LISTEN_BACKLOG", LISTEN_BACKLOG) or LISTEN_BACKLOG
+    local = config.get_int("MAX_CONNECTIONS_PER_LOCAL_USER", MAX_PER_LOCAL_USER)
     return {"idle_timeout": idle_timeout(config),
             "first_frame_timeout": max(0.0, FIRST_FRAME_TIMEOUT if first is None else first),
-            "admission": admission(config, fd_limit), "backlog": max(16, backlog)}
+            "admission": admission(config, fd_limit), "backlog": max(16, backlog),
+            "max_per_local_user": MAX_PER_LOCAL_USER if local is None else local}
 
 
 def reconfigure_admission(server: Server, config: Config) -> None:
@@ -148,6 +153,7 @@ def reconfigure_admission(server: Server, config: Config) -> None:
     server.idle_timeout, server.first_frame_timeout = args["idle_timeout"], args["first_frame_timeout"]
     server.admission.max_total = args["admission"].max_total
     server.admission.max_per_host = args["admission"].max_per_host
+    server.local.max_per_host = args["max_per_local_user"]
 
 
 class Daemon:

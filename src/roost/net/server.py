@@ -116,7 +116,8 @@ class Peer:
     """
 
     __slots__ = ("address", "host", "uid", "user", "pid", "identity", "reader", "writer", "responded",
-                 "state", "tls", "subject", "binding", "_on_close", "_handshake", "_counted", "_heard")
+                 "state", "tls", "subject", "binding", "_on_close", "_handshake", "_counted", "_heard",
+                 "_local")
 
     def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         self.reader = reader
@@ -133,6 +134,7 @@ class Peer:
         self.responded = False
         self._counted = False  # among the server's unauthenticated connections (Admission)
         self._heard = False  # has sent a whole frame header
+        self._local = False  # among its local user's Unix-socket connections (Server.local)
         self.state: dict[str, Any] = {}  # per-connection state a handler may keep
         self._on_close: list[Callable[[], None]] = []
         sock = writer.get_extra_info("socket")
@@ -205,6 +207,11 @@ LISTEN_BACKLOG = 1024
 #: closes of unauthenticated connections after which the freed memory goes back to the
 #: system (gc, then malloc_trim): a burst of 20,000 otherwise left the collector at 134 MB
 _TRIM_AFTER = 256
+#: the least seconds between two such trims
+TRIM_INTERVAL = 60.0
+#: a local user's Unix-socket connections at once (MAX_CONNECTIONS_PER_LOCAL_USER)
+MAX_PER_LOCAL_USER = 256
+_OWN_UID = os.geteuid()
 _BODY_CHUNK = 1 << 20
 
 Handler = Callable[[dict[str, Any], Peer], Awaitable[dict[str, Any] | None]]
@@ -230,6 +237,7 @@ class Server:
         first_frame_timeout: float = FIRST_FRAME_TIMEOUT,
         admission: Admission | None = None,
         backlog: int = LISTEN_BACKLOG,
+        max_per_local_user: int = MAX_PER_LOCAL_USER,
     ) -> None:
         self.handlers = dict(handlers)
         self.max_frame = max_frame
@@ -238,6 +246,11 @@ class Server:
         self.first_frame_timeout = first_frame_timeout
         #: the TCP connections that have not authenticated, idlest first (bounded)
         self.admission = admission if admission is not None else Admission()
+        #: each local user's Unix-socket connections, idlest first: the socket is open to
+        #: every account (FS), so one of them must not hold the daemon's descriptors
+        #: (root and the daemon's own account are not counted)
+        self.local = Admission(0, max_per_local_user)
+        self._last_trim = -TRIM_INTERVAL
         self.backlog = backlog
         self._evicted = 0  # idle unauthenticated connections closed since the last log line
         self._evict_logged = 0.0
@@ -320,6 +333,8 @@ class Server:
             elif peer.user is not None:
                 name = f"{peer.user}@{self.uid_domain}" if self.uid_domain else peer.user
                 peer.identity = Identity(name, "FS")
+                if peer.uid not in (0, _OWN_UID):
+                    self._admit_local(peer)
             elif peer.host != "unix":
                 self._admit(peer)
             await self._serve_connection(peer)
@@ -334,6 +349,8 @@ class Server:
             if peer is not None:
                 if peer._counted:
                     self._unadmit(peer, closed=True)
+                if peer._local:
+                    self.local.forget(peer)
                 peer._closed()
             writer.close()
             with contextlib.suppress(Exception):
@@ -358,6 +375,8 @@ class Server:
                         self.admission.touch(peer)
                 else:  # daemons and tools that proved who they are keep their connections
                     header = await readexactly(framing.HEADER_SIZE)
+                    if peer._local:
+                        self.local.touch(peer)
             except asyncio.IncompleteReadError as e:
                 if e.partial:
                     log.info("peer %s closed mid-header", peer.address)
@@ -429,6 +448,18 @@ class Server:
             self._evicted, self._evict_logged = 0, now
         self._schedule_trim()
 
+    def _admit_local(self, peer: Peer) -> None:
+        """Count a local user's new Unix-socket connection; close that user's idlest ones
+        over MAX_CONNECTIONS_PER_LOCAL_USER (never another user's)."""
+        peer._local = True
+        for old in self.local.admit(peer, str(peer.uid)):
+            old._local = False
+            log.warning("closed an idle connection of uid %s on %s: at most %d per local user "
+                        "(MAX_CONNECTIONS_PER_LOCAL_USER)", peer.uid, self.unix_path, self.local.max_per_host)
+            transport = old.writer.transport
+            if transport is not None:
+                transport.abort()
+
     def _unadmit(self, peer: Peer, closed: bool = False) -> None:
         peer._counted = False
         self.admission.forget(peer)
@@ -439,12 +470,16 @@ class Server:
     def _schedule_trim(self) -> None:
         if self._closed_unauth >= _TRIM_AFTER and not self._trim_pending:
             self._trim_pending = True
-            asyncio.get_running_loop().call_later(1.0, self._trim)
+            # a full collection and a trim cost the loop milliseconds on a big heap: once
+            # a second after a burst, at most once every TRIM_INTERVAL
+            loop = asyncio.get_running_loop()
+            loop.call_later(max(1.0, self._last_trim + TRIM_INTERVAL - loop.time()), self._trim)
 
     def _trim(self) -> None:
         """A second after a burst of closes: give the freed memory back to the system."""
         self._trim_pending = False
         self._closed_unauth = 0
+        self._last_trim = asyncio.get_running_loop().time()
         release_memory()
 
     async def _dispatch(self, req: dict[str, Any], peer: Peer) -> tuple[bytes, bool]:
@@ -630,6 +665,7 @@ async def serve(
     first_frame_timeout: float = FIRST_FRAME_TIMEOUT,
     admission: Admission | None = None,
     backlog: int = LISTEN_BACKLOG,
+    max_per_local_user: int = MAX_PER_LOCAL_USER,
 ) -> Server:
     """Start serving ``handlers`` (cmd → async handler(req, peer) → result dict).
 
@@ -638,12 +674,14 @@ async def serve(
     schemas (see ``roost.net.protocol``). ``max_frame``: the largest request frame
     an authenticated peer may send (a peer that has not: UNAUTHENTICATED_FRAME).
     ``admission`` bounds the TCP connections that have not authenticated (closing the
-    idlest); ``backlog`` is the listen queue's depth.
+    idlest); ``backlog`` is the listen queue's depth; ``max_per_local_user`` bounds each
+    local user's Unix-socket connections.
     """
     if host is None and unix_path is None:
         host = "127.0.0.1"
     server = Server(handlers, schemas or {}, authority=authority, authorize=authorize, uid_domain=uid_domain,
                     tls=tls, kerberos=kerberos, max_frame=max_frame, idle_timeout=idle_timeout,
-                    first_frame_timeout=first_frame_timeout, admission=admission, backlog=backlog)
+                    first_frame_timeout=first_frame_timeout, admission=admission, backlog=backlog,
+                    max_per_local_user=max_per_local_user)
     await server._start(host, port, unix_path)
     return server

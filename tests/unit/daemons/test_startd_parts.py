@@ -17,6 +17,7 @@ import pytest
 
 from roost.classad import ClassAd
 from roost.config import Config
+from roost.daemons import joblimits
 from roost.daemons.startd import launch, resources
 from roost.daemons.startd.daemon import Startd
 from roost.daemons.startd.jobspec import JobSpecError, job_identity, parse_job
@@ -162,7 +163,7 @@ def test_built_launcher_enters_the_cgroup_and_switches_ids(job_tmp):
         ends = os.open(job_tmp / "exit", os.O_RDWR | os.O_CREAT, 0o600)
         env = os.memfd_create("env")
         gone = subprocess.run([helper, "-", str(nobody.pw_uid), str(nobody.pw_gid), "clear", "1", str(ends),
-                               str(env), "-", "/", "--", "/nonexistent/missing"], capture_output=True, text=True,
+                               str(env), "-", "-", "/", "--", "/nonexistent/missing"], capture_output=True, text=True,
                               pass_fds=(ends, env))
         os.close(env)
         # the keeper's own status is 0; the job's (127: not found) is in its exit file
@@ -195,12 +196,16 @@ def test_the_jobs_environment_directory_and_core_limit_reach_the_job_alone(job_t
         os.chmod(job_tmp, 0o755)
         out = box / "out"
         fd = os.open(out, os.O_WRONLY | os.O_CREAT, 0o666)
-        script = ("echo pwd=$(pwd); echo env=$LD_PRELOAD,$ROOST_X; grep 'core file' /proc/self/limits; echo end; "
-                  "exec sleep 30")
+        script = ("echo pwd=$(pwd); echo env=$LD_PRELOAD,$ROOST_X; grep -e 'core file' -e 'open files' "
+                  "/proc/self/limits; echo end; exec sleep 30")
         req = launch.Launch(argv=["sh", "-c", script], executable="/bin/sh", cwd=str(box),
                             env={"PATH": "/usr/bin:/bin", "LD_PRELOAD": "/nonexistent/evil.so", "ROOST_X": "a b"},
                             stdin=0, stdout=fd, stderr=fd, uid=nobody.pw_uid, gid=nobody.pw_gid, core_size=4096)
-        proc = asyncio.run(launch.spawn(req))
+        os.environ[joblimits.JOB_NOFILE_ENV] = "1000"  # what the pool was started with
+        try:
+            proc = asyncio.run(launch.spawn(req))
+        finally:
+            del os.environ[joblimits.JOB_NOFILE_ENV]
         try:
             deadline = time.monotonic() + 20
             while "end" not in out.read_text().split() and time.monotonic() < deadline:
@@ -208,6 +213,7 @@ def test_the_jobs_environment_directory_and_core_limit_reach_the_job_alone(job_t
             lines = out.read_text().splitlines()
             assert f"pwd={box}" in lines and "env=/nonexistent/evil.so,a b" in lines
             assert any(ln.split()[4] == "4096" for ln in lines if "core file" in ln), lines  # its soft limit
+            assert any(ln.split()[3] == "1000" for ln in lines if "open files" in ln), lines  # not the startd's
             if helper:  # the keeper, root, waiting for the job: none of the job's
                 assert isinstance(proc, launch.Kept)
                 keeper_env = Path(f"/proc/{proc.keeper_pid}/environ").read_bytes()
@@ -218,6 +224,17 @@ def test_the_jobs_environment_directory_and_core_limit_reach_the_job_alone(job_t
             os.kill(proc.pid, 9)
             proc.wait()
         assert resource.getrlimit(resource.RLIMIT_CORE)[0] != 4096  # ours is untouched
+        # a script without #! runs under /bin/sh, as execvp would run it
+        script_file = box / "plain"
+        script_file.write_text(f"echo plain > {box}/plain.out\n")
+        script_file.chmod(0o755)
+        fd2 = os.open(box / "plain.err", os.O_WRONLY | os.O_CREAT, 0o666)
+        req = launch.Launch(argv=[str(script_file)], executable=str(script_file), cwd=str(box), env={},
+                            stdin=0, stdout=fd2, stderr=fd2, uid=nobody.pw_uid, gid=nobody.pw_gid)
+        done = asyncio.run(launch.spawn(req))
+        os.close(fd2)
+        assert done.wait() == 0, (box / "plain.err").read_text()
+        assert (box / "plain.out").read_text() == "plain\n"
         # a directory root could enter but the job's user cannot: the job never runs
         closed = job_tmp / "closed"
         closed.mkdir(mode=0o700)

@@ -22,6 +22,7 @@ import time
 from typing import Any
 
 from roost.core import jobpolicy as jp
+from roost.daemons.joblimits import job_nofile
 from roost.daemons.schedd.access import owner_user
 from roost.daemons.schedd.jobqueue import Job
 from roost.daemons.schedd.lifecycle import JobLifecycle
@@ -128,9 +129,15 @@ def _drop_to(uid: int, gid: int, cwd: str) -> Any:
     """A preexec_fn that switches the child to ``uid``/``gid`` with no supplementary
     groups, then enters ``cwd`` with those rights (the job's Iwd: root could enter one
     its owner cannot). Nothing of the job's runs before: its environment comes with
-    the exec that follows."""
+    the exec that follows. The soft open-file limit goes back to the pool's (the
+    schedd raised its own)."""
+    nofile = job_nofile()
 
     def drop() -> None:
+        if nofile is not None:
+            soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+            if nofile < soft:
+                resource.setrlimit(resource.RLIMIT_NOFILE, (nofile, hard))
         os.setgroups([])
         os.setgid(gid)
         os.setuid(uid)
@@ -271,8 +278,8 @@ class LocalJob:
             for f in files:
                 f.close()
             who = ids[2] if ids is not None else "the schedd's user"
-            if isinstance(e, subprocess.SubprocessError):  # the preexec_fn's chdir, as the owner
-                e = PermissionError(f"cannot enter {iwd} as {who}")
+            if isinstance(e, subprocess.SubprocessError):  # in the preexec_fn: the switch, or the chdir
+                e = PermissionError(f"cannot become {who} or enter {iwd} as {who}")
             reason = f"Failed to start local universe job (as {who}, in {iwd}): {e}"
             await s.hold(job, reason, jp.HOLD_FAILED_TO_CREATE_PROCESS, 0, vacate=False)
             return

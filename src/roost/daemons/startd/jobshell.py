@@ -199,7 +199,9 @@ class Session:
                 uid=ident.uid if ident.switch else None, gid=ident.gid if ident.switch else None,
                 init_groups=ident.real_owner, cgroup_procs=s.cgroups.procs_file(s.name),
             )
-            self.proc = await launch.spawn(request)
+            # without the launcher helper the shell waits to be moved into the job's cgroup
+            moved = None if launch.shim_enters_cgroup(request) else (lambda p: s.cgroups.enter(s.name, p.pid))
+            self.proc = await launch.spawn(request, moved)
             self.pid = self.proc.pid
             self.ended = asyncio.ensure_future(self._ended())  # reaped whatever happens next
         except BaseException:

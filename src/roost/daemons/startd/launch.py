@@ -46,6 +46,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, NamedTuple, TypeVar
 
+from roost.daemons.joblimits import job_nofile
 from roost.daemons.startd.sandboxfiles import write_all
 
 T = TypeVar("T")
@@ -53,17 +54,21 @@ T = TypeVar("T")
 _SH = shutil.which("sh", path="/bin:/usr/bin")
 # without the helper: the first thing the job's user runs enters the job's directory,
 # then, with builtins only (nothing forked yet), waits until the spawner has moved its
-# pid into the job's cgroup ($1, its cgroup.procs; "-": none): nothing of the job's may
-# start outside it. Bounded: a move that failed costs ~0.1 s, not the job.
+# pid into the job's cgroup ($1, its cgroup.procs; "-": none), so the job's program
+# starts inside it, sets the job's soft open-file limit ($2) and execs the job. Bounded:
+# a move that failed costs ~0.1 s, not the job. Unlike the helper's, this window is not
+# closed to the job's environment: a library the job preloads runs in the shell (as
+# the job's user) and could fork before the move.
 _ENTER_DIR = ('cd -- "$0" || exit 126; if [ "$1" != - ]; then n=0; in=; '
-              'while [ -z "$in" ] && [ $n -lt 20000 ]; do n=$((n + 1)); '
-              'while read -r p; do [ "$p" = $$ ] && in=1; done < "$1"; done; fi; shift; exec "$@"')
+              'while [ -z "$in" ] && [ $n -lt 2000 ]; do n=$((n + 1)); '
+              'while read -r p; do [ "$p" = $$ ] && in=1; done < "$1"; done; fi; '
+              '[ "$2" = - ] || ulimit -S -n "$2" 2>/dev/null; shift 2; exec "$@"')
 #: what the helper itself runs with (as root): nothing of the job's
 HELPER_ENV = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin"}
 _spawner: ThreadPoolExecutor | None = None
 _launcher: str | None = None  # the built helper, once it is ready
 
-# argv: helper CGROUP_DIR|- UID|- GID|- init|clear PID_FD EXIT_FD ENV_FD CORE|- CWD -- PROGRAM ARGS...
+# argv: helper CGROUP_DIR|- UID|- GID|- init|clear PID_FD EXIT_FD ENV_FD CORE|- NOFILE|- CWD -- PROGRAM ARGS...
 # Starts PROGRAM in its own session, in the job's cgroup, with the job's ids, writes its
 # pid ("PID\n") to PID_FD, then stays as the job's parent (the "keeper"): it waits for
 # the job and writes "STATUS UTIME STIME MAXRSS\n" (wait status, CPU seconds, KiB) to
@@ -75,10 +80,13 @@ _launcher: str | None = None  # the built helper, once it is ready
 # job's environment ran as uid 0 in the helper): the startd starts it with an
 # environment, working directory and limits of its own making. The job's environment
 # comes as data on ENV_FD ("NAME=VALUE\0" each), its core size limit as CORE (bytes,
-# "inf"), its working directory as CWD; the child applies them only for the job's own
-# exec: the core limit just before the switch (a user may not raise its hard limit
-# afterwards; nothing runs between), the directory after it (entered with the job
-# user's rights), the environment with the exec itself (execve, no PATH search).
+# "inf"), its soft open-file limit as NOFILE (the one the pool was started with: the
+# daemons raise theirs), its working directory as CWD; the child applies them only for
+# the job's own exec: the limits just before the switch (a user may not raise a hard
+# limit afterwards; nothing runs between), the directory after it (entered with the
+# job user's rights), the environment with the exec itself (execve, no PATH search;
+# a file the kernel cannot exec, a script without #!, runs under /bin/sh as execvp
+# would run it).
 # Where the kernel has clone3(CLONE_INTO_CGROUP) (5.7+, cgroup v2) the job is cloned
 # straight into its cgroup: moving a running process by writing cgroup.procs waits for
 # an RCU grace period, 7-15 ms per job on an idle pool, while a clone into the cgroup
@@ -104,7 +112,7 @@ LAUNCHER_SOURCE = r"""
 #include <sys/wait.h>
 #include <unistd.h>
 
-#define PROGRAM 11
+#define PROGRAM 12
 
 static char **job_env;  /* the job's environment, read from ENV_FD while we are still ourselves */
 
@@ -160,6 +168,14 @@ static void become_job(char **argv) {
             if (setrlimit(RLIMIT_CORE, &rl) != 0) { /* the job keeps ours */ }
         }
     }
+    if (strcmp(argv[9], "-") != 0) {
+        struct rlimit rl;
+        rlim_t v = (rlim_t)strtoull(argv[9], NULL, 10);
+        if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && v < rl.rlim_cur) {
+            rl.rlim_cur = v;  /* the soft limit only: lowering needs no privilege */
+            if (setrlimit(RLIMIT_NOFILE, &rl) != 0) { /* the job keeps ours */ }
+        }
+    }
     if (strcmp(argv[2], "-") != 0) {
         uid_t uid = (uid_t)strtoul(argv[2], NULL, 10);
         gid_t gid = (gid_t)strtoul(argv[3], NULL, 10);
@@ -173,13 +189,18 @@ static void become_job(char **argv) {
         if (setresgid(gid, gid, gid) != 0) die("setresgid");
         if (setresuid(uid, uid, uid) != 0) die("setresuid");
     }
-    if (chdir(argv[9]) != 0) {
+    if (chdir(argv[10]) != 0) {
         int e = errno;
-        fprintf(stderr, "roost-launcher: cannot enter the job's directory %s: %s\n", argv[9], strerror(e));
+        fprintf(stderr, "roost-launcher: cannot enter the job's directory %s: %s\n", argv[10], strerror(e));
         _exit(126);
     }
     execve(argv[PROGRAM], argv + PROGRAM, job_env);
     int e = errno;
+    if (e == ENOEXEC) {  /* as execvp does: a script without #! is the shell's */
+        argv[PROGRAM - 1] = "/bin/sh";  /* the "--" before PROGRAM becomes sh's argv[0] */
+        execve("/bin/sh", argv + PROGRAM - 1, job_env);
+        e = ENOEXEC;
+    }
     fprintf(stderr, "roost-launcher: failed to execute %s: %s\n", argv[PROGRAM], strerror(e));
     _exit(e == ENOENT ? 127 : 126);
 }
@@ -217,7 +238,7 @@ static void keep(pid_t pid, int out) {
 
 int main(int argc, char **argv) {
     if (argc <= PROGRAM || strcmp(argv[PROGRAM - 1], "--") != 0) {
-        fprintf(stderr, "usage: roost-launcher CGROUP_DIR|- UID|- GID|- init|clear PID_FD EXIT_FD ENV_FD CORE|- CWD"
+        fprintf(stderr, "usage: roost-launcher CGROUP_DIR|- UID|- GID|- init|clear PID_FD EXIT_FD ENV_FD CORE|- NOFILE|- CWD"
                         " -- PROGRAM ARGS...\n");
         return 126;
     }
@@ -384,15 +405,16 @@ def _argv(launch: Launch, pid_fd: int = -1, exit_fd: int = -1,
         ids = ["-", "-"] if launch.uid is None else [str(launch.uid), str(launch.gid)]
         groups = "init" if launch.init_groups else "clear"
         return ([_launcher, cgroup, *ids, groups, str(pid_fd), str(exit_fd), str(env_fd),
-                 _core_arg(launch.core_size), launch.cwd, "--", launch.executable, *launch.argv[1:]],
+                 _core_arg(launch.core_size), str(job_nofile() or "-"), launch.cwd, "--", launch.executable,
+                 *launch.argv[1:]],
                 _launcher, {"env": HELPER_ENV, "cwd": "/"})
     if launch.uid is None:
         return launch.argv, launch.executable, {"env": launch.env, "cwd": launch.cwd}
     ids = {"user": launch.uid, "group": launch.gid, "extra_groups": _groups(launch), "env": launch.env}
     if _SH is None:
         return launch.argv, launch.executable, {**ids, "cwd": launch.cwd}
-    return ([_SH, "-c", _ENTER_DIR, launch.cwd, launch.cgroup_procs or "-", launch.executable,
-             *launch.argv[1:]], _SH, {**ids, "cwd": "/"})
+    return ([_SH, "-c", _ENTER_DIR, launch.cwd, launch.cgroup_procs or "-", str(job_nofile() or "-"),
+             launch.executable, *launch.argv[1:]], _SH, {**ids, "cwd": "/"})
 
 
 class Usage(NamedTuple):
@@ -492,7 +514,13 @@ def _start_now(launch: Launch) -> subprocess.Popen[bytes] | Kept:
     except BaseException:
         os.close(env_fd)
         raise
-    r, w = os.pipe()
+    try:
+        r, w = os.pipe()
+    except BaseException:
+        os.close(env_fd)
+        if own:
+            os.close(exit_fd)
+        raise
     try:
         try:
             helper = _popen(launch, w, exit_fd, env_fd)
