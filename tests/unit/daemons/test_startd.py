@@ -300,8 +300,10 @@ def test_static_slots_from_num_slots_and_job_in_iwd():
 
 
 def test_restarted_startd_kills_leftover_jobs():
+    """A job started without the launcher helper (no keeper to wait for it: a host
+    without a compiler) cannot be adopted: the next startd kills it."""
     async def main():
-        async with pool() as (peer, startd, client):
+        async with pool("STARTD_BUILD_LAUNCHER = False\n") as (peer, startd, client):
             sleeper = job_ad("executable = /bin/sh\narguments = \"-c 'sleep 60 & sleep 61'\"\n"
                              "transfer_executable = false\nqueue\n")
             got = await claim(peer, client, sleeper)
