@@ -208,7 +208,8 @@ queue
 
 def test_a_user_submits_queries_waits_and_reads_history(root_pool: PoolHandle, users: tuple[User, User]) -> None:
     alice, bob = users
-    alice.write("job/job.sub", "executable = /bin/sh\narguments = \"-c 'id -un'\"\n"
+    # it stays a moment, so that condor_q finds it in the queue
+    alice.write("job/job.sub", "executable = /bin/sh\narguments = \"-c 'id -un; sleep 2'\"\n"
                 "output = out.txt\nerror = err.txt\nlog = job.log\nqueue\n")
     jobdir = alice.home / "job"
     got = alice.roost("submit", "job.sub", cwd=jobdir)

@@ -176,8 +176,10 @@ def test_directories_the_job_user_cannot_reach_are_not_mounted(
                      f"initialdir = {private}/data\noutput = {jobdir}/out/iwd.out\nqueue\n", jobdir)
     jid = f"{r.cluster}.0"
     held = upool.wait_for(jid, lambda j: j.get("JobStatus") == 5, timeout=120, what="held")
-    assert "not a directory the job's user can reach" in held["HoldReason"], held["HoldReason"]
-    out = jobdir / "out" / "iwd.out"  # opened (as nobody) before the runtime was refused
+    # refused before anything is opened or run: the job's user could not enter its Iwd (14)
+    assert "cannot enter the job's Iwd" in held["HoldReason"], held["HoldReason"]
+    assert held["HoldReasonCode"] == 14
+    out = jobdir / "out" / "iwd.out"
     assert not out.exists() or out.read_text() == ""
     upool.roost("rm", jid, check=True)
     r = upool.submit(f"universe = container\ncontainer_image = {private}/data\nexecutable = /bin/true\n"

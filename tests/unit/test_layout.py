@@ -19,7 +19,7 @@ SRC = Path(__file__).resolve().parents[2] / "src"
 ALLOWED: dict[str, set[str]] = {
     "": set(),  # roost/__init__.py
     "classad": set(),
-    "config": {"classad"},
+    "config": {"classad", "poolhome"},  # where a pool lives: the same lookup as every command
     "submit": {"classad", "config"},
     "eventlog": {"classad"},
     "core": {"classad"},

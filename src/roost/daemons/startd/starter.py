@@ -37,6 +37,7 @@ import time
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
+from roost.core.jobpolicy import HOLD_IWD_ERROR
 from roost.daemons import userfiles
 from roost.daemons.sandbox_paths import sandbox_relpath
 from roost.daemons.startd import (
@@ -91,7 +92,12 @@ class TransferError(Exception):
 
 
 class StartError(Exception):
-    """The job cannot be started (its message goes to the schedd as is)."""
+    """The job cannot be started (its message goes to the schedd as is; ``hold_code``,
+    when given, is the HTCondor hold code the schedd holds it with)."""
+
+    def __init__(self, message: str, hold_code: int | None = None) -> None:
+        super().__init__(message)
+        self.hold_code = hold_code
 
 
 def _safe_relpath(name: Any) -> str:
@@ -227,6 +233,8 @@ class Starter:
                 self.final = {"state": "failed", "error": self._why(e)}
                 if isinstance(e, TransferError) and e.transient:
                     self.final["retry"] = True  # not the job's fault: the schedd runs it again
+                if isinstance(e, StartError) and e.hold_code is not None:
+                    self.final["hold_code"] = e.hold_code
                 log.info("job %s failed to start: %s", self.spec.job_id, self.final["error"])
             else:
                 self.state = "running"
@@ -673,7 +681,7 @@ class Starter:
                 os.close(userfiles.open_dir(spec.iwd, user))
             except OSError as e:
                 raise StartError(f"cannot enter the job's Iwd {spec.iwd} as uid {user.uid}: "
-                                 f"{e.strerror or e}") from None
+                                 f"{e.strerror or e}", HOLD_IWD_ERROR) from None
         try:
             if stdin:
                 opened.append(_open_std(stdin, user, top, "input (In)"))
