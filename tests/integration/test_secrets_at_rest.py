@@ -52,7 +52,27 @@ def busy_pool() -> Iterator[PoolHandle]:
     try:
         yield p
     finally:
+        # its jobs removed first: a DAG's manager (a scheduler-universe job, in a session
+        # of its own) outlives a schedd that merely stops
+        p.roost("rm", "-all")
+        wait_until(lambda: not _managers(home), 20, "the DAG manager ended with its removal")
         stop_pool(p)
+
+
+def _managers(home: Path) -> list[int]:
+    """DAG managers of this pool still running (submit_dag passes ROOST_HOME on: in the
+    job's environment the schedd hands a manager)."""
+    out = []
+    mark = str(home).encode()
+    for pid in os.listdir("/proc"):
+        if pid.isdigit():
+            try:
+                cmd = Path(f"/proc/{pid}/cmdline").read_bytes()
+                if b"roost.dagman" in cmd and mark in Path(f"/proc/{pid}/environ").read_bytes():
+                    out.append(int(pid))
+            except OSError:
+                continue
+    return out
 
 
 def _others_may_reach(path: Path, home: Path) -> bool:
