@@ -427,3 +427,36 @@ def test_a_running_dag_is_not_submitted_twice_and_rm_of_a_held_dag_removes_its_n
         wait_until(lambda: not s.query(f"DAGManJobId == {cluster}", ["ClusterId"]), 30, "node jobs removed")
     finally:
         s.close()
+
+
+def test_a_node_submit_file_uses_dagmans_own_variables(pool: PoolHandle, d: Path) -> None:
+    """Issue 26: the commonest DAG idiom, ``output = $(JOB).out`` in a node's submit
+    file (every OSG DAG tutorial; the manual's splice example). HTCondor's DAGMan
+    defines JOB, RETRY, DAG_STATUS, FAILED_COUNT and DAG_PARENT_NAMES as submit
+    variables of every node job, not only in VARS values."""
+    write(d, "node.sub", "executable = /bin/sh\n"
+          "arguments = \"-c 'echo $(JOB) $(RETRY) [$(DAG_PARENT_NAMES)] $(DAG_STATUS) $(FAILED_COUNT); "
+          "test $(JOB)$(RETRY) != B0'\"\n"
+          "output = $(JOB).out\nerror = $(JOB).err\nlog = $(JOB).log\nqueue\n")
+    write(d, "x.dag", "JOB A node.sub\nJOB B node.sub\nJOB C node.sub\n"
+          "PARENT A CHILD B\nPARENT A B CHILD C\nRETRY B 1\n")
+    cluster = submit_dag(pool, d)
+    assert wait_dag(pool, d, cluster) == 0, _tail(d, "x.dag")
+    assert (d / "A.out").read_text() == "A 0 [] 0 0\n"
+    assert (d / "B.out").read_text() == "B 1 [A] 0 0\n"  # its retry: B0 failed
+    assert (d / "C.out").read_text() == "C 0 [A,B] 0 0\n"
+    assert not (d / ".out").exists()
+    assert [int(ev.type) for ev in read_events(str(d / "A.log"))][-1] == 5  # its own user log, terminated
+
+
+def test_an_inline_description_without_queue_queues_one_job(pool: PoolHandle, d: Path) -> None:
+    """``JOB X { ... }`` and SUBMIT-DESCRIPTION blocks with no queue line: HTCondor
+    queues one job for each (issue 26)."""
+    write(d, "x.dag", "SUBMIT-DESCRIPTION hello {\n  executable = /bin/echo\n  arguments = described\n"
+          "  output = $(JOB).out\n}\n"
+          "JOB A {\n  executable = /bin/echo\n  arguments = inline\n  output = $(JOB).out\n}\n"
+          "JOB B hello\nPARENT A CHILD B\n")
+    cluster = submit_dag(pool, d)
+    assert wait_dag(pool, d, cluster) == 0, _tail(d, "x.dag")
+    assert (d / "A.out").read_text() == "inline\n" and (d / "B.out").read_text() == "described\n"
+    assert node_submits(d) == {"A": 1, "B": 1}

@@ -388,9 +388,9 @@ class Manager:
             if spec.kind == "subdag":
                 path, text = self.subdag_submit(name, cwd)
             elif spec.inline is not None:
-                path, text = f"{spec.where[0]}:{spec.where[1]}", spec.inline
+                path, text = f"{spec.where[0]}:{spec.where[1]}", _queued(spec.inline)
             elif spec.description is not None:
-                path, text = f"SUBMIT-DESCRIPTION {spec.description}", dag.descriptions[spec.description]
+                path, text = f"SUBMIT-DESCRIPTION {spec.description}", _queued(dag.descriptions[spec.description])
             else:
                 assert spec.submit is not None
                 path = os.path.join(cwd, spec.submit)
@@ -431,11 +431,13 @@ class Manager:
         spec = n.spec
         special = {"JOB": name, "RETRY": str(n.retries), "DAG_STATUS": str(run.status),
                    "FAILED_COUNT": str(run.failed_count()), "MAX_RETRIES": str(spec.retry)}
-        lines = []
+        # HTCondor's DAGMan defines these as submit variables of every node job, so its
+        # submit file may say `output = $(JOB).out`, `arguments = $(JOB) $(RETRY)` (the
+        # commonest DAG idiom); a node's own VARS come after them and win
+        lines = [f"JOB = {name}", f"RETRY = {n.retries}", f"DAG_STATUS = {run.status}",
+                 f"FAILED_COUNT = {run.failed_count()}", f"DAG_PARENT_NAMES = {','.join(spec.parents)}"]
         for var, value in spec.vars:  # a macro, or (+attr, My.attr) a job attribute
             lines.append(f"{var} = {_expand_special(value, special)}")
-        if spec.kind == "final":
-            lines += [f"DAG_STATUS = {run.status}", f"FAILED_COUNT = {run.failed_count()}"]
         if self.cluster is not None:
             lines.append(f"+DAGManJobId = {self.cluster}")
         lines.append(f'+DAGNodeName = "{name}"')
@@ -647,6 +649,17 @@ def _replace(path: str, text: str) -> None:
     with open(tmp, "w", encoding="utf-8") as f:
         f.write(text)
     os.replace(tmp, path)
+
+
+def _queued(text: str) -> str:
+    """An inline submit description (``JOB X { ... }``, SUBMIT-DESCRIPTION) without a
+    queue statement queues one job, as HTCondor's DAGMan does."""
+    # lazy: the submit language, as the rest of a node's submission
+    from roost.submit.lexer import is_queue_statement
+
+    if any(is_queue_statement(line) for line in text.splitlines()):
+        return text
+    return text.rstrip("\n") + "\nqueue\n"
 
 
 def _expand_special(value: str, special: dict[str, str]) -> str:
