@@ -320,7 +320,6 @@ def test_rm_of_the_dag_removes_its_nodes_and_writes_a_rescue_dag(pool: PoolHandl
 
 @pytest.mark.parametrize("dag,message", [
     ("JOB A a.sub\nJOB B a.sub\nPARENT A CHILD B\nPARENT B CHILD A\n", "cycle: A -> B -> A"),
-    ("JOB A missing.sub\n", "x.dag:1: node 'A': its submit file missing.sub does not exist"),
     ("JOB A a.sub\nRETRY A many\n", "x.dag:2: RETRY count 'many' is not a whole number"),
     ("JOB A a.sub\nFINAL F a.sub\nPARENT F CHILD A\n", "x.dag:3: the FINAL node 'F' cannot be in a PARENT line"),
     ("JOB A a.sub\nFROB A\n", "x.dag:2: unknown command 'FROB'"),
@@ -460,3 +459,38 @@ def test_an_inline_description_without_queue_queues_one_job(pool: PoolHandle, d:
     assert wait_dag(pool, d, cluster) == 0, _tail(d, "x.dag")
     assert (d / "A.out").read_text() == "inline\n" and (d / "B.out").read_text() == "described\n"
     assert node_submits(d) == {"A": 1, "B": 1}
+
+
+def test_a_node_file_an_earlier_node_writes_is_looked_for_when_it_runs(pool: PoolHandle, d: Path) -> None:
+    """A node's submit file and a SUBDAG EXTERNAL's DAG file that an earlier node
+    writes: HTCondor looks for them when the node is about to run (issue 26), so the
+    submit only warns."""
+    write(d, "make.sh", "#!/bin/sh\nprintf 'executable = /bin/echo\\narguments = made\\noutput = made.out\\nqueue\\n'"
+          " > later.sub\nprintf 'JOB S later.sub\\n' > inner.dag\n", 0o755)
+    write(d, "make.sub", "executable = make.sh\nqueue\n")
+    write(d, "x.dag", "JOB A make.sub\nJOB B later.sub\nSUBDAG EXTERNAL C inner.dag\nPARENT A CHILD B C\n")
+    done = pool.roost("submit_dag", str(d / "x.dag"), cwd=d)
+    assert done.returncode == 0, done.stderr
+    assert "node 'B': its submit file later.sub does not exist yet" in done.stderr, done.stderr
+    assert "node 'C': its DAG file inner.dag does not exist yet" in done.stderr
+    cluster = int(re.search(r"submitted to cluster (\d+)", done.stdout).group(1))  # type: ignore[union-attr]
+    assert wait_dag(pool, d, cluster) == 0, _tail(d, "x.dag")
+    assert (d / "made.out").read_text() == "made\n"
+    assert (d / "inner.dag.dagman.out").exists()  # the sub-DAG ran (its node S wrote made.out too)
+
+
+def test_root_cannot_run_a_dag_where_its_manager_cannot_write(pool: PoolHandle, tmp_path: Path) -> None:
+    """Root's DAGs run as nobody: a DAG in a directory nobody cannot write is refused at
+    submit, one line naming the directory and the user (issue 26), not an exit 1 with
+    the reason in .lib.err."""
+    if os.geteuid() != 0:
+        pytest.skip("root's DAGs only")
+    closed = tmp_path / "mine"
+    closed.mkdir(mode=0o755)
+    write(closed, "a.sub", "executable = /bin/true\nqueue\n")
+    write(closed, "x.dag", "JOB A a.sub\n")
+    done = pool.roost("submit_dag", str(closed / "x.dag"), cwd=closed)
+    assert done.returncode == 1
+    err = done.stderr.strip()
+    assert "\n" not in err and "nobody" in err and str(closed) in err, err
+    assert not (closed / "x.dag.condor.sub").exists()

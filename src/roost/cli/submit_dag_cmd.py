@@ -76,9 +76,13 @@ def main(argv: list[str]) -> int:
             refuse_if_running(ns.dag, schedd)  # before -f removes the lock file
         prepared = prepare(ns.dag, opts)
         write(prepared)
+        for note in prepared.notes:
+            if note.startswith("WARNING"):
+                print(note, file=sys.stderr)
         if not ns.terse:
             for note in prepared.notes:
-                print(note)
+                if not note.startswith("WARNING"):
+                    print(note)
             print("-----------------------------------------------------------------------")
             print(f"File for submitting this DAG to roost   : {os.path.relpath(prepared.sub_file)}")
             for what, suffix in (("Log of DAGMan debugging messages", "dagman.out"),

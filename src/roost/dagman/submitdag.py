@@ -10,6 +10,7 @@ and writes a rescue DAG).
 from __future__ import annotations
 
 import os
+import pwd
 import shlex
 import sys
 from dataclasses import dataclass, field
@@ -64,14 +65,18 @@ def files_of(dag_file: str) -> dict[str, str]:
                                             "nodes.log", "metrics", "lock")}
 
 
-def load(dag_file: str) -> Dag:
-    """Parse the DAG with its splices, and check that every node's submit file exists."""
+def load(dag_file: str, notes: list[str] | None = None) -> Dag:
+    """Parse the DAG with its splices. A node's submit file (or SUBDAG EXTERNAL's DAG
+    file) that does not exist yet is no error: an earlier node or a PRE script may
+    write it, and HTCondor's DAGMan looks for it when the node is about to run (a
+    node whose file is still missing then fails, and may be retried). Each such file
+    is named in ``notes`` as a warning."""
     base = os.path.dirname(dag_file)
     dag = parse_file(dag_file)
     expand_splices(dag, base_dir=base)
-    problems = check(dag, lambda p: os.path.exists(os.path.join(base, p)))
-    if problems:
-        raise problems[0]
+    if notes is not None:
+        for problem in check(dag, lambda p: os.path.exists(os.path.join(base, p))):
+            notes.append(f"WARNING: {problem} yet: it must when the node is submitted")
     return dag
 
 
@@ -81,9 +86,12 @@ def prepare(dag_file: str, opts: Options) -> Prepared:
     dag_file = os.path.abspath(dag_file)
     if not os.path.exists(dag_file):
         raise FileNotFoundError(f"DAG file {dag_file} does not exist")
-    dag = load(dag_file)
-    files = files_of(dag_file)
     notes: list[str] = []
+    dag = load(dag_file, notes)
+    files = files_of(dag_file)
+    why = manager_cannot_write(os.path.dirname(dag_file))
+    if why is not None:
+        raise PermissionError(why)
     directory = os.path.dirname(dag_file)
     numbers = rescue_numbers(dag_file, os.listdir(directory))
     rescue = 0
@@ -116,6 +124,39 @@ def prepare(dag_file: str, opts: Options) -> Prepared:
                               "-update_submit to rewrite it)")
     text = submit_text(dag, dag_file, opts, rescue)
     return Prepared(dag, dag_file, files["condor.sub"], text, rescue, notes)
+
+
+def manager_cannot_write(directory: str) -> str | None:
+    """Why the DAG's manager could not write its files (.dagman.out, .nodes.log, the
+    lock and rescue DAGs) in ``directory``; None when it can. It runs as the submitter,
+    except root's, which runs as nobody (a root schedd never runs a job as root): a
+    0755 directory of root's fails the run at once, its reason only in .lib.err."""
+    if os.geteuid() != 0:
+        if os.access(directory, os.W_OK | os.X_OK):
+            return None
+        return (f"the DAG's directory {directory} is not writable by you: DAGMan writes its "
+                "files (.dagman.out, .nodes.log, the lock, rescue DAGs) there")
+    try:
+        nobody = pwd.getpwnam("nobody")
+    except KeyError:
+        return None
+    def may(path: str, bits: int) -> bool:  # bits of 0o7 (rwx), as nobody with its own group only
+        st = os.stat(path)
+        if st.st_uid == nobody.pw_uid:
+            return (st.st_mode >> 6) & bits == bits
+        if st.st_gid == nobody.pw_gid:
+            return (st.st_mode >> 3) & bits == bits
+        return st.st_mode & bits == bits
+    path = os.path.abspath(directory)
+    walk, up = [path], path
+    while up != os.path.dirname(up):
+        up = os.path.dirname(up)
+        walk.append(up)
+    if all(may(p, 0o1) for p in walk) and may(path, 0o3):
+        return None
+    return (f"root's DAGs run as user nobody (a root schedd runs no job as root), who cannot write in "
+            f"the DAG's directory {path}: DAGMan writes its files (.dagman.out, .nodes.log, the lock, rescue "
+            "DAGs) there; submit it from a directory nobody may write, or as another user")
 
 
 def manager_command(opts: Options) -> list[str]:
