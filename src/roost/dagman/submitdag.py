@@ -74,8 +74,9 @@ def load(dag_file: str, notes: list[str] | None = None) -> Dag:
     base = os.path.dirname(dag_file)
     dag = parse_file(dag_file)
     expand_splices(dag, base_dir=base)
-    if notes is not None:
-        for problem in check(dag, lambda p: os.path.exists(os.path.join(base, p))):
+    # (check also ties a node naming a SUBMIT-DESCRIPTION to it)
+    for problem in check(dag, lambda p: os.path.exists(os.path.join(base, p))):
+        if notes is not None:
             notes.append(f"WARNING: {problem} yet: it must when the node is submitted")
     return dag
 
