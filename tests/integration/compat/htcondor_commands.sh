@@ -45,6 +45,9 @@ condor_prio +2 "$cluster"
 condor_q "$cluster" -af ProcId Site JobPrio Weight
 
 echo "== who"
+# the slots' ads reach the collector a moment after the jobs start: wait for both
+tries=0
+while [ "$(condor_who -af JobId | wc -l)" -lt 2 ] && [ $tries -lt 40 ]; do tries=$((tries + 1)); sleep 0.25; done
 condor_who | sed -n '1p'
 condor_who -af JobId | sort
 

@@ -150,8 +150,7 @@ class Startd(Daemon):
         for line in remove_sandboxes(self.execute_dir, kept):
             self.log.info("leftover from a previous startd: %s", line)
         if os.geteuid() == 0 and self.config.get_bool("STARTD_BUILD_LAUNCHER", True):
-            # Jobs wait for the helper (see launch.py): it is built once, in ~0.1-1 s.
-            launch.expect_build()
+            # Until the helper is built, jobs start without it (see launch.py).
             self._launcher_build = asyncio.get_running_loop().run_in_executor(
                 None, launch.build_launcher, os.path.join(self.execute_dir, ".launcher"))
         if self.config.get_bool("STARTD_DETECT_CRIU", True):

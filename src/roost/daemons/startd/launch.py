@@ -14,9 +14,8 @@ The helper runs as root and is dynamically linked, so the loader reads its
 environment: it is started with ``HELPER_ENV`` in ``/``, and the job's environment,
 directory and core limit travel as data that the helper applies to the job's own exec
 only, after the switch (issue 25: ``LD_PRELOAD`` in a job's environment used to run
-as root here). A startd that builds the helper has its first jobs wait for the build
-(~0.1-1 s, once); without a compiler (or when the build fails) jobs go through
-``Popen(user=...)``: CPython's child switches ids before it execs anything, then a
+as root here). Until the helper is built (~0.2 s after the startd starts, longer on a
+busy host) or without a compiler, jobs go through ``Popen(user=...)``: CPython's child switches ids before it execs anything, then a
 shell running as the job's user enters the job's directory and execs the job. That
 path costs ~2 ms more (CPython forks rather than vforks when ids change, and the
 shell, which also waits until the spawner has moved it into the job's cgroup before
@@ -42,7 +41,6 @@ import shutil
 import stat
 import subprocess
 import tempfile
-import threading
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
@@ -294,9 +292,6 @@ int main(int argc, char **argv) {
 }
 """
 _cleaner: ThreadPoolExecutor | None = None
-_built = threading.Event()  # clear while the startd's build of the helper is under way
-_built.set()
-BUILD_WAIT = 60.0  # seconds a spawn waits for that build (it takes ~0.1-1 s)
 #: the exit file's size, written blank before the job starts (the keeper's line fits)
 EXIT_RECORD_SIZE = 96
 
@@ -339,24 +334,10 @@ def shim_enters_cgroup(launch: Launch) -> bool:
     return launch.cgroup_procs is not None and _uses_launcher(launch)
 
 
-def expect_build() -> None:
-    """A build of the helper is on its way (the startd calls this before it hands
-    ``build_launcher`` to a thread): spawns wait for it, at most BUILD_WAIT seconds,
-    rather than take the slower path without it."""
-    _built.clear()
-
-
 def build_launcher(directory: str) -> str | None:
     """Build the helper into ``directory`` (made root-only) unless it is there already;
     its path, or None without a compiler or when the build fails. Blocking (~0.1 s
     the first time): run it off the event loop. Later spawns use it."""
-    try:
-        return _build(directory)
-    finally:
-        _built.set()
-
-
-def _build(directory: str) -> str | None:
     global _launcher
     digest = hashlib.sha256(LAUNCHER_SOURCE.encode()).hexdigest()[:16]
     path = os.path.join(directory, f"roost-launcher-{digest}")
@@ -588,7 +569,6 @@ async def spawn(
     check_executable(launch.executable)
 
     def run() -> subprocess.Popen[bytes] | Kept:
-        _built.wait(BUILD_WAIT)
         proc = _start(launch)
         if after is not None:
             after(proc)
