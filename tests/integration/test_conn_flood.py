@@ -9,20 +9,20 @@ Bounded: 1,300 loopback connections per case, from 127.0.0.2 and 127.0.0.3 (ever
 
 from __future__ import annotations
 
-import json
 import os
 import socket
-import struct
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from poolkit import PoolHandle, start_pool, stop_pool, wait_until
+from rawwire import connect
+from rawwire import frame as _frame
+from rawwire import read_frame as _read
 
 from roost.api.connection import pool_token
 from roost.api.home import read_address
-from roost.net.auth import ClientHandshake
 
 TOTAL, PER_HOST = 250, 150
 CONFIG = f"""
@@ -44,28 +44,6 @@ def flood_pool() -> Iterator[PoolHandle]:
         stop_pool(p)
 
 
-def _frame(obj: object) -> bytes:
-    body = json.dumps(obj).encode()
-    return struct.pack(">I", len(body)) + body
-
-
-def _read(s: socket.socket) -> dict | None:
-    data = b""
-    while len(data) < 4:
-        chunk = s.recv(4 - len(data))
-        if not chunk:
-            return None
-        data += chunk
-    (n,) = struct.unpack(">I", data)
-    body = b""
-    while len(body) < n:
-        chunk = s.recv(n - len(body))
-        if not chunk:
-            break
-        body += chunk
-    return json.loads(body)
-
-
 def _ask(s: socket.socket, req: dict) -> dict:
     s.sendall(_frame(req))
     resp = _read(s)
@@ -74,14 +52,7 @@ def _ask(s: socket.socket, req: dict) -> dict:
 
 
 def _authenticated(address: str, token: str) -> socket.socket:
-    host, port = address.rsplit(":", 1)
-    s = socket.create_connection((host, int(port)), timeout=30)
-    hs = ClientHandshake(token)
-    challenge = _ask(s, hs.hello())
-    assert challenge["ok"] is True, challenge
-    done = _ask(s, hs.answer(challenge))
-    assert done["ok"] is True, done
-    return s
+    return connect(address, token, timeout=30)
 
 
 def _open_fds(pid: int) -> int:

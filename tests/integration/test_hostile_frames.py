@@ -6,16 +6,17 @@ daemon answers the next request on a fresh connection, as the same process."""
 
 from __future__ import annotations
 
-import json
 import socket
-import struct
 
 import pytest
 from poolkit import PoolHandle
+from rawwire import connect, exchange
+from rawwire import frame as _frame
+from rawwire import frame_bytes as _frame_bytes
+from rawwire import read_frame as _read
 
 from roost.api.connection import pool_token
 from roost.api.home import read_address
-from roost.net.auth import ClientHandshake
 
 DAEMONS = ["master", "collector", "negotiator", "schedd", "startd"]
 N = 100_000
@@ -26,49 +27,8 @@ PROBE = {"master": ({"cmd": "STATUS"}, True), "collector": ({"cmd": "QUERY", "ty
          "startd": ({"cmd": "KEEPALIVE", "claim_id": "no-such-claim"}, False)}
 
 
-def _frame_bytes(body: bytes) -> bytes:
-    return struct.pack(">I", len(body)) + body
-
-
-def _frame(obj: object) -> bytes:
-    return _frame_bytes(json.dumps(obj).encode())
-
-
-def _read(s: socket.socket) -> dict | None:
-    data = b""
-    while len(data) < 4:
-        chunk = s.recv(4 - len(data))
-        if not chunk:
-            return None
-        data += chunk
-    (n,) = struct.unpack(">I", data)
-    body = b""
-    while len(body) < n:
-        chunk = s.recv(n - len(body))
-        if not chunk:
-            break
-        body += chunk
-    return json.loads(body)
-
-
-def _connect(address: str, token: str | None) -> socket.socket:
-    host, port = address.rsplit(":", 1)
-    s = socket.create_connection((host, int(port)), timeout=30)
-    if token is not None:
-        hs = ClientHandshake(token)
-        s.sendall(_frame(hs.hello()))
-        challenge = _read(s)
-        assert challenge is not None and challenge["ok"] is True, challenge
-        s.sendall(_frame(hs.answer(challenge)))
-        done = _read(s)
-        assert done is not None and done["ok"] is True, done
-    return s
-
-
 def _exchange(address: str, payload: bytes, token: str | None) -> dict | None:
-    with _connect(address, token) as s:
-        s.sendall(payload)
-        return _read(s)
+    return exchange(address, payload, token, timeout=30)
 
 
 def _refused(resp: dict | None, code: str, *words: str) -> None:
@@ -145,7 +105,7 @@ def test_deeply_nested_constraints_are_bad_requests(pool: PoolHandle, constraint
         assert resp is not None and resp["ok"] is False, resp
         assert resp["code"] in ("BAD_REQUEST", "NOT_FOUND"), resp
         assert "\n" not in resp["error"] and len(resp["error"]) < 1000, resp
-    with _connect(schedd, owner) as s:
+    with connect(schedd, owner, timeout=30) as s:
         s.sendall(_frame({"cmd": "NEW_CLUSTER"}))
         got = _read(s)
         assert got is not None and got["ok"] is True, got

@@ -4,61 +4,18 @@ peer authenticates; a command above READ from an unauthenticated peer is refused
 
 from __future__ import annotations
 
-import json
-import socket
 import struct
 
 import pytest
 from poolkit import PoolHandle
+from rawwire import connect as _connect
+from rawwire import exchange as _exchange
+from rawwire import frame as _frame
 
 from roost.api.connection import pool_token
 from roost.api.home import read_address
-from roost.net.auth import ClientHandshake
 
 DAEMONS = ["master", "collector", "negotiator", "schedd", "startd"]
-
-
-def _read(s: socket.socket) -> dict | None:
-    header = b""
-    while len(header) < 4:
-        chunk = s.recv(4 - len(header))
-        if not chunk:
-            return None
-        header += chunk
-    (n,) = struct.unpack(">I", header)
-    body = b""
-    while len(body) < n:
-        chunk = s.recv(n - len(body))
-        if not chunk:
-            break
-        body += chunk
-    return json.loads(body)
-
-
-def _connect(address: str, token: str | None, timeout: float = 10) -> socket.socket:
-    """A raw connection; with ``token``, after the IDTOKENS handshake (roost.net.auth)."""
-    host, port = address.rsplit(":", 1)
-    s = socket.create_connection((host, int(port)), timeout=timeout)
-    if token is not None:
-        hs = ClientHandshake(token)
-        s.sendall(_frame(hs.hello()))
-        challenge = _read(s)
-        assert challenge is not None and challenge["ok"] is True, challenge
-        s.sendall(_frame(hs.answer(challenge)))
-        done = _read(s)
-        assert done is not None and done["ok"] is True and done["identity"], done
-    return s
-
-
-def _exchange(address: str, payload: bytes, token: str | None = None) -> dict | None:
-    with _connect(address, token) as s:
-        s.sendall(payload)
-        return _read(s)
-
-
-def _frame(obj: object) -> bytes:
-    body = json.dumps(obj).encode()
-    return struct.pack(">I", len(body)) + body
 
 
 BAD = [
