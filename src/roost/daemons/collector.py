@@ -34,7 +34,7 @@ from roost.daemons.base import Daemon, run
 from roost.net.addresses import is_loopback
 from roost.net.adwire import obj_to_ad
 from roost.net.auth import AuthError, TokenAuthority, challenge_for
-from roost.net.errors import RequestError
+from roost.net.errors import RequestError, excerpt
 from roost.net.server import Handler, Peer
 
 
@@ -239,8 +239,7 @@ def constraint_fn(text: str) -> Any:
     try:
         return parse_expr(text)
     except ClassAdSyntaxError as e:
-        shown = text if len(text) <= 100 else text[:100] + "..."  # a hostile one may be megabytes
-        raise RequestError("BAD_REQUEST", f"QUERY: bad constraint {shown!r}: {e}") from None
+        raise RequestError("BAD_REQUEST", f"QUERY: bad constraint {excerpt(text)!r}: {e}") from None
 
 
 def _holds(node: Any, entry: Entry) -> bool:

@@ -27,6 +27,12 @@ class RequestError(Exception):
         return f"{self.code}: {self.message}"
 
 
+def excerpt(text: str, limit: int = 100) -> str:
+    """A request's text as an error quotes it: at most ``limit`` characters (a hostile
+    constraint may be megabytes; the answer stays one short line)."""
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
 def bad_request(message: str) -> RequestError:
     """The refusal of a request whose arguments are wrong (``BAD_REQUEST``)."""
     return RequestError("BAD_REQUEST", message)

@@ -27,7 +27,7 @@ from roost.daemons.schedd.access import QueueRights
 from roost.daemons.schedd.jobqueue import Job, status_allows
 from roost.daemons.schedd.lifecycle import JobLifecycle
 from roost.net.adwire import obj_to_ad
-from roost.net.errors import RequestError, bad_request
+from roost.net.errors import RequestError, bad_request, excerpt
 from roost.net.server import Peer
 
 log = logging.getLogger("roost.schedd")
@@ -58,8 +58,7 @@ def edit_value(cmd: str, name: Any, text: Any) -> Any:
     try:
         expr = parse_expr(text)
     except ClassAdSyntaxError as e:
-        shown = text if len(text) <= 100 else text[:100] + "..."
-        raise bad_request(f"{cmd}: {name} = {shown}: {e}") from None
+        raise bad_request(f"{cmd}: {name} = {excerpt(text)}: {e}") from None
     if isinstance(expr, Literal) and type(expr.value) is str and expr.value.startswith("/Expr("):
         raise bad_request(f"{cmd}: {name}: a string may not start with /Expr( (the queue's expression form)")
     if name.lower() == "notifyuser":  # given to the MAIL program by root: one plain address
@@ -93,8 +92,7 @@ class QueueCalls:
             try:
                 expr = ExprTree(text)
             except Exception as e:
-                shown = text if len(text) <= 100 else text[:100] + "..."  # a hostile one may be megabytes
-                raise bad_request(f"bad constraint {shown!r}: {e}") from None
+                raise bad_request(f"bad constraint {excerpt(text)!r}: {e}") from None
             refs = _references(expr)
             got = (expr, refs)
             if len(self._constraint_cache) > 256:
