@@ -22,6 +22,8 @@ from typing import Any
 ALLOW_OTHER_KNOB = "SCHEDD_ALLOW_OTHER_ACCOUNTING_USER"
 #: the attributes that name the accounting user, as a job ad spells them
 ATTRS = ("AcctGroupUser", "AccountingGroup")
+#: the same, as ClassAd names compare (case-insensitively)
+ATTRS_LOWER = frozenset(a.lower() for a in ATTRS)
 RULE = (f"the accounting user must be the job's owner unless the submitter is a queue super user "
         f"or {ALLOW_OTHER_KNOB} is true")
 
@@ -51,7 +53,13 @@ def accounting_user_problem(owner: str, get: Callable[[str], Any]) -> str | None
     return None
 
 
+def with_edits(values: dict[str, Any], get: Callable[[str], Any]) -> Callable[[str], Any]:
+    """``get`` with an edit's ``values`` over it (EDIT, Chirp's set_job_attr), the edit's
+    names compared case-insensitively, as ClassAd names are."""
+    lower = {k.lower(): v for k, v in values.items()}
+    return lambda name: lower[name.lower()] if name.lower() in lower else get(name)
+
+
 def lookup(ad: dict[str, Any]) -> Callable[[str], Any]:
     """A case-insensitive ``get`` over a wire-form ad (ClassAd names ignore case)."""
-    lower = {k.lower(): v for k, v in ad.items()}
-    return lambda name: lower.get(name.lower())
+    return with_edits(ad, lambda name: None)

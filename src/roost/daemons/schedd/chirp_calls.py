@@ -34,6 +34,7 @@ import time
 from typing import Any
 
 from roost.core import chirp as rules
+from roost.core.accounting_user import with_edits
 from roost.daemons.schedd.access import QueueRights
 from roost.daemons.schedd.chirpio import HEADER, IO_MAX
 from roost.daemons.schedd.jobqueue import Job
@@ -185,9 +186,7 @@ class ChirpCalls:
         """A job speaks for its owner: it may name no other accounting user than its
         owner may (core.accounting_user)."""
         if self.rights is not None:
-            edited = {k.lower(): v for k, v in values.items()}
-            self.rights.check_accounting_user(
-                job.owner, job.owner, lambda n: edited[n.lower()] if n.lower() in edited else job.get(n), "CHIRP_ATTR")
+            self.rights.check_accounting_user(job.owner, job.owner, with_edits(values, job.get), "CHIRP_ATTR")
 
     def may_write(self, job: Job, name: str) -> bool:
         if name.lower() in _CHIRP_WANTS:

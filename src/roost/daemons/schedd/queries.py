@@ -22,7 +22,8 @@ from roost.classad.errors import ClassAdSyntaxError
 from roost.classad.parser import parse_expr
 from roost.classad.unparse import unparse
 from roost.core import jobpolicy as jp
-from roost.core.accounting_user import ATTRS as ACCOUNTING_ATTRS
+from roost.core.accounting_user import ATTRS_LOWER as ACCOUNTING_ATTRS
+from roost.core.accounting_user import with_edits
 from roost.daemons.schedd.access import QueueRights
 from roost.daemons.schedd.jobqueue import Job, status_allows
 from roost.daemons.schedd.lifecycle import JobLifecycle
@@ -326,11 +327,9 @@ class QueueCalls:
         matched = list(self._matching(req, req.get("owner")))
         denied = [job.id for job in matched if restrict is not None and job.owner != restrict]
         jobs = [job for job in matched if restrict is None or job.owner == restrict]
-        edited = {k.lower(): v for k, v in values.items()}
-        if any(a.lower() in edited for a in ACCOUNTING_ATTRS):  # condor_qedit AcctGroupUser / AccountingGroup
+        if any(k.lower() in ACCOUNTING_ATTRS for k in values):  # condor_qedit AcctGroupUser / AccountingGroup
             for job in jobs:
-                self.rights.check_accounting_user(
-                    user, job.owner, lambda n, job=job: edited[n.lower()] if n.lower() in edited else job.get(n), "EDIT")
+                self.rights.check_accounting_user(user, job.owner, with_edits(values, job.get), "EDIT")
         done = []
         for job in jobs:
             await self.jobs.report(job, self.jobs.set_ops(job, job.spelled(values)), [])

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from typing import Any
 
 from roost.core import jobpolicy as jp
-from roost.core.accounting_user import ATTRS as ACCOUNTING_ATTRS
+from roost.core.accounting_user import ATTRS_LOWER as ACCOUNTING_ATTRS
 from roost.core.accounting_user import lookup
 from roost.daemons.schedd.access import QueueRights
 from roost.daemons.schedd.autoclusters import LOCAL_UNIVERSES
@@ -138,7 +138,7 @@ class SubmitCalls:
             if "User" in d and d["User"] != cluster_ad["User"]:
                 raise bad_request(f"SUBMIT: proc {p} has a different User")
             _check_notify_user(d, f"proc {p}")
-            if any(k.lower() in _ACCOUNTING_ATTRS for k in d):
+            if any(k.lower() in ACCOUNTING_ATTRS for k in d):
                 self.rights.check_accounting_user(user, owner, lookup(d), "SUBMIT")
             for k, v in d.items():
                 if type(v) is str and v.startswith("/Expr(") and v not in checked:
@@ -279,9 +279,6 @@ class SubmitCalls:
             self.jobs.userlogs.to_pool_many(pool_groups)
         for path, text in texts.items():
             self.jobs.userlogs.write_text(path, text, cluster.owner)
-
-
-_ACCOUNTING_ATTRS = {a.lower() for a in ACCOUNTING_ATTRS}
 
 
 def _refuse_case_twins(ad: dict[str, Any], what: str) -> None:
