@@ -76,13 +76,12 @@ def main(argv: list[str]) -> int:
             refuse_if_running(ns.dag, schedd)  # before -f removes the lock file
         prepared = prepare(ns.dag, opts)
         write(prepared)
-        for note in prepared.notes:
+        for note in prepared.notes:  # a warning even with -terse, on stderr
             if note.startswith("WARNING"):
                 print(note, file=sys.stderr)
+            elif not ns.terse:
+                print(note)
         if not ns.terse:
-            for note in prepared.notes:
-                if not note.startswith("WARNING"):
-                    print(note)
             print("-----------------------------------------------------------------------")
             print(f"File for submitting this DAG to roost   : {os.path.relpath(prepared.sub_file)}")
             for what, suffix in (("Log of DAGMan debugging messages", "dagman.out"),

@@ -90,10 +90,10 @@ def prepare(dag_file: str, opts: Options) -> Prepared:
     notes: list[str] = []
     dag = load(dag_file, notes)
     files = files_of(dag_file)
-    why = manager_cannot_write(os.path.dirname(dag_file))
+    directory = os.path.dirname(dag_file)
+    why = manager_cannot_write(directory)
     if why is not None:
         raise PermissionError(why)
-    directory = os.path.dirname(dag_file)
     numbers = rescue_numbers(dag_file, os.listdir(directory))
     rescue = 0
     if opts.force:

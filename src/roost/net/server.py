@@ -435,9 +435,7 @@ class Server:
         for old in evicted:
             old._counted = False
             self._closed_unauth += 1
-            transport = old.writer.transport
-            if transport is not None:
-                transport.abort()  # the fd now, not after a close handshake; its task sees EOF
+            _abort(old)
         self._evicted += len(evicted)
         now = asyncio.get_running_loop().time()
         if now - self._evict_logged >= 60.0:
@@ -456,9 +454,7 @@ class Server:
             old._local = False
             log.warning("closed an idle connection of uid %s on %s: at most %d per local user "
                         "(MAX_CONNECTIONS_PER_LOCAL_USER)", peer.uid, self.unix_path, self.local.max_per_host)
-            transport = old.writer.transport
-            if transport is not None:
-                transport.abort()
+            _abort(old)
 
     def _unadmit(self, peer: Peer, closed: bool = False) -> None:
         peer._counted = False
@@ -629,6 +625,14 @@ class Server:
 
 
 _libc: Any = None
+
+
+def _abort(peer: Peer) -> None:
+    """Close a connection over a bound at once: the fd is free now, not after a close
+    handshake; its task sees EOF."""
+    transport = peer.writer.transport
+    if transport is not None:
+        transport.abort()
 
 
 def release_memory() -> None:
