@@ -5,11 +5,9 @@ better factor gets more, and `roost userprio` shows and changes priorities."""
 from __future__ import annotations
 
 import json
-import shutil
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -36,15 +34,10 @@ def pool4():
 
 
 @pytest.fixture
-def tmp_path() -> Iterator[Path]:
+def tmp_path(jobdir: Path) -> Path:
     """Where these jobs live: root's jobs run as nobody and enter their Iwd (no file
     transfer) as nobody, and pytest's own tmp_path sits under a root-only directory."""
-    path = Path(tempfile.mkdtemp(prefix="roost-fs-jobs-", dir="/tmp"))
-    path.chmod(0o777)
-    try:
-        yield path
-    finally:
-        shutil.rmtree(path, ignore_errors=True)
+    return jobdir
 
 
 def submit_held(pool, tmp_path: Path, user: str, n: int, seconds: int = 3) -> int:
