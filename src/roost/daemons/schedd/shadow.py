@@ -635,8 +635,9 @@ class Shadow:
                     await s.requeue(job, f"Error from {self.slot_name}: {update.get('error') or 'interrupted'}")
                     return False
                 default = jp.HOLD_TRANSFER_INPUT_ERROR if update.get("retry") is True else jp.HOLD_FAILED_TO_CREATE_PROCESS
-                if update.get("hold_code") == jp.HOLD_IWD_ERROR:  # the startd says which (its Iwd, say)
-                    default = jp.HOLD_IWD_ERROR
+                said = update.get("hold_code")  # the startd names HTCondor's code (14: its Iwd, say)
+                if type(said) is int and said in jp.HOLD_CODE_NAMES:
+                    default = said
                 code, msg = self.transfer_error or (
                     default, f"Error from {self.slot_name}: {update.get('error') or 'the job could not be started'}",
                 )
