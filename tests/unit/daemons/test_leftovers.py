@@ -25,6 +25,13 @@ def launcher(tmp_path):
     launch._launcher = saved
 
 
+def _ticks(pid):
+    """A process's start time as the starter records it: 0 when it has already gone (a job
+    that exits at once may be reaped, with its keeper, before /proc is read)."""
+    got = procstat.read(pid)
+    return got.start_ticks if got is not None else 0
+
+
 def _start(tmp_path, argv, name):
     """A job under its keeper, as the starter starts it, and its record."""
     jobs = tmp_path / JOBS_DIR
@@ -36,8 +43,8 @@ def _start(tmp_path, argv, name):
     os.close(exit_fd)
     assert isinstance(proc, launch.Kept)
     record = {"job": "1.0", "claim_id": "c", "slot": {"name": "slot1"}, "claim": {}, "job_ad": {},
-              "pid": proc.pid, "ticks": procstat.read(proc.pid).start_ticks, "started": time.time(),
-              "keeper": proc.keeper_pid, "keeper_ticks": procstat.read(proc.keeper_pid).start_ticks}
+              "pid": proc.pid, "ticks": _ticks(proc.pid), "started": time.time(),
+              "keeper": proc.keeper_pid, "keeper_ticks": _ticks(proc.keeper_pid)}
     (jobs / name).write_text(json.dumps(record))
     return proc
 

@@ -173,6 +173,7 @@ class ChirpCalls:
         self._starting: dict[tuple[int, int, int], asyncio.Future[Helper]] = {}
         self._sweeper: asyncio.Task[None] | None = None
         self._reaping: set[asyncio.Task[Any]] = set()
+        shadows.on_run_end = self.run_ended
 
     def _prefix(self) -> list[str]:
         return rules.prefix_words(self.config.get("CHIRP_DELAYED_UPDATE_PREFIX") if self.config is not None else None)
@@ -312,6 +313,12 @@ class ChirpCalls:
         if helper is not None:
             helper.end()
             log.info("job %d.%d: chirp file helper ended", *key[:2])
+
+    def run_ended(self, job: Job, claim_id: str) -> None:
+        """A run of ``job`` on ``claim_id`` is over (its final report is in): its helper ends."""
+        for key, helper in list(self.helpers.items()):
+            if helper.claim_id == claim_id and key[:2] == tuple(job.key):
+                self.end(key)
 
     async def _sweep(self) -> None:
         """End the helpers of jobs that no longer run on their claim (the starter's

@@ -89,6 +89,9 @@ class Shadows:
         self._idle_claims: list[tuple[Shadow, asyncio.Future[Job | None]]] = []
         #: attributes the activation ad adds for a job (ckpt_admission: its checkpoint phase)
         self.activation_attrs: Callable[[Job], dict[str, Any]] | None = None
+        #: told each time a run ends, with the job and its claim id (chirp_calls: the job's
+        #: file helper goes with its run, whether or not its starter's "end" comes)
+        self.on_run_end: Callable[[Job, str], None] | None = None
 
     async def hold_idle(self, shadow: Shadow, seconds: float) -> Job | None:
         """Keep ``shadow``'s claim for up to ``seconds`` for the next job of its owner that
@@ -611,6 +614,8 @@ class Shadow:
         log.debug("job %s: %s on %s", job.id, update.get("state"), self.slot_name)
         self.exit = None
         self.job = None
+        if self.shadows.on_run_end is not None:
+            self.shadows.on_run_end(job, self.claim_id)
         state = update.get("state")
         try:
             if job.cluster.procs.get(job.proc) is not job:
