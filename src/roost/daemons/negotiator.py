@@ -64,6 +64,7 @@ from roost.core.preemption import PreemptionPolicy
 from roost.core.promises import COUNTER, OFFER, WITHHOLD, Charge, PromiseBook
 from roost.core.submitters import merge_requests
 from roost.core.updown import UpDown, UpDownRates, preemption_priority
+from roost.daemons.backoff import Backoff
 from roost.daemons.base import Daemon, run
 from roost.daemons.negotiator_priorities import (
     AccountantFile,
@@ -323,8 +324,15 @@ class Negotiator(Daemon):
 
     async def _loop(self) -> None:
         assert self._wake is not None
+        # a cycle cut short by a fault (the collector or a schedd unreachable) is tried
+        # again soon, 1 s doubling up to the interval, rather than at the next periodic
+        # cycle: after a collector restart idle jobs waited a whole interval by free slots
+        retry = Backoff(constant=1.0, factor=2.0, ceiling=self.interval, recover=float("inf"))
+        faulted = False
         while True:
             timeout, why = self.interval, "periodic"
+            if faulted:
+                timeout, why = min(timeout, retry.died(time.monotonic())), "retry after a fault"
             lapse = self.promises.next_expiry()
             if lapse is not None and lapse - time.monotonic() < timeout:
                 timeout, why = max(0.0, lapse - time.monotonic()) + 0.001, "a promise lapsed"
@@ -340,7 +348,7 @@ class Negotiator(Daemon):
             trigger, self._trigger = self._trigger, "periodic"
             self._last_start = time.monotonic()
             try:
-                await self.cycle(trigger)
+                faulted = bool((await self.cycle(trigger)).errors)
             except asyncio.CancelledError:
                 raise
             except Exception as e:
@@ -348,6 +356,9 @@ class Negotiator(Daemon):
                 failed = CycleStats(start=time.time(), trigger=trigger)
                 failed.errors.append(f"internal: {type(e).__name__}: {e}")
                 self._finish(failed, time.perf_counter())
+                faulted = True
+            if not faulted:
+                retry.failures = 0
 
     async def cycle(self, trigger: str = "manual") -> CycleStats:
         """One negotiation cycle; its statistics."""

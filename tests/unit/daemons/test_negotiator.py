@@ -248,3 +248,35 @@ def test_reschedule_needs_a_daemon_and_reads_are_open(pool):
     with as_daemon(home, naddr) as neg:
         assert neg.call("RESCHEDULE") is not None
     assert proc.poll() is None
+
+
+def test_a_cycle_skipped_for_the_collector_runs_again_when_it_is_back(tmp_path):
+    """Idle jobs must not wait a whole NEGOTIATOR_INTERVAL by free slots because one
+    cycle found the collector down: the cycle is tried again soon, with nobody asking."""
+    home = make_home(tmp_path, "NEGOTIATOR_INTERVAL = 300\nNEGOTIATOR_MIN_INTERVAL = 0.01\n")
+    collector, caddr = start_daemon("collector", home)
+    negotiator = schedd = None
+    try:
+        negotiator, naddr = start_daemon("negotiator", home)
+        schedd = FakeSchedd({"dora": [{"autocluster": 4, "count": 1, "ad": job_ad(1, owner="dora")}]}, home)
+        collector.kill()
+        collector.wait()
+        with as_daemon(home, naddr) as neg:
+            n = neg.call("CYCLE_STATS")["cycles"]
+            neg.call("RESCHEDULE")
+            stats = wait_cycles(neg, n + 1)
+            assert any("collector" in e for e in stats["last"][0]["errors"]), stats["last"][0]
+        collector, caddr2 = start_daemon("collector", home)
+        assert caddr2 == caddr
+        with as_daemon(home, caddr) as c:
+            c.call("UPDATE_AD", type="Machine", ad=slot_ad("slot1@d", 1, 1024), private={"ClaimId": "c-d"})
+            c.call("UPDATE_AD", type="Submitter", ad={"Name": "dora@d", "Owner": "dora",
+                                                       "ScheddAddress": schedd.address, "IdleJobs": 1})
+        assert schedd.got.wait(20), "no cycle ran after the collector came back"
+        assert [m["slot_name"] for m in schedd.matches] == ["slot1@d"]
+    finally:
+        if schedd is not None:
+            schedd.ts.close()
+        if negotiator is not None:
+            stop_daemon(negotiator)
+        stop_daemon(collector)
