@@ -332,6 +332,7 @@ class Negotiator(Daemon):
         while True:
             timeout, why = self.interval, "periodic"
             if faulted:
+                retry.ceiling = self.interval  # RECONFIG may have changed it
                 timeout, why = min(timeout, retry.died(time.monotonic())), "retry after a fault"
             lapse = self.promises.next_expiry()
             if lapse is not None and lapse - time.monotonic() < timeout:
