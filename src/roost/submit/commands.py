@@ -458,7 +458,7 @@ _SIMPLE: list[tuple[str, str, str]] = [
     ("job_max_vacate_time", "JobMaxVacateTime", "e"),
     ("job_lease_duration", "JobLeaseDuration", "e"),
     ("coresize", "CoreSize", "i"),
-    ("checkpoint_exit_code", "CheckpointExitCode", "i"),
+    ("checkpoint_exit_code", "SuccessCheckpointExitCode", "i"),
     ("checkpoint_destination", "CheckpointDestination", "s"),
     ("transfer_checkpoint_files", "TransferCheckpoint", "s"),
     ("checkpoint_method", "CheckpointMethod", "q"),  # roost's own: "criu" (transparent checkpoints)
@@ -637,8 +637,8 @@ def h_image_size(b: Builder) -> None:
 
 def h_auto(b: Builder) -> None:
     """What condor_submit fills in when the description did not say."""
-    if b.lookup("CheckpointExitCode") is not None:
-        b.set("WantFTOnCheckpoint", True)
+    if b.lookup("SuccessCheckpointExitCode") is not None:
+        b.set("WantFTOnCheckpoint", True)  # the starter ignores the code without it
     if b.lookup("DeferralTime") is not None:
         # a deferred job's window and prep time default (JOB_DEFERRAL_*_DEFAULT), and the
         # schedd's interval its Requirements refer to (SCHEDD_INTERVAL)

@@ -124,7 +124,8 @@ def test_simple_commands_and_custom_attributes() -> None:
            "want_io_proxy = true\nconcurrency_limits = Foo, bar:2\naccounting_group = physics\n"
            "accounting_group_user = ann\nmax_idle = 10\n+Project = \"roost\"\nMY.Weight = 2 * 3\nleave_in_queue = true")
     assert (a["JobPrio"], a["JobBatchName"], a["JobNotification"], a["NotifyUser"]) == (5, "sweep", 2, "me@x")
-    assert (a["MaxJobRetirementTime"], a["JobMaxVacateTime"], a["CheckpointExitCode"]) == (60, 30, 85)
+    assert (a["MaxJobRetirementTime"], a["JobMaxVacateTime"], a["SuccessCheckpointExitCode"]) == (60, 30, 85)
+    assert a["WantFTOnCheckpoint"] is True and "CheckpointExitCode" not in a  # condor_submit's names
     assert a["WantIOProxy"] is True and a["ConcurrencyLimits"] == "bar:2,foo"
     assert (a["AcctGroup"], a["AcctGroupUser"], a["AccountingGroup"]) == ("physics", "ann", "physics.ann")
     assert a["JobMaterializeMaxIdle"] == 10 and a["Project"] == "roost" and a["Weight"] == "2 * 3"

@@ -44,7 +44,7 @@ class JobSpec:
     hold_kill_sig: int | None = None
     #: coresize (CoreSize): the job's core file limit, bytes; None leaves the startd's
     core_size: int | None = None
-    #: checkpoint_exit_code (CheckpointExitCode): the job exits with it after writing a
+    #: checkpoint_exit_code (SuccessCheckpointExitCode): the job exits with it after writing a
     #: checkpoint, which is sent to the schedd, and runs again in place
     checkpoint_exit_code: int | None = None
     #: transfer_checkpoint_files (TransferCheckpoint); None: what output transfer would send
@@ -198,7 +198,7 @@ def _periodic_checkpoint(ad: ClassAd) -> dict[str, Any]:
 
 
 def _checkpoint_code(ad: ClassAd) -> int | None:
-    """checkpoint_exit_code (CheckpointExitCode), or the wiki's +SuccessCheckpointExitCode."""
+    """checkpoint_exit_code (SuccessCheckpointExitCode; CheckpointExitCode in ads roost wrote before)."""
     for name in ("CheckpointExitCode", "SuccessCheckpointExitCode"):
         v = ad.eval(name) if name in ad else None
         if type(v) is int and 0 < v < 256:
