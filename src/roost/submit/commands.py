@@ -8,13 +8,13 @@ handler reads (anything else that is not a macro another value uses earns an
 
 from __future__ import annotations
 
-import fnmatch
 import re
 from collections.abc import Callable
 
 from roost.classad.errors import ClassAdSyntaxError
 from roost.submit import arglist, universes
 from roost.submit.builder import Builder
+from roost.submit.getenv import imported
 from roost.submit.mailaddr import address_problem
 from roost.submit.units import parse_size
 from roost.submit.values import Expr
@@ -158,15 +158,8 @@ def h_environment(b: Builder) -> None:
     e2 = b.get("environment2")
     pairs: list[tuple[str, str]] = []
     getenv = b.get("getenv", "get_env")
-    if getenv is not None:
-        gb = getenv.strip().lower()
-        if gb in ("true", "yes", "1", "t", "y"):
-            pairs.extend(sorted(b.ctx.env.items()))
-        elif gb not in ("false", "no", "0", "f", "n"):
-            pats = [p for p in re.split(r"[\s,]+", getenv) if p]
-            for k, v in sorted(b.ctx.env.items()):
-                if any(fnmatch.fnmatchcase(k, p) for p in pats):
-                    pairs.append((k, v))
+    if getenv is not None:  # imported first: the description's own variables win
+        pairs.extend(imported(b.ctx.env, getenv, v1_safe=e1 is not None and e2 is None))
     try:
         if e2 is not None:
             pairs.extend(arglist.parse_environment(e2 if arglist.is_v2_quoted(e2) else f'"{e2}"'))
