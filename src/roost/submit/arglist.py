@@ -16,24 +16,47 @@ class ArgSyntaxError(ValueError):
 
 
 def is_v2_quoted(s: str) -> bool:
-    s = s.strip()
-    return len(s) >= 2 and s[0] == '"' and s[-1] == '"'
+    """New syntax: the first non-blank character is a double quote (HTCondor's test; the
+    value must then close the quote, see :func:`_unquote_v2`)."""
+    return s.lstrip()[:1] == '"'
 
 
 def _unquote_v2(s: str) -> str:
+    """The text inside a new-syntax value: ``""`` is a literal ``"``; after the closing
+    quote only blanks may follow."""
     s = s.strip()
-    inner = s[1:-1]
-    # a lone " inside is an error; "" is a literal "
-    out = []
-    i = 0
-    while i < len(inner):
-        c = inner[i]
+    out: list[str] = []
+    i, n = 1, len(s)
+    while i < n:
+        c = s[i]
         if c == '"':
-            if i + 1 < len(inner) and inner[i + 1] == '"':
+            if i + 1 < n and s[i + 1] == '"':
                 out.append('"')
                 i += 2
                 continue
-            raise ArgSyntaxError(f'unexpected " in {s}: write "" for a literal double quote')
+            if s[i + 1:].strip():
+                raise ArgSyntaxError(f"unexpected text after the closing double quote: {s[i:]} "
+                                     '(write "" for a literal double quote inside the quotes)')
+            return "".join(out)
+        out.append(c)
+        i += 1
+    raise ArgSyntaxError(f"unterminated double quote in: {s}")
+
+
+def _unwack_v1(value: str) -> str:
+    """Old-syntax arguments: ``\\"`` is a literal double quote, a bare one is refused (as
+    condor_submit: it usually means a new-syntax value missing its opening quote)."""
+    out: list[str] = []
+    i, n = 0, len(value)
+    while i < n:
+        c = value[i]
+        if c == '"':
+            raise ArgSyntaxError(f"unescaped double quote in old-syntax arguments: {value[i:]} "
+                                 '(write \\" for a literal one, or put the whole value in double quotes)')
+        if c == "\\" and i + 1 < n and value[i + 1] == '"':
+            out.append('"')
+            i += 2
+            continue
         out.append(c)
         i += 1
     return "".join(out)
@@ -109,15 +132,15 @@ def parse_arguments(value: str) -> tuple[str, str]:
     """(attribute, value) for an ``arguments`` command: ``Args`` (V1) or ``Arguments`` (V2)."""
     if is_v2_quoted(value):
         return "Arguments", join_v2_raw(split_v2_raw(_unquote_v2(value)))
-    # V1: words split on whitespace; \" is a literal double quote
-    words = value.replace('\\"', '"').split()
-    return "Args", " ".join(words)
+    # V1: words split on whitespace
+    return "Args", " ".join(_unwack_v1(value).split())
 
 
 def parse_arguments2(value: str) -> str:
-    """``arguments2`` (always V2, quoted or not)."""
-    raw = _unquote_v2(value) if is_v2_quoted(value) else value
-    return join_v2_raw(split_v2_raw(raw))
+    """``arguments2`` (new syntax only: the whole value in double quotes, as condor_submit)."""
+    if not is_v2_quoted(value):
+        raise ArgSyntaxError(f"expected the new syntax, the whole value in double quotes: {value.strip()}")
+    return join_v2_raw(split_v2_raw(_unquote_v2(value)))
 
 
 def parse_environment(value: str, v1_delim: str = ";") -> list[tuple[str, str]]:

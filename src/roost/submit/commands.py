@@ -102,8 +102,14 @@ def h_iwd(b: Builder) -> None:
     cwd = b.ctx.cwd
     if d is None:
         b.set("Iwd", cwd)
-    else:
-        b.set("Iwd", full_path(cwd, d))
+        return
+    iwd = full_path(cwd, d)
+    b.set("Iwd", iwd)
+    # condor_submit refuses a job whose initialdir is not there, skip_filechecks or not
+    why = b.ctx.check_path("initialdir", iwd) if b.ctx.check_path is not None else None
+    if why is not None:
+        key = next(k for k in ("initialdir", "iwd", "initial_dir", "job_iwd") if b.get(k) is not None)
+        b.error(f"{key}: {why}", key)
 
 
 def h_executable(b: Builder) -> None:
@@ -133,7 +139,8 @@ def h_arguments(b: Builder) -> None:
             attr, val = arglist.parse_arguments(a1)
             b.set(attr, val)
     except arglist.ArgSyntaxError as e:
-        b.error(f"arguments: {e}", "arguments2" if a2 is not None else "arguments")
+        key = "arguments2" if a2 is not None else "arguments" if b.get("arguments") is not None else "args"
+        b.error(f"{key}: {e}", key)
     if b.lookup("Args") is None and b.lookup("Arguments") is None:
         b.set("Arguments", "")
 
@@ -162,11 +169,14 @@ def h_environment(b: Builder) -> None:
         pairs.extend(imported(b.ctx.env, getenv, v1_safe=e1 is not None and e2 is None))
     try:
         if e2 is not None:
-            pairs.extend(arglist.parse_environment(e2 if arglist.is_v2_quoted(e2) else f'"{e2}"'))
+            if not arglist.is_v2_quoted(e2):
+                raise arglist.ArgSyntaxError(f"expected the new syntax, the whole value in double quotes: {e2.strip()}")
+            pairs.extend(arglist.parse_environment(e2))
         elif e1 is not None:
             pairs.extend(arglist.parse_environment(e1))
     except arglist.ArgSyntaxError as e:
-        b.error(f"environment: {e}", "environment")
+        key = "environment2" if e2 is not None else "environment" if b.get("environment") is not None else "env"
+        b.error(f"{key}: {e}", key)
     b.set("Environment", arglist.join_environment(pairs))
 
 
@@ -695,7 +705,7 @@ def h_check_files(b: Builder) -> None:
 
 
 #: handlers whose result depends on the file system, not only on the text: never templated per proc
-READS_FILES: frozenset[Handler] = frozenset({h_transfer, h_image_size, h_check_files})
+READS_FILES: frozenset[Handler] = frozenset({h_iwd, h_transfer, h_image_size, h_check_files})
 
 HANDLERS: list[Handler] = [
     h_universe, universes.h_container, h_iwd, h_executable, h_arguments, h_parallel, h_environment, h_status,

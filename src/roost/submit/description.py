@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from roost.submit import commands, lexer
-from roost.submit.builder import BuildContext
+from roost.submit.builder import BuildContext, parse_bool
 from roost.submit.errors import SubmitError, SubmitWarning
 from roost.submit.expansion import QueueBlock, block_procs, expand_block
 from roost.submit.jobads import ClusterSubmission
@@ -223,7 +223,12 @@ def parse_submit(
                 spec = parse_queue_args(args, st.rows, file=st.file, line=st.line)
                 count = _count(spec.count_expr, st)
                 items = load_items(spec, cwd=cwd, read_text=read_text, stdin_text=stdin_text,
-                                   run_command=run_command)
+                                   run_command=run_command,
+                                   fail_empty=_flag(exp, "submit_fail_empty_matches", "SubmitFailEmptyMatches",
+                                                    False, st),
+                                   warn=(lambda m, st=st: warnings.append(SubmitWarning(m, st.file, st.line)))
+                                   if _flag(exp, "submit_warn_empty_matches", "SubmitWarnEmptyMatches", True, st)
+                                   else None)
                 blocks.append(QueueBlock(dict(macros), dict(lines), list(keys), spec, count, items))
 
     run(stmts, 0)
@@ -237,15 +242,32 @@ def parse_submit(
     return SubmitDescription(file, cwd, env, blocks, warnings, file_size, check_path, set(exp.used))
 
 
+def _flag(exp: Expander, name: str, alt: str, default: bool, st: lexer.Queue) -> bool:
+    """A boolean submit variable as the queue statement ``st`` sees it."""
+    v = exp.lookup(name)
+    if v is None or not v.strip():
+        v = exp.lookup(alt)
+    if v is None or not v.strip():
+        return default
+    b = parse_bool(v)
+    if b is None:
+        raise SubmitError(f"{name} = {v.strip()}: expected true or false", file=st.file, line=st.line)
+    return b
+
+
 def _count(expr: str, st: lexer.Queue) -> int:
+    """The count before a queue's items: a number or a ClassAd expression giving one
+    (``queue 2*3``). Anything else (``queue abc``: a variable list without in/from/matching)
+    is refused, as condor_submit's "Invalid Queue count expression"."""
     s = expr.strip()
     try:
         n = int(s)
     except ValueError:
         got = classad_number(s)
-        if isinstance(got, bool) or not isinstance(got, int | float):
-            raise SubmitError(f"queue {expr}: the count is not a number", file=st.file, line=st.line) from None
+        if type(got) not in (int, float):  # (the ClassAd's undefined is an int enum)
+            raise SubmitError(f"queue {expr}: invalid queue count expression: expected a number of jobs, "
+                              "or 'queue [N] [vars] in|from|matching ...'", file=st.file, line=st.line) from None
         n = int(got)
-    if n < 0:
-        raise SubmitError(f"queue {expr}: the count cannot be negative", file=st.file, line=st.line)
+    if n < 0 or n >= 2**31 - 1:
+        raise SubmitError(f"queue {expr}: the queue count is out of range", file=st.file, line=st.line)
     return n

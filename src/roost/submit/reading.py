@@ -65,6 +65,10 @@ class PathChecks:
 
     @staticmethod
     def _check(what: str, path: str) -> str | None:
+        if what == "initialdir":  # the job starts there: it must be a directory we can enter
+            if not os.path.isdir(path):
+                return f"{path}: {'not a directory' if os.path.exists(path) else 'no such directory'}"
+            return None if os.access(path, os.X_OK) else f"{path}: cannot enter that directory"
         if what in ("executable", "input"):
             if not os.path.exists(path):
                 return f"{path}: no such file"
