@@ -17,9 +17,10 @@ from roost.submit import commands, lexer
 from roost.submit.builder import BuildContext, parse_bool
 from roost.submit.errors import SubmitError, SubmitWarning
 from roost.submit.expansion import QueueBlock, block_procs, expand_block
+from roost.submit.include import included_text
 from roost.submit.jobads import ClusterSubmission
 from roost.submit.macros import Expander, classad_number
-from roost.submit.queue import RunCommand, _read_text, load_items, parse_queue_args
+from roost.submit.queue import RunCommand, WriteText, _read_text, load_items, parse_queue_args
 
 MAX_INCLUDE_DEPTH = 20
 
@@ -141,14 +142,16 @@ def parse_submit(
     require_queue: bool = True,
     check_path: Callable[[str, str], str | None] | None = None,
     run_command: RunCommand | None = None,
+    write_text: WriteText | None = None,
 ) -> SubmitDescription:
     """Parse and validate a submit description.
 
     ``overrides`` are command-line ``name=value`` assignments (they act as if
     at the top of the file); ``append`` are ``-append`` lines, which act as if
     just before the first queue statement. Files named by ``include`` and
-    ``queue ... from file`` are read through ``read_text``; ``queue ... from CMD |``
-    runs CMD through ``run_command`` (none given: CommandNotAllowed).
+    ``queue ... from file`` are read through ``read_text``; ``queue ... from CMD |`` and
+    ``include : CMD |`` run CMD through ``run_command`` (none given: CommandNotAllowed),
+    and ``include command into CACHE`` writes CACHE through ``write_text``.
     """
     cwd = cwd if cwd is not None else os.getcwd()
     env = dict(env) if env is not None else {}
@@ -207,17 +210,10 @@ def parse_submit(
             elif isinstance(st, lexer.Include):
                 if depth >= MAX_INCLUDE_DEPTH:
                     raise SubmitError("include nested too deeply", file=st.file, line=st.line)
-                if st.kind == "command":
-                    raise SubmitError("'include command :' is not supported by roost", file=st.file, line=st.line)
-                path = exp.expand(st.path)
-                full = path if os.path.isabs(path) else os.path.join(cwd, path)
-                try:
-                    inc = read_text(full)
-                except OSError as e:
-                    if st.kind == "ifexist":
-                        continue
-                    raise SubmitError(f"include : {path}: cannot read ({e.strerror or e})", file=st.file, line=st.line) from e
-                run(lexer.lex(inc, path), depth + 1)
+                got = included_text(st, exp.expand, cwd=cwd, read_text=read_text, run_command=run_command,
+                                    write_text=write_text, warnings=warnings)
+                if got is not None:
+                    run(lexer.lex(got[1], got[0]), depth + 1)
             elif isinstance(st, lexer.Queue):
                 args = exp.expand(st.args)
                 spec = parse_queue_args(args, st.rows, file=st.file, line=st.line)

@@ -207,12 +207,26 @@ def _inline_lines(spec: QueueSpec) -> list[str]:
     return lines if spec.one_line else [ln for ln in lines if not ln.strip().startswith("#")]
 
 
-#: runs a ``queue ... from COMMAND |`` command in a directory and returns its output
+#: runs a command (``queue ... from COMMAND |``, ``include : COMMAND |``) in a directory
+#: and returns its output; ValueError when it cannot, CommandFailed when it exits non-zero
 RunCommand = Callable[[str, str], str]
+#: writes a file (``include command into CACHE``)
+WriteText = Callable[[str, str], None]
+
+
+class CommandFailed(ValueError):
+    """A command ran but exited with a non-zero status; ``output`` is what it printed
+    (``include : COMMAND |`` uses it anyway, as condor_submit does)."""
+
+    def __init__(self, message: str, *, status: int, output: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.output = output
 
 
 class CommandNotAllowed(SubmitError):
-    """A description wants ``queue ... from COMMAND |`` where no command may run."""
+    """A description wants a command run (``queue ... from COMMAND |``, ``include :
+    COMMAND |``) where no command may run."""
 
 
 def load_items(
