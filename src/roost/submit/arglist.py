@@ -10,6 +10,8 @@ condor_submit keeps V1 arguments in ``Args`` and V2 arguments in
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 
 class ArgSyntaxError(ValueError):
     pass
@@ -148,10 +150,7 @@ def parse_environment(value: str, v1_delim: str = ";") -> list[tuple[str, str]]:
     if is_v2_quoted(value):
         words = split_v2_raw(_unquote_v2(value))
     else:
-        words = [w.strip() for w in value.split(v1_delim) if w.strip()] if v1_delim in value else value.split()
-        if v1_delim not in value and len(words) > 1:
-            # V1 with a single assignment may not contain spaces outside the value
-            words = [value.strip()]
+        words = split_v1_environment(value, v1_delim)
     out: list[tuple[str, str]] = []
     for w in words:
         name, eq, val = w.partition("=")
@@ -161,10 +160,49 @@ def parse_environment(value: str, v1_delim: str = ";") -> list[tuple[str, str]]:
     return out
 
 
-def join_environment(pairs: list[tuple[str, str]]) -> str:
-    """The V2 raw form HTCondor stores in ``Environment``."""
+def split_v1_environment(value: str, delim: str = ";") -> list[str]:
+    """Old-syntax (V1) entries: split at ``delim`` or a newline, leading blanks dropped
+    (``A=1 x; B=2`` is ``A=1 x`` and ``B=2``: blanks inside a value are part of it)."""
+    out: list[str] = []
+    for part in value.replace("\n", delim).split(delim):
+        part = part.lstrip(" \t\r")
+        if part:
+            out.append(part)
+    return out
+
+
+def _merged(pairs: list[tuple[str, str]]) -> list[tuple[str, str]]:
     merged: dict[str, str] = {}
     for k, v in pairs:
         merged[k] = v
     # HTCondor keeps the environment in a map: written sorted by name
-    return join_v2_raw([f"{k}={merged[k]}" for k in sorted(merged)])
+    return sorted(merged.items())
+
+
+def join_environment(pairs: list[tuple[str, str]]) -> str:
+    """The V2 raw form HTCondor stores in ``Environment`` (later pairs win)."""
+    return join_v2_raw([f"{k}={v}" for k, v in _merged(pairs)])
+
+
+def join_environment_v1(pairs: list[tuple[str, str]]) -> str:
+    """The V1 form HTCondor stores in ``Env`` (with ``EnvDelim = ";"``)."""
+    return ";".join(f"{k}={v}" for k, v in _merged(pairs))
+
+
+def ad_environment(get: Callable[[str], object]) -> list[tuple[str, str]]:
+    """A job ad's environment: ``Environment`` (V2), else ``Env`` (V1, split at
+    ``EnvDelim``), as the starter reads it."""
+    v2 = get("Environment")
+    if isinstance(v2, str):
+        words = split_v2_raw(v2)
+    else:
+        v1, delim = get("Env"), get("EnvDelim")
+        if not isinstance(v1, str):
+            return []
+        words = split_v1_environment(v1, delim if isinstance(delim, str) and len(delim) == 1 else ";")
+    out: list[tuple[str, str]] = []
+    for w in words:
+        name, eq, val = w.partition("=")
+        if eq and name:
+            out.append((name, val))
+    return out

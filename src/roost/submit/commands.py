@@ -177,7 +177,14 @@ def h_environment(b: Builder) -> None:
     except arglist.ArgSyntaxError as e:
         key = "environment2" if e2 is not None else "environment" if b.get("environment") is not None else "env"
         b.error(f"{key}: {e}", key)
-    b.set("Environment", arglist.join_environment(pairs))
+    # `env = A=1;B=2` (the `env` command, old syntax, no environment2) asks for the old
+    # attribute: condor_submit then writes Env and EnvDelim instead of Environment
+    v1 = b.get("env")
+    if e1 is not None and e2 is None and v1 is not None and not arglist.is_v2_quoted(v1):
+        b.set("Env", arglist.join_environment_v1(pairs))
+        b.set("EnvDelim", ";")
+    else:
+        b.set("Environment", arglist.join_environment(pairs))
 
 
 def h_status(b: Builder) -> None:

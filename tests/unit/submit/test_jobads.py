@@ -8,6 +8,7 @@ import pytest
 
 from roost.submit import Expr, SubmitError, parse_submit
 from roost.submit import expansion as description_mod
+from roost.submit.arglist import ad_environment
 
 DATA = Path(__file__).resolve().parent / "data"
 
@@ -94,6 +95,16 @@ def test_environment_old_new_and_getenv() -> None:
     assert ad("environment = \"B='x y' A=1\"")["Environment"] == "A=1 B=x' 'y"  # sorted by name
     assert ad("getenv = true")["Environment"] == "HOME=/home/u PATH=/bin"
     assert ad("getenv = PA*")["Environment"] == "PATH=/bin"
+
+
+def test_the_env_command_in_the_old_syntax_writes_env() -> None:
+    # condor_submit: `env` (not `environment`) with an old-syntax value prefers the old attribute
+    a = ad("env = B=2 x; A=1\ngetenv = HOME")
+    assert (a["Env"], a["EnvDelim"]) == ("A=1;B=2 x;HOME=/home/u", ";") and "Environment" not in a
+    assert ad('env = "A=1 B=2"')["Environment"] == "A=1 B=2" and "Env" not in ad('env = "A=1"')
+    assert ad("environment = A=1;B=2")["Environment"] == "A=1 B=2"
+    assert ad_environment({"Env": "A=1;B=2 x", "EnvDelim": ";"}.get) == [("A", "1"), ("B", "2 x")]
+    assert ad_environment({"Environment": "A=1", "Env": "B=2"}.get) == [("A", "1")]  # the new one wins
 
 
 def test_policy_expressions_and_retries() -> None:

@@ -15,7 +15,7 @@ from typing import Any
 
 from roost.classad import ClassAd, Value
 from roost.core import jobpolicy as jp
-from roost.submit.arglist import ArgSyntaxError, split_v2_raw
+from roost.submit.arglist import ArgSyntaxError, ad_environment, split_v2_raw
 
 
 class JobSpecError(Exception):
@@ -128,18 +128,7 @@ def parse_job(ad: ClassAd, fs_domain: str) -> JobSpec:
             args = split_v2_raw(arguments)
         else:
             args = (_str(ad, "Args") or "").split()
-        env: dict[str, str] = {}
-        environment = _str(ad, "Environment")
-        if environment is not None:
-            for word in split_v2_raw(environment):
-                name, eq, value = word.partition("=")
-                if eq and name:
-                    env[name] = value
-        elif (v1 := _str(ad, "Env")) is not None:
-            for word in v1.split(";"):
-                name, eq, value = word.strip().partition("=")
-                if eq and name:
-                    env[name] = value
+        env = dict(ad_environment(lambda name: _str(ad, name)))  # Environment, else Env (env = A=1;B=2)
     except ArgSyntaxError as e:
         raise JobSpecError(str(e)) from None
     should = (_str(ad, "ShouldTransferFiles") or "YES").upper()
