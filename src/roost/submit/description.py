@@ -218,13 +218,15 @@ def parse_submit(
                 args = exp.expand(st.args)
                 spec = parse_queue_args(args, st.rows, file=st.file, line=st.line)
                 count = _count(spec.count_expr, st)
+                fail_empty = _flag(exp, "submit_fail_empty_matches", "SubmitFailEmptyMatches", False, st)
+                warn_empty = _flag(exp, "submit_warn_empty_matches", "SubmitWarnEmptyMatches", True, st)
+
+                def warn(message: str, st: lexer.Queue = st) -> None:
+                    warnings.append(SubmitWarning(message, st.file, st.line))
+
                 items = load_items(spec, cwd=cwd, read_text=read_text, stdin_text=stdin_text,
-                                   run_command=run_command,
-                                   fail_empty=_flag(exp, "submit_fail_empty_matches", "SubmitFailEmptyMatches",
-                                                    False, st),
-                                   warn=(lambda m, st=st: warnings.append(SubmitWarning(m, st.file, st.line)))
-                                   if _flag(exp, "submit_warn_empty_matches", "SubmitWarnEmptyMatches", True, st)
-                                   else None)
+                                   run_command=run_command, fail_empty=fail_empty,
+                                   warn=warn if warn_empty else None)
                 blocks.append(QueueBlock(dict(macros), dict(lines), list(keys), spec, count, items))
 
     run(stmts, 0)
