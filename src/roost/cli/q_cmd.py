@@ -199,6 +199,7 @@ def _analyze(schedd: Any, constraint: str | None, owner: str | None, ids: list[s
     # lazy: only -analyze asks the collector, builds ClassAds and runs the matchmaker (~30 ms of `roost q`)
     from roost.api.collector import Collector
     from roost.core.analyze import analyze, render
+    from roost.core.condor_analysis import condor_text
     from roost.net.adwire import obj_to_ad
 
     out = sys.stdout
@@ -224,10 +225,18 @@ def _analyze(schedd: Any, constraint: str | None, owner: str | None, ids: list[s
     finally:
         collector.close()
     users, limits, groups = _negotiator_view(schedd.home_dir, schedd.pool)
+    out.write("\n")
+    _header(schedd)
     if users is None:
         out.write("(the negotiator gave no priority table: analyzing without user priorities)\n")
+    try:
+        width = os.get_terminal_size(out.fileno()).columns
+    except (OSError, ValueError, AttributeError):
+        width = 80  # condor_q's width off a terminal
     for obj in jobs:
         job = obj_to_ad(obj)
+        # HTCondor's own lines first (what scripts grep), then roost's clause analysis
+        out.write(condor_text(job, slots, better, width))
         a = analyze(job, slots, users, _submitter(obj), limits=limits, groups=groups)
         out.write("\n" + render(a, job, better=better))
     return 0
