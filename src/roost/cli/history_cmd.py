@@ -11,7 +11,7 @@ from roost.api.jobids import is_job_id, parse_job_id
 from roost.api.schedd import Schedd
 from roost.cli.jobview import STATUS_LETTERS, command, duration, short_date
 from roost.cli.options import add_pool_args
-from roost.cli.restrict import Restriction, error_line, split_af, split_format
+from roost.cli.restrict import Restriction, check_exprs, error_line, split_af, split_format
 
 ATTRS = ["ClusterId", "ProcId", "Owner", "QDate", "RemoteWallClockTime", "JobStatus", "CompletionDate",
          "EnteredCurrentStatus", "Cmd", "Arguments", "Args"]
@@ -49,6 +49,12 @@ def main(argv: list[str]) -> int:
     p.add_argument("-wide", "--wide", action="store_true")
     add_pool_args(p)
     ns = p.parse_args(argv)
+    try:
+        check_exprs(list(ns.af or ()), "-af")
+        check_exprs([e for _f, e in formats], "-format")
+    except ValueError as e:
+        print(f"roost history: {e}", file=sys.stderr)
+        return 2
     r = Restriction.parse(ns.restrict)
     raw = ns.af or ns.long or ns.json or ns.xml or ns.attributes
     projection = None if raw else ATTRS

@@ -28,7 +28,7 @@ from roost.cli.jobview import (
     totals_line,
 )
 from roost.cli.options import Parser, UsageError, pool_spec
-from roost.cli.restrict import Restriction, error_line, split_af, split_format
+from roost.cli.restrict import Restriction, check_exprs, error_line, split_af, split_format
 
 BATCH_ATTRS = ["ClusterId", "ProcId", "Owner", "JobBatchName", "QDate", "JobStatus", "TotalSubmitProcs",
                "DAG_NodesTotal", "DAG_NodesDone"]
@@ -78,6 +78,8 @@ def main(argv: list[str]) -> int:
         argv, formats = split_format(argv)
         ns = Parser("roost q", USAGE, SPEC, ALIASES).parse(argv)
         limit = int(ns.limit) if ns.limit is not None else None  # type: ignore[call-overload]
+        check_exprs(list(ns.af or ()), "-af")
+        check_exprs([e for _f, e in formats], "-format")
     except (UsageError, ValueError) as e:
         print(f"roost q: {e}", file=sys.stderr)
         return 2
