@@ -367,7 +367,7 @@ def _analyze(schedd: Any, constraint: str | None, owner: str | None, ids: list[s
     for obj in jobs:
         job = obj_to_ad(obj)
         # HTCondor's own lines first (what scripts grep), then roost's clause analysis
-        out.write(condor_text(job, slots, better, width))
+        out.write(condor_text(job, slots, better, width, time.time()))
         a = analyze(job, slots, users, _submitter(obj), limits=limits, groups=groups)
         out.write("\n" + render(a, job, better=better))
     return 0

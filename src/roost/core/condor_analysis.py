@@ -14,6 +14,7 @@ is busy (yours or another user's).
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -185,30 +186,68 @@ def summary_text(job: ClassAd, c: Counts) -> str:
     return "\n" + "\n".join(out) + "\n"
 
 
-def status_text(job: ClassAd) -> str:
-    """The job's state when it is not simply idle (``NNN.PPP:  Job is held.``)."""
+def _int(job: ClassAd, attr: str) -> int:
+    v = eval_attr(job, attr)
+    return int(v) if type(v) in (int, float) else 0
+
+
+def status_text(job: ClassAd, now: float | None = None) -> str:
+    """The job's state when it is not simply idle (``NNN.PPP:  Job is held.``), then
+    what the negotiator last said of it (``Last successful match: ...``)."""
     status = eval_attr(job, "JobStatus")
     if status == 5:
         text = "Job is held."
         reason = eval_attr(job, "HoldReason")
         if type(reason) is str and reason:
             text += f"\n\nHold reason: {reason}"
+    elif status == 1 and now is not None and _int(job, "JobCoolDownExpiration") > now:
+        text = "Job is in cool down."
     else:
         text = _STATUS.get(status, "")  # type: ignore[arg-type]
-    if not text:
+    out = ""
+    if text:
+        cl, pr = _ids(job)
+        out = f"\n{cl:03d}.{pr:03d}:  {text}\n\n"
+    matched, rejected = _int(job, "LastMatchTime"), _int(job, "LastRejMatchTime")
+    if matched:
+        out += f"Last successful match: {time.ctime(matched)}\n"
+    elif rejected:
+        out += "No successful match recorded.\n"
+    if rejected > matched:
+        by = eval_attr(job, "LastRejMatchNegotiator")
+        out += f"Last failed match: {time.ctime(rejected)}{f' from {by}' if type(by) is str and by else ''}\n"
+        why = eval_attr(job, "LastRejMatchReason")
+        if type(why) is str:
+            out += f"Reason for last match failure: {why}\n"
+    return out
+
+
+def universe_warning(job: ClassAd) -> str:
+    """condor_q's warning for universes its analysis does not fully cover."""
+    universe = _int(job, "JobUniverse") or 5
+    if universe in (5, 10, 11, 13):  # vanilla (docker, container), java, parallel, vm
         return ""
-    cl, pr = _ids(job)
-    return f"\n{cl:03d}.{pr:03d}:  {text}\n\n"
+    if universe == 9:
+        resource = eval_attr(job, "GridResource")
+        if type(resource) is str and "$$" in resource:
+            return ""
+        return "\nWARNING: Analysis is only meaningful for Grid universe jobs using matchmaking.\n"
+    if universe in (7, 12):
+        return "\nWARNING: Analysis is not complete for Scheduler or Local universe jobs.\n"
+    return "\nWARNING: Job universe unknown.  Analysis may not be meaningful.\n"
 
 
-def condor_text(job: ClassAd, slots: Sequence[ClassAd], better: bool, width: int = 80) -> str:
+def condor_text(job: ClassAd, slots: Sequence[ClassAd], better: bool, width: int = 80,
+                now: float | None = None) -> str:
     """What condor_q prints for one job: with ``better`` (or when the job's Requirements
-    reject some slot) the Requirements analysis, then the summary and the job's state."""
-    c = count(job, slots)
+    reject some slot) the Requirements analysis, then the summary and the job's state.
+    Scheduler and local universe jobs run on the schedd, not a slot: no summary."""
+    local = _int(job, "JobUniverse") in (7, 12)
+    c = Counts() if local else count(job, slots)
     out = ""
     if better or c.req_rejects:
-        out += requirements_text(job, slots, width) + "\n"
+        out += requirements_text(job, slots, width) + universe_warning(job) + "\n"
     if c.slots:
         out += summary_text(job, c)
-    return out + "\n" + status_text(job)
+    return out + "\n" + status_text(job, now)
 

@@ -84,3 +84,21 @@ def test_single_slot_shows_its_attributes_and_held_jobs_their_reason() -> None:
     assert "slot1@a has the following attributes:" in out
     assert "    TARGET.Memory = 4000 (mb)" in out
     assert out.endswith("\n781.007:  Job is held.\n\nHold reason: disk full\n\n")
+
+
+def test_match_history_and_universe_warnings() -> None:
+    job = _job(memory=100)
+    job["LastMatchTime"] = 1764600000
+    job["LastRejMatchTime"] = 1764600100
+    job["LastRejMatchReason"] = "no match found"
+    out = condor_text(job, [_slot("slot1@a", 4000)], better=False, now=1764600200)
+    assert "Last successful match: " in out and "\nLast failed match: " in out
+    assert out.endswith("Reason for last match failure: no match found\n")
+    local = _job(memory=100)
+    local["JobUniverse"] = 12
+    out = condor_text(local, [_slot("slot1@a", 4000)], better=True)
+    assert "WARNING: Analysis is not complete for Scheduler or Local universe jobs." in out
+    assert "Run analysis summary" not in out
+    cool = _job(memory=100)
+    cool["JobCoolDownExpiration"] = 2000
+    assert "781.007:  Job is in cool down." in condor_text(cool, [], better=False, now=1000)
