@@ -139,6 +139,7 @@ def _show_file(view: View, ns: Any) -> int:
         view.owner = None  # a file's jobs are listed whoever owns them, as condor_q does
     try:
         if ns.userlog:
+            # lazy: only -userlog rebuilds ads from an event log
             from roost.cli.userlog_ads import ads_from_userlog
 
             try:
@@ -280,6 +281,7 @@ def _slot_ads(schedd: Any) -> list[Any]:
 
     pool = schedd.pool
     if pool:
+        # lazy: only -pool names another collector
         from roost.api.locate import pool_address
 
         pool = pool_address(pool)
