@@ -53,7 +53,7 @@ SPEC = {
     "totals": ("flag", "only the totals"),
     "hold": ("flag", "held jobs with their hold reason"),
     "io": ("flag", "file transfer and checkpoint state: bytes in and out, transferring now, checkpoints"),
-    "run": ("flag", "running jobs only"),
+    "run": ("flag", "running jobs and the host each runs on (HOST(S)); no totals"),
     "idle": ("flag", "idle jobs only"),
     "af": ("values", "print these attributes or expressions, one line per job (-af:jlht, flags)"),
     "long": ("flag", "every attribute of each job"),
