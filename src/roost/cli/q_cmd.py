@@ -68,7 +68,7 @@ SPEC = {
     "cputime": ("flag", "CPU_TIME (the job's user CPU, RemoteUserCpu) instead of RUN_TIME"),
     "currentrun": ("flag", "RUN_TIME of the current run only (not earlier runs)"),
     "cumulative-time": ("flag", "RUN_TIME of all runs (the default)"),
-    "goodput": ("flag", "running jobs' goodput, CPU utilization and network rate"),
+    "goodput": ("flag", "each job's goodput, CPU utilization and network rate; no totals"),
     "unmatchable": ("flag", "only jobs that match no slot of the pool"),
     "userlog": ("value", "the jobs of this job event log, not a schedd's"),
     "jobads": ("value", "the job ads in this file (condor_q -long, -json or a history file), not a schedd's"),
@@ -104,7 +104,8 @@ def main(argv: list[str]) -> int:
             constraint = f"({constraint}) && {expr}" if constraint else expr
     me = current_user()
     owner = ns.submitter or r.owner()
-    if owner is None and not r.users and not r.ids and not ns.allusers and os.geteuid() != 0:
+    if owner is None and not r.users and not r.ids and not ns.allusers and os.geteuid() != 0 and \
+            not (ns.userlog or ns.jobads):  # a file's jobs are listed whoever owns them, as condor_q does
         owner = me  # condor_q's default: only my jobs, unless I am a queue superuser
     view = View(ns, af_flags, formats, constraint, owner, r.ids, limit, me)
     if ns.userlog or ns.jobads:
@@ -135,8 +136,6 @@ def _show_file(view: View, ns: Any) -> int:
     from roost.api.home import pool_home
     from roost.cli.file_queue import FileQueue, read_jobads
 
-    if view.owner == view.me and not ns.submitter:
-        view.owner = None  # a file's jobs are listed whoever owns them, as condor_q does
     try:
         if ns.userlog:
             # lazy: only -userlog rebuilds ads from an event log
