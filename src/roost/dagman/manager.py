@@ -27,7 +27,10 @@ from roost.dagman.language import Dag, DagError
 from roost.dagman.rescue import next_rescue, read_rescue, rescue_numbers, rescue_path, rescue_text
 from roost.dagman.startup import Inotify, drop_privileges, parse_args
 from roost.dagman.state import (
+    DAG_STATUS_ABORT,
     DAG_STATUS_RM,
+    DONE,
+    ERROR,
     EXIT_ABORT,
     EXIT_ERROR,
     EXIT_RESTART,
@@ -96,6 +99,7 @@ class Manager:
         self.start_from: str | None = None
         self.hold_claim = 20
         self.next_publish = 0.0
+        self.printed: tuple[int, ...] = ()  # the counts the last node table showed
 
     # -- output -----------------------------------------------------------------------
 
@@ -109,14 +113,22 @@ class Manager:
             self.jobstate.write(reports.jobstate_line(time.time(), node, event, condor_id, "-", seq))
 
     def summary(self) -> None:
+        """condor_dagman's node table, in its layout (reports.progress_text)."""
         assert self.run is not None
+        self.say(reports.progress_text(self.run))
+        self.printed = self._progress_key()
+
+    def _progress_key(self) -> tuple[int, ...]:
+        assert self.run is not None  # condor_dagman's: idle procs alone do not print it
         s = self.run.summary()
-        self.say(f"Of {s['total']} nodes total:\n"
-                 " Done     Pre   Queued    Post   Ready   Un-Ready   Failed   Futile\n"
-                 "  ===     ===      ===     ===     ===        ===      ===      ===\n"
-                 f"{s['done']:>5} {s['pre']:>7} {s['queued']:>8} {s['post']:>7} {s['ready']:>7} "
-                 f"{s['unready']:>10} {s['failed']:>8} {s['futile']:>8}\n"
-                 f"{s['idle']} job proc(s) currently idle, {s['held']} held")
+        return (s["total"], s["done"], s["failed"], s["queued"], s["ready"], s["pre"] + s["post"], s["held"])
+
+    def summary_if_changed(self) -> None:
+        """The table again when a count changed since it was last printed, as
+        condor_dagman prints it after each cycle that changed one (here: each batch of
+        events and starts, once the nodes log has nothing more)."""
+        if self._progress_key() != self.printed:
+            self.summary()
 
     # -- set-up -----------------------------------------------------------------------
 
@@ -301,6 +313,7 @@ class Manager:
                 for act in run.next_actions(now):  # removes of service nodes
                     self.start(act, now)
                 break
+            self.summary_if_changed()
             self.write_status(now)
             self.publish(now)
             self.out.flush()
@@ -330,7 +343,8 @@ class Manager:
         after the signal), then every node job in one request."""
         run = self.run
         assert run is not None
-        self.say("Received SIGUSR1: the DAG was removed; writing a rescue DAG, removing its node jobs")
+        self.say("Received SIGUSR1")
+        self.say("Aborting DAG...")  # the DAG was removed: a rescue DAG, then its node jobs removed
         run.remove_dag()
         self.write_rescue(run, time.time())
         actions = run.next_actions(time.time())
@@ -594,14 +608,24 @@ class Manager:
             path = rescue_path(self.dag_file, number)
             why = "the DAG was removed" if run.status == DAG_STATUS_RM else ""
             _replace(path, rescue_text(self.dag_file, run, now=now, reason=why))
-            self.say(f"Writing rescue DAG file {path}")
+            self.say(f"Writing Rescue DAG to {path}...")
 
     def exit(self, code: int, run: DagRun | None, *, rescued: bool = False) -> int:
         now = time.time()
         if run is not None:
-            self.summary()
+            # condor_dagman's lines, which users and tutorials grep for
+            if code == 0 and all(n.state == DONE for n in run.nodes.values() if n.spec.kind != "service"):
+                self.say("All jobs Completed!")
+            elif code != EXIT_RESTART and not rescued:
+                if run.status not in (DAG_STATUS_ABORT, DAG_STATUS_RM) and any(
+                        n.state == ERROR for n in run.nodes.values()):
+                    self.say("ERROR: the following job(s) failed:")
+                    self.say(reports.failed_nodes_text(run))
+                if code != 0:
+                    self.say("Aborting DAG...")
             if code not in (0, EXIT_RESTART) and not run.replaying and not rescued:
                 self.write_rescue(run, now)
+            self.summary()
             self.publish(now, force=True)
             metrics = reports.metrics(run, dagman_id=self.job_id, start=self.started, end=now,
                                       rescue_number=self.rescue_number)

@@ -62,6 +62,50 @@ def node_status_text(run: DagRun, dag_files: list[str], *, now: float, next_upda
     return "\n".join(out) + "\n"
 
 
+def dag_status_name(status: int) -> str:
+    """``DAG_STATUS_OK`` ...: the name dagman.out and the node status file give a DAG status."""
+    return "DAG_STATUS_" + _DAG_STATUS_TEXT.get(status, str(status))
+
+
+def progress_text(run: DagRun) -> str:
+    """The node table condor_dagman's dagman.out prints whenever a count changes, in
+    its layout (scripts and tutorials grep it): the DAG's status, the counts under a
+    ``Done Pre Queued ...`` header, the held procs."""
+    s = run.summary()
+    return (f"DAG status: {run.status} ({dag_status_name(run.status)})\n"
+            f"Of {s['total']} nodes total:\n"
+            " Done     Pre   Queued    Post   Ready   Un-Ready   Failed   Futile\n"
+            "  ===     ===      ===     ===     ===        ===      ===      ===\n"
+            f"{s['done']:5d}   {s['pre']:5d}    {s['queued']:5d}   {s['post']:5d}   {s['ready']:5d}      "
+            f"{s['unready']:5d}    {s['failed']:5d}    {s['futile']:5d}\n"
+            f"{s['held']} job proc(s) currently held")
+
+
+def failed_nodes_text(run: DagRun) -> str:
+    """What dagman.out says of each failed node when the DAG fails (condor_dagman's
+    node dump after ``ERROR: the following job(s) failed:``), ending with ``<END>``."""
+    out = []
+    for order, (name, n) in enumerate(run.nodes.items()):
+        if n.state != ERROR:
+            continue
+        out += ["---------------------- Node ----------------------",
+                f"      Node Name: {name}",
+                f"           Noop: {'true' if n.spec.noop else 'false'}",
+                f"         NodeID: {order}",
+                f"    Node Status: {STATE_NAMES[n.state]}",
+                f"Node return val: {n.result if n.result is not None else 0}",
+                f"          Error: {n.details}",
+                f"Job Submit File: {n.spec.submit or n.spec.description or '(inline)'}"]
+        for kind in ("PRE", "POST", "HOLD"):
+            if kind in n.spec.scripts:
+                out.append(f"{kind:>7} Script: {n.spec.scripts[kind].command}")
+        if n.spec.retry > 0:
+            out.append(f"          Retry: {n.spec.retry}")
+        out.append(" HTCondor Job ID: " + (f"({n.cluster}.0.0)" if n.cluster is not None else "[not yet submitted]"))
+    out.append("---------------------------------------\t<END>")
+    return "\n".join(out)
+
+
 def metrics(run: DagRun, *, dagman_id: str, start: float, end: float, rescue_number: int = 0,
             parent_id: str = "") -> dict[str, Any]:
     """The ``.metrics`` file's content (the fields condor_dagman writes)."""

@@ -97,6 +97,7 @@ class NodeRun:
     job_return: int | None = None  # the first failure's value, or 0
     pre_return: int | None = None
     details: str = ""
+    result: int | None = None  # the value that decided the node's last attempt (PRE, job or POST)
     removing: bool = False  # we removed its job (abort, failure of another proc)
     submit_pending: bool = False  # a submit action was handed out, no cluster yet
 
@@ -568,6 +569,7 @@ class DagRun:
         if n.spec.abort_on is None or n.spec.abort_on[0] != value:
             return False
         self._set(n, ERROR)
+        n.result = value
         n.details = f"ABORT-DAG-ON: node returned {value}"
         if self.status != DAG_STATUS_RM:
             self.status = DAG_STATUS_ABORT
@@ -579,6 +581,7 @@ class DagRun:
 
     def _result(self, n: NodeRun, value: int, *, check_abort: bool) -> None:
         """The node's outcome: 0 is success, anything else failure (retried if it may be)."""
+        n.result = value
         if check_abort and self._abort_on(n, value):
             return
         if value == 0:

@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import json
+import re
 
 import roost.classad as classad
 from roost.dagman.reports import (
     dag_node_status,
     dot_text,
+    failed_nodes_text,
     jobstate_line,
     metrics,
     metrics_text,
     node_status_text,
+    progress_text,
 )
 from roost.dagman.state import DONE, ERROR, FUTILE, NOT_READY, READY, SUBMITTED
 
@@ -114,3 +117,38 @@ def test_dot_text() -> None:
 def test_jobstate_line() -> None:
     assert jobstate_line(1700000000.7, "A", "SUBMIT", "12.0", "-", 1) == "1700000000 A SUBMIT 12.0 - - 1\n"
     assert jobstate_line(5, "B", "PRE_SCRIPT_STARTED") == "5 B PRE_SCRIPT_STARTED - - - -\n"
+
+
+def test_dagman_out_node_table_is_condor_dagmans_layout() -> None:
+    """The lines scripts grep in dagman.out: each count right under its heading, as
+    condor_dagman's printf (``%5d   %5d    %5d ...``) puts it."""
+    sim = Sim(DAG, jobs={"C": 1}).go()  # C fails twice: D futile, A B S done
+    lines = progress_text(sim.run).splitlines()
+    assert lines == [
+        "DAG status: 2 (DAG_STATUS_NODE_FAILED)",
+        "Of 5 nodes total:",
+        " Done     Pre   Queued    Post   Ready   Un-Ready   Failed   Futile",
+        "  ===     ===      ===     ===     ===        ===      ===      ===",
+        "    3       0        0       0       0          0        1        1",
+        "0 job proc(s) currently held",
+    ]
+    heads = [m.end() for m in re.finditer(r"\S+", lines[2])]
+    assert [m.end() for m in re.finditer(r"\d+", lines[4])] == heads
+
+
+def test_dagman_out_node_table_while_running() -> None:
+    sim = Sim(DAG)
+    sim.step()  # A and S submitted
+    lines = progress_text(sim.run).splitlines()
+    assert lines[0] == "DAG status: 0 (DAG_STATUS_OK)"
+    assert lines[4].split() == ["0", "0", "2", "0", "0", "3", "0", "0"]
+
+
+def test_failed_nodes_are_dumped_as_condor_dagman_dumps_them() -> None:
+    sim = Sim(DAG, jobs={"C": 1}).go()
+    text = failed_nodes_text(sim.run)
+    assert text.count("---------------------- Node ----------------------") == 1
+    assert "      Node Name: C\n" in text and "    Node Status: STATUS_ERROR\n" in text
+    assert "Node return val: 1\n" in text and "Job Submit File: c.sub\n" in text
+    assert "          Retry: 1\n" in text and " HTCondor Job ID: (" in text
+    assert text.endswith("---------------------------------------\t<END>")
