@@ -129,6 +129,8 @@ class Manager:
         events and starts, once the nodes log has nothing more)."""
         if self._progress_key() != self.printed:
             self.summary()
+            if self.dag is not None and self.dag.dot is not None and self.dag.dot[1]:
+                self.write_dot(time.time())
 
     # -- set-up -----------------------------------------------------------------------
 
@@ -279,6 +281,8 @@ class Manager:
             run.end_replay()
             self.say(f"Recovery: {len(events)} event(s) read")
             self.summary()
+        if dag.dot is not None:
+            self.write_dot(time.time())
         self.state_line("INTERNAL", f"*** DAGMAN_STARTED {self.job_id or '-'} ***")
         return await self.loop(follower)
 
@@ -546,6 +550,8 @@ class Manager:
                                 str(ev.return_value if ev.signal is None else -ev.signal), n.retries + 1)
 
     def write_status(self, now: float, force: bool = False) -> None:
+        """NODE_STATUS_FILE: when a node changed (or ALWAYS-UPDATE), at most once per
+        its min-update-time; ``force``: the last one, at the end."""
         run = self.run
         assert run is not None and self.dag is not None
         if self.status_file and (force or (now >= self.next_status and (run.changed or
@@ -553,19 +559,32 @@ class Manager:
             self.next_status = now + self.status_every
             text = reports.node_status_text(run, [self.dag_file], now=now, next_update=self.next_status)
             _replace(self.status_file, text)
-        if self.dag.dot is not None and (force or (self.dag.dot[1] and run.changed and self.dot_count == 0)
-                                         or (self.dag.dot[1] and run.changed and now >= self.next_status)):
-            dot_file, _update, overwrite, include = self.dag.dot
-            inc = None
-            if include:
-                with contextlib.suppress(OSError), open(os.path.join(self.dag_dir, include), encoding="utf-8") as f:
-                    inc = f.read()
-            target = os.path.join(self.dag_dir, dot_file)
-            if not overwrite:
-                target = f"{target}.{self.dot_count}"
-            _replace(target, reports.dot_text(run, inc))
-            self.dot_count += 1
         run.changed = False
+
+    def write_dot(self, now: float) -> None:
+        """DOT: condor_dagman writes the picture once the DAG is read and, with UPDATE,
+        each time its node table changes; DONT-OVERWRITE gives each picture the first
+        free ``file.N`` name, counting on from the last one."""
+        run = self.run
+        assert run is not None and self.dag is not None and self.dag.dot is not None
+        dot_file, _update, overwrite, include = self.dag.dot
+        inc = None
+        if include:
+            try:
+                with open(os.path.join(self.dag_dir, include), encoding="utf-8") as f:
+                    inc = f.read()
+            except OSError as e:
+                self.say(f"Can't open dot include file {include}: {e.strerror}")
+        target = os.path.join(self.dag_dir, dot_file)
+        if not overwrite:
+            while os.path.exists(f"{target}.{self.dot_count}"):
+                self.dot_count += 1
+            target = f"{target}.{self.dot_count}"
+            self.dot_count += 1
+        try:
+            _replace(target, reports.dot_text(run, inc, include or "", now=now))
+        except OSError as e:
+            self.say(f"Can't create dot file '{target}': {e.strerror}")
 
     def save_point(self, name: str, now: float) -> None:
         """SAVE_POINT_FILE: the DAG's state as this node starts, once a run, as a partial
@@ -613,7 +632,9 @@ class Manager:
     def exit(self, code: int, run: DagRun | None, *, rescued: bool = False) -> int:
         now = time.time()
         if run is not None:
-            # condor_dagman's lines, which users and tutorials grep for
+            # condor_dagman's lines, which users and tutorials grep for: the last
+            # cycle's table, the verdict, the table once more, EXITING
+            self.summary_if_changed()
             if code == 0 and all(n.state == DONE for n in run.nodes.values() if n.spec.kind != "service"):
                 self.say("All jobs Completed!")
             elif code != EXIT_RESTART and not rescued:
