@@ -152,6 +152,7 @@ class Manager:
         extra = self.ns.config or self.dag.config
         if extra:
             path = extra if os.path.isabs(extra) else os.path.join(self.dag_dir, extra)
+            self.say(f"Using DAGMan config file: {path}")
             try:
                 with open(path, encoding="utf-8") as f:
                     text = f.read()
@@ -167,7 +168,7 @@ class Manager:
         if ns.dontalwaysrunpost:
             always = False
         self.hold_claim = k(self.cfg, "DAGMAN_HOLD_CLAIM_TIME", 20)
-        return Limits(
+        limits = Limits(
             max_jobs=ns.maxjobs if ns.maxjobs is not None else k(self.cfg, "DAGMAN_MAX_JOBS_SUBMITTED", 0),
             max_idle=ns.maxidle if ns.maxidle is not None else k(self.cfg, "DAGMAN_MAX_JOBS_IDLE", 1000),
             max_pre=ns.maxpre if ns.maxpre is not None else k(self.cfg, "DAGMAN_MAX_PRE_SCRIPTS", 20),
@@ -177,6 +178,18 @@ class Manager:
             always_run_post=always,
             max_hold_scripts=k(self.cfg, "DAGMAN_MAX_HOLD_SCRIPTS", 20),
         )
+        # the settings in force, as condor_dagman's dagman.out lists them at its start
+        for knob, value in (("DAGMAN_MAX_SUBMITS_PER_INTERVAL", limits.max_submits_per_interval),
+                            ("DAGMAN_USER_LOG_SCAN_INTERVAL", int(limits.submit_interval)),
+                            ("DAGMAN_MAX_JOBS_IDLE", limits.max_idle),
+                            ("DAGMAN_MAX_JOBS_SUBMITTED", limits.max_jobs),
+                            ("DAGMAN_MAX_PRE_SCRIPTS", limits.max_pre),
+                            ("DAGMAN_MAX_POST_SCRIPTS", limits.max_post),
+                            ("DAGMAN_MAX_HOLD_SCRIPTS", limits.max_hold_scripts),
+                            ("DAGMAN_ALWAYS_RUN_POST", limits.always_run_post),
+                            ("DAGMAN_HOLD_CLAIM_TIME", self.hold_claim)):
+            self.say(f"{knob} setting: {value}")
+        return limits
 
     def read_lock(self) -> dict[str, Any] | None:
         try:

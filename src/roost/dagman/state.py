@@ -321,7 +321,7 @@ class DagRun:
             if self._abort_on(n, code):
                 return
             if code != 0:
-                n.details = f"PRE script failed with status {code}"
+                n.details = f"PRE Script failed with status {code}"
                 if self.limits.always_run_post and "POST" in n.spec.scripts:
                     n.job_return = RETURN_PRE_FAILED
                     self._set(n, POSTRUN)
@@ -336,8 +336,11 @@ class DagRun:
             self._set(n, READY)
             heapq.heappush(self._ready, (-n.spec.priority, n.order, name))
             return
-        if code != 0:
-            n.details = f"POST script failed with status {code}"
+        if code != 0:  # condor_dagman's words
+            job = n.job_return if n.job_return is not None else 0
+            n.details = ((f"Job exited with status {job} and " if job > 0 else
+                          f"Job died on signal {-job} and " if -64 <= job < 0 else
+                          f"Job failed due to DAGMAN error {job} and ") + f"POST Script failed with status {code}")
         self._result(n, code, check_abort=True)
 
     def submitted(self, name: str, cluster: int, count: int) -> None:
@@ -420,8 +423,8 @@ class DagRun:
             value = _value(ev)
             if value != 0 and n.job_return in (None, 0):
                 n.job_return = value
-                n.details = (f"job proc ({ev.cluster}.{proc}) failed with status {value}" if ev.signal is None
-                             else f"job proc ({ev.cluster}.{proc}) failed with signal {ev.signal}")
+                n.details = (f"Job proc ({ev.cluster}.{proc}.0) failed with status {value}" if ev.signal is None
+                             else f"Job proc ({ev.cluster}.{proc}.0) failed with signal {ev.signal}")
                 self._remove_rest(n)
             elif n.job_return is None:
                 n.job_return = 0
@@ -430,7 +433,7 @@ class DagRun:
             self._proc(n, proc, "done")
             if not n.removing and n.job_return in (None, 0):
                 n.job_return = RETURN_REMOVED
-                n.details = f"job proc ({ev.cluster}.{proc}) was removed"
+                n.details = f"HTCondor reported ULOG_JOB_ABORTED event for job proc ({ev.cluster}.{proc}.0)"
                 self._remove_rest(n)
             elif n.job_return is None:
                 n.job_return = RETURN_REMOVED
@@ -598,6 +601,8 @@ class DagRun:
             self._make_ready(n)
         else:
             self._set(n, ERROR)
+            if n.spec.retry > 0:
+                n.details += f" (after {n.retries} node retries)"
             if n.spec.kind != "final" and n.spec.kind not in _BACKGROUND and self.status == DAG_STATUS_OK:
                 self.status = DAG_STATUS_NODE_FAILED
         self._check_end()
