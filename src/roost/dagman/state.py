@@ -142,6 +142,7 @@ class DagRun:
         self.provisioner = next((n for n, s in dag.nodes.items() if s.kind == "provisioner"), None)
         self._provisioner_up = self.provisioner is None
         self.changed = True  # for the node status file: set on every state change
+        self.services = [name for name, spec in dag.nodes.items() if spec.kind == "service"]
         self._background = [0] * 8  # SERVICE and PROVISIONER nodes by state
         self._background[NOT_READY] = sum(1 for s in dag.nodes.values() if s.kind in _BACKGROUND)
 
