@@ -117,6 +117,9 @@ def test_diamond_with_config_vars_dot_and_node_status_file(pool: PoolHandle, d: 
     out = (d / "x.dag.dagman.out").read_text()
     assert f"Using DAGMan config file: {d / 'x.config'}" in out
     assert "DAGMAN_MAX_JOBS_SUBMITTED setting: 1" in out
+    a_job = clusters["A"]
+    assert re.search(rf"Event: ULOG_JOB_TERMINATED for HTCondor Node A \({a_job}\.0\.0\) {{\d\d/\d\d/\d\d ", out)
+    assert f"Node A job proc ({a_job}.0.0) completed successfully.\n" in out
     tables = node_tables(out)
     assert len(tables) >= 3 and max(t["Queued"] for t in tables) == 1
     assert tables[-1] == {"Done": 4, "Pre": 0, "Queued": 0, "Post": 0, "Ready": 0, "Un-Ready": 0,
@@ -158,6 +161,7 @@ def test_retry_unless_exit_and_rescue_then_resume(pool: PoolHandle, d: Path) -> 
     failed = out.split("ERROR: the following job(s) failed:\n", 1)[1]
     assert "      Node Name: A\n" in failed and "      Node Name: C\n" in failed
     assert "Node return val: 5\n" in failed and "          Retry: 2\n" in failed
+    assert re.search(r"Node C job proc \(\d+\.0\.0\) failed with status 5\.\n", out)
     assert "Aborting DAG...\n" in failed and f"Writing Rescue DAG to {d / 'x.dag.rescue001'}..." in failed
     assert "DAG status: 2 (DAG_STATUS_NODE_FAILED)" in failed and "All jobs Completed!" not in out
     assert node_tables(out)[-1]["Failed"] == 3 and out.rstrip().endswith("EXITING WITH STATUS 1")

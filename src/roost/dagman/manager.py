@@ -554,7 +554,16 @@ class Manager:
                  13: "JOB_RELEASED", 4: "JOB_EVICTED", 16: "POST_SCRIPT_TERMINATED"}.get(etype)
         if label is None:
             return
-        self.say(f"Event: {label} for node {name} ({ev.cluster}.{ev.proc})")
+        # condor_dagman's line: the event's name, the node, its job id, the event's time
+        when = time.strftime("%m/%d/%y %H:%M:%S", time.localtime(ev.timestamp))
+        self.say(f"Event: ULOG_{label} for HTCondor Node {name} ({ev.cluster}.{ev.proc}.0) {{{when}}}")
+        if etype == 5:
+            if ev.signal is None and not ev.return_value:
+                self.say(f"Node {name} job proc ({ev.cluster}.{ev.proc}.0) completed successfully.")
+            elif ev.signal is None:
+                self.say(f"Node {name} job proc ({ev.cluster}.{ev.proc}.0) failed with status {ev.return_value}.")
+            else:
+                self.say(f"Node {name} job proc ({ev.cluster}.{ev.proc}.0) failed with signal {ev.signal}.")
         if etype in (1, 5, 9, 12, 13, 4) and n is not None:
             self.state_line(name, label, f"{ev.cluster}.{ev.proc}", n.retries + 1)
             if etype == 5:
