@@ -29,6 +29,7 @@ import asyncio
 import contextlib
 import logging
 import os
+import re
 import signal
 import sys
 import time
@@ -67,6 +68,34 @@ LOG_FORMAT = "%(asctime)s.%(msecs)03d %(levelname)s %(name)s: %(message)s"
 LOG_DATEFMT = "%Y-%m-%d %H:%M:%S"
 
 _LOG_NAMES = {"schedd": "Sched", "startd": "Start"}
+
+#: the exit status by which a daemon tells its master not to restart it (HTCondor's
+#: DAEMON_NO_RESTART): a restart would meet the same configuration and fail again
+DAEMON_NO_RESTART = 99
+
+_CANNOT_START = re.compile(r" ERROR [\w.]+: \S+ cannot start: (.*)$")
+
+
+class CannotStart(Exception):  # noqa: N818 -- says what happened, as SystemExit does
+    """The daemon cannot run with this configuration (a slot layout larger than the
+    machine, a START expression that does not parse): it logs why and exits with
+    DAEMON_NO_RESTART, so the master leaves it stopped instead of restarting it in a loop."""
+
+
+def cannot_start_reason(log_path: Path, tail_bytes: int = 16384) -> str | None:
+    """The ``why`` of the last ``NAME cannot start: why`` line a daemon wrote to its log, for the master
+    to report (and ``roost up`` to print) when the daemon exits with DAEMON_NO_RESTART."""
+    try:
+        with open(log_path, "rb") as f:
+            f.seek(max(0, os.fstat(f.fileno()).st_size - tail_bytes))
+            lines = f.read().decode("utf-8", "replace").splitlines()
+    except OSError:
+        return None
+    for line in reversed(lines):
+        m = _CANNOT_START.search(line)
+        if m:
+            return m.group(1)
+    return None
 
 # (ad type, ad as a JSON-form dict or ClassAd, private attributes or None)
 AdvertisedAd = tuple[str, Any, dict[str, Any] | None]
@@ -571,6 +600,9 @@ class Daemon:
             return 1
         try:
             return int(run_event_loop(self.main()))
+        except CannotStart as e:
+            self.log.error("%s cannot start: %s", self.name, e)
+            return DAEMON_NO_RESTART
         except Exception:
             self.log.exception("%s died", self.name)
             return 1

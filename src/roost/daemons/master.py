@@ -33,7 +33,9 @@ from typing import Any
 from roost.config import Config, ConfigError
 from roost.daemons.backoff import Backoff
 from roost.daemons.base import (
+    DAEMON_NO_RESTART,
     advertise_host,
+    cannot_start_reason,
     connection_args,
     local_name_arg,
     raise_fd_limit,
@@ -98,6 +100,8 @@ class Child:
     last_exit: str | None = None
     #: turned off by an administrator (``roost off -daemon``): not restarted until ``on``
     off: bool = False
+    #: it exited with DAEMON_NO_RESTART (it cannot run as configured): off, and why
+    held: str | None = None
 
     def address(self) -> str | None:
         return read_address(self.address_path)
@@ -114,6 +118,7 @@ class Child:
             "restarts": self.restarts,
             "state": state,
             "last_exit": self.last_exit,
+            "held": self.held,
         }
 
 
@@ -253,6 +258,13 @@ class Master:
                 if self.stopping:
                     break
                 child.last_exit = describe_exit(rc)
+                if rc == DAEMON_NO_RESTART:
+                    # HTCondor's master leaves such a daemon off until condor_on/restart
+                    child.held = cannot_start_reason(child.log_path) or f"see {child.log_path}"
+                    child.last_exit += f" (daemon will not restart automatically): {child.held}"
+                    child.off = True
+                    log.error("%s (pid %d) %s", child.name, child.proc.pid, child.last_exit)
+                    continue
                 if child.off:
                     log.info("%s (pid %d) %s; off until `roost on`", child.name, child.proc.pid, child.last_exit)
                     continue
@@ -451,7 +463,7 @@ class Master:
     async def cmd_restart_daemon(self, req: dict[str, Any], peer: Any = None) -> dict[str, Any]:
         child = self._child(req)
         log.info("restart of %s requested", child.name)
-        child.off = False
+        child.off, child.held = False, None
         child.restart_now.set()
         self._signal(child, False)
         return {}
@@ -485,7 +497,7 @@ class Master:
         child = self._child(req)
         if child.off:
             log.info("%s turned on", child.name)
-            child.off = False
+            child.off, child.held = False, None
             child.restart_now.set()
         return {}
 
