@@ -4,7 +4,8 @@ The scripts below import ``htcondor2`` and ``classad2`` and never name roost: th
 in a child Python whose PYTHONPATH starts with ``python -m roost.htcondor2.shim``
 (docs/python.md), so those imports load roost's face. dask-jobqueue's
 ``HTCondorCluster`` (the real package) starts dask workers as roost jobs; a DAG
-written by the real ``htcondor2.dags`` runs through ``Submit.from_dag``.
+written by the real ``htcondor2.dags`` runs through ``Submit.from_dag``, and so does one
+written by roost's ``htcondor2.dags`` under the shim.
 """
 
 from __future__ import annotations
@@ -155,6 +156,37 @@ def test_a_dag_written_by_htcondor2_dags_runs_from_submit_from_dag(pool: PoolHan
     out = run_unchanged(pool, DAG_SUBMIT, str(dag_file))
     assert out.strip() == "exit 0", (jobdir / "wf.dag.dagman.out").read_text()
     assert [(jobdir / f"{w}.out").read_text() for w in ("a1", "a2", "b")] == ["a1\n", "a2\n", "b\n"]
+
+
+ROOST_DAGS = """
+    import sys
+    import htcondor2
+    import htcondor2.dags
+    from htcondor2 import dags
+
+    assert dags is htcondor2.dags and dags.__name__ == "roost.htcondor2.dags"
+    echo = {"executable": "/bin/echo", "arguments": "$(word)", "output": "$(word).out"}
+    dag = dags.DAG()
+    a = dag.layer(name="A", submit_description=htcondor2.Submit(echo), vars=[{"word": "a1"}, {"word": "a2"}])
+    a.child_layer(name="B", submit_description=htcondor2.Submit(echo), vars=[{"word": "b1"}, {"word": "b2"}],
+                  post=dags.Script(executable="/bin/true", arguments=["$RETURN"]))
+    dag.final(name="F", submit_description=htcondor2.Submit(dict(echo, arguments="final", output="final.out")))
+    print(dags.write_dag(dag, sys.argv[1], dag_file_name="wf.dag"))
+"""
+
+
+def test_a_dag_written_by_roosts_dags_under_the_shim_runs(pool: PoolHandle, jobdir: Path) -> None:
+    """Unchanged ``from htcondor2 import dags`` code, on roost: a 2 x 2 layer edge (a
+    NOOP join node) and a final node whose submit file roost's writer writes."""
+    dag_file = run_unchanged(pool, ROOST_DAGS, str(jobdir)).strip()
+    assert dag_file == str(jobdir / "wf.dag")
+    assert "JOB __JOIN__:0 __JOIN__.sub NOOP" in (jobdir / "wf.dag").read_text()
+    for f in jobdir.iterdir():
+        f.chmod(0o644)
+    out = run_unchanged(pool, DAG_SUBMIT, dag_file)
+    assert out.strip() == "exit 0", (jobdir / "wf.dag.dagman.out").read_text()
+    words = ("a1", "a2", "b1", "b2", "final")
+    assert [(jobdir / f"{w}.out").read_text() for w in words] == [f"{w}\n" for w in words]
 
 
 # -- dask-jobqueue -----------------------------------------------------------------------
