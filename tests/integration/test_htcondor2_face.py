@@ -25,6 +25,7 @@ import pytest
 from poolkit import ROOST, PoolHandle, wait_until
 
 from roost.api.jobids import is_job_id
+from roost.api.pool import Pool
 from roost.htcondor2.shim import SHIM_DIR
 
 
@@ -187,6 +188,70 @@ def test_a_dag_written_by_roosts_dags_under_the_shim_runs(pool: PoolHandle, jobd
     assert out.strip() == "exit 0", (jobdir / "wf.dag.dagman.out").read_text()
     words = ("a1", "a2", "b1", "b2", "final")
     assert [(jobdir / f"{w}.out").read_text() for w in words] == [f"{w}\n" for w in words]
+
+
+DAEMON_COMMANDS = """
+    import htcondor2
+
+    print(htcondor2.param["SCHEDD_LOG"])
+    master_ad = htcondor2.Collector().locate(htcondor2.DaemonTypes.Master)
+    htcondor2.send_command(master_ad, htcondor2.DaemonCommands.Reconfig)
+    htcondor2.send_command(master_ad, htcondor2.DaemonCommand.DaemonOff, "SCHEDD")
+    print("off")
+    input()
+    htcondor2.send_command(master_ad, htcondor2.DaemonCommand.DaemonOn, "SCHEDD")
+    print("on")
+    input()
+    schedd_ad = htcondor2.Collector().locate(htcondor2.DaemonTypes.Schedd)
+    htcondor2.send_command(schedd_ad, htcondor2.DaemonCommands.Reconfig)
+    try:
+        htcondor2.send_command(schedd_ad, htcondor2.DaemonCommands.DaemonOff)
+    except htcondor2.HTCondorException as e:
+        print("refused:", e)
+    htcondor2.send_command(master_ad, htcondor2.DaemonCommands.Restart, "STARTD")
+    print("restarted")
+    input()
+    htcondor2.send_command(master_ad, htcondor2.DaemonCommands.OffFast)
+    print("down")
+"""
+
+
+def test_send_command_reconfigures_turns_off_and_on_restarts_and_stops(fresh_pool: PoolHandle) -> None:
+    """htcondor2.send_command through the shim, step by step, each step seen in the
+    master's STATUS; the log knobs name the logs the daemons write."""
+    env = dict(fresh_pool.env)
+    env["PYTHONPATH"] = SHIM_DIR + os.pathsep + env.get("PYTHONPATH", "")
+    proc = subprocess.Popen([sys.executable, "-c", textwrap.dedent(DAEMON_COMMANDS)], env=env, text=True,
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        assert proc.stdout is not None and proc.stdin is not None
+        daemons = lambda: fresh_pool.master_status()["daemons"]  # noqa: E731
+        assert proc.stdout.readline().strip() == str(fresh_pool.home / "log" / "SchedLog")
+        assert proc.stdout.readline().strip() == "off", proc.stderr.read() if proc.stderr else ""
+        wait_until(lambda: daemons()["SCHEDD"]["state"] == "off", 30, "the schedd turned off")
+        startd_pid = daemons()["STARTD"]["pid"]
+        proc.stdin.write("\n")
+        proc.stdin.flush()
+        assert proc.stdout.readline().strip() == "on"
+        wait_until(lambda: daemons()["SCHEDD"]["state"] == "running", 30, "the schedd back")
+        proc.stdin.write("\n")
+        proc.stdin.flush()
+        refused = proc.stdout.readline().strip()
+        assert refused.startswith("refused: roost manages its schedd through the master"), refused
+        assert proc.stdout.readline().strip() == "restarted"
+        wait_until(lambda: daemons()["STARTD"]["pid"] not in (None, startd_pid), 30, "a new startd")
+        proc.stdin.write("\n")
+        proc.stdin.flush()
+        assert proc.stdout.readline().strip() == "down"
+        assert proc.wait(timeout=60) == 0, proc.stderr.read() if proc.stderr else ""
+        wait_until(lambda: not Pool(fresh_pool.home).running(), 60, "the pool stopped")
+        master_log = (fresh_pool.home / "log" / "MasterLog").read_text()
+        assert "reconfig: {'MASTER': 'reconfigured'" in master_log and "SCHEDD turned off" in master_log
+        assert "starting schedd" in (fresh_pool.home / "log" / "SchedLog").read_text()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
 
 
 # -- dask-jobqueue -----------------------------------------------------------------------

@@ -460,9 +460,13 @@ class Daemon:
         return self.run_dir / f"{self.name}.pid"
 
     def log_file(self) -> Path:
-        """HTCondor's log names: CollectorLog, NegotiatorLog, SchedLog, StartLog, MasterLog."""
+        """``<SUBSYS>_LOG`` (by default HTCondor's names under LOG: CollectorLog,
+        NegotiatorLog, SchedLog, StartLog); a local-named daemon's is ``SchedLog.NAME``."""
         stem = _LOG_NAMES.get(self.base_name, self.base_name.capitalize())
-        return self.log_dir / (f"{stem}Log.{self.name}" if self.local_name else f"{stem}Log")
+        if self.local_name:
+            return self.log_dir / f"{stem}Log.{self.name}"
+        configured = (self.config.get(f"{self.subsys}_LOG") or "").strip()
+        return Path(configured) if configured else self.log_dir / f"{stem}Log"
 
     def served_handlers(self) -> dict[str, Handler]:
         """What the server answers: the daemon's own commands and RECONFIG, which every

@@ -198,10 +198,11 @@ class Master:
             ceiling=self.config.get_float("MASTER_BACKOFF_CEILING", 60.0) or 0.0,
             recover=self.config.get_float("MASTER_RECOVER_FACTOR", 60.0) or 0.0,
         )
+        configured = (self.config.get(f"{name}_LOG") or "").strip() if local is None else ""
         return Child(
             name=name,
             argv=argv,
-            log_path=self.log_dir / log_name,
+            log_path=Path(configured) if configured else self.log_dir / log_name,
             address_path=self.run_dir / f"{(local or name).lower()}.address",
             backoff=backoff,
         )
@@ -550,9 +551,9 @@ class Master:
 # -- process plumbing ------------------------------------------------------------------
 
 
-def setup_logging(log_dir: Path) -> None:
-    log_dir.mkdir(parents=True, exist_ok=True)
-    handler = logging.FileHandler(log_dir / "MasterLog")
+def setup_logging(path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handler = logging.FileHandler(path)
     handler.setFormatter(logging.Formatter("%(asctime)s.%(msecs)03d %(levelname)s %(message)s", "%m/%d/%y %H:%M:%S"))
     root = logging.getLogger()
     root.addHandler(handler)
@@ -618,7 +619,7 @@ def main(argv: list[str] | None = None) -> int:
     if fd is None:
         print(f"roost master: another master is running for {master.home}", file=sys.stderr)
         return 1
-    setup_logging(master.log_dir)
+    setup_logging(Path((config.get("MASTER_LOG") or "").strip() or master.log_dir / "MasterLog"))
     pid_path = master.run_dir / "master.pid"
     pid_path.write_text(f"{os.getpid()}\n")
     log.info("master starting (pid %d) for %s; daemons: %s", os.getpid(), master.home,

@@ -15,9 +15,12 @@ from __future__ import annotations
 import roost.classad as classad
 from roost import CONDOR_PLATFORM_LINE, CONDOR_VERSION_LINE
 from roost.htcondor2.collector import Collector
+from roost.htcondor2.commands import send_command
 from roost.htcondor2.enums import (
     AdType,
     AdTypes,
+    DaemonCommand,
+    DaemonCommands,
     DaemonType,
     DaemonTypes,
     JobAction,
@@ -25,12 +28,13 @@ from roost.htcondor2.enums import (
     JobStatus,
     QueryOpt,
     QueryOpts,
+    SubsystemType,
     TransactionFlag,
     TransactionFlags,
 )
 from roost.htcondor2.errors import HTCondorException
 from roost.htcondor2.eventlog import JobEvent, JobEventLog
-from roost.htcondor2.param import param, reload_config
+from roost.htcondor2.param import param, reload_config, set_subsystem
 from roost.htcondor2.schedd import Schedd, SubmitResult
 from roost.htcondor2.submit import Submit
 
@@ -38,6 +42,8 @@ __all__ = [
     "AdType",
     "AdTypes",
     "Collector",
+    "DaemonCommand",
+    "DaemonCommands",
     "DaemonType",
     "DaemonTypes",
     "HTCondorException",
@@ -51,12 +57,15 @@ __all__ = [
     "Schedd",
     "Submit",
     "SubmitResult",
+    "SubsystemType",
     "TransactionFlag",
     "TransactionFlags",
     "classad",
     "param",
     "platform",
     "reload_config",
+    "send_command",
+    "set_subsystem",
     "version",
 ]
 
