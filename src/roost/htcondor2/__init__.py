@@ -26,6 +26,7 @@ from roost.htcondor2.enums import (
     JobAction,
     JobEventType,
     JobStatus,
+    LogLevel,
     QueryOpt,
     QueryOpts,
     SubsystemType,
@@ -37,6 +38,7 @@ from roost.htcondor2.eventlog import JobEvent, JobEventLog
 from roost.htcondor2.param import param, reload_config, set_subsystem
 from roost.htcondor2.schedd import Schedd, SubmitResult
 from roost.htcondor2.submit import Submit
+from roost.htcondor2.toollog import disable_debug, enable_debug, enable_log, log
 
 __all__ = [
     "AdType",
@@ -52,6 +54,7 @@ __all__ = [
     "JobEventLog",
     "JobEventType",
     "JobStatus",
+    "LogLevel",
     "QueryOpt",
     "QueryOpts",
     "Schedd",
@@ -61,6 +64,10 @@ __all__ = [
     "TransactionFlag",
     "TransactionFlags",
     "classad",
+    "disable_debug",
+    "enable_debug",
+    "enable_log",
+    "log",
     "param",
     "platform",
     "reload_config",

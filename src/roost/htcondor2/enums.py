@@ -237,3 +237,31 @@ class SubsystemType(enum.IntEnum):
     Submit = 13
     Job = 14
     Auto = 15
+
+
+class LogLevel(enum.IntEnum):
+    """A message's category and form for :func:`~roost.htcondor2.toollog.log`, by
+    HTCondor's debug numbers: a category (``Always`` … ``Audit``), or'd with
+    ``FullDebug`` (its verbose level) and header flags (``SubSecond``, ``PID``,
+    ``NoHeader``; ``Timestamp`` is accepted)."""
+
+    Always = 0
+    Error = 1
+    Status = 2
+    Job = 4
+    Machine = 5
+    Config = 6
+    Protocol = 7
+    Priv = 8
+    DaemonCore = 9
+    Verbose = 10
+    Security = 11
+    Network = 14
+    Hostname = 22
+    Audit = 24
+    Terse = 0
+    FullDebug = 1024
+    SubSecond = 1 << 26
+    Timestamp = 1 << 27
+    PID = 1 << 28
+    NoHeader = 1 << 31

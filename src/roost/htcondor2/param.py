@@ -73,6 +73,11 @@ class _Param(MutableMapping[str, str]):
         self._root = root_config_file
         self._config = None
 
+    @property
+    def subsystem(self) -> str:
+        """The subsystem lookups are made for (``TOOL`` until :func:`set_subsystem`)."""
+        return self._subsys
+
     def set_subsystem(self, name: str) -> None:
         self._subsys = name.upper()
         self._config = None  # the files' SUBSYS.NAME entries are looked up for the new name
