@@ -1,5 +1,6 @@
 """``param``: the pool's configuration as a mapping (htcondor2's ``param``), read from
-$ROOST_CONFIG or $ROOST_HOME/roost_config on first use. Assignments change this
+$ROOST_CONFIG or $ROOST_HOME/roost_config on first use; knobs HTCondor types are
+``int``/``float``/``bool`` (:mod:`roost.htcondor2.param_types`). Assignments change this
 process's view only, as in htcondor2, until :func:`reload_config`. Lookups are those
 of the subsystem :func:`set_subsystem` names (``TOOL`` until then): ``SCHEDD.FOO``
 before ``FOO`` for a process that calls itself a schedd."""
@@ -12,9 +13,43 @@ from typing import Any
 
 from roost.htcondor2.enums import SubsystemType
 from roost.htcondor2.errors import HTCondorException
+from roost.htcondor2.param_types import BOOL_KNOBS, FLOAT_KNOBS, INT_KNOBS
+
+_TRUE = frozenset({"true", "yes", "t", "on"})
+_FALSE = frozenset({"false", "no", "f", "off"})
 
 
-class _Param(MutableMapping[str, str]):
+def _is_typed(name: str) -> bool:
+    base = name.rsplit(".", 1)[-1]
+    return base in INT_KNOBS or base in FLOAT_KNOBS or base in BOOL_KNOBS
+
+
+def _typed(name: str, value: str) -> Any:
+    """``value`` as the type HTCondor's table gives knob ``name`` (arithmetic such as
+    ``5 * 60`` evaluated); a number roost reads with a fraction (``0.5`` seconds) stays
+    a float. Untyped knobs stay strings."""
+    if not _is_typed(name):
+        return value
+    base = name.rsplit(".", 1)[-1]
+    # lazy: only typed knobs need the arithmetic
+    from roost.config.arith import ArithError, evaluate
+
+    text = value.strip()
+    if base in BOOL_KNOBS and text.lower() in _TRUE | _FALSE:
+        return text.lower() in _TRUE
+    try:
+        number = evaluate(text)
+    except ArithError:
+        kind = "a boolean" if base in BOOL_KNOBS else "a number"
+        raise HTCondorException(f"{name} = {value!r} is not {kind}") from None
+    if base in BOOL_KNOBS:
+        return bool(number)
+    if base in INT_KNOBS and float(number).is_integer():
+        return int(number)
+    return float(number)
+
+
+class _Param(MutableMapping[str, Any]):
     def __init__(self) -> None:
         self._config: Any = None
         self._set: dict[str, str] = {}
@@ -35,18 +70,18 @@ class _Param(MutableMapping[str, str]):
                 raise HTCondorException(str(e)) from e
         return self._config
 
-    def __getitem__(self, key: str) -> str:
+    def __getitem__(self, key: str) -> Any:
         if not isinstance(key, str):
             raise TypeError("key must be a string")
         up = key.upper()
         # a value this process set counts as if it were in the files: SUBSYS.NAME wins
         # over NAME wherever each came from
         for name in ([up] if "." in up else [f"{self._subsys}.{up}", up]):
-            if name in self._set:
-                return self._set[name]
-            value = self._cfg().get(name)
-            if value is not None:
-                return value
+            value = self._set.get(name)
+            if value is None:
+                value = self._cfg().get(name)
+            if value is not None and (value.strip() or not _is_typed(name)):
+                return _typed(name, value)  # an empty number or boolean counts as unset, as in roost
         raise KeyError(key)
 
     def __setitem__(self, key: str, value: str) -> None:

@@ -85,3 +85,35 @@ def test_the_daemons_log_knobs_default_to_htcondors_names_under_log(tmp_path: Pa
     log = cfg.get("LOG")
     assert [cfg.get(f"{d}_LOG") for d in ("MASTER", "COLLECTOR", "NEGOTIATOR", "SCHEDD", "STARTD")] == [
         f"{log}/MasterLog", f"{log}/CollectorLog", f"{log}/NegotiatorLog", f"{log}/SchedLog", f"{log}/StartLog"]
+
+
+def test_typed_knobs_have_htcondor2s_types(config_file: Path) -> None:
+    """Every knob of roost's defaults is read by both: where HTCondor's table types it,
+    roost's value has that type (a roost-only knob is a string in both)."""
+    from roost.config.defaults import _KNOBS
+
+    compared = 0
+    for knob in _KNOBS:
+        try:
+            theirs = real.param[knob.name]
+        except KeyError:
+            continue
+        ours = face.param.get(knob.name)
+        if ours is None:
+            continue  # a default that is empty here (a host fact it waits for)
+        if isinstance(theirs, int) and isinstance(ours, float) and not isinstance(theirs, bool):
+            assert not ours.is_integer(), (knob.name, ours)  # roost's default has a fraction of a second
+        else:
+            assert type(ours) is type(theirs), (knob.name, ours, theirs)
+        compared += 1
+    assert compared > 40
+    p = face.param
+    p["UPDATE_INTERVAL"] = "5 * 60"
+    p["NEGOTIATOR_MIN_INTERVAL"] = "0.5"
+    p["ENABLE_SSH_TO_JOB"] = "0"
+    p["MASTER_BACKOFF_FACTOR"] = "3"
+    assert (p["UPDATE_INTERVAL"], p["NEGOTIATOR_MIN_INTERVAL"], p["ENABLE_SSH_TO_JOB"], p["MASTER_BACKOFF_FACTOR"]) \
+        == (300, 0.5, False, 3.0)
+    p["UPDATE_INTERVAL"] = "soon"
+    with pytest.raises(face.HTCondorException, match="UPDATE_INTERVAL = 'soon' is not a number"):
+        p["UPDATE_INTERVAL"]
