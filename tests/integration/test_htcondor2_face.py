@@ -208,6 +208,14 @@ DAEMON_COMMANDS = """
         htcondor2.send_command(schedd_ad, htcondor2.DaemonCommands.DaemonOff)
     except htcondor2.HTCondorException as e:
         print("refused:", e)
+    master_param = htcondor2.RemoteParam(master_ad)
+    schedd_param = htcondor2.RemoteParam(schedd_ad)
+    print("remote", master_param["UPDATE_INTERVAL"], "SCHEDD_LOG" in schedd_param, len(master_param) > 100,
+          schedd_param["SCHEDD_LOG"] == htcondor2.param["SCHEDD_LOG"], master_param.get("NO_SUCH_KNOB"))
+    try:
+        master_param["UPDATE_INTERVAL"] = "500"
+    except htcondor2.HTCondorException as e:
+        print("refused:", e)
     htcondor2.send_command(master_ad, htcondor2.DaemonCommands.Restart, "STARTD")
     print("restarted")
     input()
@@ -218,7 +226,8 @@ DAEMON_COMMANDS = """
 
 def test_send_command_reconfigures_turns_off_and_on_restarts_and_stops(fresh_pool: PoolHandle) -> None:
     """htcondor2.send_command through the shim, step by step, each step seen in the
-    master's STATUS; the log knobs name the logs the daemons write."""
+    master's STATUS; RemoteParam reads the master's and the schedd's configuration;
+    the log knobs name the logs the daemons write."""
     env = dict(fresh_pool.env)
     env["PYTHONPATH"] = SHIM_DIR + os.pathsep + env.get("PYTHONPATH", "")
     proc = subprocess.Popen([sys.executable, "-c", textwrap.dedent(DAEMON_COMMANDS)], env=env, text=True,
@@ -238,6 +247,8 @@ def test_send_command_reconfigures_turns_off_and_on_restarts_and_stops(fresh_poo
         proc.stdin.flush()
         refused = proc.stdout.readline().strip()
         assert refused.startswith("refused: roost manages its schedd through the master"), refused
+        assert proc.stdout.readline().strip() == "remote 2 True True True None"
+        assert proc.stdout.readline().startswith("refused: roost's daemons take no runtime configuration")
         assert proc.stdout.readline().strip() == "restarted"
         wait_until(lambda: daemons()["STARTD"]["pid"] not in (None, startd_pid), 30, "a new startd")
         proc.stdin.write("\n")

@@ -40,7 +40,7 @@ from typing import Any
 from roost.classad import ClassAd, quote
 from roost.classad.jsonform import ad_to_obj
 from roost.config import Config, ConfigError
-from roost.daemons import joblimits
+from roost.daemons import config_val, joblimits
 from roost.daemons.security import Security, reread
 from roost.net.addresses import (
     WILDCARD_HOSTS,
@@ -473,7 +473,12 @@ class Daemon:
         daemon takes."""
         handlers = self.handlers()
         handlers.setdefault("RECONFIG", self.h_reconfig)
+        handlers.setdefault("CONFIG_VAL", self.h_config_val)
         return handlers
+
+    async def h_config_val(self, req: dict[str, Any], peer: Any) -> dict[str, Any]:
+        """CONFIG_VAL: knobs as this daemon reads them (``config_val.answer``)."""
+        return config_val.answer(self.config, req)
 
     async def h_reconfig(self, req: dict[str, Any], peer: Any) -> dict[str, Any]:
         """RECONFIG: reread the configuration files and apply what can change while

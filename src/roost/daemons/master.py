@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from roost.config import Config, ConfigError
+from roost.daemons import config_val
 from roost.daemons.backoff import Backoff
 from roost.daemons.base import (
     DAEMON_NO_RESTART,
@@ -383,6 +384,10 @@ class Master:
             "home": str(self.home),
         }
 
+    async def cmd_config_val(self, req: dict[str, Any], peer: Any = None) -> dict[str, Any]:
+        """CONFIG_VAL: knobs as the master reads them."""
+        return config_val.answer(self.config, req)
+
     async def cmd_shutdown(self, req: dict[str, Any], peer: Any = None) -> dict[str, Any]:
         fast = bool(req.get("fast"))
         log.info("shutdown requested%s", " (fast)" if fast else "")
@@ -580,6 +585,7 @@ async def serve(master: Master) -> None:
         "DAEMON_OFF": master.cmd_daemon_off,
         "DAEMON_ON": master.cmd_daemon_on,
         "RECONFIG": master.cmd_reconfig,
+        "CONFIG_VAL": master.cmd_config_val,
     }
     # Like every daemon, on BIND_ADDRESS and advertised at an address other hosts reach:
     # remote administration (`roost reconfig -name HOST`) comes through here, and every

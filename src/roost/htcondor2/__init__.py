@@ -36,6 +36,7 @@ from roost.htcondor2.enums import (
 from roost.htcondor2.errors import HTCondorException
 from roost.htcondor2.eventlog import JobEvent, JobEventLog
 from roost.htcondor2.param import param, reload_config, set_subsystem
+from roost.htcondor2.remote_param import RemoteParam
 from roost.htcondor2.schedd import Schedd, SubmitResult
 from roost.htcondor2.submit import Submit
 from roost.htcondor2.toollog import disable_debug, enable_debug, enable_log, log
@@ -57,6 +58,7 @@ __all__ = [
     "LogLevel",
     "QueryOpt",
     "QueryOpts",
+    "RemoteParam",
     "Schedd",
     "Submit",
     "SubmitResult",
