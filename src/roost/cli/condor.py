@@ -46,6 +46,7 @@ PROGRAMS: dict[str, tuple[str, ...]] = {
     "condor_token_list": ("token", "list"),
     "condor_token_revoke": ("token", "revoke"),
     "condor_who": ("who",),
+    "classad_eval": ("classad_eval",),
 }
 
 

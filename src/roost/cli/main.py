@@ -40,6 +40,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "reconfig": ("roost.cli.reconfig_cmd", "make the pool's daemons reread their configuration (condor_reconfig)"),
     "token": ("roost.cli.token_cmd", "create, list and revoke IDTOKENS (condor_token_create/_list)"),
     "version": ("roost.cli.version_cmd", "the HTCondor version lines tools parse (condor_version)"),
+    "classad_eval": ("roost.cli.classad_eval_cmd", "evaluate expressions against ads built on the command line (classad_eval)"),
     "ca": ("roost.cli.ca_cmd", "a CA for the pool: host and user certificates for TLS and the SSL method"),
 }
 
