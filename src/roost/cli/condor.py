@@ -47,6 +47,9 @@ PROGRAMS: dict[str, tuple[str, ...]] = {
     "condor_token_revoke": ("token", "revoke"),
     "condor_who": ("who",),
     "classad_eval": ("classad_eval",),
+    "condor_suspend": ("suspend",),
+    "condor_continue": ("continue",),
+    "condor_vacate_job": ("vacate_job",),
 }
 
 

@@ -90,8 +90,13 @@ def test_act_remove_hold_release_and_events(schedd, tmp_path):
     with schedd.client() as c:
         cid, _ = submit(c, JOB.format(mem=100, n=2), str(tmp_path))
         r = c.call("ACT", action="hold", ids=[f"{cid}.0"], reason="wait a bit")
-        assert r == {"count": 1, "ids": [f"{cid}.0"], "denied": []}
-        assert c.call("ACT", action="hold", ids=[f"{cid}.0"])["count"] == 0  # already held
+        assert r == {"count": 1, "ids": [f"{cid}.0"], "denied": [], "unchanged": {}}
+        again = c.call("ACT", action="hold", ids=[f"{cid}.0"])  # already held: named with its JobStatus
+        assert (again["count"], again["unchanged"]) == (0, {f"{cid}.0": 5})
+        # an idle job is not suspended, continued or vacated (only a shadow's running job is)
+        for action in ("suspend", "continue", "vacate", "vacate_fast"):
+            got = c.call("ACT", action=action, ids=[f"{cid}.1"])
+            assert (got["count"], got["unchanged"]) == (0, {f"{cid}.1": 1}), action
         assert query(c, ids=[f"{cid}.0"])[f"{cid}.0"]["HoldReason"] == "wait a bit"
         c.call("ACT", action="release", ids=[f"{cid}.0"])
         j = query(c, ids=[f"{cid}.0"])[f"{cid}.0"]

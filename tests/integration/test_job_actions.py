@@ -1,0 +1,133 @@
+"""condor_suspend, condor_continue and condor_vacate_job on a real pool: the job stops
+and goes on (JobStatus 7 and back, events 010/011), a vacated job goes back to Idle with
+an evicted event (004) and runs again, -fast kills where a plain vacate sends the job's
+kill signal; and HTCondor's lines for jobs the command cannot act on."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import htcondor2
+from poolkit import PoolHandle, wait_until
+
+ROOT = Path(__file__).resolve().parents[2]
+
+# Counts in a file five times a second; notes SIGTERM (a vacate's kill signal) before exiting.
+_COUNTER = """#!/bin/sh
+trap 'echo TERM >> signals; exit 1' TERM
+i=0
+while [ $i -lt 3000 ]; do i=$((i+1)); echo $i > count; sleep 0.2; done
+"""
+
+
+def condor(pool: PoolHandle, prog: str, *args: str) -> subprocess.CompletedProcess[str]:
+    """Run bin/<prog> (the condor_* name) against ``pool``."""
+    return subprocess.run([sys.executable, str(ROOT / "bin" / prog), *args], env=pool.env,
+                          capture_output=True, text=True, timeout=60, check=False)
+
+
+def events(log: Path) -> list[htcondor2.JobEventType]:
+    return [e.type for e in htcondor2.JobEventLog(str(log)).events(stop_after=0)]
+
+
+def submit_counter(pool: PoolHandle, d: Path) -> str:
+    script = d / "count.sh"
+    script.write_text(_COUNTER)
+    script.chmod(0o755)
+    r = pool.submit("executable = count.sh\nlog = job.log\nshould_transfer_files = NO\nqueue\n", d)
+    jid = f"{r.cluster}.0"
+    pool.wait_for(jid, lambda j: j.get("JobStatus") == 2, timeout=30, what="running")
+    wait_until(lambda: (d / "count").exists(), 15, "the job counting")
+    return jid
+
+
+def count(d: Path) -> int:
+    text = (d / "count").read_text().strip()
+    return int(text) if text else 0
+
+
+def advancing(d: Path) -> bool:
+    first = count(d)
+    time.sleep(1.0)  # five ticks of the job's loop
+    return count(d) > first
+
+
+def test_suspend_stops_the_job_and_continue_resumes_it(pool: PoolHandle, jobdir: Path) -> None:
+    jid = submit_counter(pool, jobdir)
+    got = condor(pool, "condor_suspend", jid)
+    assert (got.returncode, got.stdout) == (0, f"Job {jid} suspended\n"), got.stderr
+    ad = pool.wait_for(jid, lambda j: j.get("JobStatus") == 7, timeout=15, what="suspended")
+    assert ad["TotalSuspensions"] == 1 and ad["LastSuspensionTime"] >= ad["JobCurrentStartDate"]
+    wait_until(lambda: htcondor2.JobEventType.JOB_SUSPENDED in events(jobdir / "job.log"), 10, "event 010")
+    assert not advancing(jobdir)  # stopped: the count stands still
+    again = condor(pool, "condor_suspend", jid)
+    assert (again.returncode, again.stdout, again.stderr) == (1, "", f"Job {jid} already suspended\n")
+
+    cont = condor(pool, "condor_continue", jid)
+    assert (cont.returncode, cont.stdout) == (0, f"Job {jid} continued\n"), cont.stderr
+    pool.wait_for(jid, lambda j: j.get("JobStatus") == 2, timeout=15, what="running again")
+    wait_until(lambda: htcondor2.JobEventType.JOB_UNSUSPENDED in events(jobdir / "job.log"), 10, "event 011")
+    assert advancing(jobdir)
+    again = condor(pool, "condor_continue", jid)
+    assert (again.returncode, again.stderr) == (1, f"Job {jid} already running\n")
+    # a cluster and a constraint read as condor_rm's family reads them
+    cluster = jid.split(".")[0]
+    by_cluster = condor(pool, "condor_suspend", cluster)
+    assert by_cluster.stdout == f"All jobs in cluster {cluster} have been suspended\n", by_cluster.stderr
+    pool.wait_for(jid, lambda j: j.get("JobStatus") == 7, timeout=15, what="suspended by cluster")
+    by_expr = condor(pool, "condor_continue", "-constraint", f"ClusterId == {cluster}")
+    assert by_expr.stdout == f"All jobs matching constraint (ClusterId == {cluster}) have been continued\n"
+    pool.wait_for(jid, lambda j: j.get("JobStatus") == 2, timeout=15, what="continued by constraint")
+    kinds = events(jobdir / "job.log")
+    assert kinds.count(htcondor2.JobEventType.JOB_SUSPENDED) == 2
+    wait_until(lambda: events(jobdir / "job.log").count(htcondor2.JobEventType.JOB_UNSUSPENDED) == 2, 10,
+               "the second 011")
+    pool.roost("rm", jid, check=True)
+    pool.wait_for(jid, lambda j: j.get("JobStatus") == 3 and "CompletionDate" in j, timeout=30, what="removed")
+
+
+def test_vacate_job_requeues_and_fast_kills(pool: PoolHandle, jobdir: Path) -> None:
+    jid = submit_counter(pool, jobdir)
+    got = condor(pool, "condor_vacate_job", jid)
+    assert (got.returncode, got.stdout) == (0, f"Job {jid} vacated\n"), got.stderr
+    # evicted (004) with the job's kill signal (SIGTERM: the job noted it), then it runs again
+    wait_until(lambda: htcondor2.JobEventType.JOB_EVICTED in events(jobdir / "job.log"), 30, "event 004")
+    assert (jobdir / "signals").read_text() == "TERM\n"
+    wait_until(lambda: events(jobdir / "job.log").count(htcondor2.JobEventType.EXECUTE) == 2, 30,
+               "a second start")
+    ad = pool.wait_for(jid, lambda j: j.get("JobStatus") == 2, timeout=30, what="running again")
+    assert ad["NumJobStarts"] >= 2
+    (jobdir / "count").unlink()
+    wait_until(lambda: (jobdir / "count").exists(), 15, "the job counting again")
+
+    fast = condor(pool, "condor_vacate_job", "-fast", jid)
+    assert (fast.returncode, fast.stdout) == (0, f"Job {jid} fast-vacated\n"), fast.stderr
+    wait_until(lambda: events(jobdir / "job.log").count(htcondor2.JobEventType.JOB_EVICTED) == 2, 30,
+               "the second 004")
+    assert (jobdir / "signals").read_text() == "TERM\n"  # SIGKILL: the job could note nothing
+    assert pool.job(jid)["JobStatus"] in (1, 2)  # still queued: back to Idle, and may run again
+    pool.roost("rm", jid, check=True)
+    pool.wait_for(jid, lambda j: j.get("JobStatus") == 3 and "CompletionDate" in j, timeout=30, what="removed")
+
+
+def test_jobs_not_running_get_htcondors_lines(pool: PoolHandle, jobdir: Path) -> None:
+    r = pool.submit("executable = /bin/sleep\narguments = 60\nhold = true\nqueue\n", jobdir)
+    jid = f"{r.cluster}.0"
+    for prog, line in (("condor_suspend", f"Job {jid} not running to be suspended"),
+                       ("condor_continue", f"Job {jid} not running to be continued"),
+                       ("condor_vacate_job", f"Job {jid} not running to be vacated")):
+        got = condor(pool, prog, jid)
+        assert (got.returncode, got.stdout, got.stderr) == (1, "", line + "\n"), prog
+    fast = condor(pool, "condor_vacate_job", "-fast", jid)
+    assert fast.stderr == f"Job {jid} not running to be fast-vacated\n"
+    gone = condor(pool, "condor_suspend", "999999.0")
+    assert (gone.returncode, gone.stderr) == (1, "Job 999999.0 not found\n")
+    none = condor(pool, "condor_vacate_job", "999999")
+    assert none.stderr == "Couldn't find/vacate all jobs in cluster 999999\n"
+    assert pool.job(jid)["JobStatus"] == 5  # still held: nothing was done to it
+    usage = condor(pool, "condor_suspend")
+    assert usage.returncode == 1 and usage.stderr.startswith("condor_suspend: You did not specify any jobs")
+    pool.roost("rm", jid, check=True)
