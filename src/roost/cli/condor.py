@@ -50,6 +50,7 @@ PROGRAMS: dict[str, tuple[str, ...]] = {
     "condor_suspend": ("suspend",),
     "condor_continue": ("continue",),
     "condor_vacate_job": ("vacate_job",),
+    "condor_watch_q": ("watch_q",),
 }
 
 

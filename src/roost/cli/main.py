@@ -26,6 +26,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "suspend": ("roost.cli.jobact_cmd", "suspend running jobs, SIGSTOP on their slot (condor_suspend)"),
     "continue": ("roost.cli.jobact_cmd", "resume suspended jobs (condor_continue)"),
     "vacate_job": ("roost.cli.jobact_cmd", "stop running jobs and put them back to idle; -fast (condor_vacate_job)"),
+    "watch_q": ("roost.cli.watch_q_cmd", "follow your jobs' event logs: a table with progress bars; -exit all,done (condor_watch_q)"),
     "history": ("roost.cli.history_cmd", "list finished jobs (condor_history)"),
     "qedit": ("roost.cli.qedit_cmd", "change attributes of queued jobs (condor_qedit)"),
     "prio": ("roost.cli.qedit_cmd", "change jobs' priority, JobPrio (condor_prio)"),

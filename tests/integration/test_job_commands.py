@@ -1,10 +1,14 @@
-"""condor_suspend, condor_continue and condor_vacate_job on a real pool: the job stops
-and goes on (JobStatus 7 and back, events 010/011), a vacated job goes back to Idle with
-an evicted event (004) and runs again, -fast kills where a plain vacate sends the job's
-kill signal; and HTCondor's lines for jobs the command cannot act on."""
+"""The commands HTCondor users run that issue 26 added, on a real pool.
+
+condor_suspend, condor_continue and condor_vacate_job: the job stops and goes on
+(JobStatus 7 and back, events 010/011), a vacated job goes back to Idle with an evicted
+event (004) and runs again, -fast kills where a plain vacate sends the job's kill signal;
+HTCondor's lines for jobs the command cannot act on. condor_watch_q: follows the jobs'
+logs until -exit's condition holds."""
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 import time
@@ -23,10 +27,11 @@ while [ $i -lt 3000 ]; do i=$((i+1)); echo $i > count; sleep 0.2; done
 """
 
 
-def condor(pool: PoolHandle, prog: str, *args: str) -> subprocess.CompletedProcess[str]:
+def condor(pool: PoolHandle, prog: str, *args: str, cwd: Path | None = None,
+           timeout: float = 60) -> subprocess.CompletedProcess[str]:
     """Run bin/<prog> (the condor_* name) against ``pool``."""
-    return subprocess.run([sys.executable, str(ROOT / "bin" / prog), *args], env=pool.env,
-                          capture_output=True, text=True, timeout=60, check=False)
+    return subprocess.run([sys.executable, str(ROOT / "bin" / prog), *args], env=pool.env, cwd=cwd,
+                          capture_output=True, text=True, timeout=timeout, check=False)
 
 
 def events(log: Path) -> list[htcondor2.JobEventType]:
@@ -131,3 +136,40 @@ def test_jobs_not_running_get_htcondors_lines(pool: PoolHandle, jobdir: Path) ->
     usage = condor(pool, "condor_suspend")
     assert usage.returncode == 1 and usage.stderr.startswith("condor_suspend: You did not specify any jobs")
     pool.roost("rm", jid, check=True)
+
+
+def test_watch_q_follows_the_logs_until_all_are_done(pool: PoolHandle, jobdir: Path) -> None:
+    r = pool.submit("executable = /bin/sleep\narguments = 1\nlog = watch.log\nbatch_name = sweep\nqueue 3\n", jobdir)
+    got = condor(pool, "condor_watch_q", "-clusters", str(r.cluster), "-exit", "all,done", cwd=jobdir, timeout=120)
+    assert got.returncode == 0, got.stdout + got.stderr
+    pictures = got.stdout.split("\n...\n")
+    last = pictures[-1].splitlines()
+    assert last[0].startswith("Exiting with code 0 because of condition \"all done\" at ")
+    final = pictures[-2].splitlines()
+    assert final[0].split() == ["BATCH", "IDLE", "RUN", "DONE", "TOTAL", "JOB_IDS"]
+    assert final[1].startswith("sweep") and final[1].split()[1:5] == ["-", "-", "3", "3"]
+    assert re.search(r"  \[#+\]$", final[1]), final[1]  # the row's bar: all done
+    assert "Total: 3 jobs; 3 completed" in final
+    assert final[-1].startswith("Updated at ")
+
+
+def test_watch_q_exits_with_the_conditions_code(pool: PoolHandle, jobdir: Path) -> None:
+    r = pool.submit("executable = /bin/sleep\narguments = 60\nlog = held.log\nqueue\n", jobdir)
+    pool.roost("hold", str(r.cluster), check=True)  # a 012 in its log (hold = true at submit writes none)
+    got = condor(pool, "condor_watch_q", "-clusters", str(r.cluster), "-exit", "any,held,7", "-groupby", "cluster",
+                 cwd=jobdir)
+    assert got.returncode == 7, got.stdout + got.stderr
+    lines = got.stdout.splitlines()
+    assert lines[0].split() == ["CLUSTER", "HELD", "IDLE", "RUN", "DONE", "TOTAL", "JOB_IDS"]
+    assert lines[1].split()[:7] == [str(r.cluster), "1", "-", "-", "-", "1", f"{r.cluster}.0"]
+    assert "Total: 1 jobs; 1 held" in lines
+    assert lines[-1].startswith('Exiting with code 7 because of condition "any held" at ')
+    pool.roost("rm", str(r.cluster), check=True)
+    nobody = condor(pool, "condor_watch_q", "-users", "nosuchuser26")
+    assert (nobody.returncode, nobody.stderr) == (0, "WARNING: No jobs found, exiting...\n")
+    unlogged = pool.submit("executable = /bin/sleep\narguments = 60\nhold = true\nqueue\n", jobdir)
+    got = condor(pool, "condor_watch_q", "-clusters", str(unlogged.cluster))
+    assert got.returncode == 0
+    assert got.stderr == (f"WARNING: Cluster {unlogged.cluster} does not have a job event log file "
+                          "(set log=<path> in the submit description)\nWARNING: No jobs found, exiting...\n")
+    pool.roost("rm", str(unlogged.cluster), check=True)
