@@ -173,3 +173,61 @@ def test_watch_q_exits_with_the_conditions_code(pool: PoolHandle, jobdir: Path) 
     assert got.stderr == (f"WARNING: Cluster {unlogged.cluster} does not have a job event log file "
                           "(set log=<path> in the submit description)\nWARNING: No jobs found, exiting...\n")
     pool.roost("rm", str(unlogged.cluster), check=True)
+
+
+def test_the_htcondor_command_line(pool: PoolHandle, jobdir: Path) -> None:
+    """What the OSG DAG tutorial has users run: htcondor job submit/status, dag
+    submit/status, eventlog read (the tool reports on stderr, as HTCondor's does)."""
+    (jobdir / "job.sub").write_text("executable = /bin/sleep\narguments = 1\nlog = one.log\nqueue\n")
+    got = condor(pool, "htcondor", "job", "submit", "job.sub", cwd=jobdir)
+    assert got.returncode == 0 and re.fullmatch(r"Job (\d+) was submitted\.\n", got.stderr), got.stderr
+    cid = re.search(r"\d+", got.stderr).group()
+    pool.wait([cid], timeout=60)
+    wait_until(lambda: pool.job(f"{cid}.0") is not None and "CompletionDate" in pool.job(f"{cid}.0"), 30,
+               "in the history")
+    done = condor(pool, "htcondor", "job", "status", cid).stderr.splitlines()
+    assert done[:2] == [f"Job {cid} was not found in the active queue, checking history...",
+                        "(This may take a while, Ctrl-C to cancel.)"], done
+    assert done[2] == f"Job {cid} has completed." and re.fullmatch(r"It completed .+ ago\.", done[3]), done
+    assert re.fullmatch(r"It was submitted .+ ago\.", done[4])
+    assert re.fullmatch(r"Job had \d+\.\d% goodput for .+ of wall clock time\.", done[-1]), done
+
+    many = jobdir / "many.sub"
+    many.write_text("executable = /bin/true\nqueue 3\n")
+    bad = condor(pool, "htcondor", "job", "submit", str(many))
+    assert (bad.returncode, bad.stderr) == (1, "Error while trying to run job submit:\nCan only submit one job at a time\n")
+    missing = condor(pool, "htcondor", "job", "status", "999999", "--skip-history")
+    assert (missing.returncode, missing.stderr) == (1, "Error while trying to run job status:\nNo job found for ID 999999.\n")
+
+    held = pool.submit("executable = /bin/sleep\narguments = 60\nqueue\n", jobdir)
+    pool.roost("hold", str(held.cluster), check=True)
+    lines = condor(pool, "htcondor", "job", "status", f"{held.cluster}.0").stderr.splitlines()
+    assert lines[0] == f"Job {held.cluster}.0 is currently held."
+    assert lines[2] == 'It was held because "via condor_hold (by user root)".' and lines[3] == "It has been held 1 time."
+    pool.roost("rm", str(held.cluster), check=True)
+
+    (jobdir / "node.sub").write_text("executable = /bin/sleep\narguments = 3\nlog = nodes.log\nqueue\n")
+    (jobdir / "two.dag").write_text("JOB A node.sub\nJOB B node.sub\nPARENT A CHILD B\n")
+    got = condor(pool, "htcondor", "dag", "submit", "two.dag", cwd=jobdir)
+    assert got.returncode == 0 and re.fullmatch(r"DAG (\d+) was submitted\.\n", got.stderr), got.stderr
+    dag = re.search(r"\d+", got.stderr).group()
+
+    def dag_lines() -> list[str]:
+        return condor(pool, "htcondor", "dag", "status", dag).stderr.splitlines()
+
+    wait_until(lambda: any("node(s) total" in line for line in dag_lines()), 30, "the DAG's progress in its ad")
+    lines = dag_lines()
+    assert re.fullmatch(rf"DAG {dag} \[two\.dag\] has been (running|idle) for (\d+ days?)? and \d\d:\d\d:\d\d", lines[0]), lines
+    assert "DAG contains 2 node(s) total, of which:" in lines
+    assert lines[-2] == "DAG is running normally."
+    assert re.fullmatch(r"\[[#=»\-!]+\] DAG is \d+\.\d\d% complete\.", lines[-1]), lines
+    not_a_dag = condor(pool, "htcondor", "dag", "status", cid)
+    assert not_a_dag.returncode == 1 and not_a_dag.stderr.endswith(f"No DAG found for ID {cid}.\n")
+    pool.wait([dag], timeout=120)
+
+    table = condor(pool, "htcondor", "eventlog", "read", str(jobdir / "nodes.log"))
+    assert table.returncode == 0, table.stderr
+    rows = table.stdout.splitlines()
+    assert rows[0].split() == ["Job", "Host", "Start", "Time", "Evict", "Time", "Evictions", "Wall", "Time",
+                               "Good", "Time", "CPU", "Usage"]
+    assert len(rows) == 3 and all(r.split()[6] == "0" for r in rows[1:]), rows  # two jobs, never evicted

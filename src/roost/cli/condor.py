@@ -51,6 +51,7 @@ PROGRAMS: dict[str, tuple[str, ...]] = {
     "condor_continue": ("continue",),
     "condor_vacate_job": ("vacate_job",),
     "condor_watch_q": ("watch_q",),
+    "htcondor": ("htcondor",),
 }
 
 

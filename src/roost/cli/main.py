@@ -45,6 +45,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "token": ("roost.cli.token_cmd", "create, list and revoke IDTOKENS (condor_token_create/_list)"),
     "version": ("roost.cli.version_cmd", "the HTCondor version lines tools parse (condor_version)"),
     "classad_eval": ("roost.cli.classad_eval_cmd", "evaluate expressions against ads built on the command line (classad_eval)"),
+    "htcondor": ("roost.cli.htcondor_cmd", "htcondor job|dag submit|status, eventlog read (HTCondor's htcondor tool)"),
     "ca": ("roost.cli.ca_cmd", "a CA for the pool: host and user certificates for TLS and the SSL method"),
 }
 
