@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 
 import htcondor2
+import pytest
 from poolkit import PoolHandle, wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -60,7 +61,8 @@ def advancing(d: Path) -> bool:
     return count(d) > first
 
 
-def test_suspend_stops_the_job_and_continue_resumes_it(pool: PoolHandle, jobdir: Path) -> None:
+def test_suspend_stops_the_job_and_continue_resumes_it(pool: PoolHandle, jobdir: Path,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
     jid = submit_counter(pool, jobdir)
     got = condor(pool, "condor_suspend", jid)
     assert (got.returncode, got.stdout) == (0, f"Job {jid} suspended\n"), got.stderr
@@ -90,6 +92,14 @@ def test_suspend_stops_the_job_and_continue_resumes_it(pool: PoolHandle, jobdir:
     assert kinds.count(htcondor2.JobEventType.JOB_SUSPENDED) == 2
     wait_until(lambda: events(jobdir / "job.log").count(htcondor2.JobEventType.JOB_UNSUSPENDED) == 2, 10,
                "the second 011")
+    # the same through the htcondor2 face: Schedd.act(JobAction.Suspend / Continue)
+    import roost.htcondor2 as face
+
+    monkeypatch.setenv("ROOST_HOME", str(pool.home))
+    assert face.Schedd().act(face.JobAction.Suspend, [jid])["TotalSuccess"] == 1
+    pool.wait_for(jid, lambda j: j.get("JobStatus") == 7, timeout=15, what="suspended through htcondor2")
+    assert face.Schedd().act(face.JobAction.Continue, [jid])["TotalSuccess"] == 1
+    pool.wait_for(jid, lambda j: j.get("JobStatus") == 2, timeout=15, what="continued through htcondor2")
     pool.roost("rm", jid, check=True)
     pool.wait_for(jid, lambda j: j.get("JobStatus") == 3 and "CompletionDate" in j, timeout=30, what="removed")
 
