@@ -220,24 +220,26 @@ def test_totals_count_jobs_by_state_name(schedd: roost.Schedd) -> None:
 def test_hold_release_and_remove_report_the_jobs_they_changed(schedd: roost.Schedd) -> None:
     r = schedd.submit({"executable": "/bin/sleep", "arguments": "300"}, count=3)
     c = r.cluster
-    assert schedd.act("hold", f"{c}.1", reason="disk full") == {"count": 1, "ids": [f"{c}.1"], "denied": []}
+    assert schedd.act("hold", f"{c}.1", reason="disk full") == {"count": 1, "ids": [f"{c}.1"], "denied": [],
+                                                              "unchanged": {}}
     jobs = jobs_of(schedd, c, "JobStatus", "HoldReason")
     assert jobs[f"{c}.1"]["JobStatus"] == HELD and jobs[f"{c}.1"]["HoldReason"] == "disk full"
     assert {jobs[f"{c}.{p}"]["JobStatus"] for p in (0, 2)} == {IDLE}
     assert schedd.act("HOLD", f"{c}.1")["count"] == 0  # already held; the action's case does not matter
     got = schedd.act("release", constraint=f"ClusterId == {c}")
-    assert got == {"count": 1, "ids": [f"{c}.1"], "denied": []}
+    assert got == {"count": 1, "ids": [f"{c}.1"], "denied": [], "unchanged": {}}
     owner = schedd.query_objs(f"ClusterId == {c}", ["Owner"])[0]["Owner"]
     assert schedd.act("remove", owner=owner + "-someone-else", constraint=f"ClusterId == {c}")["count"] == 0
     got = schedd.act("remove", owner=owner, constraint=f"ClusterId == {c} && ProcId != 0")
     assert sorted(got["ids"]) == [f"{c}.1", f"{c}.2"] and got["count"] == 2
-    assert schedd.act("remove", (c, 0)) == {"count": 1, "ids": [f"{c}.0"], "denied": []}
+    assert schedd.act("remove", (c, 0)) == {"count": 1, "ids": [f"{c}.0"], "denied": [], "unchanged": {}}
     assert schedd.query_objs(f"ClusterId == {c}") == []
 
 
 def test_act_refuses_a_bad_action_or_no_target_without_a_pool(tmp_path: Path) -> None:
     schedd = roost.Schedd(tmp_path)  # nothing runs here: the checks come first
-    with pytest.raises(ValueError, match="action must be one of remove, hold, release, not 'explode'"):
+    with pytest.raises(ValueError, match="action must be one of remove, hold, release, suspend, continue, vacate, "
+                                         "vacate_fast, not 'explode'"):
         schedd.act("explode", "1")
     with pytest.raises(ValueError, match="act needs ids, a constraint or an owner"):
         schedd.act("remove")
