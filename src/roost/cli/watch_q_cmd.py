@@ -70,11 +70,14 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("-exit", action="append", type=exit_condition, default=[], metavar="GROUPER,JOB_STATUS[,EXIT_STATUS]",
                    help=f"exit when GROUPER ({', '.join(GROUPERS)}) of the jobs are JOB_STATUS ({', '.join(STATUSES)})")
     p.add_argument("-groupby", choices=tuple(GROUP_HEADERS), default="batch", help="group jobs by batch name, log or cluster")
+    p.add_argument("-summary-type", choices=("totals", "percentages"), default="totals",
+                   help="what the summary line shows (default: totals)")
     for name, default, what in (("exit-on-key-press", tty, "exit on any key press (default on a terminal)"),
                                 ("table", True, "the table"), ("progress", True, "the total progress bar"),
                                 ("row-progress", True, "a progress bar on each row"), ("summary", True, "the summary line"),
                                 ("updated-at", True, 'the "Updated at" line'), ("color", tty, "colours (default on a terminal)"),
-                                ("refresh", tty, "redraw in place instead of appending (default on a terminal)")):
+                                ("refresh", tty, "redraw in place instead of appending (default on a terminal)"),
+                                ("abbreviate", True, "shorten the LOG column's directories to somewhat-unique prefixes")):
         dest = name.replace("-", "_")
         p.add_argument(f"-{name}", dest=dest, action="store_true", default=default, help=what)
         p.add_argument(f"-no-{name}", dest=dest, action="store_false", help=argparse.SUPPRESS)
@@ -116,6 +119,40 @@ def find_logs(ns: argparse.Namespace) -> tuple[dict[str, None], dict[int, str | 
             path = os.path.abspath(os.path.join(str(ad.get("Iwd") or "."), path))
         logs[path] = None
     return logs, batch_names, procs
+
+
+def abbreviate_path(path: str) -> str:
+    """Each directory of ``path`` cut to one character past what its siblings share
+    (``/home/foobar/run/a.log`` -> ``/h/f/r/a.log`` when each is alone), as
+    condor_watch_q's -abbreviate; ``~`` and ``.`` stay. A directory that cannot be
+    listed is left whole."""
+    parts: list[str] = []
+    head = path
+    while True:
+        head, tail = os.path.split(head)
+        if not tail:
+            if head:
+                parts.insert(0, head)
+            break
+        parts.insert(0, tail)
+        if not head:
+            break
+    out: list[str] = []
+    so_far = ""
+    for part in parts[:-1]:
+        so_far = os.path.expanduser(os.path.join(so_far, part))
+        if part in ("~", "."):
+            out.append(part)
+            continue
+        try:
+            siblings = os.listdir(os.path.dirname(so_far) or ".")
+        except OSError:
+            out.append(part)
+            continue
+        common = os.path.commonprefix(siblings) if len(siblings) > 1 else ""
+        out.append(part[: len(common) + 1])
+    out.append(parts[-1])
+    return os.path.join(*out)
 
 
 def _quote(s: str) -> str:
@@ -177,7 +214,9 @@ def main(argv: list[str]) -> int:
                 columns, _ = shutil.get_terminal_size()
                 lines = screen(tracker, ns.groupby, columns, now, show_table=ns.table, show_progress=ns.progress,
                                row_bars=ns.row_progress, show_summary=ns.summary, updated_at=ns.updated_at,
-                               color=ns.color, home=os.path.expanduser("~"), cwd=os.getcwd())
+                               color=ns.color, home=os.path.expanduser("~"), cwd=os.getcwd(),
+                               percentages=ns.summary_type == "percentages",
+                               shorten=abbreviate_path if ns.abbreviate else None)
                 if not refresh:
                     lines.append("...")
                 if not ns.exit:

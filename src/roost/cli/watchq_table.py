@@ -11,7 +11,7 @@ RUN and DONE always), empty cells as ``-``, bars drawn with ``- > = > # ! ! !``.
 from __future__ import annotations
 
 import os.path
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from roost.eventlog.events import Event, EventType
@@ -248,18 +248,31 @@ def summary(totals: dict[str, int], columns: int) -> str:
         cut -= 1
 
 
+def summary_percentages(totals: dict[str, int]) -> str:
+    """``-summary-type percentages``: every state's share, rounded as Python rounds."""
+    total = totals.get(TOTAL, 0)
+    parts = [f"{round(100.0 * sum(totals.get(s, 0) for s in states) / total) if total else 0}% {word}"
+             for states, word in _SUMMARY]
+    return f"Total: {total} jobs; " + ", ".join(parts)
+
+
 def screen(tracker: Tracker, by: str, columns: int, now: str, *, show_table: bool = True,
            show_progress: bool = True, row_bars: bool = True, show_summary: bool = True,
-           updated_at: bool = True, color: bool = False, home: str = "/", cwd: str = "/") -> list[str]:
-    """Everything condor_watch_q draws once, sections separated by a blank line."""
+           updated_at: bool = True, color: bool = False, home: str = "/", cwd: str = "/",
+           percentages: bool = False, shorten: Callable[[str], str] | None = None) -> list[str]:
+    """Everything condor_watch_q draws once, sections separated by a blank line;
+    ``shorten`` rewrites the LOG column's paths (-abbreviate)."""
     rows_, totals = rows(tracker, by, home, cwd)
+    if by == "log" and shorten is not None:
+        for r in rows_:
+            r["key"] = shorten(str(r["key"]))
     sections: list[list[str]] = []
     if show_table:
         sections.append(table(rows_, by, columns, row_bars, color))
     if show_progress:
         sections.append(["Total Progress: " + progress_bar(totals, columns - 16, color)])
     if show_summary:
-        sections.append([summary(totals, columns)])
+        sections.append([summary_percentages(totals) if percentages else summary(totals, columns)])
     if updated_at:
         sections.append([f"Updated at {now}"])
     out: list[str] = []

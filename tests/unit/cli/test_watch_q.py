@@ -4,7 +4,11 @@ log; the job states after each event; -exit's conditions."""
 
 from __future__ import annotations
 
-from roost.cli.watch_q_cmd import exit_condition
+from pathlib import Path
+
+import pytest
+
+from roost.cli.watch_q_cmd import abbreviate_path, exit_condition
 from roost.cli.watchq_table import (
     DONE,
     HELD,
@@ -135,3 +139,23 @@ def test_nice_path() -> None:
     assert nice_path("/home/u/run/a.log", "/home/u", "/home/u/run") == "./a.log"
     assert nice_path("/home/u/x/a.log", "/home/u", "/tmp") == "~/x/a.log"
     assert nice_path("/a.log", "/home/u", "/tmp") == "/a.log"
+
+
+def test_percentages_summary() -> None:
+    lines = screen(tracked(), "batch", 120, "TIME", percentages=True)
+    # HTCondor's tool: every state, rounded as Python rounds
+    assert lines[-3] == "Total: 18 jobs; 17% completed, 6% removed, 50% idle, 17% running, 6% held, 6% suspended"
+
+
+def test_abbreviated_log_directories(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # /h/f/wizb/events.log when /home/foobar also holds wizard (condor_watch_q's example)
+    (tmp_path / "foobar" / "wizbang").mkdir(parents=True)
+    (tmp_path / "foobar" / "wizard").mkdir()
+    (tmp_path / "other").mkdir()
+    monkeypatch.chdir(tmp_path)
+    assert abbreviate_path("./foobar/wizbang/events.log") == "./f/wizb/events.log"
+    assert abbreviate_path("other/x.log") == "o/x.log"
+    t = Tracker()
+    t.feed(str(tmp_path / "foobar" / "wizbang" / "events.log"), [SubmitEvent(1, 0, T)])
+    lines = screen(t, "log", 100, "TIME", home="/nonexistent", cwd=str(tmp_path), shorten=abbreviate_path)
+    assert lines[1].startswith("./f/wizb/events.log ")
