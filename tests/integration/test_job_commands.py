@@ -241,3 +241,19 @@ def test_the_htcondor_command_line(pool: PoolHandle, jobdir: Path) -> None:
     assert rows[0].split() == ["Job", "Host", "Start", "Time", "Evict", "Time", "Evictions", "Wall", "Time",
                                "Good", "Time", "CPU", "Usage"]
     assert len(rows) == 3 and all(r.split()[6] == "0" for r in rows[1:]), rows  # two jobs, never evicted
+
+
+def test_watch_q_shows_a_dag_as_one_row(pool: PoolHandle, jobdir: Path) -> None:
+    (jobdir / "node.sub").write_text("executable = /bin/sleep\narguments = 1\nlog = node.log\nqueue\n")
+    (jobdir / "chain.dag").write_text("JOB A node.sub\nJOB B node.sub\nJOB C node.sub\nPARENT A CHILD B\nPARENT B CHILD C\n")
+    sub = pool.roost("submit_dag", "chain.dag", cwd=jobdir, check=True)
+    dag = re.search(r"submitted to cluster (\d+)", sub.stdout).group(1)
+    got = condor(pool, "condor_watch_q", "-batches", f"chain.dag+{dag}", "-exit", "all,done", cwd=jobdir, timeout=180)
+    assert got.returncode == 0, got.stdout + got.stderr
+    final = got.stdout.split("\n...\n")[-2].splitlines()
+    # the three node jobs, each its own cluster, are one row under the DAG's batch name;
+    # the DAGMan job is not a row of its own
+    assert final[0].split() == ["BATCH", "IDLE", "RUN", "DONE", "TOTAL", "JOB_IDS"], final
+    assert final[1].split()[:5] == [f"chain.dag+{dag}", "-", "-", "3", "3"], final
+    assert len([line for line in final if line.startswith("chain.dag")]) == 1
+    assert "Total: 3 jobs; 3 completed" in final

@@ -31,7 +31,8 @@ from roost.eventlog.reader import EventLogFollower
 PROG = "roost watch_q"
 GROUPERS = ("all", "any", "none")
 STATUSES = ("active", "done", "idle", "held")
-PROJECTION = ["ClusterId", "Owner", "UserLog", "DAGManNodesLog", "JobBatchName", "Iwd", "TotalSubmitProcs"]
+PROJECTION = ["ClusterId", "Owner", "UserLog", "DAGManNodesLog", "JobBatchName", "Iwd", "TotalSubmitProcs",
+              "DAG_NodesTotal", "OtherJobRemoveRequirements"]
 ALT_SCREEN_ENTER, ALT_SCREEN_EXIT, HOME_CLEAR = "\033[?1049h\033[H", "\033[?1049l", "\033[H\033[J"
 
 
@@ -84,20 +85,31 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
-def find_logs(ns: argparse.Namespace) -> tuple[dict[str, None], dict[int, str | None], dict[int, int]]:
-    """The logs to follow (absolute paths, in order), the batch names and proc counts of
-    the clusters the schedd holds. PoolError when the schedd cannot be asked."""
+class Found:
+    """What the schedd said about the tracked jobs: the logs to follow (absolute paths, in
+    order), each cluster's batch name and proc count, and each DAG's nodes log and size."""
+
+    def __init__(self) -> None:
+        self.logs: dict[str, None] = {}
+        self.batch_names: dict[int, str | None] = {}
+        self.procs: dict[int, int] = {}
+        self.dag_logs: dict[str, str] = {}
+        self.dag_totals: dict[str, int] = {}
+        self.dagman_clusters: set[int] = set()
+
+
+def find_logs(ns: argparse.Namespace) -> Found:
+    """Ask the schedd once (PoolError when it cannot be asked)."""
     users = ns.users or []
     if not (ns.users or ns.clusters or ns.files or ns.batches):
         users = [current_user()]
-    logs: dict[str, None] = {os.path.abspath(f): None for f in ns.files or []}
-    batch_names: dict[int, str | None] = {}
-    procs: dict[int, int] = {}
+    found = Found()
+    found.logs.update({os.path.abspath(f): None for f in ns.files or []})
     terms = [f"Owner == {_quote(u)}" for u in users]
     terms += [f"ClusterId == {c}" for c in ns.clusters or []]
     terms += [f"JobBatchName == {_quote(b)}" for b in ns.batches or []]
     if not terms:
-        return logs, batch_names, procs
+        return found
     schedd = Schedd(name=ns.name, pool=ns.pool)
     try:
         ads = schedd.query_objs(" || ".join(terms), PROJECTION)
@@ -107,8 +119,8 @@ def find_logs(ns: argparse.Namespace) -> tuple[dict[str, None], dict[int, str | 
     for ad in ads:
         cid = int(ad["ClusterId"])
         if isinstance(ad.get("TotalSubmitProcs"), int):
-            procs[cid] = ad["TotalSubmitProcs"]
-        batch_names[cid] = str(ad["JobBatchName"]) if ad.get("JobBatchName") is not None else None
+            found.procs[cid] = ad["TotalSubmitProcs"]
+        batch = found.batch_names[cid] = str(ad["JobBatchName"]) if ad.get("JobBatchName") is not None else None
         path = ad.get("DAGManNodesLog") or ad.get("UserLog")
         if not isinstance(path, str) or not path:
             if cid not in warned:
@@ -117,8 +129,21 @@ def find_logs(ns: argparse.Namespace) -> tuple[dict[str, None], dict[int, str | 
             continue
         if not os.path.isabs(path):
             path = os.path.abspath(os.path.join(str(ad.get("Iwd") or "."), path))
-        logs[path] = None
-    return logs, batch_names, procs
+        found.logs[path] = None
+        if ad.get("DAGManNodesLog") and batch:  # a DAG's node: the DAG's jobs are one row, its batch
+            found.dag_logs[path] = batch
+        if ad.get("OtherJobRemoveRequirements") is not None:
+            # the DAGMan job itself: not a row of its own; its nodes log (found beside its
+            # own .dagman.log) is followed even before any node is queued
+            found.dagman_clusters.add(cid)
+            if path.endswith(".dagman.log"):
+                nodes = path[: -len(".dagman.log")] + ".nodes.log"
+                found.logs.setdefault(nodes, None)
+                if batch:
+                    found.dag_logs.setdefault(nodes, batch)
+        if isinstance(ad.get("DAG_NodesTotal"), int) and ad["DAG_NodesTotal"] and batch:
+            found.dag_totals[batch] = ad["DAG_NodesTotal"]
+    return found
 
 
 def abbreviate_path(path: str) -> str:
@@ -188,19 +213,23 @@ def main(argv: list[str]) -> int:
         print("ERROR: Use of both -clusters and -larger-than flag is prohibited.", file=sys.stderr)
         return 1
     try:
-        logs, batch_names, procs = find_logs(ns)
+        found = find_logs(ns)
     except PoolError as e:
         print(error_line(PROG, e), file=sys.stderr)
         return 1
+    logs = found.logs
     if not logs:
         warn("No jobs found, exiting...")
         return 0
     for path in logs:
-        if not os.path.exists(path):
+        if not os.path.exists(path) and not path.endswith(".nodes.log"):  # a DAG's comes once a node is queued
             warn(f"Could not open event log at {path} for reading, so it will be ignored. "
                  "Reason: File path does not exist")
-    followers = {path: EventLogFollower(path) for path in logs if os.path.exists(path)}
-    tracker = Tracker(batch_names, procs, set(ns.clusters) if ns.clusters else None, ns.since)
+    followers = {path: EventLogFollower(path) for path in logs if os.path.exists(path) or path.endswith(".nodes.log")}
+    tracker = Tracker(found.batch_names, found.procs, set(ns.clusters) if ns.clusters else None, ns.since,
+                      found.dag_logs, found.dag_totals)
+    if not ns.clusters:  # a DAGMan job is shown through its nodes, unless named with -clusters
+        tracker.hidden = found.dagman_clusters
     refresh = ns.refresh and sys.stdout.isatty()
     out = sys.stdout
     if refresh:

@@ -72,7 +72,7 @@ class Cluster:
 
     cluster_id: int
     log: str
-    batch_name: str | None = None
+    batch_name: str | None = None  # a DAG node's: its DAG's (the DAGMan job's batch name)
     procs: int | None = None  # TotalSubmitProcs from the queue, when it was there
     states: dict[int, str] = field(default_factory=dict)
 
@@ -96,8 +96,14 @@ class Tracker:
     """Every tracked job's state, fed the events of the logs as they grow."""
 
     def __init__(self, batch_names: dict[int, str | None] | None = None, procs: dict[int, int] | None = None,
-                 clusters: set[int] | None = None, since: int | None = None) -> None:
+                 clusters: set[int] | None = None, since: int | None = None,
+                 dag_logs: dict[str, str] | None = None, dag_totals: dict[str, int] | None = None) -> None:
+        """``dag_logs``: a DAG's nodes log -> the DAG's batch name (its node jobs are one
+        row, whatever their own clusters); ``dag_totals``: batch name -> DAG_NodesTotal."""
         self.batch_names = dict(batch_names or {})
+        self.dag_logs = dict(dag_logs or {})
+        self.dag_totals = dict(dag_totals or {})
+        self.hidden: set[int] = set()  # clusters tracked (for -exit) but not shown: DAGMan jobs
         self.procs = dict(procs or {})
         self.only = clusters  # None: every cluster the logs hold
         self.since = since
@@ -114,8 +120,8 @@ class Tracker:
                 continue
             cluster = self.clusters.get(event.cluster)
             if cluster is None:
-                cluster = self.clusters[event.cluster] = Cluster(
-                    event.cluster, log, self.batch_names.get(event.cluster), self.procs.get(event.cluster))
+                batch = self.dag_logs.get(log) or self.batch_names.get(event.cluster)
+                cluster = self.clusters[event.cluster] = Cluster(event.cluster, log, batch, self.procs.get(event.cluster))
             cluster.states[event.proc] = state
 
     def job_states(self) -> list[str]:
@@ -153,6 +159,8 @@ def rows(tracker: Tracker, by: str, home: str = "/", cwd: str = "/") -> tuple[li
     totals over all of them; logs are named relative to ``home`` or ``cwd`` where shorter."""
     groups: dict[str, list[Cluster]] = {}
     for c in tracker.clusters.values():
+        if c.cluster_id in tracker.hidden:
+            continue
         groups.setdefault(c.group(by), []).append(c)
     totals = {s: 0 for s in (*STATES, TOTAL)}
     out: list[tuple[tuple[int, int], dict[str, object]]] = []
@@ -164,7 +172,7 @@ def rows(tracker: Tracker, by: str, home: str = "/", cwd: str = "/") -> tuple[li
                 row[state] = int(row[state]) + 1  # type: ignore[call-overload]
                 if state in ACTIVE:
                     active.append((c.cluster_id, proc))
-        row[TOTAL] = sum(c.num_jobs for c in clusters)
+        row[TOTAL] = max(sum(c.num_jobs for c in clusters), tracker.dag_totals.get(name, 0) if by == "batch" else 0)
         active.sort()
         shown = [active[0], active[-1]] if len(active) > 2 else active
         row[JOB_IDS] = (" ... " if len(active) > 2 else ", ").join(f"{c}.{p}" for c, p in shown)
