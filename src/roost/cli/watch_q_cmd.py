@@ -17,6 +17,7 @@ import datetime
 import os
 import select
 import shutil
+import signal
 import sys
 import time
 from collections.abc import Iterator
@@ -207,6 +208,10 @@ def _keys(enabled: bool) -> Iterator[Any]:
         termios.tcsetattr(fd, termios.TCSADRAIN, old)
 
 
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
 def main(argv: list[str]) -> int:
     ns = parser().parse_args(argv)
     if ns.clusters is not None and ns.since is not None:
@@ -234,6 +239,9 @@ def main(argv: list[str]) -> int:
     out = sys.stdout
     if refresh:
         out.write(ALT_SCREEN_ENTER)
+        # a terminal closed or a kill leaves the screen as it was found, as ^C does
+        for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT):
+            signal.signal(sig, _interrupt)
     try:
         with _keys(ns.exit_on_key_press) as pressed:
             while True:
