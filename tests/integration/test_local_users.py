@@ -32,7 +32,8 @@ DEPENDENCIES = ("uvloop", "cryptography", "cffi", "_cffi_backend", "pycparser", 
 #: the commands a user runs (bin/), each also under its condor_* name
 COMMANDS = ("roost", "condor_submit", "condor_q", "condor_rm", "condor_hold", "condor_release", "condor_qedit",
             "condor_wait", "condor_tail", "condor_ssh_to_job", "condor_submit_dag", "condor_userprio",
-            "condor_status", "condor_history")
+            "condor_status", "condor_history", "condor_suspend", "condor_continue", "condor_vacate_job",
+            "condor_watch_q", "htcondor", "classad_eval")
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="making local accounts and a root-run pool needs root")
 
@@ -254,6 +255,49 @@ def test_users_act_on_their_own_jobs_only(root_pool: PoolHandle, users: tuple[Us
     assert (root_pool.job(jid) or {}).get("Foo") == 1
     assert alice.roost("rm", jid, check=True).returncode == 0
     wait_until(lambda: _status(root_pool, jid) in (None, 3), 30, "removed")
+
+
+def test_users_suspend_and_vacate_their_own_jobs_only(root_pool: PoolHandle, users: tuple[User, User]) -> None:
+    alice, bob = users
+    alice.write("pause/long.sub", LONG_JOB)
+    cid = _cluster(alice.roost("submit", "long.sub", cwd=alice.home / "pause", check=True).stdout)
+    jid = f"{cid}.0"
+    try:
+        wait_until(lambda: _status(root_pool, jid) == 2, 60, "running")
+        for argv, words in ((("condor_suspend", jid), f"Permission denied to suspend job {jid}"),
+                            (("condor_vacate_job", jid), f"Permission denied to vacate job {jid}"),
+                            (("condor_vacate_job", "-fast", jid), f"Permission denied to fast-vacate job {jid}")):
+            got = bob.run(*argv)
+            assert (got.returncode, got.stderr) == (1, words + "\n"), (argv, got.stdout, got.stderr)
+        assert _status(root_pool, jid) == 2
+        assert alice.run("condor_suspend", jid, check=True).stdout == f"Job {jid} suspended\n"
+        wait_until(lambda: _status(root_pool, jid) == 7, 30, "suspended")
+        got = bob.run("condor_continue", jid)
+        assert (got.returncode, got.stderr) == (1, f"Permission denied to continue job {jid}\n")
+        assert _status(root_pool, jid) == 7
+        assert alice.run("condor_continue", jid, check=True).stdout == f"Job {jid} continued\n"
+        wait_until(lambda: _status(root_pool, jid) == 2, 30, "continued")
+    finally:
+        alice.roost("rm", jid)
+
+
+def test_a_user_watches_her_jobs_and_asks_htcondor_about_them(root_pool: PoolHandle,
+                                                              users: tuple[User, User]) -> None:
+    alice, _ = users
+    alice.write("watch/job.sub", "executable = /bin/sleep\narguments = 1\nlog = job.log\nqueue 2\n")
+    got = alice.run("htcondor", "job", "submit", "job.sub", cwd=alice.home / "watch")
+    assert got.returncode == 1 and got.stderr.endswith("Can only submit one job at a time\n")  # queue 2
+    alice.write("watch/one.sub", "executable = /bin/sleep\narguments = 1\nlog = job.log\nqueue\n")
+    got = alice.run("htcondor", "job", "submit", "one.sub", cwd=alice.home / "watch", check=True)
+    cid = got.stderr.split()[1]
+    # condor_watch_q with no arguments: her own jobs, from her own log
+    watched = alice.run("condor_watch_q", "-exit", "all,done", timeout=120)
+    assert watched.returncode == 0, watched.stdout + watched.stderr
+    assert "Total: 1 jobs; 1 completed" in watched.stdout.split("\n...\n")[-2].splitlines()
+    wait_until(lambda: _status(root_pool, f"{cid}.0") in (None, 4), 30, "completed")
+    status = alice.run("htcondor", "job", "status", cid, check=True).stderr.splitlines()
+    assert f"Job {cid} has completed." in status
+    assert alice.run("classad_eval", "a = 2", "a * 3", check=True).stdout == "[ a = 2 ]\n6\n"
 
 
 def test_a_user_tails_and_enters_her_running_job(root_pool: PoolHandle, users: tuple[User, User]) -> None:

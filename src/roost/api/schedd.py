@@ -20,7 +20,7 @@ from roost.api.home import pool_home, read_address, run_path
 from roost.api.jobids import normalize_ids
 from roost.net.addresses import INHERITED_FD_ENV
 
-ACTIONS = ("remove", "hold", "release")
+ACTIONS = ("remove", "hold", "release", "suspend", "continue", "vacate", "vacate_fast")
 
 
 def current_user() -> str:
@@ -265,7 +265,8 @@ class Schedd:
         owner: str | None = None,
         reason: str | None = None,
     ) -> dict[str, Any]:
-        """``remove``, ``hold`` or ``release`` jobs by id, constraint or owner.
+        """``remove``, ``hold``, ``release``, ``suspend``, ``continue``, ``vacate`` or
+        ``vacate_fast`` jobs by id, constraint or owner (``reason`` for the first three).
 
         Returns ``{"count": n, "ids": [...]}``: the jobs the action applied to.
         """

@@ -46,6 +46,12 @@ PROGRAMS: dict[str, tuple[str, ...]] = {
     "condor_token_list": ("token", "list"),
     "condor_token_revoke": ("token", "revoke"),
     "condor_who": ("who",),
+    "classad_eval": ("classad_eval",),
+    "condor_suspend": ("suspend",),
+    "condor_continue": ("continue",),
+    "condor_vacate_job": ("vacate_job",),
+    "condor_watch_q": ("watch_q",),
+    "htcondor": ("htcondor",),
 }
 
 

@@ -23,6 +23,10 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "rm": ("roost.cli.act_cmd", "remove jobs (condor_rm)"),
     "hold": ("roost.cli.act_cmd", "put jobs on hold (condor_hold)"),
     "release": ("roost.cli.act_cmd", "release held jobs (condor_release)"),
+    "suspend": ("roost.cli.jobact_cmd", "suspend running jobs, SIGSTOP on their slot (condor_suspend)"),
+    "continue": ("roost.cli.jobact_cmd", "resume suspended jobs (condor_continue)"),
+    "vacate_job": ("roost.cli.jobact_cmd", "stop running jobs and put them back to idle; -fast (condor_vacate_job)"),
+    "watch_q": ("roost.cli.watch_q_cmd", "follow your jobs' event logs: a table with progress bars; -exit all,done (condor_watch_q)"),
     "history": ("roost.cli.history_cmd", "list finished jobs (condor_history)"),
     "qedit": ("roost.cli.qedit_cmd", "change attributes of queued jobs (condor_qedit)"),
     "prio": ("roost.cli.qedit_cmd", "change jobs' priority, JobPrio (condor_prio)"),
@@ -40,6 +44,8 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "reconfig": ("roost.cli.reconfig_cmd", "make the pool's daemons reread their configuration (condor_reconfig)"),
     "token": ("roost.cli.token_cmd", "create, list and revoke IDTOKENS (condor_token_create/_list)"),
     "version": ("roost.cli.version_cmd", "the HTCondor version lines tools parse (condor_version)"),
+    "classad_eval": ("roost.cli.classad_eval_cmd", "evaluate expressions against ads built on the command line (classad_eval)"),
+    "htcondor": ("roost.cli.htcondor_cmd", "htcondor job|dag submit|status, eventlog read (HTCondor's htcondor tool)"),
     "ca": ("roost.cli.ca_cmd", "a CA for the pool: host and user certificates for TLS and the SSL method"),
 }
 

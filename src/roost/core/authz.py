@@ -241,6 +241,8 @@ COMMAND_LEVELS: dict[str, CommandLevel] = {
     "RECONNECT": _c("startd", L.DAEMON, "`CA_RECONNECT_JOB` (with the claim id)"),
     "DEACTIVATE_CLAIM": _c("startd", L.DAEMON, "`DEACTIVATE_CLAIM`"),
     "RELEASE_CLAIM": _c("startd", L.DAEMON, "`RELEASE_CLAIM`"),
+    "SUSPEND_CLAIM": _c("startd", L.DAEMON, "`SUSPEND_CLAIM` (condor_suspend, through the schedd)"),
+    "CONTINUE_CLAIM": _c("startd", L.DAEMON, "`CONTINUE_CLAIM` (condor_continue, through the schedd)"),
     "DRAIN": _c("startd", L.ADMINISTRATOR, "`DRAIN_JOBS`"),
     "CANCEL_DRAIN": _c("startd", L.ADMINISTRATOR, "`CANCEL_DRAIN_JOBS`"),
     "VACATE": _c("startd", L.ADMINISTRATOR, "`VACATE_ALL_CLAIMS`"),

@@ -632,7 +632,11 @@ class Manager:
                  "DAG_NodesQueued": s["queued"], "DAG_NodesPostrun": s["post"], "DAG_NodesReady": s["ready"],
                  "DAG_NodesUnready": s["unready"], "DAG_NodesFailed": s["failed"], "DAG_NodesFutile": s["futile"],
                  "DAG_JobsIdle": s["idle"], "DAG_JobsHeld": s["held"], "DAG_JobsSubmitted": run.jobs_submitted,
-                 "DAG_Status": run.status}
+                 "DAG_Status": run.status, "DAG_InRecovery": 1 if run.replaying else 0}
+        # job procs running and done, as HTCondor's DAGMan publishes them (htcondor dag status)
+        procs = [state for node in run.nodes.values() for state in node.procs.values()]
+        attrs["DAG_JobsRunning"] = procs.count("run")
+        attrs["DAG_JobsCompleted"] = procs.count("done")
         if attrs == self.published or (not force and now < self.next_publish):
             return
         self.next_publish = now + 1.0

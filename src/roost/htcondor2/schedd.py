@@ -16,9 +16,10 @@ from roost.htcondor2.errors import HTCondorException, as_htcondor
 from roost.htcondor2.submit import Submit
 from roost.net.adwire import obj_to_ad
 
-#: JobAction -> roost's ACT action (the others: roost's schedd has no such action)
+#: JobAction -> roost's ACT action
 ACTIONS = {JobAction.Hold: "hold", JobAction.Release: "release", JobAction.Remove: "remove",
-           JobAction.RemoveX: "remove"}
+           JobAction.RemoveX: "remove", JobAction.Suspend: "suspend", JobAction.Continue: "continue",
+           JobAction.Vacate: "vacate", JobAction.VacateFast: "vacate_fast"}
 _JOB_ID = re.compile(r"\d+(\.\d+)?")
 
 DefaultItemData = object()
@@ -167,14 +168,11 @@ class Schedd:
 
     def act(self, action: JobAction, job_spec: list[str] | str | ExprTree | int,
             reason: str | None = None) -> ClassAd:
-        """Hold, release or remove jobs; a ClassAd of counts (``TotalSuccess`` is the
-        number of jobs acted on)."""
+        """Hold, release, remove, suspend, continue or vacate jobs; a ClassAd of counts
+        (``TotalSuccess`` is the number of jobs acted on)."""
         if not isinstance(action, JobAction):
             raise TypeError("action must be a JobAction")
-        name = ACTIONS.get(action)
-        if name is None:
-            raise HTCondorException(f"JobAction.{action.name} is not supported by roost's schedd "
-                                    "(it holds, releases and removes)")
+        name = ACTIONS[action]
         if isinstance(reason, tuple):
             reason = reason[0]
         with as_htcondor():

@@ -72,6 +72,8 @@ SCHEMAS: dict[str, Schema] = {
     "RECONNECT": {"claim_id": "str", "schedd_address": "str"},
     "DEACTIVATE_CLAIM": {"claim_id": "str", "graceful": "bool?", "why": "str?"},
     "RELEASE_CLAIM": {"claim_id": "str"},
+    "SUSPEND_CLAIM": {"claim_id": "str"},
+    "CONTINUE_CLAIM": {"claim_id": "str"},
     "DRAIN": {"how": "str?", "reason": "str?"},
     "CANCEL_DRAIN": {},
     "VACATE": {"fast": "bool?"},

@@ -222,6 +222,7 @@ def test_hold_release_and_remove_report_the_jobs_they_changed(schedd: roost.Sche
     c = r.cluster
     got = schedd.act("hold", f"{c}.1", reason="disk full")
     assert {k: got[k] for k in ("count", "ids", "denied")} == {"count": 1, "ids": [f"{c}.1"], "denied": []}
+    assert got["unchanged"] == {}
     # condor_rm's per-job result codes (1 done, 2 not found, 4 already done), the queue's size
     assert got["results"] == {f"{c}.1": 1} and got["totals"] == {"1": 1} and got["queue_size"] == 3
     jobs = jobs_of(schedd, c, "JobStatus", "HoldReason")
@@ -231,6 +232,7 @@ def test_hold_release_and_remove_report_the_jobs_they_changed(schedd: roost.Sche
     assert got["count"] == 0 and got["results"] == {f"{c}.1": 4, f"{c}.9": 2}
     got = schedd.act("release", constraint=f"ClusterId == {c}")
     assert {k: got[k] for k in ("count", "ids", "denied")} == {"count": 1, "ids": [f"{c}.1"], "denied": []}
+    assert got["unchanged"] == {}
     assert "results" not in got and got["totals"] == {"1": 1, "3": 2}  # two were not held to be released
     owner = schedd.query_objs(f"ClusterId == {c}", ["Owner"])[0]["Owner"]
     assert schedd.act("remove", owner=owner + "-someone-else", constraint=f"ClusterId == {c}")["count"] == 0
@@ -238,12 +240,14 @@ def test_hold_release_and_remove_report_the_jobs_they_changed(schedd: roost.Sche
     assert sorted(got["ids"]) == [f"{c}.1", f"{c}.2"] and got["count"] == 2
     got = schedd.act("remove", (c, 0))
     assert {k: got[k] for k in ("count", "ids", "denied")} == {"count": 1, "ids": [f"{c}.0"], "denied": []}
+    assert got["unchanged"] == {}
     assert schedd.query_objs(f"ClusterId == {c}") == []
 
 
 def test_act_refuses_a_bad_action_or_no_target_without_a_pool(tmp_path: Path) -> None:
     schedd = roost.Schedd(tmp_path)  # nothing runs here: the checks come first
-    with pytest.raises(ValueError, match="action must be one of remove, hold, release, not 'explode'"):
+    with pytest.raises(ValueError, match="action must be one of remove, hold, release, suspend, continue, vacate, "
+                                         "vacate_fast, not 'explode'"):
         schedd.act("explode", "1")
     with pytest.raises(ValueError, match="act needs ids, a constraint or an owner"):
         schedd.act("remove")

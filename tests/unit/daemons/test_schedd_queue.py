@@ -92,7 +92,13 @@ def test_act_remove_hold_release_and_events(schedd, tmp_path):
         r = c.call("ACT", action="hold", ids=[f"{cid}.0"], reason="wait a bit")
         assert {k: r[k] for k in ("count", "ids", "denied")} == {"count": 1, "ids": [f"{cid}.0"], "denied": []}
         assert r["results"] == {f"{cid}.0": 1} and r["totals"] == {"1": 1}  # AR_SUCCESS, per job id named
-        assert c.call("ACT", action="hold", ids=[f"{cid}.0"])["count"] == 0  # already held
+        assert r["unchanged"] == {}
+        again = c.call("ACT", action="hold", ids=[f"{cid}.0"])  # already held: named with its JobStatus
+        assert (again["count"], again["unchanged"]) == (0, {f"{cid}.0": 5})
+        # an idle job is not suspended, continued or vacated (only a shadow's running job is)
+        for action in ("suspend", "continue", "vacate", "vacate_fast"):
+            got = c.call("ACT", action=action, ids=[f"{cid}.1"])
+            assert (got["count"], got["unchanged"]) == (0, {f"{cid}.1": 1}), action
         assert query(c, ids=[f"{cid}.0"])[f"{cid}.0"]["HoldReason"] == "wait a bit"
         c.call("ACT", action="release", ids=[f"{cid}.0"])
         j = query(c, ids=[f"{cid}.0"])[f"{cid}.0"]

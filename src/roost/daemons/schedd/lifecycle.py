@@ -468,6 +468,20 @@ class JobLifecycle:
             self.vacate(job)
         return True
 
+    async def suspend_running(self, job: Job, suspend: bool) -> bool:
+        """condor_suspend / condor_continue: ask the job's startd to stop or resume it;
+        JobStatus and the 010/011 events follow from the starter's report (``suspended``).
+        Only a job a shadow runs on a claim can be; True when the startd did it."""
+        ask = getattr(self.runners.get(job.key), "suspend_job", None)
+        return False if ask is None else bool(await ask(job, suspend))
+
+    def vacate_running(self, job: Job, *, fast: bool) -> bool:
+        """condor_vacate_job: stop the job on its slot (``fast``: SIGKILL now, else its
+        kill signal and JobMaxVacateTime), back to Idle with an evicted event (004).
+        Only a job a shadow runs on a claim can be; True when asked."""
+        ask = getattr(self.runners.get(job.key), "vacate_running", None)
+        return False if ask is None else bool(ask(job, fast))
+
     def vacate(self, job: Job) -> None:
         """Stop a running job whose status already says Removed or Held."""
         runner = self.runners.get(job.key)

@@ -25,7 +25,7 @@ from roost.core import jobpolicy as jp
 from roost.core.accounting_user import ATTRS_LOWER as ACCOUNTING_ATTRS
 from roost.core.accounting_user import with_edits
 from roost.daemons.schedd.access import QueueRights
-from roost.daemons.schedd.jobqueue import Job, status_allows
+from roost.daemons.schedd.jobqueue import ACT_ACTIONS, Job, status_allows
 from roost.daemons.schedd.lifecycle import JobLifecycle
 from roost.net.adwire import obj_to_ad
 from roost.net.errors import RequestError, bad_request, excerpt
@@ -261,8 +261,8 @@ class QueueCalls:
     async def h_act(self, req: dict[str, Any], peer: Peer) -> dict[str, Any]:
         user = self.rights.user(peer, "ACT")
         action = req["action"]
-        if action not in ("remove", "hold", "release"):
-            raise bad_request(f"ACT: unknown action {action!r} (remove, hold or release)")
+        if action not in ACT_ACTIONS:
+            raise bad_request(f"ACT: unknown action {action!r} ({', '.join(ACT_ACTIONS)})")
         if req.get("ids") is None and not req.get("constraint") and req.get("owner") is None:
             raise bad_request("ACT: name the jobs with ids, constraint or owner")
         owner = req.get("owner")
@@ -292,6 +292,10 @@ class QueueCalls:
                 return await self.jobs.remove(job, reason or f"via condor_rm (by user {who})")
             if action == "hold":
                 return await self.jobs.hold(job, reason or f"via condor_hold (by user {who})", jp.HOLD_USER)
+            if action in ("suspend", "continue"):
+                return await self.jobs.suspend_running(job, action == "suspend")
+            if action in ("vacate", "vacate_fast"):
+                return self.jobs.vacate_running(job, fast=action == "vacate_fast")
             return await self.jobs.release(job, reason or f"via condor_release (by user {who})")
 
         done: list[str] = []
@@ -331,6 +335,18 @@ class QueueCalls:
                                "super": restrict is None}
         if req.get("results") or any("." in t for t in req.get("ids") or ()):
             out["results"] = results  # per job only when asked, or for job ids (a cluster may be huge)
+        # jobs named by id that the action left as they were (the peer's own), with their
+        # JobStatus, so a tool can say "Job 3.0 not running to be suspended" as HTCondor's
+        # do; only for ids, and a bounded number, so `release -all` stays a short answer
+        unchanged: dict[str, int] = {}
+        if req.get("ids"):
+            kept = set(done)
+            for job in matched:
+                if len(unchanged) >= 1000:
+                    break
+                if (restrict is None or job.owner == restrict) and job.id not in kept:
+                    unchanged[job.id] = job.status
+        out["unchanged"] = unchanged
         return out
 
     # -- EDIT (condor_qedit) ----------------------------------------------------------------

@@ -721,11 +721,32 @@ class Shadow:
         """``job`` was removed or held while running here: deactivate the claim."""
         self.jobs.host.spawn(self._deactivate(job), f"vacate-{job.id}")
 
-    async def _deactivate(self, job: Job) -> None:
+    def vacate_running(self, job: Job, fast: bool) -> bool:
+        """condor_vacate_job: deactivate the claim under a job that stays in the queue;
+        the startd's ``vacated`` makes it Idle again (evicted, 004) and the claim is given
+        up. False when this claim runs no such job now."""
+        if self.job is not job or self.exit is None or self.exit.done():
+            return False
+        self.jobs.host.spawn(self._deactivate(job, graceful=not fast), f"vacate-{job.id}")
+        return True
+
+    async def suspend_job(self, job: Job, suspend: bool) -> bool:
+        """condor_suspend / condor_continue through the startd (SUSPEND_CLAIM /
+        CONTINUE_CLAIM); True when the job is then as asked."""
+        if self.job is not job or self.exit is None or self.exit.done():
+            return False
+        try:
+            resp = await self.client.call("SUSPEND_CLAIM" if suspend else "CONTINUE_CLAIM", claim_id=self.claim_id)
+        except (RemoteError, ConnectionError, TimeoutError) as e:
+            log.info("job %s: %s on %s: %s", job.id, "suspend" if suspend else "continue", self.slot_name, e)
+            return False
+        return resp.get("job") == job.id and resp.get("suspended") is suspend
+
+    async def _deactivate(self, job: Job, graceful: bool = True) -> None:
         resp: dict[str, Any] = {}
         try:
             why = {jp.REMOVED: "remove", jp.HELD: "hold"}.get(job.status, "vacate")  # picks the job's kill signal
-            resp = await self.client.call("DEACTIVATE_CLAIM", claim_id=self.claim_id, graceful=True, why=why,
+            resp = await self.client.call("DEACTIVATE_CLAIM", claim_id=self.claim_id, graceful=graceful, why=why,
                                           _timeout=_deactivate_timeout(job))
         except (RemoteError, ConnectionError, TimeoutError) as e:
             log.info("job %s: deactivate on %s: %s", job.id, self.slot_name, e)

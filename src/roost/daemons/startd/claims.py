@@ -659,6 +659,32 @@ class Claims:
                                       why if why in ("remove", "hold", "vacate") else None)
         return {"job": starter.spec.job_id, **result}
 
+    async def h_suspend_claim(self, req: dict[str, Any], peer: Peer) -> dict[str, Any]:
+        """condor_suspend through the job's schedd: SIGSTOP and freeze the claim's job, as
+        the owner policy's SUSPEND does (the starter reports it; the schedd writes 010)."""
+        return self._pause(req["claim_id"], True)
+
+    async def h_continue_claim(self, req: dict[str, Any], peer: Peer) -> dict[str, Any]:
+        """condor_continue: resume a job condor_suspend stopped (011 follows)."""
+        return self._pause(req["claim_id"], False)
+
+    def _pause(self, claim_id: str, suspend: bool) -> dict[str, Any]:
+        slot = self._claimed(claim_id)
+        starter = self.starters.get(claim_id)
+        if starter is None:
+            return {"job": None, "suspended": False}
+        if not suspend and slot.activity == "Suspended":
+            # the machine owner's policy suspended it: only its CONTINUE resumes the job
+            self.log.info("continue of job %s refused: the owner policy suspended it", starter.spec.job_id)
+            return {"job": starter.spec.job_id, "suspended": starter.suspended}
+        self.log.info("%s job %s on %s by its schedd", "suspending" if suspend else "continuing",
+                      starter.spec.job_id, self.host.slot_name(slot.name))
+        if suspend:
+            starter.suspend()
+        else:
+            starter.resume()
+        return {"job": starter.spec.job_id, "suspended": starter.suspended}
+
     async def h_release_claim(self, req: dict[str, Any], peer: Peer) -> dict[str, Any]:
         waiting = self._pending_by_id(req["claim_id"])
         if waiting is not None:  # the preempting schedd gave up before the slot was free

@@ -350,6 +350,8 @@ class Startd(Daemon):
             "RECONNECT": claims.h_reconnect,
             "DEACTIVATE_CLAIM": claims.h_deactivate_claim,
             "RELEASE_CLAIM": claims.h_release_claim,
+            "SUSPEND_CLAIM": claims.h_suspend_claim,
+            "CONTINUE_CLAIM": claims.h_continue_claim,
             "DRAIN": owner_policy.h_drain,
             "CANCEL_DRAIN": owner_policy.h_cancel_drain,
             "VACATE": owner_policy.h_vacate,
