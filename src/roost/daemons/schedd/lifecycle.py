@@ -15,11 +15,13 @@ from __future__ import annotations
 import asyncio
 import itertools
 import logging
+import shutil
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
 from roost.core import jobpolicy as jp
+from roost.core.spooling import job_spool_dir
 from roost.daemons.schedd.jobqueue import Job, JobQueue, status_allows
 from roost.daemons.schedd.store import Store
 from roost.daemons.schedd.userlog import UserLogs, log_paths
@@ -109,6 +111,8 @@ class JobLifecycle:
 
     #: the spool's checkpoint store (roost.daemons.schedd.checkpoints), set by the schedd
     checkpoints: Any = None
+    #: $(SPOOL), where -spool jobs' directories are (spool_calls.py), set by the schedd
+    spool_root: str | None = None
     #: job mail (roost.daemons.schedd.notify.Notifier), set by the schedd when mail is configured
     notifier: Any = None
 
@@ -165,6 +169,10 @@ class JobLifecycle:
                 leave = False
         if leave is True and job.status == jp.COMPLETED:
             return []
+        if self.spool_root is not None and job.get("StageInStart") is not None:
+            # a -spool job's directory leaves with it (HTCondor's too)
+            where = job_spool_dir(self.spool_root, job.cluster.id, job.proc)
+            self.host.spawn(asyncio.to_thread(shutil.rmtree, where, True), f"spool-{job.id}")
         if self.checkpoints is not None and job.get("LastCheckpointTime") is not None:
             # its checkpoints leave the spool with it
             store, cid, proc = self.checkpoints, job.cluster.id, job.proc
@@ -441,12 +449,14 @@ class JobLifecycle:
             return False
         d = job.diff or {}
         attrs: dict[str, Any] = {
-            "LastHoldReason": d.get("HoldReason"),
-            "LastHoldReasonCode": d.get("HoldReasonCode"),
+            "LastHoldReason": job.get("HoldReason"),
+            "LastHoldReasonCode": job.get("HoldReasonCode"),
             "ReleaseReason": reason,
         }
         for k in ("HoldReason", "HoldReasonCode", "HoldReasonSubCode"):
             d.pop(k, None)
+            if k in job.cluster.ad:  # submitted held (-spool): the cluster's value no longer holds
+                attrs[k] = "/Expr(undefined)/"
         ops = self.set_ops(job, attrs, jp.IDLE)
         await self.report(job, ops, [ReleasedEvent(job.cluster.id, job.proc, time.time(), reason=reason)])
         self.idle_arrived(job)
