@@ -197,3 +197,43 @@ def test_fetch_sends_no_link_hard_link_or_fifo_and_a_cut_fetch_keeps_the_job(spo
     assert spool_pool.roost("q", jid, "-af", "ClusterId", check=True).stdout.strip() == ""
     hist = json.loads(spool_pool.roost("history", jid, "-json", check=True).stdout)[0]
     assert hist["StageOutFinish"] >= hist["StageOutStart"]
+
+
+def test_remote_submit_spools_over_tcp_and_transfer_data_fetches_by_name(tmp_path: Path) -> None:
+    """condor_submit -remote NAME (-name and -spool): the schedd is reached through the
+    collector over TCP, as from another host; nothing is copied into its spool but what
+    comes over the connection; condor_transfer_data -name fetches the output."""
+    import shutil
+    import tempfile
+
+    home = Path(tempfile.mkdtemp(prefix="roost-sp2-", dir="/tmp"))
+    pool = start_pool(home, "DAEMON_LIST = MASTER COLLECTOR NEGOTIATOR SCHEDD SCHEDD2 STARTD\n"
+                            "SCHEDD2.SCHEDD_NAME = second\n")
+    try:
+        c = pool.collector()
+        try:
+            name = next(str(a["Name"]) for a in c.query_objs("Scheduler", projection=["Name"])
+                        if str(a["Name"]).startswith("second@"))
+        finally:
+            c.close()
+        (tmp_path / "in.txt").write_text("over the wire\n")
+        (tmp_path / "r.sub").write_text("executable = /bin/cat\narguments = in.txt\ntransfer_executable = false\n"
+                                        "transfer_input_files = in.txt\noutput = out/r.out\nqueue 2\n")
+        (tmp_path / "out").mkdir()
+        got = pool.roost("submit", "-remote", name, "r.sub", cwd=tmp_path, check=True).stdout
+        assert "2 job(s) submitted to cluster 1." in got, got
+        (tmp_path / "in.txt").unlink()
+        for p in (0, 1):
+            ad = pool.roost("q", "-name", name, f"1.{p}", "-json", check=True).stdout
+            iwd = json.loads(ad)[0]["Iwd"]
+            assert iwd == job_spool_dir(str(home / "spool" / "schedd2"), 1, p), iwd
+        wait_until(lambda: pool.roost("q", "-name", name, "1", "-af", "JobStatus", check=True).stdout.split()
+                   == ["4", "4"], 120, "both completed")
+        assert not (tmp_path / "out" / "r.out").exists()
+        fetched = pool.roost("transfer_data", "-name", name, "1", check=True)
+        assert fetched.stdout.startswith("Fetching data files..."), fetched.stdout
+        assert (tmp_path / "out" / "r.out").read_text() == "over the wire\n"  # back at its submitted path
+        assert pool.roost("q", "-name", name, "1", "-af", "ClusterId", check=True).stdout.strip() == ""
+    finally:
+        stop_pool(pool)
+        shutil.rmtree(home, ignore_errors=True)
