@@ -32,7 +32,7 @@ def spool_pool(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PoolHandle]
     import tempfile
 
     home = Path(tempfile.mkdtemp(prefix="roost-sp-", dir="/tmp"))
-    p = start_pool(home, "SPOOL_MAX_INPUT_MB = 1\nSPOOL_MAX_INPUT_FILES = 5\n")
+    p = start_pool(home, "SPOOL_MAX_INPUT_MB = 1\nSPOOL_MAX_INPUT_FILES = 5\nPERIODIC_EXPR_INTERVAL = 1\n")
     try:
         yield p
     finally:
@@ -237,3 +237,17 @@ def test_remote_submit_spools_over_tcp_and_transfer_data_fetches_by_name(tmp_pat
     finally:
         stop_pool(pool)
         shutil.rmtree(home, ignore_errors=True)
+
+
+def test_a_completed_job_leaves_once_its_leave_in_queue_turns_false(spool_pool: PoolHandle, jobdir: Path) -> None:
+    """LeaveJobInQueue is asked again while the job waits (-spool's holds it 10 days at
+    most): here one that lets it go 10 s after it completed, output never fetched."""
+    (jobdir / "l.sub").write_text("executable = /bin/true\nleave_in_queue = JobStatus == 4 && "
+                                  "(time() - CompletionDate) < 10\nqueue\n")
+    done = spool_pool.roost("submit", "l.sub", cwd=jobdir, check=True)
+    cid = done.stdout.splitlines()[-1].split()[-1].rstrip(".")
+    wait_until(lambda: spool_pool.roost("q", cid, "-af", "JobStatus", check=True).stdout.strip() == "4", 120,
+               "completed and kept in the queue")
+    wait_until(lambda: spool_pool.roost("q", cid, "-af", "JobStatus", check=True).stdout.strip() == "", 60,
+               "gone once its LeaveJobInQueue is false")
+    assert json.loads(spool_pool.roost("history", cid, "-json", check=True).stdout)[0]["JobStatus"] == 4

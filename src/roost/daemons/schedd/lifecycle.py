@@ -113,6 +113,8 @@ class JobLifecycle:
     checkpoints: Any = None
     #: $(SPOOL), where -spool jobs' directories are (spool_calls.py), set by the schedd
     spool_root: str | None = None
+    #: jobs with a SPOOL_FILES/TRANSFER_DATA under way: not taken out of the queue meanwhile
+    spool_busy: set[tuple[int, int]] = set()  # noqa: RUF012 (replaced per instance by the schedd)
     #: job mail (roost.daemons.schedd.notify.Notifier), set by the schedd when mail is configured
     notifier: Any = None
 
@@ -502,10 +504,14 @@ class JobLifecycle:
         if trim:
             await self.commit(trim)
         decided: list[tuple[Job, jp.Decision]] = []
+        completed: list[Job] = []
         seen = 0
         for cluster in list(self.queue.clusters.values()):
             cluster_has = jp.has_periodic(cluster.ad)
             for job in list(cluster.procs.values()):
+                if job.status == jp.COMPLETED and job.key not in self.spool_busy:
+                    completed.append(job)  # kept by its LeaveJobInQueue: asked again, as HTCondor does
+                    continue
                 if not (system.empty is False or cluster_has or (job.diff and jp.has_periodic(job.diff))):
                     continue
                 if job.status in (jp.REMOVED, jp.COMPLETED):
@@ -520,6 +526,11 @@ class JobLifecycle:
                     continue
                 if decision is not None:
                     decided.append((job, decision))
+        for job in completed:
+            ops = self.finish_ops(job)  # LeaveJobInQueue false now (its time() passed): to the history
+            if ops:
+                log.info("job %s: its LeaveJobInQueue is false now; it leaves the queue", job.id)
+                await self.report(job, ops, [])
         # Applied concurrently, a thousand at a time: they share commits (group commit).
         for i in range(0, len(decided), 1000):
             await asyncio.gather(*(self._apply_periodic(job, d) for job, d in decided[i : i + 1000]))

@@ -60,6 +60,7 @@ class SpoolCalls:
         self.max_bytes = max_bytes
         self.max_files = max_files
         self._busy: set[tuple[int, int]] = set()  # jobs with a transfer under way
+        jobs.spool_busy = self._busy  # the periodic LeaveJobInQueue check leaves them be
 
     def _job(self, req: dict[str, Any], peer: Peer, cmd: str) -> tuple[Job, str]:
         user = self.rights.user(peer, cmd)
@@ -151,7 +152,7 @@ class SpoolCalls:
             fd = None
             if error is None:
                 try:
-                    fd = incoming.open(name, mode)
+                    fd = await asyncio.to_thread(incoming.open, name, mode)
                 except (SpoolError, OSError) as exc:
                     error = str(exc)
             remaining = size
@@ -160,8 +161,8 @@ class SpoolCalls:
                     data = await _read_chunk(peer, min(CHUNK, remaining))
                     remaining -= len(data)
                     if fd is not None:
-                        try:
-                            _write_all(fd, data)
+                        try:  # off the event loop: a slow spool disk holds up this transfer only
+                            await asyncio.to_thread(_write_all, fd, data)
                         except OSError as exc:
                             error = f"{name}: {exc.strerror or exc}"
                             os.close(fd)
@@ -209,13 +210,13 @@ class SpoolCalls:
         """``size`` bytes of ``name`` (zeros where it is no longer what was listed)."""
         remaining = size
         try:
-            fd = open_output(top, name, who)
+            fd = await asyncio.to_thread(open_output, top, name, who)
         except OSError as e:
             log.warning("job %s: output %s not sent: %s", job.id, name, e)
             fd = None
         try:
             while remaining > 0 and fd is not None:
-                data = os.read(fd, min(CHUNK, remaining))
+                data = await asyncio.to_thread(os.read, fd, min(CHUNK, remaining))
                 if not data:
                     break
                 await peer.send_bytes(data)
