@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import socket
+import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -28,17 +30,13 @@ pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="a root-run pool: anot
 
 
 @pytest.fixture(scope="module")
-def spool_pool(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PoolHandle]:
-    import tempfile
-
+def spool_pool() -> Iterator[PoolHandle]:
     home = Path(tempfile.mkdtemp(prefix="roost-sp-", dir="/tmp"))
     p = start_pool(home, "SPOOL_MAX_INPUT_MB = 1\nSPOOL_MAX_INPUT_FILES = 5\nPERIODIC_EXPR_INTERVAL = 1\n")
     try:
         yield p
     finally:
         stop_pool(p)
-        import shutil
-
         shutil.rmtree(home, ignore_errors=True)
 
 
@@ -203,9 +201,6 @@ def test_remote_submit_spools_over_tcp_and_transfer_data_fetches_by_name(tmp_pat
     """condor_submit -remote NAME (-name and -spool): the schedd is reached through the
     collector over TCP, as from another host; nothing is copied into its spool but what
     comes over the connection; condor_transfer_data -name fetches the output."""
-    import shutil
-    import tempfile
-
     home = Path(tempfile.mkdtemp(prefix="roost-sp2-", dir="/tmp"))
     pool = start_pool(home, "DAEMON_LIST = MASTER COLLECTOR NEGOTIATOR SCHEDD SCHEDD2 STARTD\n"
                             "SCHEDD2.SCHEDD_NAME = second\n")
@@ -251,3 +246,17 @@ def test_a_completed_job_leaves_once_its_leave_in_queue_turns_false(spool_pool: 
     wait_until(lambda: spool_pool.roost("q", cid, "-af", "JobStatus", check=True).stdout.strip() == "", 60,
                "gone once its LeaveJobInQueue is false")
     assert json.loads(spool_pool.roost("history", cid, "-json", check=True).stdout)[0]["JobStatus"] == 4
+
+
+def test_a_job_removed_while_its_input_comes_keeps_no_directory(spool_pool: PoolHandle, jobdir: Path) -> None:
+    jid = _held_job(spool_pool, jobdir)
+    with _unix(spool_pool) as s:
+        go = _ask(s, {"cmd": "SPOOL_FILES", "job": jid, "files": [{"name": "in.txt", "size": 2000}]})
+        assert go["go"] is True
+        s.sendall(b"y" * 1000)
+        spool_pool.roost("rm", jid, check=True)
+        s.sendall(b"y" * 1000)
+        got = read_frame(s)
+    assert got is not None and got["code"] == "SPOOL_FAILED" and "removed" in got["error"], got
+    assert not _spool_dir(spool_pool, jid).exists() and not list(_spool_dir(spool_pool, jid).parent.glob("*"))
+    assert spool_pool.roost("q", jid, "-af", "ClusterId", check=True).stdout.strip() == ""

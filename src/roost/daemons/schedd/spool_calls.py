@@ -87,7 +87,7 @@ class SpoolCalls:
                                f"takes for one job ({self.max_files}, SPOOL_MAX_INPUT_FILES)")
         out, seen, total = [], set(), 0
         for e in files:
-            size, mode = e.get("size") if isinstance(e, dict) else None, e.get("mode", 0o644) if isinstance(e, dict) else 0
+            size, mode = (e.get("size"), e.get("mode", 0o644)) if isinstance(e, dict) else (None, None)
             if type(size) is not int or size < 0 or type(mode) is not int:
                 raise bad_request("SPOOL_FILES: each file needs a name, a size (bytes) and an integer mode")
             try:
@@ -119,6 +119,9 @@ class SpoolCalls:
             try:
                 await peer.respond({"go": True})
                 error = await self._receive(incoming, entries, peer)
+                if error is None and (self.jobs.queue.job(job.cluster.id, job.proc) is not job
+                                      or job.status != jp.HELD):
+                    error = f"job {job.id} was removed or released while its input came"
                 if error is None:
                     ids = user_ids(job.owner) if os.geteuid() == 0 else None
                     try:
