@@ -169,11 +169,16 @@ def open_output(top: str, name: str, user: User) -> int:
             nxt = os.open(part, _DIR_FLAGS, dir_fd=fd)
             os.close(fd)
             fd = nxt
+        # looked at before it is opened: a device's or FIFO's very opening may act
+        before = os.stat(parts[-1], dir_fd=fd, follow_symlinks=False)
+        if not stat.S_ISREG(before.st_mode):
+            raise OSError(f"{name}: not a regular file")
         out = os.open(parts[-1], _READ_FLAGS, dir_fd=fd)
     finally:
         os.close(fd)
     st = os.fstat(out)
-    if not stat.S_ISREG(st.st_mode) or st.st_nlink != 1 or not allowed(st, user, "r"):
+    if (not stat.S_ISREG(st.st_mode) or st.st_nlink != 1 or not allowed(st, user, "r")
+            or (st.st_dev, st.st_ino) != (before.st_dev, before.st_ino)):
         os.close(out)
         raise OSError(f"{name}: not a regular file of one link its owner may read")
     return out

@@ -115,7 +115,10 @@ class SpoolCalls:
         self._busy.add(job.key)
         try:
             await self.jobs.report(job, self.jobs.set_ops(job, {"StageInStart": int(time.time())}), [])
-            incoming = await asyncio.to_thread(Incoming, final)
+            try:
+                incoming = await asyncio.to_thread(Incoming, final)
+            except OSError as exc:
+                raise RequestError("SPOOL_FAILED", f"SPOOL_FILES: cannot make {final}: {exc.strerror or exc}") from None
             try:
                 await peer.respond({"go": True})
                 error = await self._receive(incoming, entries, peer)
