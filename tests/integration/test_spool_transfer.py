@@ -207,8 +207,9 @@ def test_remote_submit_spools_over_tcp_and_transfer_data_fetches_by_name(tmp_pat
     try:
         c = pool.collector()
         try:
-            name = next(str(a["Name"]) for a in c.query_objs("Scheduler", projection=["Name"])
-                        if str(a["Name"]).startswith("second@"))
+            ad2 = next(a for a in c.query_objs("Scheduler", projection=["Name", "MyAddress"])
+                       if str(a["Name"]).startswith("second@"))
+            name, address = str(ad2["Name"]), str(ad2["MyAddress"])
         finally:
             c.close()
         (tmp_path / "in.txt").write_text("over the wire\n")
@@ -225,6 +226,10 @@ def test_remote_submit_spools_over_tcp_and_transfer_data_fetches_by_name(tmp_pat
         wait_until(lambda: pool.roost("q", "-name", name, "1", "-af", "JobStatus", check=True).stdout.split()
                    == ["4", "4"], 120, "both completed")
         assert not (tmp_path / "out" / "r.out").exists()
+        by_addr = pool.roost("transfer_data", "-addr", f"<{address}>", "1.0", check=True)  # as HTCondor writes one
+        assert (tmp_path / "out" / "r.out").read_text() == "over the wire\n"
+        assert pool.roost("q", "-name", name, "1", "-af", "ProcId", check=True).stdout.split() == ["1"], by_addr
+        (tmp_path / "out" / "r.out").unlink()
         fetched = pool.roost("transfer_data", "-name", name, "1", check=True)
         assert fetched.stdout.startswith("Fetching data files..."), fetched.stdout
         assert (tmp_path / "out" / "r.out").read_text() == "over the wire\n"  # back at its submitted path

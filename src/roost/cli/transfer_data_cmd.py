@@ -1,7 +1,7 @@
 """``roost transfer_data`` (condor_transfer_data): a spooled job's output back home.
 
 Targets as condor_transfer_data takes them: job ids (``12.3``), clusters (``12``),
-user names, ``-constraint EXPR`` or ``-all``. Each completed job among them that was
+user names, ``-constraint EXPR`` or ``-all``; the schedd by ``-name``/``-pool`` or ``-addr``. Each completed job among them that was
 submitted with ``-spool`` has the output it left in its spool directory written where
 it was submitted from (``SUBMIT_Iwd``, its ``output``/``error`` and remaps), then
 leaves the queue. Jobs not completed yet are named and left alone; the exit status
@@ -46,13 +46,15 @@ def main(argv: list[str]) -> int:
     p.add_argument("targets", nargs="*", metavar="ID|CLUSTER|USER")
     p.add_argument("-constraint", "--constraint", default=None, metavar="EXPR")
     p.add_argument("-all", "--all", action="store_true", help="every job (every job of yours unless root)")
+    p.add_argument("-addr", "--addr", default=None, metavar="<HOST:PORT>", help="the schedd at this address")
     add_pool_args(p)
     ns = p.parse_args(argv)
     if not ns.targets and not ns.constraint and not ns.all:
         print("roost transfer_data: name jobs (ids, clusters or users), -constraint EXPR or -all", file=sys.stderr)
         return 1
     rc = 0
-    schedd = Schedd(name=ns.name, pool=ns.pool)
+    address = ns.addr.strip().strip("<>").split("?", 1)[0] if ns.addr else None  # "<ip:port?...>" as HTCondor's
+    schedd = Schedd(name=ns.name, pool=ns.pool, address=address)
     try:
         ads = [a for a in schedd.query_objs(_constraint(ns), ATTRS) if a.get("StageInFinish") is not None]
         ads.sort(key=lambda a: (a.get("ClusterId", 0), a.get("ProcId", 0)))
