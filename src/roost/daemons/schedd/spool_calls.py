@@ -225,15 +225,24 @@ class SpoolCalls:
                 data = await asyncio.to_thread(os.read, fd, min(CHUNK, remaining))
                 if not data:
                     break
-                await peer.send_bytes(data)
+                await _send_chunk(peer, data)
                 remaining -= len(data)
         finally:
             if fd is not None:
                 os.close(fd)
         while remaining > 0:
             n = min(CHUNK, remaining)
-            await peer.send_bytes(bytes(n))
+            await _send_chunk(peer, bytes(n))
             remaining -= n
+
+
+async def _send_chunk(peer: Peer, data: bytes) -> None:
+    """A tool that stops reading is dropped, as one that stops sending is."""
+    try:
+        async with asyncio.timeout(STALL_TIMEOUT):
+            await peer.send_bytes(data)
+    except TimeoutError:
+        raise ConnectionError(f"the tool read nothing for {STALL_TIMEOUT:g} s") from None
 
 
 async def _read_chunk(peer: Peer, n: int) -> bytes:
