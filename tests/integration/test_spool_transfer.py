@@ -265,3 +265,20 @@ def test_a_job_removed_while_its_input_comes_keeps_no_directory(spool_pool: Pool
     assert got is not None and got["code"] == "SPOOL_FAILED" and "removed" in got["error"], got
     assert not _spool_dir(spool_pool, jid).exists() and not list(_spool_dir(spool_pool, jid).parent.glob("*"))
     assert spool_pool.roost("q", jid, "-af", "ClusterId", check=True).stdout.strip() == ""
+
+
+def test_the_schedd_serves_others_while_a_transfer_stalls(spool_pool: PoolHandle, jobdir: Path) -> None:
+    jid = _held_job(spool_pool, jobdir)
+    with _unix(spool_pool) as s:
+        go = _ask(s, {"cmd": "SPOOL_FILES", "job": jid, "files": [{"name": "in.txt", "size": 1 << 20}]})
+        assert go["go"] is True
+        s.sendall(b"z" * 300000)  # and then nothing for a while
+        q = spool_pool.roost("q", jid, "-af", "JobStatus", "HoldReasonCode", check=True).stdout.split()
+        assert q == ["5", "16"], q
+        with _unix(spool_pool) as other:  # one transfer per job at a time
+            got = _ask(other, {"cmd": "SPOOL_FILES", "job": jid, "files": [{"name": "in.txt", "size": 1}]})
+            assert got["code"] == "BUSY", got
+        s.sendall(b"z" * ((1 << 20) - 300000))
+        got = read_frame(s)
+    assert got is not None and got["ok"] is True, got
+    spool_pool.wait_for(jid, lambda a: a["JobStatus"] == 4, 120, "completed")
