@@ -146,9 +146,10 @@ def main(argv: list[str]) -> int:
         ns.name, ns.spool = ns.remote, True  # condor_submit -remote: -name and -spool
     if ns.spool:
         # lazy: only -spool
-        from roost.cli.submit_spool import HOLD_LINES
+        from roost.cli.submit_spool import HOLD_LINES, LEAVE_IN_QUEUE
 
         append += HOLD_LINES
+        overrides.setdefault("leave_in_queue", LEAVE_IN_QUEUE)  # as at the top: the file's own wins
     fname = "<stdin>" if src == "-" else (src or "<interactive>")
     cwd = os.getcwd()
     name, pool = getattr(ns, "name", None), getattr(ns, "pool", None)

@@ -19,10 +19,9 @@ from roost.api.errors import PoolError
 from roost.api.schedd import Schedd
 from roost.api.spooling import ATTRS, spool_job
 from roost.cli.submit_send import send_result
-from roost.core.spooling import SUBMIT_LINES, SpoolError
+from roost.core.spooling import HOLD_LINES, LEAVE_IN_QUEUE, SpoolError
 
-#: the submit lines that queue the jobs held until their input is in (HTCondor's code 16)
-HOLD_LINES = SUBMIT_LINES
+__all__ = ["HOLD_LINES", "LEAVE_IN_QUEUE", "run"]
 
 
 def run(desc: Any, *, name: str | None, pool: str | None, terse: bool) -> int:

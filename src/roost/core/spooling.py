@@ -28,9 +28,10 @@ SPOOLED_REASON = "Data files spooled"
 #: output is fetched; roost also lets it go once condor_transfer_data has (StageOutFinish)
 LEAVE_IN_QUEUE = ("JobStatus == 4 && StageOutFinish =?= undefined && (CompletionDate =?= undefined || "
                   "CompletionDate == 0 || ((time() - CompletionDate) < 864000))")
-#: the submit lines -spool adds (before the queue statement)
-SUBMIT_LINES = ["hold = true", f'+HoldReason = "{SPOOLING_HOLD_REASON}"',
-                f"+HoldReasonCode = {SPOOLING_HOLD_CODE}", f"leave_in_queue = {LEAVE_IN_QUEUE}"]
+#: the submit lines -spool adds just before the queue statement (they win)
+HOLD_LINES = ["hold = true", f'+HoldReason = "{SPOOLING_HOLD_REASON}"', f"+HoldReasonCode = {SPOOLING_HOLD_CODE}"]
+#: and its default leave_in_queue: the submit file's own, if it has one, wins (as condor_submit's)
+SUBMIT_LINES = [*HOLD_LINES, f"leave_in_queue = {LEAVE_IN_QUEUE}"]
 
 MAX_NAME = 4096
 MAX_COMPONENT = 255
@@ -210,7 +211,7 @@ def fetch_destination(get: Getter, name: str) -> str:
 
 
 __all__ = [
-    "LEAVE_IN_QUEUE", "SPOOLED_REASON", "SPOOLING_HOLD_CODE", "SPOOLING_HOLD_REASON", "SUBMIT_LINES",
+    "HOLD_LINES", "LEAVE_IN_QUEUE", "SPOOLED_REASON", "SPOOLING_HOLD_CODE", "SPOOLING_HOLD_REASON", "SUBMIT_LINES",
     "SpoolError", "SpoolItem", "fetch_destination", "input_names", "input_plan", "job_spool_dir",
     "spool_edits", "spool_name",
 ]

@@ -12,7 +12,7 @@ from roost.api.schedd import Expr
 from roost.api.schedd import Schedd as ApiSchedd
 from roost.api.spooling import ATTRS, fetch_job, spool_job
 from roost.classad import ClassAd, ExprTree
-from roost.core.spooling import SUBMIT_LINES, SpoolError
+from roost.core.spooling import HOLD_LINES, LEAVE_IN_QUEUE, SpoolError
 from roost.htcondor2.enums import JobAction, QueryOpt, TransactionFlag
 from roost.htcondor2.errors import HTCondorException, as_htcondor
 from roost.htcondor2.submit import Submit
@@ -217,9 +217,11 @@ class Schedd:
         if spool:
             # held with HoldReasonCode 16 and condor_submit -spool's leave_in_queue, until spool()
             description = Submit(str(description))
-            for line in SUBMIT_LINES:
+            for line in HOLD_LINES:
                 key, _, value = line.partition(" = ")
                 description[key] = value
+            if description.get("leave_in_queue") is None:
+                description["leave_in_queue"] = LEAVE_IN_QUEUE
         if queue is not None:
             description = Submit(str(description))
             description.setQArgs(queue)
