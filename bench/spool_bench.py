@@ -92,7 +92,7 @@ def one_run(bp: BenchPool, mb: int, work: Path) -> dict[str, tuple[float, float]
     t.join()
     if done.returncode != 0:
         raise RuntimeError(done.stderr.strip())
-    cluster = done.stdout.splitlines()[-1].split()[-1].rstrip(".")
+    cluster = next(ln for ln in done.stdout.splitlines() if "submitted to cluster" in ln).split()[-1].rstrip(".")
     deadline = time.monotonic() + 300
     while bp.roost("q", cluster, "-af", "JobStatus").stdout.strip() != "4":
         if time.monotonic() > deadline:

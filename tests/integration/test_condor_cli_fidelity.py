@@ -114,7 +114,9 @@ def test_submit_spool_lets_the_submit_directory_go(pool: PoolHandle, jobdir: Pat
     for p in (sub, sub / "data"):
         p.chmod(0o755)
     done = pool.roost("submit", "-spool", "s.sub", cwd=sub, check=True)
-    cluster = done.stdout.splitlines()[-1].split()[-1].rstrip(".")
+    lines = done.stdout.splitlines()
+    assert lines[-1] == "Spooling data files for 1 jobs...", lines  # condor_submit -spool's last line
+    cluster = lines[-2].split()[-1].rstrip(".")
     keep = sub.with_name("kept")
     sub.rename(keep)  # what -spool is for: the input is in the schedd's spool now
     ad = pool.wait_for(f"{cluster}.0", lambda a: a.get("JobStatus") == 4, timeout=120, what="completed")

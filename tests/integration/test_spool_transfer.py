@@ -171,7 +171,7 @@ def test_fetch_sends_no_link_hard_link_or_fifo_and_a_cut_fetch_keeps_the_job(spo
     (jobdir / "s.sub").write_text("executable = /bin/cat\narguments = in.txt\ntransfer_executable = false\n"
                                   "transfer_input_files = in.txt\noutput = out.txt\nqueue\n")
     done = spool_pool.roost("submit", "-spool", "s.sub", cwd=jobdir, check=True)
-    jid = done.stdout.splitlines()[-1].split()[-1].rstrip(".") + ".0"
+    jid = done.stdout.splitlines()[-2].split()[-1].rstrip(".") + ".0"  # the last: "Spooling data files ..."
     (jobdir / "in.txt").unlink()
     spool_pool.wait_for(jid, lambda a: a["JobStatus"] == 4, 120, "completed")
     top = _spool_dir(spool_pool, jid)

@@ -33,6 +33,8 @@ def run(desc: Any, *, name: str | None, pool: str | None, terse: bool) -> int:
     try:
         ads = schedd.query_objs(" || ".join(f"ClusterId == {c}" for c, _ in result.clusters), ATTRS)
         ads.sort(key=lambda a: (a.get("ClusterId", 0), a.get("ProcId", 0)))
+        if not terse:
+            print(f"Spooling data files for {len(ads)} jobs...", flush=True)  # condor_submit's line
         for ad in ads:
             spool_job(schedd, ad)
     except (SpoolError, PoolError) as e:
