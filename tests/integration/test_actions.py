@@ -41,14 +41,47 @@ def test_hold_release_remove_a_running_job(pool: PoolHandle, tmp_path: Path) -> 
     assert kinds.count(htcondor2.JobEventType.JOB_ABORTED) == 2
 
 
-def test_actions_on_nothing_fail_clearly(pool: PoolHandle) -> None:
+def test_actions_on_nothing_fail_clearly(pool: PoolHandle, tmp_path: Path) -> None:
+    r = pool.submit("executable = /bin/sleep\narguments = 300\nhold = true\nqueue 2\n", tmp_path)
+    held, other = f"{r.cluster}.0", f"{r.cluster}.1"
     out = pool.roost("rm", "99999.0")
     assert out.returncode == 1
     assert out.stderr.strip() == "Job 99999.0 not found"
     out = pool.roost("release", "99999")
-    assert out.returncode == 1 and "cluster 99999" in out.stderr
+    assert out.returncode == 1 and out.stderr.strip() == "Couldn't find/release all jobs in cluster 99999"
     out = pool.roost("hold")
     assert out.returncode == 1 and "name jobs" in out.stderr
+    # per job, condor_hold/condor_release's words; one success is enough for status 0
+    out = pool.roost("hold", held)
+    assert out.returncode == 1 and out.stderr.strip() == f"Job {held} already held"
+    out = pool.roost("release", held, "99999.3")
+    assert out.returncode == 0 and out.stdout.strip() == f"Job {held} released"
+    assert out.stderr.strip() == "Job 99999.3 not found"
+    pool.wait_for(held, lambda j: j["JobStatus"] in (1, 2), what="released")
+    out = pool.roost("release", held)
+    assert out.returncode == 1 and out.stderr.strip() == f"Job {held} not held to be released"
+    out = pool.roost("rm", "-totals", held, other, check=True)
+    assert out.stdout.splitlines() == [
+        "2 Succeeded, 0 Failed, 0 Not Found, 0 Bad Status, 0 Already Done, 0 Permission Denied",
+        f"Job {held} marked for removal", f"Job {other} marked for removal"]
+    pool.wait(r.job_ids(), timeout=30)
+    # an empty queue is not an error: condor_rm says so and exits 0
+    out = pool.roost("rm", "-all")
+    assert out.returncode == 0 and out.stdout == ""
+    assert out.stderr.strip() == "roost rm:0:There are no jobs in the queue"
+
+
+def test_long_and_totals_results(pool: PoolHandle, tmp_path: Path) -> None:
+    r = pool.submit("executable = /bin/sleep\narguments = 300\nhold = true\nqueue 2\n", tmp_path)
+    out = pool.roost("release", "-long", f"{r.cluster}.1", check=True)
+    ad = dict(ln.split(" = ", 1) for ln in out.stdout.splitlines() if " = " in ln)
+    assert ad[f"job_{r.cluster}_1"] == "1" and ad["ActionResult"] == "1" and ad["JobAction"] == "2"
+    assert out.stdout.splitlines()[-1] == f"Job {r.cluster}.1 released"
+    out = pool.roost("rm", "-totals", str(r.cluster), "99998", check=True)
+    assert out.stdout.splitlines() == [
+        "2 Succeeded, 0 Failed, 0 Not Found, 0 Bad Status, 0 Already Done, 0 Permission Denied",
+        f"All jobs matching constraint (ClusterId == {r.cluster} || ClusterId == 99998) have been marked for removal"]
+    pool.wait(r.job_ids(), timeout=30)
 
 
 def test_constraint_and_user_targets(pool: PoolHandle, tmp_path: Path) -> None:

@@ -14,6 +14,22 @@ def test_impossible_jobs_name_the_clause_and_suggest_a_fix(pool: PoolHandle, tmp
     try:
         m, a = f"{mem.cluster}.0", f"{arch.cluster}.0"
         out = pool.roost("q", "-better-analyze", m, check=True).stdout
+        # HTCondor's lines first, as condor_q prints them (what scripts and guides grep)
+        rid, sid = f"{mem.cluster}.000", f"{mem.cluster:03d}.000"
+        lines = out.splitlines()
+        order = [f"The Requirements expression for job {rid} is",
+                 f"Job {rid} defines the following attributes:",
+                 f"The Requirements expression for job {rid} reduces to these conditions:",
+                 "Step   Matched  Condition",
+                 f"{sid}:  Run analysis summary ignoring user priority.  Of 1 slots on 1 machines,",
+                 "      1 slots are rejected by your job's requirements",
+                 "WARNING:  Be advised:", "   No machines matched the job's constraints",
+                 f"-- Job {m}: idle"]
+        at = [lines.index(x) for x in order]
+        assert at == sorted(at)
+        assert "    RequestMemory = 999999 (mb)" in lines
+        assert any(ln.startswith("[") and ln.split()[1] == "0" and "TARGET.Memory >= RequestMemory" in ln
+                   for ln in lines)
         assert f"-- Job {m}: idle" in out
         assert "rejected by your job's Requirements" in out
         assert "TARGET.Memory >= RequestMemory  <- matters most" in out
@@ -52,6 +68,7 @@ def test_runnable_job_analyzes_as_matching(pool: PoolHandle, tmp_path: Path) -> 
         assert pool.job(last)["JobStatus"] == 1
         out = pool.roost("q", "-better-analyze", last, check=True).stdout
         assert f"-- Job {last}: idle" in out
+        assert "No machines matched" not in out
         suggestion = next(ln for ln in out.splitlines() if ln.startswith("Suggestion:"))
         assert suggestion.startswith("Suggestion: wait:") and "matching slot(s) are busy" in suggestion
         counts = {ln.split(None, 1)[1]: int(ln.split()[0]) for ln in out.splitlines()

@@ -68,12 +68,29 @@ def node_submits(d: Path, dag: str = "x.dag") -> Counter[str]:
     return counts
 
 
-def test_diamond_runs_parents_first_with_dag_job_ads(pool: PoolHandle, d: Path) -> None:
+HEADING = " Done     Pre   Queued    Post   Ready   Un-Ready   Failed   Futile"
+
+
+def node_tables(out: str) -> list[dict[str, int]]:
+    """Every node table in a dagman.out (condor_dagman's layout: the heading, a rule,
+    the counts; each line after an ``MM/DD/YY HH:MM:SS`` stamp)."""
+    lines = [ln[18:] for ln in out.splitlines()]
+    keys = HEADING.split()
+    return [dict(zip(keys, map(int, lines[i + 2].split()), strict=True))
+            for i, ln in enumerate(lines) if ln == HEADING]
+
+
+def test_diamond_with_config_vars_dot_and_node_status_file(pool: PoolHandle, d: Path) -> None:
+    """One DAG with a CONFIG file, VARS that set job attributes (My. and the old +),
+    DOT UPDATE DONT-OVERWRITE and a NODE_STATUS_FILE: each does what condor_dagman's
+    does, and its files read as condor_dagman writes them."""
     write(d, "job.sub", SH_JOB)
+    write(d, "x.config", "DAGMAN_MAX_JOBS_SUBMITTED = 1\nDAGMAN_HOLD_CLAIM_TIME = 0\n")
     write(d, "x.dag", "JOB A job.sub\nJOB B job.sub\nJOB C job.sub\nJOB D job.sub\n"
           'VARS ALL_NODES nodename="$(JOB)" cmd="echo $(JOB)"\nVARS D +DagNote="\\"d\\""\n'
+          'VARS A My.Color="\\"red\\"" My.Size="3"\n'
           "PARENT A CHILD B C\nPARENT B C CHILD D\nNODE_STATUS_FILE x.status 1\nJOBSTATE_LOG x.jobstate\n"
-          'SET_JOB_ATTR DagTag = "tag"\nDOT x.dot UPDATE\n')
+          'SET_JOB_ATTR DagTag = "tag"\nDOT x.dot UPDATE DONT-OVERWRITE\nCONFIG x.config\n')
     cluster = submit_dag(pool, d)
     assert wait_dag(pool, d, cluster) == 0, _tail(d, "x.dag")
     for n in "ABCD":
@@ -85,20 +102,48 @@ def test_diamond_runs_parents_first_with_dag_job_ads(pool: PoolHandle, d: Path) 
     start = {name: order.index((0, c)) for name, c in clusters.items()}
     assert end["A"] < start["B"] and end["A"] < start["C"]
     assert max(end["B"], end["C"]) < start["D"]
+    # the CONFIG file's DAGMAN_MAX_JOBS_SUBMITTED = 1: B and C, both ready, one at a time
+    assert end["B"] < start["C"] or end["C"] < start["B"]
     ad = pool.job(f"{clusters['D']}.0")
     assert ad is not None
     assert ad["DAGManJobId"] == cluster and ad["DAGNodeName"] == "D" and ad["DAGParentNodeNames"] == "B,C"
     assert ad["JobBatchName"] == f"x.dag+{cluster}" and ad["DagNote"] == "d"
+    a = pool.job(f"{clusters['A']}.0")
+    assert a is not None and a["Color"] == "red" and a["Size"] == 3
+    assert "KeepClaimIdle" not in a  # DAGMAN_HOLD_CLAIM_TIME = 0 from the CONFIG file
     dagman = pool.job(f"{cluster}.0")
     assert dagman is not None and dagman["DagTag"] == "tag" and dagman["DAG_NodesDone"] == 4
-    assert '"A" -> "B";' in (d / "x.dot").read_text()
+    # dagman.out: the settings, condor_dagman's node tables, the verdict, the exit
     out = (d / "x.dag.dagman.out").read_text()
-    assert "EXITING WITH STATUS 0" in out
+    assert f"Using DAGMan config file: {d / 'x.config'}" in out
+    assert "DAGMAN_MAX_JOBS_SUBMITTED setting: 1" in out
+    a_job = clusters["A"]
+    assert re.search(rf"Event: ULOG_JOB_TERMINATED for HTCondor Node A \({a_job}\.0\.0\) {{\d\d/\d\d/\d\d ", out)
+    assert f"Node A job proc ({a_job}.0.0) completed successfully.\n" in out
+    tables = node_tables(out)
+    assert len(tables) >= 3 and max(t["Queued"] for t in tables) == 1
+    assert tables[-1] == {"Done": 4, "Pre": 0, "Queued": 0, "Post": 0, "Ready": 0, "Un-Ready": 0,
+                          "Failed": 0, "Futile": 0}
+    tail = [ln[18:] for ln in out.splitlines()[-8:]]
+    assert tail[0] == "All jobs Completed!" and tail[1] == "DAG status: 0 (DAG_STATUS_OK)"
+    assert tail[2] == "Of 4 nodes total:" and tail[3] == HEADING
+    assert tail[6] == "0 job proc(s) currently held" and tail[-1].endswith("EXITING WITH STATUS 0")
+    # DOT UPDATE DONT-OVERWRITE: a picture as the DAG starts, then one per change, x.dot.0, .1, ...
+    dots = sorted((p for p in d.iterdir() if p.name.startswith("x.dot")), key=lambda p: int(p.suffix[1:]))
+    assert [p.name for p in dots] == [f"x.dot.{i}" for i in range(len(dots))] and len(dots) >= 3
+    first, last = dots[0].read_text(), dots[-1].read_text()
+    assert '    "A" [shape=ellipse label="A (I)"];' in first and "(Done)" not in first
+    assert all(f'    "{n}" [shape=ellipse label="{n} (Done)" style=bold];' in last for n in "ABCD")
+    assert last.startswith('digraph DAG {\n    label="DAGMan Job status at ') and '    "A" -> "B";' in last
+    # NODE_STATUS_FILE: its last update, in condor_dagman's layout
+    status = (d / "x.status").read_text()
+    assert status.startswith('[\n  Type = "DagStatus";\n  DagFiles = {\n    "x.dag"\n  };\n')
+    assert '  DagStatus = 5; /* "STATUS_DONE (success)" */' in status and "  NodesDone = 4;" in status
+    assert status.count('  NodeStatus = 5; /* "STATUS_DONE" */') == 4
+    assert status.endswith('  NextUpdate = 0; /* "none" */\n]\n')
     metrics = json.loads((d / "x.dag.metrics").read_text())
     assert metrics["exitcode"] == 0 and metrics["jobs_succeeded"] == 4 and metrics["dagman_id"] == f"{cluster}.0"
-    assert 'DagStatus = 5; /* "STATUS_DONE" */' in (d / "x.status").read_text()
     assert "D JOB_SUCCESS 0" in (d / "x.jobstate").read_text()
-    assert not (d / "x.dag.lock").exists() and not list(d.glob("x.dag.rescue*"))
 
 
 def test_retry_unless_exit_and_rescue_then_resume(pool: PoolHandle, d: Path) -> None:
@@ -112,6 +157,14 @@ def test_retry_unless_exit_and_rescue_then_resume(pool: PoolHandle, d: Path) -> 
     cluster = submit_dag(pool, d)
     assert wait_dag(pool, d, cluster) == 1
     assert node_submits(d) == {"A": 3, "B": 1, "C": 1}
+    out = (d / "x.dag.dagman.out").read_text()  # condor_dagman's lines for a failed DAG
+    failed = out.split("ERROR: the following job(s) failed:\n", 1)[1]
+    assert "      Node Name: A\n" in failed and "      Node Name: C\n" in failed
+    assert "Node return val: 5\n" in failed and "          Retry: 2\n" in failed
+    assert re.search(r"Node C job proc \(\d+\.0\.0\) failed with status 5\.\n", out)
+    assert "Aborting DAG...\n" in failed and f"Writing Rescue DAG to {d / 'x.dag.rescue001'}..." in failed
+    assert "DAG status: 2 (DAG_STATUS_NODE_FAILED)" in failed and "All jobs Completed!" not in out
+    assert node_tables(out)[-1]["Failed"] == 3 and out.rstrip().endswith("EXITING WITH STATUS 1")
     rescue = (d / "x.dag.rescue001").read_text()
     assert "DONE" not in rescue.replace("Nodes premarked DONE", "")
     # Second run: A and C now succeed, B too; the rescue DAG is picked up by itself.
@@ -124,15 +177,20 @@ def test_retry_unless_exit_and_rescue_then_resume(pool: PoolHandle, d: Path) -> 
     assert wait_dag(pool, d, cluster2) == 0, _tail(d, "x.dag")
     assert node_submits(d) == {"A": 1, "B": 1, "C": 1, "D": 1}
     assert not (d / "x.dag.rescue002").exists()
+    assert "All jobs Completed!" in (d / "x.dag.dagman.out").read_text().rsplit("EXITING WITH STATUS 1", 1)[1]
 
 
 def test_rescue_skips_done_nodes(pool: PoolHandle, d: Path) -> None:
     flag = d / "flag"
     write(d, "job.sub", SH_JOB)
     write(d, "x.dag", 'JOB A job.sub\nJOB B job.sub\nPARENT A CHILD B\nVARS A nodename="A" cmd="true"\n'
-          f'VARS B nodename="B" cmd="test -e {flag}"\n')
+          f'VARS B nodename="B" cmd="test -e {flag}"\nDOT x.dot\n')
     assert wait_dag(pool, d, submit_dag(pool, d)) == 1
     assert "DONE A" in (d / "x.dag.rescue001").read_text()
+    # DOT's defaults, DONT-UPDATE and OVERWRITE: one picture, of the DAG as it started
+    dot = (d / "x.dot").read_text()
+    assert '"A" [shape=ellipse label="A (I)"];' in dot and '"B" [shape=ellipse label="B (I)"];' in dot
+    assert not list(d.glob("x.dot.*"))
     flag.write_text("")
     assert wait_dag(pool, d, submit_dag(pool, d)) == 0
     assert node_submits(d) == {"B": 1}  # A was DONE in the rescue DAG: not run again
@@ -323,6 +381,7 @@ def test_rm_of_the_dag_removes_its_nodes_and_writes_a_rescue_dag(pool: PoolHandl
     ("JOB A a.sub\nRETRY A many\n", "x.dag:2: RETRY count 'many' is not a whole number"),
     ("JOB A a.sub\nFINAL F a.sub\nPARENT F CHILD A\n", "x.dag:3: the FINAL node 'F' cannot be in a PARENT line"),
     ("JOB A a.sub\nFROB A\n", "x.dag:2: unknown command 'FROB'"),
+    ("JOB A a.sub\nFINAL F a.sub\nRETRY F 2\n", "x.dag:3: Final Node F cannot have RETRY specification"),
 ])
 def test_errors_before_anything_runs(pool: PoolHandle, d: Path, dag: str, message: str) -> None:
     write(d, "a.sub", "executable = /bin/true\nqueue\n")

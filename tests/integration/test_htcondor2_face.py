@@ -4,7 +4,8 @@ The scripts below import ``htcondor2`` and ``classad2`` and never name roost: th
 in a child Python whose PYTHONPATH starts with ``python -m roost.htcondor2.shim``
 (docs/python.md), so those imports load roost's face. dask-jobqueue's
 ``HTCondorCluster`` (the real package) starts dask workers as roost jobs; a DAG
-written by the real ``htcondor2.dags`` runs through ``Submit.from_dag``.
+written by the real ``htcondor2.dags`` runs through ``Submit.from_dag``, and so does one
+written by roost's ``htcondor2.dags`` under the shim.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ import pytest
 from poolkit import ROOST, PoolHandle, wait_until
 
 from roost.api.jobids import is_job_id
+from roost.api.pool import Pool
 from roost.htcondor2.shim import SHIM_DIR
 
 
@@ -155,6 +157,112 @@ def test_a_dag_written_by_htcondor2_dags_runs_from_submit_from_dag(pool: PoolHan
     out = run_unchanged(pool, DAG_SUBMIT, str(dag_file))
     assert out.strip() == "exit 0", (jobdir / "wf.dag.dagman.out").read_text()
     assert [(jobdir / f"{w}.out").read_text() for w in ("a1", "a2", "b")] == ["a1\n", "a2\n", "b\n"]
+
+
+ROOST_DAGS = """
+    import sys
+    import htcondor2
+    import htcondor2.dags
+    from htcondor2 import dags
+
+    assert dags is htcondor2.dags and dags.__name__ == "roost.htcondor2.dags"
+    echo = {"executable": "/bin/echo", "arguments": "$(word)", "output": "$(word).out"}
+    dag = dags.DAG()
+    a = dag.layer(name="A", submit_description=htcondor2.Submit(echo), vars=[{"word": "a1"}, {"word": "a2"}])
+    a.child_layer(name="B", submit_description=htcondor2.Submit(echo), vars=[{"word": "b1"}, {"word": "b2"}],
+                  post=dags.Script(executable="/bin/true", arguments=["$RETURN"]))
+    dag.final(name="F", submit_description=htcondor2.Submit(dict(echo, arguments="final", output="final.out")))
+    print(dags.write_dag(dag, sys.argv[1], dag_file_name="wf.dag"))
+"""
+
+
+def test_a_dag_written_by_roosts_dags_under_the_shim_runs(pool: PoolHandle, jobdir: Path) -> None:
+    """Unchanged ``from htcondor2 import dags`` code, on roost: a 2 x 2 layer edge (a
+    NOOP join node) and a final node whose submit file roost's writer writes."""
+    dag_file = run_unchanged(pool, ROOST_DAGS, str(jobdir)).strip()
+    assert dag_file == str(jobdir / "wf.dag")
+    assert "JOB __JOIN__:0 __JOIN__.sub NOOP" in (jobdir / "wf.dag").read_text()
+    for f in jobdir.iterdir():
+        f.chmod(0o644)
+    out = run_unchanged(pool, DAG_SUBMIT, dag_file)
+    assert out.strip() == "exit 0", (jobdir / "wf.dag.dagman.out").read_text()
+    words = ("a1", "a2", "b1", "b2", "final")
+    assert [(jobdir / f"{w}.out").read_text() for w in words] == [f"{w}\n" for w in words]
+
+
+DAEMON_COMMANDS = """
+    import htcondor2
+
+    print(htcondor2.param["SCHEDD_LOG"])
+    master_ad = htcondor2.Collector().locate(htcondor2.DaemonTypes.Master)
+    htcondor2.send_command(master_ad, htcondor2.DaemonCommands.Reconfig)
+    htcondor2.send_command(master_ad, htcondor2.DaemonCommand.DaemonOff, "SCHEDD")
+    print("off")
+    input()
+    htcondor2.send_command(master_ad, htcondor2.DaemonCommand.DaemonOn, "SCHEDD")
+    print("on")
+    input()
+    schedd_ad = htcondor2.Collector().locate(htcondor2.DaemonTypes.Schedd)
+    htcondor2.send_command(schedd_ad, htcondor2.DaemonCommands.Reconfig)
+    try:
+        htcondor2.send_command(schedd_ad, htcondor2.DaemonCommands.DaemonOff)
+    except htcondor2.HTCondorException as e:
+        print("refused:", e)
+    master_param = htcondor2.RemoteParam(master_ad)
+    schedd_param = htcondor2.RemoteParam(schedd_ad)
+    print("remote", master_param["UPDATE_INTERVAL"], "SCHEDD_LOG" in schedd_param, len(master_param) > 100,
+          schedd_param["SCHEDD_LOG"] == htcondor2.param["SCHEDD_LOG"], master_param.get("NO_SUCH_KNOB"))
+    try:
+        master_param["UPDATE_INTERVAL"] = "500"
+    except htcondor2.HTCondorException as e:
+        print("refused:", e)
+    htcondor2.send_command(master_ad, htcondor2.DaemonCommands.Restart, "STARTD")
+    print("restarted")
+    input()
+    htcondor2.send_command(master_ad, htcondor2.DaemonCommands.OffFast)
+    print("down")
+"""
+
+
+def test_send_command_reconfigures_turns_off_and_on_restarts_and_stops(fresh_pool: PoolHandle) -> None:
+    """htcondor2.send_command through the shim, step by step, each step seen in the
+    master's STATUS; RemoteParam reads the master's and the schedd's configuration;
+    the log knobs name the logs the daemons write."""
+    env = dict(fresh_pool.env)
+    env["PYTHONPATH"] = SHIM_DIR + os.pathsep + env.get("PYTHONPATH", "")
+    proc = subprocess.Popen([sys.executable, "-c", textwrap.dedent(DAEMON_COMMANDS)], env=env, text=True,
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        assert proc.stdout is not None and proc.stdin is not None
+        daemons = lambda: fresh_pool.master_status()["daemons"]  # noqa: E731
+        assert proc.stdout.readline().strip() == str(fresh_pool.home / "log" / "SchedLog")
+        assert proc.stdout.readline().strip() == "off", proc.stderr.read() if proc.stderr else ""
+        wait_until(lambda: daemons()["SCHEDD"]["state"] == "off", 30, "the schedd turned off")
+        startd_pid = daemons()["STARTD"]["pid"]
+        proc.stdin.write("\n")
+        proc.stdin.flush()
+        assert proc.stdout.readline().strip() == "on"
+        wait_until(lambda: daemons()["SCHEDD"]["state"] == "running", 30, "the schedd back")
+        proc.stdin.write("\n")
+        proc.stdin.flush()
+        refused = proc.stdout.readline().strip()
+        assert refused.startswith("refused: roost manages its schedd through the master"), refused
+        assert proc.stdout.readline().strip() == "remote 2 True True True None"
+        assert proc.stdout.readline().startswith("refused: roost's daemons take no runtime configuration")
+        assert proc.stdout.readline().strip() == "restarted"
+        wait_until(lambda: daemons()["STARTD"]["pid"] not in (None, startd_pid), 30, "a new startd")
+        proc.stdin.write("\n")
+        proc.stdin.flush()
+        assert proc.stdout.readline().strip() == "down"
+        assert proc.wait(timeout=60) == 0, proc.stderr.read() if proc.stderr else ""
+        wait_until(lambda: not Pool(fresh_pool.home).running(), 60, "the pool stopped")
+        master_log = (fresh_pool.home / "log" / "MasterLog").read_text()
+        assert "reconfig: {'MASTER': 'reconfigured'" in master_log and "SCHEDD turned off" in master_log
+        assert "starting schedd" in (fresh_pool.home / "log" / "SchedLog").read_text()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
 
 
 # -- dask-jobqueue -----------------------------------------------------------------------

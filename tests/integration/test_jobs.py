@@ -156,6 +156,19 @@ def test_local_universe_runs_on_the_submit_side(pool: PoolHandle, jobdir: Path) 
     assert kinds[0] == htcondor2.JobEventType.SUBMIT and kinds[-1] == htcondor2.JobEventType.JOB_TERMINATED
 
 
+@pytest.mark.parametrize("universe", ["vanilla", "local"])
+def test_an_old_syntax_env_reaches_the_job(pool: PoolHandle, jobdir: Path, universe: str) -> None:
+    """``env = A=1;B=2`` makes ``Env``/``EnvDelim`` (as condor_submit), not ``Environment``:
+    the starter (vanilla) and the schedd (local) both give it to the job."""
+    r = pool.submit(f"universe = {universe}\nexecutable = /bin/sh\ntransfer_executable = false\n"
+                    "arguments = \"-c 'echo $GREETING, $WHO'\"\nenv = GREETING=hello;WHO=old syntax\n"
+                    f"output = env.{universe}.out\nqueue\n", jobdir)
+    pool.wait(r.job_ids(), timeout=60)
+    assert (jobdir / f"env.{universe}.out").read_text() == "hello, old syntax\n"
+    ad = pool.job(r.job_ids()[0])
+    assert ad is not None and ad["Env"] == "GREETING=hello;WHO=old syntax" and "Environment" not in ad
+
+
 @pytest.mark.parametrize("n", [40])
 def test_many_short_jobs_all_finish(pool: PoolHandle, tmp_path: Path, n: int) -> None:
     r = pool.submit(f"executable = /bin/true\nlog = many.log\nqueue {n}\n", tmp_path)

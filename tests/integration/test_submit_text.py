@@ -69,6 +69,27 @@ def test_schedd_sets_user_and_global_job_id(pool: PoolHandle, tmp_path: Path) ->
     pool.roost("rm", cid, check=True)
 
 
+def test_an_included_command_is_run_by_the_tool(pool: PoolHandle, tmp_path: Path) -> None:
+    """``include : COMMAND |`` (the manual's list-infiles.sh example): the schedd hands the
+    description back (SUBMIT_LOCALLY) and ``roost submit`` runs the command in the submit
+    directory and submits what it printed."""
+    gen = tmp_path / "list-infiles.sh"
+    gen.write_text('#!/bin/sh\necho "transfer_input_files = $(ls -m infiles/*.dat | tr -d \'\\n\')"\n'
+                   'echo "+Made = \\"$1\\""\n')
+    gen.chmod(0o755)
+    (tmp_path / "infiles").mkdir()
+    for name in ("A.dat", "B.dat"):
+        (tmp_path / "infiles" / name).write_text(name)
+    (tmp_path / "inc.sub").write_text("executable = /bin/true\nhold = true\ninclude : ./list-infiles.sh here |\n"
+                                      "queue\n")
+    done = pool.roost("submit", "inc.sub", cwd=tmp_path, check=True)
+    cid = done.stdout.splitlines()[-1].split()[-1].rstrip(".")
+    job = pool.job(f"{cid}.0")
+    assert job is not None and job["Made"] == "here"
+    assert job["TransferInput"] == "infiles/A.dat,infiles/B.dat"
+    pool.roost("rm", cid, check=True)
+
+
 def test_cli_submit_errors_name_the_file_and_line(pool: PoolHandle, tmp_path: Path) -> None:
     (tmp_path / "bad.sub").write_text("executable = /bin/true\nuniverse = bogus\nqueue\n")
     bad = pool.roost("submit", "bad.sub", cwd=tmp_path)

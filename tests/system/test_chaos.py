@@ -84,9 +84,24 @@ def _restart_master(h: RoostHost, old: int) -> None:
 
 
 def _done(submit: RoostHost, cluster: str) -> tuple[int, dict[str, int]]:
+    """Jobs of ``cluster`` still queued, by JobStatus; -1 when the schedd did not answer
+    (it may be down under the chaos: an empty answer is not an empty queue)."""
     got = submit.roost("q", cluster, "-af", "JobStatus", check=False)
+    if got.returncode != 0:
+        return -1, {}
     states = Counter(got.stdout.split())
     return sum(states.values()), dict(states)
+
+
+def _answered(submit: RoostHost, *args: str, within: float = 90) -> str:
+    """``roost ARGS``'s output once the schedd answers (a kill may have just restarted it)."""
+    deadline = time.monotonic() + within
+    while True:
+        got = submit.roost(*args, check=False)
+        if got.returncode == 0 or time.monotonic() > deadline:
+            assert got.returncode == 0, f"roost {' '.join(args)}: {got.stdout}{got.stderr}"
+            return got.stdout
+        time.sleep(1)
 
 
 def test_a_thousand_jobs_under_chaos_complete_exactly_once(chaos_pool: MultiHostPool) -> None:
@@ -159,10 +174,11 @@ def test_a_thousand_jobs_under_chaos_complete_exactly_once(chaos_pool: MultiHost
     # the chaos is over: what is left must finish on its own
     if left:
         submit.roost("wait", "-quiet", "-wait", "120", cluster, timeout=130, check=False)
-    left, states = _done(submit, cluster)
+    states = Counter(_answered(submit, "q", cluster, "-af", "JobStatus").split())
+    left, states = sum(states.values()), dict(states)
 
-    hist = submit.roost("history", cluster, "-af", "ProcId", "JobStatus", "ExitCode", "NumJobStarts",
-                        check=False).stdout.split("\n")
+    hist = _answered(submit, "history", cluster, "-af", "ProcId", "JobStatus", "ExitCode",
+                     "NumJobStarts").split("\n")
     rows = [r.split() for r in hist if r.strip()]
     completed = {int(r[0]) for r in rows if r[1] == "4" and r[2] == "0"}
     starts = sum(int(r[3]) for r in rows if len(r) > 3 and r[3].isdigit())

@@ -132,6 +132,9 @@ class Pool:
             st = self.status()
         except PoolError as e:
             return False, f"the master does not answer ({e})"
+        return self._readiness(st)
+
+    def _readiness(self, st: dict[str, Any]) -> tuple[bool, str]:
         waiting = [n for n, d in st.get("daemons", {}).items() if d.get("state") != "running"]
         if waiting:
             return False, "waiting for " + ", ".join(
@@ -178,9 +181,19 @@ class Pool:
                 raise PoolError(f"the master exited with status {rc} while starting: "
                                 f"{self._log_tail('MasterLog')}")
             if read_address(self.run_dir / "master.address"):
-                ok, missing = self.ready()
-                if ok:
-                    return self.status()
+                try:
+                    st: dict[str, Any] | None = self.status()
+                except PoolError as e:
+                    st, missing = None, f"the master does not answer ({e})"
+                if st is not None:
+                    ok, missing = self._readiness(st)
+                    if ok:
+                        return st
+                    held = _held(st)
+                    if held:
+                        # a daemon that cannot run as configured: waiting would not change that
+                        self.stop(timeout=30)
+                        raise PoolError(f"{held}; the pool was stopped again; logs are in {self.log_dir}")
             time.sleep(0.02)
         self.stop(timeout=30)
         raise PoolError(f"the pool did not become ready in {timeout:g} s ({missing}); "
@@ -221,6 +234,13 @@ class Pool:
         except FileNotFoundError:
             return f"no {name} (see {self.log_dir})"
         return " | ".join(text[-lines:]) or f"{name} is empty"
+
+
+def _held(st: dict[str, Any]) -> str:
+    """Why daemons of a starting pool will not run (they exited saying a restart cannot
+    help, and the master left them off), from the master's STATUS; "" when none did."""
+    return "; ".join(f"the {n.lower()} cannot start: {d['held']}"
+                     for n, d in st.get("daemons", {}).items() if d.get("held"))
 
 
 def _reap(pid: int) -> None:

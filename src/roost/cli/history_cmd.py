@@ -11,7 +11,7 @@ from roost.api.jobids import is_job_id, parse_job_id
 from roost.api.schedd import Schedd
 from roost.cli.jobview import STATUS_LETTERS, command, duration, short_date
 from roost.cli.options import add_pool_args
-from roost.cli.restrict import Restriction, error_line, split_af, split_format
+from roost.cli.restrict import Restriction, check_exprs, error_line, split_af, split_format
 
 ATTRS = ["ClusterId", "ProcId", "Owner", "QDate", "RemoteWallClockTime", "JobStatus", "CompletionDate",
          "EnteredCurrentStatus", "Cmd", "Arguments", "Args"]
@@ -38,6 +38,8 @@ def main(argv: list[str]) -> int:
                    help="only jobs that completed after this Unix time")
     p.add_argument("-userlog", "--userlog", default=None, metavar="FILE",
                    help="the jobs of a job event log instead of the schedd's history")
+    p.add_argument("-file", "--file", default=None, metavar="FILE",
+                   help="the jobs of an HTCondor history file (ads each ended by a *** line)")
     p.add_argument("-forwards", "--forwards", action="store_true", help="oldest first (default: newest first; a -userlog is read in its order)")
     p.add_argument("-backwards", "--backwards", action="store_false", dest="forwards", help="newest first")
     p.add_argument("-af", "-autoformat", "--af", dest="af", nargs="+", metavar="ATTR")
@@ -49,6 +51,12 @@ def main(argv: list[str]) -> int:
     p.add_argument("-wide", "--wide", action="store_true")
     add_pool_args(p)
     ns = p.parse_args(argv)
+    try:
+        check_exprs(list(ns.af or ()), "-af")
+        check_exprs([e for _f, e in formats], "-format")
+    except ValueError as e:
+        print(f"roost history: {e}", file=sys.stderr)
+        return 2
     r = Restriction.parse(ns.restrict)
     raw = ns.af or ns.long or ns.json or ns.xml or ns.attributes
     projection = None if raw else ATTRS
@@ -69,6 +77,10 @@ def main(argv: list[str]) -> int:
     try:
         if ns.userlog:
             jobs = _userlog_jobs(ns.userlog, constraint, r)
+        elif ns.file:
+            jobs = _file_jobs(ns.file, constraint, r)
+            if not ns.forwards:
+                jobs.reverse()  # a history file is oldest first; condor_history prints newest first
         else:
             jobs = Schedd(name=ns.name, pool=ns.pool).history(
                 constraint, projection, match=None if ns.since or ns.forwards else ns.limit,
@@ -117,6 +129,23 @@ def _userlog_jobs(path: str, constraint: str | None, r: Restriction) -> list[dic
     if r.ids:
         want = [parse_job_id(i) for i in r.ids]
         jobs = [j for j in jobs if any(j["ClusterId"] == c and p in (None, j["ProcId"]) for c, p in want)]
+    if r.users:
+        jobs = [j for j in jobs if j.get("Owner") in r.users]
+    if constraint:
+        test = _predicate(constraint)
+        jobs = [j for j in jobs if test(j)]
+    return jobs
+
+
+def _file_jobs(path: str, constraint: str | None, r: Restriction) -> list[dict[str, Any]]:
+    """The jobs of a history file (or any file of job ads), restricted as asked."""
+    # lazy: only -file reads ad files
+    from roost.cli.file_queue import read_jobads
+
+    jobs = read_jobads(path)
+    if r.ids:
+        want = [parse_job_id(i) for i in r.ids]
+        jobs = [j for j in jobs if any(j.get("ClusterId") == c and p in (None, j.get("ProcId")) for c, p in want)]
     if r.users:
         jobs = [j for j in jobs if j.get("Owner") in r.users]
     if constraint:

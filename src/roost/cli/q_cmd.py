@@ -28,13 +28,17 @@ from roost.cli.jobview import (
     totals_line,
 )
 from roost.cli.options import Parser, UsageError, pool_spec
-from roost.cli.restrict import Restriction, error_line, split_af, split_format
+from roost.cli.restrict import Restriction, check_exprs, error_line, split_af, split_format
 
 BATCH_ATTRS = ["ClusterId", "ProcId", "Owner", "JobBatchName", "QDate", "JobStatus", "TotalSubmitProcs",
                "DAG_NodesTotal", "DAG_NodesDone"]
 DAG_ATTRS = ["DAGManJobId", "DAGNodeName"]
 JOB_ATTRS = ["ClusterId", "ProcId", "Owner", "QDate", "JobStatus", "JobPrio", "ImageSize", "Cmd",
-             "Arguments", "Args", "RemoteWallClockTime", "JobCurrentStartDate", "ShadowBday"]
+             "Arguments", "Args", "RemoteWallClockTime", "JobCurrentStartDate", "ShadowBday", "RemoteUserCpu"]
+RUN_ATTRS = ["ClusterId", "ProcId", "Owner", "QDate", "JobStatus", "JobUniverse", "RemoteHost",
+             "RemoteWallClockTime", "JobCurrentStartDate", "ShadowBday", "RemoteUserCpu"]
+GOODPUT_ATTRS = ["ClusterId", "ProcId", "Owner", "QDate", "JobStatus", "RemoteWallClockTime", "JobCurrentStartDate",
+                 "ShadowBday", "LastCkptTime", "CommittedTime", "RemoteUserCpu", "BytesSent", "BytesRecvd"]
 HOLD_ATTRS = ["ClusterId", "ProcId", "Owner", "EnteredCurrentStatus", "HoldReason", "JobStatus"]
 IO_ATTRS = ["ClusterId", "ProcId", "Owner", "JobStatus", "BytesSent", "BytesRecvd", "TransferringInput",
             "TransferringOutput", "NumCkpts", "CheckpointSizeKB", "LastCheckpointTime",
@@ -49,7 +53,7 @@ SPEC = {
     "totals": ("flag", "only the totals"),
     "hold": ("flag", "held jobs with their hold reason"),
     "io": ("flag", "file transfer and checkpoint state: bytes in and out, transferring now, checkpoints"),
-    "run": ("flag", "running jobs only"),
+    "run": ("flag", "running jobs and the host each runs on (HOST(S)); no totals"),
     "idle": ("flag", "idle jobs only"),
     "af": ("values", "print these attributes or expressions, one line per job (-af:jlht, flags)"),
     "long": ("flag", "every attribute of each job"),
@@ -61,6 +65,13 @@ SPEC = {
     "allusers": ("flag", "every user's jobs"),
     "wide": ("flag", "do not truncate the command"),
     "limit": ("value", "at most this many jobs"),
+    "cputime": ("flag", "CPU_TIME (the job's user CPU, RemoteUserCpu) instead of RUN_TIME"),
+    "currentrun": ("flag", "RUN_TIME of the current run only (not earlier runs)"),
+    "cumulative-time": ("flag", "RUN_TIME of all runs (the default)"),
+    "goodput": ("flag", "each job's goodput, CPU utilization and network rate; no totals"),
+    "unmatchable": ("flag", "only jobs that match no slot of the pool"),
+    "userlog": ("value", "the jobs of this job event log, not a schedd's"),
+    "jobads": ("value", "the job ads in this file (condor_q -long, -json or a history file), not a schedd's"),
     "analyze": ("flag", "why are these jobs idle? (default: your first idle jobs)"),
     "better-analyze": ("flag", "-analyze with each Requirements clause, the pool's values and slot policies"),
     **pool_spec("schedd"),
@@ -69,7 +80,8 @@ USAGE = "[options] [-format FMT ATTR ...] [ID|USER ...]   (IDs: CLUSTER or CLUST
 # Other spellings. Any unambiguous prefix works too, as in condor_q: -ba is -batch,
 # -be/-better is -better-analyze, -an is -analyze; -b alone is ambiguous.
 ALIASES = {"autoformat": "af", "l": "long", "analyse": "analyze", "better-analyse": "better-analyze",
-           "n": "name", "all-users": "allusers"}  # condor_q: -n is -name (not -nobatch)
+           "n": "name", "all-users": "allusers",  # condor_q: -n is -name (not -nobatch)
+           "g": "global", "c": "constraint", "cp": "cputime"}  # condor_q's one- and two-letter forms
 
 
 def main(argv: list[str]) -> int:
@@ -78,19 +90,26 @@ def main(argv: list[str]) -> int:
         argv, formats = split_format(argv)
         ns = Parser("roost q", USAGE, SPEC, ALIASES).parse(argv)
         limit = int(ns.limit) if ns.limit is not None else None  # type: ignore[call-overload]
+        check_exprs(list(ns.af or ()), "-af")
+        check_exprs([e for _f, e in formats], "-format")
     except (UsageError, ValueError) as e:
         print(f"roost q: {e}", file=sys.stderr)
         return 2
     r = Restriction.parse(ns.positional)
     constraint = r.constraint(ns.constraint)
-    for flag, expr in ((ns.hold, "JobStatus == 5"), (ns.run, "JobStatus == 2"), (ns.idle, "JobStatus == 1")):
+    # -run: running, transferring output or suspended, as condor_q -run
+    for flag, expr in ((ns.hold, "JobStatus == 5"), (ns.run, "(JobStatus == 2 || JobStatus == 6 || JobStatus == 7)"),
+                       (ns.idle, "JobStatus == 1")):
         if flag:
             constraint = f"({constraint}) && {expr}" if constraint else expr
     me = current_user()
     owner = ns.submitter or r.owner()
-    if owner is None and not r.users and not r.ids and not ns.allusers and os.geteuid() != 0:
+    if owner is None and not r.users and not r.ids and not ns.allusers and os.geteuid() != 0 and \
+            not (ns.userlog or ns.jobads):  # a file's jobs are listed whoever owns them, as condor_q does
         owner = me  # condor_q's default: only my jobs, unless I am a queue superuser
     view = View(ns, af_flags, formats, constraint, owner, r.ids, limit, me)
+    if ns.userlog or ns.jobads:
+        return _show_file(view, ns)
     try:
         if ns.values["global"] or ns.submitter:
             names = _schedd_names(ns.pool, ns.name)
@@ -108,6 +127,33 @@ def main(argv: list[str]) -> int:
         return view.show(Schedd(name=ns.name, pool=ns.pool))  # type: ignore[arg-type]
     except PoolError as e:
         print(error_line("roost q", e), file=sys.stderr)
+        return 1
+
+
+def _show_file(view: View, ns: Any) -> int:
+    """``-userlog FILE`` / ``-jobads FILE``: the jobs of a file, in the view asked for."""
+    # lazy: only file sources read event logs and ad files
+    from roost.api.home import pool_home
+    from roost.cli.file_queue import FileQueue, read_jobads
+
+    try:
+        if ns.userlog:
+            # lazy: only -userlog rebuilds ads from an event log
+            from roost.cli.userlog_ads import ads_from_userlog
+
+            try:
+                jobs = ads_from_userlog(ns.userlog)
+            except OSError as e:
+                raise ValueError(f"can't open user log {ns.userlog}: {e.strerror or e}") from None
+            queue = FileQueue(f"Userlog: {ns.userlog}", jobs, pool_home(None))
+        else:
+            queue = FileQueue(f"Jobads: {ns.jobads}", read_jobads(ns.jobads), pool_home(None))
+        return view.show(queue)
+    except (ValueError, PoolError) as e:
+        print(error_line("roost q", e), file=sys.stderr)
+        return 1
+    except Exception as e:  # an event log that does not read (EventLogError): one line
+        print(f"roost q: {e}", file=sys.stderr)
         return 1
 
 
@@ -164,22 +210,42 @@ class View:
                 projection = [a.strip() for a in ns.attributes.split(",") if a.strip()]
             jobs = schedd.query_objs(constraint, projection, owner=owner, ids=self.ids, limit=limit)
             return _print_ads(jobs, ns, self.af_flags)
-        nobatch = ns.nobatch or ns.run or ns.dag
-        view = HOLD_ATTRS if ns.hold else IO_ATTRS if ns.io else (JOB_ATTRS + DAG_ATTRS if nobatch else BATCH_ATTRS)
-        raw = schedd.query_raw(constraint, view, owner=owner, ids=self.ids, limit=limit)
+        timer, time_head = _timer(ns)
+        file_source = getattr(schedd, "label", None) is not None
+        if ns.unmatchable:
+            # only the jobs no slot matches (both ways), then the per-job view
+            objs = schedd.query_objs(constraint, None, owner=owner, ids=self.ids, limit=limit)
+            raw = {"clusters": {}, "jobs": [[j["ClusterId"], j["ProcId"], j] for j in _unmatchable(schedd, objs)]}
+        elif ns.run and not (ns.hold or ns.io or ns.dag):
+            raw = schedd.query_raw(constraint, RUN_ATTRS, owner=owner, ids=self.ids, limit=limit)
+        elif ns.goodput:
+            raw = schedd.query_raw(constraint, GOODPUT_ATTRS, owner=owner, ids=self.ids, limit=limit)
+        else:
+            nobatch = ns.nobatch or ns.run or ns.dag
+            view = HOLD_ATTRS if ns.hold else IO_ATTRS if ns.io else (JOB_ATTRS + DAG_ATTRS if nobatch else BATCH_ATTRS)
+            raw = schedd.query_raw(constraint, view, owner=owner, ids=self.ids, limit=limit)
         if ns.dag:
             raw = _dag_order(raw)
         _header(schedd)
         out = sys.stdout
+        if ns.run and not (ns.hold or ns.io or ns.dag or ns.unmatchable):
+            # condor_q -run: its own columns, and no totals (its print format's SUMMARY NONE)
+            _run_view(list(merge_jobs(raw)), out, timer, time_head)
+            return 0
+        if ns.goodput and not ns.unmatchable:
+            _goodput_view(list(merge_jobs(raw)), out, timer, time_head)  # SUMMARY NONE too
+            return 0
         if ns.hold:
             _hold_view(list(merge_jobs(raw)), out)
         elif ns.io:
             _io_view(list(merge_jobs(raw)), out)
-        elif nobatch:
-            _job_view(raw, out, ns.wide)
+        elif ns.nobatch or ns.run or ns.dag or ns.unmatchable:
+            _job_view(raw, out, ns.wide, timer, time_head)
         else:
             _batch_view(raw, out)
-        if constraint or owner or self.ids or limit is not None:
+        if file_source:
+            out.write("\n" + totals_line("query", _raw_totals(raw)) + "\n")  # no schedd to ask for the rest
+        elif constraint or owner or self.ids or limit is not None or ns.unmatchable:
             out.write("\n" + totals_line("query", _raw_totals(raw)) + "\n")
             _print_totals(schedd, None, self.me)
         else:
@@ -190,15 +256,92 @@ class View:
         return 0
 
 
+def _timer(ns: Any) -> tuple[Any, str]:
+    """The RUN_TIME column's clock: all runs (default), -currentrun's, or -cputime's CPU_TIME."""
+    if ns.cputime:
+        def cpu(j: dict[str, Any], _now: float) -> float:
+            v = j.get("RemoteUserCpu")
+            return float(v) if isinstance(v, (int, float)) else 0.0
+        return cpu, "CPU_TIME"
+    if ns.currentrun:
+        def current(j: dict[str, Any], now: float) -> float:
+            start = j.get("JobCurrentStartDate") or j.get("ShadowBday")
+            if j.get("JobStatus") == 2 and isinstance(start, (int, float)) and start > 0:
+                return max(0.0, now - start)
+            return 0.0
+        return current, "RUN_TIME"
+    return run_time, "RUN_TIME"
+
+
+def _slot_ads(schedd: Any) -> list[Any]:
+    """Every slot ad of the pool (all states), as ClassAds."""
+    # lazy: only -analyze and -unmatchable ask the collector
+    from roost.api.collector import Collector
+
+    pool = schedd.pool
+    if pool:
+        # lazy: only -pool names another collector
+        from roost.api.locate import pool_address
+
+        pool = pool_address(pool)
+    collector = Collector(schedd.home_dir, address=pool)
+    try:
+        return collector.query("Machine")
+    finally:
+        collector.close()
+
+
+def _unmatchable(schedd: Any, jobs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The jobs no slot matches both ways (condor_q -unmatchable), judged as -analyze judges."""
+    # lazy: only -unmatchable runs the analysis
+    from roost.core.condor_analysis import count
+    from roost.net.adwire import obj_to_ad
+
+    slots = _slot_ads(schedd)
+    return [j for j in jobs if not count(obj_to_ad(j), slots).both_match]
+
+
+def _goodput_view(jobs: list[dict[str, Any]], out: Any, timer: Any, time_head: str) -> None:
+    """``-goodput``: checkpointed (committed) time over wall time, CPU over committed time,
+    and the network rate, as condor_q -goodput shows them (``??`` where not known)."""
+    now = time.time()
+    lines = [f" ID      OWNER            SUBMITTED     {time_head}  GOODPUT  CPU_UTIL    Mb/s"]
+    for j in jobs:
+        jid = f"{j['ClusterId']}.{j['ProcId']}"
+        good, util, mbps = _goodput(j)
+        lines.append(f"{jid:>7}   {str(j.get('Owner', '??')):<14} {short_date(j.get('QDate')):>11} "
+                     f"{duration(timer(j, now)):>12} {good:>8} {util:>9} {mbps:>7}")
+    out.write("\n".join(lines) + "\n")
+
+
+def _goodput(j: dict[str, Any]) -> tuple[str, str, str]:
+    def num(k: str) -> float:
+        v = j.get(k)
+        return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else 0.0
+
+    wall = num("RemoteWallClockTime")
+    bday, last_ckpt = num("ShadowBday"), num("LastCkptTime")
+    if j.get("JobStatus") in (2, 6, 7) and bday and last_ckpt > bday:
+        wall += last_ckpt - bday
+    committed = num("CommittedTime")
+    good = f"{min(100.0, committed / wall * 100):.1f}" if wall > 0 and committed >= 0 else "??"
+    cpu = j.get("RemoteUserCpu")
+    util = f"{min(100.0, float(cpu) / committed * 100):.1f}" if isinstance(cpu, (int, float)) and committed else "??"
+    sent = j.get("BytesSent")
+    mbits = (num("BytesSent") + num("BytesRecvd")) * 8 / (1024 * 1024)
+    mbps = f"{mbits / wall:.2f}" if isinstance(sent, (int, float)) and mbits > 0 and wall > 0 else "??"
+    return good, util, mbps
+
+
 ANALYZE_DEFAULT = 5  # jobs -analyze looks at when no ids are given
 
 
 def _analyze(schedd: Any, constraint: str | None, owner: str | None, ids: list[str], better: bool,
              limit: int | None) -> int:
     """``-analyze``/``-better-analyze``: each job against every slot ad and the priority table."""
-    # lazy: only -analyze asks the collector, builds ClassAds and runs the matchmaker (~30 ms of `roost q`)
-    from roost.api.collector import Collector
+    # lazy: only -analyze builds ClassAds and runs the matchmaker (~30 ms of `roost q`)
     from roost.core.analyze import analyze, render
+    from roost.core.condor_analysis import condor_text
     from roost.net.adwire import obj_to_ad
 
     out = sys.stdout
@@ -212,22 +355,20 @@ def _analyze(schedd: Any, constraint: str | None, owner: str | None, ids: list[s
     if not ids and limit is None and len(jobs) > ANALYZE_DEFAULT:
         jobs = jobs[:ANALYZE_DEFAULT]
         out.write(f"Analyzing the first {ANALYZE_DEFAULT} idle jobs (name job ids, or -limit N, for others).\n")
-    pool = schedd.pool
-    if pool:
-        # lazy: only -pool names another collector
-        from roost.api.locate import pool_address
-
-        pool = pool_address(pool)
-    collector = Collector(schedd.home_dir, address=pool)
-    try:
-        slots = collector.query("Machine")
-    finally:
-        collector.close()
+    slots = _slot_ads(schedd)
     users, limits, groups = _negotiator_view(schedd.home_dir, schedd.pool)
+    out.write("\n")
+    _header(schedd)
     if users is None:
         out.write("(the negotiator gave no priority table: analyzing without user priorities)\n")
+    try:
+        width = os.get_terminal_size(out.fileno()).columns
+    except (OSError, ValueError, AttributeError):
+        width = 80  # condor_q's width off a terminal
     for obj in jobs:
         job = obj_to_ad(obj)
+        # HTCondor's own lines first (what scripts grep), then roost's clause analysis
+        out.write(condor_text(job, slots, better, width, time.time()))
         a = analyze(job, slots, users, _submitter(obj), limits=limits, groups=groups)
         out.write("\n" + render(a, job, better=better))
     return 0
@@ -291,6 +432,10 @@ def _filters(constraint: str | None, owner: str | None, ids: list[str]) -> dict[
 
 
 def _header(schedd: Any) -> None:
+    label = getattr(schedd, "label", None)
+    if label:  # a file's jobs: "-- Userlog: FILE @ time", as condor_q heads them
+        sys.stdout.write(f"\n-- {label} @ {time.strftime('%m/%d/%y %H:%M:%S')}\n")
+        return
     addr = schedd.address or read_address(os.path.join(schedd.home_dir, "run", "schedd.address")) or "local"
     stamp = time.strftime("%m/%d/%y %H:%M:%S")
     sys.stdout.write(f"\n-- Schedd: {schedd.name or socket.gethostname()} : <{addr}> @ {stamp}\n")
@@ -330,7 +475,7 @@ def _raw_totals(raw: dict[str, Any]) -> dict[str, int]:
     return counts
 
 
-def _job_view(raw: dict[str, Any], out: Any, wide: bool) -> None:
+def _job_view(raw: dict[str, Any], out: Any, wide: bool, timer: Any = run_time, time_head: str = "RUN_TIME") -> None:
     """One line per job. The answer holds each cluster's ad once and per-proc differences,
     so each column is formatted once per cluster and again only for procs whose own
     attributes change it: 100,000 procs of one cluster cost a lookup and a join each."""
@@ -338,8 +483,8 @@ def _job_view(raw: dict[str, Any], out: Any, wide: bool) -> None:
     columns: list[tuple[frozenset[str], Any]] = [
         (frozenset({"Owner"}), lambda j: f"{str(j.get('Owner', '?')):<14}"),
         (frozenset({"QDate"}), lambda j: f"{short_date(j.get('QDate')):>11}"),
-        (frozenset({"RemoteWallClockTime", "JobCurrentStartDate", "ShadowBday", "JobStatus"}),
-         lambda j: f"{duration(run_time(j, now)):>12}"),
+        (frozenset({"RemoteWallClockTime", "JobCurrentStartDate", "ShadowBday", "JobStatus", "RemoteUserCpu"}),
+         lambda j: f"{duration(timer(j, now)):>12}"),
         (frozenset({"JobStatus"}), lambda j: f"{STATUS_LETTERS.get(j.get('JobStatus'), '?'):<2}"),
         (frozenset({"JobPrio"}), lambda j: f"{j.get('JobPrio', 0)!s:<3}"),
         (frozenset({"ImageSize"}), lambda j: f"{size_mb(j):>4}"),
@@ -362,7 +507,7 @@ def _job_view(raw: dict[str, Any], out: Any, wide: bool) -> None:
 
     clusters = raw.get("clusters") or {}
     per_cluster: dict[int, list[str]] = {}
-    lines = [" ID      OWNER            SUBMITTED     RUN_TIME ST PRI SIZE CMD"]
+    lines = [" ID      OWNER            SUBMITTED     RUN_TIME ST PRI SIZE CMD".replace("RUN_TIME", time_head)]
     for c, p, diff in raw.get("jobs") or ():
         base = per_cluster.get(c)
         cad = clusters.get(str(c)) or {}
@@ -420,6 +565,23 @@ def _dag_order(raw: dict[str, Any]) -> dict[str, Any]:
 
     walk(None, 0)
     return {**raw, "clusters": clusters, "jobs": ordered}
+
+
+def _run_view(jobs: list[dict[str, Any]], out: Any, timer: Any = run_time, time_head: str = "RUN_TIME") -> None:
+    """``-run``: where each running job runs (HOST(S): its RemoteHost; a scheduler or
+    local universe job runs on the schedd's host), as condor_q -run lays it out."""
+    now = time.time()
+    lines = [f" ID      OWNER            SUBMITTED     {time_head} HOST(S)"]
+    for j in jobs:
+        jid = f"{j['ClusterId']}.{j['ProcId']}"
+        if j.get("JobUniverse") in (7, 12):
+            host = socket.gethostname()
+        else:
+            host = j.get("RemoteHost") if isinstance(j.get("RemoteHost"), str) else "??"
+        submitted = short_date(j.get("QDate")) if j.get("QDate") is not None else "??"
+        lines.append(f"{jid:>7}   {str(j.get('Owner', '??')):<14} {submitted:>11} "
+                     f"{duration(timer(j, now)):>12} {host}")
+    out.write("\n".join(lines) + "\n")
 
 
 def _hold_view(jobs: list[dict[str, Any]], out: Any) -> None:

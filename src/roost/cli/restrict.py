@@ -41,6 +41,22 @@ def split_format(argv: list[str], shortest: int = 1) -> tuple[list[str], list[tu
     return rest, pairs
 
 
+def check_exprs(exprs: list[str], option: str) -> None:
+    """UsageError-style ValueError naming the first of ``exprs`` that is not a ClassAd
+    expression (condor_q would drop it and everything after it without a word)."""
+    if all(e.isidentifier() for e in exprs):
+        return  # plain attribute names: no parser needed (the table views stay light)
+    # lazy: only expressions need the ClassAd parser
+    from roost.classad import ExprTree
+
+    for e in exprs:
+        try:
+            ExprTree(e)
+        except Exception as err:  # ClassAdParseError: its first line says where and what
+            first = str(err).splitlines()[0] if str(err) else type(err).__name__
+            raise ValueError(f"{option} {e!r} is not a ClassAd expression: {first}") from None
+
+
 class Restriction:
     """Job ids and user names from the command line (no dataclass: it imports too much)."""
 

@@ -25,6 +25,7 @@ SPEC = {
     "format": (VALUE, "-format FMT EXPR: printf FMT of EXPR for each ad (repeatable)"),
     "long": (FLAG, "the whole ads"),
     "json": (FLAG, "the ads as a JSON array"),
+    "xml": (FLAG, "the ads as HTCondor's XML ClassAd document"),
     "attributes": (VALUE, "with -long/-json: only these attributes (comma separated)"),
     "totals": (FLAG, "only the summary table"),
     "limit": (VALUE, "at most N ads"),
@@ -111,7 +112,7 @@ def main(argv: list[str]) -> int:
     if compact and kind != "Machine":
         print(f"{PROG}: -compact shows slots; it does not go with -{kind.lower()}", file=sys.stderr)
         return 2
-    view = "custom" if (opts.af or many["format"] or opts.long or opts.json) else \
+    view = "custom" if (opts.af or many["format"] or opts.long or opts.json or opts.xml) else \
         ("claimed" if claimed else "state" if opts.state else "normal")
     constraints = [f"({c})" for c in many["constraint"]]
     if kind == "Machine":
@@ -161,9 +162,12 @@ def main(argv: list[str]) -> int:
         # lazy: only -af/-long/-json print ads; adtext compiles a regex on import (~1 ms)
         from roost.cli import adtext
 
-        if opts.attributes and (opts.long or opts.json):
+        if opts.attributes and (opts.long or opts.json or opts.xml):
             keep = {a.strip().lower() for a in str(opts.attributes).split(",") if a.strip()}
             ads = [{k: v for k, v in a.items() if k.lower() in keep} for a in ads]
+        if opts.xml:
+            out.write(adtext.xml_text(ads))
+            return 0
         out.write(adtext.ads_text(ads, json=bool(opts.json), long=bool(opts.long), af=opts.af or None,
                                   af_flags=af_flags))
         return 0

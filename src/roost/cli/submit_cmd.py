@@ -190,9 +190,9 @@ def main(argv: list[str]) -> int:
     except SubmitError as e:
         print(f"ERROR: {e}", file=sys.stderr)
         return 1
-    for c in clusters:
-        for w in c.warnings:
-            print(str(w), file=sys.stderr)
+    # an empty description's warnings (no queued job, patterns that matched nothing) are its own
+    for w in [w for c in clusters for w in c.warnings] if clusters else desc.warnings:
+        print(str(w), file=sys.stderr)
     return _dry_run(clusters, out_path, ns.json, ns.terse)
 
 

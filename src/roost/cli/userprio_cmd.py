@@ -16,8 +16,9 @@ from typing import Any
 from roost.api.errors import PoolError
 from roost.api.home import pool_home
 from roost.api.negotiator import negotiator_connection
+from roost.cli import userprio_layout as layout
 
-USAGE = """usage: roost userprio [-pool HOST[:PORT]] [-name NEGOTIATOR] [-all] [-json]
+USAGE = """usage: roost userprio [-pool HOST[:PORT]] [-name NEGOTIATOR] [-all|-most|-usage|-priority] [-allusers] [-json]
        roost userprio -setfactor USER FACTOR
        roost userprio -setprio USER PRIORITY
        roost userprio -resetusage USER | -resetusage -all | -resetall
@@ -25,14 +26,12 @@ USAGE = """usage: roost userprio [-pool HOST[:PORT]] [-name NEGOTIATOR] [-all] [
        roost userprio -setceiling USER WEIGHT|none
 
 Show each submitter's effective priority (real priority x factor; lower is
-better), real priority, factor, resources in use and accumulated usage.
-Without -all, submitters idle for over a day are left out. -pool asks the
+better), factor, weighted resources in use, total usage, time since last
+usage, floor and ceiling, as condor_userprio does; -all adds the real priority
+and the usage dates, -usage shows only usage, -priority only priorities.
+Without -allusers, submitters idle for over a day are left out. -pool asks the
 pool whose collector is at HOST[:PORT] (port 9618 when omitted), -name the
 negotiator of that name it knows."""
-
-#: submitters idle longer than this are left out unless -all
-INACTIVE_AFTER = 86400.0
-
 
 class _Usage(Exception):
     pass
@@ -48,7 +47,8 @@ def _number(text: str, what: str, *, allow_none: bool = False) -> float | None:
 
 
 def parse(argv: list[str]) -> dict[str, Any]:
-    opts: dict[str, Any] = {"all": False, "json": False, "action": None, "pool": None, "name": None}
+    opts: dict[str, Any] = {"all": False, "allusers": False, "flags": 0, "json": False, "action": None,
+                            "pool": None, "name": None}
     i = 0
 
     def take(n: int, flag: str) -> list[str]:
@@ -64,8 +64,17 @@ def parse(argv: list[str]) -> dict[str, Any]:
         flag = "-" + a.lstrip("-").lower()
         if flag in ("-h", "-help"):
             opts["action"] = ("help",)
-        elif flag in ("-all", "-allusers"):
+        elif flag == "-all":  # every column (condor_userprio's DetailAll)
             opts["all"] = True
+            opts["flags"] |= layout.ALL
+        elif flag == "-most":
+            opts["flags"] |= layout.DEFAULT
+        elif flag == "-allusers":  # every submitter, however long idle
+            opts["allusers"] = True
+        elif len(flag) >= 3 and "-usage".startswith(flag):
+            opts["flags"] |= layout.USAGE_VIEW
+        elif len(flag) >= 5 and "-priority".startswith(flag):
+            opts["flags"] |= layout.PRIOS
         elif flag == "-json":
             opts["json"] = True
         elif flag in ("-pool", "-name"):
@@ -100,64 +109,8 @@ def parse(argv: list[str]) -> dict[str, Any]:
     return opts
 
 
-def _hours(seconds: Any) -> str:
-    return f"{(seconds or 0.0) / 3600.0:.2f}"
-
-
-def _since(last: Any, now: float) -> str:
-    if not isinstance(last, (int, float)) or last <= 0:
-        return "<never>"
-    dt = max(0.0, now - last)
-    if dt < 60:
-        return "<now"
-    d, rem = divmod(int(dt), 86400)
-    h, rem = divmod(rem, 3600)
-    return f"{d}+{h:02d}:{rem // 60:02d}"
-
-
-def _num(v: Any, fmt: str = "{:.2f}") -> str:
-    if not isinstance(v, (int, float)):
-        return "-"
-    if v >= 1e7:
-        return f"{v:.3g}"
-    return fmt.format(v)
-
-
-def _total_usage(user: dict[str, Any]) -> float:
-    """condor_userprio's "Total Usage": weighted slot-seconds since the usage began, not decayed."""
-    v = user.get("accumulated_usage", user.get("usage"))
-    return float(v) if isinstance(v, (int, float)) else 0.0
-
-
-def active(user: dict[str, Any], now: float) -> bool:
-    last = user.get("last_usage")
-    return bool(user.get("resources_used")) or (isinstance(last, (int, float)) and now - last <= INACTIVE_AFTER)
-
-
-def table(users: list[dict[str, Any]], now: float) -> str:
-    head = [("User Name", "<"), ("Effective", ">"), ("Real", ">"), ("Priority", ">"), ("Res", ">"),
-            ("Total Usage", ">"), ("Time Since", ">")]
-    head2 = ["", "Priority", "Priority", "Factor", "In Use", "(wghted-hrs)", "Last Usage"]
-    rows = []
-    for u in sorted(users, key=lambda u: (u.get("effective") or 0.0, u.get("name") or "")):
-        rows.append([str(u.get("name")), _num(u.get("effective")), _num(u.get("priority")),
-                     _num(u.get("factor")), _num(u.get("resources_used"), "{:g}"), _hours(_total_usage(u)),
-                     _since(u.get("last_usage"), now)])
-    total_use = sum(float(u.get("resources_used") or 0) for u in users)
-    total_hours = sum(_total_usage(u) for u in users)
-    widths = [max(len(head[c][0]), len(head2[c]), *(len(r[c]) for r in rows)) for c in range(len(head))]
-    widths[0] = max(widths[0], 24)
-
-    def line(cells: list[str]) -> str:
-        return " ".join(cell.ljust(widths[c]) if head[c][1] == "<" else cell.rjust(widths[c])
-                        for c, cell in enumerate(cells)).rstrip()
-
-    out = [f"Last Priority Update: {time.strftime('%m/%d %H:%M', time.localtime(now))}",
-           line([h for h, _ in head]), line(head2), line(["-" * w for w in widths])]
-    out += [line(r) for r in rows]
-    out.append(line(["-" * w for w in widths]))
-    out.append(line([f"Number of users: {len(users)}", "", "", "", f"{total_use:g}", f"{total_hours / 3600:.2f}", ""]))
-    return "\n".join(out)
+def _num(v: Any) -> str:
+    return f"{v:.2f}" if isinstance(v, (int, float)) else "-"
 
 
 def stations_table(stations: list[Any]) -> str:
@@ -191,10 +144,11 @@ def main(argv: list[str]) -> int:
             got = conn.call("USERPRIO")
             users = got.get("users") or []
             now = time.time()
-            if opts["json"]:
-                print(json.dumps(users if opts["all"] else [u for u in users if active(u, now)], indent=2))
+            everyone = opts["all"] or opts["allusers"]
+            if opts["json"]:  # roost's: -all keeps listing everyone here, as it always has
+                print(json.dumps(layout.shown(users, now, everyone), indent=2))
             else:
-                print(table(users if opts["all"] else [u for u in users if active(u, now)], now))
+                print(layout.table(users, now, opts["flags"] or layout.DEFAULT, opts["allusers"]))
                 if isinstance(got.get("stations"), list):
                     print("\n" + stations_table(got["stations"]))
             return 0

@@ -25,6 +25,11 @@ _KNOBS = [
     # -- where things live -----------------------------------------------------
     Knob("LOCAL_DIR", "$(ROOST_HOME)", "root of this host's roost state"),
     Knob("LOG", "$(LOCAL_DIR)/log", "daemon logs"),
+    Knob("MASTER_LOG", "$(LOG)/MasterLog", "the master's log (`roost up` writes the master's first output to $(LOG)/MasterLog, before the master has read this)"),
+    Knob("COLLECTOR_LOG", "$(LOG)/CollectorLog", "the collector's log"),
+    Knob("NEGOTIATOR_LOG", "$(LOG)/NegotiatorLog", "the negotiator's log"),
+    Knob("SCHEDD_LOG", "$(LOG)/SchedLog", "the schedd's log (a schedd with a local name writes $(LOG)/SchedLog.NAME)"),
+    Knob("STARTD_LOG", "$(LOG)/StartLog", "the startd's log (a startd with a local name writes $(LOG)/StartLog.NAME)"),
     Knob("SPOOL", "$(LOCAL_DIR)/spool", "job queue database, history and spooled sandboxes"),
     Knob("EXECUTE", "$(LOCAL_DIR)/execute", "parent of running jobs' sandbox directories"),
     Knob("RUN", "$(LOCAL_DIR)/run", "daemon sockets and address files"),

@@ -261,6 +261,7 @@ COMMAND_LEVELS: dict[str, CommandLevel] = {
     "AUTH_PROOF": _c("every daemon", L.ALLOW, "`DC_AUTHENTICATE` (its second step)"),
     "STARTTLS": _c("every daemon", L.ALLOW, "`DC_AUTHENTICATE` (its encryption; roost runs TLS)"),
     "RECONFIG": _c("every daemon", L.ADMINISTRATOR, "`DC_RECONFIG`"),
+    "CONFIG_VAL": _c("every daemon", L.READ, "`DC_CONFIG_VAL` (condor_config_val -name; htcondor2.RemoteParam)"),
 }
 
 

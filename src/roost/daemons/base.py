@@ -29,6 +29,7 @@ import asyncio
 import contextlib
 import logging
 import os
+import re
 import signal
 import sys
 import time
@@ -39,7 +40,7 @@ from typing import Any
 from roost.classad import ClassAd, quote
 from roost.classad.jsonform import ad_to_obj
 from roost.config import Config, ConfigError
-from roost.daemons import joblimits
+from roost.daemons import config_val, joblimits
 from roost.daemons.security import Security, reread
 from roost.net.addresses import (
     WILDCARD_HOSTS,
@@ -67,6 +68,34 @@ LOG_FORMAT = "%(asctime)s.%(msecs)03d %(levelname)s %(name)s: %(message)s"
 LOG_DATEFMT = "%Y-%m-%d %H:%M:%S"
 
 _LOG_NAMES = {"schedd": "Sched", "startd": "Start"}
+
+#: the exit status by which a daemon tells its master not to restart it (HTCondor's
+#: DAEMON_NO_RESTART): a restart would meet the same configuration and fail again
+DAEMON_NO_RESTART = 99
+
+_CANNOT_START = re.compile(r" ERROR [\w.]+: \S+ cannot start: (.*)$")
+
+
+class CannotStart(Exception):  # noqa: N818 -- says what happened, as SystemExit does
+    """The daemon cannot run with this configuration (a slot layout larger than the
+    machine, a START expression that does not parse): it logs why and exits with
+    DAEMON_NO_RESTART, so the master leaves it stopped instead of restarting it in a loop."""
+
+
+def cannot_start_reason(log_path: Path, tail_bytes: int = 16384) -> str | None:
+    """The ``why`` of the last ``NAME cannot start: why`` line a daemon wrote to its log, for the master
+    to report (and ``roost up`` to print) when the daemon exits with DAEMON_NO_RESTART."""
+    try:
+        with open(log_path, "rb") as f:
+            f.seek(max(0, os.fstat(f.fileno()).st_size - tail_bytes))
+            lines = f.read().decode("utf-8", "replace").splitlines()
+    except OSError:
+        return None
+    for line in reversed(lines):
+        m = _CANNOT_START.search(line)
+        if m:
+            return m.group(1)
+    return None
 
 # (ad type, ad as a JSON-form dict or ClassAd, private attributes or None)
 AdvertisedAd = tuple[str, Any, dict[str, Any] | None]
@@ -431,16 +460,25 @@ class Daemon:
         return self.run_dir / f"{self.name}.pid"
 
     def log_file(self) -> Path:
-        """HTCondor's log names: CollectorLog, NegotiatorLog, SchedLog, StartLog, MasterLog."""
+        """``<SUBSYS>_LOG`` (by default HTCondor's names under LOG: CollectorLog,
+        NegotiatorLog, SchedLog, StartLog); a local-named daemon's is ``SchedLog.NAME``."""
         stem = _LOG_NAMES.get(self.base_name, self.base_name.capitalize())
-        return self.log_dir / (f"{stem}Log.{self.name}" if self.local_name else f"{stem}Log")
+        if self.local_name:
+            return self.log_dir / f"{stem}Log.{self.name}"
+        configured = (self.config.get(f"{self.subsys}_LOG") or "").strip()
+        return Path(configured) if configured else self.log_dir / f"{stem}Log"
 
     def served_handlers(self) -> dict[str, Handler]:
         """What the server answers: the daemon's own commands and RECONFIG, which every
         daemon takes."""
         handlers = self.handlers()
         handlers.setdefault("RECONFIG", self.h_reconfig)
+        handlers.setdefault("CONFIG_VAL", self.h_config_val)
         return handlers
+
+    async def h_config_val(self, req: dict[str, Any], peer: Any) -> dict[str, Any]:
+        """CONFIG_VAL: knobs as this daemon reads them (``config_val.answer``)."""
+        return config_val.answer(self.config, req)
 
     async def h_reconfig(self, req: dict[str, Any], peer: Any) -> dict[str, Any]:
         """RECONFIG: reread the configuration files and apply what can change while
@@ -571,6 +609,9 @@ class Daemon:
             return 1
         try:
             return int(run_event_loop(self.main()))
+        except CannotStart as e:
+            self.log.error("%s cannot start: %s", self.name, e)
+            return DAEMON_NO_RESTART
         except Exception:
             self.log.exception("%s died", self.name)
             return 1

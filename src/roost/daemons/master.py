@@ -31,9 +31,12 @@ from pathlib import Path
 from typing import Any
 
 from roost.config import Config, ConfigError
+from roost.daemons import config_val
 from roost.daemons.backoff import Backoff
 from roost.daemons.base import (
+    DAEMON_NO_RESTART,
     advertise_host,
+    cannot_start_reason,
     connection_args,
     local_name_arg,
     raise_fd_limit,
@@ -98,6 +101,8 @@ class Child:
     last_exit: str | None = None
     #: turned off by an administrator (``roost off -daemon``): not restarted until ``on``
     off: bool = False
+    #: it exited with DAEMON_NO_RESTART (it cannot run as configured): off, and why
+    held: str | None = None
 
     def address(self) -> str | None:
         return read_address(self.address_path)
@@ -114,6 +119,7 @@ class Child:
             "restarts": self.restarts,
             "state": state,
             "last_exit": self.last_exit,
+            "held": self.held,
         }
 
 
@@ -193,10 +199,11 @@ class Master:
             ceiling=self.config.get_float("MASTER_BACKOFF_CEILING", 60.0) or 0.0,
             recover=self.config.get_float("MASTER_RECOVER_FACTOR", 60.0) or 0.0,
         )
+        configured = (self.config.get(f"{name}_LOG") or "").strip() if local is None else ""
         return Child(
             name=name,
             argv=argv,
-            log_path=self.log_dir / log_name,
+            log_path=Path(configured) if configured else self.log_dir / log_name,
             address_path=self.run_dir / f"{(local or name).lower()}.address",
             backoff=backoff,
         )
@@ -253,6 +260,13 @@ class Master:
                 if self.stopping:
                     break
                 child.last_exit = describe_exit(rc)
+                if rc == DAEMON_NO_RESTART:
+                    # HTCondor's master leaves such a daemon off until condor_on/restart
+                    child.held = cannot_start_reason(child.log_path) or f"see {child.log_path}"
+                    child.last_exit += f" (daemon will not restart automatically): {child.held}"
+                    child.off = True
+                    log.error("%s (pid %d) %s", child.name, child.proc.pid, child.last_exit)
+                    continue
                 if child.off:
                     log.info("%s (pid %d) %s; off until `roost on`", child.name, child.proc.pid, child.last_exit)
                     continue
@@ -370,6 +384,10 @@ class Master:
             "home": str(self.home),
         }
 
+    async def cmd_config_val(self, req: dict[str, Any], peer: Any = None) -> dict[str, Any]:
+        """CONFIG_VAL: knobs as the master reads them."""
+        return config_val.answer(self.config, req)
+
     async def cmd_shutdown(self, req: dict[str, Any], peer: Any = None) -> dict[str, Any]:
         fast = bool(req.get("fast"))
         log.info("shutdown requested%s", " (fast)" if fast else "")
@@ -451,7 +469,7 @@ class Master:
     async def cmd_restart_daemon(self, req: dict[str, Any], peer: Any = None) -> dict[str, Any]:
         child = self._child(req)
         log.info("restart of %s requested", child.name)
-        child.off = False
+        child.off, child.held = False, None
         child.restart_now.set()
         self._signal(child, False)
         return {}
@@ -485,7 +503,7 @@ class Master:
         child = self._child(req)
         if child.off:
             log.info("%s turned on", child.name)
-            child.off = False
+            child.off, child.held = False, None
             child.restart_now.set()
         return {}
 
@@ -538,9 +556,9 @@ class Master:
 # -- process plumbing ------------------------------------------------------------------
 
 
-def setup_logging(log_dir: Path) -> None:
-    log_dir.mkdir(parents=True, exist_ok=True)
-    handler = logging.FileHandler(log_dir / "MasterLog")
+def setup_logging(path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handler = logging.FileHandler(path)
     handler.setFormatter(logging.Formatter("%(asctime)s.%(msecs)03d %(levelname)s %(message)s", "%m/%d/%y %H:%M:%S"))
     root = logging.getLogger()
     root.addHandler(handler)
@@ -567,6 +585,7 @@ async def serve(master: Master) -> None:
         "DAEMON_OFF": master.cmd_daemon_off,
         "DAEMON_ON": master.cmd_daemon_on,
         "RECONFIG": master.cmd_reconfig,
+        "CONFIG_VAL": master.cmd_config_val,
     }
     # Like every daemon, on BIND_ADDRESS and advertised at an address other hosts reach:
     # remote administration (`roost reconfig -name HOST`) comes through here, and every
@@ -606,7 +625,7 @@ def main(argv: list[str] | None = None) -> int:
     if fd is None:
         print(f"roost master: another master is running for {master.home}", file=sys.stderr)
         return 1
-    setup_logging(master.log_dir)
+    setup_logging(Path((config.get("MASTER_LOG") or "").strip() or master.log_dir / "MasterLog"))
     pid_path = master.run_dir / "master.pid"
     pid_path.write_text(f"{os.getpid()}\n")
     log.info("master starting (pid %d) for %s; daemons: %s", os.getpid(), master.home,

@@ -177,7 +177,7 @@ def _command(dag: Dag, path: str, number: int, line: str, words: list[str]) -> N
             raise fail("RETRY: expected RETRY node count [UNLESS-EXIT value]")
         count = _int(words[2], "RETRY count", fail, minimum=0)
         unless = _int(words[4], "UNLESS-EXIT value", fail) if len(words) == 5 else None
-        for node in _targets(dag, words[1], fail):
+        for node in _targets(dag, words[1], fail, refuse="RETRY"):
             node.retry, node.unless_exit = count, unless
     elif command == "SCRIPT":
         _script(dag, words, line, fail)
@@ -191,12 +191,12 @@ def _command(dag: Dag, path: str, number: int, line: str, words: list[str]) -> N
     elif command == "PRIORITY":
         if len(words) != 3:
             raise fail("PRIORITY: expected PRIORITY node value")
-        for node in _targets(dag, words[1], fail):
+        for node in _targets(dag, words[1], fail, refuse="PRIORITY"):
             node.priority = _int(words[2], "PRIORITY", fail)
     elif command == "CATEGORY":
         if len(words) != 3:
             raise fail("CATEGORY: expected CATEGORY node category")
-        for node in _targets(dag, words[1], fail):
+        for node in _targets(dag, words[1], fail, refuse="CATEGORY"):
             node.category = words[2]
     elif command == "MAXJOBS":
         if len(words) != 3:
@@ -207,7 +207,7 @@ def _command(dag: Dag, path: str, number: int, line: str, words: list[str]) -> N
             raise fail("ABORT-DAG-ON: expected ABORT-DAG-ON node exit-value [RETURN value]")
         value = _int(words[2], "ABORT-DAG-ON exit value", fail)
         ret = _int(words[4], "RETURN value", fail, minimum=0, maximum=255) if len(words) == 5 else None
-        for node in _targets(dag, words[1], fail):
+        for node in _targets(dag, words[1], fail, refuse="ABORT-DAG-ON"):
             node.abort_on = (value, ret)
     elif command == "DONE":
         if len(words) != 2:
@@ -297,11 +297,26 @@ def _node(dag: Dag, command: str, words: list[str], line: str, where: tuple[str,
     dag.nodes[name] = node
 
 
-def _targets(dag: Dag, name: str, fail: Callable[..., DagError]) -> list[Node]:
-    """The nodes a command names: one, or ALL_NODES (every node but the FINAL)."""
+#: the commands a FINAL node, or a SERVICE node, cannot be named in (condor_dagman's
+#: parse errors; the FINAL node is not in a PARENT line either, see _parent)
+_FINAL_REFUSES = ("RETRY", "ABORT-DAG-ON", "PRIORITY", "CATEGORY")
+_SERVICE_REFUSES = ("RETRY", "PRIORITY", "CATEGORY")
+
+
+def _targets(dag: Dag, name: str, fail: Callable[..., DagError], refuse: str | None = None) -> list[Node]:
+    """The nodes a command names: one, or ALL_NODES (every node but the FINAL and the
+    SERVICE nodes, which condor_dagman keeps apart). ``refuse``: the command, when a
+    FINAL or SERVICE node named on its own cannot take it (condor_dagman stops there:
+    a FINAL node runs once, whatever happened, so it has no retries, no abort, no
+    place in the order or the throttles)."""
     if name.upper() == ALL_NODES:
-        return [n for n in dag.nodes.values() if n.kind != "final"]
-    return [_node_named(dag, name, fail)]
+        return [n for n in dag.nodes.values() if n.kind not in ("final", "service")]
+    node = _node_named(dag, name, fail)
+    if refuse in _FINAL_REFUSES and node.kind == "final":
+        raise fail(f"Final Node {node.name} cannot have {refuse} specification")
+    if refuse in _SERVICE_REFUSES and node.kind == "service":
+        raise fail(f"SERVICE node {node.name} cannot have {refuse} specification")
+    return [node]
 
 
 def _node_named(dag: Dag, name: str, fail: Callable[..., DagError]) -> Node:

@@ -27,7 +27,10 @@ from roost.dagman.language import Dag, DagError
 from roost.dagman.rescue import next_rescue, read_rescue, rescue_numbers, rescue_path, rescue_text
 from roost.dagman.startup import Inotify, drop_privileges, parse_args
 from roost.dagman.state import (
+    DAG_STATUS_ABORT,
     DAG_STATUS_RM,
+    DONE,
+    ERROR,
     EXIT_ABORT,
     EXIT_ERROR,
     EXIT_RESTART,
@@ -96,6 +99,7 @@ class Manager:
         self.start_from: str | None = None
         self.hold_claim = 20
         self.next_publish = 0.0
+        self.printed: tuple[int, ...] = ()  # the counts the last node table showed
 
     # -- output -----------------------------------------------------------------------
 
@@ -109,14 +113,24 @@ class Manager:
             self.jobstate.write(reports.jobstate_line(time.time(), node, event, condor_id, "-", seq))
 
     def summary(self) -> None:
+        """condor_dagman's node table, in its layout (reports.progress_text)."""
         assert self.run is not None
+        self.say(reports.progress_text(self.run))
+        self.printed = self._progress_key()
+
+    def _progress_key(self) -> tuple[int, ...]:
+        assert self.run is not None  # condor_dagman's: idle procs alone do not print it
         s = self.run.summary()
-        self.say(f"Of {s['total']} nodes total:\n"
-                 " Done     Pre   Queued    Post   Ready   Un-Ready   Failed   Futile\n"
-                 "  ===     ===      ===     ===     ===        ===      ===      ===\n"
-                 f"{s['done']:>5} {s['pre']:>7} {s['queued']:>8} {s['post']:>7} {s['ready']:>7} "
-                 f"{s['unready']:>10} {s['failed']:>8} {s['futile']:>8}\n"
-                 f"{s['idle']} job proc(s) currently idle, {s['held']} held")
+        return (s["total"], s["done"], s["failed"], s["queued"], s["ready"], s["pre"] + s["post"], s["held"])
+
+    def summary_if_changed(self) -> None:
+        """The table again when a count changed since it was last printed, as
+        condor_dagman prints it after each cycle that changed one (here: each batch of
+        events and starts, once the nodes log has nothing more)."""
+        if self._progress_key() != self.printed:
+            self.summary()
+            if self.dag is not None and self.dag.dot is not None and self.dag.dot[1]:
+                self.write_dot(time.time())
 
     # -- set-up -----------------------------------------------------------------------
 
@@ -138,6 +152,7 @@ class Manager:
         extra = self.ns.config or self.dag.config
         if extra:
             path = extra if os.path.isabs(extra) else os.path.join(self.dag_dir, extra)
+            self.say(f"Using DAGMan config file: {path}")
             try:
                 with open(path, encoding="utf-8") as f:
                     text = f.read()
@@ -153,7 +168,7 @@ class Manager:
         if ns.dontalwaysrunpost:
             always = False
         self.hold_claim = k(self.cfg, "DAGMAN_HOLD_CLAIM_TIME", 20)
-        return Limits(
+        limits = Limits(
             max_jobs=ns.maxjobs if ns.maxjobs is not None else k(self.cfg, "DAGMAN_MAX_JOBS_SUBMITTED", 0),
             max_idle=ns.maxidle if ns.maxidle is not None else k(self.cfg, "DAGMAN_MAX_JOBS_IDLE", 1000),
             max_pre=ns.maxpre if ns.maxpre is not None else k(self.cfg, "DAGMAN_MAX_PRE_SCRIPTS", 20),
@@ -163,6 +178,18 @@ class Manager:
             always_run_post=always,
             max_hold_scripts=k(self.cfg, "DAGMAN_MAX_HOLD_SCRIPTS", 20),
         )
+        # the settings in force, as condor_dagman's dagman.out lists them at its start
+        for knob, value in (("DAGMAN_MAX_SUBMITS_PER_INTERVAL", limits.max_submits_per_interval),
+                            ("DAGMAN_USER_LOG_SCAN_INTERVAL", int(limits.submit_interval)),
+                            ("DAGMAN_MAX_JOBS_IDLE", limits.max_idle),
+                            ("DAGMAN_MAX_JOBS_SUBMITTED", limits.max_jobs),
+                            ("DAGMAN_MAX_PRE_SCRIPTS", limits.max_pre),
+                            ("DAGMAN_MAX_POST_SCRIPTS", limits.max_post),
+                            ("DAGMAN_MAX_HOLD_SCRIPTS", limits.max_hold_scripts),
+                            ("DAGMAN_ALWAYS_RUN_POST", limits.always_run_post),
+                            ("DAGMAN_HOLD_CLAIM_TIME", self.hold_claim)):
+            self.say(f"{knob} setting: {value}")
+        return limits
 
     def read_lock(self) -> dict[str, Any] | None:
         try:
@@ -267,6 +294,8 @@ class Manager:
             run.end_replay()
             self.say(f"Recovery: {len(events)} event(s) read")
             self.summary()
+        if dag.dot is not None:
+            self.write_dot(time.time())
         self.state_line("INTERNAL", f"*** DAGMAN_STARTED {self.job_id or '-'} ***")
         return await self.loop(follower)
 
@@ -301,6 +330,7 @@ class Manager:
                 for act in run.next_actions(now):  # removes of service nodes
                     self.start(act, now)
                 break
+            self.summary_if_changed()
             self.write_status(now)
             self.publish(now)
             self.out.flush()
@@ -330,7 +360,8 @@ class Manager:
         after the signal), then every node job in one request."""
         run = self.run
         assert run is not None
-        self.say("Received SIGUSR1: the DAG was removed; writing a rescue DAG, removing its node jobs")
+        self.say("Received SIGUSR1")
+        self.say("Aborting DAG...")  # the DAG was removed: a rescue DAG, then its node jobs removed
         run.remove_dag()
         self.write_rescue(run, time.time())
         actions = run.next_actions(time.time())
@@ -523,7 +554,16 @@ class Manager:
                  13: "JOB_RELEASED", 4: "JOB_EVICTED", 16: "POST_SCRIPT_TERMINATED"}.get(etype)
         if label is None:
             return
-        self.say(f"Event: {label} for node {name} ({ev.cluster}.{ev.proc})")
+        # condor_dagman's line: the event's name, the node, its job id, the event's time
+        when = time.strftime("%m/%d/%y %H:%M:%S", time.localtime(ev.timestamp))
+        self.say(f"Event: ULOG_{label} for HTCondor Node {name} ({ev.cluster}.{ev.proc}.0) {{{when}}}")
+        if etype == 5:
+            if ev.signal is None and not ev.return_value:
+                self.say(f"Node {name} job proc ({ev.cluster}.{ev.proc}.0) completed successfully.")
+            elif ev.signal is None:
+                self.say(f"Node {name} job proc ({ev.cluster}.{ev.proc}.0) failed with status {ev.return_value}.")
+            else:
+                self.say(f"Node {name} job proc ({ev.cluster}.{ev.proc}.0) failed with signal {ev.signal}.")
         if etype in (1, 5, 9, 12, 13, 4) and n is not None:
             self.state_line(name, label, f"{ev.cluster}.{ev.proc}", n.retries + 1)
             if etype == 5:
@@ -532,6 +572,8 @@ class Manager:
                                 str(ev.return_value if ev.signal is None else -ev.signal), n.retries + 1)
 
     def write_status(self, now: float, force: bool = False) -> None:
+        """NODE_STATUS_FILE: when a node changed (or ALWAYS-UPDATE), at most once per
+        its min-update-time; ``force``: the last one, at the end."""
         run = self.run
         assert run is not None and self.dag is not None
         if self.status_file and (force or (now >= self.next_status and (run.changed or
@@ -539,19 +581,32 @@ class Manager:
             self.next_status = now + self.status_every
             text = reports.node_status_text(run, [self.dag_file], now=now, next_update=self.next_status)
             _replace(self.status_file, text)
-        if self.dag.dot is not None and (force or (self.dag.dot[1] and run.changed and self.dot_count == 0)
-                                         or (self.dag.dot[1] and run.changed and now >= self.next_status)):
-            dot_file, _update, overwrite, include = self.dag.dot
-            inc = None
-            if include:
-                with contextlib.suppress(OSError), open(os.path.join(self.dag_dir, include), encoding="utf-8") as f:
-                    inc = f.read()
-            target = os.path.join(self.dag_dir, dot_file)
-            if not overwrite:
-                target = f"{target}.{self.dot_count}"
-            _replace(target, reports.dot_text(run, inc))
-            self.dot_count += 1
         run.changed = False
+
+    def write_dot(self, now: float) -> None:
+        """DOT: condor_dagman writes the picture once the DAG is read and, with UPDATE,
+        each time its node table changes; DONT-OVERWRITE gives each picture the first
+        free ``file.N`` name, counting on from the last one."""
+        run = self.run
+        assert run is not None and self.dag is not None and self.dag.dot is not None
+        dot_file, _update, overwrite, include = self.dag.dot
+        inc = None
+        if include:
+            try:
+                with open(os.path.join(self.dag_dir, include), encoding="utf-8") as f:
+                    inc = f.read()
+            except OSError as e:
+                self.say(f"Can't open dot include file {include}: {e.strerror}")
+        target = os.path.join(self.dag_dir, dot_file)
+        if not overwrite:
+            while os.path.exists(f"{target}.{self.dot_count}"):
+                self.dot_count += 1
+            target = f"{target}.{self.dot_count}"
+            self.dot_count += 1
+        try:
+            _replace(target, reports.dot_text(run, inc, include or "", now=now))
+        except OSError as e:
+            self.say(f"Can't create dot file '{target}': {e.strerror}")
 
     def save_point(self, name: str, now: float) -> None:
         """SAVE_POINT_FILE: the DAG's state as this node starts, once a run, as a partial
@@ -594,14 +649,26 @@ class Manager:
             path = rescue_path(self.dag_file, number)
             why = "the DAG was removed" if run.status == DAG_STATUS_RM else ""
             _replace(path, rescue_text(self.dag_file, run, now=now, reason=why))
-            self.say(f"Writing rescue DAG file {path}")
+            self.say(f"Writing Rescue DAG to {path}...")
 
     def exit(self, code: int, run: DagRun | None, *, rescued: bool = False) -> int:
         now = time.time()
         if run is not None:
-            self.summary()
+            # condor_dagman's lines, which users and tutorials grep for: the last
+            # cycle's table, the verdict, the table once more, EXITING
+            self.summary_if_changed()
+            if code == 0 and all(n.state == DONE for n in run.nodes.values() if n.spec.kind != "service"):
+                self.say("All jobs Completed!")
+            elif code != EXIT_RESTART and not rescued:
+                if run.status not in (DAG_STATUS_ABORT, DAG_STATUS_RM) and any(
+                        n.state == ERROR for n in run.nodes.values()):
+                    self.say("ERROR: the following job(s) failed:")
+                    self.say(reports.failed_nodes_text(run))
+                if code != 0:
+                    self.say("Aborting DAG...")
             if code not in (0, EXIT_RESTART) and not run.replaying and not rescued:
                 self.write_rescue(run, now)
+            self.summary()
             self.publish(now, force=True)
             metrics = reports.metrics(run, dagman_id=self.job_id, start=self.started, end=now,
                                       rescue_number=self.rescue_number)

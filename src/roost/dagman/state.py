@@ -97,6 +97,7 @@ class NodeRun:
     job_return: int | None = None  # the first failure's value, or 0
     pre_return: int | None = None
     details: str = ""
+    result: int | None = None  # the value that decided the node's last attempt (PRE, job or POST)
     removing: bool = False  # we removed its job (abort, failure of another proc)
     submit_pending: bool = False  # a submit action was handed out, no cluster yet
 
@@ -141,6 +142,7 @@ class DagRun:
         self.provisioner = next((n for n, s in dag.nodes.items() if s.kind == "provisioner"), None)
         self._provisioner_up = self.provisioner is None
         self.changed = True  # for the node status file: set on every state change
+        self.services = [name for name, spec in dag.nodes.items() if spec.kind == "service"]
         self._background = [0] * 8  # SERVICE and PROVISIONER nodes by state
         self._background[NOT_READY] = sum(1 for s in dag.nodes.values() if s.kind in _BACKGROUND)
 
@@ -320,7 +322,7 @@ class DagRun:
             if self._abort_on(n, code):
                 return
             if code != 0:
-                n.details = f"PRE script failed with status {code}"
+                n.details = f"PRE Script failed with status {code}"
                 if self.limits.always_run_post and "POST" in n.spec.scripts:
                     n.job_return = RETURN_PRE_FAILED
                     self._set(n, POSTRUN)
@@ -335,8 +337,11 @@ class DagRun:
             self._set(n, READY)
             heapq.heappush(self._ready, (-n.spec.priority, n.order, name))
             return
-        if code != 0:
-            n.details = f"POST script failed with status {code}"
+        if code != 0:  # condor_dagman's words
+            job = n.job_return if n.job_return is not None else 0
+            n.details = ((f"Job exited with status {job} and " if job > 0 else
+                          f"Job died on signal {-job} and " if -64 <= job < 0 else
+                          f"Job failed due to DAGMAN error {job} and ") + f"POST Script failed with status {code}")
         self._result(n, code, check_abort=True)
 
     def submitted(self, name: str, cluster: int, count: int) -> None:
@@ -419,8 +424,8 @@ class DagRun:
             value = _value(ev)
             if value != 0 and n.job_return in (None, 0):
                 n.job_return = value
-                n.details = (f"job proc ({ev.cluster}.{proc}) failed with status {value}" if ev.signal is None
-                             else f"job proc ({ev.cluster}.{proc}) failed with signal {ev.signal}")
+                n.details = (f"Job proc ({ev.cluster}.{proc}.0) failed with status {value}" if ev.signal is None
+                             else f"Job proc ({ev.cluster}.{proc}.0) failed with signal {ev.signal}")
                 self._remove_rest(n)
             elif n.job_return is None:
                 n.job_return = 0
@@ -429,7 +434,7 @@ class DagRun:
             self._proc(n, proc, "done")
             if not n.removing and n.job_return in (None, 0):
                 n.job_return = RETURN_REMOVED
-                n.details = f"job proc ({ev.cluster}.{proc}) was removed"
+                n.details = f"HTCondor reported ULOG_JOB_ABORTED event for job proc ({ev.cluster}.{proc}.0)"
                 self._remove_rest(n)
             elif n.job_return is None:
                 n.job_return = RETURN_REMOVED
@@ -568,6 +573,7 @@ class DagRun:
         if n.spec.abort_on is None or n.spec.abort_on[0] != value:
             return False
         self._set(n, ERROR)
+        n.result = value
         n.details = f"ABORT-DAG-ON: node returned {value}"
         if self.status != DAG_STATUS_RM:
             self.status = DAG_STATUS_ABORT
@@ -579,6 +585,7 @@ class DagRun:
 
     def _result(self, n: NodeRun, value: int, *, check_abort: bool) -> None:
         """The node's outcome: 0 is success, anything else failure (retried if it may be)."""
+        n.result = value
         if check_abort and self._abort_on(n, value):
             return
         if value == 0:
@@ -595,6 +602,8 @@ class DagRun:
             self._make_ready(n)
         else:
             self._set(n, ERROR)
+            if n.spec.retry > 0:
+                n.details += f" (after {n.retries} node retries)"
             if n.spec.kind != "final" and n.spec.kind not in _BACKGROUND and self.status == DAG_STATUS_OK:
                 self.status = DAG_STATUS_NODE_FAILED
         self._check_end()

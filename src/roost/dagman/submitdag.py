@@ -210,7 +210,6 @@ def submit_text(dag: Dag, dag_file: str, opts: Options, rescue: int) -> str:
         "remove_kill_sig = SIGUSR1",
         '+OtherJobRemoveRequirements = "DAGManJobId =?= $(cluster)"',
         "on_exit_remove = (ExitSignal =?= 11 || (ExitCode =!= UNDEFINED && ExitCode >= 0 && ExitCode <= 2))",
-        "copy_to_spool = False",
         f"notification = {opts.notification or 'never'}",
         f"batch_name = {opts.batch_name or name + '+$(cluster)'}",
         f'+DAGManDagFile = "{dag_file}"',

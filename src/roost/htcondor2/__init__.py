@@ -15,29 +15,38 @@ from __future__ import annotations
 import roost.classad as classad
 from roost import CONDOR_PLATFORM_LINE, CONDOR_VERSION_LINE
 from roost.htcondor2.collector import Collector
+from roost.htcondor2.commands import send_command
 from roost.htcondor2.enums import (
     AdType,
     AdTypes,
+    DaemonCommand,
+    DaemonCommands,
     DaemonType,
     DaemonTypes,
     JobAction,
     JobEventType,
     JobStatus,
+    LogLevel,
     QueryOpt,
     QueryOpts,
+    SubsystemType,
     TransactionFlag,
     TransactionFlags,
 )
 from roost.htcondor2.errors import HTCondorException
 from roost.htcondor2.eventlog import JobEvent, JobEventLog
-from roost.htcondor2.param import param, reload_config
+from roost.htcondor2.param import param, reload_config, set_subsystem
+from roost.htcondor2.remote_param import RemoteParam
 from roost.htcondor2.schedd import Schedd, SubmitResult
 from roost.htcondor2.submit import Submit
+from roost.htcondor2.toollog import disable_debug, enable_debug, enable_log, log
 
 __all__ = [
     "AdType",
     "AdTypes",
     "Collector",
+    "DaemonCommand",
+    "DaemonCommands",
     "DaemonType",
     "DaemonTypes",
     "HTCondorException",
@@ -46,17 +55,26 @@ __all__ = [
     "JobEventLog",
     "JobEventType",
     "JobStatus",
+    "LogLevel",
     "QueryOpt",
     "QueryOpts",
+    "RemoteParam",
     "Schedd",
     "Submit",
     "SubmitResult",
+    "SubsystemType",
     "TransactionFlag",
     "TransactionFlags",
     "classad",
+    "disable_debug",
+    "enable_debug",
+    "enable_log",
+    "log",
     "param",
     "platform",
     "reload_config",
+    "send_command",
+    "set_subsystem",
     "version",
 ]
 

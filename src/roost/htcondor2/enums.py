@@ -189,3 +189,79 @@ DAEMON_MYTYPE: dict[DaemonType, str] = {
     DaemonType.Master: "Master", DaemonType.Schedd: "Scheduler", DaemonType.Startd: "Machine",
     DaemonType.Collector: "Collector", DaemonType.Negotiator: "Negotiator",
 }
+
+
+class DaemonCommand(enum.IntEnum):
+    """What :func:`~roost.htcondor2.commands.send_command` asks a daemon to do, by
+    HTCondor's command numbers. ``DaemonOffPeaceful`` has ``DaemonOn``'s number in
+    htcondor2, so it is that member's alias here too."""
+
+    DaemonOn = 469
+    DaemonOff = 467
+    DaemonOffFast = 468
+    DaemonOffPeaceful = 469
+    DaemonsOn = 483
+    DaemonsOff = 454
+    DaemonsOffFast = 461
+    DaemonsOffPeaceful = 484
+    OffFast = 60006
+    OffForce = 60042
+    OffGraceful = 60005
+    OffPeaceful = 60015
+    Reconfig = 60004
+    Restart = 453
+    RestartPeaceful = 485
+    SetForceShutdown = 60041
+    SetPeacefulShutdown = 60016
+
+
+DaemonCommands = DaemonCommand
+
+
+class SubsystemType(enum.IntEnum):
+    """The kind of program :func:`~roost.htcondor2.param.set_subsystem` says this is
+    (``Auto``: from the name)."""
+
+    Master = 1
+    Collector = 2
+    Negotiator = 3
+    Schedd = 4
+    Shadow = 5
+    Startd = 6
+    Starter = 7
+    GAHP = 8
+    Dagman = 9
+    SharedPort = 10
+    Daemon = 11
+    Tool = 12
+    Submit = 13
+    Job = 14
+    Auto = 15
+
+
+class LogLevel(enum.IntEnum):
+    """A message's category and form for :func:`~roost.htcondor2.toollog.log`, by
+    HTCondor's debug numbers: a category (``Always`` … ``Audit``), or'd with
+    ``FullDebug`` (its verbose level) and header flags (``SubSecond``, ``PID``,
+    ``NoHeader``; ``Timestamp`` is accepted)."""
+
+    Always = 0
+    Error = 1
+    Status = 2
+    Job = 4
+    Machine = 5
+    Config = 6
+    Protocol = 7
+    Priv = 8
+    DaemonCore = 9
+    Verbose = 10
+    Security = 11
+    Network = 14
+    Hostname = 22
+    Audit = 24
+    Terse = 0
+    FullDebug = 1024
+    SubSecond = 1 << 26
+    Timestamp = 1 << 27
+    PID = 1 << 28
+    NoHeader = 1 << 31

@@ -16,6 +16,8 @@ from roost.htcondor2.errors import HTCondorException
 
 #: how often a blocked iterator looks at the file again (seconds)
 POLL_INTERVAL = 0.1
+#: the line that closes each event in a text log
+_END_LINE = "...\n"
 
 
 class JobEvent(Mapping[str, Any]):
@@ -55,7 +57,10 @@ class JobEvent(Mapping[str, Any]):
         return f"JobEvent(type={self.type}, cluster={self.cluster}, proc={self.proc}, timestamp={self.timestamp})"
 
     def __str__(self) -> str:
-        return format_event(self._event)
+        """The event's text as the log holds it, without the ``...`` line that ends
+        each event there: htcondor2 prints header and body only."""
+        text = format_event(self._event)
+        return text[: -len(_END_LINE)] if text.endswith(_END_LINE) else text
 
 
 class JobEventLog:

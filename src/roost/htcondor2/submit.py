@@ -126,10 +126,10 @@ class Submit(MutableMapping[str, str]):
         return len(self._items)
 
     def __str__(self) -> str:
+        """Submit-file text; it always ends with a queue statement (a bare ``queue``
+        when there was none), as htcondor2's does, so it can be written out and submitted."""
         text = "".join(f"{k} = {v}\n" for k, v in self._items.items())
-        if self._qargs is not None:
-            text += ("queue " + self._qargs if self._qargs else "queue") + "\n"
-        return text
+        return text + ("queue " + self._qargs if self._qargs else "queue") + "\n"
 
     def __repr__(self) -> str:
         return f"Submit({self})"

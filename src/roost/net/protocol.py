@@ -91,6 +91,8 @@ SCHEMAS: dict[str, Schema] = {
     "DAEMON_ON": {"name": "str"},
     # every daemon (the master forwards it to one or all of its daemons)
     "RECONFIG": {"daemon": "str?"},
+    # every daemon, the master too
+    "CONFIG_VAL": {"names": "list[str]?"},
 }
 
 

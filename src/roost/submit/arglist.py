@@ -10,30 +10,55 @@ condor_submit keeps V1 arguments in ``Args`` and V2 arguments in
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 
 class ArgSyntaxError(ValueError):
     pass
 
 
 def is_v2_quoted(s: str) -> bool:
-    s = s.strip()
-    return len(s) >= 2 and s[0] == '"' and s[-1] == '"'
+    """New syntax: the first non-blank character is a double quote (HTCondor's test; the
+    value must then close the quote, see :func:`_unquote_v2`)."""
+    return s.lstrip()[:1] == '"'
 
 
 def _unquote_v2(s: str) -> str:
+    """The text inside a new-syntax value: ``""`` is a literal ``"``; after the closing
+    quote only blanks may follow."""
     s = s.strip()
-    inner = s[1:-1]
-    # a lone " inside is an error; "" is a literal "
-    out = []
-    i = 0
-    while i < len(inner):
-        c = inner[i]
+    out: list[str] = []
+    i, n = 1, len(s)
+    while i < n:
+        c = s[i]
         if c == '"':
-            if i + 1 < len(inner) and inner[i + 1] == '"':
+            if i + 1 < n and s[i + 1] == '"':
                 out.append('"')
                 i += 2
                 continue
-            raise ArgSyntaxError(f'unexpected " in {s}: write "" for a literal double quote')
+            if s[i + 1:].strip():
+                raise ArgSyntaxError(f"unexpected text after the closing double quote: {s[i:]} "
+                                     '(write "" for a literal double quote inside the quotes)')
+            return "".join(out)
+        out.append(c)
+        i += 1
+    raise ArgSyntaxError(f"unterminated double quote in: {s}")
+
+
+def _unwack_v1(value: str) -> str:
+    """Old-syntax arguments: ``\\"`` is a literal double quote, a bare one is refused (as
+    condor_submit: it usually means a new-syntax value missing its opening quote)."""
+    out: list[str] = []
+    i, n = 0, len(value)
+    while i < n:
+        c = value[i]
+        if c == '"':
+            raise ArgSyntaxError(f"unescaped double quote in old-syntax arguments: {value[i:]} "
+                                 '(write \\" for a literal one, or put the whole value in double quotes)')
+        if c == "\\" and i + 1 < n and value[i + 1] == '"':
+            out.append('"')
+            i += 2
+            continue
         out.append(c)
         i += 1
     return "".join(out)
@@ -109,15 +134,15 @@ def parse_arguments(value: str) -> tuple[str, str]:
     """(attribute, value) for an ``arguments`` command: ``Args`` (V1) or ``Arguments`` (V2)."""
     if is_v2_quoted(value):
         return "Arguments", join_v2_raw(split_v2_raw(_unquote_v2(value)))
-    # V1: words split on whitespace; \" is a literal double quote
-    words = value.replace('\\"', '"').split()
-    return "Args", " ".join(words)
+    # V1: words split on whitespace
+    return "Args", " ".join(_unwack_v1(value).split())
 
 
 def parse_arguments2(value: str) -> str:
-    """``arguments2`` (always V2, quoted or not)."""
-    raw = _unquote_v2(value) if is_v2_quoted(value) else value
-    return join_v2_raw(split_v2_raw(raw))
+    """``arguments2`` (new syntax only: the whole value in double quotes, as condor_submit)."""
+    if not is_v2_quoted(value):
+        raise ArgSyntaxError(f"expected the new syntax, the whole value in double quotes: {value.strip()}")
+    return join_v2_raw(split_v2_raw(_unquote_v2(value)))
 
 
 def parse_environment(value: str, v1_delim: str = ";") -> list[tuple[str, str]]:
@@ -125,10 +150,7 @@ def parse_environment(value: str, v1_delim: str = ";") -> list[tuple[str, str]]:
     if is_v2_quoted(value):
         words = split_v2_raw(_unquote_v2(value))
     else:
-        words = [w.strip() for w in value.split(v1_delim) if w.strip()] if v1_delim in value else value.split()
-        if v1_delim not in value and len(words) > 1:
-            # V1 with a single assignment may not contain spaces outside the value
-            words = [value.strip()]
+        words = split_v1_environment(value, v1_delim)
     out: list[tuple[str, str]] = []
     for w in words:
         name, eq, val = w.partition("=")
@@ -138,10 +160,49 @@ def parse_environment(value: str, v1_delim: str = ";") -> list[tuple[str, str]]:
     return out
 
 
-def join_environment(pairs: list[tuple[str, str]]) -> str:
-    """The V2 raw form HTCondor stores in ``Environment``."""
+def split_v1_environment(value: str, delim: str = ";") -> list[str]:
+    """Old-syntax (V1) entries: split at ``delim`` or a newline, leading blanks dropped
+    (``A=1 x; B=2`` is ``A=1 x`` and ``B=2``: blanks inside a value are part of it)."""
+    out: list[str] = []
+    for part in value.replace("\n", delim).split(delim):
+        part = part.lstrip(" \t\r")
+        if part:
+            out.append(part)
+    return out
+
+
+def _merged(pairs: list[tuple[str, str]]) -> list[tuple[str, str]]:
     merged: dict[str, str] = {}
     for k, v in pairs:
         merged[k] = v
     # HTCondor keeps the environment in a map: written sorted by name
-    return join_v2_raw([f"{k}={merged[k]}" for k in sorted(merged)])
+    return sorted(merged.items())
+
+
+def join_environment(pairs: list[tuple[str, str]]) -> str:
+    """The V2 raw form HTCondor stores in ``Environment`` (later pairs win)."""
+    return join_v2_raw([f"{k}={v}" for k, v in _merged(pairs)])
+
+
+def join_environment_v1(pairs: list[tuple[str, str]]) -> str:
+    """The V1 form HTCondor stores in ``Env`` (with ``EnvDelim = ";"``)."""
+    return ";".join(f"{k}={v}" for k, v in _merged(pairs))
+
+
+def ad_environment(get: Callable[[str], object]) -> list[tuple[str, str]]:
+    """A job ad's environment: ``Environment`` (V2), else ``Env`` (V1, split at
+    ``EnvDelim``), as the starter reads it."""
+    v2 = get("Environment")
+    if isinstance(v2, str):
+        words = split_v2_raw(v2)
+    else:
+        v1, delim = get("Env"), get("EnvDelim")
+        if not isinstance(v1, str):
+            return []
+        words = split_v1_environment(v1, delim if isinstance(delim, str) and len(delim) == 1 else ";")
+    out: list[tuple[str, str]] = []
+    for w in words:
+        name, eq, val = w.partition("=")
+        if eq and name:
+            out.append((name, val))
+    return out

@@ -8,13 +8,13 @@ handler reads (anything else that is not a macro another value uses earns an
 
 from __future__ import annotations
 
-import fnmatch
 import re
 from collections.abc import Callable
 
 from roost.classad.errors import ClassAdSyntaxError
 from roost.submit import arglist, universes
 from roost.submit.builder import Builder
+from roost.submit.getenv import imported
 from roost.submit.mailaddr import address_problem
 from roost.submit.units import parse_size
 from roost.submit.values import Expr
@@ -102,8 +102,14 @@ def h_iwd(b: Builder) -> None:
     cwd = b.ctx.cwd
     if d is None:
         b.set("Iwd", cwd)
-    else:
-        b.set("Iwd", full_path(cwd, d))
+        return
+    iwd = full_path(cwd, d)
+    b.set("Iwd", iwd)
+    # condor_submit refuses a job whose initialdir is not there, skip_filechecks or not
+    why = b.ctx.check_path("initialdir", iwd) if b.ctx.check_path is not None else None
+    if why is not None:
+        key = next(k for k in ("initialdir", "iwd", "initial_dir", "job_iwd") if b.get(k) is not None)
+        b.error(f"{key}: {why}", key)
 
 
 def h_executable(b: Builder) -> None:
@@ -133,7 +139,8 @@ def h_arguments(b: Builder) -> None:
             attr, val = arglist.parse_arguments(a1)
             b.set(attr, val)
     except arglist.ArgSyntaxError as e:
-        b.error(f"arguments: {e}", "arguments2" if a2 is not None else "arguments")
+        key = "arguments2" if a2 is not None else "arguments" if b.get("arguments") is not None else "args"
+        b.error(f"{key}: {e}", key)
     if b.lookup("Args") is None and b.lookup("Arguments") is None:
         b.set("Arguments", "")
 
@@ -158,23 +165,26 @@ def h_environment(b: Builder) -> None:
     e2 = b.get("environment2")
     pairs: list[tuple[str, str]] = []
     getenv = b.get("getenv", "get_env")
-    if getenv is not None:
-        gb = getenv.strip().lower()
-        if gb in ("true", "yes", "1", "t", "y"):
-            pairs.extend(sorted(b.ctx.env.items()))
-        elif gb not in ("false", "no", "0", "f", "n"):
-            pats = [p for p in re.split(r"[\s,]+", getenv) if p]
-            for k, v in sorted(b.ctx.env.items()):
-                if any(fnmatch.fnmatchcase(k, p) for p in pats):
-                    pairs.append((k, v))
+    if getenv is not None:  # imported first: the description's own variables win
+        pairs.extend(imported(b.ctx.env, getenv, v1_safe=e1 is not None and e2 is None))
     try:
         if e2 is not None:
-            pairs.extend(arglist.parse_environment(e2 if arglist.is_v2_quoted(e2) else f'"{e2}"'))
+            if not arglist.is_v2_quoted(e2):
+                raise arglist.ArgSyntaxError(f"expected the new syntax, the whole value in double quotes: {e2.strip()}")
+            pairs.extend(arglist.parse_environment(e2))
         elif e1 is not None:
             pairs.extend(arglist.parse_environment(e1))
     except arglist.ArgSyntaxError as e:
-        b.error(f"environment: {e}", "environment")
-    b.set("Environment", arglist.join_environment(pairs))
+        key = "environment2" if e2 is not None else "environment" if b.get("environment") is not None else "env"
+        b.error(f"{key}: {e}", key)
+    # `env = A=1;B=2` (the `env` command, old syntax, no environment2) asks for the old
+    # attribute: condor_submit then writes Env and EnvDelim instead of Environment
+    v1 = b.get("env")
+    if e1 is not None and e2 is None and v1 is not None and not arglist.is_v2_quoted(v1):
+        b.set("Env", arglist.join_environment_v1(pairs))
+        b.set("EnvDelim", ";")
+    else:
+        b.set("Environment", arglist.join_environment(pairs))
 
 
 def h_status(b: Builder) -> None:
@@ -458,7 +468,7 @@ _SIMPLE: list[tuple[str, str, str]] = [
     ("job_max_vacate_time", "JobMaxVacateTime", "e"),
     ("job_lease_duration", "JobLeaseDuration", "e"),
     ("coresize", "CoreSize", "i"),
-    ("checkpoint_exit_code", "CheckpointExitCode", "i"),
+    ("checkpoint_exit_code", "SuccessCheckpointExitCode", "i"),
     ("checkpoint_destination", "CheckpointDestination", "s"),
     ("transfer_checkpoint_files", "TransferCheckpoint", "s"),
     ("checkpoint_method", "CheckpointMethod", "q"),  # roost's own: "criu" (transparent checkpoints)
@@ -637,8 +647,8 @@ def h_image_size(b: Builder) -> None:
 
 def h_auto(b: Builder) -> None:
     """What condor_submit fills in when the description did not say."""
-    if b.lookup("CheckpointExitCode") is not None:
-        b.set("WantFTOnCheckpoint", True)
+    if b.lookup("SuccessCheckpointExitCode") is not None:
+        b.set("WantFTOnCheckpoint", True)  # the starter ignores the code without it
     if b.lookup("DeferralTime") is not None:
         # a deferred job's window and prep time default (JOB_DEFERRAL_*_DEFAULT), and the
         # schedd's interval its Requirements refer to (SCHEDD_INTERVAL)
@@ -702,7 +712,7 @@ def h_check_files(b: Builder) -> None:
 
 
 #: handlers whose result depends on the file system, not only on the text: never templated per proc
-READS_FILES: frozenset[Handler] = frozenset({h_transfer, h_image_size, h_check_files})
+READS_FILES: frozenset[Handler] = frozenset({h_iwd, h_transfer, h_image_size, h_check_files})
 
 HANDLERS: list[Handler] = [
     h_universe, universes.h_container, h_iwd, h_executable, h_arguments, h_parallel, h_environment, h_status,

@@ -14,12 +14,13 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from roost.submit import commands, lexer
-from roost.submit.builder import BuildContext
+from roost.submit.builder import BuildContext, parse_bool
 from roost.submit.errors import SubmitError, SubmitWarning
 from roost.submit.expansion import QueueBlock, block_procs, expand_block
+from roost.submit.include import included_text
 from roost.submit.jobads import ClusterSubmission
 from roost.submit.macros import Expander, classad_number
-from roost.submit.queue import RunCommand, _read_text, load_items, parse_queue_args
+from roost.submit.queue import RunCommand, WriteText, _read_text, load_items, parse_queue_args
 
 MAX_INCLUDE_DEPTH = 20
 
@@ -141,14 +142,16 @@ def parse_submit(
     require_queue: bool = True,
     check_path: Callable[[str, str], str | None] | None = None,
     run_command: RunCommand | None = None,
+    write_text: WriteText | None = None,
 ) -> SubmitDescription:
     """Parse and validate a submit description.
 
     ``overrides`` are command-line ``name=value`` assignments (they act as if
     at the top of the file); ``append`` are ``-append`` lines, which act as if
     just before the first queue statement. Files named by ``include`` and
-    ``queue ... from file`` are read through ``read_text``; ``queue ... from CMD |``
-    runs CMD through ``run_command`` (none given: CommandNotAllowed).
+    ``queue ... from file`` are read through ``read_text``; ``queue ... from CMD |`` and
+    ``include : CMD |`` run CMD through ``run_command`` (none given: CommandNotAllowed),
+    and ``include command into CACHE`` writes CACHE through ``write_text``.
     """
     cwd = cwd if cwd is not None else os.getcwd()
     env = dict(env) if env is not None else {}
@@ -207,23 +210,23 @@ def parse_submit(
             elif isinstance(st, lexer.Include):
                 if depth >= MAX_INCLUDE_DEPTH:
                     raise SubmitError("include nested too deeply", file=st.file, line=st.line)
-                if st.kind == "command":
-                    raise SubmitError("'include command :' is not supported by roost", file=st.file, line=st.line)
-                path = exp.expand(st.path)
-                full = path if os.path.isabs(path) else os.path.join(cwd, path)
-                try:
-                    inc = read_text(full)
-                except OSError as e:
-                    if st.kind == "ifexist":
-                        continue
-                    raise SubmitError(f"include : {path}: cannot read ({e.strerror or e})", file=st.file, line=st.line) from e
-                run(lexer.lex(inc, path), depth + 1)
+                got = included_text(st, exp.expand, cwd=cwd, read_text=read_text, run_command=run_command,
+                                    write_text=write_text, warnings=warnings)
+                if got is not None:
+                    run(lexer.lex(got[1], got[0]), depth + 1)
             elif isinstance(st, lexer.Queue):
                 args = exp.expand(st.args)
                 spec = parse_queue_args(args, st.rows, file=st.file, line=st.line)
                 count = _count(spec.count_expr, st)
+                fail_empty = _flag(exp, "submit_fail_empty_matches", "SubmitFailEmptyMatches", False, st)
+                warn_empty = _flag(exp, "submit_warn_empty_matches", "SubmitWarnEmptyMatches", True, st)
+
+                def warn(message: str, st: lexer.Queue = st) -> None:
+                    warnings.append(SubmitWarning(message, st.file, st.line))
+
                 items = load_items(spec, cwd=cwd, read_text=read_text, stdin_text=stdin_text,
-                                   run_command=run_command)
+                                   run_command=run_command, fail_empty=fail_empty,
+                                   warn=warn if warn_empty else None)
                 blocks.append(QueueBlock(dict(macros), dict(lines), list(keys), spec, count, items))
 
     run(stmts, 0)
@@ -237,15 +240,32 @@ def parse_submit(
     return SubmitDescription(file, cwd, env, blocks, warnings, file_size, check_path, set(exp.used))
 
 
+def _flag(exp: Expander, name: str, alt: str, default: bool, st: lexer.Queue) -> bool:
+    """A boolean submit variable as the queue statement ``st`` sees it."""
+    v = exp.lookup(name)
+    if v is None or not v.strip():
+        v = exp.lookup(alt)
+    if v is None or not v.strip():
+        return default
+    b = parse_bool(v)
+    if b is None:
+        raise SubmitError(f"{name} = {v.strip()}: expected true or false", file=st.file, line=st.line)
+    return b
+
+
 def _count(expr: str, st: lexer.Queue) -> int:
+    """The count before a queue's items: a number or a ClassAd expression giving one
+    (``queue 2*3``). Anything else (``queue abc``: a variable list without in/from/matching)
+    is refused, as condor_submit's "Invalid Queue count expression"."""
     s = expr.strip()
     try:
         n = int(s)
     except ValueError:
         got = classad_number(s)
-        if isinstance(got, bool) or not isinstance(got, int | float):
-            raise SubmitError(f"queue {expr}: the count is not a number", file=st.file, line=st.line) from None
+        if type(got) not in (int, float):  # (the ClassAd's undefined is an int enum)
+            raise SubmitError(f"queue {expr}: invalid queue count expression: expected a number of jobs, "
+                              "or 'queue [N] [vars] in|from|matching ...'", file=st.file, line=st.line) from None
         n = int(got)
-    if n < 0:
-        raise SubmitError(f"queue {expr}: the count cannot be negative", file=st.file, line=st.line)
+    if n < 0 or n >= 2**31 - 1:
+        raise SubmitError(f"queue {expr}: the queue count is out of range", file=st.file, line=st.line)
     return n

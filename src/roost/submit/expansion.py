@@ -198,6 +198,8 @@ def expand_block(block: QueueBlock, cluster: ClusterSubmission, ctx: BuildContex
             # live is used before the next proc replaces its values, so binding it is safe
             lazy_fn = functools.partial(full, live=live) if lazies else _no_lazy
             pb = ProcBuilder(vals, lines, ctx, merged, keys, lazy_fn)
+            for attr, _, _ in fast:  # a re-run handler reads this proc's templated attributes
+                pb.ad[attr] = d[attr]  # (UserLog under a per-proc Iwd), not proc 0's
             for h in slow:
                 h(pb)
             for k, v in pb.ad.items():

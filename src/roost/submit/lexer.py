@@ -2,7 +2,8 @@
 
 The submit language is line-based: ``name = value``, ``+Attr = expr``,
 ``MY.Attr = expr``, ``queue ...`` (whose ``from (`` / ``in (`` forms swallow
-the following lines up to a closing ``)``), ``include : file``, and
+the following lines up to a closing ``)``), ``include`` (a file or a command's
+output), and
 ``if``/``elif``/``else``/``endif``. A trailing backslash continues a line and
 ``name @=tag`` starts a value that runs until a line ``@tag``. Comments are
 whole lines starting with ``#``; a ``#`` later in a line is part of the value,
@@ -17,7 +18,7 @@ from dataclasses import dataclass, field
 from roost.submit.errors import SubmitError
 
 _QUEUE_RE = re.compile(r"queue(?:\s+|$)(.*)$", re.IGNORECASE | re.DOTALL)
-_INCLUDE_RE = re.compile(r"include(\s+\w+)?\s*:\s*(.*)$", re.IGNORECASE)
+_INCLUDE_RE = re.compile(r"include((?:\s+[^\s:=]+)*)\s*:\s*(.*)$", re.IGNORECASE)
 _IF_RE = re.compile(r"(if|elif|else|endif)\b\s*(.*)$", re.IGNORECASE)
 _KEY_RE = re.compile(r"([+]?[A-Za-z_][A-Za-z0-9_.]*)\s*(@?=)\s*(.*)$", re.DOTALL)
 # the keyword that starts a queue's item list, and an optional slice / files|dirs
@@ -42,10 +43,37 @@ class Queue:
 
 @dataclass(frozen=True)
 class Include:
+    """``include [ifexist] [command [into CACHE]] : TARGET``; TARGET is a file, or a
+    command line when ``command`` is given or it ends in ``|``."""
+
     path: str
     line: int
     file: str | None = None
-    kind: str = ""
+    ifexist: bool = False
+    command: bool = False
+    into: str | None = None
+
+
+def _include(options: str, target: str, line: int, file: str | None) -> Include:
+    """The options between ``include`` and ``:``, as HTCondor's config and submit reader
+    takes them: ``[ifexist|ifexists] [command|output [into FILE]]``."""
+    words = options.split()
+    ifexist = command = False
+    into: str | None = None
+    i = 0
+    if i < len(words) and words[i].lower() in ("ifexist", "ifexists"):
+        ifexist, i = True, i + 1
+    if i < len(words) and words[i].lower() in ("command", "output"):
+        command, i = True, i + 1
+        if i < len(words) and words[i].lower() == "into":
+            if i + 1 >= len(words):
+                raise SubmitError("expected a file name after 'include command into'", file=file, line=line)
+            into, i = words[i + 1], i + 2
+    if i < len(words):
+        raise SubmitError(f"unexpected keyword(s) '{' '.join(words[i:])}' after include (expected "
+                          "'include [ifexist] : FILE', 'include : COMMAND |' or "
+                          "'include [ifexist] command [into CACHE] : COMMAND')", file=file, line=line)
+    return Include(target, line, file, ifexist, command, into)
 
 
 @dataclass(frozen=True)
@@ -138,7 +166,7 @@ def lex(text: str, file: str | None = None) -> list[Statement]:
             continue
         m = _INCLUDE_RE.match(s)
         if m and "=" not in s[: s.find(":")]:
-            out.append(Include(m.group(2).strip(), n, file, (m.group(1) or "").strip().lower()))
+            out.append(_include(m.group(1) or "", m.group(2).strip(), n, file))
             continue
         m = _IF_RE.match(s)
         if m and not re.match(r"(if|elif|else|endif)\s*@?=", s, re.IGNORECASE):

@@ -162,10 +162,14 @@ def rows_to_items(rows: list[str], vars_: list[str]) -> list[dict[str, str]]:
     return items
 
 
-def _glob(patterns: list[str], kind: str, cwd: str) -> list[str]:
+def _glob(patterns: list[str], kind: str, cwd: str) -> tuple[list[str], list[str]]:
+    """(the items, in pattern order, each once; the patterns that matched nothing of the
+    kind asked for)."""
     found: list[str] = []
     seen: set[str] = set()
+    empty: list[str] = []
     for pat in patterns:
+        matched = 0
         d, base = os.path.split(pat)
         root = os.path.join(cwd, d) if cwd else (d or ".")
         try:
@@ -180,11 +184,14 @@ def _glob(patterns: list[str], kind: str, cwd: str) -> list[str]:
             is_dir = os.path.isdir(os.path.join(root, name))
             if (kind == "files" and is_dir) or (kind == "dirs" and not is_dir):
                 continue
+            matched += 1
             item = os.path.join(d, name) + ("/" if is_dir else "")
             if item not in seen:
                 seen.add(item)
                 found.append(item)
-    return found
+        if not matched:
+            empty.append(pat)
+    return found, empty
 
 
 ReadText = Callable[[str], str]
@@ -200,12 +207,26 @@ def _inline_lines(spec: QueueSpec) -> list[str]:
     return lines if spec.one_line else [ln for ln in lines if not ln.strip().startswith("#")]
 
 
-#: runs a ``queue ... from COMMAND |`` command in a directory and returns its output
+#: runs a command (``queue ... from COMMAND |``, ``include : COMMAND |``) in a directory
+#: and returns its output; ValueError when it cannot, CommandFailed when it exits non-zero
 RunCommand = Callable[[str, str], str]
+#: writes a file (``include command into CACHE``)
+WriteText = Callable[[str, str], None]
+
+
+class CommandFailed(ValueError):
+    """A command ran but exited with a non-zero status; ``output`` is what it printed
+    (``include : COMMAND |`` uses it anyway, as condor_submit does)."""
+
+    def __init__(self, message: str, *, status: int, output: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.output = output
 
 
 class CommandNotAllowed(SubmitError):
-    """A description wants ``queue ... from COMMAND |`` where no command may run."""
+    """A description wants a command run (``queue ... from COMMAND |``, ``include :
+    COMMAND |``) where no command may run."""
 
 
 def load_items(
@@ -215,12 +236,16 @@ def load_items(
     read_text: ReadText = _read_text,
     stdin_text: str | None = None,
     run_command: RunCommand | None = None,
+    fail_empty: bool = False,
+    warn: Callable[[str], None] | None = None,
 ) -> list[dict[str, str]] | None:
     """The items of a queue statement, or None for a plain ``queue N``.
 
     Files are read through ``read_text`` and commands run through ``run_command``
     so that the caller (``roost.submit.reading``) decides how the system is reached;
-    ``from -`` reads ``stdin_text``.
+    ``from -`` reads ``stdin_text``. A ``matching`` pattern that matches nothing is
+    no error (its statement may queue no job), only a warning through ``warn``, unless
+    ``fail_empty`` (``submit_fail_empty_matches``), as in condor_submit.
     """
     if not spec.mode:
         return None
@@ -257,5 +282,10 @@ def load_items(
     # matching
     text = "\n".join(_inline_lines(spec)) if spec.inline is not None else spec.source
     pats = [w for w in re.split(r"[\s,]+", text) if w]
-    found = _glob(pats, spec.match_kind, cwd)
+    found, empty = _glob(pats, spec.match_kind, cwd)
+    if empty and fail_empty:
+        raise SubmitError("queue matching: no matches for pattern(s): " + " ".join(f"'{p}'" for p in empty),
+                          file=spec.file, line=spec.line)
+    for pat in empty if warn is not None else ():
+        warn(f"'{pat}' does not match any files")
     return [{v: (w if i == 0 else "") for i, v in enumerate(spec.vars)} for w in found]

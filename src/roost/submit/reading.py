@@ -15,6 +15,7 @@ from collections.abc import Mapping
 
 from roost.submit import arglist
 from roost.submit.description import SubmitDescription, parse_submit
+from roost.submit.queue import CommandFailed
 
 
 def file_size(path: str) -> int:
@@ -26,11 +27,13 @@ def file_size(path: str) -> int:
 
 
 def run_command(cmd: str, cwd: str) -> str:
-    """Run a ``queue ... from COMMAND |`` command and return what it printed.
+    """Run a ``queue ... from COMMAND |`` or ``include : COMMAND |`` command and return
+    what it printed.
 
     As condor_submit: no shell (the command is split into words like ``arguments``,
     old or new syntax), run in the submit directory with the tool's environment, its
-    stderr passed through, and a non-zero exit status refuses the whole submit.
+    stderr passed through; a non-zero exit status raises CommandFailed (which refuses a
+    ``queue ... from``; an ``include`` takes the output anyway).
     """
     try:
         argv = (arglist.split_v2_raw(arglist.parse_arguments2(cmd)) if arglist.is_v2_quoted(cmd)
@@ -44,9 +47,18 @@ def run_command(cmd: str, cwd: str) -> str:
                              check=False)
     except OSError as e:
         raise ValueError(f"not a valid command: {e.strerror or e}") from None
+    out = got.stdout.decode("utf-8", "replace")
     if got.returncode != 0:
-        raise ValueError(f"command terminated with exit code {got.returncode}")
-    return got.stdout.decode("utf-8", "replace")
+        raise CommandFailed(f"command terminated with exit code {got.returncode}", status=got.returncode,
+                            output=out)
+    return out
+
+
+def write_text(path: str, text: str) -> None:
+    """Write an ``include command into CACHE`` file (mode 0644, as condor_submit)."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        fh.write(text)
 
 
 class PathChecks:
@@ -65,6 +77,10 @@ class PathChecks:
 
     @staticmethod
     def _check(what: str, path: str) -> str | None:
+        if what == "initialdir":  # the job starts there: it must be a directory we can enter
+            if not os.path.isdir(path):
+                return f"{path}: {'not a directory' if os.path.exists(path) else 'no such directory'}"
+            return None if os.access(path, os.X_OK) else f"{path}: cannot enter that directory"
         if what in ("executable", "input"):
             if not os.path.exists(path):
                 return f"{path}: no such file"
@@ -115,7 +131,7 @@ def parse_text(
 ) -> SubmitDescription:
     return parse_submit(text, file=file, cwd=cwd or os.getcwd(), env=dict(os.environ),
                         overrides=dict(overrides or {}), append=list(append or []), file_size=file_size,
-                        check_path=PathChecks(), run_command=run_command)
+                        check_path=PathChecks(), run_command=run_command, write_text=write_text)
 
 
-__all__ = ["PathChecks", "file_size", "parse_file", "parse_text", "run_command"]
+__all__ = ["PathChecks", "file_size", "parse_file", "parse_text", "run_command", "write_text"]

@@ -13,6 +13,7 @@ import errno
 import os
 import re
 import stat
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -21,6 +22,7 @@ from roost.api.errors import PoolError
 from roost.api.schedd import Schedd
 from roost.cli.q_cmd import _negotiator_view, _submitter
 from roost.core.analyze import analyze, render
+from roost.core.condor_analysis import condor_text
 
 #: the most of a user log read for one job's events (its tail: a job's recent events)
 EVENT_LOG_MAX_BYTES = 4 << 20
@@ -169,4 +171,5 @@ def better_analyze(home: str, schedd: Schedd, job_id: str,
         a = analyze(job, slots, users, _submitter(obj), limits=limits, groups=groups)
     except PoolError as e:
         return f"cannot analyze {job_id}: {e}\n"
-    return out + render(a, job, better=True)
+    # as the command prints it: condor_q's own text first, then roost's
+    return out + condor_text(job, slots, True, 80, time.time()) + "\n" + render(a, job, better=True)

@@ -220,18 +220,24 @@ def test_totals_count_jobs_by_state_name(schedd: roost.Schedd) -> None:
 def test_hold_release_and_remove_report_the_jobs_they_changed(schedd: roost.Schedd) -> None:
     r = schedd.submit({"executable": "/bin/sleep", "arguments": "300"}, count=3)
     c = r.cluster
-    assert schedd.act("hold", f"{c}.1", reason="disk full") == {"count": 1, "ids": [f"{c}.1"], "denied": []}
+    got = schedd.act("hold", f"{c}.1", reason="disk full")
+    assert {k: got[k] for k in ("count", "ids", "denied")} == {"count": 1, "ids": [f"{c}.1"], "denied": []}
+    # condor_rm's per-job result codes (1 done, 2 not found, 4 already done), the queue's size
+    assert got["results"] == {f"{c}.1": 1} and got["totals"] == {"1": 1} and got["queue_size"] == 3
     jobs = jobs_of(schedd, c, "JobStatus", "HoldReason")
     assert jobs[f"{c}.1"]["JobStatus"] == HELD and jobs[f"{c}.1"]["HoldReason"] == "disk full"
     assert {jobs[f"{c}.{p}"]["JobStatus"] for p in (0, 2)} == {IDLE}
-    assert schedd.act("HOLD", f"{c}.1")["count"] == 0  # already held; the action's case does not matter
+    got = schedd.act("HOLD", [f"{c}.1", f"{c}.9"])  # already held; the action's case does not matter
+    assert got["count"] == 0 and got["results"] == {f"{c}.1": 4, f"{c}.9": 2}
     got = schedd.act("release", constraint=f"ClusterId == {c}")
-    assert got == {"count": 1, "ids": [f"{c}.1"], "denied": []}
+    assert {k: got[k] for k in ("count", "ids", "denied")} == {"count": 1, "ids": [f"{c}.1"], "denied": []}
+    assert "results" not in got and got["totals"] == {"1": 1, "3": 2}  # two were not held to be released
     owner = schedd.query_objs(f"ClusterId == {c}", ["Owner"])[0]["Owner"]
     assert schedd.act("remove", owner=owner + "-someone-else", constraint=f"ClusterId == {c}")["count"] == 0
     got = schedd.act("remove", owner=owner, constraint=f"ClusterId == {c} && ProcId != 0")
     assert sorted(got["ids"]) == [f"{c}.1", f"{c}.2"] and got["count"] == 2
-    assert schedd.act("remove", (c, 0)) == {"count": 1, "ids": [f"{c}.0"], "denied": []}
+    got = schedd.act("remove", (c, 0))
+    assert {k: got[k] for k in ("count", "ids", "denied")} == {"count": 1, "ids": [f"{c}.0"], "denied": []}
     assert schedd.query_objs(f"ClusterId == {c}") == []
 
 

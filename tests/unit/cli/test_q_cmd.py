@@ -4,6 +4,7 @@ import io
 
 import pytest
 
+from roost.cli import q_cmd
 from roost.cli.options import Parser, UsageError
 from roost.cli.q_cmd import ALIASES, SPEC, _io_view
 
@@ -54,3 +55,12 @@ def test_condor_q_short_spellings() -> None:
     assert (o.name, o.pool, o.submitter, o.values["global"], o.constraint) == ("schedd@h", "cm:9618", "alice",
                                                                               True, "true")
     assert o.allusers is True and o.xml is True
+
+
+@pytest.mark.parametrize("argv", [["-af", "ClusterId +"], ["-af:j", "ProcId", "foo("], ["-format", "%d", "1 +* 2"]])
+def test_an_expression_that_does_not_parse_is_refused(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    # refused before any pool is asked: condor_q would drop it and what follows silently
+    assert q_cmd.main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("roost q: -") and "is not a ClassAd expression: 1:" in err
+    assert repr(argv[-1]) in err

@@ -43,6 +43,14 @@ def test_node_ad_without_an_environment() -> None:
     assert env["_CONDOR_REMOTE_SPOOL_DIR"] == "/s p" and env["_CONDOR_NPROCS"] == "1"
 
 
+def test_node_ad_of_an_old_syntax_env() -> None:
+    # `env = A=1;B=x y` makes Env/EnvDelim (as condor_submit); the node gets one Environment
+    got = node_ad({"Env": "A=1;B=x y", "EnvDelim": ";"}, 1, 2, spool_dir="/s", host="h")
+    env = dict(w.split("=", 1) for w in split_v2_raw(got["Environment"]))
+    assert env["A"] == "1" and env["B"] == "x y" and env["_CONDOR_PROCNO"] == "1"
+    assert "Env" not in got and "EnvDelim" not in got
+
+
 def test_host_of_an_address() -> None:
     assert host_of("10.1.2.3:9618") == "10.1.2.3"
     assert host_of("[fd00::2]:9618") == "fd00::2"

@@ -90,7 +90,8 @@ def test_act_remove_hold_release_and_events(schedd, tmp_path):
     with schedd.client() as c:
         cid, _ = submit(c, JOB.format(mem=100, n=2), str(tmp_path))
         r = c.call("ACT", action="hold", ids=[f"{cid}.0"], reason="wait a bit")
-        assert r == {"count": 1, "ids": [f"{cid}.0"], "denied": []}
+        assert {k: r[k] for k in ("count", "ids", "denied")} == {"count": 1, "ids": [f"{cid}.0"], "denied": []}
+        assert r["results"] == {f"{cid}.0": 1} and r["totals"] == {"1": 1}  # AR_SUCCESS, per job id named
         assert c.call("ACT", action="hold", ids=[f"{cid}.0"])["count"] == 0  # already held
         assert query(c, ids=[f"{cid}.0"])[f"{cid}.0"]["HoldReason"] == "wait a bit"
         c.call("ACT", action="release", ids=[f"{cid}.0"])

@@ -18,6 +18,7 @@ import pytest
 from roost.classad import ClassAd
 from roost.config import Config
 from roost.daemons import joblimits
+from roost.daemons.base import CannotStart, cannot_start_reason
 from roost.daemons.startd import launch, resources
 from roost.daemons.startd.daemon import Startd
 from roost.daemons.startd.jobspec import JobSpecError, job_identity, parse_job
@@ -59,8 +60,19 @@ def test_slot_types_from_config(tmp_path, text, expect):
 
 def test_bad_start_expression_stops_the_startd(tmp_path):
     d = Startd(config=config(f"LOCAL_DIR = {tmp_path}\nSTART = (((\n"))
-    with pytest.raises(SystemExit, match="START"):
+    with pytest.raises(CannotStart, match="^START = '\\(\\(\\(' is not a ClassAd expression"):
         d._read_policy()
+
+
+def test_a_daemon_that_cannot_start_says_why_in_its_log_for_the_master(tmp_path):
+    log = tmp_path / "StartLog"
+    assert cannot_start_reason(log) is None  # no log yet
+    log.write_text("2026-01-01 00:00:00.000 INFO roost.startd: starting startd (pid 1, home /h)\n"
+                   "2026-01-01 00:00:00.100 ERROR roost.startd: startd cannot start: slot types ask for 8 cpus\n"
+                   "Exception ignored in: something after it\n")
+    assert cannot_start_reason(log) == "slot types ask for 8 cpus"
+    log.write_text("2026-01-01 00:00:00.000 ERROR roost.startd: a job failed\n")
+    assert cannot_start_reason(log) is None
 
 
 def test_job_spec_from_a_job_ad():

@@ -93,12 +93,30 @@ def test_inline_descriptions_and_includes(tmp_path) -> None:
     ("JOB A a.sub\nSCRIPT PRE A\n", 2, "SCRIPT: expected"),
     ("JOB A a.sub\nPARENT A CHILD A\n", 2, "its own parent"),
     ("JOB A a.sub\nABORT-DAG-ON A 1 RETURN 300\n", 2, "out of range"),
+    # condor_dagman's parse errors for a FINAL or SERVICE node in these commands
+    ("JOB A a.sub\nFINAL F f.sub\nRETRY F 2\n", 3, "Final Node F cannot have RETRY specification"),
+    ("FINAL F f.sub\nABORT-DAG-ON F 1\n", 2, "Final Node F cannot have ABORT-DAG-ON specification"),
+    ("FINAL F f.sub\nPRIORITY F 4\n", 2, "Final Node F cannot have PRIORITY specification"),
+    ("FINAL F f.sub\nCATEGORY F big\n", 2, "Final Node F cannot have CATEGORY specification"),
+    ("SERVICE S s.sub\nRETRY S 1\n", 2, "SERVICE node S cannot have RETRY specification"),
+    ("SERVICE S s.sub\nPRIORITY S 1\n", 2, "SERVICE node S cannot have PRIORITY specification"),
 ])
 def test_each_problem_is_one_line_with_file_and_line(text: str, line: int, problem: str) -> None:
     with pytest.raises(DagError) as e:
         parse_text(text, "x.dag")
     assert e.value.line == line and problem in str(e.value), str(e.value)
     assert str(e.value).startswith(f"x.dag:{line}: ")
+
+
+def test_all_nodes_leaves_out_the_final_and_service_nodes() -> None:
+    """RETRY ALL_NODES is no error in a DAG with a FINAL and a SERVICE node: condor_dagman
+    skips them there (they are refused only when named)."""
+    dag = parse_text("JOB A a.sub\nFINAL F f.sub\nSERVICE S s.sub\nRETRY ALL_NODES 2\nPRIORITY ALL_NODES 3\n"
+                     'SCRIPT POST F post.sh\nVARS ALL_NODES x="1"\n', "x.dag")
+    a, f, s = (dag.nodes[n] for n in "AFS")
+    assert (a.retry, a.priority, a.vars) == (2, 3, [("x", "1")])
+    assert (f.retry, f.priority, f.vars, s.retry, s.priority, s.vars) == (0, 0, [], 0, 0, [])
+    assert f.scripts["POST"].command == "post.sh"
 
 
 def test_a_cycle_is_named_node_by_node() -> None:

@@ -34,7 +34,7 @@ def test_rescue_text_has_done_lines_for_finished_nodes_only() -> None:
     assert done == ["A", "B", "E"]  # not the FINAL node, not C or D
     assert "# Rescue DAG file, created after running the diamond.dag DAG file" in text
     assert "# Total number of Nodes: 6" in text and "# Nodes that failed: 1" in text
-    assert any(line.startswith("#   C: job proc (") and line.endswith("failed with status 1") for line in text.splitlines())
+    assert any(line.startswith("#   C: Job proc (") and line.endswith("failed with status 1 (after 2 node retries)") for line in text.splitlines())
     # C used all its retries: none left (condor_dagman with DAGMAN_RESET_RETRIES_UPON_RESCUE off)
     assert [line for line in text.splitlines() if line.startswith("RETRY")] == ["RETRY C 0"]
 

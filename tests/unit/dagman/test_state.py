@@ -282,7 +282,7 @@ def test_a_failed_pre_script_skips_the_job_and_the_post_script() -> None:
     sim = Sim(text, pre={"A": 3}).go()
     assert sim.kinds("A") == ["pre"]
     assert sim.run.nodes["A"].state == ERROR and sim.run.nodes["B"].state == FUTILE
-    assert "PRE script failed with status 3" in sim.run.nodes["A"].details
+    assert "PRE Script failed with status 3" in sim.run.nodes["A"].details
     assert sim.run.exit_code == 1
 
 
@@ -350,7 +350,7 @@ def test_a_job_removed_from_outside_gives_minus_1002() -> None:
     (m,) = sim.macros("post", "A")
     assert m["RETURN"] == "-1002"
     assert sim.run.nodes["A"].state == DONE  # the POST script decides
-    assert sim.run.nodes["B"].state == ERROR and "removed" in sim.run.nodes["B"].details
+    assert sim.run.nodes["B"].state == ERROR and "ULOG_JOB_ABORTED" in sim.run.nodes["B"].details
     assert sim.run.exit_code == 1
 
 

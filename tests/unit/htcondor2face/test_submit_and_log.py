@@ -37,6 +37,9 @@ def test_submit_reads_descriptions_as_htcondor2_does(desc: object) -> None:
         assert list(items_ours) == list(items_theirs)  # type: ignore[arg-type]
     if "(\n" not in str(desc):  # htcondor2 keeps an item list out of getQArgs; roost keeps it in
         assert ours.getQArgs() == theirs.getQArgs()
+        # the text a DAG writer puts in a .sub file: with a queue statement, always
+        assert str(ours) == str(theirs) and repr(ours) == repr(theirs)
+        assert str(ours).endswith("queue\n") or "\nqueue " in str(ours)
 
 
 @pytest.mark.parametrize("qargs", ["3", "queue x in (a b)", "a, b from (1 2)", "v matching *.nothing"])

@@ -16,7 +16,8 @@ import roost.htcondor2 as face
 
 real = pytest.importorskip("htcondor2")
 
-ENUMS = ["JobAction", "JobStatus", "AdType", "DaemonType", "JobEventType", "QueryOpt", "TransactionFlag"]
+ENUMS = ["JobAction", "JobStatus", "AdType", "DaemonType", "JobEventType", "QueryOpt", "TransactionFlag",
+         "DaemonCommand", "SubsystemType"]
 
 METHODS = {
     "Schedd": ["__init__", "query", "act", "edit", "history", "jobEpochHistory", "submit", "spool",
@@ -59,6 +60,22 @@ def test_methods_take_htcondor2s_arguments(cls: str, method: str) -> None:
     for (n, _, d1), (_, _, d2) in zip(mine, want, strict=True):
         if d2 is not None and "object at" not in d2 and "<" not in d2:
             assert d1 == d2 or (d1, d2) in {("None", "[]"), ("None", "{}")}, (n, d1, d2)
+
+
+@pytest.mark.parametrize("fn", ["send_command", "reload_config"])
+def test_functions_take_htcondor2s_arguments(fn: str) -> None:
+    assert [p[:3] for p in _params(getattr(face, fn))] == [p[:3] for p in _params(getattr(real, fn))]
+
+
+def test_set_subsystem_rejects_what_htcondor2_rejects() -> None:
+    for mod in (face, real):
+        with pytest.raises(TypeError):
+            mod.set_subsystem(5)
+        with pytest.raises(TypeError):
+            mod.set_subsystem("SCHEDD", 7)
+        with pytest.raises(TypeError):
+            mod.set_subsystem(name="SCHEDD")
+    face.set_subsystem("TOOL", face.SubsystemType.Tool)
 
 
 def test_classad2_is_roosts_classad_library() -> None:

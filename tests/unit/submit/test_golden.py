@@ -33,6 +33,15 @@ NOT_COMPARED = {
 CASES = sorted(p.stem for p in DATA.glob("*.sub") if (DATA / f"{p.stem}.ads.json").exists())
 
 
+def submit_env(sub: Path) -> dict[str, str] | None:
+    """The submitter's environment for ``NAME.sub``: ``NAME.env``'s ``VAR=value`` lines
+    (what regen.py gave HTCondor), or None."""
+    path = sub.with_suffix(".env")
+    if not path.exists():
+        return None
+    return dict(line.split("=", 1) for line in path.read_text().splitlines() if "=" in line)
+
+
 def unparse(v: object) -> str:
     """HTCondor's ClassAd text for a roost value."""
     ad = classad2.ClassAd()
@@ -45,7 +54,8 @@ def unparse(v: object) -> str:
 
 def roost_ads(name: str) -> list[dict[str, str]]:
     text = (DATA / f"{name}.sub").read_text()
-    desc = parse_submit(text, file=f"{name}.sub", cwd=GOLDEN_DIR, env={})
+    env = submit_env(DATA / f"{name}.sub") or {}
+    desc = parse_submit(text, file=f"{name}.sub", cwd=GOLDEN_DIR, env=env)
     return [{k: unparse(v) for k, v in ad.items()} for c in desc.expand(cluster_id=5, qdate=1000, owner="alice") for ad in c.procs()]
 
 

@@ -8,6 +8,7 @@ import pytest
 
 from roost.submit import Expr, SubmitError, parse_submit
 from roost.submit import expansion as description_mod
+from roost.submit.arglist import ad_environment
 
 DATA = Path(__file__).resolve().parent / "data"
 
@@ -96,6 +97,16 @@ def test_environment_old_new_and_getenv() -> None:
     assert ad("getenv = PA*")["Environment"] == "PATH=/bin"
 
 
+def test_the_env_command_in_the_old_syntax_writes_env() -> None:
+    # condor_submit: `env` (not `environment`) with an old-syntax value prefers the old attribute
+    a = ad("env = B=2 x; A=1\ngetenv = HOME")
+    assert (a["Env"], a["EnvDelim"]) == ("A=1;B=2 x;HOME=/home/u", ";") and "Environment" not in a
+    assert ad('env = "A=1 B=2"')["Environment"] == "A=1 B=2" and "Env" not in ad('env = "A=1"')
+    assert ad("environment = A=1;B=2")["Environment"] == "A=1 B=2"
+    assert ad_environment({"Env": "A=1;B=2 x", "EnvDelim": ";"}.get) == [("A", "1"), ("B", "2 x")]
+    assert ad_environment({"Environment": "A=1", "Env": "B=2"}.get) == [("A", "1")]  # the new one wins
+
+
 def test_policy_expressions_and_retries() -> None:
     a = ad("periodic_hold = NumJobStarts > 3\nperiodic_hold_reason = \"too many\"\nperiodic_hold_subcode = 7\n"
            "periodic_release = true\nperiodic_remove = false\non_exit_hold = ExitCode == 2")
@@ -124,7 +135,8 @@ def test_simple_commands_and_custom_attributes() -> None:
            "want_io_proxy = true\nconcurrency_limits = Foo, bar:2\naccounting_group = physics\n"
            "accounting_group_user = ann\nmax_idle = 10\n+Project = \"roost\"\nMY.Weight = 2 * 3\nleave_in_queue = true")
     assert (a["JobPrio"], a["JobBatchName"], a["JobNotification"], a["NotifyUser"]) == (5, "sweep", 2, "me@x")
-    assert (a["MaxJobRetirementTime"], a["JobMaxVacateTime"], a["CheckpointExitCode"]) == (60, 30, 85)
+    assert (a["MaxJobRetirementTime"], a["JobMaxVacateTime"], a["SuccessCheckpointExitCode"]) == (60, 30, 85)
+    assert a["WantFTOnCheckpoint"] is True and "CheckpointExitCode" not in a  # condor_submit's names
     assert a["WantIOProxy"] is True and a["ConcurrencyLimits"] == "bar:2,foo"
     assert (a["AcctGroup"], a["AcctGroupUser"], a["AccountingGroup"]) == ("physics", "ann", "physics.ann")
     assert a["JobMaterializeMaxIdle"] == 10 and a["Project"] == "roost" and a["Weight"] == "2 * 3"

@@ -62,3 +62,13 @@ def test_errors_and_warnings(capsys: pytest.CaptureFixture[str], tmp_path: Path)
     warn.write_text("executable = /bin/true\nreqest_memory = 1GB\nqueue\n")
     rc, out, err = run(["-json", "-dry-run", str(warn)], capsys)
     assert rc == 0 and "reqest_memory" in err and f"{warn}:2" in err and json.loads(out)
+
+
+def test_a_dry_run_that_queues_nothing_says_why(capsys: pytest.CaptureFixture[str], tmp_path: Path,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "none.sub").write_text("executable = /bin/true\nqueue matching *.nomatch\n")
+    rc, out, err = run(["-dry-run", "-", "none.sub"], capsys)
+    assert rc == 0 and "job(s) dry-run" not in out
+    assert "none.sub:2: WARNING: '*.nomatch' does not match any files" in err
+    assert '"none.sub" has only empty "queue" commands -- no jobs queued' in err

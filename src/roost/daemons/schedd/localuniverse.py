@@ -29,7 +29,7 @@ from roost.daemons.schedd.lifecycle import JobLifecycle
 from roost.daemons.userfiles import open_as
 from roost.eventlog import ExecuteEvent, TerminatedEvent, Usage
 from roost.net.addresses import INHERITED_FD_ENV
-from roost.submit.arglist import split_v2_raw
+from roost.submit.arglist import ad_environment, split_v2_raw
 
 log = logging.getLogger(__name__)
 
@@ -53,12 +53,7 @@ def job_argv(get: Any) -> list[str]:
 
 def job_environment(get: Any, base: dict[str, str] | None = None) -> dict[str, str]:
     env = dict(base or {})
-    text = get("Environment")
-    if isinstance(text, str) and text:
-        for word in split_v2_raw(text):
-            name, eq, value = word.partition("=")
-            if eq and name:
-                env[name] = value
+    env.update(ad_environment(get))  # Environment, else Env (env = A=1;B=2)
     return env
 
 

@@ -37,7 +37,7 @@ from roost.daemons.schedd.shadow import MAX_TRANSFER_RETRIES, Shadow, Shadows
 from roost.eventlog import ExecuteEvent, NodeExecuteEvent, NodeTerminatedEvent, Usage
 from roost.net.adwire import obj_to_ad
 from roost.net.errors import RemoteError
-from roost.submit.arglist import join_v2_raw
+from roost.submit.arglist import ad_environment, join_v2_raw
 
 log = logging.getLogger("roost.schedd")
 
@@ -68,6 +68,10 @@ def node_ad(ad: dict[str, Any], node: int, nprocs: int, *, spool_dir: str, host:
     if secret:
         env["_ROOST_PARALLEL_SECRET"] = secret
         env["_ROOST_PARALLEL_RUN"] = run_id
+    if "Environment" not in out and "Env" in out:  # env = A=1;B=2: one V2 Environment for both
+        out["Environment"] = join_v2_raw([f"{k}={v}" for k, v in ad_environment(out.get)])
+        out.pop("Env")
+        out.pop("EnvDelim", None)
     words = join_v2_raw([f"{k}={v}" for k, v in env.items()])
     old = out.get("Environment")
     out["Environment"] = f"{old} {words}" if isinstance(old, str) and old.strip() else words

@@ -273,11 +273,18 @@ class QueueCalls:
         # another user's jobs are named back (they are in `roost q` for all to see), so
         # the tool can say "Permission denied" rather than "not found", as condor_rm does
         denied = [job.id for job in matched if restrict is not None and job.owner != restrict]
-        jobs = [
-            job
-            for job in matched
-            if (restrict is None or job.owner == restrict) and status_allows(action, job.status)
-        ]
+        mine = [job for job in matched if restrict is None or job.owner == restrict]
+        jobs = [job for job in mine if status_allows(action, job.status)]
+        # condor_rm's per-job results (HTCondor's action_result_t codes): 1 done, 2 not
+        # found, 3 bad status, 4 already done, 5 permission denied
+        results: dict[str, int] = {j: AR_DENIED for j in denied}
+        for job in mine:
+            if not status_allows(action, job.status):
+                results[job.id] = _refusal(action, job.status)
+        for t in req.get("ids") or ():
+            if "." in t:
+                c, p = self.queue.parse_id(t)
+                results.setdefault(f"{c}.{p}", AR_NOT_FOUND)
 
         # HTCondor's default reasons, word for word (condor_q -hold shows them; scripts match them)
         async def act(job: Job) -> bool:
@@ -312,7 +319,19 @@ class QueueCalls:
                         if j not in seen:
                             seen.add(j)
                             done.append(j)
-        return {"count": len(done), "ids": done, "denied": denied}
+        for j in done:
+            results[j] = AR_SUCCESS
+        for job in jobs:
+            results.setdefault(job.id, AR_DENIED)  # the action failed on it: HTCondor's word too
+        totals: dict[str, int] = {}
+        for code in results.values():
+            totals[str(code)] = totals.get(str(code), 0) + 1
+        out: dict[str, Any] = {"count": len(done), "ids": done, "denied": denied, "totals": totals,
+                               "queue_size": self.queue.totals_named(None).get("Total", 0),
+                               "super": restrict is None}
+        if req.get("results") or any("." in t for t in req.get("ids") or ()):
+            out["results"] = results  # per job only when asked, or for job ids (a cluster may be huge)
+        return out
 
     # -- EDIT (condor_qedit) ----------------------------------------------------------------
     async def h_edit(self, req: dict[str, Any], peer: Peer) -> dict[str, Any]:
@@ -475,3 +494,15 @@ def _references(expr: Any) -> set[str] | None:
 
 
 __all__ = ["QueueCalls"]
+
+
+AR_SUCCESS, AR_NOT_FOUND, AR_BAD_STATUS, AR_ALREADY_DONE, AR_DENIED = 1, 2, 3, 4, 5
+
+
+def _refusal(action: str, status: int) -> int:
+    """The result code HTCondor's schedd gives a job an action does not apply to."""
+    if action == "remove":
+        return AR_ALREADY_DONE if status == 3 else AR_BAD_STATUS
+    if action == "hold":
+        return AR_ALREADY_DONE if status == 5 else AR_DENIED if status in (3, 4) else AR_BAD_STATUS
+    return AR_BAD_STATUS

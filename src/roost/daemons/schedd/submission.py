@@ -232,8 +232,9 @@ class SubmitCalls:
             try:
                 clusters = await asyncio.to_thread(expand, first)
             except CommandNotAllowed:
-                # `queue ... from COMMAND |`: the tool runs the command itself, not the schedd
-                raise RequestError("SUBMIT_LOCALLY", "queue ... from a command is read by the submitting tool") from None
+                # `queue ... from COMMAND |`, `include : COMMAND |`: the tool runs the command, not the schedd
+                raise RequestError("SUBMIT_LOCALLY", "a command the description runs is run by the submitting tool"
+                                   ) from None
             except SubmitError as e:
                 raise RequestError("SUBMIT_ERROR", str(e)) from None
             ids += [self.queue.new_cluster_id() for _ in clusters[1:]]

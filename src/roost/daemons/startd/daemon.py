@@ -47,8 +47,8 @@ from roost.classad.jsonform import ad_to_obj
 from roost.config import Config
 from roost.core import ownerpolicy as op
 from roost.core import slots as core
-from roost.core.slots import Slot
-from roost.daemons.base import AdvertisedAd, Daemon, run
+from roost.core.slots import Slot, SlotConfigError
+from roost.daemons.base import AdvertisedAd, CannotStart, Daemon, run
 from roost.daemons.startd import container, criu, javajob, launch, resources
 from roost.daemons.startd.cgroups import JobCgroups
 from roost.daemons.startd.claims import Claims
@@ -163,7 +163,10 @@ class Startd(Daemon):
         self.policy = self._read_policy()
         self.owner_policy.load_policy()
         now = time.time()
-        self.slots = core.layout(self._slot_types(), self.machine, self._claim_ids(), now)
+        try:
+            self.slots = core.layout(self._slot_types(), self.machine, self._claim_ids(), now)
+        except SlotConfigError as e:  # the same layout would fail on every restart
+            raise CannotStart(f"the slot layout does not fit this machine: {e}") from None
         self.claims.by_claim = {s.claim_id: s.name for s in self.slots.values()}
         for line in self.claims.adopt(adopt):
             self.log.info("from a previous startd: %s", line)
@@ -305,7 +308,7 @@ class Startd(Daemon):
             try:
                 ExprTree(text)
             except Exception as e:  # a bad policy stops the startd here, naming the knob
-                raise SystemExit(f"startd: {what} = {text!r} is not a ClassAd expression: {e}") from None
+                raise CannotStart(f"{what} = {text!r} is not a ClassAd expression: {e}") from None
         return core.Policy(start=start, rank=rank, extra=extra, modify_request=modify)
 
     def _slot_types(self) -> list[core.SlotType]:

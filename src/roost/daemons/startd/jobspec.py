@@ -15,7 +15,7 @@ from typing import Any
 
 from roost.classad import ClassAd, Value
 from roost.core import jobpolicy as jp
-from roost.submit.arglist import ArgSyntaxError, split_v2_raw
+from roost.submit.arglist import ArgSyntaxError, ad_environment, split_v2_raw
 
 
 class JobSpecError(Exception):
@@ -44,7 +44,7 @@ class JobSpec:
     hold_kill_sig: int | None = None
     #: coresize (CoreSize): the job's core file limit, bytes; None leaves the startd's
     core_size: int | None = None
-    #: checkpoint_exit_code (CheckpointExitCode): the job exits with it after writing a
+    #: checkpoint_exit_code (SuccessCheckpointExitCode): the job exits with it after writing a
     #: checkpoint, which is sent to the schedd, and runs again in place
     checkpoint_exit_code: int | None = None
     #: transfer_checkpoint_files (TransferCheckpoint); None: what output transfer would send
@@ -128,18 +128,7 @@ def parse_job(ad: ClassAd, fs_domain: str) -> JobSpec:
             args = split_v2_raw(arguments)
         else:
             args = (_str(ad, "Args") or "").split()
-        env: dict[str, str] = {}
-        environment = _str(ad, "Environment")
-        if environment is not None:
-            for word in split_v2_raw(environment):
-                name, eq, value = word.partition("=")
-                if eq and name:
-                    env[name] = value
-        elif (v1 := _str(ad, "Env")) is not None:
-            for word in v1.split(";"):
-                name, eq, value = word.strip().partition("=")
-                if eq and name:
-                    env[name] = value
+        env = dict(ad_environment(lambda name: _str(ad, name)))  # Environment, else Env (env = A=1;B=2)
     except ArgSyntaxError as e:
         raise JobSpecError(str(e)) from None
     should = (_str(ad, "ShouldTransferFiles") or "YES").upper()
@@ -198,7 +187,7 @@ def _periodic_checkpoint(ad: ClassAd) -> dict[str, Any]:
 
 
 def _checkpoint_code(ad: ClassAd) -> int | None:
-    """checkpoint_exit_code (CheckpointExitCode), or the wiki's +SuccessCheckpointExitCode."""
+    """checkpoint_exit_code (SuccessCheckpointExitCode; CheckpointExitCode in ads roost wrote before)."""
     for name in ("CheckpointExitCode", "SuccessCheckpointExitCode"):
         v = ad.eval(name) if name in ad else None
         if type(v) is int and 0 < v < 256:

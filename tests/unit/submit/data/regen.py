@@ -9,7 +9,9 @@ last shipped in the 24.x wheels, so it lives in its own directory::
     HTCONDOR_V1=/tmp/htc24 python tests/unit/submit/data/regen.py
 
 Each file is submitted from a copy of this directory at ``GOLDEN_DIR`` (the
-paths in the ads are absolute) as cluster 5, QDate 1000, by user alice.
+paths in the ads are absolute) as cluster 5, QDate 1000, by user alice. A ``NAME.env``
+beside ``NAME.sub`` (``VAR=value`` lines) is the submitter's whole environment for that
+file (``getenv``); test_golden gives roost the same.
 """
 
 from __future__ import annotations
@@ -34,6 +36,14 @@ json.dump(out, sys.stdout, indent=0, sort_keys=True)
 """
 
 
+def submit_env(sub: Path) -> dict[str, str] | None:
+    """The environment ``NAME.env`` sets for ``NAME.sub``, or None (then any)."""
+    path = sub.with_suffix(".env")
+    if not path.exists():
+        return None
+    return dict(line.split("=", 1) for line in path.read_text().splitlines() if "=" in line)
+
+
 def main() -> None:
     v1 = os.environ.get("HTCONDOR_V1")
     if not v1:
@@ -44,7 +54,9 @@ def main() -> None:
     for sub in sorted(HERE.glob("*.sub")):
         if sub.name.startswith("multi_"):
             continue  # Submit.jobs() expands only the first queue statement
-        got = subprocess.run([sys.executable, "-c", ORACLE, sub.name], cwd=GOLDEN_DIR, env=env,
+        own = submit_env(sub)
+        run_env = env if own is None else dict(own, PYTHONPATH=v1, CONDOR_CONFIG=env["CONDOR_CONFIG"])
+        got = subprocess.run([sys.executable, "-c", ORACLE, sub.name], cwd=GOLDEN_DIR, env=run_env,
                              capture_output=True, text=True)
         if got.returncode != 0:
             print(f"{sub.name}: {got.stderr.strip()}", file=sys.stderr)
