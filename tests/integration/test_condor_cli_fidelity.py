@@ -6,7 +6,6 @@ import json
 import os
 import pty
 import select
-import shutil
 import signal
 import stat
 import subprocess
@@ -107,21 +106,39 @@ def test_submit_spool_lets_the_submit_directory_go(pool: PoolHandle, jobdir: Pat
     (sub / "data").mkdir(parents=True)
     (sub / "in.txt").write_text("from the input file\n")
     (sub / "data" / "more.txt").write_text("from a directory\n")
-    (sub / "show.py").write_text("import sys\nprint(open('in.txt').read().strip(), open('more.txt').read().strip())\n")
+    (sub / "show.py").write_text("import sys\nprint(open('in.txt').read().strip(), open('more.txt').read().strip())\n"
+                               "open('made.txt', 'w').write('made by the job\\n')\n")
     (sub / "s.sub").write_text("executable = /usr/bin/python3\narguments = show.py\ntransfer_executable = false\n"
                                "transfer_input_files = in.txt, show.py, data/\nshould_transfer_files = YES\n"
                                "output = out.txt\nerror = err.txt\nqueue\n")
     for p in (sub, sub / "data"):
         p.chmod(0o755)
     done = pool.roost("submit", "-spool", "s.sub", cwd=sub, check=True)
-    cluster = done.stdout.splitlines()[-1].split()[-1].rstrip(".")
-    shutil.rmtree(sub)  # what -spool is for: the input is in the schedd's spool now
-    pool.wait(f"{cluster}.0", timeout=120)
-    ad = json.loads(pool.roost("history", cluster, "-json", check=True).stdout)[0]
+    lines = done.stdout.splitlines()
+    assert lines[-1] == "Spooling data files for 1 jobs...", lines  # condor_submit -spool's last line
+    cluster = lines[-2].split()[-1].rstrip(".")
+    keep = sub.with_name("kept")
+    sub.rename(keep)  # what -spool is for: the input is in the schedd's spool now
+    ad = pool.wait_for(f"{cluster}.0", lambda a: a.get("JobStatus") == 4, timeout=120, what="completed")
+    # a completed spooled job stays in the queue (LeaveJobInQueue) until its output is fetched
     assert ad["SUBMIT_Iwd"] == str(sub) and ad["Iwd"].startswith(str(pool.home / "spool"))
     assert ad["ExitCode"] == 0, (Path(ad["Iwd"]) / "err.txt").read_text()
-    assert (Path(ad["Iwd"]) / "out.txt").read_text() == "from the input file from a directory\n"
+    assert isinstance(ad["StageInStart"], int) and ad["StageInFinish"] >= ad["StageInStart"]
+    assert ad["LastHoldReasonCode"] == 16 and ad["ReleaseReason"] == "Data files spooled"
     assert stat.S_IMODE(os.stat(ad["Iwd"]).st_mode) == 0o700  # the job's input is its owner's alone
+    assert not sub.exists()
+    keep.rename(sub)  # the submit directory is back: condor_transfer_data writes into it
+    (sub / "out.txt").unlink(missing_ok=True)
+    got = pool.roost("transfer_data", cluster, check=True)
+    assert got.stdout.startswith("Fetching data files...")
+    assert (sub / "out.txt").read_text() == "from the input file from a directory\n"
+    assert (sub / "made.txt").read_text() == "made by the job\n"
+    assert not (sub / "_spool2").exists()  # the input stays out of it
+    # fetched: it left the queue, its spool directory with it
+    assert pool.roost("q", cluster, "-af", "ClusterId", check=True).stdout.strip() == ""
+    hist = json.loads(pool.roost("history", cluster, "-json", check=True).stdout)[0]
+    assert hist["StageOutFinish"] >= hist["StageOutStart"] >= hist["StageInFinish"]
+    wait_until(lambda: not os.path.exists(ad["Iwd"]), 10, "the spool directory removed")
 
 
 def test_submit_interactive_opens_a_shell_in_the_job(pool: PoolHandle, jobdir: Path) -> None:

@@ -349,3 +349,34 @@ def test_dask_jobqueue_htcondorcluster_runs_workers_as_roost_jobs(
     finally:
         schedd.close()
     assert sorted((h["JobStatus"], h["Cmd"]) for h in hist) == [(3, "/bin/sh")] * 2
+
+
+SPOOL_AND_RETRIEVE = """
+    import os, sys, time, htcondor2
+
+    os.chdir(sys.argv[1])
+    sub = htcondor2.Submit({"executable": "/bin/cat", "arguments": "in.txt", "transfer_input_files": "in.txt",
+                            "transfer_executable": "false", "output": "out.txt", "error": "err.txt"})
+    schedd = htcondor2.Schedd()
+    result = schedd.submit(sub, spool=True)
+    held = schedd.query(f"ClusterId == {result.cluster()}", projection=["JobStatus", "HoldReasonCode"])
+    print("held", held[0]["JobStatus"], held[0]["HoldReasonCode"])
+    schedd.spool(result)
+    os.unlink("in.txt")
+    for _ in range(1200):
+        ads = schedd.query(f"ClusterId == {result.cluster()}", projection=["JobStatus"])
+        if ads and ads[0]["JobStatus"] == 4:
+            break
+        time.sleep(0.1)
+    else:
+        raise SystemExit("the job did not complete")
+    schedd.retrieve(f"ClusterId == {result.cluster()}")
+    print("out", open("out.txt").read().strip())
+    print("left", len(schedd.query(f"ClusterId == {result.cluster()}")))
+"""
+
+
+def test_submit_spool_then_spool_and_retrieve_as_htcondor2_scripts_do(pool: PoolHandle, jobdir: Path) -> None:
+    (jobdir / "in.txt").write_text("spooled by htcondor2\n")
+    out = run_unchanged(pool, SPOOL_AND_RETRIEVE, str(jobdir))
+    assert out.splitlines() == ["held 5 16", "out spooled by htcondor2", "left 0"], out

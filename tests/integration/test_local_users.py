@@ -16,6 +16,7 @@ import contextlib
 import os
 import pwd
 import shutil
+import stat
 import subprocess
 import sys
 import tempfile
@@ -433,3 +434,38 @@ def test_one_user_cannot_hold_the_schedds_socket(root_pool: PoolHandle, users: t
     finally:
         holder.kill()
     assert int(out.split()[-1]) == 256, out
+
+
+def test_a_user_spools_from_her_private_home_and_fetches_the_output(root_pool: PoolHandle,
+                                                                   users: tuple[User, User]) -> None:
+    """condor_submit -spool as a user who cannot write the spool: her tool sends the
+    input over the connection, the job runs as her from her spool directory (hers,
+    0700), and condor_transfer_data brings its output back into her home; bob may do
+    neither to her job."""
+    alice, bob = users
+    spool = root_pool.home / "spool"
+    assert bob.run("/bin/sh", "-c", f"touch {spool}/x").returncode != 0  # nobody but root writes the spool
+    alice.write("sp/run.sh", "#!/bin/sh\nid -un\ncat data.txt\necho made > result.txt\n")
+    alice.write("sp/data.txt", "her data\n")
+    alice.write("sp/s.sub", "executable = run.sh\ntransfer_input_files = data.txt\n"
+                "should_transfer_files = YES\noutput = out.txt\nerror = err.txt\nqueue\n")
+    work = alice.home / "sp"
+    alice.run("chmod", "755", str(work / "run.sh"), check=True)
+    cid = _cluster(alice.roost("submit", "-spool", "s.sub", cwd=work, check=True).stdout)
+    jid = f"{cid}.0"
+    alice.run("rm", "-f", str(work / "run.sh"), str(work / "data.txt"), check=True)  # in the spool now
+    ad = root_pool.wait_for(jid, lambda a: a.get("JobStatus") == 4, 120, "completed")
+    top = Path(ad["Iwd"])
+    assert top.is_relative_to(spool) and ad["SUBMIT_Iwd"] == str(work)
+    st = top.stat()
+    assert (st.st_uid, stat.S_IMODE(st.st_mode)) == (alice.uid, 0o700)
+    assert (top / "data.txt").stat().st_uid == alice.uid
+    # bob: not his job to fetch, and he cannot read her spool directory either
+    got = bob.roost("transfer_data", jid)
+    assert got.returncode != 0 and "may not transfer files of job" in got.stderr, got.stdout + got.stderr
+    assert bob.run("ls", str(top)).returncode != 0
+    got = alice.roost("transfer_data", jid, check=True)
+    assert (work / "out.txt").read_text() == f"{alice.name}\nher data\n"
+    assert (work / "result.txt").read_text() == "made\n"
+    assert (work / "out.txt").stat().st_uid == alice.uid and not (work / "data.txt").exists()
+    assert alice.roost("q", jid, "-af", "ClusterId", check=True).stdout.strip() == ""

@@ -36,6 +36,7 @@ PROGRAMS: dict[str, tuple[str, ...]] = {
     "condor_submit_dag": ("submit_dag",),
     "condor_tail": ("tail",),
     "condor_ssh_to_job": ("ssh_to_job",),
+    "condor_transfer_data": ("transfer_data",),
     "condor_drain": ("drain",),
     "condor_vacate": ("vacate",),
     "condor_off": ("off",),

@@ -33,6 +33,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "who": ("roost.cli.who_cmd", "the jobs this machine runs, slot by slot (condor_who)"),
     "wait": ("roost.cli.wait_cmd", "wait for jobs to finish (condor_wait)"),
     "tail": ("roost.cli.tail_cmd", "the tail of a running job's stdout or files; -f follows it (condor_tail)"),
+    "transfer_data": ("roost.cli.transfer_data_cmd", "fetch the output of completed jobs submitted with -spool (condor_transfer_data)"),
     "ssh_to_job": ("roost.cli.ssh_to_job_cmd", "a shell or a command beside a running job, as its user (condor_ssh_to_job)"),
     "drain": ("roost.cli.drain_cmd", "stop a machine taking jobs and let it empty (condor_drain)"),
     "vacate": ("roost.cli.drain_cmd", "evict the jobs a machine runs (condor_vacate)"),

@@ -68,7 +68,10 @@ def _parse_args(argv: list[str]) -> _Plain | object:
     p.add_argument("-maxjobs", "--maxjobs", type=int, default=None, metavar="N",
                    help="submit nothing if more than N jobs would be queued")
     p.add_argument("-spool", "--spool", action="store_true",
-                   help="copy the input files into the schedd's spool now; the jobs wait held until they are there")
+                   help="send the input files to the schedd's spool now; the jobs wait held until they are there "
+                        "(fetch the output with roost transfer_data)")
+    p.add_argument("-remote", "--remote", default=None, metavar="SCHEDD",
+                   help="submit to the schedd called SCHEDD, spooling the input (-name SCHEDD -spool)")
     p.add_argument("-interactive", "-i", "--interactive", action="store_true",
                    help="submit one interactive job and open a shell in it once it runs (as condor_submit -interactive)")
     p.add_argument("-verbose", "-v", "--verbose", action="store_true",
@@ -139,11 +142,14 @@ def main(argv: list[str]) -> int:
         from roost.cli.submit_interactive import interactive_text
 
         text, append = interactive_text(text, append)
+    if getattr(ns, "remote", None):
+        ns.name, ns.spool = ns.remote, True  # condor_submit -remote: -name and -spool
     if ns.spool:
         # lazy: only -spool
-        from roost.cli.submit_spool import HOLD_LINES
+        from roost.cli.submit_spool import HOLD_LINES, LEAVE_IN_QUEUE
 
         append += HOLD_LINES
+        overrides.setdefault("leave_in_queue", LEAVE_IN_QUEUE)  # as at the top: the file's own wins
     fname = "<stdin>" if src == "-" else (src or "<interactive>")
     cwd = os.getcwd()
     name, pool = getattr(ns, "name", None), getattr(ns, "pool", None)

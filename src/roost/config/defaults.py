@@ -148,6 +148,8 @@ _KNOBS = [
     Knob("SCHEDD_FSYNC", "True", "whether the schedd fsyncs its job queue before acknowledging a change (False: survives kill -9, not power loss)"),
     Knob("MAX_CONCURRENT_CHECKPOINT_UPLOADS", "10", "roost: most checkpoint uploads (PUT_CHECKPOINT) the schedd reads at once; the others wait their turn, fairly by user (0: no limit)"),
     Knob("CHECKPOINT_UPLOAD_BANDWIDTH", "0", "roost: MB/s all checkpoint uploads together may use (0: no budget)"),
+    Knob("SPOOL_MAX_INPUT_MB", "10240", "roost: most MiB of input one job may spool (condor_submit -spool); more is refused before a byte is read"),
+    Knob("SPOOL_MAX_INPUT_FILES", "10000", "roost: most files one job may spool (condor_submit -spool)"),
     Knob("CHECKPOINT_STAGGER", "True", "roost: spread the periodic checkpoint signals of a cluster's jobs on one CheckpointInterval across it (False: each one interval after its start, as HTCondor)"),
     # -- startd: resources --------------------------------------------------------
     Knob("NUM_CPUS", "$(DETECTED_CPUS)", "CPUs the startd offers (default: detected)"),

@@ -232,6 +232,8 @@ COMMAND_LEVELS: dict[str, CommandLevel] = {
     "STREAM_OUTPUT": _c("schedd", L.DAEMON, "stream_output/stream_error: a running job's stdout/stderr as it grows"),
     "CHIRP_ATTR": _c("schedd", L.DAEMON, "Chirp through the starter: `CONDOR_get_job_attr`, `CONDOR_set_job_attr`, `CONDOR_ulog` and delayed updates"),
     "CHIRP_IO": _c("schedd", L.DAEMON, "Chirp through the starter: the shadow's remote system calls (`CONDOR_open`, ...), done as the job's owner"),
+    "SPOOL_FILES": _c("schedd", L.WRITE, "`SPOOL_JOB_FILES_WITH_PERMS` (condor_submit -spool; the job's owner or a queue super user)", jobs=True),
+    "TRANSFER_DATA": _c("schedd", L.WRITE, "`TRANSFER_DATA_WITH_PERMS` (condor_transfer_data; the job's owner or a queue super user)", jobs=True),
     "TAIL_JOB": _c("schedd", L.WRITE, "`CREATE_JOB_OWNER_SEC_SESSION` (condor_tail; the job's owner or a queue super user)", jobs=True),
     "SSH_TO_JOB": _c("schedd", L.WRITE, "`CREATE_JOB_OWNER_SEC_SESSION` (condor_ssh_to_job; the job's owner or a queue super user)", jobs=True),
     # startd

@@ -10,7 +10,9 @@ from typing import Any
 
 from roost.api.schedd import Expr
 from roost.api.schedd import Schedd as ApiSchedd
+from roost.api.spooling import ATTRS, fetch_job, spool_job
 from roost.classad import ClassAd, ExprTree
+from roost.core.spooling import HOLD_LINES, LEAVE_IN_QUEUE, SpoolError
 from roost.htcondor2.enums import JobAction, QueryOpt, TransactionFlag
 from roost.htcondor2.errors import HTCondorException, as_htcondor
 from roost.htcondor2.submit import Submit
@@ -211,8 +213,13 @@ class Schedd:
         if queue is not None and (itemdata is not DefaultItemData or count):
             raise ValueError("queue and count/itemdata are mutually exclusive")
         if spool:
-            raise HTCondorException("spool=True is not supported by roost's Python face: submit with "
-                                    "input files the execute host can reach (roost transfers them)")
+            # held with HoldReasonCode 16 and condor_submit -spool's leave_in_queue, until spool()
+            description = Submit(str(description))
+            for line in HOLD_LINES:
+                key, _, value = line.partition(" = ")
+                description[key] = value
+            if description.get("leave_in_queue") is None:
+                description["leave_in_queue"] = LEAVE_IN_QUEUE
         if queue is not None:
             description = Submit(str(description))
             description.setQArgs(queue)
@@ -231,7 +238,26 @@ class Schedd:
         return SubmitResult(cluster, 0, n, ad)
 
     def spool(self, result: SubmitResult) -> None:
-        raise HTCondorException("roost's Python face does not spool input files")
+        """Send the input files of the jobs ``submit(..., spool=True)`` queued; the schedd
+        releases each job once its input is in (roost.api.spooling)."""
+        if not isinstance(result, SubmitResult):
+            raise TypeError("result must be a SubmitResult")
+        with as_htcondor():
+            ads = self._api.query_objs(f"ClusterId == {int(result.cluster())}", ATTRS)
+            try:
+                for ad in sorted(ads, key=lambda a: a.get("ProcId", 0)):
+                    spool_job(self._api, ad)
+            except SpoolError as e:
+                raise HTCondorException(str(e)) from e
+
+    def retrieve(self, job_spec: Any) -> None:
+        """Fetch the output of the completed spooled jobs ``job_spec`` names into their
+        submit directories (condor_transfer_data); each then leaves the queue."""
+        with as_htcondor():
+            ads = [a for a in self._api.query_objs(projection=ATTRS, **job_selection(job_spec))
+                   if a.get("StageInFinish") is not None and a.get("JobStatus") == 4]
+            for ad in sorted(ads, key=lambda a: (a.get("ClusterId", 0), a.get("ProcId", 0))):
+                fetch_job(self._api, ad)
 
     def reschedule(self) -> None:
         """Nothing to do: roost's schedd asks the negotiator for a cycle (RESCHEDULE) itself."""

@@ -62,6 +62,8 @@ SCHEMAS: dict[str, Schema] = {
     "CHIRP_ATTR": {"job": "str", "claim_id": "str", "op": "str", "name": "str?", "expr": "str?", "text": "str?",
                    "attrs": "object?"},
     "CHIRP_IO": {"job": "str", "claim_id": "str", "op": "str", "args": "list", "size": "int?"},
+    "SPOOL_FILES": {"job": "str", "files": "list[object]"},
+    "TRANSFER_DATA": {"job": "str"},
     "TAIL_JOB": {"job": "str", "name": "str?", "stream": "str?", "offset": "int?", "maxbytes": "int?"},
     "SSH_TO_JOB": {"job": "str", "command": "str?", "pty": "bool?", "term": "str?", "rows": "int?", "cols": "int?"},
     # startd

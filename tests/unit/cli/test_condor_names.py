@@ -31,7 +31,8 @@ WANTED = ["condor_submit", "condor_q", "condor_status", "condor_rm", "condor_hol
           "condor_history", "condor_wait", "condor_qedit", "condor_prio", "condor_userprio",
           "condor_config_val", "condor_submit_dag", "condor_tail", "condor_ssh_to_job", "condor_drain",
           "condor_vacate", "condor_off", "condor_on", "condor_restart", "condor_reconfig",
-          "condor_token_create", "condor_token_list", "condor_token_revoke", "condor_who", "condor_version"]
+          "condor_token_create", "condor_token_list", "condor_token_revoke", "condor_who", "condor_version",
+          "condor_transfer_data"]
 
 
 def test_every_name_is_a_script_onto_a_roost_command() -> None:

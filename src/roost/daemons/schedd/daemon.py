@@ -40,6 +40,8 @@ from roost.daemons.schedd.notify import Notifier
 from roost.daemons.schedd.queries import QueueCalls
 from roost.daemons.schedd.reservations import Reservations
 from roost.daemons.schedd.shadow import Shadows
+from roost.daemons.schedd.spool_area import sweep_partial
+from roost.daemons.schedd.spool_calls import SpoolCalls
 from roost.daemons.schedd.starter_calls import StarterCalls
 from roost.daemons.schedd.store import Store
 from roost.daemons.schedd.submission import SubmitCalls
@@ -189,6 +191,13 @@ class Schedd(Daemon):
         starters = StarterCalls(shadows, checkpoints, admission)
         chirp = self.chirp_calls = ChirpCalls(shadows, self.config)  # a running job's Chirp
         chirp.rights = rights
+        jobs.spool_root = str(self.spool_dir)
+        swept = sweep_partial(jobs.spool_root)
+        if swept:
+            log.info("removed %d half-received spooled inputs of a schedd that stopped mid-transfer", swept)
+        spool = SpoolCalls(jobs, rights, str(self.spool_dir),  # condor_submit -spool, condor_transfer_data
+                           max_bytes=max(0, int(self.config.get_int("SPOOL_MAX_INPUT_MB", 10240) or 0)) << 20,
+                           max_files=max(0, int(self.config.get_int("SPOOL_MAX_INPUT_FILES", 10000) or 0)))
         watch = WatchCalls(jobs, rights, lambda: self.config.get_bool("ENABLE_SSH_TO_JOB", True) is not False,
                            self.client)  # roost tail, roost ssh_to_job
         self._calls = {
@@ -209,6 +218,8 @@ class Schedd(Daemon):
             "STREAM_OUTPUT": starters.h_stream_output,
             "CHIRP_ATTR": chirp.h_chirp_attr,
             "CHIRP_IO": chirp.h_chirp_io,
+            "SPOOL_FILES": spool.h_spool_files,
+            "TRANSFER_DATA": spool.h_transfer_data,
             "TAIL_JOB": watch.h_tail_job,
             "SSH_TO_JOB": watch.h_ssh_to_job,
         }

@@ -15,11 +15,13 @@ from __future__ import annotations
 import asyncio
 import itertools
 import logging
+import shutil
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
 from roost.core import jobpolicy as jp
+from roost.core.spooling import job_spool_dir
 from roost.daemons.schedd.jobqueue import Job, JobQueue, status_allows
 from roost.daemons.schedd.store import Store
 from roost.daemons.schedd.userlog import UserLogs, log_paths
@@ -109,6 +111,10 @@ class JobLifecycle:
 
     #: the spool's checkpoint store (roost.daemons.schedd.checkpoints), set by the schedd
     checkpoints: Any = None
+    #: $(SPOOL), where -spool jobs' directories are (spool_calls.py), set by the schedd
+    spool_root: str | None = None
+    #: jobs with a SPOOL_FILES/TRANSFER_DATA under way: not taken out of the queue meanwhile
+    spool_busy: set[tuple[int, int]] = set()  # noqa: RUF012 (replaced per instance by the schedd)
     #: job mail (roost.daemons.schedd.notify.Notifier), set by the schedd when mail is configured
     notifier: Any = None
 
@@ -165,6 +171,10 @@ class JobLifecycle:
                 leave = False
         if leave is True and job.status == jp.COMPLETED:
             return []
+        if self.spool_root is not None and job.get("StageInStart") is not None:
+            # a -spool job's directory leaves with it (HTCondor's too)
+            where = job_spool_dir(self.spool_root, job.cluster.id, job.proc)
+            self.host.spawn(asyncio.to_thread(shutil.rmtree, where, True), f"spool-{job.id}")
         if self.checkpoints is not None and job.get("LastCheckpointTime") is not None:
             # its checkpoints leave the spool with it
             store, cid, proc = self.checkpoints, job.cluster.id, job.proc
@@ -441,12 +451,14 @@ class JobLifecycle:
             return False
         d = job.diff or {}
         attrs: dict[str, Any] = {
-            "LastHoldReason": d.get("HoldReason"),
-            "LastHoldReasonCode": d.get("HoldReasonCode"),
+            "LastHoldReason": job.get("HoldReason"),
+            "LastHoldReasonCode": job.get("HoldReasonCode"),
             "ReleaseReason": reason,
         }
         for k in ("HoldReason", "HoldReasonCode", "HoldReasonSubCode"):
             d.pop(k, None)
+            if k in job.cluster.ad:  # submitted held (-spool): the cluster's value no longer holds
+                attrs[k] = "/Expr(undefined)/"
         ops = self.set_ops(job, attrs, jp.IDLE)
         await self.report(job, ops, [ReleasedEvent(job.cluster.id, job.proc, time.time(), reason=reason)])
         self.idle_arrived(job)
@@ -506,10 +518,14 @@ class JobLifecycle:
         if trim:
             await self.commit(trim)
         decided: list[tuple[Job, jp.Decision]] = []
+        completed: list[Job] = []
         seen = 0
         for cluster in list(self.queue.clusters.values()):
             cluster_has = jp.has_periodic(cluster.ad)
             for job in list(cluster.procs.values()):
+                if job.status == jp.COMPLETED and job.key not in self.spool_busy:
+                    completed.append(job)  # kept by its LeaveJobInQueue: asked again, as HTCondor does
+                    continue
                 if not (system.empty is False or cluster_has or (job.diff and jp.has_periodic(job.diff))):
                     continue
                 if job.status in (jp.REMOVED, jp.COMPLETED):
@@ -524,6 +540,11 @@ class JobLifecycle:
                     continue
                 if decision is not None:
                     decided.append((job, decision))
+        for job in completed:
+            ops = self.finish_ops(job)  # LeaveJobInQueue false now (its time() passed): to the history
+            if ops:
+                log.info("job %s: its LeaveJobInQueue is false now; it leaves the queue", job.id)
+                await self.report(job, ops, [])
         # Applied concurrently, a thousand at a time: they share commits (group commit).
         for i in range(0, len(decided), 1000):
             await asyncio.gather(*(self._apply_periodic(job, d) for job, d in decided[i : i + 1000]))
