@@ -125,6 +125,11 @@ def h_executable(b: Builder) -> None:
     b.set("Cmd", cmd if b.bool("transfer_executable", True) else exe)
     if b.get("transfer_executable") is not None:
         b.set("TransferExecutable", b.bool("transfer_executable", True))
+    # condor_submit's copy_to_spool (false by default since 8.x) copies the executable into
+    # the spool at submit; roost always transfers it from Cmd when the job starts
+    if b.get("copy_to_spool") is not None and b.bool("copy_to_spool", False):
+        b.warn("copy_to_spool = true: roost does not copy the executable into the spool; it is "
+               "transferred from its path when the job starts (submit with -spool to send it now)", "copy_to_spool")
 
 
 def h_arguments(b: Builder) -> None:
@@ -735,6 +740,6 @@ KNOWN_KEYS: frozenset[str] = frozenset(
         "gpus_maximum_capability gpus_minimum_memory gpus_minimum_runtime require_gpus concurrency_limits concurrency_limits_expr "
         "accounting_group accounting_group_user nice_user should_transfer_files when_to_transfer_output "
         "transfer_input_files transfer_output_files transfer_output_remaps requirements requirements "
-        "shell interactive want_ft_on_checkpoint image_size project_name skip_filechecks"
+        "shell interactive want_ft_on_checkpoint image_size project_name skip_filechecks copy_to_spool"
     ).split()
 ) | frozenset(k for k, _, _ in _SIMPLE) | universes.KEYS

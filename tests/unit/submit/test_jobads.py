@@ -227,6 +227,15 @@ def test_macros_used_only_by_queue_or_if_are_not_unused() -> None:
     assert len(c) == 2 and c.warnings == []
 
 
+def test_copy_to_spool_is_a_command_not_a_typo() -> None:
+    """condor_submit_dag wrote copy_to_spool = False for years and users' files keep it:
+    false is what roost does anyway; true warns that the executable is not copied."""
+    (c,) = parse_submit("executable = /bin/true\ncopy_to_spool = false\nqueue\n", cwd="/tmp", env={}).expand()
+    assert c.warnings == []
+    (c,) = parse_submit("executable = /bin/true\ncopy_to_spool = true\nqueue\n", cwd="/tmp", env={}).expand()
+    assert [(w.line, "does not copy the executable" in w.message) for w in c.warnings] == [(2, True)]
+
+
 def test_cluster_only_values_stay_in_the_cluster_ad() -> None:
     text = "executable = /bin/echo\nlog = job.$(Cluster).log\noutput = o.$(Cluster).$(Process)\nqueue 3\n"
     (c,) = parse_submit(text, cwd="/tmp", env={}).expand(cluster_id=8)
