@@ -26,12 +26,13 @@ ALLOWED: dict[str, set[str]] = {
     "net": {"classad", "config"},
     "poolhome": set(),
     "daemons": {"classad", "config", "core", "eventlog", "net", "submit", "poolhome"},
-    "api": {"classad", "config", "eventlog", "net", "submit", "poolhome"},
-    "cli": {"api", "classad", "config", "core", "dagman", "eventlog", "net", "submit", "poolhome"},
+    "api": {"classad", "config", "core", "eventlog", "net", "submit", "poolhome"},  # core: rules both ends share
+    # htcondor2: the `htcondor` command line speaks through htcondor2's face, as HTCondor's does
+    "cli": {"api", "classad", "config", "core", "dagman", "eventlog", "htcondor2", "net", "submit", "poolhome"},
     "demo": {"api", "cli", "config", "eventlog", "poolhome"},
     "dagman": {"api", "classad", "config", "core", "eventlog", "submit"},
     "mw": {"api", "classad", "config", "core", "eventlog", "submit"},
-    "htcondor2": {"api", "classad", "config", "dagman", "eventlog", "net", "submit"},  # htcondor2's face
+    "htcondor2": {"api", "classad", "config", "core", "dagman", "eventlog", "net", "submit"},  # htcondor2's face
     "classad2": {"classad"},  # roost.classad under classad2's name
     "futures": {"api", "eventlog"},  # concurrent.futures over roost.api; its runner is stdlib + cloudpickle
     "mpi": set(),  # openmpiscript's path (the script itself is stdlib Python, run by jobs)

@@ -52,7 +52,7 @@ def _readable(path: str) -> Path:
 
 
 def job_submit(ns: argparse.Namespace) -> None:
-    import roost.htcondor2 as htcondor
+    import roost.htcondor2 as htcondor  # lazy: each verb loads only what it uses (a command's start-up)
 
     text = _readable(ns.submit_file).read_text()
     description = htcondor.Submit(text)
@@ -67,7 +67,7 @@ def job_submit(ns: argparse.Namespace) -> None:
 
 
 def _job_ad(job_id: str, skip_history: bool) -> dict[str, object] | None:
-    import roost.htcondor2 as htcondor
+    import roost.htcondor2 as htcondor  # lazy: each verb loads only what it uses (a command's start-up)
 
     cluster, _, proc = job_id.partition(".")
     if not cluster.isdigit() or (proc and not proc.isdigit()):
@@ -95,6 +95,7 @@ def job_status(ns: argparse.Namespace) -> None:
 
 def dag_submit(ns: argparse.Namespace) -> None:
     """The DAGMan job condor_submit_dag would submit (its files written beside the DAG)."""
+    # lazy: each verb loads only what it uses (a command's start-up)
     from roost.dagman.api import submit_prepared
     from roost.dagman.submitdag import Options, prepare, write
 
@@ -109,7 +110,7 @@ def dag_submit(ns: argparse.Namespace) -> None:
 
 
 def dag_status(ns: argparse.Namespace) -> None:
-    import roost.htcondor2 as htcondor
+    import roost.htcondor2 as htcondor  # lazy: each verb loads only what it uses (a command's start-up)
 
     if not ns.dag_id.isdigit():
         raise ValueError(f"{ns.dag_id} is not a DAG id (the DAGMan job's cluster)")
@@ -127,7 +128,7 @@ def dag_status(ns: argparse.Namespace) -> None:
 
 
 def eventlog_read(ns: argparse.Namespace) -> None:
-    from roost.eventlog import read_events
+    from roost.eventlog import read_events  # lazy: each verb loads only what it uses
 
     summaries: dict[str, dict[str, object]] = {}
     for name in ns.log_files:

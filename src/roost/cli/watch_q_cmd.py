@@ -196,6 +196,7 @@ def _keys(enabled: bool) -> Iterator[Any]:
     if not (enabled and sys.stdin.isatty()):
         yield lambda: False
         return
+    # lazy: only a watch on a terminal needs them
     import termios
     import tty
 
