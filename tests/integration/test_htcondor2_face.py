@@ -224,6 +224,15 @@ DAEMON_COMMANDS = """
 """
 
 
+def _advertised_schedd(pool: PoolHandle) -> bool:
+    """The collector holds the ad of the schedd now running (its address file's)."""
+    from roost.net.addresses import read_address
+
+    now = read_address(pool.home / "run" / "schedd.address")
+    got = pool.roost("status", "-schedd", "-af", "MyAddress").stdout.split()
+    return now is not None and now in got
+
+
 def test_send_command_reconfigures_turns_off_and_on_restarts_and_stops(fresh_pool: PoolHandle) -> None:
     """htcondor2.send_command through the shim, step by step, each step seen in the
     master's STATUS; RemoteParam reads the master's and the schedd's configuration;
@@ -243,10 +252,13 @@ def test_send_command_reconfigures_turns_off_and_on_restarts_and_stops(fresh_poo
         proc.stdin.flush()
         assert proc.stdout.readline().strip() == "on"
         wait_until(lambda: daemons()["SCHEDD"]["state"] == "running", 30, "the schedd back")
+        # the script next locates the schedd in the collector: wait for the new one's ad
+        wait_until(lambda: _advertised_schedd(fresh_pool), 30, "the restarted schedd's ad")
         proc.stdin.write("\n")
         proc.stdin.flush()
         refused = proc.stdout.readline().strip()
-        assert refused.startswith("refused: roost manages its schedd through the master"), refused
+        assert refused.startswith("refused: roost manages its schedd through the master"), (
+            refused or (proc.stderr.read() if proc.poll() is not None and proc.stderr else ""))
         assert proc.stdout.readline().strip() == "remote 2 True True True None"
         assert proc.stdout.readline().startswith("refused: roost's daemons take no runtime configuration")
         assert proc.stdout.readline().strip() == "restarted"

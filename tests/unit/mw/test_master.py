@@ -121,7 +121,9 @@ def test_tasks_run_and_a_killed_workers_task_is_done_by_another(make: Any, tmp_p
     assert [(e.job, e.why) for e in left] == [(victim, "disconnected")]
     assert [e.task for e in seen if isinstance(e, TaskRequeued)] == [stuck]
     joined = {e.job for e in seen if isinstance(e, WorkerJoined)}
-    assert joined == {"7.0", "7.1", "7.2"}
+    # on a loaded machine the last worker may start after the 200 tasks are done: the
+    # victim and another (which did its task) joined, and nobody else
+    assert victim in joined and len(joined) >= 2 and joined <= {"7.0", "7.1", "7.2"}, joined
     assert m.stats()["requeued"] == 1 and m.stats()["duplicates"] == 0
 
 
