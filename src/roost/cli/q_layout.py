@@ -75,7 +75,7 @@ def batch_widths(owner: int, batch: int, ids: int, wide: bool = False,
     """OWNER and BATCH_NAME widths of the batch view: each as wide as its longest
     value (BATCH_NAME at least 10), shrunk when OWNER + BATCH_NAME + JOB_IDS would
     pass the 30 columns an 80-column display leaves them (``-wide``: never). The
-    flag: OWNER was shrunk, so it is cut to its width (at least 8) like BATCH_NAME."""
+    flag: OWNER is cut to its width, as BATCH_NAME always is."""
     longest_owner = owner
     if not wide:
         var_wid = display - 50
@@ -98,7 +98,9 @@ def batch_widths(owner: int, batch: int, ids: int, wide: bool = False,
                 bw = min(10 + bw + rw, batch) - 10
             batch = min(batch, bw + 10)
             owner = min(owner, nw + 8)
-    if owner < longest_owner:
+    # OWNER is at least as wide as its heading until condor_q fixes it: narrower than
+    # that (a short name, or shrunk) it becomes a fixed, cut column of at least 8
+    if owner < max(len("OWNER"), longest_owner):
         return max(8, owner), max(10, batch), True
     return owner, max(10, batch), False
 

@@ -46,13 +46,15 @@ def test_batch_view_shows_hold_only_when_some_job_is_held() -> None:
     rows = [("bob", "ID: 3", "12/1  10:00", [0, 0, 0, 2, 2], "3.0-1")]
     head, row = list(q_layout.batch_table(rows, any_held=True))
     assert head.split()[3:9] == ["DONE", "RUN", "IDLE", "HOLD", "TOTAL", "JOB_IDS"]
-    # OWNER is as wide as the longest owner: "OWNER" runs over a shorter one
-    assert row.startswith("bob ID: 3     ")
+    # an owner shorter than its heading: OWNER becomes 8 wide
+    assert head.startswith("OWNER    BATCH_NAME ")
+    assert row.startswith("bob      ID: 3      ")
 
 
 def test_batch_view_shrinks_into_80_columns() -> None:
     # OWNER + BATCH_NAME + JOB_IDS over 30 columns: the batch name gives way first
-    assert q_layout.batch_widths(4, 29, 5) == (4, 24, False)
+    assert q_layout.batch_widths(6, 29, 5) == (6, 22, False)
+    assert q_layout.batch_widths(4, 29, 5) == (8, 24, True)
     owner, batch, cut = q_layout.batch_widths(20, 20, 15)
     assert (owner, batch, cut) == (10, 13, True)  # JOB_IDS given half, OWNER cut to 10
     assert q_layout.batch_widths(20, 20, 15, wide=True) == (20, 20, False)
