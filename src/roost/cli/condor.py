@@ -38,6 +38,7 @@ PROGRAMS: dict[str, tuple[str, ...]] = {
     "condor_ssh_to_job": ("ssh_to_job",),
     "condor_drain": ("drain",),
     "condor_vacate": ("vacate",),
+    "condor_now": ("now",),
     "condor_off": ("off",),
     "condor_on": ("on",),
     "condor_restart": ("restart",),
