@@ -3,18 +3,21 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from typing import Any
 
 from roost.api.errors import PoolError
 from roost.api.jobids import is_job_id, parse_job_id
 from roost.api.schedd import Schedd
-from roost.cli.jobview import STATUS_LETTERS, command, duration, short_date
+from roost.cli.jobview import STATUS_LETTERS, command
 from roost.cli.options import add_pool_args
+from roost.cli.printf import _date, _duration
 from roost.cli.restrict import Restriction, check_exprs, error_line, split_af, split_format
 
 ATTRS = ["ClusterId", "ProcId", "Owner", "QDate", "RemoteWallClockTime", "JobStatus", "CompletionDate",
-         "EnteredCurrentStatus", "Cmd", "Arguments", "Args", "JobPrio", "ImageSize", "RemoteUserCpu"]
+         "EnteredCurrentStatus", "Cmd", "Arguments", "Args", "RemoteUserCpu", "TransferringInput",
+         "TransferringOutput", "TransferQueued"]
 
 
 def main(argv: list[str]) -> int:
@@ -194,65 +197,51 @@ def _until(jobs: list[dict[str, Any]], since: str, since_id: str | None) -> list
     return out
 
 
-def _int(j: dict[str, Any], attr: str) -> int | None:
-    v = j.get(attr)
+def _int(v: Any) -> int | None:
     return int(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
 
 
-def _date(epoch: int) -> str:
-    """format_date of HTCondor's history_utils: `` ??? `` for no date."""
-    return short_date(epoch) if epoch else " ??? "
+def _status(j: dict[str, Any]) -> str:
+    """JOB_STATUS: the state's letter and a blank, or `` >``/``< `` while files move."""
+    st = _int(j.get("JobStatus"))
+    if st is None:
+        return "  "
+    text = (STATUS_LETTERS.get(st, " ") if 1 <= st <= 7 else " ") + " "  # type: ignore[arg-type]
+    if j.get("TransferringInput") is True:
+        text = "<" + ("q" if j.get("TransferQueued") is True else " ")
+    if j.get("TransferringOutput") is True or st == 6:
+        text = ("q" if j.get("TransferQueued") is True else " ") + ">"
+    return text
 
 
-def _runtime(seconds: float) -> str:
-    """``%3d+%02d:%02d:%02d``; ``[?????]`` for a negative time."""
-    s = int(seconds)
-    if s < 0:
-        return "[?????]"
-    d, s = divmod(s, 86400)
-    return f"{d:3d}+{s // 3600:02d}:{s % 3600 // 60:02d}:{s % 60:02d}"
+def row(j: dict[str, Any]) -> str:
+    """One job as condor_history 25's default print format shows it."""
+    cluster, proc = _int(j.get("ClusterId")), _int(j.get("ProcId"))
+    jid = f"{cluster}.{proc or 0}" if cluster is not None else ""
+    owner = j.get("Owner")
+    owner = owner if isinstance(owner, str) else "??"
+    qdate = _int(j.get("QDate"))
+    wall = _int(j.get("RemoteWallClockTime"))
+    if wall is None:
+        wall = _int(j.get("RemoteUserCpu")) or 0
+    done = _int(j.get("CompletionDate"))
+    cmd = command(j, True) if isinstance(j.get("Cmd"), str) else ""
+    return (f"{jid:<12} {owner[:14]:<14} {_date(qdate) if qdate is not None else '??':>11} "
+            f"{_duration(wall):>12} {_status(j):<2} {_date(done) if done is not None else '':>11} {cmd}")
 
 
-def short_row(j: dict[str, Any]) -> str:
-    """One job as condor_history's default (80-column) listing prints it: displayJobShort
-    of history_utils. A job lacking an attribute the line needs prints `` --- ???? --- ``."""
-    cluster, proc, qdate = _int(j, "ClusterId"), _int(j, "ProcId"), _int(j, "QDate")
-    done, status, prio = _int(j, "CompletionDate"), _int(j, "JobStatus"), _int(j, "JobPrio")
-    owner, cmd = j.get("Owner"), j.get("Cmd")
-    if None in (cluster, proc, qdate, done, status, prio, _int(j, "ImageSize")) or \
-            not isinstance(owner, str) or not isinstance(cmd, str):
-        return " --- ???? --- "
-    wall = j.get("RemoteWallClockTime")
-    if not isinstance(wall, (int, float)):
-        wall = j.get("RemoteUserCpu") if isinstance(j.get("RemoteUserCpu"), (int, float)) else 0
-    args = j.get("Args")  # the old-syntax arguments only, as condor_history reads them
-    if isinstance(args, str) and len(cmd) < 14:
-        cmd = cmd + " " + args[:14 - len(cmd)]
-    letter = STATUS_LETTERS.get(status, " ") if 1 <= status <= 7 else " "  # type: ignore[arg-type]
-    return (f"{cluster:4d}.{proc:<3d} {owner[:14]:<14} {_date(qdate):<11} {_runtime(wall):<12} {letter:<2} "
-            f"{_date(done):<11} {cmd[:15]:<15}")
-
-
-def wide_table(jobs: list[dict[str, Any]]) -> list[str]:
-    """``-wide``: condor_history's default print format instead (the job id as wide as
-    it needs, the whole command)."""
-    ids = [f"{j.get('ClusterId')}.{j.get('ProcId', 0)}" for j in jobs]
-    id_w = max([12] + [len(i) for i in ids])
-    lines = [f"{' ID':<{id_w}} {'OWNER':<14} {'  SUBMITTED':<11} {'  RUN_TIME  ':<12} ST {'  COMPLETED':<11} CMD"]
-    for jid, j in zip(ids, jobs, strict=True):
-        wall = j.get("RemoteWallClockTime")
-        if not isinstance(wall, (int, float)):
-            wall = j.get("RemoteUserCpu") if isinstance(j.get("RemoteUserCpu"), (int, float)) else 0
-        qdate, done = j.get("QDate"), j.get("CompletionDate")
-        lines.append(f"{jid:<{id_w}} {str(j.get('Owner', '??'))[:14]:<14} "
-                     f"{short_date(qdate) if qdate is not None else '??':>11} {duration(wall):>12} "
-                     f"{STATUS_LETTERS.get(j.get('JobStatus'), ' '):<2} "  # type: ignore[arg-type]
-                     f"{short_date(done) if done else '':>11} {command(j, True)}")
-    return lines
+HEADING = f"{' ID         ':<12} {'OWNER':<14} {'  SUBMITTED':<11} {'  RUN_TIME  ':<12} ST {'  COMPLETED':<11} CMD"
 
 
 def table(jobs: list[dict[str, Any]], wide: bool = False) -> str:
-    if wide:
-        return "\n".join(wide_table(jobs)) + "\n"
-    head = f" {'ID':<7} {'OWNER':<14} {'SUBMITTED':>11} {'RUN_TIME':>12} {'ST':<2} {'COMPLETED':>11} {'CMD':<15}"
-    return "\n".join([head] + [short_row(j) for j in jobs]) + "\n"
+    """condor_history's default listing (its defaultJob_PrintFormat): the heading, then a
+    line per job, each cut to the display (a terminal's width less one; 1024 into a
+    pipe), not at all with ``-wide``."""
+    lines = [HEADING] + [row(j) for j in jobs]
+    if not wide:
+        try:
+            limit = os.get_terminal_size(sys.stdout.fileno()).columns - 1
+        except (OSError, ValueError, AttributeError):
+            limit = 1024
+        lines = [line[:limit] for line in lines]
+    return "\n".join(lines) + "\n"

@@ -234,21 +234,22 @@ class View:
             raw = _dag_order(raw)
         _header(schedd)
         out = sys.stdout
+        display = None if ns.wide else q_layout.terminal_width()  # into a pipe: as -wide
         if ns.run and not (ns.hold or ns.io or ns.dag or ns.unmatchable):
             # condor_q -run: its own columns, and no totals (its print format's SUMMARY NONE)
-            _run_view(list(merge_jobs(raw)), out, timer, time_head, ns.wide)
+            _run_view(list(merge_jobs(raw)), out, timer, time_head, display)
             return 0
         if ns.goodput and not ns.unmatchable:
-            _goodput_view(list(merge_jobs(raw)), out, timer, time_head, ns.wide)  # SUMMARY NONE too
+            _goodput_view(list(merge_jobs(raw)), out, timer, time_head, display)  # SUMMARY NONE too
             return 0
         if ns.hold:
-            _hold_view(list(merge_jobs(raw)), out)
+            _hold_view(list(merge_jobs(raw)), out, display)
         elif ns.io:
             _io_view(list(merge_jobs(raw)), out)
         elif ns.nobatch or ns.run or ns.dag or ns.unmatchable:
-            _job_view(raw, out, ns.wide, timer, time_head, dag=bool(ns.dag))
+            _job_view(raw, out, display, timer, time_head, dag=bool(ns.dag))
         else:
-            _batch_view(raw, out, ns.wide, bool(ns.values["global"]))
+            _batch_view(raw, out, display, bool(ns.values["global"]))
         # condor_q's footer: a blank line, the totals, a blank line
         if file_source:
             out.write("\n" + totals_line("query", _raw_totals(raw)) + "\n\n")  # no schedd to ask for the rest
@@ -308,18 +309,19 @@ def _unmatchable(schedd: Any, jobs: list[dict[str, Any]]) -> list[dict[str, Any]
     return [j for j in jobs if not count(obj_to_ad(j), slots).both_match]
 
 
-def _goodput_view(jobs: list[dict[str, Any]], out: Any, timer: Any, time_head: str, wide: bool = False) -> None:
+def _goodput_view(jobs: list[dict[str, Any]], out: Any, timer: Any, time_head: str,
+                  display: int | None = None) -> None:
     """``-goodput``: checkpointed (committed) time over wall time, CPU over committed time,
     and the network rate, as condor_q -goodput shows them (``??`` where not known)."""
     now = time.time()
-    widths, owner_w = _dict_widths(jobs)
+    widths, owner_w = _dict_widths(jobs, display)
     lines = [f"{q_layout.id_heading(widths)} {'OWNER':<{owner_w}}   SUBMITTED {time_head:>12}  GOODPUT  CPU_UTIL    Mb/s"]
     for j in jobs:
         jid = q_layout.id_cell(j["ClusterId"], j["ProcId"], widths)
         good, util, mbps = _goodput(j)
         lines.append(f"{jid} {q_layout.fit(str(j.get('Owner', '??')), owner_w)} {short_date(j.get('QDate')):>11} "
                      f"{duration(timer(j, now)):>12} {good:>8} {util:>9} {mbps:>7}")
-    out.write("\n".join(q_layout.cut(lines, wide)) + "\n")
+    out.write("\n".join(q_layout.cut(lines, display)) + "\n")
 
 
 def _goodput(j: dict[str, Any]) -> tuple[str, str, str]:
@@ -484,8 +486,9 @@ def _raw_totals(raw: dict[str, Any]) -> dict[str, int]:
     return counts
 
 
-def _raw_widths(raw: dict[str, Any], dag: bool, wide: bool) -> tuple[tuple[int, int], int]:
-    """The ID column's digits and OWNER's width for the jobs of a QUERY_JOBS answer."""
+def _raw_widths(raw: dict[str, Any], dag: bool, display: int | None) -> tuple[tuple[int, int], int, int]:
+    """The ID column's digits, OWNER's width and how much of a DAG node's name is kept,
+    for the jobs of a QUERY_JOBS answer."""
     clusters = raw.get("clusters") or {}
     jobs = raw.get("jobs") or ()
     max_c = max((j[0] for j in jobs), default=0)
@@ -493,26 +496,36 @@ def _raw_widths(raw: dict[str, Any], dag: bool, wide: bool) -> tuple[tuple[int, 
     present = {str(j[0]) for j in jobs}
     names = [str(cad.get("Owner", "??")) for key, cad in clusters.items() if key in present]
     names += [str(d["Owner"]) for _c, _p, d in jobs if "Owner" in d]
-    return q_layout.id_widths(max_c, max_p), q_layout.owner_width(q_layout.longest(names), dag, wide)
+    longest = q_layout.longest(names)
+    owner_w = q_layout.owner_width(longest, dag, display)
+    keep = q_layout.dag_name_width(q_layout.widths_fixed(max_c, max_p, longest), owner_w, display)
+    return q_layout.id_widths(max_c, max_p), owner_w, keep
 
 
-def _dict_widths(jobs: list[dict[str, Any]], wide: bool = False) -> tuple[tuple[int, int], int]:
+def _dict_widths(jobs: list[dict[str, Any]], display: int | None = None) -> tuple[tuple[int, int], int]:
     """The same for jobs as dicts."""
     max_c = max((int(j.get("ClusterId") or 0) for j in jobs), default=0)
     max_p = max((int(j.get("ProcId") or 0) for j in jobs), default=0)
     names = [str(j.get("Owner", "??")) for j in jobs]
-    return q_layout.id_widths(max_c, max_p), q_layout.owner_width(q_layout.longest(names), wide=wide)
+    return q_layout.id_widths(max_c, max_p), q_layout.owner_width(q_layout.longest(names), display=display)
 
 
-def _job_view(raw: dict[str, Any], out: Any, wide: bool, timer: Any = run_time, time_head: str = "RUN_TIME",
-              dag: bool = False) -> None:
+def _job_view(raw: dict[str, Any], out: Any, display: int | None, timer: Any = run_time,
+              time_head: str = "RUN_TIME", dag: bool = False) -> None:
     """One line per job. The answer holds each cluster's ad once and per-proc differences,
     so each column is formatted once per cluster and again only for procs whose own
     attributes change it: 100,000 procs of one cluster cost a lookup and a join each."""
     now = time.time()
-    widths, owner_w = _raw_widths(raw, dag, wide)
+    widths, owner_w, keep = _raw_widths(raw, dag, display)
+
+    def owner_cell(j: dict[str, Any]) -> str:
+        name = str(j.get("Owner", "??"))
+        if name.startswith(" "):  # a DAG node's " |-NODE" (_dag_order): cut as condor_q cuts it
+            name = name[:keep]
+        return q_layout.fit(name, owner_w)
+
     columns: list[tuple[frozenset[str], Any]] = [
-        (frozenset({"Owner"}), lambda j: q_layout.fit(str(j.get("Owner", "??")), owner_w)),
+        (frozenset({"Owner"}), owner_cell),
         (frozenset({"QDate"}), lambda j: f"{short_date(j.get('QDate')):>11}"),
         (frozenset({"RemoteWallClockTime", "JobCurrentStartDate", "ShadowBday", "JobStatus", "RemoteUserCpu"}),
          lambda j: f"{duration(timer(j, now)):>12}"),
@@ -561,7 +574,7 @@ def _job_view(raw: dict[str, Any], out: Any, wide: bool, timer: Any = run_time, 
                         merged.update(diff)
                     cells[i] = fmt(merged)
         lines.append(q_layout.id_cell(c, p, widths) + " " + " ".join(cells))
-    out.write("\n".join(q_layout.cut(lines, wide)) + "\n")
+    out.write("\n".join(q_layout.cut(lines, display)) + "\n")
 
 
 def _dag_order(raw: dict[str, Any]) -> dict[str, Any]:
@@ -598,11 +611,11 @@ def _dag_order(raw: dict[str, Any]) -> dict[str, Any]:
 
 
 def _run_view(jobs: list[dict[str, Any]], out: Any, timer: Any = run_time, time_head: str = "RUN_TIME",
-              wide: bool = False) -> None:
+              display: int | None = None) -> None:
     """``-run``: where each running job runs (HOST(S): its RemoteHost; a scheduler or
     local universe job runs on the schedd's host), as condor_q -run lays it out."""
     now = time.time()
-    widths, owner_w = _dict_widths(jobs)
+    widths, owner_w = _dict_widths(jobs, display)
     lines = [f"{q_layout.id_heading(widths)} {'OWNER':<{owner_w}}   SUBMITTED {time_head:>12} HOST(S)"]
     for j in jobs:
         jid = q_layout.id_cell(j["ClusterId"], j["ProcId"], widths)
@@ -613,13 +626,13 @@ def _run_view(jobs: list[dict[str, Any]], out: Any, timer: Any = run_time, time_
         submitted = short_date(j.get("QDate")) if j.get("QDate") is not None else "??"
         lines.append(f"{jid} {q_layout.fit(str(j.get('Owner', '??')), owner_w)} {submitted:>11} "
                      f"{duration(timer(j, now)):>12} {host}")
-    out.write("\n".join(q_layout.cut(lines, wide)) + "\n")
+    out.write("\n".join(q_layout.cut(lines, display)) + "\n")
 
 
-def _hold_view(jobs: list[dict[str, Any]], out: Any) -> None:
+def _hold_view(jobs: list[dict[str, Any]], out: Any, display: int | None = None) -> None:
     """``-hold``: since when and why, with HoldReasonCode/HoldReasonSubCode (never cut:
-    condor_q -hold is a wide view)."""
-    widths, owner_w = _dict_widths(jobs, wide=True)
+    condor_q -hold is a wide view, though OWNER still follows the display)."""
+    widths, owner_w = _dict_widths(jobs, display)
     lines = [f"{q_layout.id_heading(widths)} {'OWNER':<{owner_w}} HELD_SINCE  CODE/SUB HOLD_REASON"]
     for j in jobs:
         code, sub = j.get("HoldReasonCode"), j.get("HoldReasonSubCode")
@@ -654,7 +667,7 @@ def _mb(v: Any) -> str:
     return f"{v / 1e6:.1f}" if isinstance(v, int | float) and not isinstance(v, bool) else "0.0"
 
 
-def _batch_view(raw: dict[str, Any], out: Any, wide: bool = False, global_view: bool = False) -> None:
+def _batch_view(raw: dict[str, Any], out: Any, display: int | None = None, global_view: bool = False) -> None:
     """One row per (owner, batch): a batch name groups clusters, else each cluster is one."""
     clusters = raw.get("clusters") or {}
     batches: dict[tuple[str, str], dict[str, Any]] = {}
@@ -709,7 +722,7 @@ def _batch_view(raw: dict[str, Any], out: Any, wide: bool = False, global_view: 
                 done += submitted - present
             total = done + run + idle + hold
         rows.append((owner, name, short_date(b["qdate"]), [done, run, idle, hold, total], _id_ranges(b["ids"])))
-    out.write("\n".join(q_layout.batch_table(rows, any_held or global_view, wide)) + "\n")
+    out.write("\n".join(q_layout.batch_table(rows, any_held or global_view, display)) + "\n")
 
 
 def _id_ranges(ids: dict[int, tuple[int, int]]) -> str:

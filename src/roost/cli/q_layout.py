@@ -1,21 +1,30 @@
 """How condor_q 25 sizes its tables to the data (pure: no pool, no clock).
 
-condor_q prints into an 80-column display when its output is not a terminal, and
-adjusts a few columns after it has seen every row: the job id grows past
-``%4d.%-3d`` for big cluster or proc numbers, OWNER past 14 only as far as the
-display allows, and the batch view's OWNER / BATCH_NAME / JOB_IDS share what is
-left of 80 columns after the 50 its fixed columns take (queue.cpp's
-``fixup_std_column_widths`` and ``reduce_results``).
+condor_q adjusts a few columns after it has seen every row: the job id grows past
+``%4d.%-3d`` for big cluster or proc numbers; on a terminal (the *display*, its
+width) OWNER grows past 14 as far as the display allows, the batch view's OWNER /
+BATCH_NAME / JOB_IDS share what the 50 columns of the others leave, and every line
+is cut to fit. Into a pipe or a file, or with ``-wide``, there is no display
+(``None`` here): nothing is shrunk or cut, and OWNER stays 14 (queue.cpp's
+``fixup_std_column_widths`` and ``reduce_results``; ``widescreen``).
 """
 
 from __future__ import annotations
 
+import os
+import sys
 from collections.abc import Iterable, Iterator
 
-#: what condor_q assumes when stdout is no terminal
-DISPLAY_WIDTH = 80
 #: OWNER's width in the per-job views (``-dag``: OWNER/NODENAME's)
 OWNER_WIDTH, DAG_OWNER_WIDTH = 14, 17
+
+
+def terminal_width() -> int | None:
+    """The display condor_q fits its tables to: stdout's terminal, else None."""
+    try:
+        return os.get_terminal_size(sys.stdout.fileno()).columns
+    except (OSError, ValueError, AttributeError):
+        return None
 
 
 def summarize_sinful(addr: str) -> str:
@@ -52,17 +61,25 @@ def id_heading(widths: tuple[int, int]) -> str:
     return f"{' ID':<{widths[0] + 1}}{'':<{widths[1]}}"
 
 
-def owner_width(longest: int, dag: bool = False, wide: bool = False,
-                display: int = DISPLAY_WIDTH) -> int:
-    """OWNER's width in a per-job view: 14 (17 with ``-dag``), wider only for longer
-    names and only as far as the display leaves room (``-wide``: as wide as they are)."""
+def owner_width(longest: int, dag: bool = False, display: int | None = None) -> int:
+    """OWNER's width in a per-job view: 14 (17 with ``-dag``), wider only on a display
+    for longer names and only as far as it leaves room; longer names are cut."""
     base = DAG_OWNER_WIDTH if dag else OWNER_WIDTH
-    if longest <= OWNER_WIDTH:
+    if longest <= OWNER_WIDTH or display is None:
         return base
-    if wide:
-        return max(base, longest)
     most = OWNER_WIDTH + (display - 80) + (3 if dag else 0)
     return max(base, min(longest, most))
+
+
+def widths_fixed(max_cluster: int, max_proc: int, longest: int) -> bool:
+    """Does condor_q adjust the per-job columns at all (big ids, or a name past 14)?"""
+    return max_cluster >= 9999 or max_proc >= 999 or longest > OWNER_WIDTH
+
+
+def dag_name_width(fixed: bool, owner_w: int, display: int | None) -> int:
+    """How much of `` |-NODE`` -dag keeps: the OWNER/NODENAME column's width, except
+    that with no display and no adjustment condor_q keeps its default of 14."""
+    return owner_w if display is not None or fixed else OWNER_WIDTH
 
 
 def fit(text: str, width: int) -> str:
@@ -70,14 +87,13 @@ def fit(text: str, width: int) -> str:
     return f"{text[:width]:<{width}}"
 
 
-def batch_widths(owner: int, batch: int, ids: int, wide: bool = False,
-                 display: int = DISPLAY_WIDTH) -> tuple[int, int, bool]:
+def batch_widths(owner: int, batch: int, ids: int, display: int | None = None) -> tuple[int, int, bool]:
     """OWNER and BATCH_NAME widths of the batch view: each as wide as its longest
-    value (BATCH_NAME at least 10), shrunk when OWNER + BATCH_NAME + JOB_IDS would
-    pass the 30 columns an 80-column display leaves them (``-wide``: never). The
-    flag: OWNER is cut to its width, as BATCH_NAME always is."""
+    value (BATCH_NAME at least 10), shrunk on a display when OWNER + BATCH_NAME +
+    JOB_IDS would pass what the other 50 columns leave. The flag: OWNER is cut to its
+    width, as BATCH_NAME always is."""
     longest_owner = owner
-    if not wide:
+    if display is not None:
         var_wid = display - 50
         if batch + owner + ids > var_wid:
             var_min = 8 + 10 + 9
@@ -111,14 +127,14 @@ def counter(n: int, width: int) -> str:
 
 
 def batch_table(rows: list[tuple[str, str, str, list[int], str]], any_held: bool,
-                wide: bool = False) -> Iterator[str]:
+                display: int | None = None) -> Iterator[str]:
     """The batch view's heading and rows. A row: owner, batch name, submitted,
     [done, run, idle, hold, total], job ids. OWNER keeps growing to each longer
     BATCH_NAME is cut to its width; OWNER only when it had to shrink."""
     owner_w = max((len(r[0]) for r in rows), default=0)
     batch_w = max((len(r[1]) for r in rows), default=0)
     ids_w = max((len(r[4]) for r in rows), default=0)
-    owner_w, batch_w, owner_cut = batch_widths(owner_w, batch_w, ids_w, wide)
+    owner_w, batch_w, owner_cut = batch_widths(owner_w, batch_w, ids_w, display)
     counts_w = [max([6] + [len(str(r[3][i])) for r in rows]) for i in range(5)]
     shown = [0, 1, 2, 3, 4] if any_held else [0, 1, 2, 4]
     heads = ["  DONE", "  RUN ", "  IDLE", "  HOLD", " TOTAL"]
@@ -133,6 +149,6 @@ def longest(names: Iterable[str]) -> int:
     return max((len(n) for n in names), default=0)
 
 
-def cut(lines: list[str], wide: bool = False, display: int = DISPLAY_WIDTH) -> list[str]:
-    """condor_q cuts every line of a table to one less than the display (not ``-wide``)."""
-    return lines if wide else [line[:display - 1] for line in lines]
+def cut(lines: list[str], display: int | None = None) -> list[str]:
+    """On a display condor_q cuts every line of a table to one less than its width."""
+    return lines if display is None else [line[:display - 1] for line in lines]

@@ -27,12 +27,23 @@ def test_job_id_keeps_its_dot_in_one_column_and_grows_with_big_numbers() -> None
 
 
 def test_owner_width_in_per_job_views() -> None:
+    # into a pipe (no display) OWNER stays 14 and longer names are cut
     assert q_layout.owner_width(5) == 14
-    assert q_layout.owner_width(20) == 14  # an 80-column display leaves no more
-    assert q_layout.owner_width(20, wide=True) == 20
-    assert q_layout.owner_width(5, dag=True) == 17
-    assert q_layout.owner_width(20, dag=True) == 17
+    assert q_layout.owner_width(20) == 14
     assert q_layout.fit("averyveryverylongname", 14) == "averyveryveryl"
+    # on a terminal it grows as far as the display leaves room
+    assert q_layout.owner_width(20, display=80) == 14
+    assert q_layout.owner_width(20, display=100) == 20
+    assert q_layout.owner_width(5, dag=True) == 17
+    assert q_layout.owner_width(20, dag=True, display=80) == 17
+
+
+def test_dag_node_names_are_cut_to_14_into_a_pipe_unless_columns_were_adjusted() -> None:
+    assert not q_layout.widths_fixed(12, 0, 14)
+    assert q_layout.dag_name_width(False, 17, None) == 14
+    assert q_layout.widths_fixed(12, 0, 15) and q_layout.widths_fixed(9999, 0, 3)
+    assert q_layout.dag_name_width(True, 17, None) == 17
+    assert q_layout.dag_name_width(False, 17, 80) == 17
 
 
 def test_batch_view_sizes_owner_and_batch_name_to_the_data() -> None:
@@ -51,13 +62,14 @@ def test_batch_view_shows_hold_only_when_some_job_is_held() -> None:
     assert row.startswith("bob      ID: 3      ")
 
 
-def test_batch_view_shrinks_into_80_columns() -> None:
+def test_batch_view_shrinks_into_an_80_column_terminal() -> None:
     # OWNER + BATCH_NAME + JOB_IDS over 30 columns: the batch name gives way first
-    assert q_layout.batch_widths(6, 29, 5) == (6, 22, False)
-    assert q_layout.batch_widths(4, 29, 5) == (8, 24, True)
-    owner, batch, cut = q_layout.batch_widths(20, 20, 15)
+    assert q_layout.batch_widths(6, 29, 5, 80) == (6, 22, False)
+    assert q_layout.batch_widths(4, 29, 5, 80) == (8, 24, True)
+    owner, batch, cut = q_layout.batch_widths(20, 20, 15, 80)
     assert (owner, batch, cut) == (10, 13, True)  # JOB_IDS given half, OWNER cut to 10
-    assert q_layout.batch_widths(20, 20, 15, wide=True) == (20, 20, False)
+    # into a pipe (or -wide) nothing shrinks
+    assert q_layout.batch_widths(20, 20, 15) == (20, 20, False)
 
 
 def test_counts_widen_for_big_numbers() -> None:
@@ -67,7 +79,7 @@ def test_counts_widen_for_big_numbers() -> None:
     assert " 1234567 1234567 1.0 ... 2.0" in row
 
 
-def test_rows_cut_to_79_columns_unless_wide() -> None:
+def test_rows_cut_to_fit_a_terminal_only() -> None:
     line = "x" * 100
-    assert q_layout.cut([line]) == ["x" * 79]
-    assert q_layout.cut([line], wide=True) == [line]
+    assert q_layout.cut([line], 80) == ["x" * 79]
+    assert q_layout.cut([line]) == [line]
