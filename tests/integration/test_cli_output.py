@@ -81,7 +81,9 @@ def test_history_views(pool: PoolHandle, tmp_path: Path) -> None:
     assert lines[0].split() == ["ID", "OWNER", "SUBMITTED", "RUN_TIME", "ST", "COMPLETED", "CMD"]
     # newest (last completed) first; the two run at once, so either may finish last
     assert sorted(ln.split()[0] for ln in lines[1:]) == [f"{c}.0", f"{c}.1"]
-    assert all(" C " in ln and ln.endswith("echo hi") for ln in lines[1:])
+    # condor_history's print format: the job id padded to 12, ST "C ", the command's name and arguments
+    assert all(ln.startswith(f"{c}.") and " C " in ln and ln.endswith(" echo hi") for ln in lines[1:])
+    assert lines[0] == " ID          OWNER            SUBMITTED   RUN_TIME   ST   COMPLETED CMD"
     out = pool.roost("history", "-limit", "1", str(c), check=True).stdout
     assert len(out.splitlines()) == 2
     out = pool.roost("history", "-af", "ProcId", "ExitCode", "-constraint", f"ClusterId == {c}", check=True).stdout

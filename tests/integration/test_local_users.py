@@ -469,3 +469,20 @@ def test_a_user_spools_from_her_private_home_and_fetches_the_output(root_pool: P
     assert (work / "result.txt").read_text() == "made\n"
     assert (work / "out.txt").stat().st_uid == alice.uid and not (work / "data.txt").exists()
     assert alice.roost("q", jid, "-af", "ClusterId", check=True).stdout.strip() == ""
+
+
+def test_condor_q_lists_a_users_own_jobs_with_her_totals(root_pool: PoolHandle, users: tuple[User, User]) -> None:
+    """MyJobs, as HTCondor's schedd decides it: a user who is no queue super user gets
+    her own jobs and a `Total for <her>` line; root (a super user) gets every job and none."""
+    alice, bob = users
+    alice.write("myq/long.sub", LONG_JOB)
+    cid = _cluster(alice.roost("submit", "long.sub", cwd=alice.home / "myq", check=True).stdout)
+    try:
+        hers = alice.run("condor_q", "-nobatch", check=True).stdout
+        assert f"{cid}.0" in hers and f"\nTotal for {alice.name}: " in hers, hers
+        his = bob.roost("q", "-nobatch", check=True).stdout
+        assert f"{cid}.0" not in his and f"\nTotal for {bob.name}: " in his, his
+        everyone = root_pool.roost("q", "-nobatch", check=True).stdout
+        assert f"{cid}.0" in everyone and "Total for root" not in everyone, everyone
+    finally:
+        alice.roost("rm", str(cid))

@@ -194,9 +194,14 @@ class Schedd:
         ids: Iterable[str] | str | None = None,
         history: bool = False,
         limit: int | None = None,
+        my_jobs: bool = False,
     ) -> dict[str, Any]:
-        """The QUERY_JOBS answer as sent: ``clusters`` and per-proc ``jobs`` (see merge_jobs)."""
+        """The QUERY_JOBS answer as sent: ``clusters`` and per-proc ``jobs`` (see merge_jobs).
+        ``my_jobs``: only the caller's jobs, unless the schedd counts the caller a queue
+        super user (condor_q's default); the answer's ``my_name`` says whose it chose."""
         args: dict[str, Any] = {}
+        if my_jobs:
+            args["my_jobs"] = True
         if constraint:
             args["constraint"] = constraint
         if projection:

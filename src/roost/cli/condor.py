@@ -39,6 +39,7 @@ PROGRAMS: dict[str, tuple[str, ...]] = {
     "condor_transfer_data": ("transfer_data",),
     "condor_drain": ("drain",),
     "condor_vacate": ("vacate",),
+    "condor_now": ("now",),
     "condor_off": ("off",),
     "condor_on": ("on",),
     "condor_restart": ("restart",),

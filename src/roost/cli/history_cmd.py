@@ -3,18 +3,21 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from typing import Any
 
 from roost.api.errors import PoolError
 from roost.api.jobids import is_job_id, parse_job_id
 from roost.api.schedd import Schedd
-from roost.cli.jobview import STATUS_LETTERS, command, duration, short_date
+from roost.cli.jobview import STATUS_LETTERS, command
 from roost.cli.options import add_pool_args
+from roost.cli.printf import _date, _duration
 from roost.cli.restrict import Restriction, check_exprs, error_line, split_af, split_format
 
 ATTRS = ["ClusterId", "ProcId", "Owner", "QDate", "RemoteWallClockTime", "JobStatus", "CompletionDate",
-         "EnteredCurrentStatus", "Cmd", "Arguments", "Args"]
+         "EnteredCurrentStatus", "Cmd", "Arguments", "Args", "RemoteUserCpu", "TransferringInput",
+         "TransferringOutput", "TransferQueued"]
 
 
 def main(argv: list[str]) -> int:
@@ -194,16 +197,51 @@ def _until(jobs: list[dict[str, Any]], since: str, since_id: str | None) -> list
     return out
 
 
+def _int(v: Any) -> int | None:
+    return int(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
+
+
+def _status(j: dict[str, Any]) -> str:
+    """JOB_STATUS: the state's letter and a blank, or `` >``/``< `` while files move."""
+    st = _int(j.get("JobStatus"))
+    if st is None:
+        return "  "
+    text = (STATUS_LETTERS.get(st, " ") if 1 <= st <= 7 else " ") + " "  # type: ignore[arg-type]
+    if j.get("TransferringInput") is True:
+        text = "<" + ("q" if j.get("TransferQueued") is True else " ")
+    if j.get("TransferringOutput") is True or st == 6:
+        text = ("q" if j.get("TransferQueued") is True else " ") + ">"
+    return text
+
+
+def row(j: dict[str, Any]) -> str:
+    """One job as condor_history 25's default print format shows it."""
+    cluster, proc = _int(j.get("ClusterId")), _int(j.get("ProcId"))
+    jid = f"{cluster}.{proc or 0}" if cluster is not None else ""
+    owner = j.get("Owner")
+    owner = owner if isinstance(owner, str) else "??"
+    qdate = _int(j.get("QDate"))
+    wall = _int(j.get("RemoteWallClockTime"))
+    if wall is None:
+        wall = _int(j.get("RemoteUserCpu")) or 0
+    done = _int(j.get("CompletionDate"))
+    cmd = command(j, True) if isinstance(j.get("Cmd"), str) else ""
+    return (f"{jid:<12} {owner[:14]:<14} {_date(qdate) if qdate is not None else '??':>11} "
+            f"{_duration(wall):>12} {_status(j):<2} {_date(done) if done is not None else '':>11} {cmd}")
+
+
+HEADING = f"{' ID         ':<12} {'OWNER':<14} {'  SUBMITTED':<11} {'  RUN_TIME  ':<12} ST {'  COMPLETED':<11} CMD"
+
+
 def table(jobs: list[dict[str, Any]], wide: bool = False) -> str:
-    lines = [" ID      OWNER          SUBMITTED   RUN_TIME     ST COMPLETED   CMD"]
-    for j in jobs:
-        jid = f"{j['ClusterId']}.{j['ProcId']}"
-        wall = j.get("RemoteWallClockTime")
-        done = j.get("CompletionDate") or j.get("EnteredCurrentStatus")
-        lines.append(
-            f"{jid:>7}   {str(j.get('Owner', '?')):<14} {short_date(j.get('QDate')):>11} "
-            f"{duration(wall if isinstance(wall, (int, float)) else 0):>12} "
-            f"{STATUS_LETTERS.get(j.get('JobStatus'), '?'):<2} "  # type: ignore[arg-type]
-            f"{short_date(done) if done else '???':<11} {command(j, wide)}"
-        )
+    """condor_history's default listing (its defaultJob_PrintFormat): the heading, then a
+    line per job, each cut to the display (a terminal's width less one; 1024 into a
+    pipe), not at all with ``-wide``."""
+    lines = [HEADING] + [row(j) for j in jobs]
+    if not wide:
+        try:
+            limit = os.get_terminal_size(sys.stdout.fileno()).columns - 1
+        except (OSError, ValueError, AttributeError):
+            limit = 1024
+        lines = [line[:limit] for line in lines]
     return "\n".join(lines) + "\n"

@@ -16,11 +16,12 @@ STATUS_KEYS = {1: "Idle", 2: "Running", 3: "Removed", 4: "Completed", 5: "Held",
 
 
 def short_date(epoch: Any) -> str:
-    """``11/22 01:40`` as condor_q prints a submission time."""
+    """``11/22 01:40``, `` 7/2  15:11`` as condor_q prints a submission time
+    (HTCondor's format_date: ``%2d/%-2d %02d:%02d``)."""
     if not isinstance(epoch, (int, float)) or epoch <= 0:
         return "??/?? ??:??"
     t = time.localtime(epoch)
-    return f"{t.tm_mon:>2}/{t.tm_mday:02d} {t.tm_hour:02d}:{t.tm_min:02d}"
+    return f"{t.tm_mon:>2}/{t.tm_mday:<2} {t.tm_hour:02d}:{t.tm_min:02d}"
 
 
 def duration(seconds: float) -> str:

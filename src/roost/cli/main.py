@@ -37,6 +37,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "ssh_to_job": ("roost.cli.ssh_to_job_cmd", "a shell or a command beside a running job, as its user (condor_ssh_to_job)"),
     "drain": ("roost.cli.drain_cmd", "stop a machine taking jobs and let it empty (condor_drain)"),
     "vacate": ("roost.cli.drain_cmd", "evict the jobs a machine runs (condor_vacate)"),
+    "now": ("roost.cli.now_cmd", "run an idle job now on a running job's slot, vacating it (condor_now)"),
     "off": ("roost.cli.drain_cmd", "stop offering this machine's slots; -daemon NAME: stop a daemon (condor_off)"),
     "on": ("roost.cli.drain_cmd", "offer this machine's slots again; -daemon NAME: start a daemon (condor_on)"),
     "reserve": ("roost.cli.reserve_cmd", "hold dedicated resources for a time window (-list, -remove)"),

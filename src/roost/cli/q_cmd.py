@@ -17,6 +17,7 @@ from typing import Any
 from roost.api.errors import PoolError
 from roost.api.home import read_address
 from roost.api.schedd import Schedd, current_user, merge_jobs
+from roost.cli import q_layout
 from roost.cli.jobview import (
     STATUS_KEYS,
     STATUS_LETTERS,
@@ -39,7 +40,8 @@ RUN_ATTRS = ["ClusterId", "ProcId", "Owner", "QDate", "JobStatus", "JobUniverse"
              "RemoteWallClockTime", "JobCurrentStartDate", "ShadowBday", "RemoteUserCpu"]
 GOODPUT_ATTRS = ["ClusterId", "ProcId", "Owner", "QDate", "JobStatus", "RemoteWallClockTime", "JobCurrentStartDate",
                  "ShadowBday", "LastCkptTime", "CommittedTime", "RemoteUserCpu", "BytesSent", "BytesRecvd"]
-HOLD_ATTRS = ["ClusterId", "ProcId", "Owner", "EnteredCurrentStatus", "HoldReason", "JobStatus"]
+HOLD_ATTRS = ["ClusterId", "ProcId", "Owner", "EnteredCurrentStatus", "HoldReason", "HoldReasonCode",
+              "HoldReasonSubCode", "JobStatus"]
 IO_ATTRS = ["ClusterId", "ProcId", "Owner", "JobStatus", "BytesSent", "BytesRecvd", "TransferringInput",
             "TransferringOutput", "NumCkpts", "CheckpointSizeKB", "LastCheckpointTime",
             "StreamOut", "StreamErr"]
@@ -104,10 +106,10 @@ def main(argv: list[str]) -> int:
             constraint = f"({constraint}) && {expr}" if constraint else expr
     me = current_user()
     owner = ns.submitter or r.owner()
-    if owner is None and not r.users and not r.ids and not ns.allusers and os.geteuid() != 0 and \
-            not (ns.userlog or ns.jobads):  # a file's jobs are listed whoever owns them, as condor_q does
-        owner = me  # condor_q's default: only my jobs, unless I am a queue superuser
-    view = View(ns, af_flags, formats, constraint, owner, r.ids, limit, me)
+    # condor_q's default (MyJobs): only my jobs, unless the schedd counts me a queue super
+    # user; a file's jobs are listed whoever owns them, as condor_q does
+    my_jobs = owner is None and not r.users and not r.ids and not ns.allusers and not (ns.userlog or ns.jobads)
+    view = View(ns, af_flags, formats, constraint, owner, r.ids, limit, me, my_jobs)
     if ns.userlog or ns.jobads:
         return _show_file(view, ns)
     try:
@@ -180,25 +182,29 @@ class View:
     """What one schedd's section prints, as the options chose (no dataclass: it imports too much)."""
 
     def __init__(self, ns: Any, af_flags: str, formats: list[tuple[str, str]], constraint: str | None,
-                 owner: str | None, ids: list[str], limit: int | None, me: str) -> None:
+                 owner: str | None, ids: list[str], limit: int | None, me: str, my_jobs: bool = False) -> None:
         self.ns, self.af_flags, self.formats = ns, af_flags, formats
         self.constraint, self.owner, self.ids, self.limit, self.me = constraint, owner, ids, limit, me
+        #: whose jobs to ask for: a named owner, or the schedd's choice (MyJobs)
+        self.who: dict[str, Any] = {"my_jobs": True} if my_jobs else {"owner": owner}
 
     def show(self, schedd: Any) -> int:
         ns, constraint, owner, limit = self.ns, self.constraint, self.owner, self.limit
         if ns.analyze or ns.values["better-analyze"]:
-            return _analyze(schedd, constraint, owner, self.ids, bool(ns.values["better-analyze"]), limit)
+            return _analyze(schedd, constraint, self.who, self.ids, bool(ns.values["better-analyze"]), limit)
         if ns.totals:
             filters = _filters(constraint, owner, self.ids)
-            counts = schedd.call("QUERY_JOBS", totals=True, **filters)["totals"]
+            got = schedd.call("QUERY_JOBS", totals=True, **filters, **({"my_jobs": True} if "my_jobs" in self.who else {}))
             _header(schedd)
             # Without filters the query's totals are everyone's: one request, not two.
-            _print_totals(schedd, counts, self.me, everyone=None if filters else counts)
+            plain = not filters and not got.get("my_name")
+            sys.stdout.write(_summary(schedd, got["totals"], got.get("my_name"), got["totals"] if plain else None)
+                             + "\n")
             return 0
         if self.formats:
             exprs = [e for _f, e in self.formats]
             projection = exprs if all(e.isidentifier() for e in exprs) else None
-            jobs = schedd.query_objs(constraint, projection, owner=owner, ids=self.ids, limit=limit)
+            jobs = schedd.query_objs(constraint, projection, ids=self.ids, limit=limit, **self.who)
             # lazy: only -format prints printf columns (the ClassAd helpers of adtext)
             from roost.cli import printf
 
@@ -208,51 +214,53 @@ class View:
             projection = ns.af if ns.af and all(a.isidentifier() for a in ns.af) else None
             if ns.attributes:
                 projection = [a.strip() for a in ns.attributes.split(",") if a.strip()]
-            jobs = schedd.query_objs(constraint, projection, owner=owner, ids=self.ids, limit=limit)
+            jobs = schedd.query_objs(constraint, projection, ids=self.ids, limit=limit, **self.who)
             return _print_ads(jobs, ns, self.af_flags)
         timer, time_head = _timer(ns)
         file_source = getattr(schedd, "label", None) is not None
         if ns.unmatchable:
             # only the jobs no slot matches (both ways), then the per-job view
-            objs = schedd.query_objs(constraint, None, owner=owner, ids=self.ids, limit=limit)
+            objs = schedd.query_objs(constraint, None, ids=self.ids, limit=limit, **self.who)
             raw = {"clusters": {}, "jobs": [[j["ClusterId"], j["ProcId"], j] for j in _unmatchable(schedd, objs)]}
         elif ns.run and not (ns.hold or ns.io or ns.dag):
-            raw = schedd.query_raw(constraint, RUN_ATTRS, owner=owner, ids=self.ids, limit=limit)
+            raw = schedd.query_raw(constraint, RUN_ATTRS, ids=self.ids, limit=limit, **self.who)
         elif ns.goodput:
-            raw = schedd.query_raw(constraint, GOODPUT_ATTRS, owner=owner, ids=self.ids, limit=limit)
+            raw = schedd.query_raw(constraint, GOODPUT_ATTRS, ids=self.ids, limit=limit, **self.who)
         else:
             nobatch = ns.nobatch or ns.run or ns.dag
             view = HOLD_ATTRS if ns.hold else IO_ATTRS if ns.io else (JOB_ATTRS + DAG_ATTRS if nobatch else BATCH_ATTRS)
-            raw = schedd.query_raw(constraint, view, owner=owner, ids=self.ids, limit=limit)
+            raw = schedd.query_raw(constraint, view, ids=self.ids, limit=limit, **self.who)
         if ns.dag:
             raw = _dag_order(raw)
         _header(schedd)
         out = sys.stdout
+        display = None if ns.wide else q_layout.terminal_width()  # into a pipe: as -wide
         if ns.run and not (ns.hold or ns.io or ns.dag or ns.unmatchable):
             # condor_q -run: its own columns, and no totals (its print format's SUMMARY NONE)
-            _run_view(list(merge_jobs(raw)), out, timer, time_head)
+            _run_view(list(merge_jobs(raw)), out, timer, time_head, display)
             return 0
         if ns.goodput and not ns.unmatchable:
-            _goodput_view(list(merge_jobs(raw)), out, timer, time_head)  # SUMMARY NONE too
+            _goodput_view(list(merge_jobs(raw)), out, timer, time_head, display)  # SUMMARY NONE too
             return 0
         if ns.hold:
-            _hold_view(list(merge_jobs(raw)), out)
+            _hold_view(list(merge_jobs(raw)), out, display)
         elif ns.io:
             _io_view(list(merge_jobs(raw)), out)
         elif ns.nobatch or ns.run or ns.dag or ns.unmatchable:
-            _job_view(raw, out, ns.wide, timer, time_head)
+            _job_view(raw, out, display, timer, time_head, dag=bool(ns.dag))
         else:
-            _batch_view(raw, out)
+            _batch_view(raw, out, display, bool(ns.values["global"]))
+        # condor_q's footer: a blank line, the totals, a blank line
         if file_source:
-            out.write("\n" + totals_line("query", _raw_totals(raw)) + "\n")  # no schedd to ask for the rest
-        elif constraint or owner or self.ids or limit is not None or ns.unmatchable:
-            out.write("\n" + totals_line("query", _raw_totals(raw)) + "\n")
-            _print_totals(schedd, None, self.me)
+            out.write("\n" + totals_line("query", _raw_totals(raw)) + "\n\n")  # no schedd to ask for the rest
+            return 0
+        my_name = raw.get("my_name")
+        if constraint or owner or my_name or self.ids or limit is not None or ns.unmatchable:
+            out.write("\n" + _summary(schedd, _raw_totals(raw), my_name) + "\n")
         else:
             # Unfiltered, the query is everyone's jobs: the schedd's counters say it at once.
             everyone = schedd.call("QUERY_JOBS", totals=True)["totals"]
-            out.write("\n")
-            _print_totals(schedd, everyone, self.me, everyone=everyone)
+            out.write("\n" + _summary(schedd, everyone, None, everyone) + "\n")
         return 0
 
 
@@ -301,17 +309,19 @@ def _unmatchable(schedd: Any, jobs: list[dict[str, Any]]) -> list[dict[str, Any]
     return [j for j in jobs if not count(obj_to_ad(j), slots).both_match]
 
 
-def _goodput_view(jobs: list[dict[str, Any]], out: Any, timer: Any, time_head: str) -> None:
+def _goodput_view(jobs: list[dict[str, Any]], out: Any, timer: Any, time_head: str,
+                  display: int | None = None) -> None:
     """``-goodput``: checkpointed (committed) time over wall time, CPU over committed time,
     and the network rate, as condor_q -goodput shows them (``??`` where not known)."""
     now = time.time()
-    lines = [f" ID      OWNER            SUBMITTED     {time_head}  GOODPUT  CPU_UTIL    Mb/s"]
+    widths, owner_w = _dict_widths(jobs, display)
+    lines = [f"{q_layout.id_heading(widths)} {'OWNER':<{owner_w}}   SUBMITTED {time_head:>12}  GOODPUT  CPU_UTIL    Mb/s"]
     for j in jobs:
-        jid = f"{j['ClusterId']}.{j['ProcId']}"
+        jid = q_layout.id_cell(j["ClusterId"], j["ProcId"], widths)
         good, util, mbps = _goodput(j)
-        lines.append(f"{jid:>7}   {str(j.get('Owner', '??')):<14} {short_date(j.get('QDate')):>11} "
+        lines.append(f"{jid} {q_layout.fit(str(j.get('Owner', '??')), owner_w)} {short_date(j.get('QDate')):>11} "
                      f"{duration(timer(j, now)):>12} {good:>8} {util:>9} {mbps:>7}")
-    out.write("\n".join(lines) + "\n")
+    out.write("\n".join(q_layout.cut(lines, display)) + "\n")
 
 
 def _goodput(j: dict[str, Any]) -> tuple[str, str, str]:
@@ -336,7 +346,7 @@ def _goodput(j: dict[str, Any]) -> tuple[str, str, str]:
 ANALYZE_DEFAULT = 5  # jobs -analyze looks at when no ids are given
 
 
-def _analyze(schedd: Any, constraint: str | None, owner: str | None, ids: list[str], better: bool,
+def _analyze(schedd: Any, constraint: str | None, who: dict[str, Any], ids: list[str], better: bool,
              limit: int | None) -> int:
     """``-analyze``/``-better-analyze``: each job against every slot ad and the priority table."""
     # lazy: only -analyze builds ClassAds and runs the matchmaker (~30 ms of `roost q`)
@@ -348,7 +358,7 @@ def _analyze(schedd: Any, constraint: str | None, owner: str | None, ids: list[s
     if not ids:
         constraint = f"({constraint}) && JobStatus == 1" if constraint else "JobStatus == 1"
     cap = limit if limit is not None else (None if ids else ANALYZE_DEFAULT + 1)
-    jobs = schedd.query_objs(constraint, None, owner=owner, ids=ids, limit=cap)
+    jobs = schedd.query_objs(constraint, None, ids=ids, limit=cap, **who)
     if not jobs:
         out.write("No matching jobs to analyze.\n" if ids else "No idle jobs to analyze.\n")
         return 0
@@ -357,7 +367,6 @@ def _analyze(schedd: Any, constraint: str | None, owner: str | None, ids: list[s
         out.write(f"Analyzing the first {ANALYZE_DEFAULT} idle jobs (name job ids, or -limit N, for others).\n")
     slots = _slot_ads(schedd)
     users, limits, groups = _negotiator_view(schedd.home_dir, schedd.pool)
-    out.write("\n")
     _header(schedd)
     if users is None:
         out.write("(the negotiator gave no priority table: analyzing without user priorities)\n")
@@ -432,26 +441,28 @@ def _filters(constraint: str | None, owner: str | None, ids: list[str]) -> dict[
 
 
 def _header(schedd: Any) -> None:
+    stamp = time.strftime("%m/%d/%y %H:%M:%S")
     label = getattr(schedd, "label", None)
     if label:  # a file's jobs: "-- Userlog: FILE @ time", as condor_q heads them
-        sys.stdout.write(f"\n-- {label} @ {time.strftime('%m/%d/%y %H:%M:%S')}\n")
+        sys.stdout.write(q_layout.title(label, stamp))
         return
-    addr = schedd.address or read_address(os.path.join(schedd.home_dir, "run", "schedd.address")) or "local"
-    stamp = time.strftime("%m/%d/%y %H:%M:%S")
-    sys.stdout.write(f"\n-- Schedd: {schedd.name or socket.gethostname()} : <{addr}> @ {stamp}\n")
+    addr = schedd.address or read_address(os.path.join(schedd.home_dir, "run", "schedd.address"))
+    host = socket.gethostname()
+    where = q_layout.summarize_sinful(q_layout.sinful(addr, host)) if addr else "<local>"
+    sys.stdout.write(q_layout.title(f"Schedd: {schedd.name or host} : {where}", stamp))
 
 
-def _print_totals(schedd: Any, query_counts: dict[str, int] | None, me: str,
-                  everyone: dict[str, int] | None = None) -> None:
-    lines = []
-    if query_counts is not None:
-        lines.append(totals_line("query", query_counts))
-    mine = schedd.call("QUERY_JOBS", totals=True, owner=me)["totals"]
+def _summary(schedd: Any, query_counts: dict[str, int], my_name: str | None,
+             everyone: dict[str, int] | None = None) -> str:
+    """condor_q's totals: the query's; the user's own when the schedd chose to list only
+    them (MyJobs, for a user who is no queue super user); every user's."""
+    lines = [totals_line("query", query_counts)]
+    if my_name:
+        lines.append(totals_line(my_name, schedd.call("QUERY_JOBS", totals=True, owner=my_name)["totals"]))
     if everyone is None:
         everyone = schedd.call("QUERY_JOBS", totals=True)["totals"]
-    lines.append(totals_line(me, mine))
     lines.append(totals_line("all users", everyone))
-    sys.stdout.write("\n".join(lines) + "\n")
+    return "\n".join(lines) + "\n"
 
 
 def _print_ads(jobs: list[dict[str, Any]], ns: Any, af_flags: str) -> int:
@@ -475,20 +486,53 @@ def _raw_totals(raw: dict[str, Any]) -> dict[str, int]:
     return counts
 
 
-def _job_view(raw: dict[str, Any], out: Any, wide: bool, timer: Any = run_time, time_head: str = "RUN_TIME") -> None:
+def _raw_widths(raw: dict[str, Any], dag: bool, display: int | None) -> tuple[tuple[int, int], int, int]:
+    """The ID column's digits, OWNER's width and how much of a DAG node's name is kept,
+    for the jobs of a QUERY_JOBS answer."""
+    clusters = raw.get("clusters") or {}
+    jobs = raw.get("jobs") or ()
+    max_c = max((j[0] for j in jobs), default=0)
+    max_p = max((j[1] for j in jobs), default=0)
+    present = {str(j[0]) for j in jobs}
+    names = [str(cad.get("Owner", "??")) for key, cad in clusters.items() if key in present]
+    names += [str(d["Owner"]) for _c, _p, d in jobs if "Owner" in d]
+    longest = q_layout.longest(names)
+    owner_w = q_layout.owner_width(longest, dag, display)
+    keep = q_layout.dag_name_width(q_layout.widths_fixed(max_c, max_p, longest), owner_w, display)
+    return q_layout.id_widths(max_c, max_p), owner_w, keep
+
+
+def _dict_widths(jobs: list[dict[str, Any]], display: int | None = None) -> tuple[tuple[int, int], int]:
+    """The same for jobs as dicts."""
+    max_c = max((int(j.get("ClusterId") or 0) for j in jobs), default=0)
+    max_p = max((int(j.get("ProcId") or 0) for j in jobs), default=0)
+    names = [str(j.get("Owner", "??")) for j in jobs]
+    return q_layout.id_widths(max_c, max_p), q_layout.owner_width(q_layout.longest(names), display=display)
+
+
+def _job_view(raw: dict[str, Any], out: Any, display: int | None, timer: Any = run_time,
+              time_head: str = "RUN_TIME", dag: bool = False) -> None:
     """One line per job. The answer holds each cluster's ad once and per-proc differences,
     so each column is formatted once per cluster and again only for procs whose own
     attributes change it: 100,000 procs of one cluster cost a lookup and a join each."""
     now = time.time()
+    widths, owner_w, keep = _raw_widths(raw, dag, display)
+
+    def owner_cell(j: dict[str, Any]) -> str:
+        name = str(j.get("Owner", "??"))
+        if name.startswith(" "):  # a DAG node's " |-NODE" (_dag_order): cut as condor_q cuts it
+            name = name[:keep]
+        return q_layout.fit(name, owner_w)
+
     columns: list[tuple[frozenset[str], Any]] = [
-        (frozenset({"Owner"}), lambda j: f"{str(j.get('Owner', '?')):<14}"),
+        (frozenset({"Owner"}), owner_cell),
         (frozenset({"QDate"}), lambda j: f"{short_date(j.get('QDate')):>11}"),
         (frozenset({"RemoteWallClockTime", "JobCurrentStartDate", "ShadowBday", "JobStatus", "RemoteUserCpu"}),
          lambda j: f"{duration(timer(j, now)):>12}"),
         (frozenset({"JobStatus"}), lambda j: f"{STATUS_LETTERS.get(j.get('JobStatus'), '?'):<2}"),
         (frozenset({"JobPrio"}), lambda j: f"{j.get('JobPrio', 0)!s:<3}"),
         (frozenset({"ImageSize"}), lambda j: f"{size_mb(j):>4}"),
-        (frozenset({"Cmd", "Arguments", "Args"}), lambda j: command(j, wide)),
+        (frozenset({"Cmd", "Arguments", "Args"}), lambda j: command(j, True)),
     ]
     # Per-proc arguments are the usual difference: keep the executable's name per cluster.
     cmd_names: dict[int, str] = {}
@@ -502,12 +546,12 @@ def _job_view(raw: dict[str, Any], out: Any, wide: bool, timer: Any = run_time, 
         args = diff.get("Arguments") if "Arguments" in diff else diff.get("Args")
         if not isinstance(args, str):
             return None
-        text = f"{name} {args}".rstrip()
-        return text if wide else text[:60]
+        return f"{name} {args}".rstrip()
 
     clusters = raw.get("clusters") or {}
     per_cluster: dict[int, list[str]] = {}
-    lines = [" ID      OWNER            SUBMITTED     RUN_TIME ST PRI SIZE CMD".replace("RUN_TIME", time_head)]
+    owner_head = "OWNER/NODENAME" if dag else "OWNER"
+    lines = [f"{q_layout.id_heading(widths)} {owner_head:<{owner_w}}   SUBMITTED {time_head:>12} ST PRI SIZE CMD"]
     for c, p, diff in raw.get("jobs") or ():
         base = per_cluster.get(c)
         cad = clusters.get(str(c)) or {}
@@ -529,14 +573,13 @@ def _job_view(raw: dict[str, Any], out: Any, wide: bool, timer: Any = run_time, 
                         merged = dict(cad)
                         merged.update(diff)
                     cells[i] = fmt(merged)
-        jid = f"{c}.{p}"
-        lines.append(f"{jid:>7}   " + " ".join(cells))
-    out.write("\n".join(lines) + "\n")
+        lines.append(q_layout.id_cell(c, p, widths) + " " + " ".join(cells))
+    out.write("\n".join(q_layout.cut(lines, display)) + "\n")
 
 
 def _dag_order(raw: dict[str, Any]) -> dict[str, Any]:
     """The jobs with each DAG's node jobs right after its DAGMan job, their OWNER
-    column showing ``|-NODE`` (condor_q -dag); nested DAGs indent further."""
+    column showing `` |-NODE`` (condor_q -dag: a space per level, then ``|-``)."""
     clusters = dict(raw.get("clusters") or {})
     jobs = list(raw.get("jobs") or ())
     parent: dict[int, int] = {}
@@ -557,7 +600,7 @@ def _dag_order(raw: dict[str, Any]) -> dict[str, Any]:
             c = job[0]
             if depth:
                 cad = dict(clusters.get(str(c)) or {})
-                cad["Owner"] = " " * (depth - 1) + "|-" + str(cad.get("DAGNodeName", "?"))
+                cad["Owner"] = " " * depth + "|-" + str(cad.get("DAGNodeName", "?"))
                 clusters[str(c)] = cad
             ordered.append(job)
             if job[1] == 0 and c in children and depth < 16:
@@ -567,29 +610,38 @@ def _dag_order(raw: dict[str, Any]) -> dict[str, Any]:
     return {**raw, "clusters": clusters, "jobs": ordered}
 
 
-def _run_view(jobs: list[dict[str, Any]], out: Any, timer: Any = run_time, time_head: str = "RUN_TIME") -> None:
+def _run_view(jobs: list[dict[str, Any]], out: Any, timer: Any = run_time, time_head: str = "RUN_TIME",
+              display: int | None = None) -> None:
     """``-run``: where each running job runs (HOST(S): its RemoteHost; a scheduler or
     local universe job runs on the schedd's host), as condor_q -run lays it out."""
     now = time.time()
-    lines = [f" ID      OWNER            SUBMITTED     {time_head} HOST(S)"]
+    widths, owner_w = _dict_widths(jobs, display)
+    lines = [f"{q_layout.id_heading(widths)} {'OWNER':<{owner_w}}   SUBMITTED {time_head:>12} HOST(S)"]
     for j in jobs:
-        jid = f"{j['ClusterId']}.{j['ProcId']}"
+        jid = q_layout.id_cell(j["ClusterId"], j["ProcId"], widths)
         if j.get("JobUniverse") in (7, 12):
             host = socket.gethostname()
         else:
             host = j.get("RemoteHost") if isinstance(j.get("RemoteHost"), str) else "??"
         submitted = short_date(j.get("QDate")) if j.get("QDate") is not None else "??"
-        lines.append(f"{jid:>7}   {str(j.get('Owner', '??')):<14} {submitted:>11} "
+        lines.append(f"{jid} {q_layout.fit(str(j.get('Owner', '??')), owner_w)} {submitted:>11} "
                      f"{duration(timer(j, now)):>12} {host}")
-    out.write("\n".join(lines) + "\n")
+    out.write("\n".join(q_layout.cut(lines, display)) + "\n")
 
 
-def _hold_view(jobs: list[dict[str, Any]], out: Any) -> None:
-    lines = [" ID      OWNER          HELD_SINCE  HOLD_REASON"]
+def _hold_view(jobs: list[dict[str, Any]], out: Any, display: int | None = None) -> None:
+    """``-hold``: since when and why, with HoldReasonCode/HoldReasonSubCode (never cut:
+    condor_q -hold is a wide view, though OWNER still follows the display)."""
+    widths, owner_w = _dict_widths(jobs, display)
+    lines = [f"{q_layout.id_heading(widths)} {'OWNER':<{owner_w}} HELD_SINCE  CODE/SUB HOLD_REASON"]
     for j in jobs:
-        jid = f"{j['ClusterId']}.{j['ProcId']}"
-        lines.append(f"{jid:>7}   {str(j.get('Owner', '?')):<14} {short_date(j.get('EnteredCurrentStatus'))} "
-                     f"{j.get('HoldReason') or ''}")
+        code, sub = j.get("HoldReasonCode"), j.get("HoldReasonSubCode")
+        code_text = f"{code:4d}" if isinstance(code, int) and not isinstance(code, bool) else "?"
+        sub_text = f"/{sub:<3d}" if isinstance(sub, int) and not isinstance(sub, bool) else " "
+        since = short_date(j.get("EnteredCurrentStatus")) if j.get("EnteredCurrentStatus") is not None else "??"
+        lines.append(f"{q_layout.id_cell(j['ClusterId'], j['ProcId'], widths)} "
+                     f"{q_layout.fit(str(j.get('Owner', '??')), owner_w)} {since:>11} "
+                     f"{code_text}{sub_text} {j.get('HoldReason') or ''}")
     out.write("\n".join(lines) + "\n")
 
 
@@ -615,7 +667,7 @@ def _mb(v: Any) -> str:
     return f"{v / 1e6:.1f}" if isinstance(v, int | float) and not isinstance(v, bool) else "0.0"
 
 
-def _batch_view(raw: dict[str, Any], out: Any) -> None:
+def _batch_view(raw: dict[str, Any], out: Any, display: int | None = None, global_view: bool = False) -> None:
     """One row per (owner, batch): a batch name groups clusters, else each cluster is one."""
     clusters = raw.get("clusters") or {}
     batches: dict[tuple[str, str], dict[str, Any]] = {}
@@ -656,13 +708,7 @@ def _batch_view(raw: dict[str, Any], out: Any) -> None:
         lo_hi = b["ids"].get(c)
         b["ids"][c] = (p, p) if lo_hi is None else (lo_hi[0] if lo_hi[0] < p else p, lo_hi[1] if lo_hi[1] > p else p)
     any_held = any(b["counts"][3] for b in batches.values())
-    head = f"{'OWNER':<10} {'BATCH_NAME':<18} {'SUBMITTED':>11} {'DONE':>6} {'RUN':>6} {'IDLE':>6}"
-    head += f" {'HOLD':>6}" if any_held else ""
-    lines = [head + f" {'TOTAL':>6} JOB_IDS"]
-
-    def cell(n: int) -> str:
-        return f"{n if n else '_':>6}"
-
+    rows = []
     for (owner, name), b in batches.items():
         done, run, idle, hold = b["counts"]
         present = run + idle + hold + done
@@ -675,17 +721,14 @@ def _batch_view(raw: dict[str, Any], out: Any) -> None:
             if submitted > present:
                 done += submitted - present
             total = done + run + idle + hold
-        row = f"{owner:<10} {name:<18} {short_date(b['qdate']):>11} {cell(done)} {cell(run)} {cell(idle)}"
-        row += f" {cell(hold)}" if any_held else ""
-        lines.append(row + f" {total:>6} {_id_ranges(b['ids'])}")
-    out.write("\n".join(lines) + "\n")
+        rows.append((owner, name, short_date(b["qdate"]), [done, run, idle, hold, total], _id_ranges(b["ids"])))
+    out.write("\n".join(q_layout.batch_table(rows, any_held or global_view, display)) + "\n")
 
 
 def _id_ranges(ids: dict[int, tuple[int, int]]) -> str:
-    parts = []
-    for c in sorted(ids):
-        lo, hi = ids[c]
-        parts.append(f"{c}.{lo}" if lo == hi else f"{c}.{lo}-{hi}")
-    if len(parts) > 2:
-        return f"{parts[0]} ... {parts[-1]}"
-    return " ".join(parts)
+    """JOB_IDS: the batch's first and last job (``12.0-9``, ``12.0 ... 14.3``), as condor_q."""
+    first, last = min(ids), max(ids)
+    lo, hi = ids[first][0], ids[last][1]
+    if first == last:
+        return f"{first}.{lo}" if lo == hi else f"{first}.{lo}-{hi}"
+    return f"{first}.{lo} ... {last}.{hi}"

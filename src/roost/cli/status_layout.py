@@ -33,8 +33,13 @@ class Col:
     """
 
     def __init__(self, head: str, get: Callable[[Ad], str | None], width: int | None = None, *,
-                 cut: bool = True, noprefix: bool = False, alt: str = "") -> None:
+                 cut: bool = True, noprefix: bool = False, alt: str = "",
+                 sized_by: Callable[[Ad], str | None] | None = None) -> None:
         self.head, self.get, self.width, self.cut, self.noprefix, self.alt = head, get, width, cut, noprefix, alt
+        #: an AUTO column whose values change after condor_status sized it (-compact's
+        #: "   slot2" rows): the heading is sized by these, and a longer value met later
+        #: widens the column from that row on
+        self.sized_by = sized_by
 
 
 def attr(name: str) -> Callable[[Ad], Any]:
@@ -132,15 +137,20 @@ def render(ads: list[Ad], cols: list[Col]) -> str:
     widths = []
     for i, c in enumerate(cols):
         if c.width is None:
-            widths.append(-max([len(c.head)] + [len(r[i] if r[i] is not None else c.alt) for r in cells]))
+            sizes = [c.sized_by(a) for a in ads] if c.sized_by else [r[i] for r in cells]
+            widths.append(-max([len(c.head)] + [len(v if v is not None else c.alt) for v in sizes]))
         else:
             widths.append(c.width)
     lines = [_join(cols, [f"{c.head:<{abs(w)}}" for c, w in zip(cols, widths)]), ""]
     for row in cells:
         out = []
-        for c, w, v in zip(cols, widths, row):
+        for i, (c, v) in enumerate(zip(cols, row)):
+            w = widths[i]
             s = c.alt if v is None else v
             n = abs(w)
+            if c.width is None and len(s) > n:
+                n = len(s)
+                widths[i] = -n
             if len(s) > n and c.cut and c.width is not None:
                 s = s[:n]
             out.append(f"{s:<{n}}" if w < 0 else f"{s:>{n}}")
@@ -204,7 +214,7 @@ def state_cols() -> list[Col]:
 
 def compact_cols() -> list[Col]:
     """``-compact``: a line per machine (and slot type), from :func:`fold_compact` rows."""
-    return [Col("Machine", text("Machine"), None),
+    return [Col("Machine", _machine_cell, None, sized_by=text("Machine")),
             Col("Platform", platform, None),
             Col("Slot", printf("_Slots", "%4d"), None, alt=" "),
             Col("s", text("_SlotTag"), None, noprefix=True),
@@ -215,12 +225,18 @@ def compact_cols() -> list[Col]:
             Col(" FreeGb ", printf("_FreeGb", "%8.2f"), None),
             Col("CpuLoad", printf(_ratio("TotalLoadAvg", "TotalCpus"), "%7.2f"), None),
             Col("ST", text("_ActCode"), None),
-            Col("Jobs/Min", printf(_ratio("RecentJobStarts", "_One", 1 / 20), "%8.2f"), None, alt="_"),
+            Col("Jobs/Min", printf(_ratio("_JobStarts", "_One", 1 / 20), "%8.2f"), None, alt="_"),
             Col("MaxSlotGb", printf("_MaxSlotGb", "%9.2f"), None, alt="*")]
 
 
+def _machine_cell(row: Ad) -> str | None:
+    """A machine's first row names it; a further row of the same machine (another slot
+    type) shows ``   `` and its slot's name instead, as condor_status -compact does."""
+    return row["_SlotLabel"] if "_SlotLabel" in row else text("Machine")(row)
+
+
 def claimed_compact_cols() -> list[Col]:
-    return [Col("Machine", text("Machine"), None),
+    return [Col("Machine", _machine_cell, None, sized_by=text("Machine")),
             Col("Platform", platform, None),
             Col("Slot", printf("_Slots", "%4d"), None, alt=" "),
             Col("s", text("_SlotTag"), None, noprefix=True),
@@ -246,6 +262,7 @@ def fold_compact(ads: list[Ad], dynamic: list[Ad]) -> list[Ad]:
             n = attr("NumDynamicSlots")(a)
             n = n if _num(n) else len(mine)
             row = {**a, "_One": 1, "_Slots": n, "_SlotTag": " ", "_FreeCpus": cpus,
+                   "_JobStarts": attr("RecentJobStarts")(a),
                    "_FreeGb": mem / 1024, "_ActCode": activity_code(a),
                    "_MaxSlotGb": max((d.get("Memory") or 0 for d in mine), default=None),
                    "_Users": " ".join(users)}
@@ -256,14 +273,18 @@ def fold_compact(ads: list[Ad], dynamic: list[Ad]) -> list[Ad]:
         row = by_key.get(key)
         if row is None:
             tag = str(attr("SlotType")(a) or "")
+            # Cpus, TotalGb and CpuLoad stay the first slot's (condor_status folds only the
+            # free, slot-count, largest-slot, job-start and state columns of static slots)
+            starts = attr("RecentJobStarts")(a)
             row = {**a, "_One": 1, "_Slots": 0, "_SlotTag": "S" if tag == "Static" else tag[:1], "_FreeCpus": 0, "_FreeGb": 0.0,
                    "_MaxSlotGb": 0.0, "_ActCode": activity_code(a), "_Users": "",
-                   "TotalSlotCpus": 0, "TotalSlotMemory": 0}
+                   "_JobStarts": 0 if _num(starts) else None}
             by_key[key] = row
             rows.append(row)
         row["_Slots"] += 1
-        row["TotalSlotCpus"] += cpus
-        row["TotalSlotMemory"] += mem
+        starts = attr("RecentJobStarts")(a)
+        if row["_JobStarts"] is not None and _num(starts):
+            row["_JobStarts"] += starts
         row["_MaxSlotGb"] = max(row["_MaxSlotGb"], mem / 1024)
         if not busy:
             row["_FreeCpus"] += cpus
@@ -273,6 +294,12 @@ def fold_compact(ads: list[Ad], dynamic: list[Ad]) -> list[Ad]:
         user = attr("RemoteUser")(a)
         if user and str(user) not in row["_Users"].split():
             row["_Users"] = " ".join(sorted(row["_Users"].split() + [str(user)]))
+    seen: set[str] = set()
+    for row in rows:
+        machine = str(attr("Machine")(row))
+        if machine in seen:
+            row["_SlotLabel"] = "   " + str(attr("Name")(row) or "").split("@")[0]
+        seen.add(machine)
     return rows
 
 

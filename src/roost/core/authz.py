@@ -236,6 +236,7 @@ COMMAND_LEVELS: dict[str, CommandLevel] = {
     "TRANSFER_DATA": _c("schedd", L.WRITE, "`TRANSFER_DATA_WITH_PERMS` (condor_transfer_data; the job's owner or a queue super user)", jobs=True),
     "TAIL_JOB": _c("schedd", L.WRITE, "`CREATE_JOB_OWNER_SEC_SESSION` (condor_tail; the job's owner or a queue super user)", jobs=True),
     "SSH_TO_JOB": _c("schedd", L.WRITE, "`CREATE_JOB_OWNER_SEC_SESSION` (condor_ssh_to_job; the job's owner or a queue super user)", jobs=True),
+    "REASSIGN_SLOT": _c("schedd", L.WRITE, "`REASSIGN_SLOT` (condor_now; the jobs' owner or a queue super user)", jobs=True),
     # startd
     "REQUEST_CLAIM": _c("startd", L.DAEMON, "`REQUEST_CLAIM`"),
     "ACTIVATE_CLAIM": _c("startd", L.DAEMON, "`ACTIVATE_CLAIM`"),

@@ -66,6 +66,7 @@ SCHEMAS: dict[str, Schema] = {
     "TRANSFER_DATA": {"job": "str"},
     "TAIL_JOB": {"job": "str", "name": "str?", "stream": "str?", "offset": "int?", "maxbytes": "int?"},
     "SSH_TO_JOB": {"job": "str", "command": "str?", "pty": "bool?", "term": "str?", "rows": "int?", "cols": "int?"},
+    "REASSIGN_SLOT": {"now": "str", "vacate": "list"},
     # startd
     "REQUEST_CLAIM": {"claim_id": "str", "job_ad": "object", "schedd_address": "str?", "lease": "number?",
                       "slot_name": "str?"},

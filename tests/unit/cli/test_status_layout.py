@@ -85,6 +85,7 @@ def test_compact_folds_a_partitionable_slot_and_static_slots_per_machine() -> No
     dyn = [slot(f"slot1_{i}@a", "Claimed", "Busy", Machine="a", DynamicSlot=True, SlotTypeID=-1,
                 Memory=1024 * (i + 1), RemoteUser="alice") for i in range(2)]
     statics = [slot(f"slot{i}@b", Machine="b", SlotType="Static", SlotTypeID=1, Cpus=1, Memory=1024,
+                    TotalSlotCpus=1, TotalSlotMemory=1024, RecentJobStarts=20 * i,
                     TotalSlotGPUs=0, TotalLoadAvg=0.5, TotalCpus=2, OpSysAndVer="Debian12",
                     State="Claimed" if i == 1 else "Unclaimed", Activity="Busy" if i == 1 else "Idle")
                for i in (1, 2)]
@@ -92,7 +93,8 @@ def test_compact_folds_a_partitionable_slot_and_static_slots_per_machine() -> No
     assert out[0] == ("Machine Platform     Slots Cpus Gpus  TotalGb FreCpu  FreeGb  CpuLoad ST "
                       "Jobs/Min MaxSlotGb")
     assert out[2] == "a       x64/Debian12    2     8    0    16.00      2     2.00    0.25 Ui _             2.00"
-    assert out[3] == "b       x64/Debian12    2S    2    0     2.00      1     1.00    0.25 ** _             1.00"
+    # static slots: Cpus and TotalGb stay the first slot's; free resources and job starts add up
+    assert out[3] == "b       x64/Debian12    2S    1    0     1.00      1     1.00    0.25 **     3.00      1.00"
     # the summary counts the slots themselves: a's two claimed dynamic slots and its unclaimed rest
     assert out[7] == "  x64/Debian12     5     0       3         2       0          0      0        0      0"
 
@@ -127,3 +129,16 @@ def test_options_take_prefixes_and_repeat() -> None:
                                     "-lim", "3", "-format", "%s\\n", "Name", "host1"])
     assert opts.avail and opts.limit == "3" and opts.positional == ["host1"]
     assert many == {"constraint": ["Cpus > 1", "Memory > 1"], "sort": ["Memory"], "format": [("%s\\n", "Name")]}
+
+
+def test_compact_names_a_machines_further_slot_type_by_its_slot() -> None:
+    pslot = slot("slot1@a", Machine="a", PartitionableSlot=True, SlotType="Partitionable", SlotTypeID=1,
+                 NumDynamicSlots=0, Cpus=2, Memory=2048, TotalSlotCpus=2, TotalSlotMemory=2048,
+                 TotalSlotGPUs=0, TotalLoadAvg=0.0, TotalCpus=4, OpSysAndVer="Debian12")
+    static = slot("slot2@a", Machine="a", SlotType="Static", SlotTypeID=2, Cpus=2, Memory=1024,
+                  TotalSlotCpus=2, TotalSlotMemory=1024, TotalSlotGPUs=0, TotalLoadAvg=0.0, TotalCpus=4,
+                  OpSysAndVer="Debian12")
+    out = status_cmd._table([pslot, static], [], "Machine", "normal", True, False, False).splitlines()
+    assert out[0].startswith("Machine Platform ")
+    assert out[2].startswith("a       x64/Debian12    0 ")
+    assert out[3].startswith("   slot2 x64/Debian12    1S")

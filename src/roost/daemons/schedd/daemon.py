@@ -37,6 +37,7 @@ from roost.daemons.schedd.lifecycle import JobLifecycle
 from roost.daemons.schedd.localuniverse import LocalJob, kill_orphan, start_local
 from roost.daemons.schedd.negotiation import NegotiatorCalls
 from roost.daemons.schedd.notify import Notifier
+from roost.daemons.schedd.now import NowCalls
 from roost.daemons.schedd.queries import QueueCalls
 from roost.daemons.schedd.reservations import Reservations
 from roost.daemons.schedd.shadow import Shadows
@@ -222,6 +223,7 @@ class Schedd(Daemon):
             "TRANSFER_DATA": spool.h_transfer_data,
             "TAIL_JOB": watch.h_tail_job,
             "SSH_TO_JOB": watch.h_ssh_to_job,
+            "REASSIGN_SLOT": NowCalls(jobs, rights).h_reassign_slot,  # condor_now
         }
 
     async def reconfigured(self) -> None:

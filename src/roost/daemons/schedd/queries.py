@@ -27,6 +27,7 @@ from roost.core.accounting_user import with_edits
 from roost.daemons.schedd.access import QueueRights
 from roost.daemons.schedd.jobqueue import ACT_ACTIONS, Job, status_allows
 from roost.daemons.schedd.lifecycle import JobLifecycle
+from roost.daemons.security import peer_user
 from roost.net.adwire import obj_to_ad
 from roost.net.errors import RequestError, bad_request, excerpt
 from roost.net.server import Peer
@@ -111,16 +112,27 @@ class QueueCalls:
                 raise bad_request(f"bad job id {t!r}: want C or C.P") from None
         return ids
 
+    def _my_name(self, req: dict[str, Any], peer: Peer) -> str | None:
+        """``my_jobs`` (condor_q's MyJobs): the caller's own jobs, unless the caller is
+        unauthenticated or a queue super user, who see every job, as HTCondor's schedd
+        decides. The owner it settled on, or None for all jobs."""
+        if not req.get("my_jobs") or req.get("owner"):
+            return None
+        user = peer_user(peer, self.rights.uid_domain)
+        return None if user is None or self.rights.is_super(user) else user
+
     async def h_query_jobs(self, req: dict[str, Any], peer: Peer) -> dict[str, Any]:
-        owner = req.get("owner")
+        my_name = self._my_name(req, peer)
+        owner = my_name or req.get("owner")
+        mine = {"my_name": my_name} if my_name else {}
         if req.get("totals"):
             if req.get("constraint") or req.get("ids"):
                 counts: dict[str, int] = {n: 0 for n in jp.STATUS_NAMES.values()}
                 for job in self._matching(req, owner):
                     counts[jp.STATUS_NAMES.get(job.status, "Idle")] += 1
                 counts["Total"] = sum(counts.values())
-                return {"totals": counts}
-            return {"totals": self.queue.totals_named(owner)}
+                return {"totals": counts, **mine}
+            return {"totals": self.queue.totals_named(owner), **mine}
         limit = req.get("limit")
         projection = req.get("projection")
         clusters: dict[str, Any] = {}
@@ -143,7 +155,7 @@ class QueueCalls:
         if req.get("history") and (limit is None or len(jobs) < limit):
             await self.store.barrier()
             await self._add_history(req, owner, jobs, limit, projection)
-        return {"clusters": clusters, "jobs": jobs}
+        return {"clusters": clusters, "jobs": jobs, **mine}
 
     def _list_all(
         self,

@@ -23,7 +23,7 @@ from collections.abc import Callable
 from typing import Any
 
 from roost.core import jobpolicy as jp
-from roost.daemons.schedd.autoclusters import AutoClusters
+from roost.daemons.schedd.autoclusters import AutoClusters, not_negotiated
 from roost.daemons.schedd.claimreuse import ClaimReuse
 from roost.daemons.schedd.jobqueue import Job
 from roost.daemons.schedd.lifecycle import JobLifecycle
@@ -215,6 +215,8 @@ class Shadow:
         self._match_cache: dict[Any, bool] = {}
         self.preempting = False  # the claim preempts another job: activation waits for its exit
         self.submitter: str | None = None  # the accounting name the claim serves
+        #: condor_now: the job this claim runs next, once its job has been vacated
+        self.now_job: tuple[int, int] | None = None
 
     def _give_back(self, job: Job) -> None:
         """The claim could not take ``job``: offer it again (and stop owning it)."""
@@ -372,9 +374,19 @@ class Shadow:
                 s.reschedule()
 
     def _next_job(self) -> Job | None:
-        """The next idle job this claim takes (claim reuse), if any."""
+        """The next idle job this claim takes (claim reuse), if any: condor_now's now-job
+        first, when it is still idle and fits the slot."""
         if self.vacating:
             return None
+        now, self.now_job = self.now_job, None
+        if now is not None:
+            queue = self.jobs.queue
+            job = queue.job(*now)
+            if job is not None and job.status == jp.IDLE and not job.busy and not not_negotiated(job) \
+                    and self.matches(job, self.shadows.autoclusters.signature(job)):
+                queue.take_idle(job)
+                return job
+            log.info("job %d.%d: condor_now's job no longer idle or does not fit %s", *now, self.slot_name)
         return self.shadows.reuse.next_job(self.owner, self.submitter, self.claimed_at, self.matches)
 
     async def _keepalive_loop(self) -> None:
@@ -631,7 +643,7 @@ class Shadow:
                 return False
             if state == "vacated":
                 await s.evicted(job, update)
-                return False
+                return self.now_job is not None  # condor_now: the claim runs the now-job next
             if state == "failed":
                 n = job.get("NumShadowExceptions", 0)
                 if (update.get("retry") is True and self.transfer_error is None
@@ -717,9 +729,10 @@ class Shadow:
         await self.jobs.apply_exit(job, decision, attrs, term)
 
     # -- stopping a job ------------------------------------------------------------------
-    def vacate_job(self, job: Job) -> None:
-        """``job`` was removed or held while running here: deactivate the claim."""
-        self.jobs.host.spawn(self._deactivate(job), f"vacate-{job.id}")
+    def vacate_job(self, job: Job, fast: bool = False) -> None:
+        """``job`` was removed or held while running here, or condor_now vacates it
+        (``fast``: killed at once): deactivate the claim."""
+        self.jobs.host.spawn(self._deactivate(job, graceful=not fast), f"vacate-{job.id}")
 
     def vacate_running(self, job: Job, fast: bool) -> bool:
         """condor_vacate_job: deactivate the claim under a job that stays in the queue;
