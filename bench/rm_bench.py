@@ -1,0 +1,85 @@
+"""`roost rm -all` of a big idle queue, and whether the schedd answers meanwhile (issue 27).
+
+Runnable on its own::
+
+    .venv/bin/python bench/rm_bench.py [--jobs 100000] [--runs 3]
+
+Each run: a personal pool without a startd (the jobs stay idle), one ``queue N``
+cluster submitted, then ``roost rm -all`` timed from start to exit while this process
+asks ``roost q -totals`` again and again. Figures (medians):
+
+- ``rm_all``: seconds of ``roost rm -all`` (reference: HTCondor 25.0.13 removing the same
+  100,000 jobs on this machine kind, 1.6 s, measured from outside for issue 27);
+- ``q_during_rm``: the slowest ``roost q -totals`` while the removal ran, against the
+  median ``q -totals`` of the same pool before it (the schedd must keep answering).
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from pool_bench import NO_STARTD, ROOST, BenchPool, _job_dir  # noqa: E402
+
+HTCONDOR_RM_100K = 1.6  # seconds, issue 27's measurement of HTCondor 25.0.13 here
+
+
+def _q_totals(bp: BenchPool) -> float:
+    t0 = time.perf_counter()
+    subprocess.run([*ROOST, "q", "-totals"], env=bp.env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                   check=False, timeout=600)
+    return time.perf_counter() - t0
+
+
+def one_run(n: int) -> tuple[float, float, float]:
+    """(rm -all seconds, median q -totals before, slowest q -totals during)."""
+    with BenchPool(NO_STARTD) as bp:
+        d = _job_dir(bp.home, "big", f"executable = /bin/true\narguments = $(Process)\nqueue {n}\n")
+        done = bp.roost("submit", "job.sub", cwd=d)
+        if done.returncode != 0:
+            raise RuntimeError(f"roost submit failed: {done.stderr.strip()}")
+        before = statistics.median(_q_totals(bp) for _ in range(5))
+        during: list[float] = []
+        stop = threading.Event()
+
+        def ask() -> None:
+            while not stop.is_set():
+                during.append(_q_totals(bp))
+
+        t = threading.Thread(target=ask)
+        t0 = time.perf_counter()
+        t.start()
+        rm = bp.roost("rm", "-all")
+        took = time.perf_counter() - t0
+        stop.set()
+        t.join()
+        if rm.returncode != 0:
+            raise RuntimeError(f"roost rm -all failed: {rm.stderr.strip()}")
+        return took, before, max(during) if during else 0.0
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--jobs", type=int, default=100_000)
+    p.add_argument("--runs", type=int, default=3)
+    a = p.parse_args()
+    runs = [one_run(a.jobs) for _ in range(a.runs)]
+    rm = statistics.median(r[0] for r in runs)
+    before = statistics.median(r[1] for r in runs)
+    during = statistics.median(r[2] for r in runs)
+    ref = HTCONDOR_RM_100K * a.jobs / 100_000
+    print(f"rm_all_{a.jobs}: {rm:.2f} s (reference: {ref:.2f}, ratio: {ref / rm:.2f}) "
+          f"[{a.runs} runs, min {min(r[0] for r in runs):.2f}, max {max(r[0] for r in runs):.2f}]")
+    print(f"q_totals_during_rm: {during:.3f} s slowest (reference: {before:.3f} before the rm, "
+          f"ratio: {before / during if during else 0:.2f})")
+
+
+if __name__ == "__main__":
+    main()
