@@ -1,0 +1,193 @@
+"""condor_q -print-format files: HTCondor 25.0.13's own formats rendered over a few job ads.
+
+The formats are those HTCondor ships: condor_q's built-in ones (queue.cpp's
+jobDefault_PrintFormat, jobHold_PrintFormat, jobIdle_PrintFormat) and the examples of
+its manual (docs/classads/print-formats.rst: queue.cpf, q_totals.cpf). The expected
+lines are worked out by hand from make_printmask.cpp / ad_printmask.cpp's rules.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import pytest
+
+from roost.cli.print_format import PrintFormatError, parse
+
+JOB_DEFAULT = """SELECT
+   ClusterId     AS ' ID'  NOSUFFIX  WIDTH 5 PRINTF '%4d.'
+   ProcId        AS ' '    NOPREFIX  WIDTH 3 PRINTF '%-3d'
+   Owner         AS  OWNER           WIDTH -14 PRINTAS OWNER OR ??
+   QDate         AS '  SUBMITTED'    WIDTH 11 PRINTAS QDATE
+   RemoteUserCpu AS '    RUN_TIME'   WIDTH 12 PRINTAS CPU_TIME
+   JobStatus     AS ST                       PRINTAS JOB_STATUS
+   JobPrio       AS PRI             WIDTH AUTO
+   ImageSize     AS SIZE            WIDTH 4 PRINTAS MEMORY_USAGE
+   Cmd           AS CMD             WIDTH 0 PRINTAS JOB_DESCRIPTION
+SUMMARY STANDARD
+"""
+
+JOB_HOLD = """SELECT
+   ClusterId     AS ' ID'  NOSUFFIX WIDTH 5 PRINTF '%4d.'
+   ProcId        AS ' '    NOPREFIX WIDTH 3 PRINTF '%-3d'
+   Owner         AS  OWNER WIDTH -14 PRINTAS OWNER OR ??
+   EnteredCurrentStatus  AS HELD_SINCE WIDTH 11 PRINTAS QDATE OR ??
+   HoldReasonCode AS CODE NOSUFFIX PRINTF %4d OR ?
+   HoldReasonSubCode AS '/SUB' NOPREFIX PRINTF '/%-3d' TRUNCATE OR ' '
+   HoldReason           AS HOLD_REASON WIDTH 0
+SUMMARY STANDARD
+"""
+
+JOB_IDLE = """SELECT
+   ClusterId     AS ' ID'  NOSUFFIX WIDTH 5 PRINTF '%4d.'
+   ProcId        AS ' '    NOPREFIX WIDTH 3 PRINTF '%-3d'
+   Owner         AS  OWNER          WIDTH -14 PRINTAS OWNER OR ??
+   JobUniverse   AS 'UNIVERSE '  PRINTAS JOB_UNIVERSE
+   RequestCpus   AS CPUS         PRINTF '%4d'
+   RequestMemory AS MEMORY       PRINTF '%6d'
+   NumShadowStarts?:0 AS STARTS  PRINTF '%6d'
+   LastRemoteHost AS LAST_HOST WIDTH 0
+SUMMARY NONE
+"""
+
+QUEUE_CPF = """# queue.cpf
+# produce the standard output of condor_q
+SELECT
+   ClusterId     AS '    ID'       NOSUFFIX WIDTH AUTO
+   ProcId        AS ' '            NOPREFIX            PRINTF '.%-3d'
+   Owner         AS OWNER                   WIDTH -14  PRINTAS OWNER
+   QDate         AS '  SUBMITTED'           WIDTH 11   PRINTAS QDATE
+   RemoteUserCpu AS '    RUN_TIME'          WIDTH 12   PRINTAS CPU_TIME
+   JobStatus     AS ST                                 PRINTAS JOB_STATUS
+   JobPrio       AS PRI
+   ImageSize     AS SIZE                    WIDTH 6    PRINTAS MEMORY_USAGE
+   Cmd           AS CMD                                PRINTAS JOB_DESCRIPTION
+SUMMARY STANDARD
+"""
+
+Q_TOTALS = """# q_totals.cpf
+# show only totals with condor_q
+SELECT NOHEADER NOTITLE
+SUMMARY STANDARD
+"""
+
+QDATE = 1700000000  # 11/14 22:13 UTC
+ADS: list[dict[str, Any]] = [
+    # running: 30 s of earlier runs plus 3725 s of this one (ServerTime - ShadowBday)
+    {"ClusterId": 12, "ProcId": 0, "Owner": "alice", "QDate": QDATE, "RemoteUserCpu": 5.0, "JobStatus": 2,
+     "JobPrio": 0, "ImageSize": 2048, "Cmd": "/bin/sleep", "Arguments": "60", "ShadowBday": QDATE + 100,
+     "RemoteWallClockTime": 30.0, "ServerTime": QDATE + 3825},
+    # MemoryUsage (MB) wins over ImageSize; a JobDescription replaces the command
+    {"ClusterId": 12, "ProcId": 1, "Owner": "alice", "QDate": QDATE, "RemoteUserCpu": 0.0, "JobStatus": 1,
+     "JobPrio": 10, "ImageSize": 10, "MemoryUsage": 300, "Cmd": "/bin/sleep", "Arguments": "60",
+     "JobDescription": "warmup"},
+    # no Owner (OR ?? fills the column), no RemoteUserCpu (no OR: blank)
+    {"ClusterId": 1234, "ProcId": 10, "QDate": QDATE, "JobStatus": 5, "JobPrio": -5, "ImageSize": 123456789,
+     "Cmd": "/usr/bin/python3", "Arguments": "a.py b"},
+]
+
+
+@pytest.fixture(autouse=True)
+def _utc(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TZ", "UTC")
+    time.tzset()
+
+
+def test_condor_q_default_format() -> None:
+    pf = parse(JOB_DEFAULT, "default.cpf")
+    assert not pf.nosummary and not pf.notitle
+    assert pf.render(ADS, now=0).splitlines() == [
+        " ID      OWNER            SUBMITTED     RUN_TIME ST PRI SIZE CMD",
+        # %4d. padded to WIDTH 5; SIZE's %.1f cut to WIDTH 4 (fixed widths truncate)
+        "  12.0   alice          11/14 22:13   0+01:02:35 R  0    2.0 sleep 60",
+        "  12.1   alice          11/14 22:13   0+00:00:00 I  10  300. (warmup)",
+        "1234.10  [????????????] 11/14 22:13              H  -5  1205 python3 a.py b",
+    ]
+    assert {"ClusterId", "ProcId", "Owner", "QDate", "RemoteUserCpu", "ShadowBday", "ServerTime",
+            "MemoryUsage", "Arguments", "JobDescription"} <= set(pf.attributes())
+
+
+def test_condor_q_hold_format() -> None:
+    held = [{"ClusterId": 7, "ProcId": 0, "Owner": "bob", "EnteredCurrentStatus": QDATE, "HoldReasonCode": 1,
+             "HoldReasonSubCode": 0, "HoldReason": "via condor_hold (by user bob)"},
+            {"ClusterId": 8, "ProcId": 2, "Owner": "bob", "HoldReason": "x"}]
+    assert parse(JOB_HOLD, "hold.cpf").render(held, now=0).splitlines() == [
+        " ID      OWNER          HELD_SINCE  CODE/SUB HOLD_REASON",
+        "   7.0   bob            11/14 22:13    1/0   via condor_hold (by user bob)",
+        # HELD_SINCE's OR ?? across 11 columns; CODE's OR ? left aligned (its width is its label's)
+        "   8.2   bob            [?????????] ?        x",
+    ]
+
+
+def test_condor_q_idle_format() -> None:
+    idle = [{"ClusterId": 3, "ProcId": 0, "Owner": "carol", "JobUniverse": 5, "RequestCpus": 1,
+             "RequestMemory": 2048, "NumShadowStarts": 2, "LastRemoteHost": "slot1@host"},
+            {"ClusterId": 4, "ProcId": 0, "Owner": "carol", "JobUniverse": 7, "RequestCpus": 1,
+             "RequestMemory": 128}]
+    pf = parse(JOB_IDLE, "idle.cpf")
+    assert pf.nosummary
+    assert pf.render(idle, now=0).splitlines() == [
+        " ID      OWNER          UNIVERSE  CPUS MEMORY STARTS LAST_HOST",
+        "   3.0   carol          Vanilla      1   2048      2 slot1@host",
+        # NumShadowStarts?:0 is an expression; an undefined attribute prints as %v does: undefined
+        "   4.0   carol          Scheduler    1    128      0 undefined",
+    ]
+
+
+def test_manual_queue_cpf() -> None:
+    """WIDTH AUTO left aligns to the label and grows; a column without WIDTH grows too
+    (CMD's heading is padded to its widest value)."""
+    pf = parse(QUEUE_CPF, "queue.cpf")
+    assert pf.render(ADS[:2], now=0).splitlines() == [
+        "    ID     OWNER            SUBMITTED     RUN_TIME ST PRI SIZE   CMD     ",
+        "12    .0   alice          11/14 22:13   0+01:02:35 R  0      2.0 sleep 60",
+        "12    .1   alice          11/14 22:13   0+00:00:00 I  10   300.0 (warmup)",
+    ]
+
+
+def test_manual_q_totals_cpf() -> None:
+    pf = parse(Q_TOTALS, "q_totals.cpf")
+    assert pf.notitle and pf.noheader and not pf.nosummary and pf.columns == []
+    assert pf.render(ADS, now=0) == "\n\n\n"  # one empty record per job: no columns
+
+
+def test_labels_and_separators() -> None:
+    pf = parse("SELECT LABEL SEPARATOR ': ' RECORDPREFIX '{' RECORDSUFFIX '}\\n' FIELDPREFIX '<' FIELDSUFFIX '>'\n"
+               "  ClusterId AS C\n"
+               "  Owner PRINTAS OWNER OR -\n"
+               "  JobUniverse AS U PRINTAS JOB_UNIVERSE\n", "lbl.cpf")
+    ads = [{"ClusterId": 12, "Owner": "alice", "JobUniverse": 5}, {"ClusterId": 13, "JobUniverse": 12}]
+    # no heading line with LABEL; a formatter (JOB_UNIVERSE) prints its text without the label;
+    # widths grow row by row with the text shown, and a column not LEFT aligns right
+    assert pf.render(ads, now=0) == "{C: 12><Owner: alice><Vanilla}\n{C: 13><           -><  Local}\n"
+
+
+def test_bare_where_group_by_and_display_width() -> None:
+    pf = parse("SELECT BARE\n  ClusterId PRINTAS JOB_ID\n  Owner\n"
+               "WHERE JobStatus == 1\nGROUP BY\n  Owner\n  ClusterId DESCENDING\n", "g.cpf")
+    assert pf.notitle and pf.noheader and pf.nosummary and pf.where == "JobStatus == 1"
+    ads = [{"ClusterId": 1, "ProcId": 0, "Owner": "bob"}, {"ClusterId": 2, "ProcId": 3, "Owner": "alice"},
+           {"ClusterId": 3, "ProcId": 0, "Owner": "bob"}]
+    # JOB_ID's width is its label's (9), growing; Owner's 5
+    assert pf.render(ads, now=0).splitlines() == ["2.3       alice", "3.0       bob  ", "1.0       bob  "]
+    assert pf.render(ads[:1], now=0, display=6).splitlines() == ["1.0   "]
+
+
+@pytest.mark.parametrize(("text", "where"), [
+    ("SELECT\n  Owner PRINTAS NOSUCH\n", "bad.cpf:2: unknown PRINTAS function NOSUCH"),
+    ("SELECT\n\n  Owner WIDTH\n", "bad.cpf:3: expected a number or AUTO after WIDTH"),
+    ("SELECT\n  Owner WIDTH wide\n", "bad.cpf:2: expected a number or AUTO after WIDTH, found wide"),
+    ("SELECT\n  (Owner == AS x\n", "bad.cpf:2: attribute or expression is not valid: (Owner =="),
+    ("SELECT\n  Owner AS 'OWNER\n", "bad.cpf:2: unterminated string"),
+    ("SELECT NOSUCH\n", "bad.cpf:1: unknown SELECT option NOSUCH"),
+    ("SELECT FROM AUTOCLUSTER\n", "bad.cpf:1: SELECT FROM (autocluster queries) is not supported"),
+    ("SELECT\nSUMMARY\n", "bad.cpf:2: expected STANDARD or NONE after SUMMARY"),
+    ("  Owner\n", "bad.cpf:1: expected SELECT before the first column"),
+    ("SELECT\nWHERE JobStatus ==\n", "bad.cpf:2: WHERE expression is not valid"),
+    ("SELECT\n  Owner OR x\n", "bad.cpf:2: OR takes one of"),
+])
+def test_errors_name_file_line_and_problem(text: str, where: str) -> None:
+    with pytest.raises(PrintFormatError) as e:
+        parse(text, "bad.cpf")
+    assert str(e.value).startswith(where)
