@@ -84,7 +84,7 @@ USAGE = "[options] [-format FMT ATTR ...] [ID|USER ...]   (IDs: CLUSTER or CLUST
 # -be/-better is -better-analyze, -an is -analyze; -b alone is ambiguous.
 ALIASES = {"autoformat": "af", "l": "long", "analyse": "analyze", "better-analyse": "better-analyze",
            "n": "name", "all-users": "allusers",  # condor_q: -n is -name (not -nobatch)
-           "g": "global", "c": "constraint", "cp": "cputime"}  # condor_q's one- and two-letter forms
+           "g": "global", "c": "constraint", "cp": "cputime", "p": "pool", "pr": "print-format"}  # condor_q's one- and two-letter forms
 
 
 def main(argv: list[str]) -> int:
