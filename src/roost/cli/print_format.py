@@ -640,6 +640,11 @@ def _cell_value(c: Column, ad: dict[str, Any], now: float) -> tuple[bool, Any]:
             return (type(v) in (int, float, bool)), v
         return not isinstance(v, Value) or v is Value.Undefined, v
     letter = _conv_letter(c.printf)
+    if letter in ("r", "R"):  # the expression unevaluated: an attribute's, else the column's own
+        raw = _attr(ad, c.expr) if c.is_attr else None
+        if c.is_attr:
+            return True, "undefined" if raw is None else _classad_text(raw)
+        return True, str(c.tree)
     if letter is None or letter in "vV":
         return True, v  # any value prints, undefined as "undefined"
     if letter in "diucxXoT":
@@ -680,8 +685,8 @@ def _cell_text(c: Column, valid: bool, v: Any) -> str | None:
         text = _duration(int(v))
     elif letter == "Y":
         text = _date(int(v))
-    elif letter == "s":
-        return pre + conv % (v if type(v) is str else "") + post
+    elif letter in "sRr":
+        return pre + (conv[:-1] + "s") % (v if type(v) is str else "") + post
     else:  # %v strings bare, %V as ClassAd text
         shown = v if (letter == "v" and type(v) is str) else _value_text(v)
         return pre + (conv[:-1] + "s") % shown + post

@@ -174,6 +174,20 @@ def test_bare_where_group_by_and_display_width() -> None:
     assert pf.render(ads[:1], now=0, display=6).splitlines() == ["1.0   "]
 
 
+def test_raw_expressions_and_string_conversions() -> None:
+    """%r prints the expression unevaluated (condor_q's autocluster format uses it); %s an
+    attribute that is not a string as ClassAd text, an expression only when it is a string."""
+    pf = parse("SELECT\n  Requirements AS REQ PRINTF %r\n  RequestCpus AS CPU PRINTF %s\n"
+               "  strcat(Owner, \"!\") AS 'WHO' PRINTF '<%s>'\n  RequestCpus + 1 AS N PRINTF %s OR -\n", "r.cpf")
+    ad = {"Requirements": "/Expr(TARGET.Memory >= RequestMemory)/", "RequestCpus": 2, "Owner": "ann"}
+    # the heading is sized by the value ("ann!"), the row by its printed text ("<ann!>"),
+    # as calc_column_width and display do
+    assert pf.render([ad], now=0).splitlines() == [
+        "REQ                            CPU WHO  N",
+        "TARGET.Memory >= RequestMemory 2   <ann!> -",
+    ]
+
+
 @pytest.mark.parametrize(("text", "where"), [
     ("SELECT\n  Owner PRINTAS NOSUCH\n", "bad.cpf:2: unknown PRINTAS function NOSUCH"),
     ("SELECT\n\n  Owner WIDTH\n", "bad.cpf:3: expected a number or AUTO after WIDTH"),
