@@ -420,7 +420,7 @@ def parse(text: str, path: str = "<print format>") -> PrintFormat:
                 pf.columns.append(_column(pf, line, toks))
             elif section == "WHERE":
                 _check_expr(rest.strip(), "WHERE expression")
-                pf.where = rest.strip() if pf.where is None else f"({pf.where}) && ({rest.strip()})"
+                pf.where = rest.strip()  # as HTCondor: each WHERE line replaces the one before
             elif section == "GROUP":
                 pf.group_by.append(_group_key(line, toks))
             else:
