@@ -17,28 +17,23 @@ make_printmask.cpp and ad_printmask.cpp, some of them surprising:
   a left-aligned column;
 - without a ``SUMMARY STANDARD`` line there is no totals footer.
 
-Pure: no pool, no clock (``now`` is a parameter). Ads are JSON-form dicts.
+No pool and no clock (``now`` is a parameter); only load() reads a file. Ads are
+JSON-form dicts.
 """
 
 from __future__ import annotations
 
-import os
-import time
-from collections.abc import Callable
+import sys
 from typing import Any
 
 from roost.classad import ClassAd, ExprTree, Value
 from roost.cli.advalues import to_classad
-from roost.cli.jobview import STATUS_LETTERS
+from roost.cli.printas import FUNCTIONS, attr, date, duration
 from roost.cli.printf import _classad_text, _split, unescape
 
 _SELECT_KEYWORDS = {"ALWAYS", "AS", "AUTO", "FIT", "LEFT", "NOPREFIX", "NOSUFFIX", "OR", "PRINTAS", "PRINTF",
                     "RENDERAS", "RIGHT", "TRUNCATE", "WIDTH"}
 _ALT_CHARS = " ?*.-_#0"
-_UNIVERSES = {1: "Standard", 2: "Pipe", 3: "Linda", 4: "PVM", 5: "Vanilla", 6: "PVMD", 7: "Scheduler", 8: "MPI",
-              9: "Grid", 10: "Java", 11: "Parallel", 12: "Local", 13: "VM"}
-_RAW_STATUS = {1: "Idle   ", 2: "Running", 3: "Removed", 4: "Complet", 5: "Held   ", 6: "XFerOut", 7: "Suspend",
-               8: "Failed ", 9: "Blocked"}
 
 
 class PrintFormatError(ValueError):
@@ -47,204 +42,6 @@ class PrintFormatError(ValueError):
     def __init__(self, path: str, line: int, message: str) -> None:
         super().__init__(f"{path}:{line}: {message}")
         self.path, self.line, self.message = path, line, message
-
-
-# -- the PRINTAS functions ------------------------------------------------------------------
-# A *render* function sees the column's value and the whole ad and returns (valid, value);
-# the column's printf (the table's) then prints that value. A *formatter* gets the value
-# (it must be a number, for "int"/"float") and returns the text itself; no printf applies.
-
-def _attr(ad: dict[str, Any], name: str) -> Any:
-    v = ad.get(name)
-    if v is None:
-        low = name.lower()
-        v = next((val for k, val in ad.items() if k.lower() == low), None)
-    return v
-
-
-def _int(v: Any) -> int | None:
-    if type(v) is bool:
-        return None
-    if type(v) is int:
-        return v
-    if type(v) is float:
-        return int(v)
-    return None
-
-
-def _str(ad: dict[str, Any], name: str) -> str | None:
-    v = _attr(ad, name)
-    return v if type(v) is str and not v.startswith("/Expr(") else None
-
-
-def _r_owner(_v: Any, ad: dict[str, Any], _now: float) -> tuple[bool, Any]:
-    owner = _str(ad, "Owner")
-    return owner is not None, owner
-
-
-def _r_dag_owner(v: Any, ad: dict[str, Any], now: float) -> tuple[bool, Any]:
-    node = _str(ad, "DAGNodeName")
-    if _attr(ad, "DAGManJobId") is not None and node is not None:
-        return True, node
-    return _r_owner(v, ad, now)
-
-
-def _r_job_id(_v: Any, ad: dict[str, Any], _now: float) -> tuple[bool, Any]:
-    cluster = _int(_attr(ad, "ClusterId"))
-    if cluster is None:
-        return False, None
-    return True, f"{cluster}.{_int(_attr(ad, 'ProcId')) or 0}"
-
-
-def _r_job_status(_v: Any, ad: dict[str, Any], _now: float) -> tuple[bool, Any]:
-    status = _int(_attr(ad, "JobStatus"))
-    if status is None:
-        return False, None
-    first, second = STATUS_LETTERS.get(status, {8: "F", 9: "B"}.get(status, " ")), " "
-    queued = _attr(ad, "TransferQueued") is True
-    if _attr(ad, "TransferringInput") is True:
-        first, second = "<", "q" if queued else " "
-    if _attr(ad, "TransferringOutput") is True or status == 6:
-        first, second = "q" if queued else " ", ">"
-    return True, first + second
-
-
-def _r_cpu_time(_v: Any, ad: dict[str, Any], now: float) -> tuple[bool, Any]:
-    """condor_q's RUN_TIME: earlier runs' wall clock plus the current run's (job_time)."""
-    if not isinstance(_attr(ad, "RemoteUserCpu"), (int, float)):
-        return False, None
-    status = _int(_attr(ad, "JobStatus"))
-    clock = _attr(ad, "ServerTime")
-    clock = clock if isinstance(clock, (int, float)) and not isinstance(clock, bool) else now
-    total = _attr(ad, "RemoteWallClockTime")
-    total = float(total) if isinstance(total, (int, float)) else 0.0
-    bday = _attr(ad, "ShadowBday")
-    if status in (2, 6, 7) and isinstance(bday, (int, float)) and bday:
-        total += clock - bday
-    return True, total
-
-
-def _r_memory_usage(_v: Any, ad: dict[str, Any], _now: float) -> tuple[bool, Any]:
-    """MemoryUsage (MB), else ImageSize (KB) in MB."""
-    used = _int(_attr(ad, "MemoryUsage"))
-    if used is not None:
-        return True, float(used)
-    size = _int(_attr(ad, "ImageSize"))
-    if size is not None:
-        return True, size / 1024.0
-    return False, None
-
-
-def _r_batch_name(_v: Any, ad: dict[str, Any], _now: float) -> tuple[bool, Any]:
-    name = _str(ad, "JobBatchName")
-    if name is not None:
-        return True, name
-    if _int(_attr(ad, "JobUniverse")) == 7:
-        return True, f"DAG: {_int(_attr(ad, 'ClusterId')) or 0}"
-    node = _str(ad, "DAGNodeName")
-    if _attr(ad, "DAGManJobId") is not None and node is not None:
-        return True, "NODE: " + node
-    return False, None
-
-
-def _args(ad: dict[str, Any]) -> str:
-    args = _str(ad, "Arguments")
-    return args if args else (_str(ad, "Args") or "")
-
-
-def _r_job_description(_v: Any, ad: dict[str, Any], _now: float) -> tuple[bool, Any]:
-    cmd = _str(ad, "Cmd")
-    if cmd is None:
-        return False, None
-    desc = _str(ad, "MATCH_EXP_JobDescription") or _str(ad, "JobDescription")
-    if desc:
-        return True, f"({desc})"
-    args = _args(ad)
-    return True, os.path.basename(cmd) + (" " + args if args else "")
-
-
-def _r_job_command(_v: Any, ad: dict[str, Any], _now: float) -> tuple[bool, Any]:
-    cmd = _str(ad, "Cmd")
-    if cmd is None:
-        return False, None
-    args = _str(ad, "Args") or _str(ad, "Arguments")
-    return True, cmd + (" " + args if args else "")
-
-
-def _r_remote_host(_v: Any, ad: dict[str, Any], _now: float) -> tuple[bool, Any]:
-    if _int(_attr(ad, "JobUniverse")) == 9:
-        host = _str(ad, "EC2RemoteVirtualMachineName") or _str(ad, "GridResource")
-        return host is not None, host
-    host = _str(ad, "RemoteHost")
-    return host is not None, host
-
-
-def _r_cpu_util(_v: Any, ad: dict[str, Any], _now: float) -> tuple[bool, Any]:
-    cpu, committed = _attr(ad, "RemoteUserCpu"), _attr(ad, "CommittedTime")
-    if not isinstance(cpu, (int, float)) or not isinstance(committed, (int, float)) or committed <= 0:
-        return False, None
-    util = min(100.0, cpu / committed * 100.0)
-    return util >= 0, util
-
-
-def _metric_units(n: float) -> str:
-    power, units = 0, ("B ", "KB", "MB", "GB", "TB")
-    while n > 1024.0 and power < len(units) - 1:
-        n, power = n / 1024.0, power + 1
-    return f"{n:.1f} {units[power]}"
-
-
-def _readable(scale: float) -> Callable[[Any], str]:
-    def fmt(v: Any) -> str:
-        if type(v) in (int, float):
-            return _metric_units(v * scale)
-        return "        "
-    return fmt
-
-
-def _date(v: Any) -> str:
-    if v < 0:
-        return "    ???    "
-    t = time.localtime(v)
-    return f"{t.tm_mon:2d}/{t.tm_mday:<2d} {t.tm_hour:02d}:{t.tm_min:02d}"
-
-
-def _factory_mode(v: Any) -> str:
-    if isinstance(v, Value) or v is None:
-        return ""
-    if type(v) in (int, float):
-        return {-1: "Errs", 0: "Norm", 1: "Held", 2: "Done", 3: "Gone"}.get(int(v), "Unk")
-    return "????"
-
-
-#: name -> (kind, default printf, attributes it reads besides the column's, function);
-#: kind is "render" or the type a formatter takes ("int", "value")
-FUNCTIONS: dict[str, tuple[str, str | None, tuple[str, ...], Callable[..., Any]]] = {
-    "BATCH_NAME": ("render", None, ("JobBatchName", "Cmd", "DAGManJobId", "DAGNodeName", "JobUniverse"),
-                   _r_batch_name),
-    "CPU_TIME": ("render", "%T", ("JobStatus", "ServerTime", "ShadowBday", "RemoteWallClockTime",
-                                  "RemoteUserCpu"), _r_cpu_time),
-    "CPU_UTIL": ("render", "%.1f", ("RemoteUserCpu", "CommittedTime"), _r_cpu_util),
-    "DAG_OWNER": ("render", None, ("Owner", "DAGManJobId", "DAGNodeName"), _r_dag_owner),
-    "DATE": ("int", None, (), _date),
-    "JOB_COMMAND": ("render", None, ("Cmd", "Args", "Arguments"), _r_job_command),
-    "JOB_DESCRIPTION": ("render", None, ("Cmd", "Args", "Arguments", "JobDescription", "MATCH_EXP_JobDescription"),
-                        _r_job_description),
-    "JOB_FACTORY_MODE": ("value", None, (), _factory_mode),
-    "JOB_ID": ("render", None, ("ClusterId", "ProcId"), _r_job_id),
-    "JOB_STATUS": ("render", None, ("JobStatus", "TransferringInput", "TransferringOutput", "TransferQueued"),
-                   _r_job_status),
-    "JOB_STATUS_RAW": ("int", None, (), lambda v: _RAW_STATUS.get(v, "Unk    ")),
-    "JOB_UNIVERSE": ("int", None, (), lambda v: _UNIVERSES.get(v, "Unknown")),
-    "MEMORY_USAGE": ("render", "%.1f", ("ImageSize", "MemoryUsage"), _r_memory_usage),
-    "OWNER": ("render", None, ("Owner",), _r_owner),
-    "QDATE": ("int", None, (), _date),
-    "READABLE_BYTES": ("value", None, (), _readable(1.0)),
-    "READABLE_KB": ("value", None, (), _readable(1024.0)),
-    "READABLE_MB": ("value", None, (), _readable(1024.0 * 1024.0)),
-    "REMOTE_HOST": ("render", None, ("JobUniverse", "RemoteHost", "EC2RemoteVirtualMachineName", "GridResource"),
-                    _r_remote_host),
-}
 
 
 # -- the file -------------------------------------------------------------------------------
@@ -283,11 +80,11 @@ class PrintFormat:
         self.field_prefix, self.field_suffix = " ", ""
         self.extra: set[str] = set()
 
-    def attributes(self) -> list[str]:
-        """What to ask the schedd for: what the columns, WHERE and GROUP BY name, what the
-        PRINTAS functions read, and the ids and status the listing needs."""
+    def attributes(self, base: tuple[str, ...] = ("ClusterId", "ProcId", "JobStatus", "JobUniverse")) -> list[str]:
+        """What to ask for: what the columns and GROUP BY name, what the PRINTAS functions
+        read, and *base* (for condor_q the ids and status the listing and totals need)."""
         ad = ClassAd()
-        names = {"ClusterId", "ProcId", "JobStatus", "JobUniverse"} | self.extra
+        names = set(base) | self.extra
         for expr in [c.expr for c in self.columns] + [e for e, _d in self.group_by]:
             names.update(ad.externalRefs(ExprTree(expr)))
         return sorted(names)
@@ -375,8 +172,11 @@ def _tokens(line: str) -> list[tuple[int, int, str, bool]]:
     return out
 
 
-def parse(text: str, path: str = "<print format>") -> PrintFormat:
-    """Parse a print format file; a PrintFormatError names the line and what is wrong."""
+def parse(text: str, path: str = "<print format>", status: bool = False) -> PrintFormat:
+    """Parse a print format file; a PrintFormatError names the line and what is wrong.
+
+    *status*: as condor_status reads it, where a fixed WIDTH neither truncates nor makes a
+    printf (so a number needs a PRINTF to show; a string is printed whole)."""
     pf = PrintFormat()
     section = None
     lines = text.split("\n")
@@ -417,7 +217,7 @@ def parse(text: str, path: str = "<print format>") -> PrintFormat:
                 raise ValueError("expected SELECT before the first column")
             rest = line[toks[0][0]:]
             if section == "SELECT":
-                pf.columns.append(_column(pf, line, toks))
+                pf.columns.append(_column(pf, line, toks, status))
             elif section == "WHERE":
                 _check_expr(rest.strip(), "WHERE expression")
                 pf.where = rest.strip()  # as HTCondor: each WHERE line replaces the one before
@@ -430,6 +230,20 @@ def parse(text: str, path: str = "<print format>") -> PrintFormat:
     if pf.labels:
         pf.noheader = True
     return pf
+
+
+def load(path: str, status: bool = False) -> PrintFormat:
+    """``-print-format FILE`` (``-``: stdin) parsed; a ValueError names the file (and line)
+    when it cannot be read or is bad."""
+    try:
+        if path == "-":  # condor_q and condor_status read the format from stdin
+            text = sys.stdin.read()
+        else:
+            with open(path, encoding="utf-8") as f:
+                text = f.read()
+    except OSError as e:
+        raise ValueError(f"can't open print format file {path}: {e.strerror or e}") from None
+    return parse(text, path, status)
 
 
 def _select_options(pf: PrintFormat, toks: list[tuple[int, int, str, bool]]) -> None:
@@ -492,7 +306,7 @@ def _group_key(line: str, toks: list[tuple[int, int, str, bool]]) -> tuple[str, 
     return expr, descending
 
 
-def _column(pf: PrintFormat, line: str, toks: list[tuple[int, int, str, bool]]) -> Column:
+def _column(pf: PrintFormat, line: str, toks: list[tuple[int, int, str, bool]], status: bool = False) -> Column:
     """One formatting line, as make_printmask.cpp reads it (see the module docstring)."""
     c = Column()
     expr_end = None
@@ -560,7 +374,9 @@ def _column(pf: PrintFormat, line: str, toks: list[tuple[int, int, str, bool]]) 
                     wid = int(val)
                 except ValueError:
                     raise ValueError(f"expected a number or AUTO after WIDTH, found {val}") from None
-                def_auto, def_notrunc, width_from_label = False, False, False
+                def_auto, width_from_label = False, False
+                if not status:  # condor_q: a fixed width truncates (fixed_width_implies_truncate)
+                    def_notrunc = False
                 if default_fmt and fmt == "%v":
                     fmt, default_fmt = None, False
         else:  # AUTO outside WIDTH
@@ -588,7 +404,7 @@ def _column(pf: PrintFormat, line: str, toks: list[tuple[int, int, str, bool]]) 
         if not c.func and fmt is None:
             if not wid:
                 fmt = "%v"
-            else:
+            elif not status:  # condor_q makes a %Nv printf of the width (generate_printf_from_width)
                 fmt = f"%{'-' if wid < 0 else ''}{abs(wid)}{'' if notrunc else f'.{abs(wid)}'}v"
     c.width, c.printf = abs(wid), fmt
     c.left = bool(left) or wid < 0  # a negative width aligns left whatever RIGHT said
@@ -608,7 +424,7 @@ def _column(pf: PrintFormat, line: str, toks: list[tuple[int, int, str, bool]]) 
 def _value(c: Column, ad: dict[str, Any], cache: list[Any]) -> Any:
     """The column's value: a Python value, or the ClassAd Value Undefined/Error."""
     if c.is_attr:
-        v = _attr(ad, c.expr)
+        v = attr(ad, c.expr)
         if v is None:
             return Value.Undefined
         if type(v) in (int, float, bool) or (type(v) is str and not v.startswith("/Expr(")):
@@ -635,13 +451,13 @@ def _cell_value(c: Column, ad: dict[str, Any], now: float) -> tuple[bool, Any]:
     if c.func:
         kind, _f, _x, fn = FUNCTIONS[c.func]
         if kind == "render":
-            return fn(v, ad, now)  # type: ignore[no-any-return]
-        if kind == "int":
+            return fn(v, ad, now, c)  # type: ignore[no-any-return]
+        if kind in ("int", "float"):
             return (type(v) in (int, float, bool)), v
         return not isinstance(v, Value) or v is Value.Undefined, v
     letter = _conv_letter(c.printf)
     if letter in ("r", "R"):  # the expression unevaluated: an attribute's, else the column's own
-        raw = _attr(ad, c.expr) if c.is_attr else None
+        raw = attr(ad, c.expr) if c.is_attr else None
         if c.is_attr:
             return True, "undefined" if raw is None else _classad_text(raw)
         return True, str(c.tree)
@@ -654,7 +470,7 @@ def _cell_value(c: Column, ad: dict[str, Any], now: float) -> tuple[bool, Any]:
     if letter == "s":
         if type(v) is str:
             return True, v
-        raw = _attr(ad, c.expr) if c.is_attr else None
+        raw = attr(ad, c.expr) if c.is_attr else None
         return (True, _classad_text(raw)) if raw is not None else (False, v)  # %s unparses an attribute
     if letter == "Y":
         return type(v) in (int, float), v
@@ -667,7 +483,8 @@ def _cell_text(c: Column, valid: bool, v: Any) -> str | None:
         return None
     if c.func and FUNCTIONS[c.func][0] != "render":
         fn = FUNCTIONS[c.func][3]
-        return fn(int(v) if FUNCTIONS[c.func][0] == "int" else v)  # type: ignore[no-any-return]
+        kind = FUNCTIONS[c.func][0]
+        return fn(int(v) if kind == "int" else float(v) if kind == "float" else v)  # type: ignore[no-any-return]
     fmt = c.printf
     if fmt == "%s" or not fmt:
         return v if type(v) is str else ""
@@ -682,22 +499,15 @@ def _cell_text(c: Column, valid: bool, v: Any) -> str | None:
     elif letter in "fFeEgGaA":
         text = pre + conv % float(v) + post
     elif letter == "T":
-        text = _duration(int(v))
+        text = duration(int(v))
     elif letter == "Y":
-        text = _date(int(v))
+        text = date(int(v))
     elif letter in "sRr":
         return pre + (conv[:-1] + "s") % (v if type(v) is str else "") + post
     else:  # %v strings bare, %V as ClassAd text
         shown = v if (letter == "v" and type(v) is str) else _value_text(v)
         return pre + (conv[:-1] + "s") % shown + post
     return text.rjust(c.width)  # format_value pads numbers on the left to the width
-
-
-def _duration(secs: int) -> str:
-    days, secs = divmod(secs, 86400)
-    hours, secs = divmod(secs, 3600)
-    mins, secs = divmod(secs, 60)
-    return f"{days:3d}+{hours:02d}:{mins:02d}:{secs:02d}"
 
 
 def _value_text(v: Any) -> str:
@@ -709,11 +519,11 @@ def _value_text(v: Any) -> str:
 def _render_width(c: Column, v: Any) -> int:
     """A value's width as ad_printmask's render pass reckons it (calc_column_width):
     strings their length, numbers as their printf prints them (or their ClassAd text);
-    anything else, and the int formatters (QDATE, JOB_UNIVERSE...), leave it as it is."""
+    anything else, and the number formatters (QDATE, LOAD_AVG...), leave it as it is."""
     kind = FUNCTIONS[c.func][0] if c.func else None
     if type(v) is str:
         return len(v)
-    if type(v) not in (int, float) or kind == "int":
+    if type(v) not in (int, float) or kind in ("int", "float"):
         return c.width
     letter = _conv_letter(c.printf) if kind is None else None
     if letter and letter in "diucxXofFeEgGaATY":

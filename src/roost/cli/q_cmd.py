@@ -144,19 +144,10 @@ def main(argv: list[str]) -> int:
 
 
 def _read_print_format(path: str) -> Any:
-    """``-print-format FILE`` (``-``: stdin) parsed; a ValueError names the file (and line) when it is bad."""
     # lazy: only -print-format parses print format files (and needs the ClassAd library)
-    from roost.cli.print_format import parse
+    from roost.cli.print_format import load
 
-    try:
-        if path == "-":  # condor_q reads the format from stdin
-            text = sys.stdin.read()
-        else:
-            with open(path, encoding="utf-8") as f:
-                text = f.read()
-    except OSError as e:
-        raise ValueError(f"can't open print format file {path}: {e.strerror or e}") from None
-    return parse(text, path)
+    return load(path)
 
 
 def _show_file(view: View, ns: Any) -> int:

@@ -205,3 +205,61 @@ def test_errors_name_file_line_and_problem(text: str, where: str) -> None:
     with pytest.raises(PrintFormatError) as e:
         parse(text, "bad.cpf")
     assert str(e.value).startswith(where)
+
+
+# condor_status 25.0.13's own slot layout (prettyPrint.cpp's startdNormal_PrintFormat)
+STARTD_NORMAL = """SELECT
+Name WIDTH -34 FIT PRINTF %s OR ??
+OpSys WIDTH -10 OR ??
+Arch WIDTH  -8 OR ??
+State WIDTH  -9 OR ??
+Activity WIDTH  -8 OR ??
+CondorLoadAvg AS LoadAv  WIDTH   6 TRUNCATE PRINTAS LOAD_AVG OR ??
+Memory AS Mem     WIDTH   4 PRINTF %4d OR ??
+EnteredCurrentActivity AS ActivityTime WIDTH AUTO TRUNCATE PRINTAS ACTIVITY_TIME OR -
+SUMMARY STANDARD
+"""
+
+
+def test_condor_status_slot_format() -> None:
+    slots = [{"Name": "slot1@host.example.org", "OpSys": "LINUX", "Arch": "X86_64", "State": "Unclaimed",
+              "Activity": "Idle", "CondorLoadAvg": 0.0, "Memory": 1024, "EnteredCurrentActivity": 1000,
+              "MyCurrentTime": 1004},
+             {"Name": "slot2@host.example.org", "Arch": "X86_64", "State": "Claimed", "Activity": "Busy",
+              "CondorLoadAvg": 1.5, "MyCurrentTime": 1004}]
+    pf = parse(STARTD_NORMAL, "startd.cpf", status=True)
+    assert not pf.nosummary
+    assert pf.render(slots, now=0).splitlines() == [
+        "Name                               OpSys      Arch     State     Activity LoadAv Mem  ActivityTime",
+        "slot1@host.example.org             LINUX      X86_64   Unclaimed Idle      0.000 1024   0+00:00:04",
+        # no OpSys: blank, not OR's text (with no printf an undefined value is valid and shows
+        # nothing); no Memory: %4d fails, so [??]; no EnteredCurrentActivity: ACTIVITY_TIME
+        # counts from 0, as HTCondor's render does
+        "slot2@host.example.org                        X86_64   Claimed   Busy      1.500 [??]   0+00:16:44",
+    ]
+
+
+def test_condor_status_rules_differ_from_condor_q() -> None:
+    """condor_status reads a fixed WIDTH as neither truncating nor making a printf: a number
+    without PRINTF shows nothing, a long string shows whole. condor_q truncates and prints."""
+    text = "SELECT\n  Name WIDTH 5\n  Cpus WIDTH 4\n"
+    ad = {"Name": "slot1@host", "Cpus": 8}
+    assert parse(text, "s.cpf", status=True).render([ad], now=0).splitlines() == ["Name  Cpus", "slot1@host     "]
+    assert parse(text, "q.cpf").render([ad], now=0).splitlines() == ["Name  Cpus", "slot1    8"]
+
+
+def test_machine_functions() -> None:
+    pf = parse("SELECT\n  Activity AS ST PRINTAS ACTIVITY_CODE\n  State AS S2 PRINTAS ACTIVITY_CODE OR ?\n"
+               "  CondorVersion AS Version WIDTH AUTO PRINTAS CONDOR_VERSION\n"
+               "  CondorVersion AS V8 WIDTH 8 PRINTAS CONDOR_VERSION\n"
+               "  CondorPlatform AS Platform PRINTAS CONDOR_PLATFORM\n"
+               "  Dummy AS P2 PRINTAS PLATFORM\n", "m.cpf", status=True)
+    ad = {"State": "Claimed", "Activity": "Busy", "Arch": "X86_64", "OpSys": "LINUX", "OpSysAndVer": "Ubuntu22",
+          "CondorVersion": "$CondorVersion: 25.0.13 2025-10-01 BuildID: 123456 PackageID: 25.0.13-1 $",
+          "CondorPlatform": "$CondorPlatform: X86_64-Ubuntu_22.04 $"}
+    assert pf.render([ad, {"State": "Weird", "Activity": "Busy"}], now=0).splitlines() == [
+        "ST S2 Version        V8       Platform         P2          ",
+        "Cb Cb 25.0.13.123456  25.0.13 x86_64_Ubuntu_22 x64/Ubuntu22",
+        # an activity names the pair whatever State is; a state that is none is OR's ?
+        " b ?                                                       ",
+    ]

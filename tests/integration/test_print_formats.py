@@ -1,7 +1,8 @@
-"""`roost q -print-format FILE` against a real pool: the file's columns, its WHERE, its SUMMARY."""
+"""`roost q -print-format FILE` and `roost status -print-format FILE` against a real pool."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from poolkit import PoolHandle
@@ -50,3 +51,36 @@ def test_q_print_format(pool: PoolHandle, tmp_path: Path) -> None:
     finally:
         pool.roost("rm", str(c))
         pool.wait(r.job_ids(), timeout=30)
+
+
+STATUS_CPF = """SELECT
+   Name      AS Name   WIDTH -34 PRINTF %s OR ??
+   State     AS ST     PRINTAS ACTIVITY_CODE
+   Cpus      AS Cpus   PRINTF %4d
+   Memory    AS Memory WIDTH 6 PRINTF %6d
+WHERE PartitionableSlot =?= true
+SUMMARY STANDARD
+"""
+
+
+def test_status_print_format(pool: PoolHandle, tmp_path: Path) -> None:
+    cpf = tmp_path / "slots.cpf"
+    cpf.write_text(STATUS_CPF)
+    slots = json.loads(pool.roost("status", "-json", "-constraint", "PartitionableSlot =?= true",
+                                  check=True).stdout)
+    assert slots
+    out = pool.roost("status", "-print-format", str(cpf), check=True).stdout
+    lines = out.splitlines()
+    assert lines[0] == f"{'Name':<34} ST Cpus Memory"
+    state = {"Unclaimed": "U", "Claimed": "C", "Owner": "O", "Matched": "M"}
+    activity = {"Idle": "i", "Busy": "b"}
+    want = sorted(f"{s['Name']:<34} {state[s['State']]}{activity[s['Activity']]} {s['Cpus']:4d} {s['Memory']:6d}"
+                  for s in slots)
+    assert lines[1:1 + len(slots)] == want
+    # SUMMARY STANDARD: the slot totals after a blank line, as the default view prints them
+    assert lines[1 + len(slots)] == "" and any(ln.split()[:1] == ["Total"] for ln in lines[2 + len(slots):])
+
+    bad = tmp_path / "bad.cpf"
+    bad.write_text("SELECT\n  Name WIDTH\n")
+    got = pool.roost("status", "-pr", str(bad))
+    assert got.returncode == 1 and got.stderr.startswith(f"roost status: {bad}:2: expected a number or AUTO")
