@@ -8,11 +8,13 @@ and end the expression before them. The rules are those of HTCondor 25's
 make_printmask.cpp and ad_printmask.cpp, some of them surprising:
 
 - a column without ``WIDTH`` is as wide as its label, left aligned, and grows to fit
-  its values; ``WIDTH n`` fixes it (and truncates); a negative width aligns left;
+  its values; ``WIDTH n`` fixes it (condor_q truncates to it, condor_status does not);
+  a negative width aligns left;
 - fields are joined by FIELDPREFIX (one space) before every field but the first, and
   FIELDSUFFIX (none) after every field but the last;
-- a value that is undefined (or does not fit its conversion) prints the OR character,
-  or with a doubled one ``[???]`` across the column; without OR, nothing;
+- a value that does not fit its conversion (undefined for ``%d`` or ``%s``, a
+  function with nothing to show) prints the OR character, or with a doubled one
+  ``[???]`` across the column; without OR, nothing; ``%v`` prints ``undefined``;
 - numbers printed through a PRINTF are padded on the left to the column width, even in
   a left-aligned column;
 - without a ``SUMMARY STANDARD`` line there is no totals footer.
