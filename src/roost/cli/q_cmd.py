@@ -76,6 +76,7 @@ SPEC = {
     "jobads": ("value", "the job ads in this file (condor_q -long, -json or a history file), not a schedd's"),
     "analyze": ("flag", "why are these jobs idle? (default: your first idle jobs)"),
     "better-analyze": ("flag", "-analyze with each Requirements clause, the pool's values and slot policies"),
+    "print-format": ("value", "lay the jobs out as this custom print format file (.cpf) says"),
     **pool_spec("schedd"),
 }
 USAGE = "[options] [-format FMT ATTR ...] [ID|USER ...]   (IDs: CLUSTER or CLUSTER.PROC)"
@@ -83,7 +84,7 @@ USAGE = "[options] [-format FMT ATTR ...] [ID|USER ...]   (IDs: CLUSTER or CLUST
 # -be/-better is -better-analyze, -an is -analyze; -b alone is ambiguous.
 ALIASES = {"autoformat": "af", "l": "long", "analyse": "analyze", "better-analyse": "better-analyze",
            "n": "name", "all-users": "allusers",  # condor_q: -n is -name (not -nobatch)
-           "g": "global", "c": "constraint", "cp": "cputime"}  # condor_q's one- and two-letter forms
+           "g": "global", "c": "constraint", "cp": "cputime", "p": "pool", "pr": "print-format"}  # condor_q's one- and two-letter forms
 
 
 def main(argv: list[str]) -> int:
@@ -97,8 +98,17 @@ def main(argv: list[str]) -> int:
     except (UsageError, ValueError) as e:
         print(f"roost q: {e}", file=sys.stderr)
         return 2
+    print_format = None
+    if ns.values["print-format"]:
+        try:
+            print_format = _read_print_format(ns.values["print-format"])  # type: ignore[arg-type]
+        except ValueError as e:
+            print(f"roost q: {e}", file=sys.stderr)
+            return 1
     r = Restriction.parse(ns.positional)
     constraint = r.constraint(ns.constraint)
+    if print_format is not None and print_format.where:  # the file's WHERE adds to the constraint
+        constraint = f"({constraint}) && ({print_format.where})" if constraint else print_format.where
     # -run: running, transferring output or suspended, as condor_q -run
     for flag, expr in ((ns.hold, "JobStatus == 5"), (ns.run, "(JobStatus == 2 || JobStatus == 6 || JobStatus == 7)"),
                        (ns.idle, "JobStatus == 1")):
@@ -110,6 +120,7 @@ def main(argv: list[str]) -> int:
     # user; a file's jobs are listed whoever owns them, as condor_q does
     my_jobs = owner is None and not r.users and not r.ids and not ns.allusers and not (ns.userlog or ns.jobads)
     view = View(ns, af_flags, formats, constraint, owner, r.ids, limit, me, my_jobs)
+    view.print_format = print_format
     if ns.userlog or ns.jobads:
         return _show_file(view, ns)
     try:
@@ -130,6 +141,13 @@ def main(argv: list[str]) -> int:
     except PoolError as e:
         print(error_line("roost q", e), file=sys.stderr)
         return 1
+
+
+def _read_print_format(path: str) -> Any:
+    # lazy: only -print-format parses print format files (and needs the ClassAd library)
+    from roost.cli.print_format import load
+
+    return load(path)
 
 
 def _show_file(view: View, ns: Any) -> int:
@@ -187,6 +205,8 @@ class View:
         self.constraint, self.owner, self.ids, self.limit, self.me = constraint, owner, ids, limit, me
         #: whose jobs to ask for: a named owner, or the schedd's choice (MyJobs)
         self.who: dict[str, Any] = {"my_jobs": True} if my_jobs else {"owner": owner}
+        #: a parsed ``-print-format`` file (roost.cli.print_format.PrintFormat), if one was given
+        self.print_format: Any = None
 
     def show(self, schedd: Any) -> int:
         ns, constraint, owner, limit = self.ns, self.constraint, self.owner, self.limit
@@ -201,6 +221,8 @@ class View:
             sys.stdout.write(_summary(schedd, got["totals"], got.get("my_name"), got["totals"] if plain else None)
                              + "\n")
             return 0
+        if self.print_format is not None:
+            return self._show_print_format(schedd)
         if self.formats:
             exprs = [e for _f, e in self.formats]
             projection = exprs if all(e.isidentifier() for e in exprs) else None
@@ -250,17 +272,34 @@ class View:
             _job_view(raw, out, display, timer, time_head, dag=bool(ns.dag))
         else:
             _batch_view(raw, out, display, bool(ns.values["global"]))
-        # condor_q's footer: a blank line, the totals, a blank line
+        self._footer(schedd, _raw_totals(raw), raw.get("my_name"), file_source)
+        return 0
+
+    def _footer(self, schedd: Any, counts: dict[str, int], my_name: str | None, file_source: bool) -> None:
+        """condor_q's footer: a blank line, the totals, a blank line."""
+        out = sys.stdout
         if file_source:
-            out.write("\n" + totals_line("query", _raw_totals(raw)) + "\n\n")  # no schedd to ask for the rest
-            return 0
-        my_name = raw.get("my_name")
-        if constraint or owner or my_name or self.ids or limit is not None or ns.unmatchable:
-            out.write("\n" + _summary(schedd, _raw_totals(raw), my_name) + "\n")
+            out.write("\n" + totals_line("query", counts) + "\n\n")  # no schedd to ask for the rest
+            return
+        if self.constraint or self.owner or my_name or self.ids or self.limit is not None or self.ns.unmatchable:
+            out.write("\n" + _summary(schedd, counts, my_name) + "\n")
         else:
             # Unfiltered, the query is everyone's jobs: the schedd's counters say it at once.
             everyone = schedd.call("QUERY_JOBS", totals=True)["totals"]
             out.write("\n" + _summary(schedd, everyone, None, everyone) + "\n")
+
+    def _show_print_format(self, schedd: Any) -> int:
+        """``-print-format FILE``: the file's columns over the jobs its projection asks for; the
+        title unless NOTITLE, the totals only with SUMMARY STANDARD (condor_q's rules)."""
+        pf = self.print_format
+        raw = schedd.query_raw(self.constraint, pf.attributes(), ids=self.ids, limit=self.limit, **self.who)
+        jobs = list(merge_jobs(raw))
+        if not pf.notitle:
+            _header(schedd)
+        width = None if self.ns.wide else q_layout.terminal_width()
+        sys.stdout.write(pf.render(jobs, time.time(), width - 1 if width else None))
+        if not pf.nosummary:
+            self._footer(schedd, _raw_totals(raw), raw.get("my_name"), getattr(schedd, "label", None) is not None)
         return 0
 
 

@@ -16,6 +16,7 @@ from roost.api.collector import Collector
 from roost.api.errors import PoolError
 from roost.cli import status_layout as lay
 from roost.cli.options import FLAG, VALUE, VALUES, Parser, UsageError, collector_for, pool_spec
+from roost.cli.q_layout import terminal_width
 from roost.cli.restrict import error_line, split_af
 
 PROG = "roost status"
@@ -31,6 +32,7 @@ SPEC = {
     "limit": (VALUE, "at most N ads"),
     "sort": (VALUE, "order by EXPR (repeatable; 'none' keeps the collector's order)"),
     "wide": (FLAG, "do not narrow columns to the screen"),
+    "print-format": (VALUE, "lay the ads out as this custom print format file (.cpf) says"),
     "compact": (FLAG, "a line per machine (partitionable slots with their dynamic slots)"),
     "nocompact": (FLAG, "undo -compact"),
     "avail": (FLAG, "only slots that can take a job now (Unclaimed, with cpus and memory)"),
@@ -49,7 +51,7 @@ SPEC = {
     "direct": (VALUE, "accepted for condor_status's sake: the collector answers for every daemon"),
     **pool_spec(None),
 }
-ALIASES = {"available": "avail", "autoformat": "af", "l": "long", "total": "totals", "cons": "constraint"}
+ALIASES = {"pr": "print-format", "available": "avail", "autoformat": "af", "l": "long", "total": "totals", "cons": "constraint"}
 _REPEATED = ("constraint", "sort", "format")
 ANY_TYPES = ["Collector", "Master", "Negotiator", "Scheduler", "Submitter", "Machine"]
 AVAIL = 'State == "Unclaimed" && Cpus > 0 && Memory > 0'
@@ -99,6 +101,16 @@ def main(argv: list[str]) -> int:
         return 2
     if opts.web:
         return _web_url()
+    print_format = None
+    if opts.values["print-format"]:
+        # lazy: only -print-format parses print format files (and needs the ClassAd library)
+        from roost.cli.print_format import load
+
+        try:
+            print_format = load(str(opts.values["print-format"]), status=True)
+        except ValueError as e:
+            print(f"{PROG}: {e}", file=sys.stderr)
+            return 1
     kinds = [k for k, on in (("Scheduler", opts.schedd), ("Submitter", opts.submitters),
                              ("Negotiator", opts.negotiator), ("Collector", opts.collector),
                              ("Master", opts.master), ("Any", opts.any)) if on]
@@ -107,14 +119,20 @@ def main(argv: list[str]) -> int:
               file=sys.stderr)
         return 2
     kind = kinds[0] if kinds else "Machine"
-    compact = bool(opts.compact) and not opts.nocompact
+    compact = bool(opts.compact) and not opts.nocompact and print_format is None
     claimed = bool(opts.claimed or (opts.run and kind == "Machine"))
     if compact and kind != "Machine":
         print(f"{PROG}: -compact shows slots; it does not go with -{kind.lower()}", file=sys.stderr)
         return 2
     view = "custom" if (opts.af or many["format"] or opts.long or opts.json or opts.xml) else \
         ("claimed" if claimed else "state" if opts.state else "normal")
+    totals_view = view
+    if print_format is not None:
+        # the file's columns; the totals (SUMMARY STANDARD) those of the view it replaces
+        view, totals_view = "custom", ("claimed" if claimed else "state" if opts.state else "normal")
     constraints = [f"({c})" for c in many["constraint"]]
+    if print_format is not None and print_format.where:  # the file's WHERE adds to the constraint
+        constraints.append(f"({print_format.where})")
     if kind == "Machine":
         if opts.avail:
             constraints.append(AVAIL)
@@ -134,7 +152,8 @@ def main(argv: list[str]) -> int:
     try:
         col = Collector(address=collector_for(opts.pool))
         types = ANY_TYPES if kind == "Any" else [kind]
-        projection = _projection(kind, view, compact, opts.af or [], many)
+        # a print format's functions and the totals read more than its columns name: whole ads
+        projection = None if print_format is not None else _projection(kind, view, compact, opts.af or [], many)
         ads = [a for t in types for a in col.query_objs(t, constraint, projection)]
         dynamic = []
         if compact and view != "custom":
@@ -152,6 +171,13 @@ def main(argv: list[str]) -> int:
     if limit is not None:
         ads = ads[:limit]
     out = sys.stdout
+    if print_format is not None:
+        # condor_status: headings even with no ads; the totals after a blank line, with ads
+        width = None if opts.wide else terminal_width()
+        out.write(print_format.render(ads, time.time(), width - 1 if width else None))
+        if ads and not print_format.nosummary:
+            out.write(_table(ads, [], kind, totals_view, False, bool(opts.wide), True))
+        return 0
     if many["format"]:
         # lazy: only -format prints printf conversions
         from roost.cli import printf
