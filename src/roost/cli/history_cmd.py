@@ -129,15 +129,7 @@ def _userlog_jobs(path: str, constraint: str | None, r: Restriction) -> list[dic
         jobs = ads_from_userlog(path)
     except OSError as e:
         raise ValueError(f"can't open userlog {path}: {e.strerror or e}") from None
-    if r.ids:
-        want = [parse_job_id(i) for i in r.ids]
-        jobs = [j for j in jobs if any(j["ClusterId"] == c and p in (None, j["ProcId"]) for c, p in want)]
-    if r.users:
-        jobs = [j for j in jobs if j.get("Owner") in r.users]
-    if constraint:
-        test = _predicate(constraint)
-        jobs = [j for j in jobs if test(j)]
-    return jobs
+    return _restricted(jobs, constraint, r)
 
 
 def _file_jobs(path: str, constraint: str | None, r: Restriction) -> list[dict[str, Any]]:
@@ -145,7 +137,11 @@ def _file_jobs(path: str, constraint: str | None, r: Restriction) -> list[dict[s
     # lazy: only -file reads ad files
     from roost.cli.file_queue import read_jobads
 
-    jobs = read_jobads(path)
+    return _restricted(read_jobads(path), constraint, r)
+
+
+def _restricted(jobs: list[dict[str, Any]], constraint: str | None, r: Restriction) -> list[dict[str, Any]]:
+    """The jobs of a file that the command line's ids, users and constraint select."""
     if r.ids:
         want = [parse_job_id(i) for i in r.ids]
         jobs = [j for j in jobs if any(j.get("ClusterId") == c and p in (None, j.get("ProcId")) for c, p in want)]
