@@ -462,8 +462,14 @@ def test_a_user_spools_from_her_private_home_and_fetches_the_output(root_pool: P
     assert (top / "data.txt").stat().st_uid == alice.uid
     # bob: not his job to fetch, and he cannot read her spool directory either
     got = bob.roost("transfer_data", jid)
-    assert got.returncode != 0 and "may not transfer files of job" in got.stderr, got.stdout + got.stderr
+    assert got.returncode != 0 and f"job {jid} is {alice.name}'s" in got.stderr, got.stdout + got.stderr
     assert bob.run("ls", str(top)).returncode != 0
+    # nor may she point its way home elsewhere, and root does not write where her job says
+    edit = alice.roost("qedit", jid, "SUBMIT_Iwd", '"/etc"')
+    assert edit.returncode != 0 and "SUBMIT_Iwd is the schedd's to set" in edit.stderr + edit.stdout, edit
+    got = root_pool.roost("transfer_data", jid)
+    assert got.returncode != 0 and f"job {jid} is {alice.name}'s" in got.stderr, got.stdout + got.stderr
+    assert not (work / "out.txt").exists()
     got = alice.roost("transfer_data", jid, check=True)
     assert (work / "out.txt").read_text() == f"{alice.name}\nher data\n"
     assert (work / "result.txt").read_text() == "made\n"

@@ -12,6 +12,7 @@ files are kept only when every one was, and the job then leaves the queue.
 from __future__ import annotations
 
 import os
+import secrets
 import stat
 from typing import Any
 
@@ -23,7 +24,7 @@ CHUNK = 1 << 20
 #: what a spooled job's transfers need of its ad
 ATTRS = ["ClusterId", "ProcId", "Iwd", "Cmd", "In", "TransferInput", "TransferExecutable", "TransferIn",
          "Out", "Err", "TransferOutputRemaps", "JobStatus", "StageInFinish", "StageOutFinish",
-         "SUBMIT_Iwd", "SUBMIT_Out", "SUBMIT_Err", "SUBMIT_TransferOutputRemaps"]
+         "SUBMIT_Iwd", "SUBMIT_Out", "SUBMIT_Err", "SUBMIT_TransferOutputRemaps", "Owner"]
 
 
 def _files(src: str, name: str) -> list[tuple[str, str, int, int]]:
@@ -93,8 +94,10 @@ class _Target:
         self.dest = dest
         parent = os.path.dirname(dest) or "."
         os.makedirs(parent, exist_ok=True)
-        self.tmp = os.path.join(parent, f".{os.path.basename(dest)}.roost-fetch.{os.getpid()}")
-        self.fd = os.open(self.tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC,
+        # a fresh name, made exclusively: in a directory others may write, a name known in
+        # advance could be theirs already (a file, or a link to one), and ours would land in it
+        self.tmp = os.path.join(parent, f".{os.path.basename(dest)}.roost-fetch.{secrets.token_hex(8)}")
+        self.fd = os.open(self.tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
                           (mode & 0o777) | 0o600)
 
     def write(self, data: bytes) -> None:
@@ -136,7 +139,8 @@ def fetch_job(schedd: Any, ad: dict[str, Any]) -> tuple[list[str], bool]:
             target = None
             try:
                 dest = fetch_destination(ad.get, entry.get("name"))
-                target = _Target(dest, int(entry.get("mode") or 0o644))
+                mode = entry.get("mode")
+                target = _Target(dest, mode if type(mode) is int else 0o644)
             except (SpoolError, OSError) as e:
                 errors.append(f"{entry.get('name')!r}: {e}")
             remaining = size

@@ -62,8 +62,17 @@ def main(argv: list[str]) -> int:
             print("roost transfer_data: no job submitted with -spool matches", file=sys.stderr)
             return 1
         print("Fetching data files...")
+        me = current_user()
         for ad in ads:
             job = f"{ad['ClusterId']}.{ad['ProcId']}"
+            if ad.get("Owner") != me:
+                # the files go where the job's ad says, written with this process's rights:
+                # root (or a queue super user) fetching bob's job would write where bob chose
+                print(f"roost transfer_data: job {job} is {ad.get('Owner')}'s: fetch its output as "
+                      f"{ad.get('Owner')} (this tool writes where the job's ad says, with your rights)",
+                      file=sys.stderr)
+                rc = 1
+                continue
             if ad.get("JobStatus") != jp.COMPLETED:
                 state = jp.STATUS_NAMES.get(ad.get("JobStatus"), ad.get("JobStatus"))
                 print(f"Job {job} has not completed ({state}): its output is not fetched yet", file=sys.stderr)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import time
 
 from roost.api.collector import Collector
 from roost.api.errors import PoolError
@@ -43,10 +44,18 @@ def main(argv: list[str]) -> int:
 
 def _slot_summary(pool: object) -> str:
     """``8 slots, 8 cpus`` or ``1 partitionable slot, 4 cpus``."""
-    try:
-        ads = Collector(pool.home).query_objs("Machine", projection=["Name", "Cpus", "SlotType"])  # type: ignore[attr-defined]
-    except PoolError:
-        return "slots not visible"
+    # the startd sends its slots' ads one by one: the pool is up with the first, so read
+    # until two looks a quarter second apart agree (at most ~3 s) before counting them
+    ads: list[dict[str, object]] = []
+    for _ in range(12):
+        try:
+            got = Collector(pool.home).query_objs("Machine", projection=["Name", "Cpus", "SlotType"])  # type: ignore[attr-defined]
+        except PoolError:
+            return "slots not visible"
+        if ads and sorted(str(a.get("Name")) for a in got) == sorted(str(a.get("Name")) for a in ads):
+            break
+        ads = got
+        time.sleep(0.25)
     cpus = sum(a.get("Cpus", 0) for a in ads if isinstance(a.get("Cpus"), int) and a.get("SlotType") != "Dynamic")
     kind = "partitionable " if ads and all(a.get("SlotType") == "Partitionable" for a in ads) else ""
     return f"{len(ads)} {kind}slot{'s' if len(ads) != 1 else ''}, {cpus} cpus"

@@ -477,7 +477,12 @@ class Daemon:
         return handlers
 
     async def h_config_val(self, req: dict[str, Any], peer: Any) -> dict[str, Any]:
-        """CONFIG_VAL: knobs as this daemon reads them (``config_val.answer``)."""
+        """CONFIG_VAL: knobs as this daemon reads them (``config_val.answer``). Names to
+        anyone READ lets in; values only to an authenticated peer (a token, SSL,
+        Kerberos or a local account over the Unix socket): an admin's configuration may
+        hold what a stranger on the network should not read, whatever roost's defaults are."""
+        if req.get("names") is not None and getattr(peer, "identity", None) is None:
+            raise RequestError("DENIED", "CONFIG_VAL: values are for authenticated peers")
         return config_val.answer(self.config, req)
 
     async def h_reconfig(self, req: dict[str, Any], peer: Any) -> dict[str, Any]:

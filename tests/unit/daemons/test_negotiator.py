@@ -280,3 +280,12 @@ def test_a_cycle_skipped_for_the_collector_runs_again_when_it_is_back(tmp_path):
         if negotiator is not None:
             stop_daemon(negotiator)
         stop_daemon(collector)
+
+
+def test_config_val_gives_names_to_anyone_and_values_to_the_authenticated(pool):
+    _, naddr, _, home = pool
+    with SyncClient(naddr, timeout=5) as anon, as_daemon(home, naddr) as daemon:
+        assert "NEGOTIATOR_INTERVAL" in anon.call("CONFIG_VAL")["names"]
+        with pytest.raises(RemoteError, match="authenticated"):
+            anon.call("CONFIG_VAL", names=["NEGOTIATOR_INTERVAL"])
+        assert daemon.call("CONFIG_VAL", names=["NEGOTIATOR_INTERVAL"])["values"] == {"NEGOTIATOR_INTERVAL": "300"}

@@ -99,3 +99,24 @@ def test_output_skips_links_hard_links_fifos_input_and_what_the_owner_cannot_rea
     for name in ("out.txt", "hard", "dirlink/secret", "fifo", "../secret"):
         with pytest.raises((OSError, SpoolError)):
             os.close(open_output(str(top), name, ROOT))
+
+
+def test_output_deeper_or_bigger_than_the_bounds_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The owner shapes the spooled tree: the walk holds a descriptor per level and the
+    answer lists every file, so both are bounded (an error, not a silent part)."""
+    from roost.daemons.schedd import spool_area
+
+    monkeypatch.setattr(spool_area, "MAX_OUTPUT_DEPTH", 3)
+    monkeypatch.setattr(spool_area, "MAX_OUTPUT_FILES", 5)
+    top = tmp_path / "job"
+    (top / "a" / "b" / "c").mkdir(parents=True)
+    (top / "a" / "b" / "c" / "f").write_text("x")
+    assert [n for n, _, _ in output_files(str(top), ROOT, set())] == ["a/b/c/f"]
+    (top / "a" / "b" / "c" / "d").mkdir()
+    with pytest.raises(spool_area.OutputTooBig, match="more than 3 directories deep"):
+        output_files(str(top), ROOT, set())
+    (top / "a" / "b" / "c" / "d").rmdir()
+    for i in range(5):
+        (top / f"f{i}").write_text("x")
+    with pytest.raises(spool_area.OutputTooBig, match="more than 5 files"):
+        output_files(str(top), ROOT, set())

@@ -42,7 +42,11 @@ _PROTECTED = {a.lower() for a in ("ClusterId", "ProcId", "Owner", "User", "JobSt
                                   "JobStartDate", "CompletionDate", "ExitCode", "ExitBySignal",
                                   "ExitSignal", "RemoteHost", "ClaimId", "PublicClaimId",
                                   "DAGManJobId", "HoldReasonCode", "HoldReasonSubCode", "Scheduler",
-                                  "DedicatedSchedulerReason")}
+                                  "DedicatedSchedulerReason", "StageInStart", "StageInFinish",
+                                  "StageOutStart", "StageOutFinish")}
+#: a -spool job's submitted paths (SUBMIT_Iwd, SUBMIT_Out, ...): the schedd's record of where
+#: its output goes home, so not a user's to point elsewhere after the schedd wrote it
+_PROTECTED_PREFIX = "submit_"
 
 WAIT_PROGRESS_S = 0.05  # WAIT_JOBS: least time between a first change and a progress answer
 
@@ -53,7 +57,7 @@ def edit_value(cmd: str, name: Any, text: Any) -> Any:
     schedd's own (names the job, its owner or its state) or the text is no expression."""
     if not isinstance(name, str) or not _ATTR_NAME(name):
         raise bad_request(f"{cmd}: {name!r} is not an attribute name")
-    if name.lower() in _PROTECTED:
+    if name.lower() in _PROTECTED or name.lower().startswith(_PROTECTED_PREFIX):
         raise RequestError("DENIED", f"{cmd}: {name} is the schedd's to set, not a user's")
     if not isinstance(text, str):
         raise bad_request(f"{cmd}: the value of {name} must be ClassAd expression text")

@@ -117,19 +117,37 @@ def _listdir(path: str) -> list[str]:
         return []
 
 
+#: the most directory levels and files one job's spooled output may have: the job's owner
+#: shapes that tree, and the schedd walks it holding a descriptor per level
+MAX_OUTPUT_DEPTH = 64
+MAX_OUTPUT_FILES = 100_000
+
+
+class OutputTooBig(Exception):
+    """The job's spool directory is deeper or holds more files than one fetch takes."""
+
+
 def output_files(top: str, user: User, skip: set[str]) -> list[tuple[str, int, int]]:
     """(name, size, mode) of every file of the job directory ``top`` to send back:
     regular, one link, readable by ``user``, reached without a link; top-level names in
-    ``skip`` (the job's input) left out. Anything else is passed over."""
+    ``skip`` (the job's input) left out. Anything else is passed over. OutputTooBig past
+    MAX_OUTPUT_DEPTH levels or MAX_OUTPUT_FILES files."""
     out: list[tuple[str, int, int]] = []
     try:
         fd = os.open(top, _DIR_FLAGS)
     except OSError:
         return out
 
-    def walk(dfd: int, prefix: str) -> None:
+    def walk(dfd: int, prefix: str, depth: int) -> None:
+        if depth > MAX_OUTPUT_DEPTH:
+            raise OutputTooBig(f"its output is more than {MAX_OUTPUT_DEPTH} directories deep ({prefix[:100]}...)")
+        entries: list[os.DirEntry[str]] = []
         with os.scandir(dfd) as it:
-            entries = sorted(it, key=lambda e: e.name)
+            for e in it:  # read no further than the bound (a directory of millions)
+                entries.append(e)
+                if len(out) + len(entries) > MAX_OUTPUT_FILES * 2:
+                    raise OutputTooBig(f"its output holds more than {MAX_OUTPUT_FILES} files")
+        entries.sort(key=lambda e: e.name)
         for e in entries:
             name = prefix + e.name
             if not prefix and e.name in skip:
@@ -146,14 +164,16 @@ def output_files(top: str, user: User, skip: set[str]) -> list[tuple[str, int, i
                 except OSError:
                     continue
                 try:
-                    walk(sub, name + "/")
+                    walk(sub, name + "/", depth + 1)
                 finally:
                     os.close(sub)
             elif stat.S_ISREG(st.st_mode) and st.st_nlink == 1 and allowed(st, user, "r"):
                 out.append((name, st.st_size, stat.S_IMODE(st.st_mode)))
+                if len(out) > MAX_OUTPUT_FILES:
+                    raise OutputTooBig(f"its output holds more than {MAX_OUTPUT_FILES} files")
 
     try:
-        walk(fd, "")
+        walk(fd, "", 0)
     finally:
         os.close(fd)
     return out

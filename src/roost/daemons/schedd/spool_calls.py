@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import shutil
 import time
 from typing import Any
 
@@ -35,7 +36,7 @@ from roost.core.spooling import (
 from roost.daemons.schedd.access import QueueRights, owner_user
 from roost.daemons.schedd.jobqueue import Job
 from roost.daemons.schedd.lifecycle import JobLifecycle
-from roost.daemons.schedd.spool_area import Incoming, open_output, output_files
+from roost.daemons.schedd.spool_area import Incoming, OutputTooBig, open_output, output_files
 from roost.daemons.schedd.userlog import user_ids
 from roost.net import framing
 from roost.net.errors import ProtocolError, RequestError, bad_request
@@ -131,6 +132,12 @@ class SpoolCalls:
                         await asyncio.to_thread(incoming.commit, ids)
                     except OSError as exc:
                         error = f"storing it: {exc.strerror or exc}"
+                    if error is None and (self.jobs.queue.job(job.cluster.id, job.proc) is not job
+                                          or job.status != jp.HELD):
+                        # removed while the files were moved into place: its removal may
+                        # have swept the directory before the rename, so sweep it here
+                        await asyncio.to_thread(shutil.rmtree, final, True)
+                        error = f"job {job.id} was removed or released while its input was stored"
             except BaseException:
                 incoming.abort()
                 raise
@@ -192,7 +199,10 @@ class SpoolCalls:
         try:
             await self.jobs.report(job, self.jobs.set_ops(job, {"StageOutStart": int(time.time())}), [])
             who = owner_user(job.owner)
-            files = await asyncio.to_thread(output_files, top, who, input_names(job.get))
+            try:
+                files = await asyncio.to_thread(output_files, top, who, input_names(job.get))
+            except OutputTooBig as e:
+                raise RequestError("TOO_BIG", f"TRANSFER_DATA: job {job.id}: {e}") from None
             await peer.respond({"files": [{"name": n, "size": s, "mode": m} for n, s, m in files]})
             for name, size, _mode in files:
                 await self._send(top, name, size, who, peer, job)
