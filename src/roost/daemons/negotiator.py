@@ -359,7 +359,7 @@ class Negotiator(Daemon):
                 self._finish(failed, time.perf_counter())
                 faulted = True
             if not faulted:
-                retry.failures = 0
+                retry.reset()
 
     async def cycle(self, trigger: str = "manual") -> CycleStats:
         """One negotiation cycle; its statistics."""
