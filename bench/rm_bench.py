@@ -11,12 +11,15 @@ asks ``roost q -totals`` again and again. Figures (medians):
 - ``rm_all``: seconds of ``roost rm -all`` (reference: HTCondor 25.0.13 removing the same
   100,000 jobs on this machine kind, 1.6 s, measured from outside for issue 27);
 - ``q_during_rm``: the slowest ``roost q -totals`` while the removal ran, against the
-  median ``q -totals`` of the same pool before it (the schedd must keep answering).
+  median ``q -totals`` of the same pool before it (the schedd must keep answering);
+- ``schedd_cpu``: CPU seconds the schedd spent on the removal (user + system, from
+  /proc), which a loaded machine inflates far less than the wall time.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import subprocess
 import sys
@@ -38,8 +41,14 @@ def _q_totals(bp: BenchPool) -> float:
     return time.perf_counter() - t0
 
 
-def one_run(n: int) -> tuple[float, float, float]:
-    """(rm -all seconds, median q -totals before, slowest q -totals during)."""
+def _cpu(pid: int) -> float:
+    """User + system CPU seconds of process ``pid`` so far."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def one_run(n: int) -> tuple[float, float, float, float]:
+    """(rm -all seconds, median q -totals before, slowest q -totals during, schedd CPU s)."""
     with BenchPool(NO_STARTD) as bp:
         d = _job_dir(bp.home, "big", f"executable = /bin/true\narguments = $(Process)\nqueue {n}\n")
         done = bp.roost("submit", "job.sub", cwd=d)
@@ -54,15 +63,18 @@ def one_run(n: int) -> tuple[float, float, float]:
                 during.append(_q_totals(bp))
 
         t = threading.Thread(target=ask)
+        pid = bp.schedd_pid()
+        cpu0 = _cpu(pid)
         t0 = time.perf_counter()
         t.start()
         rm = bp.roost("rm", "-all")
         took = time.perf_counter() - t0
         stop.set()
         t.join()
+        cpu = _cpu(pid) - cpu0  # includes the q -totals answers (each ~1 ms)
         if rm.returncode != 0:
             raise RuntimeError(f"roost rm -all failed: {rm.stderr.strip()}")
-        return took, before, max(during) if during else 0.0
+        return took, before, max(during) if during else 0.0, cpu
 
 
 def main() -> None:
@@ -74,11 +86,13 @@ def main() -> None:
     rm = statistics.median(r[0] for r in runs)
     before = statistics.median(r[1] for r in runs)
     during = statistics.median(r[2] for r in runs)
+    cpu = statistics.median(r[3] for r in runs)
     ref = HTCONDOR_RM_100K * a.jobs / 100_000
     print(f"rm_all_{a.jobs}: {rm:.2f} s (reference: {ref:.2f}, ratio: {ref / rm:.2f}) "
           f"[{a.runs} runs, min {min(r[0] for r in runs):.2f}, max {max(r[0] for r in runs):.2f}]")
     print(f"q_totals_during_rm: {during:.3f} s slowest (reference: {before:.3f} before the rm, "
           f"ratio: {before / during if during else 0:.2f})")
+    print(f"schedd_cpu_rm_all_{a.jobs}: {cpu:.2f} s (reference: {ref:.2f}, ratio: {ref / cpu if cpu else 0:.2f})")
 
 
 if __name__ == "__main__":

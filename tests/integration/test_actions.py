@@ -121,3 +121,37 @@ def test_edit_sets_attributes_and_refuses_the_schedds_own(pool: PoolHandle, tmp_
         s.act("remove", str(r.cluster))
     finally:
         s.close()
+
+
+def test_rm_of_a_big_mixed_cluster_removes_each_job_once_with_its_event(pool: PoolHandle, tmp_path: Path) -> None:
+    """condor_rm of 3,000 jobs, idle, held and running among them: the idle and held go
+    in bulk, the running are stopped on their slots; each job has one 009 event, one
+    history row whose ad is the whole job ad (RemoveReason, its own Args, the hold it
+    had), and nothing is left in the queue."""
+    n = 3000
+    r = pool.submit(f"executable = /bin/sleep\narguments = 300 $(Process)\nlog = big.log\nqueue {n}\n", tmp_path)
+    pool.wait_for(f"{r.cluster}.0", lambda j: j["JobStatus"] == 2, what="running")
+    held = [f"{r.cluster}.{p}" for p in (1500, 2999)]
+    pool.roost("hold", *held, check=True)
+    for jid in held:
+        pool.wait_for(jid, lambda j: j["JobStatus"] == 5, what="held")
+    out = pool.roost("rm", str(r.cluster), check=True)
+    assert out.stdout.strip() == f"All jobs in cluster {r.cluster} have been marked for removal"
+    got = pool.wait(r.job_ids(), timeout=60)
+    assert got["done"] == n
+    q = pool.roost("q", "-totals", str(r.cluster), check=True)
+    assert "0 jobs;" in q.stdout, q.stdout
+    kinds = _kinds(tmp_path / "big.log")
+    assert kinds.count(htcondor2.JobEventType.JOB_ABORTED) == n
+    s = pool.schedd()
+    try:
+        hist = s.history(ids=[str(r.cluster)])
+    finally:
+        s.close()
+    ads = {ad["ProcId"]: ad for ad in hist}
+    assert sorted(ads) == list(range(n))
+    assert all(ad["JobStatus"] == 3 and ad["Cmd"].endswith("sleep") and ad["ClusterId"] == r.cluster
+               and ad["RemoveReason"].startswith("via condor_rm (by user ") for ad in ads.values())
+    assert ads[1234]["Args"] == "300 1234"  # the proc's own Args over the cluster's
+    assert all(ads[int(j.split(".")[1])]["HoldReason"].startswith("via condor_hold") for j in held)
+    assert ads[0].get("RemoteHost") or ads[0].get("LastRemoteHost")  # it ran: a slot's name stays

@@ -4,6 +4,7 @@ reload after reopening, counters, history."""
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import sqlite3
 
@@ -128,3 +129,89 @@ def test_an_older_roosts_open_queue_files_are_closed_at_start(tmp_path):
     finally:
         store.close()
         conn.close()
+
+
+def test_history_rows_hold_only_the_procs_own_part_and_read_back_whole(tmp_path):
+    """A history row is the proc's own attributes over its cluster's ad, stored once
+    (history_clusters): read back, each ad is exactly ``Job.merged()``, key order too."""
+    db = tmp_path / "q.db"
+    q = _queue(db)
+    cluster_ad = {"Cmd": "/bin/true", "JobStatus": 1, "Owner": "alice", "Args": "x", "Iwd": "/tmp"}
+    want: dict[int, dict] = {}
+
+    async def work() -> None:
+        cid = q.new_cluster_id()
+        await q.store.commit(q.add_cluster(cid, "alice", cluster_ad, [{"ProcId": i, "Args": str(i)} for i in range(6)]))
+        jobs = list(q.select([str(cid)]))
+        q.set(jobs[0], {"ExitCode": 0, "Iwd": "/elsewhere"}, 4)
+        want[0] = jobs[0].merged()
+        await q.store.commit(q.to_history(jobs[0], 100))
+        now = {"RemoveReason": "via condor_rm", "LastJobStatus": 1, "EnteredCurrentStatus": 200}
+        for job in jobs[1:]:
+            want[job.proc] = {**job.merged(), **now, "JobStatus": 3}
+        await q.store.commit(q.finish_many([(j, now) for j in jobs[1:]], 3, 200))
+
+    asyncio.run(work())
+    assert not q.clusters and q.totals_named()["Total"] == 0
+    rows = {proc: ad for _c, proc, ad in q.store.history_rows()}
+    assert rows == want
+    assert all(list(rows[p]) == list(want[p]) for p in want)  # the order merged() gives
+    conn = sqlite3.connect(db)
+    (n,) = conn.execute("SELECT COUNT(*) FROM history_clusters").fetchone()
+    texts = [t for (t,) in conn.execute("SELECT ad FROM history")]
+    assert n == 1 and all("Cmd" not in t for t in texts)  # the cluster ad is written once
+    conn.close()
+    q.store.close()
+
+
+def test_history_rows_of_an_older_roost_hold_the_whole_ad(tmp_path):
+    """Rows written before history_clusters (the whole merged ad) read as they are,
+    also when later procs of the same cluster are stored the compact way."""
+    db = tmp_path / "q.db"
+    q = _queue(db)
+    full = {"Cmd": "/bin/old", "ProcId": 0, "JobStatus": 4, "ExitCode": 3}
+
+    async def work() -> None:
+        cid = q.new_cluster_id()
+        await q.store.commit(q.add_cluster(cid, "bob", {"Cmd": "/bin/old", "JobStatus": 1}, [{"ProcId": 0}, {"ProcId": 1}]))
+        jobs = list(q.select([str(cid)]))
+        q.set(jobs[0], {"ExitCode": 3}, 4)
+        await q.store.commit([
+            ("DELETE FROM procs WHERE cluster = ? AND proc = 0", (cid,)),
+            ("INSERT INTO history (cluster, proc, owner, completion, status, ad) VALUES (?, 0, 'bob', 1, 4, ?)",
+             (cid, json.dumps(full))),
+        ])
+        q.set(jobs[1], {"ExitCode": 5}, 4)
+        await q.store.commit(q.to_history(jobs[1], 2))
+
+    asyncio.run(work())
+    rows = {proc: ad for _c, proc, ad in q.store.history_rows()}
+    assert rows[0] == full
+    assert rows[1] == {"Cmd": "/bin/old", "JobStatus": 4, "ProcId": 1, "ExitCode": 5}
+    q.store.close()
+
+
+def test_trimming_history_drops_cluster_ads_only_when_nothing_stands_on_them(tmp_path):
+    db = tmp_path / "q.db"
+    q = _queue(db)
+
+    async def work() -> None:
+        a = q.new_cluster_id()
+        await q.store.commit(q.add_cluster(a, "bob", {"Cmd": "a", "JobStatus": 1}, [{"ProcId": i} for i in range(2)]))
+        b = q.new_cluster_id()
+        await q.store.commit(q.add_cluster(b, "bob", {"Cmd": "b", "JobStatus": 1}, [{"ProcId": i} for i in range(3)]))
+        for job in list(q.select([str(a)])):
+            await q.store.commit(q.to_history(job, 10))
+        first_b = next(iter(q.select([str(b)])))
+        await q.store.commit(q.to_history(first_b, 20))
+        # every row of cluster a and b's one row trimmed: a's ad goes; b's stays (b is still queued)
+        await q.store.commit(q.store.trim_history_ops(0))
+        for job in list(q.select([str(b)])):
+            await q.store.commit(q.to_history(job, 30))
+
+    asyncio.run(work())
+    conn = sqlite3.connect(db)
+    assert [c for (c,) in conn.execute("SELECT cluster FROM history_clusters")] == [2]
+    conn.close()
+    assert sorted((ad["Cmd"], p) for _c, p, ad in q.store.history_rows()) == [("b", 1), ("b", 2)]
+    q.store.close()

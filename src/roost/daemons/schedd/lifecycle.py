@@ -42,6 +42,8 @@ log = logging.getLogger("roost.schedd")
 
 #: Running or Suspended: the job holds a claim and a starter runs it
 _ON_A_SLOT = (jp.RUNNING, jp.SUSPENDED)
+#: jobs removed per commit by ``remove_many`` (~30 ms of the event loop each)
+REMOVE_CHUNK = 5000
 
 
 class Host(Protocol):
@@ -171,6 +173,11 @@ class JobLifecycle:
                 leave = False
         if leave is True and job.status == jp.COMPLETED:
             return []
+        self._leave_spool(job)
+        return self.queue.to_history(job, int(time.time()))
+
+    def _leave_spool(self, job: Job) -> None:
+        """What a job leaving the queue leaves behind in the spool goes with it."""
         if self.spool_root is not None and job.get("StageInStart") is not None:
             # a -spool job's directory leaves with it (HTCondor's too)
             where = job_spool_dir(self.spool_root, job.cluster.id, job.proc)
@@ -179,7 +186,6 @@ class JobLifecycle:
             # its checkpoints leave the spool with it
             store, cid, proc = self.checkpoints, job.cluster.id, job.proc
             self.host.spawn(asyncio.to_thread(store.remove, cid, proc), f"checkpoints-{job.id}")
-        return self.queue.to_history(job, int(time.time()))
 
     async def mark_running(
         self, job: Job, remote_host: str, runner: Runner | None = None, claim: dict[str, Any] | None = None,
@@ -479,6 +485,84 @@ class JobLifecycle:
         if was_running:
             self.vacate(job)
         return True
+
+    async def remove_many(self, jobs: list[Job], reason: str) -> list[Job]:
+        """condor_rm of many jobs: what ``remove`` does to each, the ones that hold no
+        slot in chunks of ``REMOVE_CHUNK``, each one commit of three statements and one
+        event-log pass, so that 100,000 idle jobs go in about a second and the schedd
+        answers others between chunks (the next chunk is prepared while the last one
+        commits). Jobs on a slot go one by one (their runners stop them). The jobs
+        removed: those that held no slot first."""
+        removed: list[Job] = []
+        on_slot: list[Job] = []
+        committing: tuple[list[Job], set[int], asyncio.Future[None]] | None = None
+        now = time.time()
+        try:
+            for i in range(0, len(jobs), REMOVE_CHUNK):
+                # looked at again for each chunk: the jobs may have changed while the last one committed
+                chunk: list[Job] = []
+                for job in jobs[i : i + REMOVE_CHUNK]:
+                    if job.cluster.procs.get(job.proc) is not job or not status_allows("remove", job.status):
+                        continue
+                    (on_slot if job.status in _ON_A_SLOT else chunk).append(job)
+                if not chunk:
+                    continue
+                clusters, fut = self._remove_chunk(chunk, reason, now)
+                removed += chunk
+                if committing is not None:
+                    await self._removed(*committing, reason, now)
+                committing = (chunk, clusters, fut)
+        finally:
+            if committing is not None:
+                await self._removed(*committing, reason, now)
+        for i in range(0, len(on_slot), 1000):
+            part = on_slot[i : i + 1000]
+            removed += [job for job, ok in zip(part, await asyncio.gather(*(self.remove(j, reason) for j in part))) if ok]
+        return removed
+
+    def _remove_chunk(self, chunk: list[Job], reason: str, now: float) -> tuple[set[int], asyncio.Future[None]]:
+        """Remove idle or held jobs that no runner has, in memory: Removed and to history,
+        hidden from WAIT_JOBS; their commit queued. (The clusters, the commit.)"""
+        by_status: dict[int, dict[str, Any]] = {}
+        changes: list[tuple[Job, dict[str, Any]]] = []
+        clusters: set[int] = set()
+        for job in chunk:
+            attrs = by_status.get(job.status)
+            if attrs is None:
+                attrs = by_status[job.status] = {"RemoveReason": reason,
+                                                 **jp.transition_attrs(job.status, jp.REMOVED, now)}
+            changes.append((job, attrs))
+            clusters.add(job.cluster.id)
+            self._leave_spool(job)
+        for cid in clusters:
+            self._mark_unsettled(cid)
+        for job in chunk:
+            self._hide_done(job)
+        return clusters, self.store.submit(self.queue.finish_many(changes, jp.REMOVED, int(now)))
+
+    async def _removed(self, chunk: list[Job], clusters: set[int], fut: asyncio.Future[None], reason: str,
+                       now: float) -> None:
+        """A chunk's commit is durable: its 009 events, then its waiters told."""
+        try:
+            await fut
+            logs = self.userlogs
+            for job in chunk:
+                paths = log_paths(job.get)
+                if paths or logs.pool is not None:
+                    logs.write(paths, [AbortedEvent(job.cluster.id, job.proc, now, reason=reason)], job.owner, job.get)
+        finally:
+            for cid in clusters:
+                self._mark_settled(cid)
+            for job in chunk:
+                self._show_done(job)
+        for cid in clusters:
+            for w in list(self.waiters.get(cid, ())):
+                if not w.done():
+                    w.set_result(None)
+        self._on_change()
+        if self.notifier is not None:
+            for job in chunk:
+                self.notifier.job_removed(job.get, reason)
 
     async def suspend_running(self, job: Job, suspend: bool) -> bool:
         """condor_suspend / condor_continue: ask the job's startd to stop or resume it;

@@ -37,6 +37,7 @@ _TABLES: dict[str, tuple[str, str, Callable[[tuple[Any, ...]], bool]]] = {
               and (r[3] is None or _is_json_object(r[3])) and (r[4] is None or _is_json_object(r[4]))),
     "history": ("cluster, proc, owner, completion, status, ad", "cluster, proc",
                 lambda r: type(r[0]) is int and type(r[1]) is int and _is_json_object(r[5])),
+    "history_clusters": ("cluster, ad", "cluster", lambda r: type(r[0]) is int and _is_json_object(r[1])),
     "pending_events": ("id, path, owner, text", "id",
                        lambda r: type(r[0]) is int and isinstance(r[1], str) and isinstance(r[3], str)),
 }
