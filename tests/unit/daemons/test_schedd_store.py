@@ -215,3 +215,35 @@ def test_trimming_history_drops_cluster_ads_only_when_nothing_stands_on_them(tmp
     conn.close()
     assert sorted((ad["Cmd"], p) for _c, p, ad in q.store.history_rows()) == [("b", 1), ("b", 2)]
     q.store.close()
+
+
+def test_a_constraint_reads_the_same_in_the_small_ad_as_in_the_whole_one():
+    """``Job.classad_for(Cluster.reach(...))`` (condor_q -constraint over 100,000 jobs
+    without building each whole ad) gives every constraint the value the whole ad gives."""
+    from roost.classad import ExprTree
+    from roost.daemons.schedd.jobqueue import Cluster, Job
+    from roost.daemons.schedd.queries import _references
+
+    cluster = Cluster(1, "alice", {
+        "Cmd": "/bin/x", "JobStatus": 1, "Foo": 3, "Owner": "alice",
+        "RequestMemory": "/Expr(ifThenElse(MemoryUsage =?= undefined, 128, MemoryUsage * 2))/",
+        "Big": "/Expr(Foo + Bar)/", "Deep": "/Expr(Big * RequestMemory)/", "Nested": {"A": 1},
+    })
+    diffs = [None, {"MemoryUsage": 100, "Bar": 7}, {"Bar": "/Expr(Foo * 2)/"}, {"Foo": 10, "Args": "a b"},
+             {"RequestMemory": 4096}, {"Nested": {"A": 2}}]
+    texts = ["ProcId % 2 == 1", "RequestMemory > 150", "Big == 10", 'Cmd == "/bin/x" && JobStatus == 1',
+             "Bar == 7", "Missing =?= undefined", "Deep > 1000", "MY.Foo == 3", 'regexp("a", Args)',
+             "Nested.A == 2", "JobStatus == 1 || Foo > 5", "isUndefined(MemoryUsage)", 'strcat(Owner, "x") == "alicex"']
+    for text in texts:
+        expr = ExprTree(text)
+        refs = _references(expr)
+        assert refs is not None
+        for proc, diff in enumerate(diffs):
+            job = Job(cluster, proc, 1 + proc % 2, diff)
+            small = job.classad_for(cluster.reach(expr, refs))
+            if small is None:  # one of its own values is an expression: the whole ad is used
+                assert diff and any(str(v).startswith("/Expr(") for v in diff.values())
+                continue
+            whole = expr.eval(job.classad())
+            got = expr.eval(small)
+            assert repr(got) == repr(whole), (text, diff, got, whole)

@@ -93,6 +93,21 @@ class Job:
         out["JobStatus"] = self.status
         return out
 
+    def classad_for(self, names: frozenset[str]) -> ClassAd | None:
+        """An ad with only the attributes in ``names`` (lower case), enough to evaluate an
+        expression whose reach (``Cluster.reach``) they are, ~10x cheaper than
+        ``classad()``; None when one of the proc's own values among them is an
+        expression (it may read beyond them)."""
+        extra: dict[str, Any] = {"ProcId": self.proc, "JobStatus": self.status}
+        d = self.diff
+        if d:
+            for k, v in d.items():
+                if k.lower() in names:
+                    if type(v) is str and v.startswith("/Expr("):
+                        return None
+                    extra[k] = v
+        return _small_ad(self.cluster.classad(), names, extra)
+
     def classad(self) -> ClassAd:
         """The job's full ad as a ClassAd: a copy of the cluster's (parsed once) with the
         proc's differences set on it, ~20x cheaper than parsing the merged ad."""
@@ -107,6 +122,25 @@ class Job:
             else:
                 ad.update(obj_to_ad({k: v}))
         return ad
+
+
+def _small_ad(base: ClassAd, names: frozenset[str], extra: dict[str, Any]) -> ClassAd:
+    """A ClassAd of ``base``'s attributes named in ``names`` (lower case; their trees are
+    shared, immutable) with ``extra`` set over them."""
+    ad = ClassAd.__new__(ClassAd)
+    attrs, spelled, lits = base._attrs, base._names, base._lits  # type: ignore[attr-defined]
+    ad._attrs = {k: attrs[k] for k in names if k in attrs}  # type: ignore[attr-defined]
+    ad._names = {k: spelled[k] for k in ad._attrs}  # type: ignore[attr-defined]
+    ad._lits = {k: lits[k] for k in ad._attrs if k in lits}  # type: ignore[attr-defined]
+    ad.parent = None
+    ad._plain = base._plain  # type: ignore[attr-defined]
+    for k, v in extra.items():
+        t = type(v)
+        if t is int or t is float or t is bool or (t is str and not v.startswith("/Expr(")):
+            ad[k] = v
+        else:
+            ad.update(obj_to_ad({k: v}))
+    return ad
 
 
 class Cluster:
@@ -128,6 +162,17 @@ class Cluster:
         if self._classad is None:
             self._classad = obj_to_ad(self.ad)
         return self._classad
+
+    def reach(self, expr: Any, refs: set[str]) -> frozenset[str]:
+        """Every attribute name (lower case) evaluating ``expr`` (which reads ``refs``)
+        can come to in a job of this cluster: ``refs`` and what the cluster ad's
+        attributes among them read in turn, transitively."""
+        ad = self.classad()
+        names = set(refs) | {"procid", "jobstatus"}
+        for r in ad.internalRefs(expr) + ad.externalRefs(expr):
+            if r:
+                names.add(r.lower().split(".")[-1])
+        return frozenset(names)
 
 
 @contextlib.contextmanager

@@ -37,8 +37,10 @@ CREATE TABLE IF NOT EXISTS history (
     completion INTEGER NOT NULL, status INTEGER NOT NULL, ad TEXT NOT NULL,
     PRIMARY KEY (cluster, proc));
 CREATE TABLE IF NOT EXISTS history_clusters (cluster INTEGER PRIMARY KEY, ad TEXT NOT NULL);
-CREATE INDEX IF NOT EXISTS history_owner ON history (owner, cluster);
-CREATE INDEX IF NOT EXISTS history_completion ON history (completion);
+DROP INDEX IF EXISTS history_owner;
+DROP INDEX IF EXISTS history_completion;
+CREATE INDEX IF NOT EXISTS history_by_owner ON history (owner, completion, cluster, proc);
+CREATE INDEX IF NOT EXISTS history_order ON history (completion, cluster, proc);
 CREATE TABLE IF NOT EXISTS pending_events (
     id INTEGER PRIMARY KEY, path TEXT NOT NULL, owner TEXT, text TEXT NOT NULL);
 """
@@ -150,8 +152,10 @@ class Store:
 
     def history_counts(self) -> Iterable[tuple[int, int]]:
         """(cluster, finished procs) for clusters that still have procs in the queue."""
+        # per queued cluster, through the primary key: not a scan of the whole history
         return self.conn.execute(
-            "SELECT h.cluster, COUNT(*) FROM history h JOIN clusters c ON c.cluster = h.cluster GROUP BY h.cluster"
+            "SELECT c.cluster, (SELECT COUNT(*) FROM history h WHERE h.cluster = c.cluster) AS n FROM clusters c"
+            " WHERE n > 0"
         )
 
     async def history(
