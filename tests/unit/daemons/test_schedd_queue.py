@@ -118,6 +118,21 @@ def test_act_remove_hold_release_and_events(schedd, tmp_path):
     ]
 
 
+def test_history_with_a_limit_and_a_constraint_reads_pages_until_enough_match(schedd, tmp_path):
+    """condor_history -limit N -constraint ...: the newest N that match, found a page of
+    rows at a time (not all of a 100,000-row history); without a limit, every match."""
+    with schedd.client() as c:
+        cid, _ = submit(c, "executable = /bin/true\narguments = $(Process)\nqueue 1200\n", str(tmp_path))
+        c.call("ACT", action="remove", ids=[str(cid)])
+        rare = "JobStatus == 3 && ProcId % 100 == 7"
+        got = c.call("QUERY_JOBS", constraint=rare, history=True, limit=5)["jobs"]
+        assert sorted(p for _c, p, _d in got) == [707, 807, 907, 1007, 1107]  # the newest: highest procs first
+        every = c.call("QUERY_JOBS", constraint=rare, history=True)["jobs"]
+        assert sorted(p for _c, p, _d in every) == [p * 100 + 7 for p in range(12)]
+        few = c.call("QUERY_JOBS", constraint="JobStatus == 3", history=True, limit=3)["jobs"]
+        assert [p for _c, p, _d in few] == [1199, 1198, 1197]
+
+
 def test_wait_jobs_wakes_on_change(schedd, tmp_path):
     import threading
 

@@ -263,21 +263,28 @@ class QueueCalls:
         if ids:
             want = {self.queue.parse_id(t) for t in ids}
             clusters = sorted({c for c, _ in want})
-        hist_limit = None if req.get("constraint") or want or limit is None else limit - len(jobs)
-        rows = await self.store.history(owner, clusters, hist_limit)
-
         expr, refs = self._constraint(req["constraint"]) if req.get("constraint") else (None, None)
-        for cid, proc, ad in rows:
-            if limit is not None and len(jobs) >= limit:
-                break
-            if want is not None and (cid, proc) not in want and (cid, None) not in want:
-                continue
-            if expr is not None and not _accepts(expr, refs, ad):
-                continue
-            if projection:
-                ad = {k: ad[k] for k in projection if k in ad}
-                ad["ProcId"] = proc
-            jobs.append([cid, proc, ad])
+        # with a limit, rows are read a page at a time (newest first) until enough match:
+        # `history -limit 10` reads ~256 rows, not all 100,000, whatever the constraint
+        page = None if limit is None else max(256, 4 * (limit - len(jobs)))
+        offset = 0
+        while limit is None or len(jobs) < limit:
+            rows = await self.store.history(owner, clusters, page, offset)
+            for cid, proc, ad in rows:
+                if limit is not None and len(jobs) >= limit:
+                    break
+                if want is not None and (cid, proc) not in want and (cid, None) not in want:
+                    continue
+                if expr is not None and not _accepts(expr, refs, ad):
+                    continue
+                if projection:
+                    ad = {k: ad[k] for k in projection if k in ad}
+                    ad["ProcId"] = proc
+                jobs.append([cid, proc, ad])
+            if page is None or len(rows) < page:
+                return
+            offset += page
+            page = min(page * 2, 65536)
 
     # -- ACT ------------------------------------------------------------------------------
     async def h_act(self, req: dict[str, Any], peer: Peer) -> dict[str, Any]:

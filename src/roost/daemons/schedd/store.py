@@ -159,19 +159,20 @@ class Store:
         )
 
     async def history(
-        self, owner: str | None = None, clusters: Sequence[int] | None = None, limit: int | None = None
+        self, owner: str | None = None, clusters: Sequence[int] | None = None, limit: int | None = None,
+        offset: int = 0,
     ) -> list[tuple[int, int, dict[str, Any]]]:
         """``history_rows`` on a reader thread with its own connection (WAL readers never
         block the writer, and a long history query never blocks the event loop)."""
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._reader, self._read_history, owner, clusters, limit)
+        return await loop.run_in_executor(self._reader, self._read_history, owner, clusters, limit, offset)
 
     def _read_history(
-        self, owner: str | None, clusters: Sequence[int] | None, limit: int | None
+        self, owner: str | None, clusters: Sequence[int] | None, limit: int | None, offset: int
     ) -> list[tuple[int, int, dict[str, Any]]]:
         if self._reader_conn is None:
             self._reader_conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
-        return self.history_rows(owner, clusters, limit, conn=self._reader_conn)
+        return self.history_rows(owner, clusters, limit, conn=self._reader_conn, offset=offset)
 
     def history_rows(
         self,
@@ -179,8 +180,10 @@ class Store:
         clusters: Sequence[int] | None = None,
         limit: int | None = None,
         conn: sqlite3.Connection | None = None,
+        offset: int = 0,
     ) -> list[tuple[int, int, dict[str, Any]]]:
-        """(cluster, proc, ad) of finished jobs, newest first. A row holds what is the
+        """(cluster, proc, ad) of finished jobs, newest first (``limit`` of them from
+        ``offset``). A row holds what is the
         proc's own; its cluster's ad (history_clusters) is under it. Rows written before
         history_clusters existed hold the whole ad, which the merge leaves as it is."""
         sql = ("SELECT h.cluster, h.proc, h.ad, c.ad FROM history h"
@@ -197,7 +200,7 @@ class Store:
             sql += " WHERE " + " AND ".join(where)
         sql += " ORDER BY h.completion DESC, h.cluster DESC, h.proc DESC"
         if limit is not None and limit >= 0:
-            sql += f" LIMIT {int(limit)}"
+            sql += f" LIMIT {int(limit)} OFFSET {max(0, int(offset))}"
         loads = json.loads
         bases: dict[int, dict[str, Any]] = {}
         out: list[tuple[int, int, dict[str, Any]]] = []
