@@ -1,10 +1,19 @@
 """The schedd's job queue in memory: clusters, compact procs, counters, idle lists.
 
 A job is not a ClassAd: it is a ``Job`` (status, a small dict of the attributes in
-which it differs from its cluster ad, and the claim it runs on), so 100,000 idle
-jobs of one cluster cost one cluster ad and 100,000 small objects. ``JobStatus``
-lives in ``Job.status`` only and is added when a job's ad is shown. Full ads are
-built on demand (``merged``/``classad``) for policy evaluation and shadows.
+which it differs from its cluster ad, and the claim it runs on), so 1,000,000 idle
+jobs of one cluster cost one cluster ad and 1,000,000 small objects (~250 bytes
+each with their index entries). ``JobStatus`` lives in ``Job.status`` only, and
+``GlobalJobId`` (``<schedd>#<cluster>.<proc>#<qdate>``) is made from the cluster's
+template when a job's ad is shown, so a proc that differs in nothing has no dict.
+Full ads are built on demand (``merged``/``classad``) for policy evaluation and shadows.
+
+Durably (``Store``), a cluster submitted by this version is *sparse*: its row holds
+the ad, the procs' differences as submitted and the proc ids (ranges); the procs
+table holds a row only for a proc changed since (status, attributes, claim) or gone
+to history (status ``GONE``, until the whole cluster goes). Submitting a million
+jobs writes one row; loading them reads one row and builds the procs from it.
+Clusters written by older versions (no layout) keep a procs row per proc.
 
 Every change goes through a method here that updates memory, keeps the counters
 (totals per status and per owner) exact, and returns the SQL operations that make
@@ -26,6 +35,11 @@ from roost.net.adwire import obj_to_ad
 
 # Attributes a job keeps in its procs row columns rather than in the diff.
 _NOT_IN_DIFF = ("ProcId", "JobStatus")
+#: a sparse cluster's procs row for a proc that has left the queue (moved to history)
+GONE = -1
+_UPSERT_PROC = ("INSERT INTO procs (cluster, proc, status, diff, claim) VALUES (?, ?, ?, ?, ?) "
+                "ON CONFLICT(cluster, proc) DO UPDATE SET status = excluded.status, diff = excluded.diff, "
+                "claim = excluded.claim")
 
 
 class Job:
@@ -60,7 +74,20 @@ class Job:
         d = self.diff
         if d is not None and attr in d:
             return d[attr]
+        if attr == "GlobalJobId" and self.cluster.gjid is not None:
+            return self.global_job_id()
         return self.cluster.ad.get(attr, default)
+
+    def global_job_id(self) -> str | None:
+        """``GlobalJobId``: the proc's own, else made from its cluster's template."""
+        d = self.diff
+        if d is not None and "GlobalJobId" in d:
+            return d["GlobalJobId"]
+        g = self.cluster.gjid
+        if g is None:
+            v = self.cluster.ad.get("GlobalJobId")
+            return v if isinstance(v, str) else None
+        return f"{g[0]}{self.proc}{g[1]}"
 
     def spelled(self, attrs: dict[str, Any]) -> dict[str, Any]:
         """``attrs`` (a user's or a job's own edit) under the names this job's ad already
@@ -76,6 +103,9 @@ class Job:
     def diff_obj(self) -> dict[str, Any]:
         """The per-proc part as the wire shows it (ProcId, JobStatus and the diff)."""
         out: dict[str, Any] = {"ProcId": self.proc}
+        g = self.cluster.gjid
+        if g is not None:
+            out["GlobalJobId"] = f"{g[0]}{self.proc}{g[1]}"
         if self.diff:
             out.update(self.diff)
         if self.status != self.cluster.ad.get("JobStatus"):
@@ -86,6 +116,9 @@ class Job:
         """The job's full ad in wire form."""
         out = dict(self.cluster.ad)
         out["ProcId"] = self.proc
+        g = self.cluster.gjid
+        if g is not None:
+            out["GlobalJobId"] = f"{g[0]}{self.proc}{g[1]}"
         if self.diff:
             out.update(self.diff)
         out["JobStatus"] = self.status
@@ -96,6 +129,9 @@ class Job:
         proc's differences set on it, ~20x cheaper than parsing the merged ad."""
         ad = _copy_ad(self.cluster.classad())
         extra: dict[str, Any] = {"ProcId": self.proc, "JobStatus": self.status}
+        g = self.cluster.gjid
+        if g is not None:
+            extra["GlobalJobId"] = f"{g[0]}{self.proc}{g[1]}"
         if self.diff:
             extra.update(self.diff)
         for k, v in extra.items():
@@ -110,10 +146,15 @@ class Job:
 class Cluster:
     """One submitted cluster: its shared ad and its procs still in the queue."""
 
-    __slots__ = ("id", "owner", "ad", "procs", "_classad", "finished", "counts")
+    __slots__ = ("id", "owner", "ad", "procs", "_classad", "finished", "counts", "gjid", "sparse")
 
-    def __init__(self, cid: int, owner: str, ad: dict[str, Any]) -> None:
+    def __init__(self, cid: int, owner: str, ad: dict[str, Any], gjid: tuple[str, str] | None = None,
+                 sparse: bool = False) -> None:
         self.id = cid
+        #: GlobalJobId of proc P is gjid[0] + P + gjid[1] (None: each proc's diff holds its own)
+        self.gjid = gjid
+        #: procs rows exist only for procs changed since submit (see the module's docstring)
+        self.sparse = sparse
         self.owner = owner
         self.ad = ad
         self.procs: dict[int, Job] = {}
@@ -187,19 +228,29 @@ class JobQueue:
     def _load(self) -> None:
         self.next_cluster = int(self.store.meta("next_cluster", "1") or 1)
         submitted: dict[int, dict[str, Any]] = {}
-        for cid, owner, ad_text, procs_text in self.store.load_clusters():
-            self.clusters[cid] = Cluster(cid, owner, json.loads(ad_text))
+        layouts: dict[int, list[list[int]]] = {}
+        loads = json.loads
+        for cid, owner, ad_text, procs_text, layout_text in self.store.load_clusters():
+            layout = loads(layout_text) if layout_text else None
+            gjid = layout.get("gjid") if layout else None
+            cluster = Cluster(cid, owner, loads(ad_text), tuple(gjid) if gjid else None, layout is not None)
+            self.clusters[cid] = cluster
+            if layout is not None:
+                layouts[cid] = layout.get("ranges") or []
             if procs_text and procs_text != "{}":
-                submitted[cid] = json.loads(procs_text)
+                submitted[cid] = loads(procs_text)
             self.next_cluster = max(self.next_cluster, cid + 1)
         for cid, n in self.store.history_counts():
             cluster = self.clusters.get(cid)
             if cluster is not None:
                 cluster.finished = n
-        loads = json.loads
+        changed: dict[int, dict[int, tuple[int, str | None, str | None]]] = {}
         for cid, proc, status, diff_text, claim_text in self.store.load_procs():
             cluster = self.clusters.get(cid)
             if cluster is None:
+                continue
+            if cluster.sparse:
+                changed.setdefault(cid, {})[proc] = (status, diff_text, claim_text)
                 continue
             if diff_text is not None:  # changed since submit: the row holds the whole diff
                 diff = loads(diff_text) or None
@@ -210,7 +261,69 @@ class JobQueue:
             if claim_text:
                 job.claim = loads(claim_text)
             cluster.procs[proc] = job
-            self._count(job, status, +1)
+        for cid, ranges in layouts.items():
+            cluster = self.clusters[cid]
+            self._build_sparse(cluster, ranges, submitted.get(cid) or {}, changed.get(cid) or {})
+        for cluster in self.clusters.values():
+            self._index(cluster)
+
+    def _build_sparse(self, cluster: Cluster, ranges: list[list[int]], sub: dict[str, Any],
+                      changed: dict[int, tuple[int, str | None, str | None]]) -> None:
+        """A sparse cluster's procs: its submitted ids, less those gone, with their changes."""
+        procs = cluster.procs
+        status = cluster.ad.get("JobStatus", IDLE)
+        loads = json.loads
+        for lo, hi in ranges:
+            if not sub and not changed:  # the usual million: one status, no differences
+                for proc in range(lo, hi):
+                    procs[proc] = Job(cluster, proc, status, None)
+                continue
+            for proc in range(lo, hi):
+                row = changed.get(proc)
+                if row is None:
+                    procs[proc] = Job(cluster, proc, status, sub.get(str(proc)) if sub else None)
+                    continue
+                st, diff_text, claim_text = row
+                if st == GONE:
+                    continue
+                diff = (loads(diff_text) or None) if diff_text is not None else sub.get(str(proc))
+                job = procs[proc] = Job(cluster, proc, st, diff)
+                if claim_text:
+                    job.claim = loads(claim_text)
+
+    def _index(self, cluster: Cluster) -> None:
+        """Count a cluster's procs (all at once: what ``_count`` does job by job)."""
+        counts: dict[int, int] = {}
+        procs = cluster.procs
+        first = next(iter(procs.values()), None)
+        if first is not None and all(j.status == first.status for j in procs.values()):
+            counts[first.status] = len(procs)
+        else:
+            for job in procs.values():
+                counts[job.status] = counts.get(job.status, 0) + 1
+        owner = cluster.owner
+        per = self.owner_totals.setdefault(owner, {})
+        cc = cluster.counts
+        for st, n in counts.items():
+            self.totals[st] = self.totals.get(st, 0) + n
+            per[st] = per.get(st, 0) + n
+            cc[st] = cc.get(st, 0) + n
+        cid = cluster.id
+        if counts.get(IDLE):
+            idle = self.idle.setdefault(owner, {})
+            if counts[IDLE] == len(procs):
+                for p, job in procs.items():
+                    if not job.busy:
+                        idle[(cid, p)] = job
+            else:
+                for p, job in procs.items():
+                    if job.status == IDLE and not job.busy:
+                        idle[(cid, p)] = job
+        if counts.get(RUNNING) or counts.get(SUSPENDED):
+            running = self.running
+            for p, job in procs.items():
+                if job.status == RUNNING or job.status == SUSPENDED:
+                    running[(cid, p)] = job
 
     def _count(self, job: Job, status: int, delta: int) -> None:
         self.totals[status] = self.totals.get(status, 0) + delta
@@ -290,35 +403,41 @@ class JobQueue:
         return cid
 
     def add_cluster(
-        self, cid: int, owner: str, cluster_ad: dict[str, Any], diffs: list[dict[str, Any]]
+        self, cid: int, owner: str, cluster_ad: dict[str, Any], diffs: list[dict[str, Any]],
+        gjid: tuple[str, str] | None = None,
     ) -> list[Op]:
-        """Insert a cluster and its procs (already validated)."""
+        """Insert a cluster and its procs (already validated); ``gjid``: the template of
+        the procs' GlobalJobId (prefix, suffix around the ProcId)."""
         with _no_gc():
-            return self._add_cluster(cid, owner, cluster_ad, diffs)
+            return self._add_cluster(cid, owner, cluster_ad, diffs, gjid)
 
     def _add_cluster(
-        self, cid: int, owner: str, cluster_ad: dict[str, Any], diffs: list[dict[str, Any]]
+        self, cid: int, owner: str, cluster_ad: dict[str, Any], diffs: list[dict[str, Any]],
+        gjid: tuple[str, str] | None = None,
     ) -> list[Op]:
         status = cluster_ad.get("JobStatus", IDLE)
         if type(status) is not int:
             status = IDLE
         cluster_ad["JobStatus"] = status
-        cluster = Cluster(cid, owner, cluster_ad)
-        rows = []
+        if gjid is not None:
+            cluster_ad.pop("GlobalJobId", None)  # the procs' own, made from the template
+        cluster = Cluster(cid, owner, cluster_ad, gjid, sparse=True)
+        rows = []  # procs submitted in another status than the cluster's
         submitted: dict[str, Any] = {}  # the procs' differences as submitted, stored as one blob
         procs = cluster.procs
-        counts: dict[int, int] = {}
+        ranges: list[list[int]] = []
+        lo = hi = -2
         for i, d in enumerate(diffs):
-            proc = d.get("ProcId", i)
-            if "JobStatus" in d:
-                pst = d["JobStatus"]
-                if type(pst) is not int:
-                    pst = status
+            if len(d) == 1 and "ProcId" in d:  # the usual proc: nothing of its own
+                proc = d["ProcId"]
+                procs[proc] = Job(cluster, proc, status, None)
             else:
+                proc = d.get("ProcId", i)
                 pst = status
-            if len(d) == 1 and "ProcId" in d:
-                diff = None
-            else:
+                if "JobStatus" in d:
+                    pst = d["JobStatus"]
+                    if type(pst) is not int:
+                        pst = status
                 diff = d.copy()
                 diff.pop("ProcId", None)
                 diff.pop("JobStatus", None)
@@ -326,34 +445,38 @@ class JobQueue:
                     diff = None
                 else:
                     submitted[str(proc)] = diff
-            procs[proc] = Job(cluster, proc, pst, diff)
-            rows.append((cid, proc, pst))
-            counts[pst] = counts.get(pst, 0) + 1
+                procs[proc] = Job(cluster, proc, pst, diff)
+                if pst != status:
+                    rows.append((cid, proc, pst))
+            if proc == hi:
+                hi += 1
+            else:
+                if hi >= 0:
+                    ranges.append([lo, hi])
+                lo, hi = proc, proc + 1
+        if hi >= 0:
+            ranges.append([lo, hi])
         self.clusters[cid] = cluster
         self.reserved.discard(cid)
-        # Counters in bulk (what _count does one job at a time).
-        per = self.owner_totals.setdefault(owner, {})
-        for st, n in counts.items():
-            self.totals[st] = self.totals.get(st, 0) + n
-            per[st] = per.get(st, 0) + n
-            cluster.counts[st] = n
-        if counts.get(IDLE):
-            idle = self.idle.setdefault(owner, {})
-            for job in procs.values():
-                if job.status == IDLE:
-                    idle[(cid, job.proc)] = job
-        return [
+        self._index(cluster)
+        layout: dict[str, Any] = {"ranges": ranges}
+        if gjid is not None:
+            layout["gjid"] = list(gjid)
+        ops: list[Op] = [
             (
-                "INSERT OR REPLACE INTO clusters (cluster, owner, ad, procs) VALUES (?, ?, ?, ?)",
-                (cid, owner, dumps(cluster_ad), dumps(submitted)),
+                "INSERT OR REPLACE INTO clusters (cluster, owner, ad, procs, layout) VALUES (?, ?, ?, ?, ?)",
+                (cid, owner, dumps(cluster_ad), dumps(submitted), dumps(layout)),
             ),
-            ("INSERT OR REPLACE INTO procs (cluster, proc, status) VALUES (?, ?, ?)", rows, True),
-            (
-                "INSERT INTO meta (key, value) VALUES ('next_cluster', ?) "
-                "ON CONFLICT(key) DO UPDATE SET value = MAX(CAST(value AS INTEGER), excluded.value)",
-                (str(self.next_cluster),),
-            ),
+            ("DELETE FROM procs WHERE cluster = ?", (cid,)),  # (none: a cluster id is never reused)
         ]
+        if rows:
+            ops.append(("INSERT OR REPLACE INTO procs (cluster, proc, status) VALUES (?, ?, ?)", rows, True))
+        ops.append((
+            "INSERT INTO meta (key, value) VALUES ('next_cluster', ?) "
+            "ON CONFLICT(key) DO UPDATE SET value = MAX(CAST(value AS INTEGER), excluded.value)",
+            (str(self.next_cluster),),
+        ))
+        return ops
 
     def forget_cluster(self, cid: int) -> None:
         """Undo ``add_cluster`` in memory (its commit failed: nothing was accepted)."""
@@ -389,16 +512,15 @@ class JobQueue:
         job.claim = claim
 
     def _row_op(self, job: Job) -> Op:
-        return (
-            "UPDATE procs SET status = ?, diff = ?, claim = ? WHERE cluster = ? AND proc = ?",
-            (
-                job.status,
-                dumps(job.diff) if job.diff else "{}",  # never NULL once changed: NULL means "as submitted"
-                dumps(job.claim) if job.claim else None,
-                job.cluster.id,
-                job.proc,
-            ),
-        )
+        diff = dumps(job.diff) if job.diff else "{}"  # never NULL once changed: NULL means "as submitted"
+        claim = dumps(job.claim) if job.claim else None
+        cluster = job.cluster
+        if not cluster.sparse:
+            return ("UPDATE procs SET status = ?, diff = ?, claim = ? WHERE cluster = ? AND proc = ?",
+                    (job.status, diff, claim, cluster.id, job.proc))
+        if cluster.procs.get(job.proc) is not job:  # gone already: its row must stay GONE
+            return ("SELECT 1", ())
+        return (_UPSERT_PROC, (cluster.id, job.proc, job.status, diff, claim))
 
     def to_history(self, job: Job, completion: int) -> list[Op]:
         """Move a finished job (Completed or Removed) out of the queue into history."""
@@ -409,8 +531,12 @@ class JobQueue:
         self._count(job, job.status, -1)
         del cluster.procs[job.proc]
         cluster.finished += 1
+        if cluster.sparse:  # a tombstone: without a row the proc would be "as submitted"
+            gone: Op = (_UPSERT_PROC, (cluster.id, job.proc, GONE, None, None))
+        else:
+            gone = ("DELETE FROM procs WHERE cluster = ? AND proc = ?", (cluster.id, job.proc))
         ops: list[Op] = [
-            ("DELETE FROM procs WHERE cluster = ? AND proc = ?", (cluster.id, job.proc)),
+            gone,
             (
                 "INSERT OR REPLACE INTO history (cluster, proc, owner, completion, status, ad) VALUES (?, ?, ?, ?, ?, ?)",
                 (cluster.id, job.proc, cluster.owner, completion, job.status, dumps(ad)),
@@ -422,6 +548,8 @@ class JobQueue:
             if len(self.gone) > 10000:
                 del self.gone[next(iter(self.gone))]
             ops.append(("DELETE FROM clusters WHERE cluster = ?", (cluster.id,)))
+            if cluster.sparse:
+                ops.append(("DELETE FROM procs WHERE cluster = ?", (cluster.id,)))
         return ops
 
     def finished(self, job: Job) -> bool:

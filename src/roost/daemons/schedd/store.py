@@ -28,7 +28,7 @@ log = logging.getLogger(__name__)
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS clusters (
-    cluster INTEGER PRIMARY KEY, owner TEXT NOT NULL, ad TEXT NOT NULL, procs TEXT);
+    cluster INTEGER PRIMARY KEY, owner TEXT NOT NULL, ad TEXT NOT NULL, procs TEXT, layout TEXT);
 CREATE TABLE IF NOT EXISTS procs (
     cluster INTEGER NOT NULL, proc INTEGER NOT NULL, status INTEGER NOT NULL,
     diff TEXT, claim TEXT, PRIMARY KEY (cluster, proc)) WITHOUT ROWID;
@@ -90,6 +90,7 @@ class Store:
         self.conn.execute("PRAGMA journal_mode=WAL")
         self.conn.execute("PRAGMA synchronous=NORMAL")
         self.conn.executescript(SCHEMA)
+        self._add_layout_column()
         self._wal_fd: int | None = None
         self._executor = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="jobqueue-fsync")
         self._reader = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="jobqueue-read")
@@ -110,14 +111,22 @@ class Store:
         finally:
             os.close(fd)
 
+    def _add_layout_column(self) -> None:
+        """A file from before sparse clusters (jobqueue's docstring) gains their column;
+        its clusters keep NULL there, which means a procs row per proc."""
+        columns = {row[1] for row in self.conn.execute("PRAGMA table_info(clusters)")}
+        if "layout" not in columns:
+            self.conn.execute("ALTER TABLE clusters ADD COLUMN layout TEXT")
+
     # -- reading (at start-up, before the event loop serves anyone) ------------------
     def meta(self, key: str, default: str | None = None) -> str | None:
         row = self.conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
         return row[0] if row else default
 
-    def load_clusters(self) -> Iterable[tuple[int, str, str, str | None]]:
-        """(cluster, owner, cluster ad, the procs' differences as submitted: {ProcId: diff})."""
-        return self.conn.execute("SELECT cluster, owner, ad, procs FROM clusters ORDER BY cluster")
+    def load_clusters(self) -> Iterable[tuple[int, str, str, str | None, str | None]]:
+        """(cluster, owner, cluster ad, the procs' differences as submitted: {ProcId: diff},
+        the layout of a sparse cluster: {"ranges": [[first, end], ...], "gjid": [prefix, suffix]})."""
+        return self.conn.execute("SELECT cluster, owner, ad, procs, layout FROM clusters ORDER BY cluster")
 
     def load_procs(self) -> Iterable[tuple[int, int, int, str | None, str | None]]:
         return self.conn.execute("SELECT cluster, proc, status, diff, claim FROM procs ORDER BY cluster, proc")
