@@ -41,8 +41,7 @@ GOALS = {"submit": ("s", 5.0), "q": ("s", 2.0), "q_totals": ("s", 0.5), "rss_aft
 
 def _timed(bp: BenchPool, *args: str) -> tuple[float, str]:
     t0 = time.perf_counter()
-    done = subprocess.run([*ROOST, *args], env=bp.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                          text=True, timeout=900)
+    done = subprocess.run([*ROOST, *args], env=bp.env, capture_output=True, text=True, timeout=900)
     took = time.perf_counter() - t0
     if done.returncode != 0:
         raise RuntimeError(f"roost {' '.join(args)} failed: {done.stderr.strip()}")
