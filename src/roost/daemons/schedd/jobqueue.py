@@ -430,6 +430,12 @@ class JobQueue:
         for i, d in enumerate(diffs):
             if len(d) == 1 and "ProcId" in d:  # the usual proc: nothing of its own
                 proc = d["ProcId"]
+                if proc == hi:
+                    # the int made here, not the request's: the request's objects are freed
+                    # whole then, and the memory they held goes back to the system
+                    procs[hi] = Job(cluster, hi, status, None)
+                    hi += 1
+                    continue
                 procs[proc] = Job(cluster, proc, status, None)
             else:
                 proc = d.get("ProcId", i)

@@ -271,13 +271,20 @@ def _check_procs(procs: list[Any], cluster_ad: dict[str, Any], owner: str,
     NotifyUser, accounting) is decided once per set of names: a million procs of a
     ``queue N`` name the same one or two, so each costs a lookup and its values' checks."""
     checked: set[str] = set()
-    seen: set[int] = set()
+    seen: set[int] | None = None  # ProcIds so far, once they stop increasing
+    last = -1
     spelling = {k.lower(): k for k in cluster_ad}
     shapes: dict[tuple[str, ...], tuple[bool, bool, bool, bool]] = {}
     user = cluster_ad["User"]
+    plain = spelling.get("procid", "ProcId") == "ProcId"  # a lone ProcId needs no respelling
     for i, raw in enumerate(procs):
-        if not isinstance(raw, dict):
+        if type(raw) is not dict and not isinstance(raw, dict):
             raise bad_request(f"SUBMIT: proc {i} is not an ad")
+        if len(raw) == 1 and plain and seen is None and "ProcId" in raw:  # the usual proc: its ProcId only
+            p = raw["ProcId"]
+            if type(p) is int and p > last:
+                last = p
+                continue
         names = tuple(raw)
         shape = shapes.get(names)
         if shape is None:
@@ -297,9 +304,16 @@ def _check_procs(procs: list[Any], cluster_ad: dict[str, Any], owner: str,
         if respell:
             d = procs[i] = {spelling.get(k.lower(), k): v for k, v in raw.items()}
         p = d.get("ProcId", i)
-        if type(p) is not int or p < 0 or p in seen:
+        if type(p) is not int or p < 0:
             raise bad_request(f"SUBMIT: proc {i} has a bad or repeated ProcId {p!r}")
-        seen.add(p)
+        if seen is None and p > last:
+            last = p  # increasing ProcIds repeat none
+        else:
+            if seen is None:
+                seen = {q.get("ProcId", j) for j, q in enumerate(procs[:i])}
+            if p in seen:
+                raise bad_request(f"SUBMIT: proc {i} has a bad or repeated ProcId {p!r}")
+            seen.add(p)
         if who:
             if "Owner" in d and d["Owner"] != owner:
                 raise bad_request(f"SUBMIT: proc {p} has a different Owner")
