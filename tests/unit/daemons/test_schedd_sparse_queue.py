@@ -77,7 +77,7 @@ def test_changes_and_departures_survive_a_reload(tmp_path):
     again = _queue(db)
     assert _state(again) == before
     assert again.totals_named() == {**again.totals_named(), "Running": 2, "Held": 1, "Idle": 2, "Total": 5}
-    assert set(again.running) == {(cid, 1), (cid, 2)} and set(again.idle["alice"]) == {(cid, 0), (cid, 4)}
+    assert set(again.running) == {(cid, 1), (cid, 2)} and {j.key for j in again.idle["alice"]} == {(cid, 0), (cid, 4)}
     assert again.clusters[cid].finished == 1
     assert again.job(cid, 0).get("Arguments") == "0" and again.job(cid, 1).get("Note") == "x"
 

@@ -26,6 +26,8 @@ import contextlib
 import gc
 import json
 from collections.abc import Iterator
+from itertools import repeat
+from operator import attrgetter, itemgetter
 from typing import Any
 
 from roost.classad import ClassAd
@@ -143,6 +145,18 @@ class Job:
         return ad
 
 
+_PROC_OF = attrgetter("proc")
+_PROCID_OF = itemgetter("ProcId")
+
+
+def _add_plain(cluster: Cluster, lo: int, hi: int, status: int) -> None:
+    """Procs ``lo`` to ``hi - 1`` of one status and no differences, looped over in C (a
+    million in ~0.3 s); each ProcId is one int, shared by the Job and the dict's key."""
+    n = hi - lo
+    jobs = list(map(Job, repeat(cluster, n), range(lo, hi), repeat(status, n), repeat(None, n)))
+    cluster.procs.update(zip(map(_PROC_OF, jobs), jobs))
+
+
 class Cluster:
     """One submitted cluster: its shared ad and its procs still in the queue."""
 
@@ -210,8 +224,9 @@ class JobQueue:
         self.clusters: dict[int, Cluster] = {}
         self.totals: dict[int, int] = {}
         self.owner_totals: dict[str, dict[int, int]] = {}
-        # Idle jobs not yet handed to a claim, per owner, in submit order (dicts as ordered sets).
-        self.idle: dict[str, dict[tuple[int, int], Job]] = {}
+        # Idle jobs not yet handed to a claim, per owner, in submit order (dicts as ordered
+        # sets, keyed by the Job itself: hashed by identity, no key tuple per job to make)
+        self.idle: dict[str, dict[Job, Job]] = {}
         self.running: dict[tuple[int, int], Job] = {}
         self.next_cluster = 1
         self.reserved: set[int] = set()
@@ -261,11 +276,14 @@ class JobQueue:
             if claim_text:
                 job.claim = loads(claim_text)
             cluster.procs[proc] = job
+        uniform: dict[int, int] = {}  # clusters whose procs all have the cluster's status
         for cid, ranges in layouts.items():
             cluster = self.clusters[cid]
             self._build_sparse(cluster, ranges, submitted.get(cid) or {}, changed.get(cid) or {})
+            if cid not in changed:
+                uniform[cid] = cluster.ad.get("JobStatus", IDLE)
         for cluster in self.clusters.values():
-            self._index(cluster)
+            self._index(cluster, uniform.get(cluster.id))
 
     def _build_sparse(self, cluster: Cluster, ranges: list[list[int]], sub: dict[str, Any],
                       changed: dict[int, tuple[int, str | None, str | None]]) -> None:
@@ -275,8 +293,7 @@ class JobQueue:
         loads = json.loads
         for lo, hi in ranges:
             if not sub and not changed:  # the usual million: one status, no differences
-                for proc in range(lo, hi):
-                    procs[proc] = Job(cluster, proc, status, None)
+                _add_plain(cluster, lo, hi, status)
                 continue
             for proc in range(lo, hi):
                 row = changed.get(proc)
@@ -291,13 +308,13 @@ class JobQueue:
                 if claim_text:
                     job.claim = loads(claim_text)
 
-    def _index(self, cluster: Cluster) -> None:
-        """Count a cluster's procs (all at once: what ``_count`` does job by job)."""
+    def _index(self, cluster: Cluster, status: int | None = None) -> None:
+        """Count a cluster's procs (all at once: what ``_count`` does job by job);
+        ``status``: the one status all of them are known to have."""
         counts: dict[int, int] = {}
         procs = cluster.procs
-        first = next(iter(procs.values()), None)
-        if first is not None and all(j.status == first.status for j in procs.values()):
-            counts[first.status] = len(procs)
+        if status is not None:
+            counts[status] = len(procs)
         else:
             for job in procs.values():
                 counts[job.status] = counts.get(job.status, 0) + 1
@@ -311,14 +328,12 @@ class JobQueue:
         cid = cluster.id
         if counts.get(IDLE):
             idle = self.idle.setdefault(owner, {})
-            if counts[IDLE] == len(procs):
-                for p, job in procs.items():
-                    if not job.busy:
-                        idle[(cid, p)] = job
+            if counts[IDLE] == len(procs):  # (new jobs: none is busy yet)
+                idle.update(zip(procs.values(), procs.values()))
             else:
-                for p, job in procs.items():
+                for job in procs.values():
                     if job.status == IDLE and not job.busy:
-                        idle[(cid, p)] = job
+                        idle[job] = job
         if counts.get(RUNNING) or counts.get(SUSPENDED):
             running = self.running
             for p, job in procs.items():
@@ -335,11 +350,11 @@ class JobQueue:
         cc[status] = cc.get(status, 0) + delta
         if status == IDLE:
             if delta > 0 and not job.busy:
-                self.idle.setdefault(job.cluster.owner, {})[job.key] = job
+                self.idle.setdefault(job.cluster.owner, {})[job] = job
             elif delta < 0:
                 idle = self.idle.get(job.cluster.owner)
                 if idle is not None:
-                    idle.pop(job.key, None)
+                    idle.pop(job, None)
         elif status == RUNNING or status == SUSPENDED:  # a suspended job still holds its claim
             if delta > 0:
                 self.running[job.key] = job
@@ -387,13 +402,13 @@ class JobQueue:
         job.busy = True
         idle = self.idle.get(job.cluster.owner)
         if idle is not None:
-            idle.pop(job.key, None)
+            idle.pop(job, None)
 
     def give_back_idle(self, job: Job) -> None:
         """A claim could not take the job after all: offer it again."""
         job.busy = False
         if job.status == IDLE and job.cluster.procs.get(job.proc) is job:
-            self.idle.setdefault(job.cluster.owner, {})[job.key] = job
+            self.idle.setdefault(job.cluster.owner, {})[job] = job
 
     # -- changes (memory now, SQL operations returned) ------------------------------------
     def new_cluster_id(self) -> int:
@@ -427,6 +442,15 @@ class JobQueue:
         procs = cluster.procs
         ranges: list[list[int]] = []
         lo = hi = -2
+        n = len(diffs)
+        ids = None
+        if n and sum(map(len, diffs)) == n:  # every proc a lone attribute: ProcIds 0..n-1?
+            with contextlib.suppress(KeyError, TypeError):
+                ids = list(map(_PROCID_OF, diffs))
+        if ids is not None and type(ids[0]) is int and ids == list(range(ids[0], ids[0] + n)):
+            _add_plain(cluster, ids[0], ids[0] + n, status)  # the million of a `queue N`
+            ranges.append([ids[0], ids[0] + n])
+            diffs = []
         for i, d in enumerate(diffs):
             if len(d) == 1 and "ProcId" in d:  # the usual proc: nothing of its own
                 proc = d["ProcId"]
@@ -464,7 +488,7 @@ class JobQueue:
             ranges.append([lo, hi])
         self.clusters[cid] = cluster
         self.reserved.discard(cid)
-        self._index(cluster)
+        self._index(cluster, None if rows else status)
         layout: dict[str, Any] = {"ranges": ranges}
         if gjid is not None:
             layout["gjid"] = list(gjid)
@@ -495,8 +519,8 @@ class JobQueue:
             per[st] = per.get(st, 0) - n
         idle = self.idle.get(cluster.owner)
         if idle:
-            for proc in cluster.procs:
-                idle.pop((cid, proc), None)
+            for job in cluster.procs.values():
+                idle.pop(job, None)
 
     def set(self, job: Job, attrs: dict[str, Any], status: int | None = None) -> list[Op]:
         """Set attributes (and maybe the status) on a job in the queue."""
