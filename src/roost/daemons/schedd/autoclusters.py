@@ -69,8 +69,8 @@ class AutoClusters:
             except Exception:
                 names = ()
             sig = self._cluster_sig[cid] = frozenset(n.lower() for n in names)
-        if "procid" in sig:
-            return (cid, job.proc)
+        if "procid" in sig or ("globaljobid" in sig and job.cluster.gjid is not None):
+            return (cid, job.proc)  # (a GlobalJobId made from the template varies as ProcId does)
         if not d:
             return cid
         items = [(k, v) for k, v in d.items() if k.lower() in sig]

@@ -105,11 +105,11 @@ class Job:
     def diff_obj(self) -> dict[str, Any]:
         """The per-proc part as the wire shows it (ProcId, JobStatus and the diff)."""
         out: dict[str, Any] = {"ProcId": self.proc}
-        g = self.cluster.gjid
-        if g is not None:
-            out["GlobalJobId"] = f"{g[0]}{self.proc}{g[1]}"
         if self.diff:
             out.update(self.diff)
+        g = self.cluster.gjid
+        if g is not None and "GlobalJobId" not in out:  # where a submitted proc had it: after its own
+            out["GlobalJobId"] = f"{g[0]}{self.proc}{g[1]}"
         if self.status != self.cluster.ad.get("JobStatus"):
             out["JobStatus"] = self.status
         return out
@@ -118,11 +118,11 @@ class Job:
         """The job's full ad in wire form."""
         out = dict(self.cluster.ad)
         out["ProcId"] = self.proc
-        g = self.cluster.gjid
-        if g is not None:
-            out["GlobalJobId"] = f"{g[0]}{self.proc}{g[1]}"
         if self.diff:
             out.update(self.diff)
+        g = self.cluster.gjid
+        if g is not None and (not self.diff or "GlobalJobId" not in self.diff):
+            out["GlobalJobId"] = f"{g[0]}{self.proc}{g[1]}"
         out["JobStatus"] = self.status
         return out
 
@@ -131,11 +131,11 @@ class Job:
         proc's differences set on it, ~20x cheaper than parsing the merged ad."""
         ad = _copy_ad(self.cluster.classad())
         extra: dict[str, Any] = {"ProcId": self.proc, "JobStatus": self.status}
-        g = self.cluster.gjid
-        if g is not None:
-            extra["GlobalJobId"] = f"{g[0]}{self.proc}{g[1]}"
         if self.diff:
             extra.update(self.diff)
+        g = self.cluster.gjid
+        if g is not None and "GlobalJobId" not in extra:
+            extra["GlobalJobId"] = f"{g[0]}{self.proc}{g[1]}"
         for k, v in extra.items():
             t = type(v)
             if t is int or t is float or t is bool or (t is str and not v.startswith("/Expr(")):

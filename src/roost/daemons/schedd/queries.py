@@ -179,6 +179,7 @@ class QueueCalls:
         left = limit if limit is not None else -1
         wanted = {n.lower() for n in projection} if projection else None
         want_status = wanted is None or "jobstatus" in wanted
+        want_gjid = wanted is None or "globaljobid" in wanted
         lowered: dict[str, str] = {}
         for cluster in self.queue.clusters.values():
             if owner is not None and cluster.owner != owner:
@@ -189,6 +190,31 @@ class QueueCalls:
             cad = cluster.ad
             clusters[str(cid)] = cad if wanted is None else {k: v for k, v in cad.items() if k.lower() in wanted}
             cstatus = cad.get("JobStatus") if want_status else None
+            g = cluster.gjid if want_gjid else None
+            if g is not None:  # each proc's GlobalJobId, made from the cluster's template
+                g0, g1 = g
+                for p, job in cluster.procs.items():
+                    if left == 0:
+                        return
+                    left -= 1
+                    out = {"ProcId": p}
+                    d = job.diff
+                    if d is not None:
+                        if wanted is None:
+                            out.update(d)
+                        else:
+                            for k, v in d.items():
+                                lk = lowered.get(k)
+                                if lk is None:
+                                    lk = lowered[k] = k.lower()
+                                if lk in wanted:
+                                    out[k] = v
+                    if "GlobalJobId" not in out:
+                        out["GlobalJobId"] = f"{g0}{p}{g1}"
+                    if want_status and job.status != cstatus:
+                        out["JobStatus"] = job.status
+                    append([cid, p, out])
+                continue
             for p, job in cluster.procs.items():
                 if left == 0:
                     return
@@ -226,9 +252,10 @@ class QueueCalls:
         expr, refs = self._constraint(constraint)
         cache: dict[Any, bool] = {}
         lowered: dict[str, str] = {}
+        per_proc = refs is None or "procid" in refs or "globaljobid" in refs  # (GlobalJobId: from ProcId)
         for job in self.queue.select(ids, owner):
             d = job.diff
-            varying = refs is None or "procid" in refs
+            varying = per_proc
             if not varying and d:
                 for k in d:
                     lk = lowered.get(k)
@@ -507,6 +534,7 @@ def batch_summary(queue: Any, owner: str | None, projection: list[str], jobs: An
     per cluster and status, with the cluster's first and last ProcId. ``jobs``: the
     matching procs (a constraint or ids); None: every job (of ``owner``)."""
     wanted = {n.lower() for n in projection} - {"procid", "jobstatus", "clusterid"}
+    every = "globaljobid" in wanted  # each proc's own (made from ProcId): every proc is listed
     lowered: dict[str, str] = {}
     clusters: dict[str, Any] = {}
     listed: list[list[Any]] = []
@@ -515,7 +543,7 @@ def batch_summary(queue: Any, owner: str | None, projection: list[str], jobs: An
     def own(job: Job) -> bool:
         d = job.diff
         if not d:
-            return False
+            return every
         for k in d:
             lk = lowered.get(k)
             if lk is None:
@@ -538,7 +566,7 @@ def batch_summary(queue: Any, owner: str | None, projection: list[str], jobs: An
                 continue
             clusters[str(cluster.id)] = project(cluster.ad)
             by_status = dict(cluster.counts)
-            if any(job.diff for job in cluster.procs.values()):
+            if every or any(job.diff for job in cluster.procs.values()):
                 for job in cluster.procs.values():
                     if own(job):
                         listed.append(listed_job(job))
