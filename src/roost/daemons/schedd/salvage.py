@@ -131,6 +131,23 @@ def _readable_rows(conn: sqlite3.Connection, table: str) -> tuple[list[tuple[Any
     return kept, len(got) - len(kept)
 
 
+def _jobs_kept(clusters: list[tuple[Any, ...]], procs: list[tuple[Any, ...]]) -> int:
+    """Jobs in the queue: a sparse cluster's (jobqueue's docstring) are its submitted
+    ProcId ranges less its GONE rows; an older cluster's are its procs rows."""
+    sparse: dict[int, int] = {}
+    for row in clusters:
+        if row[4] is not None:
+            with contextlib.suppress(ValueError, TypeError, AttributeError):
+                sparse[row[0]] = sum(hi - lo for lo, hi in json.loads(row[4]).get("ranges") or ())
+    n = sum(sparse.values())
+    for row in procs:
+        if row[0] not in sparse:
+            n += 1
+        elif row[2] == -1:  # jobqueue.GONE
+            n -= 1
+    return n
+
+
 def _fit_header(path: str) -> None:
     """A truncated file still claims its old page count in its header (offset 28), and
     SQLite then refuses to read even its schema: make the header say what is there."""
@@ -204,7 +221,7 @@ def salvage(path: str, why: str, schema: str) -> str:
         new.execute("COMMIT")
     finally:
         new.close()
-    jobs = len(kept.get("procs", []))
+    jobs = _jobs_kept(kept.get("clusters", []), kept.get("procs", []))
     clusters = len(kept.get("clusters", []))
     history = len(kept.get("history", []))
     line = (f"job queue {path} is damaged ({why}): moved to {aside}; kept what could be read: "
