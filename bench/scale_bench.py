@@ -15,7 +15,8 @@ Figures (medians of the runs), each against issue 27's goal (ratio = goal/value,
   N jobs; ``rss_after_restart``: the new schedd's VmRSS then;
 - ``history_start``: a schedd with an empty queue and ``--history`` rows of history
   (written into the stopped schedd's file directly: submitting and finishing 200,000
-  jobs would take minutes), from ``roost on -daemon schedd`` until ``q -totals`` answers.
+  jobs would take minutes), from ``roost on -daemon schedd`` until ``q -totals`` answers;
+  ``empty_start`` the same without history (what starting a Python daemon costs here).
 """
 
 from __future__ import annotations
@@ -36,7 +37,8 @@ from pool_bench import NO_STARTD, ROOST, BenchPool, _job_dir  # noqa: E402
 
 # figure -> (unit, goal) from issue 27
 GOALS = {"submit": ("s", 5.0), "q": ("s", 2.0), "q_totals": ("s", 0.5), "rss_after_submit": ("MB", 500.0),
-         "restart": ("s", 3.0), "rss_after_restart": ("MB", 500.0), "history_start": ("s", 1.0)}
+         "restart": ("s", 3.0), "rss_after_restart": ("MB", 500.0), "history_start": ("s", 1.0),
+         "empty_start": ("s", 1.0)}
 
 
 def _timed(bp: BenchPool, *args: str) -> tuple[float, str]:
@@ -128,7 +130,11 @@ def _fake_history(db: Path, rows: int) -> None:
     try:
         now = int(time.time())
         base = {"Cmd": "/bin/true", "Owner": os.environ.get("USER", "nobody"), "JobStatus": 4, "ExitCode": 0,
-                "Iwd": "/tmp", "RequestCpus": 1, "RequestMemory": 128, "JobUniverse": 5}
+                "Iwd": "/tmp", "RequestCpus": 1, "RequestMemory": 128, "JobUniverse": 5,
+                "Requirements": "/Expr((TARGET.Arch == \"X86_64\") && (TARGET.OpSys == \"LINUX\") && "
+                                "(TARGET.Disk >= RequestDisk) && (TARGET.Memory >= RequestMemory))/"}
+        # a finished job's ad is ~2.5 KB (~70 attributes): the rest as attributes of that size
+        base.update({f"HistoryAttr{k:02d}": f"value of a finished job's attribute number {k}" for k in range(50)})
         ops = []
         for i in range(rows):
             cid, proc = 1000 + i // 1000, i % 1000
@@ -179,6 +185,7 @@ def main() -> None:
                 got.setdefault(k, []).append(v)
         if a.only in ("", "history"):
             got.setdefault("history_start", []).append(history_run(a.history))
+            got.setdefault("empty_start", []).append(history_run(0))  # the same start without history
     for name, values in got.items():
         unit, goal = GOALS[name]
         v = statistics.median(values)
