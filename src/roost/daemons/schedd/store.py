@@ -138,9 +138,13 @@ class Store:
 
     def history_counts(self) -> Iterable[tuple[int, int]]:
         """(cluster, finished procs) for clusters that still have procs in the queue."""
-        return self.conn.execute(
-            "SELECT h.cluster, COUNT(*) FROM history h JOIN clusters c ON c.cluster = h.cluster GROUP BY h.cluster"
+        # driven from the clusters, counted on the history's (cluster, proc) key: a join
+        # SQLite may start from the history reads every row's page (200,000 finished
+        # jobs: 0.4 s at every start)
+        rows = self.conn.execute(
+            "SELECT c.cluster, (SELECT COUNT(*) FROM history h WHERE h.cluster = c.cluster) FROM clusters c"
         )
+        return [(cid, n) for cid, n in rows if n]
 
     async def history(
         self, owner: str | None = None, clusters: Sequence[int] | None = None, limit: int | None = None
