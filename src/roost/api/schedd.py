@@ -195,13 +195,18 @@ class Schedd:
         history: bool = False,
         limit: int | None = None,
         my_jobs: bool = False,
+        batch: bool = False,
     ) -> dict[str, Any]:
         """The QUERY_JOBS answer as sent: ``clusters`` and per-proc ``jobs`` (see merge_jobs).
         ``my_jobs``: only the caller's jobs, unless the schedd counts the caller a queue
-        super user (condor_q's default); the answer's ``my_name`` says whose it chose."""
+        super user (condor_q's default); the answer's ``my_name`` says whose it chose.
+        ``batch``: counts per cluster and status in ``counts`` instead of a row per job
+        (docs/protocol.md; a schedd that predates it answers with every job)."""
         args: dict[str, Any] = {}
         if my_jobs:
             args["my_jobs"] = True
+        if batch:
+            args["batch"] = True
         if constraint:
             args["constraint"] = constraint
         if projection:

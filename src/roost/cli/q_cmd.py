@@ -29,6 +29,7 @@ from roost.cli.jobview import (
     totals_line,
 )
 from roost.cli.options import Parser, UsageError, pool_spec
+from roost.cli.q_batch import batch_view as _batch_view
 from roost.cli.restrict import Restriction, check_exprs, error_line, split_af, split_format
 
 BATCH_ATTRS = ["ClusterId", "ProcId", "Owner", "JobBatchName", "QDate", "JobStatus", "TotalSubmitProcs",
@@ -251,7 +252,10 @@ class View:
         else:
             nobatch = ns.nobatch or ns.run or ns.dag
             view = HOLD_ATTRS if ns.hold else IO_ATTRS if ns.io else (JOB_ATTRS + DAG_ATTRS if nobatch else BATCH_ATTRS)
-            raw = schedd.query_raw(constraint, view, ids=self.ids, limit=limit, **self.who)
+            # the batch view from a schedd: counts per cluster, not a row per job
+            batch = view is BATCH_ATTRS and limit is None and not file_source
+            raw = schedd.query_raw(constraint, view, ids=self.ids, limit=limit, **self.who,
+                                   **({"batch": True} if batch else {}))
         if ns.dag:
             raw = _dag_order(raw)
         _header(schedd)
@@ -522,6 +526,10 @@ def _raw_totals(raw: dict[str, Any]) -> dict[str, int]:
         st = diff.get("JobStatus") if "JobStatus" in diff else (clusters.get(str(c)) or {}).get("JobStatus")
         key = STATUS_KEYS.get(st, "Idle")  # type: ignore[arg-type]
         counts[key] = counts.get(key, 0) + 1
+    for _c, by_status, _lo, _hi in raw.get("counts") or ():  # a batch answer's counted procs
+        for st, n in by_status.items():
+            key = STATUS_KEYS.get(int(st), "Idle")
+            counts[key] = counts.get(key, 0) + n
     return counts
 
 
@@ -704,70 +712,3 @@ def _io_view(jobs: list[dict[str, Any]], out: Any) -> None:
 
 def _mb(v: Any) -> str:
     return f"{v / 1e6:.1f}" if isinstance(v, int | float) and not isinstance(v, bool) else "0.0"
-
-
-def _batch_view(raw: dict[str, Any], out: Any, display: int | None = None, global_view: bool = False) -> None:
-    """One row per (owner, batch): a batch name groups clusters, else each cluster is one."""
-    clusters = raw.get("clusters") or {}
-    batches: dict[tuple[str, str], dict[str, Any]] = {}
-    cluster_key: dict[int, tuple[str, str]] = {}
-    for c, p, diff in raw.get("jobs") or ():
-        cad = clusters.get(str(c)) or {}
-        key = cluster_key.get(c)
-        nodes_total = cad.get("DAG_NodesTotal")
-        if key is None or "Owner" in diff or "JobBatchName" in diff:
-            j = dict(cad)
-            j.update(diff)
-            name = j.get("JobBatchName")
-            key = (str(j.get("Owner", "?")), name if isinstance(name, str) and name else f"ID: {c}")
-            cluster_key.setdefault(c, key)
-        b = batches.get(key)
-        if b is None:
-            b = batches[key] = {"qdate": 0, "counts": [0, 0, 0, 0], "ids": {}, "submitted": {}}
-        total_nodes = diff.get("DAG_NodesTotal", nodes_total)
-        if isinstance(total_nodes, int):
-            # a DAGMan job: the batch counts the DAG's nodes, not this job
-            b["dag"] = (total_nodes, diff.get("DAG_NodesDone", cad.get("DAG_NodesDone")) or 0)
-            q = cad.get("QDate")
-            if isinstance(q, (int, float)) and (not b["qdate"] or q < b["qdate"]):
-                b["qdate"] = q
-            b["ids"].setdefault(c, (p, p))
-            continue
-        if c not in b["ids"]:
-            total = cad.get("TotalSubmitProcs")
-            if isinstance(total, int):
-                b["submitted"][c] = total
-            q = cad.get("QDate")
-            if isinstance(q, (int, float)) and (not b["qdate"] or q < b["qdate"]):
-                b["qdate"] = q
-        st = diff["JobStatus"] if "JobStatus" in diff else cad.get("JobStatus")
-        # DONE, RUN, IDLE, HOLD
-        idx = 0 if st in (3, 4) else 1 if st in (2, 6, 7) else 3 if st == 5 else 2
-        b["counts"][idx] += 1
-        lo_hi = b["ids"].get(c)
-        b["ids"][c] = (p, p) if lo_hi is None else (lo_hi[0] if lo_hi[0] < p else p, lo_hi[1] if lo_hi[1] > p else p)
-    any_held = any(b["counts"][3] for b in batches.values())
-    rows = []
-    for (owner, name), b in batches.items():
-        done, run, idle, hold = b["counts"]
-        present = run + idle + hold + done
-        # Finished jobs leave the queue; the cluster's submitted count tells how many did.
-        submitted = sum(b["submitted"].values()) if len(b["submitted"]) == len(b["ids"]) else 0
-        if "dag" in b:
-            total, done = b["dag"]
-            total = max(total, done + run + idle + hold)
-        else:
-            if submitted > present:
-                done += submitted - present
-            total = done + run + idle + hold
-        rows.append((owner, name, short_date(b["qdate"]), [done, run, idle, hold, total], _id_ranges(b["ids"])))
-    out.write("\n".join(q_layout.batch_table(rows, any_held or global_view, display)) + "\n")
-
-
-def _id_ranges(ids: dict[int, tuple[int, int]]) -> str:
-    """JOB_IDS: the batch's first and last job (``12.0-9``, ``12.0 ... 14.3``), as condor_q."""
-    first, last = min(ids), max(ids)
-    lo, hi = ids[first][0], ids[last][1]
-    if first == last:
-        return f"{first}.{lo}" if lo == hi else f"{first}.{lo}-{hi}"
-    return f"{first}.{lo} ... {last}.{hi}"

@@ -47,6 +47,7 @@ SCHEMAS: dict[str, Schema] = {
         "totals": "bool?",
         "history": "bool?",
         "limit": "int?",
+        "batch": "bool?",
     },
     "ACT": {"action": "str", "ids": "list[str]?", "constraint": "str?", "owner": "str?", "reason": "str?"},
     "EDIT": {"attrs": "object", "ids": "list[str]?", "constraint": "str?", "owner": "str?"},

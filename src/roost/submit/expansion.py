@@ -183,6 +183,11 @@ def expand_block(block: QueueBlock, cluster: ClusterSubmission, ctx: BuildContex
     # a value built only from $(Cluster) is the same for every proc: it lives in the cluster ad
     fast = [(a, t, e) for a, t, e in fast if not set(t.slots) <= {"cluster", "clusterid"}]
     pid = int(live0["procid"]) + 1
+    if not fast and not slow and not block_extra and block.items is None:
+        # nothing varies from proc to proc (`queue 1000000` of one command): each later
+        # proc is its ProcId alone, made without rendering its live variables
+        diffs.extend([{"ProcId": p} for p in range(pid, pid + block.count - 1)])
+        return
     for live in procs:
         d: dict[str, AttrValue] = {"ProcId": pid}
         pid += 1

@@ -350,3 +350,32 @@ def test_an_edit_keeps_the_jobs_own_spelling(schedd, tmp_path):
         assert c.call("EDIT", ids=[f"{cid}.0"], attrs={"requestmemory": "5"})["count"] == 1
         ad = query(c)[f"{cid}.0"]
         assert ad["RequestMemory"] == 5 and "requestmemory" not in ad
+
+
+def test_every_query_shows_each_jobs_own_global_job_id(schedd, tmp_path):
+    """GlobalJobId is made from the cluster's template (no dict per proc): every way of
+    asking (all jobs, a projection, a constraint, ids, the batch view, the history) and a
+    restart after kill -9 show each proc its own, as the schedd named it at submit."""
+    with schedd.client() as c:
+        cid, _ = submit(c, "executable = /bin/true\nqueue 3\n", str(tmp_path))
+        cid2, _ = submit(c, "executable = /bin/true\narguments = $(Process)\nqueue 2\n", str(tmp_path))
+        every = query(c)
+        ids = {k: v["GlobalJobId"] for k, v in every.items()}
+        name = ids[f"{cid}.0"].split("#")[0]
+        assert {k: v.split("#")[1] for k, v in ids.items()} == {k: k for k in ids} and len(ids) == 5
+        assert all(v.startswith(f"{name}#") for v in ids.values())
+        assert {k: v["GlobalJobId"] for k, v in query(c, projection=["GlobalJobId"]).items()} == ids
+        assert {k: v["GlobalJobId"] for k, v in query(c, constraint="ProcId >= 0").items()} == ids
+        assert query(c, ids=[f"{cid}.1"])[f"{cid}.1"]["GlobalJobId"] == ids[f"{cid}.1"]
+        assert query(c, constraint=f'GlobalJobId == "{ids[f"{cid}.2"]}"').keys() == {f"{cid}.2"}
+        got = c.call("QUERY_JOBS", projection=["ClusterId", "ProcId", "Owner", "JobStatus"], batch=True)
+        assert got["jobs"] == [] and sorted(e[1]["1"] for e in got["counts"]) == [2, 3]
+        c.call("ACT", action="remove", ids=[f"{cid}.1"])
+        wait_for(lambda: f"{cid}.1" in query(c, history=True, ids=[f"{cid}.1"]) and
+                 query(c, history=True, ids=[f"{cid}.1"])[f"{cid}.1"]["JobStatus"] == 3)
+        assert query(c, history=True, ids=[f"{cid}.1"])[f"{cid}.1"]["GlobalJobId"] == ids[f"{cid}.1"]
+    schedd.kill9()
+    schedd.start()
+    with schedd.client() as c:
+        again = {k: v["GlobalJobId"] for k, v in query(c).items()}
+        assert again == {k: v for k, v in ids.items() if k != f"{cid}.1"}

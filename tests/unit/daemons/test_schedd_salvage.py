@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import sqlite3
 
 from roost.daemons.schedd import salvage
 from roost.daemons.schedd.jobqueue import JobQueue
@@ -94,8 +93,9 @@ def test_not_a_database_at_all(tmp_path):
     # the new queue works
     asyncio.run(q.store.commit(q.add_cluster(q.new_cluster_id(), "bob", {"Cmd": "/bin/true"}, [{"ProcId": 0}])))
     q.store.close()
-    with sqlite3.connect(db) as c:
-        assert c.execute("SELECT COUNT(*) FROM procs").fetchone() == (1,)
+    again, repaired = _load(db)
+    assert repaired is None and [len(c.procs) for c in again.clusters.values()] == [1]
+    again.store.close()
 
 
 def test_a_file_that_cannot_be_read_is_no_reason_to_move_it(tmp_path):

@@ -20,7 +20,7 @@ from typing import Any
 
 from roost.core.autocluster import autocluster_key, significant_attributes
 from roost.core.jobpolicy import IDLE
-from roost.daemons.schedd.jobqueue import Job, JobQueue
+from roost.daemons.schedd.jobqueue import Cluster, Job, JobQueue
 from roost.daemons.schedd.store import dumps
 
 log = logging.getLogger("roost.schedd")
@@ -69,8 +69,8 @@ class AutoClusters:
             except Exception:
                 names = ()
             sig = self._cluster_sig[cid] = frozenset(n.lower() for n in names)
-        if "procid" in sig:
-            return (cid, job.proc)
+        if "procid" in sig or ("globaljobid" in sig and job.cluster.gjid is not None):
+            return (cid, job.proc)  # (a GlobalJobId made from the template varies as ProcId does)
         if not d:
             return cid
         items = [(k, v) for k, v in d.items() if k.lower() in sig]
@@ -151,15 +151,22 @@ class AutoClusters:
                 if ok:
                     keep.append(job)
             idle = keep
-        if any(j.get("JobPrio") for j in idle):
+        if _any_prio(idle):
             def prio(j: Job) -> float:
                 p = j.get("JobPrio")
                 return -p if type(p) in (int, float) else 0
 
             idle.sort(key=lambda j: (prio(j), j.cluster.ad.get("QDate") or 0, j.cluster.id, j.proc))
         groups: dict[int, deque[Job]] = {}
+        # a run of procs of one cluster without differences shares one signature: a
+        # million idle jobs of a `queue N` cost an append each, not a signature each
+        run_cluster: Cluster | None = None
+        run_members: deque[Job] | None = None
         for job in idle:
             if job.busy:
+                continue
+            if job.diff is None and job.cluster is run_cluster and run_members is not None:
+                run_members.append(job)
                 continue
             sig = self.signature(job)
             ac = self._ac_ids.get(sig)
@@ -169,9 +176,13 @@ class AutoClusters:
                 ac = self.autocluster_of(job, sig)
             members = groups.get(ac)
             if members is None:
-                groups[ac] = deque([job])
+                members = groups[ac] = deque([job])
             else:
                 members.append(job)
+            if job.diff is None and type(sig) is int:  # the cluster's own signature
+                run_cluster, run_members = job.cluster, members
+            else:
+                run_cluster = run_members = None
         for ac in [a for a, m in self._members.items() if m and m[0].owner == owner and a not in groups
                    and (not isinstance(submitter, str) or self.submitter_of(m[0].cluster) == submitter)]:
             del self._members[ac]
@@ -197,6 +208,23 @@ class AutoClusters:
             if not cand.busy and cand.status == IDLE and cand.cluster.procs.get(cand.proc) is cand:
                 return cand
         return None
+
+
+def _any_prio(idle: list[Job]) -> bool:
+    """Whether any job's ``JobPrio`` is set (non-zero), its cluster's looked at once."""
+    clusters: dict[int, Any] = {}
+    for job in idle:
+        d = job.diff
+        if d is not None and "JobPrio" in d:
+            if d["JobPrio"]:
+                return True
+            continue
+        c = job.cluster
+        if c.id not in clusters:
+            clusters[c.id] = p = c.ad.get("JobPrio")
+            if p:
+                return True
+    return False
 
 
 __all__ = ["LOCAL_UNIVERSES", "NOT_NEGOTIATED", "AutoClusters", "not_negotiated"]

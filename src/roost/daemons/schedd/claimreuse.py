@@ -61,7 +61,7 @@ class ClaimReuse:
                 break
         return None
 
-    def _candidates(self, owner: str, idle: dict[tuple[int, int], Job]) -> list[Job]:
+    def _candidates(self, owner: str, idle: dict[Job, Job]) -> list[Job]:
         """The idle jobs a reused claim tries, best first: by ``JobPrio`` (higher first),
         then submit order, as GET_REQUESTS orders them. Without priorities, the first
         64 in submit order; with them, also the first idle procs of every cluster that
@@ -75,7 +75,7 @@ class ClaimReuse:
             cluster = self.queue.clusters.get(cid)
             if cluster is None or not cluster.counts.get(jp.IDLE):
                 continue
-            for job in itertools.islice((j for j in cluster.procs.values() if j.key in idle), 64):
+            for job in itertools.islice((j for j in cluster.procs.values() if j in idle), 64):
                 if job.key not in seen:
                     seen.add(job.key)
                     window.append(job)

@@ -1,10 +1,19 @@
 """The schedd's job queue in memory: clusters, compact procs, counters, idle lists.
 
 A job is not a ClassAd: it is a ``Job`` (status, a small dict of the attributes in
-which it differs from its cluster ad, and the claim it runs on), so 100,000 idle
-jobs of one cluster cost one cluster ad and 100,000 small objects. ``JobStatus``
-lives in ``Job.status`` only and is added when a job's ad is shown. Full ads are
-built on demand (``merged``/``classad``) for policy evaluation and shadows.
+which it differs from its cluster ad, and the claim it runs on), so 1,000,000 idle
+jobs of one cluster cost one cluster ad and 1,000,000 small objects (~250 bytes
+each with their index entries). ``JobStatus`` lives in ``Job.status`` only, and
+``GlobalJobId`` (``<schedd>#<cluster>.<proc>#<qdate>``) is made from the cluster's
+template when a job's ad is shown, so a proc that differs in nothing has no dict.
+Full ads are built on demand (``merged``/``classad``) for policy evaluation and shadows.
+
+Durably (``Store``), a cluster submitted by this version is *sparse*: its row holds
+the ad, the procs' differences as submitted and the proc ids (ranges); the procs
+table holds a row only for a proc changed since (status, attributes, claim) or gone
+to history (status ``GONE``, until the whole cluster goes). Submitting a million
+jobs writes one row; loading them reads one row and builds the procs from it.
+Clusters written by older versions (no layout) keep a procs row per proc.
 
 Every change goes through a method here that updates memory, keeps the counters
 (totals per status and per owner) exact, and returns the SQL operations that make
@@ -17,6 +26,8 @@ import contextlib
 import gc
 import json
 from collections.abc import Iterable, Iterator
+from itertools import repeat
+from operator import attrgetter, itemgetter
 from typing import Any
 
 from roost.classad import ClassAd
@@ -28,6 +39,11 @@ from roost.net.adwire import obj_to_ad
 _NOT_IN_DIFF = ("ProcId", "JobStatus")
 _DELETE_PROC = "DELETE FROM procs WHERE cluster = ? AND proc = ?"
 _INSERT_HISTORY = "INSERT OR REPLACE INTO history (cluster, proc, owner, completion, status, ad) VALUES (?, ?, ?, ?, ?, ?)"
+#: a sparse cluster's procs row for a proc that has left the queue (moved to history)
+GONE = -1
+_UPSERT_PROC = ("INSERT INTO procs (cluster, proc, status, diff, claim) VALUES (?, ?, ?, ?, ?) "
+                "ON CONFLICT(cluster, proc) DO UPDATE SET status = excluded.status, diff = excluded.diff, "
+                "claim = excluded.claim")
 
 
 class Job:
@@ -62,7 +78,20 @@ class Job:
         d = self.diff
         if d is not None and attr in d:
             return d[attr]
+        if attr == "GlobalJobId" and self.cluster.gjid is not None:
+            return self.global_job_id()
         return self.cluster.ad.get(attr, default)
+
+    def global_job_id(self) -> str | None:
+        """``GlobalJobId``: the proc's own, else made from its cluster's template."""
+        d = self.diff
+        if d is not None and "GlobalJobId" in d:
+            return d["GlobalJobId"]
+        g = self.cluster.gjid
+        if g is None:
+            v = self.cluster.ad.get("GlobalJobId")
+            return v if isinstance(v, str) else None
+        return f"{g[0]}{self.proc}{g[1]}"
 
     def spelled(self, attrs: dict[str, Any]) -> dict[str, Any]:
         """``attrs`` (a user's or a job's own edit) under the names this job's ad already
@@ -80,6 +109,9 @@ class Job:
         out: dict[str, Any] = {"ProcId": self.proc}
         if self.diff:
             out.update(self.diff)
+        g = self.cluster.gjid
+        if g is not None and "GlobalJobId" not in out:  # where a submitted proc had it: after its own
+            out["GlobalJobId"] = f"{g[0]}{self.proc}{g[1]}"
         if self.status != self.cluster.ad.get("JobStatus"):
             out["JobStatus"] = self.status
         return out
@@ -90,6 +122,9 @@ class Job:
         out["ProcId"] = self.proc
         if self.diff:
             out.update(self.diff)
+        g = self.cluster.gjid
+        if g is not None and (not self.diff or "GlobalJobId" not in self.diff):
+            out["GlobalJobId"] = f"{g[0]}{self.proc}{g[1]}"
         out["JobStatus"] = self.status
         return out
 
@@ -99,6 +134,8 @@ class Job:
         ``classad()``; None when one of the proc's own values among them is an
         expression (it may read beyond them)."""
         extra: dict[str, Any] = {"ProcId": self.proc, "JobStatus": self.status}
+        if "globaljobid" in names and self.cluster.gjid is not None:
+            extra["GlobalJobId"] = self.global_job_id()
         d = self.diff
         if d:
             for k, v in d.items():
@@ -115,6 +152,9 @@ class Job:
         extra: dict[str, Any] = {"ProcId": self.proc, "JobStatus": self.status}
         if self.diff:
             extra.update(self.diff)
+        g = self.cluster.gjid
+        if g is not None and "GlobalJobId" not in extra:
+            extra["GlobalJobId"] = f"{g[0]}{self.proc}{g[1]}"
         for k, v in extra.items():
             t = type(v)
             if t is int or t is float or t is bool or (t is str and not v.startswith("/Expr(")):
@@ -143,13 +183,30 @@ def _small_ad(base: ClassAd, names: frozenset[str], extra: dict[str, Any]) -> Cl
     return ad
 
 
+_PROC_OF = attrgetter("proc")
+_PROCID_OF = itemgetter("ProcId")
+
+
+def _add_plain(cluster: Cluster, lo: int, hi: int, status: int) -> None:
+    """Procs ``lo`` to ``hi - 1`` of one status and no differences, looped over in C (a
+    million in ~0.3 s); each ProcId is one int, shared by the Job and the dict's key."""
+    n = hi - lo
+    jobs = list(map(Job, repeat(cluster, n), range(lo, hi), repeat(status, n), repeat(None, n)))
+    cluster.procs.update(zip(map(_PROC_OF, jobs), jobs))
+
+
 class Cluster:
     """One submitted cluster: its shared ad and its procs still in the queue."""
 
-    __slots__ = ("id", "owner", "ad", "procs", "_classad", "finished", "counts")
+    __slots__ = ("id", "owner", "ad", "procs", "_classad", "finished", "counts", "gjid", "sparse")
 
-    def __init__(self, cid: int, owner: str, ad: dict[str, Any]) -> None:
+    def __init__(self, cid: int, owner: str, ad: dict[str, Any], gjid: tuple[str, str] | None = None,
+                 sparse: bool = False) -> None:
         self.id = cid
+        #: GlobalJobId of proc P is gjid[0] + P + gjid[1] (None: each proc's diff holds its own)
+        self.gjid = gjid
+        #: procs rows exist only for procs changed since submit (see the module's docstring)
+        self.sparse = sparse
         self.owner = owner
         self.ad = ad
         self.procs: dict[int, Job] = {}
@@ -214,6 +271,9 @@ def _own_json(job: Job) -> str:
     own: dict[str, Any] = {"ProcId": job.proc}
     if job.diff:
         own.update(job.diff)
+    g = job.cluster.gjid
+    if g is not None and "GlobalJobId" not in own:
+        own["GlobalJobId"] = f"{g[0]}{job.proc}{g[1]}"
     own["JobStatus"] = job.status
     return dumps(own)
 
@@ -226,8 +286,9 @@ class JobQueue:
         self.clusters: dict[int, Cluster] = {}
         self.totals: dict[int, int] = {}
         self.owner_totals: dict[str, dict[int, int]] = {}
-        # Idle jobs not yet handed to a claim, per owner, in submit order (dicts as ordered sets).
-        self.idle: dict[str, dict[tuple[int, int], Job]] = {}
+        # Idle jobs not yet handed to a claim, per owner, in submit order (dicts as ordered
+        # sets, keyed by the Job itself: hashed by identity, no key tuple per job to make)
+        self.idle: dict[str, dict[Job, Job]] = {}
         self.running: dict[tuple[int, int], Job] = {}
         self.next_cluster = 1
         self.reserved: set[int] = set()
@@ -246,19 +307,29 @@ class JobQueue:
     def _load(self) -> None:
         self.next_cluster = int(self.store.meta("next_cluster", "1") or 1)
         submitted: dict[int, dict[str, Any]] = {}
-        for cid, owner, ad_text, procs_text in self.store.load_clusters():
-            self.clusters[cid] = Cluster(cid, owner, json.loads(ad_text))
+        layouts: dict[int, list[list[int]]] = {}
+        loads = json.loads
+        for cid, owner, ad_text, procs_text, layout_text in self.store.load_clusters():
+            layout = loads(layout_text) if layout_text else None
+            gjid = layout.get("gjid") if layout else None
+            cluster = Cluster(cid, owner, loads(ad_text), tuple(gjid) if gjid else None, layout is not None)
+            self.clusters[cid] = cluster
+            if layout is not None:
+                layouts[cid] = layout.get("ranges") or []
             if procs_text and procs_text != "{}":
-                submitted[cid] = json.loads(procs_text)
+                submitted[cid] = loads(procs_text)
             self.next_cluster = max(self.next_cluster, cid + 1)
         for cid, n in self.store.history_counts():
             cluster = self.clusters.get(cid)
             if cluster is not None:
                 cluster.finished = n
-        loads = json.loads
+        changed: dict[int, dict[int, tuple[int, str | None, str | None]]] = {}
         for cid, proc, status, diff_text, claim_text in self.store.load_procs():
             cluster = self.clusters.get(cid)
             if cluster is None:
+                continue
+            if cluster.sparse:
+                changed.setdefault(cid, {})[proc] = (status, diff_text, claim_text)
                 continue
             if diff_text is not None:  # changed since submit: the row holds the whole diff
                 diff = loads(diff_text) or None
@@ -269,7 +340,69 @@ class JobQueue:
             if claim_text:
                 job.claim = loads(claim_text)
             cluster.procs[proc] = job
-            self._count(job, status, +1)
+        uniform: dict[int, int] = {}  # clusters whose procs all have the cluster's status
+        for cid, ranges in layouts.items():
+            cluster = self.clusters[cid]
+            self._build_sparse(cluster, ranges, submitted.get(cid) or {}, changed.get(cid) or {})
+            if cid not in changed:
+                uniform[cid] = cluster.ad.get("JobStatus", IDLE)
+        for cluster in self.clusters.values():
+            self._index(cluster, uniform.get(cluster.id))
+
+    def _build_sparse(self, cluster: Cluster, ranges: list[list[int]], sub: dict[str, Any],
+                      changed: dict[int, tuple[int, str | None, str | None]]) -> None:
+        """A sparse cluster's procs: its submitted ids, less those gone, with their changes."""
+        procs = cluster.procs
+        status = cluster.ad.get("JobStatus", IDLE)
+        loads = json.loads
+        for lo, hi in ranges:
+            if not sub and not changed:  # the usual million: one status, no differences
+                _add_plain(cluster, lo, hi, status)
+                continue
+            for proc in range(lo, hi):
+                row = changed.get(proc)
+                if row is None:
+                    procs[proc] = Job(cluster, proc, status, sub.get(str(proc)) if sub else None)
+                    continue
+                st, diff_text, claim_text = row
+                if st == GONE:
+                    continue
+                diff = (loads(diff_text) or None) if diff_text is not None else sub.get(str(proc))
+                job = procs[proc] = Job(cluster, proc, st, diff)
+                if claim_text:
+                    job.claim = loads(claim_text)
+
+    def _index(self, cluster: Cluster, status: int | None = None) -> None:
+        """Count a cluster's procs (all at once: what ``_count`` does job by job);
+        ``status``: the one status all of them are known to have."""
+        counts: dict[int, int] = {}
+        procs = cluster.procs
+        if status is not None:
+            counts[status] = len(procs)
+        else:
+            for job in procs.values():
+                counts[job.status] = counts.get(job.status, 0) + 1
+        owner = cluster.owner
+        per = self.owner_totals.setdefault(owner, {})
+        cc = cluster.counts
+        for st, n in counts.items():
+            self.totals[st] = self.totals.get(st, 0) + n
+            per[st] = per.get(st, 0) + n
+            cc[st] = cc.get(st, 0) + n
+        cid = cluster.id
+        if counts.get(IDLE):
+            idle = self.idle.setdefault(owner, {})
+            if counts[IDLE] == len(procs):  # (new jobs: none is busy yet)
+                idle.update(zip(procs.values(), procs.values()))
+            else:
+                for job in procs.values():
+                    if job.status == IDLE and not job.busy:
+                        idle[job] = job
+        if counts.get(RUNNING) or counts.get(SUSPENDED):
+            running = self.running
+            for p, job in procs.items():
+                if job.status == RUNNING or job.status == SUSPENDED:
+                    running[(cid, p)] = job
 
     def _count(self, job: Job, status: int, delta: int) -> None:
         self.totals[status] = self.totals.get(status, 0) + delta
@@ -281,11 +414,11 @@ class JobQueue:
         cc[status] = cc.get(status, 0) + delta
         if status == IDLE:
             if delta > 0 and not job.busy:
-                self.idle.setdefault(job.cluster.owner, {})[job.key] = job
+                self.idle.setdefault(job.cluster.owner, {})[job] = job
             elif delta < 0:
                 idle = self.idle.get(job.cluster.owner)
                 if idle is not None:
-                    idle.pop(job.key, None)
+                    idle.pop(job, None)
         elif status == RUNNING or status == SUSPENDED:  # a suspended job still holds its claim
             if delta > 0:
                 self.running[job.key] = job
@@ -333,13 +466,13 @@ class JobQueue:
         job.busy = True
         idle = self.idle.get(job.cluster.owner)
         if idle is not None:
-            idle.pop(job.key, None)
+            idle.pop(job, None)
 
     def give_back_idle(self, job: Job) -> None:
         """A claim could not take the job after all: offer it again."""
         job.busy = False
         if job.status == IDLE and job.cluster.procs.get(job.proc) is job:
-            self.idle.setdefault(job.cluster.owner, {})[job.key] = job
+            self.idle.setdefault(job.cluster.owner, {})[job] = job
 
     # -- changes (memory now, SQL operations returned) ------------------------------------
     def new_cluster_id(self) -> int:
@@ -349,35 +482,56 @@ class JobQueue:
         return cid
 
     def add_cluster(
-        self, cid: int, owner: str, cluster_ad: dict[str, Any], diffs: list[dict[str, Any]]
+        self, cid: int, owner: str, cluster_ad: dict[str, Any], diffs: list[dict[str, Any]],
+        gjid: tuple[str, str] | None = None,
     ) -> list[Op]:
-        """Insert a cluster and its procs (already validated)."""
+        """Insert a cluster and its procs (already validated); ``gjid``: the template of
+        the procs' GlobalJobId (prefix, suffix around the ProcId)."""
         with _no_gc():
-            return self._add_cluster(cid, owner, cluster_ad, diffs)
+            return self._add_cluster(cid, owner, cluster_ad, diffs, gjid)
 
     def _add_cluster(
-        self, cid: int, owner: str, cluster_ad: dict[str, Any], diffs: list[dict[str, Any]]
+        self, cid: int, owner: str, cluster_ad: dict[str, Any], diffs: list[dict[str, Any]],
+        gjid: tuple[str, str] | None = None,
     ) -> list[Op]:
         status = cluster_ad.get("JobStatus", IDLE)
         if type(status) is not int:
             status = IDLE
         cluster_ad["JobStatus"] = status
-        cluster = Cluster(cid, owner, cluster_ad)
-        rows = []
+        if gjid is not None:
+            cluster_ad.pop("GlobalJobId", None)  # the procs' own, made from the template
+        cluster = Cluster(cid, owner, cluster_ad, gjid, sparse=True)
+        rows = []  # procs submitted in another status than the cluster's
         submitted: dict[str, Any] = {}  # the procs' differences as submitted, stored as one blob
         procs = cluster.procs
-        counts: dict[int, int] = {}
+        ranges: list[list[int]] = []
+        lo = hi = -2
+        n = len(diffs)
+        ids = None
+        if n and sum(map(len, diffs)) == n:  # every proc a lone attribute: ProcIds 0..n-1?
+            with contextlib.suppress(KeyError, TypeError):
+                ids = list(map(_PROCID_OF, diffs))
+        if ids is not None and type(ids[0]) is int and ids == list(range(ids[0], ids[0] + n)):
+            _add_plain(cluster, ids[0], ids[0] + n, status)  # the million of a `queue N`
+            ranges.append([ids[0], ids[0] + n])
+            diffs = []
         for i, d in enumerate(diffs):
-            proc = d.get("ProcId", i)
-            if "JobStatus" in d:
-                pst = d["JobStatus"]
-                if type(pst) is not int:
-                    pst = status
+            if len(d) == 1 and "ProcId" in d:  # the usual proc: nothing of its own
+                proc = d["ProcId"]
+                if proc == hi:
+                    # the int made here, not the request's: the request's objects are freed
+                    # whole then, and the memory they held goes back to the system
+                    procs[hi] = Job(cluster, hi, status, None)
+                    hi += 1
+                    continue
+                procs[proc] = Job(cluster, proc, status, None)
             else:
+                proc = d.get("ProcId", i)
                 pst = status
-            if len(d) == 1 and "ProcId" in d:
-                diff = None
-            else:
+                if "JobStatus" in d:
+                    pst = d["JobStatus"]
+                    if type(pst) is not int:
+                        pst = status
                 diff = d.copy()
                 diff.pop("ProcId", None)
                 diff.pop("JobStatus", None)
@@ -385,34 +539,38 @@ class JobQueue:
                     diff = None
                 else:
                     submitted[str(proc)] = diff
-            procs[proc] = Job(cluster, proc, pst, diff)
-            rows.append((cid, proc, pst))
-            counts[pst] = counts.get(pst, 0) + 1
+                procs[proc] = Job(cluster, proc, pst, diff)
+                if pst != status:
+                    rows.append((cid, proc, pst))
+            if proc == hi:
+                hi += 1
+            else:
+                if hi >= 0:
+                    ranges.append([lo, hi])
+                lo, hi = proc, proc + 1
+        if hi >= 0:
+            ranges.append([lo, hi])
         self.clusters[cid] = cluster
         self.reserved.discard(cid)
-        # Counters in bulk (what _count does one job at a time).
-        per = self.owner_totals.setdefault(owner, {})
-        for st, n in counts.items():
-            self.totals[st] = self.totals.get(st, 0) + n
-            per[st] = per.get(st, 0) + n
-            cluster.counts[st] = n
-        if counts.get(IDLE):
-            idle = self.idle.setdefault(owner, {})
-            for job in procs.values():
-                if job.status == IDLE:
-                    idle[(cid, job.proc)] = job
-        return [
+        self._index(cluster, None if rows else status)
+        layout: dict[str, Any] = {"ranges": ranges}
+        if gjid is not None:
+            layout["gjid"] = list(gjid)
+        ops: list[Op] = [
             (
-                "INSERT OR REPLACE INTO clusters (cluster, owner, ad, procs) VALUES (?, ?, ?, ?)",
-                (cid, owner, dumps(cluster_ad), dumps(submitted)),
+                "INSERT OR REPLACE INTO clusters (cluster, owner, ad, procs, layout) VALUES (?, ?, ?, ?, ?)",
+                (cid, owner, dumps(cluster_ad), dumps(submitted), dumps(layout)),
             ),
-            ("INSERT OR REPLACE INTO procs (cluster, proc, status) VALUES (?, ?, ?)", rows, True),
-            (
-                "INSERT INTO meta (key, value) VALUES ('next_cluster', ?) "
-                "ON CONFLICT(key) DO UPDATE SET value = MAX(CAST(value AS INTEGER), excluded.value)",
-                (str(self.next_cluster),),
-            ),
+            ("DELETE FROM procs WHERE cluster = ?", (cid,)),  # (none: a cluster id is never reused)
         ]
+        if rows:
+            ops.append(("INSERT OR REPLACE INTO procs (cluster, proc, status) VALUES (?, ?, ?)", rows, True))
+        ops.append((
+            "INSERT INTO meta (key, value) VALUES ('next_cluster', ?) "
+            "ON CONFLICT(key) DO UPDATE SET value = MAX(CAST(value AS INTEGER), excluded.value)",
+            (str(self.next_cluster),),
+        ))
+        return ops
 
     def forget_cluster(self, cid: int) -> None:
         """Undo ``add_cluster`` in memory (its commit failed: nothing was accepted)."""
@@ -425,8 +583,8 @@ class JobQueue:
             per[st] = per.get(st, 0) - n
         idle = self.idle.get(cluster.owner)
         if idle:
-            for proc in cluster.procs:
-                idle.pop((cid, proc), None)
+            for job in cluster.procs.values():
+                idle.pop(job, None)
 
     def set(self, job: Job, attrs: dict[str, Any], status: int | None = None) -> list[Op]:
         """Set attributes (and maybe the status) on a job in the queue."""
@@ -448,16 +606,15 @@ class JobQueue:
         job.claim = claim
 
     def _row_op(self, job: Job) -> Op:
-        return (
-            "UPDATE procs SET status = ?, diff = ?, claim = ? WHERE cluster = ? AND proc = ?",
-            (
-                job.status,
-                dumps(job.diff) if job.diff else "{}",  # never NULL once changed: NULL means "as submitted"
-                dumps(job.claim) if job.claim else None,
-                job.cluster.id,
-                job.proc,
-            ),
-        )
+        diff = dumps(job.diff) if job.diff else "{}"  # never NULL once changed: NULL means "as submitted"
+        claim = dumps(job.claim) if job.claim else None
+        cluster = job.cluster
+        if not cluster.sparse:
+            return ("UPDATE procs SET status = ?, diff = ?, claim = ? WHERE cluster = ? AND proc = ?",
+                    (job.status, diff, claim, cluster.id, job.proc))
+        if cluster.procs.get(job.proc) is not job:  # gone already: its row must stay GONE
+            return ("SELECT 1", ())
+        return (_UPSERT_PROC, (cluster.id, job.proc, job.status, diff, claim))
 
     def to_history(self, job: Job, completion: int) -> list[Op]:
         """Move a finished job (Completed or Removed) out of the queue into history."""
@@ -468,10 +625,10 @@ class JobQueue:
         self._count(job, job.status, -1)
         del cluster.procs[job.proc]
         cluster.finished += 1
-        ops.append((_DELETE_PROC, (cluster.id, job.proc)))
+        ops.append(self._gone_op(cluster, job.proc))
         ops.append((_INSERT_HISTORY, (cluster.id, job.proc, cluster.owner, completion, job.status, _own_json(job))))
         if not cluster.procs:
-            ops.append(self._cluster_left(cluster))
+            ops += self._cluster_left(cluster)
         return ops
 
     def finish_many(self, changes: Iterable[tuple[Job, dict[str, Any]]], status: int, completion: int) -> list[Op]:
@@ -481,6 +638,7 @@ class JobQueue:
         for a row about to go. Jobs no longer in the queue are passed over."""
         first: list[Op] = []
         deletes: list[tuple[int, int]] = []
+        tombstones: dict[int, list[tuple[Any, ...]]] = {}  # sparse clusters' GONE rows, per cluster
         rows: list[tuple[Any, ...]] = []
         left: list[Op] = []
         for job, attrs in changes:
@@ -499,13 +657,31 @@ class JobQueue:
             job.status = status
             del cluster.procs[job.proc]
             cluster.finished += 1
-            deletes.append((cluster.id, job.proc))
+            if cluster.sparse:
+                tombstones.setdefault(cluster.id, []).append((cluster.id, job.proc, GONE, None, None))
+            else:
+                deletes.append((cluster.id, job.proc))
             rows.append((cluster.id, job.proc, cluster.owner, completion, status, _own_json(job)))
             if not cluster.procs:
-                left.append(self._cluster_left(cluster))
-        if not deletes:
+                tombstones.pop(cluster.id, None)  # its procs rows all go with it
+                left += self._cluster_left(cluster)
+        if not rows:
             return []
-        return [*first, (_DELETE_PROC, deletes, True), (_INSERT_HISTORY, rows, True), *left]
+        ops = first
+        if deletes:
+            ops.append((_DELETE_PROC, deletes, True))
+        gone = [row for part in tombstones.values() for row in part]
+        if gone:
+            ops.append((_UPSERT_PROC, gone, True))
+        return [*ops, (_INSERT_HISTORY, rows, True), *left]
+
+    @staticmethod
+    def _gone_op(cluster: Cluster, proc: int) -> Op:
+        """A proc left the queue: its row goes; a sparse cluster's becomes a GONE
+        tombstone (without a row the proc would read back "as submitted")."""
+        if cluster.sparse:
+            return (_UPSERT_PROC, (cluster.id, proc, GONE, None, None))
+        return (_DELETE_PROC, (cluster.id, proc))
 
     def _history_cluster_ops(self, cluster: Cluster) -> list[Op]:
         """The cluster ad into history_clusters, once: history rows hold only what is the
@@ -516,15 +692,18 @@ class JobQueue:
         self._history_cluster.add(cluster.id)
         return [("INSERT OR IGNORE INTO history_clusters (cluster, ad) VALUES (?, ?)", (cluster.id, dumps(cluster.ad)))]
 
-    def _cluster_left(self, cluster: Cluster) -> Op:
+    def _cluster_left(self, cluster: Cluster) -> list[Op]:
         """The last proc of ``cluster`` left the queue: the cluster goes too (its size
-        kept a while for WAIT_JOBS); the operation that deletes its row."""
+        kept a while for WAIT_JOBS); the operations that delete its rows."""
         del self.clusters[cluster.id]
         self._history_cluster.discard(cluster.id)
         self.gone[cluster.id] = cluster.finished
         if len(self.gone) > 10000:
             del self.gone[next(iter(self.gone))]
-        return ("DELETE FROM clusters WHERE cluster = ?", (cluster.id,))
+        ops: list[Op] = [("DELETE FROM clusters WHERE cluster = ?", (cluster.id,))]
+        if cluster.sparse:
+            ops.append(("DELETE FROM procs WHERE cluster = ?", (cluster.id,)))
+        return ops
 
     def finished(self, job: Job) -> bool:
         return job.status in (REMOVED, COMPLETED)

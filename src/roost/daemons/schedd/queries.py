@@ -141,6 +141,9 @@ class QueueCalls:
         clusters: dict[str, Any] = {}
         jobs: list[list[Any]] = []
         plain = not (req.get("constraint") or req.get("ids"))
+        if req.get("batch") and projection and limit is None and not req.get("history"):
+            source = None if plain else self._matching(req, owner)
+            return {**batch_summary(self.queue, owner, projection, source), **mine}
         if plain:
             self._list_all(owner, limit, clusters, jobs, projection)
         for job in () if plain else self._matching(req, owner):
@@ -175,6 +178,7 @@ class QueueCalls:
         left = limit if limit is not None else -1
         wanted = {n.lower() for n in projection} if projection else None
         want_status = wanted is None or "jobstatus" in wanted
+        want_gjid = wanted is None or "globaljobid" in wanted
         lowered: dict[str, str] = {}
         for cluster in self.queue.clusters.values():
             if owner is not None and cluster.owner != owner:
@@ -185,6 +189,31 @@ class QueueCalls:
             cad = cluster.ad
             clusters[str(cid)] = cad if wanted is None else {k: v for k, v in cad.items() if k.lower() in wanted}
             cstatus = cad.get("JobStatus") if want_status else None
+            g = cluster.gjid if want_gjid else None
+            if g is not None:  # each proc's GlobalJobId, made from the cluster's template
+                g0, g1 = g
+                for p, job in cluster.procs.items():
+                    if left == 0:
+                        return
+                    left -= 1
+                    out = {"ProcId": p}
+                    d = job.diff
+                    if d is not None:
+                        if wanted is None:
+                            out.update(d)
+                        else:
+                            for k, v in d.items():
+                                lk = lowered.get(k)
+                                if lk is None:
+                                    lk = lowered[k] = k.lower()
+                                if lk in wanted:
+                                    out[k] = v
+                    if "GlobalJobId" not in out:
+                        out["GlobalJobId"] = f"{g0}{p}{g1}"
+                    if want_status and job.status != cstatus:
+                        out["JobStatus"] = job.status
+                    append([cid, p, out])
+                continue
             for p, job in cluster.procs.items():
                 if left == 0:
                     return
@@ -223,9 +252,10 @@ class QueueCalls:
         cache: dict[Any, bool] = {}
         lowered: dict[str, str] = {}
         reach: dict[int, frozenset[str]] = {}  # per cluster: the names the constraint can read
+        per_proc = refs is None or "procid" in refs or "globaljobid" in refs  # (GlobalJobId: from ProcId)
         for job in self.queue.select(ids, owner):
             d = job.diff
-            varying = refs is None or "procid" in refs
+            varying = per_proc
             if not varying and d:
                 for k in d:
                     lk = lowered.get(k)
@@ -515,6 +545,77 @@ class QueueCalls:
             await self.jobs.settled(cids)
             done, total, counts, _ = await self._wait_state(ids)
         return {"done": done, "total": total, "counts": counts}
+
+
+def batch_summary(queue: Any, owner: str | None, projection: list[str], jobs: Any = None) -> dict[str, Any]:
+    """QUERY_JOBS ``batch``: what condor_q's batch view needs, without a row per job. The
+    procs whose own differences name a projected attribute (a proc's own Owner or
+    JobBatchName moves it to another batch) come as jobs; every other proc is counted,
+    per cluster and status, with the cluster's first and last ProcId. ``jobs``: the
+    matching procs (a constraint or ids); None: every job (of ``owner``)."""
+    wanted = {n.lower() for n in projection} - {"procid", "jobstatus", "clusterid"}
+    every = "globaljobid" in wanted  # each proc's own (made from ProcId): every proc is listed
+    lowered: dict[str, str] = {}
+    clusters: dict[str, Any] = {}
+    listed: list[list[Any]] = []
+    counts: list[list[Any]] = []
+
+    def own(job: Job) -> bool:
+        d = job.diff
+        if not d:
+            return every
+        for k in d:
+            lk = lowered.get(k)
+            if lk is None:
+                lk = lowered[k] = k.lower()
+            if lk in wanted:
+                return True
+        return False
+
+    def project(cad: dict[str, Any]) -> dict[str, Any]:
+        return {k: v for k, v in cad.items() if k.lower() in wanted or k.lower() == "jobstatus"}
+
+    def listed_job(job: Job) -> list[Any]:
+        d = job.diff_obj()
+        out = {k: v for k, v in d.items() if k.lower() in wanted or k in ("ProcId", "JobStatus")}
+        return [job.cluster.id, job.proc, out]
+
+    if jobs is None:
+        for cluster in queue.clusters.values():
+            if (owner is not None and cluster.owner != owner) or not cluster.procs:
+                continue
+            clusters[str(cluster.id)] = project(cluster.ad)
+            by_status = dict(cluster.counts)
+            if every or any(job.diff for job in cluster.procs.values()):
+                for job in cluster.procs.values():
+                    if own(job):
+                        listed.append(listed_job(job))
+                        by_status[job.status] -= 1
+            procs = cluster.procs
+            left = {str(st): n for st, n in by_status.items() if n > 0}
+            if left:
+                counts.append([cluster.id, left, min(procs), max(procs)])
+        return {"clusters": clusters, "jobs": listed, "counts": counts}
+    per: dict[int, list[Any]] = {}
+    for job in jobs:
+        c = job.cluster
+        key = str(c.id)
+        if key not in clusters:
+            clusters[key] = project(c.ad)
+        if own(job):
+            listed.append(listed_job(job))
+            continue
+        entry = per.get(c.id)
+        if entry is None:
+            entry = per[c.id] = [c.id, {}, job.proc, job.proc]
+            counts.append(entry)
+        st = str(job.status)
+        entry[1][st] = entry[1].get(st, 0) + 1
+        if job.proc < entry[2]:
+            entry[2] = job.proc
+        if job.proc > entry[3]:
+            entry[3] = job.proc
+    return {"clusters": clusters, "jobs": listed, "counts": counts}
 
 
 def _accepts(expr: Any, refs: set[str] | None, ad: dict[str, Any]) -> bool:

@@ -28,7 +28,7 @@ log = logging.getLogger(__name__)
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS clusters (
-    cluster INTEGER PRIMARY KEY, owner TEXT NOT NULL, ad TEXT NOT NULL, procs TEXT);
+    cluster INTEGER PRIMARY KEY, owner TEXT NOT NULL, ad TEXT NOT NULL, procs TEXT, layout TEXT);
 CREATE TABLE IF NOT EXISTS procs (
     cluster INTEGER NOT NULL, proc INTEGER NOT NULL, status INTEGER NOT NULL,
     diff TEXT, claim TEXT, PRIMARY KEY (cluster, proc)) WITHOUT ROWID;
@@ -113,6 +113,7 @@ class Store:
         self.conn.execute("PRAGMA journal_mode=WAL")
         self.conn.execute("PRAGMA synchronous=NORMAL")
         self.conn.executescript(SCHEMA)
+        self._add_layout_column()
         self._wal_fd: int | None = None
         self._executor = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="jobqueue-fsync")
         self._reader = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="jobqueue-read")
@@ -133,14 +134,22 @@ class Store:
         finally:
             os.close(fd)
 
+    def _add_layout_column(self) -> None:
+        """A file from before sparse clusters (jobqueue's docstring) gains their column;
+        its clusters keep NULL there, which means a procs row per proc."""
+        columns = {row[1] for row in self.conn.execute("PRAGMA table_info(clusters)")}
+        if "layout" not in columns:
+            self.conn.execute("ALTER TABLE clusters ADD COLUMN layout TEXT")
+
     # -- reading (at start-up, before the event loop serves anyone) ------------------
     def meta(self, key: str, default: str | None = None) -> str | None:
         row = self.conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
         return row[0] if row else default
 
-    def load_clusters(self) -> Iterable[tuple[int, str, str, str | None]]:
-        """(cluster, owner, cluster ad, the procs' differences as submitted: {ProcId: diff})."""
-        return self.conn.execute("SELECT cluster, owner, ad, procs FROM clusters ORDER BY cluster")
+    def load_clusters(self) -> Iterable[tuple[int, str, str, str | None, str | None]]:
+        """(cluster, owner, cluster ad, the procs' differences as submitted: {ProcId: diff},
+        the layout of a sparse cluster: {"ranges": [[first, end], ...], "gjid": [prefix, suffix]})."""
+        return self.conn.execute("SELECT cluster, owner, ad, procs, layout FROM clusters ORDER BY cluster")
 
     def load_procs(self) -> Iterable[tuple[int, int, int, str | None, str | None]]:
         return self.conn.execute("SELECT cluster, proc, status, diff, claim FROM procs ORDER BY cluster, proc")
@@ -152,11 +161,13 @@ class Store:
 
     def history_counts(self) -> Iterable[tuple[int, int]]:
         """(cluster, finished procs) for clusters that still have procs in the queue."""
-        # per queued cluster, through the primary key: not a scan of the whole history
-        return self.conn.execute(
-            "SELECT c.cluster, (SELECT COUNT(*) FROM history h WHERE h.cluster = c.cluster) AS n FROM clusters c"
-            " WHERE n > 0"
+        # driven from the clusters, counted on the history's (cluster, proc) key: a join
+        # SQLite may start from the history reads every row's page (200,000 finished
+        # jobs: 0.4 s at every start)
+        rows = self.conn.execute(
+            "SELECT c.cluster, (SELECT COUNT(*) FROM history h WHERE h.cluster = c.cluster) FROM clusters c"
         )
+        return [(cid, n) for cid, n in rows if n]
 
     async def history(
         self, owner: str | None = None, clusters: Sequence[int] | None = None, limit: int | None = None,

@@ -119,39 +119,17 @@ class SubmitCalls:
         cluster_ad.setdefault("JobStatus", jp.IDLE)
         if cluster_ad.get("JobStatus") not in (jp.IDLE, jp.HELD):
             cluster_ad["JobStatus"] = jp.IDLE
-        checked: set[str] = set()
-        seen: set[int] = set()
-        spelling = {k.lower(): k for k in cluster_ad}
-        for i, raw in enumerate(procs):
-            if not isinstance(raw, dict):
-                raise bad_request(f"SUBMIT: proc {i} is not an ad")
-            _refuse_case_twins(raw, f"proc {i}")
-            # a proc's attribute under the cluster's spelling: "owner" in a proc must not
-            # stand beside the cluster's "Owner" (the startd would read the proc's)
-            d = procs[i] = {spelling.get(k.lower(), k): v for k, v in raw.items()}
-            p = d.get("ProcId", i)
-            if type(p) is not int or p < 0 or p in seen:
-                raise bad_request(f"SUBMIT: proc {i} has a bad or repeated ProcId {p!r}")
-            seen.add(p)
-            if "Owner" in d and d["Owner"] != owner:
-                raise bad_request(f"SUBMIT: proc {p} has a different Owner")
-            if "User" in d and d["User"] != cluster_ad["User"]:
-                raise bad_request(f"SUBMIT: proc {p} has a different User")
-            _check_notify_user(d, f"proc {p}")
-            if any(k.lower() in ACCOUNTING_ATTRS for k in d):
-                self.rights.check_accounting_user(user, owner, lookup(d), "SUBMIT")
-            for k, v in d.items():
-                if type(v) is str and v.startswith("/Expr(") and v not in checked:
-                    obj_to_ad({k: v})
-                    checked.add(v)
-                elif type(v) is dict or type(v) is list:
-                    obj_to_ad({k: v})
-        gjid = f"{self.schedd_name}#{cid}."
-        stamp = f"#{now}"
-        for i, d in enumerate(procs):
-            d["GlobalJobId"] = f"{gjid}{d.get('ProcId', i)}{stamp}"
+        _check_procs(procs, cluster_ad, owner, lambda d: self.rights.check_accounting_user(
+            user, owner, lookup(d), "SUBMIT"))
+        # each proc's GlobalJobId is <schedd>#<cluster>.<proc>#<qdate>: the queue makes it
+        # from this template (no client's value stands: the schedd names its jobs)
+        gjid = (f"{self.schedd_name}#{cid}.", f"#{now}")
+        for d in procs:
+            if "GlobalJobId" in d:
+                del d["GlobalJobId"]
+        cluster_ad.pop("GlobalJobId", None)
         peer.state.get("clusters", set()).discard(cid)
-        ops = self.queue.add_cluster(cid, owner, cluster_ad, procs)
+        ops = self.queue.add_cluster(cid, owner, cluster_ad, procs, gjid)
         pending: list[tuple[int, str, str]] = []
         pool_groups: list[tuple[list[Event], Any]] = []
         fresh = self.queue.clusters.get(cid)
@@ -184,7 +162,8 @@ class SubmitCalls:
                 self._log_submits(cluster)
             local = cluster.ad.get("JobUniverse") in LOCAL_UNIVERSES
             for job in list(cluster.procs.values()):
-                if job.status == jp.IDLE and (local or job.get("JobUniverse") in LOCAL_UNIVERSES):
+                d = job.diff
+                if job.status == jp.IDLE and (local or (d is not None and d.get("JobUniverse") in LOCAL_UNIVERSES)):
                     start_local(self.jobs, job)
             self._ads_changed()
             if not local:
@@ -259,6 +238,9 @@ class SubmitCalls:
         notes = cluster.ad.get("SubmitEventNotes")
         userlogs = self.jobs.userlogs
         to_pool: list[tuple[list[Event], Any]] = []
+        if not shared and userlogs.pool is None and not any(
+                j.diff and ("UserLog" in j.diff or "DAGManNodesLog" in j.diff) for j in cluster.procs.values()):
+            return {}, to_pool  # no log to write to (a proc's own Iwd matters only beside a log)
         for job in cluster.procs.values():
             d = job.diff
             paths = log_paths(job.get) if d and ("UserLog" in d or "Iwd" in d or "DAGManNodesLog" in d) else shared
@@ -280,6 +262,75 @@ class SubmitCalls:
             self.jobs.userlogs.to_pool_many(pool_groups)
         for path, text in texts.items():
             self.jobs.userlogs.write_text(path, text, cluster.owner)
+
+
+def _check_procs(procs: list[Any], cluster_ad: dict[str, Any], owner: str,
+                 check_accounting: Callable[[dict[str, Any]], None]) -> None:
+    """Check each proc's differences (in place: a proc's attribute takes the cluster's
+    spelling). What depends only on which attributes a proc names (case twins, spelling,
+    NotifyUser, accounting) is decided once per set of names: a million procs of a
+    ``queue N`` name the same one or two, so each costs a lookup and its values' checks."""
+    checked: set[str] = set()
+    seen: set[int] | None = None  # ProcIds so far, once they stop increasing
+    last = -1
+    spelling = {k.lower(): k for k in cluster_ad}
+    shapes: dict[tuple[str, ...], tuple[bool, bool, bool, bool]] = {}
+    user = cluster_ad["User"]
+    plain = spelling.get("procid", "ProcId") == "ProcId"  # a lone ProcId needs no respelling
+    for i, raw in enumerate(procs):
+        if type(raw) is not dict and not isinstance(raw, dict):
+            raise bad_request(f"SUBMIT: proc {i} is not an ad")
+        if len(raw) == 1 and plain and seen is None and "ProcId" in raw:  # the usual proc: its ProcId only
+            p = raw["ProcId"]
+            if type(p) is int and p > last:
+                last = p
+                continue
+        names = tuple(raw)
+        shape = shapes.get(names)
+        if shape is None:
+            if len(shapes) > 1000:
+                shapes.clear()
+            _refuse_case_twins(raw, f"proc {i}")
+            if not all(isinstance(k, str) for k in names):
+                raise bad_request(f"SUBMIT: proc {i} has a name that is not a string")
+            # a proc's attribute under the cluster's spelling: "owner" in a proc must not
+            # stand beside the cluster's "Owner" (the startd would read the proc's)
+            respell = any(spelling.get(k.lower(), k) != k for k in names)
+            lowered = {k.lower() for k in names}
+            shape = shapes[names] = (respell, "notifyuser" in lowered, not lowered.isdisjoint(ACCOUNTING_ATTRS),
+                                     "owner" in lowered or "user" in lowered)
+        respell, notify, accounting, who = shape
+        d = raw
+        if respell:
+            d = procs[i] = {spelling.get(k.lower(), k): v for k, v in raw.items()}
+        p = d.get("ProcId", i)
+        if type(p) is not int or p < 0:
+            raise bad_request(f"SUBMIT: proc {i} has a bad or repeated ProcId {p!r}")
+        if seen is None and p > last:
+            last = p  # increasing ProcIds repeat none
+        else:
+            if seen is None:
+                seen = {q.get("ProcId", j) for j, q in enumerate(procs[:i])}
+            if p in seen:
+                raise bad_request(f"SUBMIT: proc {i} has a bad or repeated ProcId {p!r}")
+            seen.add(p)
+        if who:
+            if "Owner" in d and d["Owner"] != owner:
+                raise bad_request(f"SUBMIT: proc {p} has a different Owner")
+            if "User" in d and d["User"] != user:
+                raise bad_request(f"SUBMIT: proc {p} has a different User")
+        if notify:
+            _check_notify_user(d, f"proc {p}")
+        if accounting:
+            check_accounting(d)
+        for k, v in d.items():
+            t = type(v)
+            if t is str:
+                if v.startswith("/Expr(") and v not in checked:
+                    obj_to_ad({k: v})
+                    checked.add(v)
+            elif t is dict or t is list:
+                obj_to_ad({k: v})
 
 
 def _refuse_case_twins(ad: dict[str, Any], what: str) -> None:

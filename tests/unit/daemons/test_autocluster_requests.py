@@ -1,0 +1,65 @@
+"""GET_REQUESTS' autoclusters over a real JobQueue: a run of procs without differences
+joins its cluster's autocluster without a signature each (the million-job path), and
+the answer is what a signature per job gives."""
+
+from __future__ import annotations
+
+import asyncio
+
+from roost.daemons.schedd.autoclusters import AutoClusters
+from roost.daemons.schedd.jobqueue import JobQueue
+from roost.daemons.schedd.store import Store
+
+AD = {"Cmd": "/bin/true", "JobStatus": 1, "Owner": "alice", "Requirements": "/Expr(true)/",
+      "RequestMemory": 100, "QDate": 1}
+
+
+def _queue(tmp_path) -> JobQueue:
+    q = JobQueue(Store(str(tmp_path / "q.db"), fsync=False))
+    q.load()
+
+    def add(diffs: list[dict], **extra) -> None:
+        cid = q.new_cluster_id()
+        asyncio.run(q.store.commit(q.add_cluster(cid, "alice", {**AD, **extra}, diffs, (f"h#{cid}.", "#1"))))
+
+    add([{"ProcId": i} for i in range(300)])
+    # procs that differ in a significant attribute, between runs of plain ones
+    add([{"ProcId": i, **({"RequestMemory": 200} if i % 3 == 0 else {})} for i in range(30)])
+    add([{"ProcId": i, "Arguments": str(i)} for i in range(20)])
+    return q
+
+
+def _by_signature(ac: AutoClusters, q: JobQueue) -> dict[int, list[tuple[int, int]]]:
+    """The autoclusters and their members from a signature per job (the plain way)."""
+    out: dict[int, list[tuple[int, int]]] = {}
+    for job in q.idle["alice"].values():
+        if not job.busy:
+            out.setdefault(ac.autocluster_of(job, ac.signature(job)), []).append(job.key)
+    return out
+
+
+def test_requests_group_as_a_signature_per_job_does(tmp_path):
+    q = _queue(tmp_path)
+    q.take_idle(q.job(1, 5))  # a busy job is left out
+    ac = AutoClusters(q, lambda c: c.owner, lambda: None)
+    got = ac.requests("alice", None)
+    want = _by_signature(ac, q)
+    assert {r["autocluster"]: r["count"] for r in got} == {a: len(m) for a, m in want.items()}
+    assert sorted(r["count"] for r in got) == [10, 299 + 20 + 20]  # RequestMemory 200, and the rest
+    for a, members in want.items():  # members handed out in queue order
+        taken = []
+        while (job := ac.take(a)) is not None:
+            taken.append(job.key)
+            q.take_idle(job)
+        assert taken == members
+    q.store.close()
+
+
+def test_a_job_priority_orders_the_members(tmp_path):
+    q = _queue(tmp_path)
+    asyncio.run(q.store.commit(q.set(q.job(1, 250), {"JobPrio": 5})))
+    ac = AutoClusters(q, lambda c: c.owner, lambda: None)
+    got = ac.requests("alice", None)
+    first = ac.take(got[0]["autocluster"])
+    assert first is not None and first.key == (1, 250)
+    q.store.close()
