@@ -258,18 +258,26 @@ class SlotPool:
         job = request.ad
         if (split is not None and view.partitionable and view.numeric
                 and split.reads.isdisjoint(view.absent)):
+            bid = part.bid[view.index]  # type: ignore[union-attr]
+            known = by_base.get(bid, False)  # type: ignore[union-attr]
+            if known is None:
+                return None  # the base cannot take the job, whatever is left of the slot
             rem = view.remaining
             for attr, cmp, number in split.checks:
                 if not cmp(rem[attr], number):
                     return None
-            bid = part.bid[view.index]  # type: ignore[union-attr]
-            known = by_base.get(bid, False)  # type: ignore[union-attr]
             if known is False:
                 known = by_base[bid] = self._base_answer(job, view.ad, split, fixed)  # type: ignore[index,arg-type]
             if known is None or split.ranked:
                 return known
-            ranks = self._ranks(job, view.fresh_ad() if view.stale else view.ad)
-            r1, r2, r3 = ranks
+            rank_of = split.rank_of
+            if rank_of is None:
+                ranks = self._ranks(job, view.fresh_ad() if view.stale else view.ad)
+                r1, r2, r3 = ranks
+            else:  # the job's Rank is what is left of a resource; the others are numbers
+                r1, res, r3 = rank_of
+                r2 = rem[res]
+                ranks = (r1, r2, r3)
             return (NO_PREEMPTION, -r1, -r2, -r3, 0.0), ranks, known[2], known[3], False
         if fixed is not None and view.partitionable and not _fits(view, fixed):
             return None  # what the full check below would find, without evaluating
@@ -425,6 +433,9 @@ class SlotPool:
         def offer(cls: SlotClass) -> None:
             nonlocal serial
             offered[cls] = None
+            res = results.get(cls.kid, False)
+            if res is None:  # this class cannot take the job: its members need not be looked at
+                return
             members = cls.members  # the class's first free member (``_head``, inlined)
             while members:
                 head = members[0][1]
@@ -433,7 +444,6 @@ class SlotPool:
                 heapq.heappop(members)
             else:
                 return
-            res = results.get(cls.kid, False)
             if res is False and const is None:
                 res = results[cls.kid] = self._candidate(
                     request, head, prio, fixed, split, by_base, part
