@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from roost.classad import ClassAd
@@ -68,7 +68,11 @@ def _num(v: Any) -> float | None:
 
 
 def _eval_attr(ad: ClassAd, attr: str, target: ClassAd | None = None) -> Any:
-    node = ad._attrs.get(attr.lower())
+    k = attr.lower()
+    v = ad._lits.get(k)
+    if v is not None:  # a literal's value: nothing to evaluate
+        return v
+    node = ad._attrs.get(k)
     if node is None:
         return None
     try:
@@ -252,7 +256,7 @@ class _Cycle:
                 for r in self.requests[n]:
                     left = self.left[id(r)]
                     if left > 0:
-                        copy = replace(r, count=left)
+                        copy = Request(r.submitter, r.autocluster, left, r.ad, r.extra)
                         self.orig[id(copy)] = r
                         rs.append(copy)
             out[n] = rs
@@ -344,8 +348,8 @@ def negotiate_fair(
         active = [n for n in cyc.subs if n not in cyc.rejected and cyc.wants(n)]
         if not active or (preemption is None and (free_w <= _EPS or pool.free_slots() == 0)):
             break
-        shares, limits = _slices(cyc, active, quota, preemption is not None)
         if spin:
+            shares, limits = _slices(cyc, active, quota, preemption is not None)
             held = _held_by_group(cyc)
             order = sorted(active, key=lambda n: _service_key(cyc, n, quota, held))
             reqs, orig = cyc.remaining_requests(order)
@@ -356,13 +360,15 @@ def negotiate_fair(
         # while idle weight is left: a thin slice is no licence to preempt.
         if free_w <= _EPS:
             break
+        if not spin:  # the one-match rounds need only the slices, not the limits
+            shares = _shares(cyc, active, quota)
         got = False
         for n in sorted(active, key=lambda n: (-(shares[n] - cyc.held[n]), _eff(cyc.subs[n]), cyc.subs[n].usage, n)):
             if not _room(cyc, n, quota):
                 continue
             reqs, orig = cyc.remaining_requests([n])
             for r in reqs[n]:
-                one = replace(r, count=1)
+                one = Request(r.submitter, r.autocluster, 1, r.ad, r.extra)
                 if call({n: [one]}, [n], None, {id(one): orig[id(r)]}):
                     got = True
                     break
@@ -417,21 +423,37 @@ def _service_key(cyc: _Cycle, n: str, quota: Mapping[str, float],
     return (g == NONE_GROUP, starving, g, not below_floor, _eff(s), s.usage, n)
 
 
+def _by_group(cyc: _Cycle, active: Sequence[str]) -> dict[str, list[str]]:
+    by_group: dict[str, list[str]] = {}
+    for n in active:
+        by_group.setdefault(cyc.group[n], []).append(n)
+    return by_group
+
+
+def _group_shares(cyc: _Cycle, names: Sequence[str], q: float, shares: dict[str, float]) -> None:
+    inv = {n: 1.0 / _eff(cyc.subs[n]) for n in names}
+    norm = sum(inv.values())
+    for n in names:
+        shares[n] = q * inv[n] / norm
+
+
+def _shares(cyc: _Cycle, active: Sequence[str], quota: Mapping[str, float]) -> dict[str, float]:
+    """Each active submitter's pie slice of its group's quota (``_slices`` without the limits)."""
+    shares: dict[str, float] = {}
+    for g, names in _by_group(cyc, active).items():
+        _group_shares(cyc, names, quota.get(g, 0.0), shares)
+    return shares
+
+
 def _slices(cyc: _Cycle, active: Sequence[str], quota: Mapping[str, float],
             preempting: bool = False) -> tuple[dict[str, float], dict[str, float]]:
     """Each active submitter's pie slice of its group's quota, and its weight limit for this spin."""
     shares: dict[str, float] = {}
     limits: dict[str, float] = {}
-    by_group: dict[str, list[str]] = {}
     held = _held_by_group(cyc)
-    for n in active:
-        by_group.setdefault(cyc.group[n], []).append(n)
-    for g, names in by_group.items():
+    for g, names in _by_group(cyc, active).items():
         q = quota.get(g, 0.0)
-        inv = {n: 1.0 / _eff(cyc.subs[n]) for n in names}
-        norm = sum(inv.values())
-        for n in names:
-            shares[n] = q * inv[n] / norm
+        _group_shares(cyc, names, q, shares)
         if preempting:  # weight held beyond a slice may be preempted, so it does not fill the group
             room = max(0.0, q - sum(min(cyc.held[n], shares[n]) for n in names))
         else:
