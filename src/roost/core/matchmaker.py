@@ -398,6 +398,7 @@ class SlotPool:
         if budget < math.inf and self._lightest(job) > budget:
             return []  # every candidate would be too heavy for the limit
         part = self.classes.partition(job, names)
+        based: dict[int, SlotView] = {}  # views taken through a base's entry, not yet placed
         answers: Answers | None = None
         by_base: dict[int, Any] | None = None
         if part.names is None:  # no classes (maybe random()): evaluated afresh each time
@@ -578,20 +579,28 @@ class SlotPool:
                 continue  # this class is too heavy for what is left; lighter ones may do
             used_weight += weight
             out.append(Match(request, view.slot, ranks, amounts, weight, preempts))
-            was = on_offer(view)
             if view.partitionable:
+                was = on_offer(view)
                 view.take(amounts)
+                self._free -= was - on_offer(view)
             else:
+                self._free -= on_offer(view)  # it was on offer unless claimed; now it is not
                 view.used = True
-            self._free -= was - on_offer(view)
             self.classes.changes.append(view)
             if type(obj) is BaseRef:
-                offer_base(obj.bid)  # its classes catch up when next needed (``_partition``)
+                based[view.index] = view  # its class is brought up to date below
+                offer_base(obj.bid)
                 continue
             new = self.classes.place(part, view)
             offer(cls)
             if new is not None and new is not cls:
                 offer(new)
+        # Every change of this call is one of its matches: those of the class path were
+        # placed as they happened, so placing the others brings ``part`` up to date
+        # (the next ``partition`` need not place every match again).
+        for view in based.values():
+            self.classes.place(part, view)
+        part.cursor = len(self.classes.changes)
         if answers is not None:
             answers.maybe = [  # dead classes are dropped when next met
                 c for c in offered if results.get(c.kid, False) is not None

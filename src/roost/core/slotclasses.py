@@ -195,12 +195,15 @@ class SlotView:
 
     def take(self, amounts: dict[str, float]) -> None:
         """Lower what is left; the ad follows only when an evaluation needs it."""
-        rem = self.remaining
+        rem, touched = self.remaining, self.touched
+        lowered = False
         for attr, amount in amounts.items():
             if amount != 0:
                 rem[attr] -= amount
-                self.touched.add(attr)
-                self.carved = self.stale = True
+                touched.add(attr)
+                lowered = True
+        if lowered:
+            self.carved = self.stale = True
 
     def fresh_ad(self) -> ClassAd:
         """The ad with each lowered resource set to what is left, so Requirements that
