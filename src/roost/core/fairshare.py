@@ -320,12 +320,13 @@ def negotiate_fair(
         p = matchmaker.negotiate(slots, reqs, order, now, limits=limits, pool=pool,
                                  concurrency=concurrency, submitter_prio=prios)
         plan.evaluations += p.evaluations
+        left = cyc.left
         for m in p.matches:
-            m.request = orig.get(id(m.request), m.request)
+            r = m.request = orig.get(id(m.request), m.request)
             w = _match_weight(m)
-            n = m.request.submitter
-            if id(m.request) in cyc.left:
-                cyc.took(m.request)
+            n = r.submitter
+            if id(r) in left:
+                cyc.took(r)
             cyc.held[n] = cyc.held.get(n, 0.0) + w
             plan.by_submitter[n] = plan.by_submitter.get(n, 0) + 1
             by_weight[n] = by_weight.get(n, 0.0) + w
