@@ -219,11 +219,14 @@ class _Cycle:
         self.owner: dict[int, str] = {id(r): n for n, rs in self.requests.items() for r in rs}
         # requests with jobs left, per submitter (what ``wants`` asks)
         self.open: dict[str, int] = {n: sum(1 for r in rs if r.count > 0) for n, rs in self.requests.items()}
-        # each submitter's requests with jobs left, as copies with count = left, kept until
-        # one of them matches; and every live copy's original
+        # each submitter's requests with jobs left, as copies whose count follows ``left``
+        # (set in place by ``took``, so a match costs O(1) here, not a rebuild of the
+        # submitter's list); every live copy's original, and each original's copy
         self.pending: dict[str, list[Request]] = {}
         self.orig: dict[int, Request] = {}
-        self.dirty: set[str] = set()  # submitters whose pending copies are out of date
+        self.copy: dict[int, Request] = {}
+        # per submitter, pending copies whose count reached 0 (dropped once they are half)
+        self.spent: dict[str, int] = {}
         self.held = {n: max(0.0, s.running_weight) for n, s in self.subs.items()}
         self.rejected: set[str] = set()
         configured = {g.name.lower() for g in groups}
@@ -237,28 +240,41 @@ class _Cycle:
         """One job of ``r`` matched."""
         left = self.left[id(r)] = self.left[id(r)] - 1
         n = self.owner[id(r)]
+        c = self.copy.get(id(r))
+        if c is not None:
+            c.count = left
         if left == 0:
             self.open[n] -= 1
-        self.dirty.add(n)
+            if c is not None:
+                self.spent[n] = self.spent.get(n, 0) + 1
 
     def pending_weight(self, name: str) -> float:
         return sum(self.left[id(r)] * _job_weight(r.ad) for r in self.requests[name])
 
     def remaining_requests(self, names: Iterable[str]) -> tuple[dict[str, list[Request]], dict[int, Request]]:
+        """Each submitter's requests with jobs left (count = jobs left), in its order; copies
+        whose jobs are all matched may still be listed (count 0: the matchmaker takes none)."""
         out: dict[str, list[Request]] = {}
         for n in names:
             rs = self.pending.get(n)
-            if rs is None or n in self.dirty:
-                self.dirty.discard(n)
-                for c in rs or ():
-                    del self.orig[id(c)]
+            if rs is None:
                 rs = self.pending[n] = []
                 for r in self.requests[n]:
                     left = self.left[id(r)]
                     if left > 0:
                         copy = Request(r.submitter, r.autocluster, left, r.ad, r.extra)
                         self.orig[id(copy)] = r
+                        self.copy[id(r)] = copy
                         rs.append(copy)
+            elif self.spent.get(n, 0) * 2 > len(rs):  # amortised: each copy is dropped once
+                self.spent[n] = 0
+                keep = []
+                for c in rs:
+                    if c.count > 0:
+                        keep.append(c)
+                    else:
+                        del self.copy[id(self.orig.pop(id(c)))]
+                rs = self.pending[n] = keep
             out[n] = rs
         return out, self.orig
 
@@ -369,6 +385,8 @@ def negotiate_fair(
                 continue
             reqs, orig = cyc.remaining_requests([n])
             for r in reqs[n]:
+                if r.count <= 0:
+                    continue
                 one = Request(r.submitter, r.autocluster, 1, r.ad, r.extra)
                 if call({n: [one]}, [n], None, {id(one): orig[id(r)]}):
                     got = True
