@@ -16,7 +16,8 @@ jobs; Requirements on Arch/OpSys/Memory/Cpus/Disk (some on GPUs), some with
 a Rank. Demand exceeds supply, so late requests are tried against a full
 pool. Times include building the slot view.
 
-Reference: the 2 s target. HTCondor's manual says negotiation cycles take
+Reference: issue 27's 0.5 s goal for the fair cycle (it was 2 s before; the
+other figures are quoted against the same line). HTCondor's manual says negotiation cycles take
 "on the order of ten minutes" at 100,000-core scale; the old all-pairs
 matchmaker here needed 10 M symmetric matches at this size.
 Prints ``figure: value unit (reference: value, ratio: x.xx)`` lines.
@@ -36,7 +37,7 @@ from roost.classad import ClassAd  # noqa: E402
 from roost.core.fairshare import Submitter, negotiate_fair  # noqa: E402
 from roost.core.matchmaker import Request, Slot, negotiate  # noqa: E402
 
-TARGET_S = 2.0
+TARGET_S = 0.5  # issue 27: a fair cycle at 10k slots x 100k jobs within half a second
 RUNS = 3
 
 STARTS = [

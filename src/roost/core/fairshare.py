@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from roost.classad import ClassAd
@@ -68,7 +68,11 @@ def _num(v: Any) -> float | None:
 
 
 def _eval_attr(ad: ClassAd, attr: str, target: ClassAd | None = None) -> Any:
-    node = ad._attrs.get(attr.lower())
+    k = attr.lower()
+    v = ad._lits.get(k)
+    if v is not None:  # a literal's value: nothing to evaluate
+        return v
+    node = ad._attrs.get(k)
     if node is None:
         return None
     try:
@@ -215,11 +219,14 @@ class _Cycle:
         self.owner: dict[int, str] = {id(r): n for n, rs in self.requests.items() for r in rs}
         # requests with jobs left, per submitter (what ``wants`` asks)
         self.open: dict[str, int] = {n: sum(1 for r in rs if r.count > 0) for n, rs in self.requests.items()}
-        # each submitter's requests with jobs left, as copies with count = left, kept until
-        # one of them matches; and every live copy's original
+        # each submitter's requests with jobs left, as copies whose count follows ``left``
+        # (set in place by ``took``, so a match costs O(1) here, not a rebuild of the
+        # submitter's list); every live copy's original, and each original's copy
         self.pending: dict[str, list[Request]] = {}
         self.orig: dict[int, Request] = {}
-        self.dirty: set[str] = set()  # submitters whose pending copies are out of date
+        self.copy: dict[int, Request] = {}
+        # per submitter, pending copies whose count reached 0 (dropped once they are half)
+        self.spent: dict[str, int] = {}
         self.held = {n: max(0.0, s.running_weight) for n, s in self.subs.items()}
         self.rejected: set[str] = set()
         configured = {g.name.lower() for g in groups}
@@ -233,28 +240,41 @@ class _Cycle:
         """One job of ``r`` matched."""
         left = self.left[id(r)] = self.left[id(r)] - 1
         n = self.owner[id(r)]
+        c = self.copy.get(id(r))
+        if c is not None:
+            c.count = left
         if left == 0:
             self.open[n] -= 1
-        self.dirty.add(n)
+            if c is not None:
+                self.spent[n] = self.spent.get(n, 0) + 1
 
     def pending_weight(self, name: str) -> float:
         return sum(self.left[id(r)] * _job_weight(r.ad) for r in self.requests[name])
 
     def remaining_requests(self, names: Iterable[str]) -> tuple[dict[str, list[Request]], dict[int, Request]]:
+        """Each submitter's requests with jobs left (count = jobs left), in its order; copies
+        whose jobs are all matched may still be listed (count 0: the matchmaker takes none)."""
         out: dict[str, list[Request]] = {}
         for n in names:
             rs = self.pending.get(n)
-            if rs is None or n in self.dirty:
-                self.dirty.discard(n)
-                for c in rs or ():
-                    del self.orig[id(c)]
+            if rs is None:
                 rs = self.pending[n] = []
                 for r in self.requests[n]:
                     left = self.left[id(r)]
                     if left > 0:
-                        copy = replace(r, count=left)
+                        copy = Request(r.submitter, r.autocluster, left, r.ad, r.extra)
                         self.orig[id(copy)] = r
+                        self.copy[id(r)] = copy
                         rs.append(copy)
+            elif self.spent.get(n, 0) * 2 > len(rs):  # amortised: each copy is dropped once
+                self.spent[n] = 0
+                keep = []
+                for c in rs:
+                    if c.count > 0:
+                        keep.append(c)
+                    else:
+                        del self.copy[id(self.orig.pop(id(c)))]
+                rs = self.pending[n] = keep
             out[n] = rs
         return out, self.orig
 
@@ -316,12 +336,13 @@ def negotiate_fair(
         p = matchmaker.negotiate(slots, reqs, order, now, limits=limits, pool=pool,
                                  concurrency=concurrency, submitter_prio=prios)
         plan.evaluations += p.evaluations
+        left = cyc.left
         for m in p.matches:
-            m.request = orig.get(id(m.request), m.request)
+            r = m.request = orig.get(id(m.request), m.request)
             w = _match_weight(m)
-            n = m.request.submitter
-            if id(m.request) in cyc.left:
-                cyc.took(m.request)
+            n = r.submitter
+            if id(r) in left:
+                cyc.took(r)
             cyc.held[n] = cyc.held.get(n, 0.0) + w
             plan.by_submitter[n] = plan.by_submitter.get(n, 0) + 1
             by_weight[n] = by_weight.get(n, 0.0) + w
@@ -344,8 +365,8 @@ def negotiate_fair(
         active = [n for n in cyc.subs if n not in cyc.rejected and cyc.wants(n)]
         if not active or (preemption is None and (free_w <= _EPS or pool.free_slots() == 0)):
             break
-        shares, limits = _slices(cyc, active, quota, preemption is not None)
         if spin:
+            shares, limits = _slices(cyc, active, quota, preemption is not None)
             held = _held_by_group(cyc)
             order = sorted(active, key=lambda n: _service_key(cyc, n, quota, held))
             reqs, orig = cyc.remaining_requests(order)
@@ -356,13 +377,17 @@ def negotiate_fair(
         # while idle weight is left: a thin slice is no licence to preempt.
         if free_w <= _EPS:
             break
+        if not spin:  # the one-match rounds need only the slices, not the limits
+            shares = _shares(cyc, active, quota)
         got = False
         for n in sorted(active, key=lambda n: (-(shares[n] - cyc.held[n]), _eff(cyc.subs[n]), cyc.subs[n].usage, n)):
             if not _room(cyc, n, quota):
                 continue
             reqs, orig = cyc.remaining_requests([n])
             for r in reqs[n]:
-                one = replace(r, count=1)
+                if r.count <= 0:
+                    continue
+                one = Request(r.submitter, r.autocluster, 1, r.ad, r.extra)
                 if call({n: [one]}, [n], None, {id(one): orig[id(r)]}):
                     got = True
                     break
@@ -417,21 +442,37 @@ def _service_key(cyc: _Cycle, n: str, quota: Mapping[str, float],
     return (g == NONE_GROUP, starving, g, not below_floor, _eff(s), s.usage, n)
 
 
+def _by_group(cyc: _Cycle, active: Sequence[str]) -> dict[str, list[str]]:
+    by_group: dict[str, list[str]] = {}
+    for n in active:
+        by_group.setdefault(cyc.group[n], []).append(n)
+    return by_group
+
+
+def _group_shares(cyc: _Cycle, names: Sequence[str], q: float, shares: dict[str, float]) -> None:
+    inv = {n: 1.0 / _eff(cyc.subs[n]) for n in names}
+    norm = sum(inv.values())
+    for n in names:
+        shares[n] = q * inv[n] / norm
+
+
+def _shares(cyc: _Cycle, active: Sequence[str], quota: Mapping[str, float]) -> dict[str, float]:
+    """Each active submitter's pie slice of its group's quota (``_slices`` without the limits)."""
+    shares: dict[str, float] = {}
+    for g, names in _by_group(cyc, active).items():
+        _group_shares(cyc, names, quota.get(g, 0.0), shares)
+    return shares
+
+
 def _slices(cyc: _Cycle, active: Sequence[str], quota: Mapping[str, float],
             preempting: bool = False) -> tuple[dict[str, float], dict[str, float]]:
     """Each active submitter's pie slice of its group's quota, and its weight limit for this spin."""
     shares: dict[str, float] = {}
     limits: dict[str, float] = {}
-    by_group: dict[str, list[str]] = {}
     held = _held_by_group(cyc)
-    for n in active:
-        by_group.setdefault(cyc.group[n], []).append(n)
-    for g, names in by_group.items():
+    for g, names in _by_group(cyc, active).items():
         q = quota.get(g, 0.0)
-        inv = {n: 1.0 / _eff(cyc.subs[n]) for n in names}
-        norm = sum(inv.values())
-        for n in names:
-            shares[n] = q * inv[n] / norm
+        _group_shares(cyc, names, q, shares)
         if preempting:  # weight held beyond a slice may be preempted, so it does not fill the group
             room = max(0.0, q - sum(min(cyc.held[n], shares[n]) for n in names))
         else:

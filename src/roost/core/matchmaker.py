@@ -258,18 +258,26 @@ class SlotPool:
         job = request.ad
         if (split is not None and view.partitionable and view.numeric
                 and split.reads.isdisjoint(view.absent)):
+            bid = part.bid[view.index]  # type: ignore[union-attr]
+            known = by_base.get(bid, False)  # type: ignore[union-attr]
+            if known is None:
+                return None  # the base cannot take the job, whatever is left of the slot
             rem = view.remaining
             for attr, cmp, number in split.checks:
                 if not cmp(rem[attr], number):
                     return None
-            bid = part.bid[view.index]  # type: ignore[union-attr]
-            known = by_base.get(bid, False)  # type: ignore[union-attr]
             if known is False:
                 known = by_base[bid] = self._base_answer(job, view.ad, split, fixed)  # type: ignore[index,arg-type]
             if known is None or split.ranked:
                 return known
-            ranks = self._ranks(job, view.fresh_ad() if view.stale else view.ad)
-            r1, r2, r3 = ranks
+            rank_of = split.rank_of
+            if rank_of is None:
+                ranks = self._ranks(job, view.fresh_ad() if view.stale else view.ad)
+                r1, r2, r3 = ranks
+            else:  # the job's Rank is what is left of a resource; the others are numbers
+                r1, res, r3 = rank_of
+                r2 = rem[res]
+                ranks = (r1, r2, r3)
             return (NO_PREEMPTION, -r1, -r2, -r3, 0.0), ranks, known[2], known[3], False
         if fixed is not None and view.partitionable and not _fits(view, fixed):
             return None  # what the full check below would find, without evaluating
@@ -390,6 +398,7 @@ class SlotPool:
         if budget < math.inf and self._lightest(job) > budget:
             return []  # every candidate would be too heavy for the limit
         part = self.classes.partition(job, names)
+        based: dict[int, SlotView] = {}  # views taken through a base's entry, not yet placed
         answers: Answers | None = None
         by_base: dict[int, Any] | None = None
         if part.names is None:  # no classes (maybe random()): evaluated afresh each time
@@ -425,6 +434,9 @@ class SlotPool:
         def offer(cls: SlotClass) -> None:
             nonlocal serial
             offered[cls] = None
+            res = results.get(cls.kid, False)
+            if res is None:  # this class cannot take the job: its members need not be looked at
+                return
             members = cls.members  # the class's first free member (``_head``, inlined)
             while members:
                 head = members[0][1]
@@ -433,7 +445,6 @@ class SlotPool:
                 heapq.heappop(members)
             else:
                 return
-            res = results.get(cls.kid, False)
             if res is False and const is None:
                 res = results[cls.kid] = self._candidate(
                     request, head, prio, fixed, split, by_base, part
@@ -568,20 +579,28 @@ class SlotPool:
                 continue  # this class is too heavy for what is left; lighter ones may do
             used_weight += weight
             out.append(Match(request, view.slot, ranks, amounts, weight, preempts))
-            was = on_offer(view)
             if view.partitionable:
+                was = on_offer(view)
                 view.take(amounts)
+                self._free -= was - on_offer(view)
             else:
+                self._free -= on_offer(view)  # it was on offer unless claimed; now it is not
                 view.used = True
-            self._free -= was - on_offer(view)
             self.classes.changes.append(view)
             if type(obj) is BaseRef:
-                offer_base(obj.bid)  # its classes catch up when next needed (``_partition``)
+                based[view.index] = view  # its class is brought up to date below
+                offer_base(obj.bid)
                 continue
             new = self.classes.place(part, view)
             offer(cls)
             if new is not None and new is not cls:
                 offer(new)
+        # Every change of this call is one of its matches: those of the class path were
+        # placed as they happened, so placing the others brings ``part`` up to date
+        # (the next ``partition`` need not place every match again).
+        for view in based.values():
+            self.classes.place(part, view)
+        part.cursor = len(self.classes.changes)
         if answers is not None:
             answers.maybe = [  # dead classes are dropped when next met
                 c for c in offered if results.get(c.kid, False) is not None

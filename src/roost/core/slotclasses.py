@@ -146,6 +146,7 @@ def names_of(node: Node) -> frozenset[str] | None:
 
 
 _MISSING = ("missing",)
+_PLAIN = frozenset((int, str, float, bool))  # literal types whose value is their key
 _CARVED = ("carved",)
 
 
@@ -194,12 +195,15 @@ class SlotView:
 
     def take(self, amounts: dict[str, float]) -> None:
         """Lower what is left; the ad follows only when an evaluation needs it."""
-        rem = self.remaining
+        rem, touched = self.remaining, self.touched
+        lowered = False
         for attr, amount in amounts.items():
             if amount != 0:
                 rem[attr] -= amount
-                self.touched.add(attr)
-                self.carved = self.stale = True
+                touched.add(attr)
+                lowered = True
+        if lowered:
+            self.carved = self.stale = True
 
     def fresh_ad(self) -> ClassAd:
         """The ad with each lowered resource set to what is left, so Requirements that
@@ -277,13 +281,16 @@ class Partition:
     """The slot classes for one set of readable names (or one class per slot)."""
 
     __slots__ = (
-        "names", "rest", "res_names", "classes", "groups", "of", "base", "cursor", "born", "kids",
+        "names", "rest", "keyed", "res_names", "classes", "groups", "of", "base", "cursor", "born", "kids",
         "bid", "bids", "bmembers", "bnumeric", "brefs", "bnext", "babsent",
     )
 
     def __init__(self, names: tuple[str, ...] | None) -> None:
         self.names = names  # None: every slot its own class
         self.rest = () if names is None else tuple(n for n in names if n not in RESOURCE_KEYS)
+        # the names a class key holds: ``names`` (``rest`` for a partitionable slot) less
+        # those no slot of the cycle has (always missing, so equal); see ``SlotClasses``
+        self.keyed: tuple[tuple[str, ...], tuple[str, ...]] = (self.names or (), self.rest)
         self.res_names = tuple(n for n, _, _ in LOWER_RESOURCES)
         self.classes: dict[tuple[Any, ...], SlotClass] = {}
         # the classes again, by whether they can take a job that asks for Cpus / Memory
@@ -385,10 +392,12 @@ class SlotClasses:
         # the same for the partitionable slots alone (what a Split may assume)
         self.pslot_refs: dict[str, set[str] | None] = {}
         self._odd = False  # some slot ad has a parent scope: no classes
+        self._present: set[str] = set()  # every attribute some slot has (lower case)
         for v in self.views:
             ad = v.ad
             if ad.parent is not None:
                 self._odd = True
+            self._present.update(ad._attrs)
             for k, node in ad._attrs.items():
                 if type(node) is Literal:
                     continue
@@ -487,8 +496,16 @@ class SlotClasses:
             if first is None:
                 attrs = view.ad._attrs
                 vk = self._vkey
-                names = part.rest if view.partitionable else part.names
-                base = (*[vk(attrs.get(n)) for n in names], view.claimed, view.partitionable)
+                key: list[Any] = []
+                for n in part.keyed[view.partitionable]:  # ``_vkey``, its usual cases inlined
+                    node = attrs.get(n)
+                    if node is None:
+                        key.append(_MISSING)
+                    elif type(node) is Literal and type(node.value) in _PLAIN:
+                        key.append((type(node.value), node.value))
+                    else:
+                        key.append(vk(node))
+                base = (*key, view.claimed, view.partitionable)
                 part.base[view.index] = base
                 first = part.bid[view.index] = part.bids.setdefault(base, len(part.bids))
                 if view.partitionable:
@@ -541,6 +558,9 @@ class SlotClasses:
         part = self._partitions.get(names)
         if part is None:
             part = self._partitions[names] = Partition(names)
+            present = self._present
+            part.keyed = (tuple(n for n in part.names or () if n in present),
+                          tuple(n for n in part.rest if n in present))
             for view in self.views:
                 if not view.used:
                     self.place(part, view)

@@ -21,6 +21,7 @@ from typing import Any
 from roost.classad import ClassAd
 from roost.classad.ast import AttrRef, BinaryOp, Literal, Node
 from roost.core.conjuncts import conjuncts, unparen
+from roost.core.matchvalues import eval_number
 from roost.core.slotclasses import RESOURCE_KEYS, RESOURCE_NAMES, SlotClasses
 
 _CMP_OPS: dict[str, Callable[[Any, Any], bool]] = {
@@ -33,11 +34,12 @@ _SPLIT_BLOCKERS = RESOURCE_KEYS | {"requirements"}
 class Split:
     """How a job reads a partitionable slot's resources: only as thresholds."""
 
-    __slots__ = ("checks", "rest", "ranked", "monotone", "cpus", "reads")
+    __slots__ = ("checks", "rest", "ranked", "monotone", "cpus", "reads", "rank_of")
 
     def __init__(self, checks: tuple[tuple[str, Callable[[Any, Any], bool], float], ...],
                  rest: tuple[Node, ...] | None, ranked: bool, cpus: bool,
-                 reads: frozenset[str]) -> None:
+                 reads: frozenset[str],
+                 rank_of: tuple[float, str, float] | None = None) -> None:
         # (resource, comparison, number): what is left must pass ``left cmp number``,
         # for the thresholds and for the request to fit (``matchmaker._fits``)
         self.checks = checks
@@ -49,6 +51,9 @@ class Split:
         # the resources its thresholds compare: a slot must have them (an absent one
         # is UNDEFINED to the job, not the 0 that ``remaining`` holds)
         self.reads = reads
+        # (pre-job rank, the resource the job's Rank is, post-job rank) when the ranks are
+        # no more than that: a carved slot's ranks without evaluating them
+        self.rank_of = rank_of
 
 
 def _scope(node: Node | None, name: str) -> bool:
@@ -134,11 +139,30 @@ def split_of(job: ClassAd, fixed: dict[str, float] | None, classes: SlotClasses,
             rank_names |= names
     reach = classes.reach(rank_names, job)
     ranked = reach is not None and reach.isdisjoint(_SPLIT_BLOCKERS)
+    rank_of = None if ranked else _rank_of(job, pre_job_rank, post_job_rank)
     checks = [(attr, operator.ge, amount) for attr, amount in fixed.items() if amount > 0]
     if fixed["Cpus"] <= 0 and fixed["Memory"] <= 0:
         checks.append(("Cpus", _never, 0.0))  # takes nothing: never fits (see matchmaker._fits)
     return Split(tuple(checks + thresholds), tuple(rest) if thresholds else None, ranked,
-                 fixed["Cpus"] > 0, frozenset(t[0] for t in thresholds))
+                 fixed["Cpus"] > 0, frozenset(t[0] for t in thresholds), rank_of)
+
+
+def _rank_of(job: ClassAd, pre_job_rank: Node | None,
+             post_job_rank: Node | None) -> tuple[float, str, float] | None:
+    """:attr:`Split.rank_of`: the negotiator's ranks absent or number literals, the job's
+    Rank a reference to one slot resource (``TARGET.Memory``, or a bare ``Memory`` the
+    job does not define); None when the ranks are anything else."""
+    for node in (pre_job_rank, post_job_rank):
+        if node is not None and (type(node) is not Literal or type(node.value) not in (int, float)):
+            return None
+    rank = job._attrs.get("rank")
+    if rank is None or type(rank) is Literal:
+        return None  # constant: ``ranked`` already holds
+    res = _slot_resource(rank, job)
+    if res is None:
+        return None
+    return (eval_number(pre_job_rank, job, None), RESOURCE_NAMES[res],
+            eval_number(post_job_rank, job, None))
 
 
 __all__ = ["Split", "split_of"]

@@ -1,0 +1,132 @@
+"""The matchmaker's shortcuts against plain evaluation, on random ads (hypothesis).
+
+A split job (:mod:`roost.core.thresholds`) is answered per base, its thresholds
+compared as numbers against what is left of a carved slot, and, when its Rank is
+a slot resource, ranked from what is left without evaluating the ad. Each of those
+must give what evaluating both Requirements, the fit and the three ranks on the
+carved slot's own ad gives: a shortcut may never change a match or its order.
+"""
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from roost.classad import ClassAd, ExprTree
+from roost.classad.evaluate import matches
+from roost.core.matchmaker import Request, Slot, SlotPool, _fits, _requested, negotiate
+from roost.core.matchvalues import eval_number
+
+from .test_matchmaker import _reference
+
+_STARTS = ["true", 'TARGET.Owner =!= "mallory"', "TARGET.ImageSize < 4000",
+           "(TARGET.RequestGPUs =!= undefined && TARGET.RequestGPUs > 0) || GPUs == 0",
+           "TARGET.RequestMemory <= MY.Memory / 2", "MY.Kind != 1 || TARGET.Big =?= true"]
+_CLAUSES = ["TARGET.Memory >= RequestMemory", "TARGET.Cpus >= RequestCpus",
+            "TARGET.Disk >= RequestDisk", "TARGET.GPUs >= RequestGPUs", "Memory >= 2000",
+            "TARGET.Cpus > 1", "TARGET.Memory <= 6000", 'TARGET.Arch == "X86_64"',
+            "TARGET.Kind >= 1", "TARGET.Memory * 2 >= RequestMemory"]
+_RANKS = [None, "0", "3", "TARGET.Memory", "TARGET.Cpus", "Memory", "TARGET.GPUs",
+          "TARGET.Disk", "-TARGET.Cpus", "TARGET.Kind * 3 + 1"]
+_NEG_RANKS = [None, "7", "2.5", "MY.Kind", "MY.Memory"]
+
+slot_ads = st.fixed_dictionaries({
+    "Kind": st.integers(0, 2),
+    "Arch": st.sampled_from(["X86_64", "aarch64"]),
+    "Cpus": st.sampled_from([1, 2, 4, 8, 16]),
+    "Memory": st.sampled_from([1024, 4096, 8192, 16384]),
+    "Disk": st.sampled_from([1000, 100000]),
+    "GPUs": st.sampled_from([0, 1, 2, None]),  # None: the slot has no GPUs attribute
+    "START": st.sampled_from(_STARTS),
+})
+job_ads = st.fixed_dictionaries({
+    "RequestCpus": st.sampled_from([0, 1, 2, 3]),
+    "RequestMemory": st.sampled_from([0, 500, 1000, 3000]),
+    "RequestDisk": st.sampled_from([10, 5000]),
+    "RequestGPUs": st.sampled_from([0, 1, None]),
+    "ImageSize": st.sampled_from([100, 5000]),
+    "Owner": st.sampled_from(["alice", "mallory"]),
+    "Big": st.booleans(),
+    "Memory": st.sampled_from([None, None, None, 5000]),  # the job's own Memory: a bare name reads it
+    "Clauses": st.lists(st.sampled_from(_CLAUSES), min_size=1, max_size=4),
+    "Rank": st.sampled_from(_RANKS),
+})
+
+
+def _slot(name, d):
+    ad = ClassAd({"Name": name, "Kind": d["Kind"], "Arch": d["Arch"], "Cpus": d["Cpus"],
+                  "Memory": d["Memory"], "Disk": d["Disk"], "State": "Unclaimed",
+                  "PartitionableSlot": True})
+    if d["GPUs"] is not None:
+        ad["GPUs"] = d["GPUs"]
+    ad["START"] = ExprTree(d["START"]).node
+    ad["Requirements"] = ExprTree("START").node
+    return Slot(name, ad)
+
+
+def _job(d):
+    ad = ClassAd({k: d[k] for k in ("RequestCpus", "RequestMemory", "RequestDisk", "ImageSize",
+                                    "Owner", "Big")})
+    for k in ("RequestGPUs", "Memory"):
+        if d[k] is not None:
+            ad[k] = d[k]
+    ad["Requirements"] = ExprTree(" && ".join(d["Clauses"])).node
+    if d["Rank"] is not None:
+        ad["Rank"] = ExprTree(d["Rank"]).node
+    return ad
+
+
+def _plain(view, job, pre, post):
+    """What evaluation says of ``job`` on the carved slot: None, or (ranks, amounts)."""
+    ad = view.fresh_ad()
+    if not (matches(ad, job) and matches(job, ad)):
+        return None
+    amounts = _requested(job, ad)
+    if not _fits(view, amounts):
+        return None
+    return (eval_number(pre, ad, job), eval_number(job._attrs.get("rank"), job, ad),
+            eval_number(post, ad, job)), amounts
+
+
+@settings(max_examples=300, deadline=None)
+@given(slot_ads, job_ads, st.lists(st.sampled_from([(1, 500), (2, 1000), (1, 3000), (4, 0)]),
+                                   max_size=4),
+       st.sampled_from(_NEG_RANKS), st.sampled_from(_NEG_RANKS))
+def test_candidate_equals_plain_evaluation_on_a_carved_slot(s, j, carves, pre, post):
+    pre_node = None if pre is None else ExprTree(pre).node
+    post_node = None if post is None else ExprTree(post).node
+    pool = SlotPool([_slot("p", s)], pre_job_rank=pre_node, post_job_rank=post_node)
+    view = pool.views[0]
+    for cpus, memory in carves:  # what earlier matches took (as the matchmaker does)
+        if view.remaining["Cpus"] >= cpus and view.remaining["Memory"] >= memory:
+            view.take({"Cpus": cpus, "Memory": memory, "Disk": 0, "GPUs": 0})
+    job = _job(j)
+    _, fixed, names, _, _, split = pool._job_info(job)
+    part = pool.classes.partition(job, names)
+    got = pool._candidate(Request("u", 1, 1, job), view, None, fixed, split, {}, part)
+    want = _plain(view, job, pre_node, post_node)
+    assert (got is None) == (want is None), (got, want)
+    if got is not None:
+        _, ranks, amounts, weight, preempts = got
+        assert ranks == want[0]
+        assert dict(amounts) == want[1]
+        assert weight == want[1]["Cpus"] and not preempts
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(slot_ads, min_size=1, max_size=12),
+       st.lists(st.tuples(job_ads, st.integers(1, 12)), min_size=1, max_size=6),
+       st.sampled_from(_NEG_RANKS), st.sampled_from(_NEG_RANKS),
+       st.sampled_from([None, 1, 4, 16]))
+def test_plan_equals_the_all_pairs_reference(slots, jobs, pre, post, limit):
+    """The whole pass, shortcuts and caches included, against every request tried on
+    every slot's freshly carved ad."""
+    pre_node = None if pre is None else ExprTree(pre).node
+    post_node = None if post is None else ExprTree(post).node
+    pool = [_slot(f"s{i}", d) for i, d in enumerate(slots)]
+    requests = {"u": [Request("u", a, n, _job(d), "schedd") for a, (d, n) in enumerate(jobs)]}
+    limits = None if limit is None else {"u": float(limit)}
+    want = _reference(pool, requests, ["u"], limits, pre_node, post_node)
+    plan = negotiate(pool, requests, ["u"], 0.0, limits=limits, pre_job_rank=pre_node,
+                     post_job_rank=post_node)
+    got = [(m.request.autocluster, m.slot.name, m.rank, dict(m.resources), m.weight)
+           for m in plan.matches]
+    assert got == want
