@@ -165,3 +165,28 @@ def test_salvage_keeps_sparse_clusters(tmp_path):
     again = _queue(db)
     assert _state(again) == before
     again.store.close()
+
+
+def test_a_bulk_removal_of_part_of_a_sparse_cluster_stays_removed_after_a_reload(tmp_path):
+    """``finish_many`` (condor_rm of a big queue) on a sparse cluster: the removed procs
+    leave GONE rows while the cluster stays, nothing when the whole cluster goes, and
+    their history rows read back as their whole ads (GlobalJobId from the template)."""
+    db = tmp_path / "q.db"
+    q = _queue(db)
+    cid = _submit(q, 1000)
+    other = _submit(q, 10)
+    jobs = list(q.select([str(cid)]))
+    now = {"RemoveReason": "via condor_rm", "LastJobStatus": 1, "EnteredCurrentStatus": 5}
+    want = {j.proc: {**j.merged(), **now, "JobStatus": 3} for j in jobs[:600]}
+    asyncio.run(q.store.commit(q.finish_many([(j, now) for j in jobs[:600]], 3, 5)))
+    asyncio.run(q.store.commit(q.finish_many([(j, now) for j in q.select([str(other)])], 3, 6)))
+    with sqlite3.connect(db) as c:
+        rows = dict(c.execute("SELECT cluster, COUNT(*) FROM procs GROUP BY cluster").fetchall())
+    assert rows == {cid: 600}  # the gone procs' tombstones; the other cluster left whole
+    q.store.close()
+    again = _queue(db)
+    assert sorted(j.proc for j in again.select()) == list(range(600, 1000))
+    assert again.clusters[cid].finished == 600 and other not in again.clusters
+    hist = {p: ad for c, p, ad in again.store.history_rows(clusters=[cid])}
+    assert hist == want and hist[7]["GlobalJobId"] == f"host#{cid}.7#1700000000"
+    again.store.close()
