@@ -115,9 +115,16 @@ LAUNCHER_SOURCE = r"""
 #define PROGRAM 12
 
 static char **job_env;  /* the job's environment, read from ENV_FD while we are still ourselves */
+static int report_fd = -1;  /* PID_FD while no job exists: a failure goes there as "!ERRNO WHAT" */
 
 static void die(const char *what) {
-    fprintf(stderr, "roost-launcher: %s: %s\n", what, strerror(errno));
+    int e = errno;
+    if (report_fd >= 0) {  /* the machine's failure (fork, memory), not the job's: the startd says so */
+        char buf[160];
+        int n = snprintf(buf, sizeof buf, "!%d %s\n", e, what);
+        if (n > 0 && write(report_fd, buf, (size_t)n) < 0) { /* then it sees 126 */ }
+    }
+    fprintf(stderr, "roost-launcher: %s: %s\n", what, strerror(e));
     _exit(126);
 }
 
@@ -246,6 +253,7 @@ int main(int argc, char **argv) {
     int exit_fd = atoi(argv[6]);
     fcntl(out, F_SETFD, FD_CLOEXEC);
     fcntl(exit_fd, F_SETFD, FD_CLOEXEC);
+    report_fd = out;
     job_env = read_env(atoi(argv[7]));
     signal(SIGHUP, SIG_IGN);
     signal(SIGINT, SIG_IGN);
@@ -266,6 +274,7 @@ int main(int argc, char **argv) {
             pid = syscall(SYS_clone3, &args, sizeof args);
             if (pid == 0) {
                 close(out);
+                report_fd = -1;
                 signal(SIGHUP, SIG_DFL); signal(SIGINT, SIG_DFL); signal(SIGQUIT, SIG_DFL);
                 signal(SIGTERM, SIG_DFL); signal(SIGPIPE, SIG_DFL);
                 become_job(argv);
@@ -280,6 +289,7 @@ int main(int argc, char **argv) {
         if (pid < 0) die("fork");
         if (pid == 0) {
             close(out);
+            report_fd = -1;
             signal(SIGHUP, SIG_DFL); signal(SIGINT, SIG_DFL); signal(SIGQUIT, SIG_DFL);
             signal(SIGTERM, SIG_DFL); signal(SIGPIPE, SIG_DFL);
             if (cgroup) enter_slowly(argv[1]);
@@ -539,6 +549,11 @@ def _start_now(launch: Launch) -> subprocess.Popen[bytes] | Kept:
             got += chunk
     finally:
         os.close(r)
+    if got.startswith(b"!"):  # the helper could not start the job: fork, memory (the machine's)
+        helper.wait()
+        if own:
+            os.close(exit_fd)
+        raise _helper_failure(got)
     try:
         pid = int(got)
     except ValueError:
@@ -548,6 +563,16 @@ def _start_now(launch: Launch) -> subprocess.Popen[bytes] | Kept:
             os.close(exit_fd)
         return helper
     return Kept(pid, helper, exit_fd, own)
+
+
+def _helper_failure(said: bytes) -> OSError:
+    """The OSError the helper's ``!ERRNO WHAT`` report stands for."""
+    code, _, what = said[1:].decode("ascii", "replace").strip().partition(" ")
+    try:
+        n = int(code)
+    except ValueError:
+        n = errno.EIO
+    return OSError(n, f"{os.strerror(n)} (the launcher's {what or 'start'})")
 
 
 def _spawner_thread() -> ThreadPoolExecutor:

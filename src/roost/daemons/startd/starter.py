@@ -48,6 +48,7 @@ from roost.daemons.startd import (
     jobusage,
     launch,
     procstat,
+    startfault,
 )
 from roost.daemons.startd.cgroups import JobCgroups
 from roost.daemons.startd.cpushare import CpuShares
@@ -93,11 +94,13 @@ class TransferError(Exception):
 
 class StartError(Exception):
     """The job cannot be started (its message goes to the schedd as is; ``hold_code``,
-    when given, is the HTCondor hold code the schedd holds it with)."""
+    when given, is the HTCondor hold code the schedd holds it with). ``machine``: the
+    machine's fault, not the job's (startfault.py): the job is requeued, never held."""
 
-    def __init__(self, message: str, hold_code: int | None = None) -> None:
+    def __init__(self, message: str, hold_code: int | None = None, *, machine: bool = False) -> None:
         super().__init__(message)
         self.hold_code = hold_code
+        self.machine = machine
 
 
 def _safe_relpath(name: Any) -> str:
@@ -233,9 +236,15 @@ class Starter:
                 self.final = {"state": "failed", "error": self._why(e)}
                 if isinstance(e, TransferError) and e.transient:
                     self.final["retry"] = True  # not the job's fault: the schedd runs it again
-                if isinstance(e, StartError) and e.hold_code is not None:
+                if isinstance(e, StartError) and e.machine or startfault.machine_fault(e):
+                    # short of descriptors, processes, memory, disk...: the job is not to
+                    # blame, it runs again (elsewhere or later), however often it happens
+                    self.final["retry"] = self.final["machine"] = True
+                elif isinstance(e, StartError) and e.hold_code is not None:
                     self.final["hold_code"] = e.hold_code
-                log.info("job %s failed to start: %s", self.spec.job_id, self.final["error"])
+                log.info("job %s failed to start%s: %s", self.spec.job_id,
+                         " (the machine's fault: it runs again)" if self.final.get("machine") else "",
+                         self.final["error"])
             else:
                 self.state = "running"
                 running_report = asyncio.ensure_future(self._report({"state": "running", "pid": self.pid}))
@@ -356,7 +365,10 @@ class Starter:
         if self._preset_error is not None:
             raise StartError(self._preset_error)
         self._mkdir = asyncio.ensure_future(launch.on_spawner(self._make_sandbox))
-        await asyncio.shield(self._mkdir)
+        try:
+            await asyncio.shield(self._mkdir)
+        except (OSError, ValueError) as e:  # the execute directory, cgroups: all the machine's
+            raise StartError(f"cannot make the job's sandbox: {self._why(e)}", machine=True) from None
         if self.spec.transfer:
             await self._get_files()
         self._chown(self.sandbox)
@@ -598,6 +610,8 @@ class Starter:
             except FileNotFoundError:
                 continue
             except OSError as e:
+                if startfault.is_shortage(e):
+                    raise  # the machine's (out of descriptors...): _deliver tries again later
                 self.output_problems.append(f"{name}: {e.strerror or e}")
                 continue
             files.append((path, st.st_size))
@@ -681,7 +695,7 @@ class Starter:
                 os.close(userfiles.open_dir(spec.iwd, user))
             except OSError as e:
                 raise StartError(f"cannot enter the job's Iwd {spec.iwd} as uid {user.uid}: "
-                                 f"{e.strerror or e}", HOLD_IWD_ERROR) from None
+                                 f"{e.strerror or e}", HOLD_IWD_ERROR, machine=startfault.is_shortage(e)) from None
         try:
             if stdin:
                 opened.append(_open_std(stdin, user, top, "input (In)"))
@@ -1144,7 +1158,8 @@ def _open_std(path: str, user: User, top: str, what: str, write: bool = False, t
         return userfiles.open_as(path, user, write=write, create=write, truncate=truncate, append=write,
                                  start=top)
     except OSError as e:
-        raise StartError(f"cannot open the job's {what} file {path}: {e.strerror}") from None
+        raise StartError(f"cannot open the job's {what} file {path}: {e.strerror}",
+                         machine=startfault.is_shortage(e)) from None
 
 
 def _describe_exit(final: dict[str, Any]) -> str:
