@@ -176,6 +176,8 @@ class Starter:
         self.sandbox = os.path.join(execute_dir, sandbox_name)
         self.marker = os.path.join(execute_dir, JOBS_DIR, sandbox_name)  # the job's record
         self.exit_path = self.marker + ".exit"  # its keeper writes the job's end here
+        #: open only while a keeper is being started (it keeps its own): the startd reads the
+        #: file by its name when the keeper ends (one descriptor less per running job)
         self._exit_fd: int | None = None
         self.describe = describe  # the claim's part of the record
         self._record: dict[str, Any] = {}
@@ -269,8 +271,8 @@ class Starter:
                         sent = False
                         self._reaped = False
                         try:
-                            if self._exit_fd is not None:
-                                os.pwrite(self._exit_fd, b" " * launch.EXIT_RECORD_SIZE, 0)
+                            self._exit_fd = os.open(self.exit_path, os.O_RDWR | os.O_CLOEXEC)
+                            os.pwrite(self._exit_fd, b" " * launch.EXIT_RECORD_SIZE, 0)
                             await self._spawn(restart=True)
                             if self.vacating:  # vacated while it was being started again
                                 self._kill_group(signal.SIGKILL)
@@ -345,8 +347,6 @@ class Starter:
             self.container = self.universes.container_name(self.name)
         self.started = record.started
         self._record = dict(record.data)
-        with contextlib.suppress(OSError):  # read and write: a checkpointing job restarts in place
-            self._exit_fd = os.open(self.exit_path, os.O_RDWR)
         self._mkdir = asyncio.get_running_loop().create_future()
         self._mkdir.set_result(None)  # the sandbox exists: _clean removes it
         if not record.alive():
@@ -664,9 +664,7 @@ class Starter:
         for path in (self.marker, self.exit_path):
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(path)
-        if self._exit_fd is not None:
-            os.close(self._exit_fd)
-            self._exit_fd = None
+        self._close_exit()
         rt = self.universes.runtime if self.universes is not None else None
         if self.container is not None and rt is not None and not self._container_gone:
             container.remove(rt, self.container)  # its client died before the container
@@ -752,7 +750,26 @@ class Starter:
         finally:
             for fd in opened:
                 os.close(fd)
+            self._close_exit()  # the keeper has its own (or nothing started)
         self._started(proc)
+
+    def _close_exit(self) -> None:
+        if self._exit_fd is not None:
+            os.close(self._exit_fd)
+            self._exit_fd = None
+
+    def _read_exit(self) -> tuple[int, Any] | None:
+        """What the job's keeper wrote to its exit file; None: nothing (it died first)."""
+        try:
+            fd = os.open(self.exit_path, os.O_RDONLY | os.O_CLOEXEC)
+        except OSError as e:
+            if startfault.is_shortage(e):
+                log.warning("job %s: cannot read its end: %s", self.spec.job_id, e)
+            return None
+        try:
+            return launch.read_exit(fd)
+        finally:
+            os.close(fd)
 
     def _after_spawn(self, proc: subprocess.Popen[bytes] | launch.Kept) -> None:
         """On the spawner thread, right after the exec: the cgroup move where the job did
@@ -841,7 +858,7 @@ class Starter:
         def reaped(status: int | None, usage: Any) -> None:
             self._reaped = True  # its pid may be anyone's from now on
             if kept:  # the keeper's own status says nothing: the job's is in the file
-                got = launch.read_exit(self._exit_fd) if self._exit_fd is not None else None
+                got = self._read_exit()
                 status = got[0] if got is not None else None  # None: the keeper died first
                 if got is not None and usage is None:
                     usage = got[1]
