@@ -15,6 +15,9 @@ from roost.net.client import Connection, open_connection
 from roost.net.errors import RemoteError
 
 CALL_TIMEOUT = 60.0  # seconds for one request (a transfer gets ten times that)
+#: idle connections kept per schedd: a burst of starts opens one per concurrent exchange
+#: (hundreds), and keeping them all held a descriptor per job long after it (issue 27)
+MAX_IDLE = 16
 
 
 class Peers:
@@ -47,13 +50,21 @@ class Peers:
         try:
             yield conn
         except RemoteError:
-            self._idle.setdefault(address, []).append(conn)
+            self._keep(address, conn)
             raise
         except BaseException:
             conn.close()
             raise
         else:
-            self._idle.setdefault(address, []).append(conn)
+            self._keep(address, conn)
+
+    def _keep(self, address: str, conn: Connection) -> None:
+        """Back to the idle ones, unless MAX_IDLE are there already."""
+        idle = self._idle.setdefault(address, [])
+        if len(idle) < MAX_IDLE:
+            idle.append(conn)
+        else:
+            conn.close()
 
     async def call(self, address: str, cmd: str, **args: Any) -> dict[str, Any]:
         """One request; a stale idle connection is retried once on a fresh one."""
