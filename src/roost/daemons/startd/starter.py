@@ -87,9 +87,10 @@ class TransferError(Exception):
     fault (a connection cut, a schedd restarting), not the job's: the job runs again
     rather than being held."""
 
-    def __init__(self, message: str, *, transient: bool = False) -> None:
+    def __init__(self, message: str, *, transient: bool = False, machine: bool = False) -> None:
         super().__init__(message)
         self.transient = transient
+        self.machine = machine  # a shortage here (out of descriptors...): never held
 
 
 class StartError(Exception):
@@ -238,7 +239,7 @@ class Starter:
                 self.final = {"state": "failed", "error": self._why(e)}
                 if isinstance(e, TransferError) and e.transient:
                     self.final["retry"] = True  # not the job's fault: the schedd runs it again
-                if isinstance(e, StartError) and e.machine or startfault.machine_fault(e):
+                if isinstance(e, StartError | TransferError) and e.machine or startfault.machine_fault(e):
                     # short of descriptors, processes, memory, disk...: the job is not to
                     # blame, it runs again (elsewhere or later), however often it happens
                     self.final["retry"] = self.final["machine"] = True
@@ -459,7 +460,8 @@ class Starter:
             # and is reconnecting, or requeued the job): its state, not the job's fault
             raise TransferError(f"schedd refused GET_FILES: {e.message}", transient=e.code == "NOT_FOUND") from None
         except (ConnectionError, TimeoutError) as e:  # the link or the schedd, not the job
-            raise TransferError(f"GET_FILES from {address}: {e or 'timed out'}", transient=True) from None
+            raise TransferError(f"GET_FILES from {address}: {e or 'timed out'}", transient=True,
+                                machine=startfault.is_shortage(e)) from None
         for entry in os.scandir(self.sandbox):
             st = entry.stat(follow_symlinks=False)
             self._inputs[entry.name] = (st.st_size, st.st_mtime_ns)
