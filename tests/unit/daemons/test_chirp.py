@@ -29,7 +29,7 @@ from roost.classad import ClassAd  # noqa: E402
 from roost.core.chirp import Wants  # noqa: E402
 from roost.daemons.schedd.chirp_calls import Helper  # noqa: E402
 from roost.daemons.schedd.chirpio import Files  # noqa: E402
-from roost.daemons.startd import chirp  # noqa: E402
+from roost.daemons.startd import chirp, chirpport  # noqa: E402
 from roost.daemons.startd.chirp import ChirpFailure, ChirpServer, ChirpSettings, IOAnswer  # noqa: E402
 from roost.daemons.startd.jobspec import Identity, JobSpec  # noqa: E402
 
@@ -483,7 +483,7 @@ def test_jobs_share_one_port_and_the_cookie_names_the_job(tmp_path: Path) -> Non
         return out
 
     async def go() -> None:
-        shared = chirp.SharedListener()
+        shared = chirpport.SharedListener()
         a, b = Recorder(tmp_path / "a"), Recorder(tmp_path / "b")
         a.attrs["Who"], b.attrs["Who"] = '"a"', '"b"'
         sa, sb = ChirpServer(a, ALL, job_id="1.0"), ChirpServer(b, ALL, job_id="1.1")
@@ -506,7 +506,7 @@ def test_jobs_share_one_port_and_the_cookie_names_the_job(tmp_path: Path) -> Non
         port = shared.port
         sb.close()
         shared.close()
-        again = chirp.SharedListener()
+        again = chirpport.SharedListener()
         sc = ChirpServer(b, ALL, job_id="1.1")
         await sc.start(port, sb.cookie, shared=again)
         assert (sc.port, again.port) == (port, port)

@@ -3,8 +3,8 @@
 A job whose ad and machine allow it (``roost.core.chirp.starter_wants``: delayed
 updates are on for every job unless it or the machine says no) gets its own server
 with a random cookie, on 127.0.0.1 at one port that all of a startd's jobs share
-(``SharedListener``: the cookie a connection presents names its job; a listening
-socket per job was a descriptor per running job, issue 27). ``.chirp.config``
+(``chirpport.SharedListener``: the cookie a connection presents names its job; a
+listening socket per job was a descriptor per running job, issue 27). ``.chirp.config``
 in its sandbox (``host port cookie``, the job's user's, 0600) says where, and
 ``_CONDOR_CHIRP_CONFIG`` names that file, which is what HTCondor's ``condor_chirp`` and
 the ``htchirp`` package read. A connection must present the cookie first (a wrong one
@@ -39,16 +39,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import hashlib
 import logging
 import os
 import re
 import secrets
 import stat
-import weakref
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from roost.classad import ClassAd
 from roost.classad.errors import ClassAdSyntaxError
@@ -58,6 +56,9 @@ from roost.core import chirp as rules
 from roost.daemons.startd.jobspec import Identity, JobSpec
 from roost.daemons.startd.peers import CALL_TIMEOUT, Peers
 from roost.net.errors import RemoteError
+
+if TYPE_CHECKING:
+    from roost.daemons.startd.chirpport import SharedListener
 
 log = logging.getLogger(__name__)
 
@@ -109,8 +110,6 @@ MAX_CONNECTIONS = 32  # one job's connections at once
 PAYLOAD_TIMEOUT = 60.0  # seconds a request's bytes may stall
 WRONG_COOKIE_DELAY = 1.0
 MAX_COOKIE_TRIES = 3
-#: connections to the shared port that have not presented a job's cookie yet, at once
-MAX_UNIDENTIFIED = 256
 WHOAMI = b"CONDOR"  # what HTCondor's shadow answers whoami
 
 _INT = re.compile(r"[+-]?[0-9]{1,19}\Z")
@@ -754,105 +753,8 @@ def _read_contact(path: str) -> tuple[int, str]:
     return int(words[1]), words[2]
 
 
-class SharedListener:
-    """One listening socket for every job's Chirp server in a startd: a connection's
-    first line, ``cookie C``, names the job whose server takes it over. Jobs are found
-    by a digest of their cookie (the lookup reveals nothing of a cookie by its timing);
-    a wrong cookie is answered after a second, three end the connection, as a job's
-    own server does."""
-
-    def __init__(self) -> None:
-        self.port = 0
-        self._server: asyncio.AbstractServer | None = None
-        self._jobs: dict[bytes, ChirpServer] = {}
-        self._lock = asyncio.Lock()
-        self._unidentified = 0
-
-    @staticmethod
-    def _key(cookie: bytes) -> bytes:
-        return hashlib.sha256(cookie).digest()
-
-    async def join(self, server: ChirpServer, port: int = 0) -> int:
-        """Serve ``server``'s job here; the shared port, or 0 when it cannot be (``port``
-        names another one: a job a previous startd started, whose own port stays)."""
-        async with self._lock:
-            if self._server is None:
-                try:
-                    self._server = await asyncio.start_server(self._client, "127.0.0.1", port, limit=LINE_MAX + 2)
-                except OSError:
-                    if port:
-                        return 0  # its old port is taken: it gets one of its own
-                    raise
-                self.port = self._server.sockets[0].getsockname()[1]
-        if port and port != self.port:
-            return 0
-        self._jobs[self._key(server.cookie.encode())] = server
-        return self.port
-
-    def leave(self, server: ChirpServer) -> None:
-        key = self._key(server.cookie.encode())
-        if self._jobs.get(key) is server:
-            del self._jobs[key]
-
-    def close(self) -> None:
-        if self._server is not None:
-            self._server.close()
-            self._server = None
-
-    async def _client(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        if self._unidentified >= MAX_UNIDENTIFIED:
-            writer.close()
-            return
-        self._unidentified += 1
-        counted, tries = True, 0
-        try:
-            while True:
-                try:
-                    line = await _read_line(reader)
-                except _LineTooLong:
-                    await _answer(writer, TOO_BIG)
-                    return
-                if line is None:
-                    return
-                words = line.split()
-                job = self._jobs.get(self._key(words[1])) if len(words) == 2 and words[0] == b"cookie" else None
-                if job is not None:
-                    await _answer(writer, 0)
-                    self._unidentified -= 1
-                    counted = False
-                    await job.serve_identified(reader, writer)
-                    return
-                tries += 1
-                if words[:1] == [b"cookie"]:
-                    log.warning("a chirp client presented a cookie no job has")
-                    await asyncio.sleep(WRONG_COOKIE_DELAY)
-                await _answer(writer, NOT_AUTHENTICATED)
-                if tries >= MAX_COOKIE_TRIES:
-                    return
-        except (ConnectionError, OSError, TimeoutError, asyncio.IncompleteReadError):
-            pass
-        except Exception:
-            log.exception("a chirp connection failed")
-        finally:
-            if counted:
-                self._unidentified -= 1
-            writer.close()
-
-
-#: each event loop's shared listener (a startd has one loop; tests run many)
-_LISTENERS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, SharedListener] = weakref.WeakKeyDictionary()
-
-
-def shared_listener() -> SharedListener:
-    """This event loop's shared Chirp listener (made on first use)."""
-    loop = asyncio.get_running_loop()
-    got = _LISTENERS.get(loop)
-    if got is None:
-        got = _LISTENERS[loop] = SharedListener()
-    return got
-
-
-async def serve(job: JobSide, settings: ChirpSettings | None, *, resume: bool = False) -> ChirpServer | None:
+async def serve(job: JobSide, settings: ChirpSettings | None, *, resume: bool = False,
+                shared: SharedListener | None = None) -> ChirpServer | None:
     """Start the job's Chirp server if its ad and the machine want one: before the job
     starts (``.chirp.config`` written, its environment names it), or again for a job a
     previous startd started (``resume``: the same port and cookie, from the file).
@@ -870,9 +772,9 @@ async def serve(job: JobSide, settings: ChirpSettings | None, *, resume: bool = 
     try:
         if resume:
             port, cookie = _read_contact(path)
-            await server.start(port, cookie, shared=shared_listener())
+            await server.start(port, cookie, shared=shared)
         else:
-            await server.start(shared=shared_listener())
+            await server.start(shared=shared)
             _write_contact(path, server.contact(), job.identity)
     except Exception as e:  # a job without Chirp still runs
         log.warning("job %s: no Chirp server: %s", spec.job_id, e)
