@@ -23,9 +23,12 @@ it execs the job), and its jobs do not outlive their startd.
 
 Either way ``Popen`` waits for the child's exec; that wait runs on one
 long-lived spawner thread (not a thread per job), so the event loop keeps
-serving other claims meanwhile. Sandbox creation shares that thread, and
-sandbox removal has a second one: on ext4 each costs ~1 ms of waiting on
-the file system (not CPU) that would otherwise stall the loop.
+serving other claims meanwhile. Sandbox creation has a thread of its own (it
+shared the spawner's once: a burst of thousands of activations queued every new
+sandbox ahead of the spawns of jobs whose input had arrived, and processes
+trailed the Running count by half a minute at 4,000 jobs, issue 27), and sandbox
+removal a third: on ext4 each costs ~1 ms of waiting on the file system (not
+CPU) that would otherwise stall the loop.
 """
 
 from __future__ import annotations
@@ -302,6 +305,7 @@ int main(int argc, char **argv) {
 }
 """
 _cleaner: ThreadPoolExecutor | None = None
+_sandboxer: ThreadPoolExecutor | None = None
 #: the exit file's size, written blank before the job starts (the keeper's line fits)
 EXIT_RECORD_SIZE = 96
 
@@ -603,8 +607,17 @@ async def spawn(
 
 
 async def on_spawner(fn: Callable[[], T]) -> T:
-    """Run blocking file-system work (making a sandbox) on the spawner thread."""
+    """Run ``fn`` on the spawner thread (between two spawns)."""
     return await asyncio.get_running_loop().run_in_executor(_spawner_thread(), fn)
+
+
+async def on_sandboxer(fn: Callable[[], T]) -> T:
+    """Run blocking file-system work (making a sandbox, its cgroups) on the sandbox
+    thread, so spawns never queue behind it."""
+    global _sandboxer
+    if _sandboxer is None:
+        _sandboxer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sandboxer")
+    return await asyncio.get_running_loop().run_in_executor(_sandboxer, fn)
 
 
 def on_cleaner(fn: Callable[[], object]) -> Future[object]:

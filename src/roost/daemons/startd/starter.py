@@ -42,6 +42,7 @@ from roost.daemons import userfiles
 from roost.daemons.sandbox_paths import sandbox_relpath
 from roost.daemons.startd import (
     chirp,
+    chirpport,
     ckpt_signal,
     container,
     jobcommand,
@@ -361,11 +362,11 @@ class Starter:
         if self._adopted is not None:
             self._watch(self._adopted.keeper or self._adopted.pid, adopted=True)
             self._stream(fresh=False)
-            self.chirp = await chirp.serve(self, self.chirp_settings, resume=True)
+            self.chirp = await chirp.serve(self, self.chirp_settings, resume=True, shared=chirpport.shared_listener())
             return self.started
         if self._preset_error is not None:
             raise StartError(self._preset_error)
-        self._mkdir = asyncio.ensure_future(launch.on_spawner(self._make_sandbox))
+        self._mkdir = asyncio.ensure_future(launch.on_sandboxer(self._make_sandbox))
         try:
             await asyncio.shield(self._mkdir)
         except (OSError, ValueError) as e:  # the execute directory, cgroups: all the machine's
@@ -376,7 +377,8 @@ class Starter:
         self.started = time.time()
         if self.describe is not None:
             self._record = self.describe()
-        self.chirp = await chirp.serve(self, self.chirp_settings)  # .chirp.config, before the job
+        # .chirp.config, before the job
+        self.chirp = await chirp.serve(self, self.chirp_settings, shared=chirpport.shared_listener())
         try:
             await jobcommand.prepare(self.spec, self.universes, self.job_user())  # a container job's image, pulled
         except jobcommand.CommandError as e:
