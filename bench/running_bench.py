@@ -47,8 +47,10 @@ REF_LAG_4000 = 30.0
 
 def pool_config(n: int) -> str:
     # each slot gets MEMORY/N MiB: 64 MiB each, whatever the machine has
+    # NEGOTIATOR_INTERVAL: a cycle that matched slots already claimed (the collector had
+    # not heard yet) leaves jobs idle until the next periodic one
     return (f"\nNUM_CPUS = {n}\nMEMORY = {n * 64}\nSTARTD_DETECT_CONTAINERS = False\n"
-            "STARTD_DETECT_JAVA = False\n")
+            "STARTD_DETECT_JAVA = False\nNEGOTIATOR_INTERVAL = 10\n")
 
 
 def count_jobs() -> int:
