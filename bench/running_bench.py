@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import statistics
 import sys
 import time
@@ -96,7 +97,33 @@ def fd_kinds(pid: int) -> Counter[str]:
     return kinds
 
 
+def kill_leftovers() -> int:
+    """Kill this bench's sleep jobs still running (by their pids): a job outlives a
+    startd that is stopped under it, and an interrupted run leaves them."""
+    killed = 0
+    want = SLEEP_ARG.encode()
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/cmdline", "rb") as f:
+                argv = f.read().split(b"\0")
+            if len(argv) >= 2 and argv[1] == want and argv[0].endswith(b"sleep"):
+                os.kill(int(name), signal.SIGKILL)
+                killed += 1
+        except OSError:
+            continue
+    return killed
+
+
 def run_once(n: int, timeout: float) -> dict[str, float]:
+    try:
+        return _run_once(n, timeout)
+    finally:
+        kill_leftovers()
+
+
+def _run_once(n: int, timeout: float) -> dict[str, float]:
     out: dict[str, float] = {}
     with BenchPool(pool_config(n)) as bp:
         from roost.api.schedd import Schedd

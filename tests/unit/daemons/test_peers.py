@@ -8,6 +8,8 @@ import asyncio
 import contextlib
 import os
 
+import pytest
+
 from roost.daemons.startd import peers as peers_mod
 from roost.daemons.startd.peers import Peers
 
@@ -55,6 +57,57 @@ def test_a_burst_leaves_at_most_max_idle_connections_open() -> None:
         async with peers.connection(address):
             pass
         assert len(accepted) == burst  # reused: no new connection
+        peers.close()
+        server.close()
+
+    asyncio.run(go())
+
+
+def test_at_most_max_busy_exchanges_at_once_but_a_checkpoint_never_waits(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(peers_mod, "MAX_BUSY", 4)
+
+    async def go() -> None:
+        open_now = 0
+        most = 0
+
+        async def client(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            nonlocal open_now, most
+            open_now += 1
+            most = max(most, open_now)
+            await reader.read()
+            open_now -= 1
+            writer.close()
+
+        server = await asyncio.start_server(client, "127.0.0.1", 0)
+        address = f"127.0.0.1:{server.sockets[0].getsockname()[1]}"
+        peers = Peers()
+        release = asyncio.Event()
+        done = 0
+
+        async def exchange() -> None:
+            nonlocal done
+            async with peers.connection(address) as conn:
+                await release.wait()
+                conn.close()  # not kept: the next one opens its own, so the server counts them
+            done += 1
+
+        tasks = [asyncio.ensure_future(exchange()) for _ in range(12)]
+        for _ in range(200):
+            await asyncio.sleep(0.01)
+            if open_now >= 4:
+                break
+        await asyncio.sleep(0.1)
+        assert open_now == 4 and done == 0  # the other 8 wait their turn
+        # a checkpoint upload takes no turn: it gets through while all four are busy
+        async with asyncio.timeout(5), peers.connection(address, bounded=False):
+            for _ in range(200):
+                if open_now == 5:
+                    break
+                await asyncio.sleep(0.01)
+            assert open_now == 5
+        release.set()
+        await asyncio.gather(*tasks)
+        assert done == 12 and most <= 5
         peers.close()
         server.close()
 

@@ -626,7 +626,8 @@ class Starter:
         if not files and cmd == "PUT_FILES":
             return
         limit = CHECKPOINT_UPLOAD_TIMEOUT if cmd == "PUT_CHECKPOINT" else CALL_TIMEOUT * 10
-        async with self.peers.connection(address) as conn, asyncio.timeout(limit):
+        # a checkpoint may wait long for the schedd's admission: it holds no turn of others'
+        async with self.peers.connection(address, bounded=cmd == "PUT_FILES") as conn, asyncio.timeout(limit):
             head = {"cmd": cmd, "job": self.spec.job_id, "claim_id": self.claim_id, "files": listing}
             if cmd == "PUT_CHECKPOINT" and self.vacating:
                 head["urgent"] = True  # the claim waits for it: not queued behind others
