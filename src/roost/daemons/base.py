@@ -129,9 +129,36 @@ def idle_timeout(config: Config) -> float:
     return max(0.0, config.get_float("UNAUTHENTICATED_IDLE_TIMEOUT", IDLE_TIMEOUT) or 0.0)
 
 
+#: the most descriptors a daemon asks for (the kernel's default fs.nr_open): a startd
+#: with 10,000 running jobs holds ~2 each, a schedd one connection per busy claim
+MAX_FD_LIMIT = 1 << 20
+
+
+def _nr_open() -> int:
+    """The kernel's ceiling on any process's RLIMIT_NOFILE (fs.nr_open)."""
+    try:
+        with open("/proc/sys/fs/nr_open") as f:
+            return int(f.read())
+    except (OSError, ValueError):
+        return MAX_FD_LIMIT
+
+
+def fd_limit_wanted(soft: int, hard: int, privileged: bool, nr_open: int, infinity: int = -1) -> tuple[int, int]:
+    """The (soft, hard) RLIMIT_NOFILE a daemon sets, from what it has: the soft limit up
+    to the hard one; a privileged daemon (root: CAP_SYS_RESOURCE) raises the hard limit
+    too, to fs.nr_open, at most MAX_FD_LIMIT (a login's 20,000 held 8,000 jobs' worth
+    of a startd's descriptors, issue 27). Never lowers either."""
+    if hard == infinity:
+        return (max(soft, MAX_FD_LIMIT) if soft != infinity else soft, hard)
+    if privileged:
+        hard = max(hard, min(nr_open, MAX_FD_LIMIT))
+    return (max(soft, hard) if soft != infinity else soft, hard)
+
+
 def raise_fd_limit() -> int:
     """Raise this process's soft RLIMIT_NOFILE to its hard limit (as HTCondor's daemons
-    do): a daemon's connections are its file descriptors. The soft limit now."""
+    do), and as root the hard limit too (fd_limit_wanted): a daemon's connections, and
+    a startd's running jobs, are its file descriptors. The soft limit now."""
     try:
         # lazy: Unix-only, and needed once per daemon start
         import resource
@@ -139,7 +166,14 @@ def raise_fd_limit() -> int:
         return 1024
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     joblimits.remember(soft if soft != resource.RLIM_INFINITY else 0)  # the jobs' limit, before ours rises
-    if hard == resource.RLIM_INFINITY or hard > soft:
+    want = fd_limit_wanted(soft, hard, os.geteuid() == 0, _nr_open(), resource.RLIM_INFINITY)
+    if want != (soft, hard):
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, want)
+            soft, hard = want
+        except (ValueError, OSError):  # a container's root may lack CAP_SYS_RESOURCE
+            pass
+    if hard == resource.RLIM_INFINITY or hard > soft:  # then the soft limit alone rises
         want = hard if hard != resource.RLIM_INFINITY else max(soft, 1 << 20)
         try:
             resource.setrlimit(resource.RLIMIT_NOFILE, (want, hard))

@@ -115,7 +115,9 @@ async def open_connection(
     except TimeoutError:
         raise CallTimeout(f"connecting to {address} timed out after {timeout:g} s") from None
     except OSError as e:
-        raise ConnectionError(f"cannot connect to {address}: {e.strerror or e}") from None
+        err = ConnectionError(f"cannot connect to {address}: {e.strerror or e}")
+        err.errno = e.errno  # EMFILE and the like: a shortage here, not a peer's fault
+        raise err from None
     sock = writer.get_extra_info("socket")
     if sock is not None and sock.family in (socket.AF_INET, socket.AF_INET6):
         with contextlib.suppress(OSError):

@@ -29,7 +29,7 @@ from roost.classad import ClassAd  # noqa: E402
 from roost.core.chirp import Wants  # noqa: E402
 from roost.daemons.schedd.chirp_calls import Helper  # noqa: E402
 from roost.daemons.schedd.chirpio import Files  # noqa: E402
-from roost.daemons.startd import chirp  # noqa: E402
+from roost.daemons.startd import chirp, chirpport  # noqa: E402
 from roost.daemons.startd.chirp import ChirpFailure, ChirpServer, ChirpSettings, IOAnswer  # noqa: E402
 from roost.daemons.startd.jobspec import Identity, JobSpec  # noqa: E402
 
@@ -463,5 +463,67 @@ def test_the_file_helper_acts_as_the_owner_and_never_as_root(public_dir: Path) -
             finally:
                 helper.end()
                 await helper.proc.wait()
+
+    asyncio.run(go())
+
+
+# -- one port for every job (issue 27: a listening socket per job was a descriptor each) ----
+
+def test_jobs_share_one_port_and_the_cookie_names_the_job(tmp_path: Path) -> None:
+    async def ask(port: int, lines: list[bytes]) -> list[bytes]:
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        out = []
+        try:
+            for line in lines:
+                writer.write(line)
+                await writer.drain()
+                out.append(await reader.readline())
+        finally:
+            writer.close()
+        return out
+
+    async def go() -> None:
+        shared = chirpport.SharedListener()
+        a, b = Recorder(tmp_path / "a"), Recorder(tmp_path / "b")
+        a.attrs["Who"], b.attrs["Who"] = '"a"', '"b"'
+        sa, sb = ChirpServer(a, ALL, job_id="1.0"), ChirpServer(b, ALL, job_id="1.1")
+        await sa.start(shared=shared)
+        await sb.start(shared=shared)
+        assert sa.port == sb.port == shared.port and sa.cookie != sb.cookie
+        assert await ask(sa.port, [f"cookie {sa.cookie}\n".encode(), b"get_job_attr Who\n"]) == [b"0\n", b"3\n"]
+        assert ("get", "Who") in a.calls and not b.calls
+        assert (await ask(sb.port, [f"cookie {sb.cookie}\n".encode(), b"get_job_attr Who\n"]))[0] == b"0\n"
+        assert ("get", "Who") in b.calls
+        # no job's cookie, or none at all: not served, and nothing reaches a job
+        assert await ask(sa.port, [b"get_job_attr Who\n"]) == [b"-1\n"]
+        calls = len(a.calls) + len(b.calls)
+        # a job that ended: its cookie opens nothing any more; the other job goes on
+        sa.close()
+        assert await ask(sb.port, [f"cookie {sa.cookie}\n".encode()]) == [b"-1\n"]
+        assert len(a.calls) + len(b.calls) == calls
+        assert (await ask(sb.port, [f"cookie {sb.cookie}\n".encode()])) == [b"0\n"]
+        # a restarted startd takes the port its jobs were told back, when it is free
+        port = shared.port
+        sb.close()
+        shared.close()
+        again = chirpport.SharedListener()
+        sc = ChirpServer(b, ALL, job_id="1.1")
+        await sc.start(port, sb.cookie, shared=again)
+        assert (sc.port, again.port) == (port, port)
+        # a second job of that startd told another port gets a socket of its own there
+        other = ChirpServer(a, ALL, job_id="1.0")
+        await other.start(0, sa.cookie, shared=again)
+        assert other.port == port  # port 0: the shared one
+        sd = ChirpServer(a, ALL, job_id="1.2")
+        sock = socket.socket()
+        sock.bind(("127.0.0.1", 0))
+        free = sock.getsockname()[1]
+        sock.close()
+        await sd.start(free, "c" * 32, shared=again)
+        assert sd.port == free != port
+        assert await ask(free, [b"cookie " + b"c" * 32 + b"\n"]) == [b"0\n"]
+        for s in (sc, other, sd):
+            s.close()
+        again.close()
 
     asyncio.run(go())

@@ -5,7 +5,7 @@ import asyncio
 import pytest
 
 from roost.config import Config
-from roost.daemons.base import Daemon
+from roost.daemons.base import MAX_FD_LIMIT, Daemon, fd_limit_wanted
 from roost.net.addresses import read_address, write_address
 from roost.net.server import serve
 
@@ -95,3 +95,20 @@ def test_lifecycle_against_an_in_process_collector(tmp_path):
         assert not (tmp_path / "run" / "echo.pid").exists()
 
     asyncio.run(main())
+
+
+INF = -1  # RLIM_INFINITY, as the tests spell it
+
+
+@pytest.mark.parametrize(("soft", "hard", "root", "nr_open", "want"), [
+    (1024, 4096, False, 1 << 20, (4096, 4096)),          # a user: the soft limit up to the hard one
+    (20000, 20000, False, 1 << 20, (20000, 20000)),      # nothing to raise without privilege
+    (20000, 20000, True, 1 << 20, (1 << 20, 1 << 20)),   # root: the hard limit too, to fs.nr_open
+    (20000, 20000, True, 65536, (65536, 65536)),         # ... never past fs.nr_open
+    (20000, 20000, True, 1 << 30, (MAX_FD_LIMIT, MAX_FD_LIMIT)),  # ... nor past the cap
+    (4 << 20, 4 << 20, True, 8 << 20, (4 << 20, 4 << 20)),  # never lowered
+    (1024, INF, False, 1 << 20, (MAX_FD_LIMIT, INF)),    # an unlimited hard limit: the cap
+])
+def test_the_daemons_descriptor_limit(soft: int, hard: int, root: bool, nr_open: int,
+                                      want: tuple[int, int]) -> None:
+    assert fd_limit_wanted(soft, hard, root, nr_open, INF) == want

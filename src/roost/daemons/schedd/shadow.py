@@ -646,6 +646,12 @@ class Shadow:
                 return self.now_job is not None  # condor_now: the claim runs the now-job next
             if state == "failed":
                 n = job.get("NumShadowExceptions", 0)
+                if update.get("machine") is True and self.transfer_error is None:
+                    # the execute side was short of something (descriptors, processes,
+                    # memory, disk): never the job's fault, however often (issue 27); the
+                    # requeue's back-off spaces the tries
+                    await s.requeue(job, f"Error from {self.slot_name}: {update.get('error') or 'cannot start'}")
+                    return False
                 if (update.get("retry") is True and self.transfer_error is None
                         and (n if isinstance(n, int) else 0) < MAX_TRANSFER_RETRIES):
                     # the infrastructure's fault (a transfer cut, this schedd restarting): run it again

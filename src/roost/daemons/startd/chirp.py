@@ -1,8 +1,10 @@
 """Chirp for running jobs: the starter's side of HTCondor's remote I/O protocol (version 2).
 
 A job whose ad and machine allow it (``roost.core.chirp.starter_wants``: delayed
-updates are on for every job unless it or the machine says no) gets its own server on
-127.0.0.1, at a port of the kernel's choosing, with a random cookie. ``.chirp.config``
+updates are on for every job unless it or the machine says no) gets its own server
+with a random cookie, on 127.0.0.1 at one port that all of a startd's jobs share
+(``chirpport.SharedListener``: the cookie a connection presents names its job; a
+listening socket per job was a descriptor per running job, issue 27). ``.chirp.config``
 in its sandbox (``host port cookie``, the job's user's, 0600) says where, and
 ``_CONDOR_CHIRP_CONFIG`` names that file, which is what HTCondor's ``condor_chirp`` and
 the ``htchirp`` package read. A connection must present the cookie first (a wrong one
@@ -44,7 +46,7 @@ import secrets
 import stat
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from roost.classad import ClassAd
 from roost.classad.errors import ClassAdSyntaxError
@@ -54,6 +56,9 @@ from roost.core import chirp as rules
 from roost.daemons.startd.jobspec import Identity, JobSpec
 from roost.daemons.startd.peers import CALL_TIMEOUT, Peers
 from roost.net.errors import RemoteError
+
+if TYPE_CHECKING:
+    from roost.daemons.startd.chirpport import SharedListener
 
 log = logging.getLogger(__name__)
 
@@ -312,11 +317,19 @@ class ChirpServer:
         self.delayed: dict[str, str] = {}
         self._delayed_names: set[str] = set()  # every name used: the cap counts these
         self._server: asyncio.AbstractServer | None = None
+        self._shared: SharedListener | None = None
         self._clients: set[asyncio.StreamWriter] = set()
         self._lock = asyncio.Lock()  # one request at a time
 
-    async def start(self, port: int = 0, cookie: str | None = None) -> None:
+    async def start(self, port: int = 0, cookie: str | None = None, shared: SharedListener | None = None) -> None:
+        """Listen: on the ``shared`` port where there is one (and ``port`` is 0 or that
+        port), else on a socket of its own."""
         self.cookie = cookie or secrets.token_hex(16)
+        if shared is not None:
+            got = await shared.join(self, port)
+            if got:
+                self._shared, self.port = shared, got
+                return
         self._server = await asyncio.start_server(self._client, "127.0.0.1", port, limit=LINE_MAX + 2)
         self.port = self._server.sockets[0].getsockname()[1]
 
@@ -329,6 +342,9 @@ class ChirpServer:
         if self._server is not None:
             self._server.close()
             self._server = None
+        if self._shared is not None:
+            self._shared.leave(self)
+            self._shared = None
         for w in list(self._clients):
             w.close()
         self.backend.end()
@@ -354,11 +370,13 @@ class ChirpServer:
     # -- connections ----------------------------------------------------------------------
 
     async def _client(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        """A connection to this job's own port (an adopted job's, whose port is not the
+        shared one): its cookie, then its requests."""
         if len(self._clients) >= MAX_CONNECTIONS:
             writer.close()
             return
-        self._clients.add(writer)
-        authed, tries = False, 0
+        self._clients.add(writer)  # counted before its cookie too
+        tries = 0
         try:
             while True:
                 try:
@@ -368,22 +386,42 @@ class ChirpServer:
                     return
                 if line is None:
                     return
-                if authed:
-                    if not await self._request(line, reader, writer):
-                        return
-                    continue
                 words = line.split()
                 if len(words) == 2 and words[0] == b"cookie" and secrets.compare_digest(words[1],
                                                                                         self.cookie.encode()):
-                    authed = True
                     await _answer(writer, 0)
-                    continue
+                    self._clients.discard(writer)
+                    await self.serve_identified(reader, writer)
+                    return
                 tries += 1
                 if words[:1] == [b"cookie"]:
                     log.warning("job %s: a chirp client presented a wrong cookie", self.job_id)
                     await asyncio.sleep(WRONG_COOKIE_DELAY)
                 await _answer(writer, NOT_AUTHENTICATED)
                 if tries >= MAX_COOKIE_TRIES:
+                    return
+        except (ConnectionError, OSError, TimeoutError, asyncio.IncompleteReadError):
+            pass
+        except Exception:
+            log.exception("job %s: a chirp request failed", self.job_id)
+        finally:
+            self._clients.discard(writer)
+            writer.close()
+
+    async def serve_identified(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        """A connection to the shared port that presented this job's cookie (answered)."""
+        if len(self._clients) >= MAX_CONNECTIONS:
+            writer.close()
+            return
+        self._clients.add(writer)
+        try:
+            while True:
+                try:
+                    line = await _read_line(reader)
+                except _LineTooLong:
+                    await _answer(writer, TOO_BIG)
+                    return
+                if line is None or not await self._request(line, reader, writer):
                     return
         except (ConnectionError, OSError, TimeoutError, asyncio.IncompleteReadError):
             pass
@@ -715,7 +753,8 @@ def _read_contact(path: str) -> tuple[int, str]:
     return int(words[1]), words[2]
 
 
-async def serve(job: JobSide, settings: ChirpSettings | None, *, resume: bool = False) -> ChirpServer | None:
+async def serve(job: JobSide, settings: ChirpSettings | None, *, resume: bool = False,
+                shared: SharedListener | None = None) -> ChirpServer | None:
     """Start the job's Chirp server if its ad and the machine want one: before the job
     starts (``.chirp.config`` written, its environment names it), or again for a job a
     previous startd started (``resume``: the same port and cookie, from the file).
@@ -733,9 +772,9 @@ async def serve(job: JobSide, settings: ChirpSettings | None, *, resume: bool = 
     try:
         if resume:
             port, cookie = _read_contact(path)
-            await server.start(port, cookie)
+            await server.start(port, cookie, shared=shared)
         else:
-            await server.start()
+            await server.start(shared=shared)
             _write_contact(path, server.contact(), job.identity)
     except Exception as e:  # a job without Chirp still runs
         log.warning("job %s: no Chirp server: %s", spec.job_id, e)

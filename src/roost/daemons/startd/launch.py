@@ -23,9 +23,12 @@ it execs the job), and its jobs do not outlive their startd.
 
 Either way ``Popen`` waits for the child's exec; that wait runs on one
 long-lived spawner thread (not a thread per job), so the event loop keeps
-serving other claims meanwhile. Sandbox creation shares that thread, and
-sandbox removal has a second one: on ext4 each costs ~1 ms of waiting on
-the file system (not CPU) that would otherwise stall the loop.
+serving other claims meanwhile. Sandbox creation has a thread of its own (it
+shared the spawner's once: a burst of thousands of activations queued every new
+sandbox ahead of the spawns of jobs whose input had arrived, and processes
+trailed the Running count by half a minute at 4,000 jobs, issue 27), and sandbox
+removal a third: on ext4 each costs ~1 ms of waiting on the file system (not
+CPU) that would otherwise stall the loop.
 """
 
 from __future__ import annotations
@@ -115,9 +118,16 @@ LAUNCHER_SOURCE = r"""
 #define PROGRAM 12
 
 static char **job_env;  /* the job's environment, read from ENV_FD while we are still ourselves */
+static int report_fd = -1;  /* PID_FD while no job exists: a failure goes there as "!ERRNO WHAT" */
 
 static void die(const char *what) {
-    fprintf(stderr, "roost-launcher: %s: %s\n", what, strerror(errno));
+    int e = errno;
+    if (report_fd >= 0) {  /* the machine's failure (fork, memory), not the job's: the startd says so */
+        char buf[160];
+        int n = snprintf(buf, sizeof buf, "!%d %s\n", e, what);
+        if (n > 0 && write(report_fd, buf, (size_t)n) < 0) { /* then it sees 126 */ }
+    }
+    fprintf(stderr, "roost-launcher: %s: %s\n", what, strerror(e));
     _exit(126);
 }
 
@@ -246,6 +256,7 @@ int main(int argc, char **argv) {
     int exit_fd = atoi(argv[6]);
     fcntl(out, F_SETFD, FD_CLOEXEC);
     fcntl(exit_fd, F_SETFD, FD_CLOEXEC);
+    report_fd = out;
     job_env = read_env(atoi(argv[7]));
     signal(SIGHUP, SIG_IGN);
     signal(SIGINT, SIG_IGN);
@@ -266,6 +277,7 @@ int main(int argc, char **argv) {
             pid = syscall(SYS_clone3, &args, sizeof args);
             if (pid == 0) {
                 close(out);
+                report_fd = -1;
                 signal(SIGHUP, SIG_DFL); signal(SIGINT, SIG_DFL); signal(SIGQUIT, SIG_DFL);
                 signal(SIGTERM, SIG_DFL); signal(SIGPIPE, SIG_DFL);
                 become_job(argv);
@@ -280,6 +292,7 @@ int main(int argc, char **argv) {
         if (pid < 0) die("fork");
         if (pid == 0) {
             close(out);
+            report_fd = -1;
             signal(SIGHUP, SIG_DFL); signal(SIGINT, SIG_DFL); signal(SIGQUIT, SIG_DFL);
             signal(SIGTERM, SIG_DFL); signal(SIGPIPE, SIG_DFL);
             if (cgroup) enter_slowly(argv[1]);
@@ -292,6 +305,7 @@ int main(int argc, char **argv) {
 }
 """
 _cleaner: ThreadPoolExecutor | None = None
+_sandboxer: ThreadPoolExecutor | None = None
 #: the exit file's size, written blank before the job starts (the keeper's line fits)
 EXIT_RECORD_SIZE = 96
 
@@ -539,6 +553,11 @@ def _start_now(launch: Launch) -> subprocess.Popen[bytes] | Kept:
             got += chunk
     finally:
         os.close(r)
+    if got.startswith(b"!"):  # the helper could not start the job: fork, memory (the machine's)
+        helper.wait()
+        if own:
+            os.close(exit_fd)
+        raise _helper_failure(got)
     try:
         pid = int(got)
     except ValueError:
@@ -548,6 +567,16 @@ def _start_now(launch: Launch) -> subprocess.Popen[bytes] | Kept:
             os.close(exit_fd)
         return helper
     return Kept(pid, helper, exit_fd, own)
+
+
+def _helper_failure(said: bytes) -> OSError:
+    """The OSError the helper's ``!ERRNO WHAT`` report stands for."""
+    code, _, what = said[1:].decode("ascii", "replace").strip().partition(" ")
+    try:
+        n = int(code)
+    except ValueError:
+        n = errno.EIO
+    return OSError(n, f"{os.strerror(n)} (the launcher's {what or 'start'})")
 
 
 def _spawner_thread() -> ThreadPoolExecutor:
@@ -578,8 +607,17 @@ async def spawn(
 
 
 async def on_spawner(fn: Callable[[], T]) -> T:
-    """Run blocking file-system work (making a sandbox) on the spawner thread."""
+    """Run ``fn`` on the spawner thread (between two spawns)."""
     return await asyncio.get_running_loop().run_in_executor(_spawner_thread(), fn)
+
+
+async def on_sandboxer(fn: Callable[[], T]) -> T:
+    """Run blocking file-system work (making a sandbox, its cgroups) on the sandbox
+    thread, so spawns never queue behind it."""
+    global _sandboxer
+    if _sandboxer is None:
+        _sandboxer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sandboxer")
+    return await asyncio.get_running_loop().run_in_executor(_sandboxer, fn)
 
 
 def on_cleaner(fn: Callable[[], object]) -> Future[object]:

@@ -15,6 +15,15 @@ from roost.net.client import Connection, open_connection
 from roost.net.errors import RemoteError
 
 CALL_TIMEOUT = 60.0  # seconds for one request (a transfer gets ten times that)
+#: idle connections kept per schedd: a burst of starts opens one per concurrent exchange
+#: (hundreds), and keeping them all held a descriptor per job long after it (issue 27)
+MAX_IDLE = 16
+#: exchanges at once with one schedd; more wait their turn. Unbounded, a burst of 3,000
+#: starts opened 3,000 connections at once, past the schedd's 200 unauthenticated ones
+#: per host (MAX_UNAUTHENTICATED_CONNECTIONS_PER_HOST): it closed them and the starts
+#: stalled (issue 27, at 10,000 jobs). A checkpoint upload, which may wait long for the
+#: schedd's admission, is not counted (``bounded=False``).
+MAX_BUSY = 64
 
 
 class Peers:
@@ -27,13 +36,28 @@ class Peers:
     def __init__(self, connect_timeout: float = 5.0,
                  credentials: Callable[[], dict[str, Any]] = dict) -> None:
         self._idle: dict[str, list[Connection]] = {}
+        self._busy: dict[str, asyncio.Semaphore] = {}
         self.connect_timeout = connect_timeout
         # the startd's token and TLS, used for every new TCP connection (read at each, so
         # RECONFIG's new ones apply)
         self.credentials = credentials
 
     @contextlib.asynccontextmanager
-    async def connection(self, address: str) -> AsyncIterator[Connection]:
+    async def connection(self, address: str, bounded: bool = True) -> AsyncIterator[Connection]:
+        """A connection to ``address`` for one exchange; ``bounded``: one of at most
+        MAX_BUSY at once (waits for its turn)."""
+        if not bounded:
+            async with self._exchange(address) as conn:
+                yield conn
+            return
+        turn = self._busy.get(address)
+        if turn is None:
+            turn = self._busy[address] = asyncio.Semaphore(MAX_BUSY)
+        async with turn, self._exchange(address) as conn:
+            yield conn
+
+    @contextlib.asynccontextmanager
+    async def _exchange(self, address: str) -> AsyncIterator[Connection]:
         idle = self._idle.get(address)
         conn = None
         while idle:
@@ -47,13 +71,21 @@ class Peers:
         try:
             yield conn
         except RemoteError:
-            self._idle.setdefault(address, []).append(conn)
+            self._keep(address, conn)
             raise
         except BaseException:
             conn.close()
             raise
         else:
-            self._idle.setdefault(address, []).append(conn)
+            self._keep(address, conn)
+
+    def _keep(self, address: str, conn: Connection) -> None:
+        """Back to the idle ones, unless MAX_IDLE are there already."""
+        idle = self._idle.setdefault(address, [])
+        if len(idle) < MAX_IDLE:
+            idle.append(conn)
+        else:
+            conn.close()
 
     async def call(self, address: str, cmd: str, **args: Any) -> dict[str, Any]:
         """One request; a stale idle connection is retried once on a fresh one."""

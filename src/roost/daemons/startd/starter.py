@@ -42,12 +42,14 @@ from roost.daemons import userfiles
 from roost.daemons.sandbox_paths import sandbox_relpath
 from roost.daemons.startd import (
     chirp,
+    chirpport,
     ckpt_signal,
     container,
     jobcommand,
     jobusage,
     launch,
     procstat,
+    startfault,
 )
 from roost.daemons.startd.cgroups import JobCgroups
 from roost.daemons.startd.cpushare import CpuShares
@@ -86,18 +88,21 @@ class TransferError(Exception):
     fault (a connection cut, a schedd restarting), not the job's: the job runs again
     rather than being held."""
 
-    def __init__(self, message: str, *, transient: bool = False) -> None:
+    def __init__(self, message: str, *, transient: bool = False, machine: bool = False) -> None:
         super().__init__(message)
         self.transient = transient
+        self.machine = machine  # a shortage here (out of descriptors...): never held
 
 
 class StartError(Exception):
     """The job cannot be started (its message goes to the schedd as is; ``hold_code``,
-    when given, is the HTCondor hold code the schedd holds it with)."""
+    when given, is the HTCondor hold code the schedd holds it with). ``machine``: the
+    machine's fault, not the job's (startfault.py): the job is requeued, never held."""
 
-    def __init__(self, message: str, hold_code: int | None = None) -> None:
+    def __init__(self, message: str, hold_code: int | None = None, *, machine: bool = False) -> None:
         super().__init__(message)
         self.hold_code = hold_code
+        self.machine = machine
 
 
 def _safe_relpath(name: Any) -> str:
@@ -173,6 +178,8 @@ class Starter:
         self.sandbox = os.path.join(execute_dir, sandbox_name)
         self.marker = os.path.join(execute_dir, JOBS_DIR, sandbox_name)  # the job's record
         self.exit_path = self.marker + ".exit"  # its keeper writes the job's end here
+        #: open only while a keeper is being started (it keeps its own): the startd reads the
+        #: file by its name when the keeper ends (one descriptor less per running job)
         self._exit_fd: int | None = None
         self.describe = describe  # the claim's part of the record
         self._record: dict[str, Any] = {}
@@ -233,9 +240,15 @@ class Starter:
                 self.final = {"state": "failed", "error": self._why(e)}
                 if isinstance(e, TransferError) and e.transient:
                     self.final["retry"] = True  # not the job's fault: the schedd runs it again
-                if isinstance(e, StartError) and e.hold_code is not None:
+                if isinstance(e, StartError | TransferError) and e.machine or startfault.machine_fault(e):
+                    # short of descriptors, processes, memory, disk...: the job is not to
+                    # blame, it runs again (elsewhere or later), however often it happens
+                    self.final["retry"] = self.final["machine"] = True
+                elif isinstance(e, StartError) and e.hold_code is not None:
                     self.final["hold_code"] = e.hold_code
-                log.info("job %s failed to start: %s", self.spec.job_id, self.final["error"])
+                log.info("job %s failed to start%s: %s", self.spec.job_id,
+                         " (the machine's fault: it runs again)" if self.final.get("machine") else "",
+                         self.final["error"])
             else:
                 self.state = "running"
                 running_report = asyncio.ensure_future(self._report({"state": "running", "pid": self.pid}))
@@ -260,8 +273,8 @@ class Starter:
                         sent = False
                         self._reaped = False
                         try:
-                            if self._exit_fd is not None:
-                                os.pwrite(self._exit_fd, b" " * launch.EXIT_RECORD_SIZE, 0)
+                            self._exit_fd = os.open(self.exit_path, os.O_RDWR | os.O_CLOEXEC)
+                            os.pwrite(self._exit_fd, b" " * launch.EXIT_RECORD_SIZE, 0)
                             await self._spawn(restart=True)
                             if self.vacating:  # vacated while it was being started again
                                 self._kill_group(signal.SIGKILL)
@@ -336,8 +349,6 @@ class Starter:
             self.container = self.universes.container_name(self.name)
         self.started = record.started
         self._record = dict(record.data)
-        with contextlib.suppress(OSError):  # read and write: a checkpointing job restarts in place
-            self._exit_fd = os.open(self.exit_path, os.O_RDWR)
         self._mkdir = asyncio.get_running_loop().create_future()
         self._mkdir.set_result(None)  # the sandbox exists: _clean removes it
         if not record.alive():
@@ -351,19 +362,23 @@ class Starter:
         if self._adopted is not None:
             self._watch(self._adopted.keeper or self._adopted.pid, adopted=True)
             self._stream(fresh=False)
-            self.chirp = await chirp.serve(self, self.chirp_settings, resume=True)
+            self.chirp = await chirp.serve(self, self.chirp_settings, resume=True, shared=chirpport.shared_listener())
             return self.started
         if self._preset_error is not None:
             raise StartError(self._preset_error)
-        self._mkdir = asyncio.ensure_future(launch.on_spawner(self._make_sandbox))
-        await asyncio.shield(self._mkdir)
+        self._mkdir = asyncio.ensure_future(launch.on_sandboxer(self._make_sandbox))
+        try:
+            await asyncio.shield(self._mkdir)
+        except (OSError, ValueError) as e:  # the execute directory, cgroups: all the machine's
+            raise StartError(f"cannot make the job's sandbox: {self._why(e)}", machine=True) from None
         if self.spec.transfer:
             await self._get_files()
         self._chown(self.sandbox)
         self.started = time.time()
         if self.describe is not None:
             self._record = self.describe()
-        self.chirp = await chirp.serve(self, self.chirp_settings)  # .chirp.config, before the job
+        # .chirp.config, before the job
+        self.chirp = await chirp.serve(self, self.chirp_settings, shared=chirpport.shared_listener())
         try:
             await jobcommand.prepare(self.spec, self.universes, self.job_user())  # a container job's image, pulled
         except jobcommand.CommandError as e:
@@ -447,7 +462,8 @@ class Starter:
             # and is reconnecting, or requeued the job): its state, not the job's fault
             raise TransferError(f"schedd refused GET_FILES: {e.message}", transient=e.code == "NOT_FOUND") from None
         except (ConnectionError, TimeoutError) as e:  # the link or the schedd, not the job
-            raise TransferError(f"GET_FILES from {address}: {e or 'timed out'}", transient=True) from None
+            raise TransferError(f"GET_FILES from {address}: {e or 'timed out'}", transient=True,
+                                machine=startfault.is_shortage(e)) from None
         for entry in os.scandir(self.sandbox):
             st = entry.stat(follow_symlinks=False)
             self._inputs[entry.name] = (st.st_size, st.st_mtime_ns)
@@ -598,6 +614,8 @@ class Starter:
             except FileNotFoundError:
                 continue
             except OSError as e:
+                if startfault.is_shortage(e):
+                    raise  # the machine's (out of descriptors...): _deliver tries again later
                 self.output_problems.append(f"{name}: {e.strerror or e}")
                 continue
             files.append((path, st.st_size))
@@ -608,7 +626,8 @@ class Starter:
         if not files and cmd == "PUT_FILES":
             return
         limit = CHECKPOINT_UPLOAD_TIMEOUT if cmd == "PUT_CHECKPOINT" else CALL_TIMEOUT * 10
-        async with self.peers.connection(address) as conn, asyncio.timeout(limit):
+        # a checkpoint may wait long for the schedd's admission: it holds no turn of others'
+        async with self.peers.connection(address, bounded=cmd == "PUT_FILES") as conn, asyncio.timeout(limit):
             head = {"cmd": cmd, "job": self.spec.job_id, "claim_id": self.claim_id, "files": listing}
             if cmd == "PUT_CHECKPOINT" and self.vacating:
                 head["urgent"] = True  # the claim waits for it: not queued behind others
@@ -650,9 +669,7 @@ class Starter:
         for path in (self.marker, self.exit_path):
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(path)
-        if self._exit_fd is not None:
-            os.close(self._exit_fd)
-            self._exit_fd = None
+        self._close_exit()
         rt = self.universes.runtime if self.universes is not None else None
         if self.container is not None and rt is not None and not self._container_gone:
             container.remove(rt, self.container)  # its client died before the container
@@ -681,7 +698,7 @@ class Starter:
                 os.close(userfiles.open_dir(spec.iwd, user))
             except OSError as e:
                 raise StartError(f"cannot enter the job's Iwd {spec.iwd} as uid {user.uid}: "
-                                 f"{e.strerror or e}", HOLD_IWD_ERROR) from None
+                                 f"{e.strerror or e}", HOLD_IWD_ERROR, machine=startfault.is_shortage(e)) from None
         try:
             if stdin:
                 opened.append(_open_std(stdin, user, top, "input (In)"))
@@ -738,7 +755,26 @@ class Starter:
         finally:
             for fd in opened:
                 os.close(fd)
+            self._close_exit()  # the keeper has its own (or nothing started)
         self._started(proc)
+
+    def _close_exit(self) -> None:
+        if self._exit_fd is not None:
+            os.close(self._exit_fd)
+            self._exit_fd = None
+
+    def _read_exit(self) -> tuple[int, Any] | None:
+        """What the job's keeper wrote to its exit file; None: nothing (it died first)."""
+        try:
+            fd = os.open(self.exit_path, os.O_RDONLY | os.O_CLOEXEC)
+        except OSError as e:
+            if startfault.is_shortage(e):
+                log.warning("job %s: cannot read its end: %s", self.spec.job_id, e)
+            return None
+        try:
+            return launch.read_exit(fd)
+        finally:
+            os.close(fd)
 
     def _after_spawn(self, proc: subprocess.Popen[bytes] | launch.Kept) -> None:
         """On the spawner thread, right after the exec: the cgroup move where the job did
@@ -827,7 +863,7 @@ class Starter:
         def reaped(status: int | None, usage: Any) -> None:
             self._reaped = True  # its pid may be anyone's from now on
             if kept:  # the keeper's own status says nothing: the job's is in the file
-                got = launch.read_exit(self._exit_fd) if self._exit_fd is not None else None
+                got = self._read_exit()
                 status = got[0] if got is not None else None  # None: the keeper died first
                 if got is not None and usage is None:
                     usage = got[1]
@@ -1144,7 +1180,8 @@ def _open_std(path: str, user: User, top: str, what: str, write: bool = False, t
         return userfiles.open_as(path, user, write=write, create=write, truncate=truncate, append=write,
                                  start=top)
     except OSError as e:
-        raise StartError(f"cannot open the job's {what} file {path}: {e.strerror}") from None
+        raise StartError(f"cannot open the job's {what} file {path}: {e.strerror}",
+                         machine=startfault.is_shortage(e)) from None
 
 
 def _describe_exit(final: dict[str, Any]) -> str:
