@@ -200,7 +200,7 @@ def feed(cp: CollectorProc, n_ads: int) -> float:
 
 def time_view(cp: CollectorProc, args: list[str]) -> tuple[float, bytes]:
     t0 = time.perf_counter()
-    r = subprocess.run([*ROOST, "status", *args], env=cp.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    r = subprocess.run([*ROOST, "status", *args], env=cp.env, capture_output=True)
     dt = time.perf_counter() - t0
     if r.returncode != 0:
         raise RuntimeError(f"roost status {' '.join(args)} failed: {r.stderr.decode().strip()}")

@@ -86,7 +86,7 @@ def main() -> int:
         d = bp.home / "sleepers"
         d.mkdir()
         (d / "job.sub").write_text("executable = /bin/sleep\narguments = 100000\nrequest_memory = 16\n"
-                                   "request_disk = 64\nqueue %d\n" % n)
+                                   f"request_disk = 64\nqueue {n}\n")
         t0 = time.monotonic()
         done = bp.roost("submit", "job.sub", cwd=d)
         if done.returncode != 0:
