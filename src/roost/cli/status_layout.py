@@ -418,12 +418,15 @@ def _table(keyed: dict[str, dict[str, int]], head: tuple[tuple[str, int], ...], 
 
 
 def slot_totals(ads: list[Ad], *, state_view: bool = False, wide: bool = False,
-                key: Callable[[Ad], str | None] | None = None, rollup: bool = False) -> str:
+                key: Callable[[Ad], str | None] | None = None, rollup: bool = False,
+                counts: list[int] | None = None) -> str:
     """The state-count table (keyed by Arch/OpSys; by Activity for ``-state``; by
     ``key`` for ``-compact``). ``rollup`` counts a partitionable slot's children
-    (``ChildState``) instead of the slot, skipping dynamic slots, as -compact does."""
+    (``ChildState``) instead of the slot, skipping dynamic slots, as -compact does.
+    ``counts``: how many slots each ad stands for (a grouped query's answer)."""
     keyed: dict[str, dict[str, int]] = {}
-    for a in ads:
+    for i, a in enumerate(ads):
+        weight = counts[i] if counts is not None else 1
         if state_view:
             k = attr("Activity")(a)
         elif key is not None:
@@ -445,8 +448,15 @@ def slot_totals(ads: list[Ad], *, state_view: bool = False, wide: bool = False,
             states = [str(attr("State")(a))]
         c = keyed.setdefault(k, {})
         for name, n in _count_states(states, backfill).items():
-            c[name] = c.get(name, 0) + n
+            c[name] = c.get(name, 0) + n * weight
     return _table(keyed, STATE_HEAD if state_view else NORMAL_HEAD, wide)
+
+
+#: what each view's totals read of a slot ad (``roost status -totals`` asks only for these);
+#: the claimed view's sums are of reals, added in the rows' order: it is not grouped
+TOTALS_ATTRS = {"normal": ["Arch", "OpSys", "State", "SlotBackfill"],
+                "state": ["Activity", "State", "SlotBackfill"],
+                "claimed": ["Arch", "OpSys", "Mips", "KFlops", "LoadAvg", "Machine", "Name"]}
 
 
 def run_totals(ads: list[Ad], *, wide: bool = False) -> str:

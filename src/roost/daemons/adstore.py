@@ -1,0 +1,179 @@
+"""The collector's table of ads: pure bookkeeping (time passed in), no sockets.
+
+Ads are kept once, in their wire form (the JSON dict as received, plus
+``LastHeardFrom``), so a query answers without converting anything. The
+ClassAd a constraint needs is built on first use and cached until the next
+update, not at every update: 100,000 slot ads held twice (dict and ClassAd)
+cost the collector twice the memory, and most queries (the negotiator's, the
+totals of ``roost status``) carry no constraint. An update is still checked
+as thoroughly as building the ClassAd would (every ``/Expr(...)/`` parses:
+the parser caches trees by text, so a startd's ads, which repeat the same
+expressions, cost a dictionary look-up each).
+
+Each type has a table of its own, so a query of one type never walks the
+others, and attribute spellings are remembered per type (``spellings``), so a
+projection finds ``memory`` under ``Memory`` without lowering every key of
+every ad.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from roost.classad import ClassAd
+from roost.classad.errors import ClassAdSyntaxError
+from roost.classad.parser import parse_expr
+from roost.core.submitters import ad_key
+from roost.net.adwire import obj_to_ad
+from roost.net.errors import RequestError
+
+Key = tuple[str, str, str]
+
+#: how deep a value may nest (lists in ads in lists ...) before the update is refused
+MAX_NESTING = 200
+
+
+@dataclass(slots=True)
+class Entry:
+    """One stored ad."""
+
+    type: str
+    obj: dict[str, Any]
+    private: dict[str, Any] | None
+    expires: float  # monotonic seconds
+    ad: ClassAd | None = field(default=None)  # built on first constraint evaluation
+
+    def classad(self) -> ClassAd:
+        if self.ad is None:
+            self.ad = obj_to_ad(self.obj)
+        return self.ad
+
+
+def _lifetime(obj: dict[str, Any], lower: dict[str, str], default: float) -> float:
+    v = obj.get("ClassAdLifetime")
+    if v is None:
+        k = lower.get("classadlifetime")
+        v = obj.get(k) if k is not None else None
+    return float(v) if type(v) in (int, float) and v > 0 else default
+
+
+def _check(value: Any, depth: int = 0) -> None:
+    """Refuse what ``obj_to_ad`` would refuse: an expression that does not parse, or a
+    value nested past :data:`MAX_NESTING` (BAD_REQUEST either way)."""
+    t = type(value)
+    if t is str:
+        if value[:6].lower() == "/expr(" and value.endswith(")/"):
+            try:
+                parse_expr(value[6:-2])
+            except ClassAdSyntaxError as e:
+                first = str(e).splitlines()[0] if str(e) else type(e).__name__
+                raise RequestError("BAD_REQUEST", f"bad expression in ClassAd: {first}") from None
+        return
+    if t is dict or t is list:
+        if depth >= MAX_NESTING:
+            raise RequestError("BAD_REQUEST", f"ClassAd value nested more than {MAX_NESTING} levels deep")
+        for v in (value.values() if t is dict else value):
+            if type(v) in (dict, list, str):
+                _check(v, depth + 1)
+
+
+class AdStore:
+    """Every ad the collector holds, by type."""
+
+    def __init__(self, default_lifetime: float) -> None:
+        self.default_lifetime = default_lifetime
+        self.tables: dict[str, dict[Key, Entry]] = {}
+        #: per type: lower-case attribute name -> the spellings ads of that type used
+        self.spellings: dict[str, dict[str, set[str]]] = {}
+
+    def __len__(self) -> int:
+        return sum(len(t) for t in self.tables.values())
+
+    def _learn(self, t: str, obj: dict[str, Any]) -> dict[str, str]:
+        """Remember the spellings of ``obj``'s names; its lower-case names -> spellings."""
+        seen = self.spellings.setdefault(t, {})
+        lower: dict[str, str] = {}
+        for k in obj:
+            low = k.lower()
+            lower[low] = k
+            s = seen.get(low)
+            if s is None:
+                seen[low] = {k}
+            elif k not in s:
+                s.add(k)
+        return lower
+
+    def update(self, ad_type: str, obj: dict[str, Any], private: dict[str, Any] | None,
+               mono: float, wall: float) -> Entry:
+        if type(obj) is not dict:
+            raise RequestError("BAD_REQUEST", f"a ClassAd must be a JSON object, not {type(obj).__name__}")
+        t = ad_type.lower()
+        obj = dict(obj)
+        lower = self._learn(t, obj)
+        name = obj.get("Name")
+        if name is None and "name" in lower:
+            name = obj[lower["name"]]
+        if not isinstance(name, str) or not name:
+            raise RequestError("BAD_REQUEST", f"UPDATE_AD: the {ad_type} ad has no string Name")
+        _check(obj)
+        if "mytype" not in lower:
+            obj["MyType"] = ad_type
+        if "lastheardfrom" in lower and lower["lastheardfrom"] != "LastHeardFrom":
+            del obj[lower["lastheardfrom"]]
+        obj["LastHeardFrom"] = int(wall)
+        if "mytype" not in lower or lower.get("lastheardfrom") != "LastHeardFrom":
+            self._learn(t, {"MyType": None, "LastHeardFrom": None})
+        entry = Entry(ad_type, obj, private or None, mono + _lifetime(obj, lower, self.default_lifetime))
+        self.tables.setdefault(t, {})[ad_key(ad_type, obj, name)] = entry
+        return entry
+
+    def refresh(self, ad_type: str, names: Iterable[str], mono: float, wall: float) -> list[str]:
+        """Renew the lease of ads that have not changed (a startd's periodic update of
+        slots whose ads are as last sent) without sending them again: their
+        ``LastHeardFrom`` becomes now. The names this store does not hold (the
+        collector restarted, or the ad expired): their owner sends them in full."""
+        t = ad_type.lower()
+        table = self.tables.get(t, {})
+        missing = []
+        for name in names:
+            e = table.get((t, name.lower(), "")) if isinstance(name, str) else None
+            if e is None or e.expires <= mono:
+                missing.append(name)
+                continue
+            e.obj["LastHeardFrom"] = int(wall)
+            if e.ad is not None:
+                e.ad["LastHeardFrom"] = int(wall)
+            e.expires = mono + _lifetime(e.obj, {}, self.default_lifetime)
+        return missing
+
+    def invalidate(self, ad_type: str, name: str, schedd_name: str | None = None) -> int:
+        """Forget an ad; for Submitter ads that of ``schedd_name``, or without one every
+        schedd's ad of that name. How many went."""
+        t, n = ad_type.lower(), name.lower()
+        table = self.tables.get(t)
+        if not table:
+            return 0
+        if t == "submitter" and schedd_name is None:
+            keys = [k for k in table if k[1] == n]
+        else:
+            keys = [ad_key(ad_type, {"ScheddName": schedd_name}, name)]
+        return sum(1 for k in keys if table.pop(k, None) is not None)
+
+    def expire(self, mono: float) -> list[Key]:
+        gone = []
+        for table in self.tables.values():
+            dead = [key for key, e in table.items() if e.expires <= mono]
+            for key in dead:
+                del table[key]
+            gone.extend(dead)
+        return gone
+
+    def of_type(self, ad_type: str, mono: float) -> list[Entry]:
+        return [e for e in self.tables.get(ad_type.lower(), {}).values() if e.expires > mono]
+
+    def names_for(self, ad_type: str, wanted: Iterable[str]) -> list[tuple[str, list[str]]]:
+        """Each wanted attribute with the spellings ads of ``ad_type`` have used for it."""
+        seen = self.spellings.get(ad_type.lower(), {})
+        return [(w, sorted(seen.get(w.lower(), ()))) for w in wanted]
