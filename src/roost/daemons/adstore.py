@@ -129,19 +129,47 @@ class AdStore:
         self.tables.setdefault(t, {})[ad_key(ad_type, obj, name)] = entry
         return entry
 
-    def refresh(self, ad_type: str, names: Iterable[str], mono: float, wall: float) -> list[str]:
-        """Renew the lease of ads that have not changed (a startd's periodic update of
-        slots whose ads are as last sent) without sending them again: their
-        ``LastHeardFrom`` becomes now. The names this store does not hold (the
-        collector restarted, or the ad expired): their owner sends them in full."""
+    def refresh(self, ad_type: str, items: Iterable[Any], mono: float, wall: float) -> list[str]:
+        """Renew the lease of ads that have not changed but for a few attributes (a startd's
+        periodic round: its slots' idle times, loads and clock) without sending them whole:
+        each item is a name, or ``{"Name": name, attr: value ...}`` whose attributes are
+        set in the stored ad; ``LastHeardFrom`` becomes now. The names this store does not
+        hold (the collector restarted, or the ad expired): their owner sends them whole.
+        An item with a bad value (an expression that does not parse) is not applied and
+        counts as missing, so the whole ad follows."""
         t = ad_type.lower()
         table = self.tables.get(t, {})
         missing = []
-        for name in names:
-            e = table.get((t, name.lower(), "")) if isinstance(name, str) else None
+        for item in items:
+            attrs: dict[str, Any] = {}
+            if type(item) is dict:
+                name = item.get("Name")
+                attrs = {k: v for k, v in item.items() if k != "Name"}
+            else:
+                name = item
+            if not isinstance(name, str):
+                continue
+            e = table.get((t, name.lower(), ""))
             if e is None or e.expires <= mono:
                 missing.append(name)
                 continue
+            if attrs:
+                try:
+                    _check(attrs)
+                except RequestError:
+                    missing.append(name)
+                    continue
+                obj = e.obj
+                lower = None
+                for k, v in attrs.items():
+                    if k not in obj:
+                        lower = lower or {x.lower(): x for x in obj}
+                        old = lower.get(k.lower())
+                        if old is not None:
+                            del obj[old]
+                        self._learn(t, {k: None})
+                    obj[k] = v
+                e.ad = None  # rebuilt from the new values when a constraint needs it
             e.obj["LastHeardFrom"] = int(wall)
             if e.ad is not None:
                 e.ad["LastHeardFrom"] = int(wall)
