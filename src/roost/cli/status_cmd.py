@@ -226,6 +226,7 @@ _SLOT_ATTRS = ["Name", "Machine", "OpSys", "Arch", "State", "Activity", "CondorL
 _VIEW_ATTRS = {"claimed": ["RemoteUser", "ClientMachine", "LoadAvg", "Mips", "KFlops"],
                "state": ["Cpus", "KeyboardIdle", "EnteredCurrentState"]}
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_DIGITS = re.compile(r"(\d+)")
 
 
 #: what -compact's lines, its folding of slots and its totals read (status_layout)
@@ -297,6 +298,8 @@ def _sort(ads: list[dict[str, Any]], keys: list[str], compact: bool) -> list[dic
             except ClassAdSyntaxError as err:
                 raise ValueError(f"-sort {e!r} does not parse: {err}") from None
 
+    getters = {k: lay.attr(k) for k in keys if k not in exprs}  # made once, not once per ad
+
     def key(ad: dict[str, Any]) -> tuple[Any, ...]:
         out: list[Any] = []
         cache: list[Any] = []
@@ -313,7 +316,7 @@ def _sort(ads: list[dict[str, Any]], keys: list[str], compact: bool) -> list[dic
                 except Exception:
                     v = None
             else:
-                v = lay.attr(k)(ad)
+                v = getters[k](ad)
             out.append(_sort_key(v, k.lower() == "name"))
         return tuple(out)
     return sorted(ads, key=key)
@@ -328,7 +331,7 @@ def _sort_key(v: Any, natural: bool) -> tuple[Any, ...]:
         return (1, v, ())
     if isinstance(v, str):
         low = v.lower()
-        parts = tuple((0, int(t), "") if t.isdigit() else (1, 0, t) for t in re.split(r"(\d+)", low)) \
+        parts = tuple((0, int(t), "") if t.isdigit() else (1, 0, t) for t in _DIGITS.split(low)) \
             if natural else ((1, 0, low),)
         return (2, 0, parts)
     return (0, 0, ())
