@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from sys import intern
 from typing import Any
 
 from roost.classad import ClassAd
@@ -30,6 +31,9 @@ from roost.net.adwire import obj_to_ad
 from roost.net.errors import RequestError
 
 Key = tuple[str, str, str]
+
+#: strings up to this long are interned (a slot's name, its machine's, its state ...)
+_INTERN_MAX = 100
 
 #: how deep a value may nest (lists in ads in lists ...) before the update is refused
 MAX_NESTING = 200
@@ -110,7 +114,9 @@ class AdStore:
         if type(obj) is not dict:
             raise RequestError("BAD_REQUEST", f"a ClassAd must be a JSON object, not {type(obj).__name__}")
         t = ad_type.lower()
-        obj = dict(obj)
+        # names and short strings shared by every ad that holds them ("LINUX", "Claimed",
+        # each startd's version string ...): 100,000 slot ads repeat the same few thousand
+        obj = {intern(k): intern(v) if type(v) is str and len(v) <= _INTERN_MAX else v for k, v in obj.items()}
         lower = self._learn(t, obj)
         name = obj.get("Name")
         if name is None and "name" in lower:
