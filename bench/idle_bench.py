@@ -16,7 +16,9 @@ one core (median of the runs); the reference is the goal of issue 27 for the sum
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
+import signal
 import statistics
 import sys
 import time
@@ -46,6 +48,21 @@ def claimed(bp: BenchPool) -> int:
         return len(col.query_objs("Machine", 'State == "Claimed"', ["Name"]))
     finally:
         col.close()
+
+
+def _leftovers(home: Path) -> list[int]:
+    """Processes whose command line names this pool's home (its jobs and their keepers)."""
+    mark = str(home).encode()
+    out = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/cmdline", "rb") as f:
+                    if mark in f.read():
+                        out.append(int(entry))
+            except OSError:
+                continue
+    return out
 
 
 def wait_for(what: str, cond, timeout: float, every: float = 1.0) -> None:  # noqa: ANN001
@@ -113,6 +130,13 @@ def main() -> int:
                 run_total += pct
             totals.append(run_total)
         still = claimed(bp)
+        # the jobs go before the pool: a startd stopped with 2,000 running would leave
+        # them to their keepers (they outlive it by design)
+        bp.roost("rm", "-all")
+        wait_for("the jobs to leave", lambda: not _leftovers(bp.home), timeout=300, every=2.0)
+    for pid in _leftovers(bp.home):  # whatever a failed stop left behind, by pid
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
     for name in sorted(per):
         v = statistics.median(per[name])
         ref = BEFORE.get(name)

@@ -65,7 +65,7 @@ _PAGE_KIB = (os.sysconf("SC_PAGE_SIZE") // 1024) if hasattr(os, "sysconf") else 
 #: how long one walk of /proc answers :func:`tree_usage` (seconds): 2,000 jobs report their
 #: usage within a minute or so of each other, and a walk per job read /proc 2,000 times over
 #: (4 million reads of /proc/<pid>/stat with 4,000 processes: most of a core for minutes)
-SNAPSHOT_TTL = 2.0
+SNAPSHOT_TTL = 10.0
 
 _snapshot_lock = threading.Lock()
 _snapshot: tuple[float, dict[int, TreeUsage], dict[int, TreeUsage]] | None = None
@@ -102,7 +102,7 @@ def tree_usage(pgid: int, session: bool = False) -> TreeUsage | None:
     session it leads (``session``: a container's, whose init puts its child in a group of
     its own), from /proc; None when none is left. Off the event loop: it may walk /proc.
 
-    One walk answers every call for :data:`SNAPSHOT_TTL` seconds (usage a second or two
+    One walk answers every call for :data:`SNAPSHOT_TTL` seconds (usage seconds
     old, for reports sent every STARTER_UPDATE_INTERVAL); a group the last walk did not
     see (a job started since) is looked for in a fresh one."""
     global _snapshot
