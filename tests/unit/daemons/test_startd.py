@@ -442,6 +442,10 @@ def test_periodic_round_refreshes_unchanged_slots(batch):
                 assert peer.refreshed == 0
             await peer.wait_for(lambda: slot_ads(peer)["slot1"]["MyCurrentTime"] > t0, timeout=15)
             assert "KeyboardIdle" in slot_ads(peer)["slot1"]
+            # a collector that lost its ads (restarted) answers the notes "missing": whole ads follow
+            peer.ads.clear()
+            back = await peer.wait_for(lambda: len(slot_ads(peer)) == 2 and slot_ads(peer), timeout=15)
+            assert back["slot1"]["State"] == "Unclaimed" and "Requirements" in back["slot1"]
             await claim(peer, client, job_ad("executable = /bin/true\nqueue\n"))
             await peer.wait_for(lambda: any(a.get("State") == "Claimed" for a in slot_ads(peer).values()))
             assert peer.ad_updates > whole
