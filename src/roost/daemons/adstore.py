@@ -27,10 +27,14 @@ from roost.classad import ClassAd
 from roost.classad.errors import ClassAdSyntaxError
 from roost.classad.parser import parse_expr
 from roost.core.submitters import ad_key
+from roost.daemons.adtally import Tally, Uncountable
 from roost.net.adwire import obj_to_ad
 from roost.net.errors import RequestError
 
 Key = tuple[str, str, str]
+
+#: grouped projections a type keeps tallies for (the views of ``roost status -totals``)
+MAX_TALLIES = 8
 
 #: strings up to this long are interned (a slot's name, its machine's, its state ...)
 _INTERN_MAX = 100
@@ -91,6 +95,48 @@ class AdStore:
         self.tables: dict[str, dict[Key, Entry]] = {}
         #: per type: lower-case attribute name -> the spellings ads of that type used
         self.spellings: dict[str, dict[str, set[str]]] = {}
+        #: per type: the tallies of grouped queries asked before (keys: their spellings)
+        self.tallies: dict[str, dict[tuple[str, ...], Tally]] = {}
+        #: no ad expires before this (monotonic): a query before it need not sweep
+        self.soonest = float("inf")
+
+    # -- tallies ---------------------------------------------------------------------
+    def _tally(self, t: str, op: str, obj: dict[str, Any]) -> None:
+        """Count ``obj`` in (``add``) or out of (``remove``) every tally of type ``t``."""
+        tallies = self.tallies.get(t)
+        if not tallies:
+            return
+        for keys, tally in list(tallies.items()):
+            try:
+                getattr(tally, op)(obj)
+            except Uncountable:
+                del tallies[keys]
+
+    def grouped(self, ad_type: str, names: list[tuple[str, list[str]]], mono: float) -> dict[str, Any] | None:
+        """The grouped answer from the tally of these names (made now, by one pass over
+        the ads, if there is none); None where a name has several spellings or a value
+        cannot be counted (the caller groups the projected ads itself)."""
+        if any(len(sp) > 1 for _, sp in names):
+            return None
+        t = ad_type.lower()
+        keys = tuple(sp[0] for _, sp in names if sp)
+        tallies = self.tallies.setdefault(t, {})
+        tally = tallies.get(keys)
+        if tally is None:
+            tally = Tally(keys)
+            try:
+                for e in self.tables.get(t, {}).values():
+                    tally.add(e.obj)
+            except Uncountable:
+                return None
+            if len(tallies) >= MAX_TALLIES:
+                del tallies[next(iter(tallies))]
+            tallies[keys] = tally
+        return tally.answer()
+
+    def due(self, mono: float) -> bool:
+        """Whether some ad may have expired (a query sweeps first, so tallies are exact)."""
+        return mono >= self.soonest
 
     def __len__(self) -> int:
         return sum(len(t) for t in self.tables.values())
@@ -107,6 +153,8 @@ class AdStore:
                 seen[low] = {k}
             elif k not in s:
                 s.add(k)
+                for keys in [ks for ks in self.tallies.get(t, {}) if any(x.lower() == low for x in ks)]:
+                    del self.tallies[t][keys]  # a second spelling: the tally no longer sees them all
         return lower
 
     def update(self, ad_type: str, obj: dict[str, Any], private: dict[str, Any] | None,
@@ -132,7 +180,14 @@ class AdStore:
         if "mytype" not in lower or lower.get("lastheardfrom") != "LastHeardFrom":
             self._learn(t, {"MyType": None, "LastHeardFrom": None})
         entry = Entry(ad_type, obj, private or None, mono + _lifetime(obj, lower, self.default_lifetime))
-        self.tables.setdefault(t, {})[ad_key(ad_type, obj, name)] = entry
+        table = self.tables.setdefault(t, {})
+        key = ad_key(ad_type, obj, name)
+        old = table.get(key)
+        if old is not None:
+            self._tally(t, "remove", old.obj)
+        table[key] = entry
+        self._tally(t, "add", obj)
+        self.soonest = min(self.soonest, entry.expires)
         return entry
 
     def refresh(self, ad_type: str, items: Iterable[Any], mono: float, wall: float) -> list[str]:
@@ -159,10 +214,12 @@ class AdStore:
             if e is None or e.expires <= mono:
                 missing.append(name)
                 continue
+            self._tally(t, "remove", e.obj)
             if attrs:
                 try:
                     _check(attrs)
                 except RequestError:
+                    self._tally(t, "add", e.obj)
                     missing.append(name)
                     continue
                 obj = e.obj
@@ -180,6 +237,8 @@ class AdStore:
             if e.ad is not None:
                 e.ad["LastHeardFrom"] = int(wall)
             e.expires = mono + _lifetime(e.obj, {}, self.default_lifetime)
+            self.soonest = min(self.soonest, e.expires)
+            self._tally(t, "add", e.obj)
         return missing
 
     def invalidate(self, ad_type: str, name: str, schedd_name: str | None = None) -> int:
@@ -193,15 +252,28 @@ class AdStore:
             keys = [k for k in table if k[1] == n]
         else:
             keys = [ad_key(ad_type, {"ScheddName": schedd_name}, name)]
-        return sum(1 for k in keys if table.pop(k, None) is not None)
+        n = 0
+        for k in keys:
+            e = table.pop(k, None)
+            if e is not None:
+                self._tally(t, "remove", e.obj)
+                n += 1
+        return n
 
     def expire(self, mono: float) -> list[Key]:
         gone = []
-        for table in self.tables.values():
-            dead = [key for key, e in table.items() if e.expires <= mono]
+        soonest = float("inf")
+        for t, table in self.tables.items():
+            dead = []
+            for key, e in table.items():
+                if e.expires <= mono:
+                    dead.append(key)
+                elif e.expires < soonest:
+                    soonest = e.expires
             for key in dead:
-                del table[key]
+                self._tally(t, "remove", table.pop(key).obj)
             gone.extend(dead)
+        self.soonest = soonest
         return gone
 
     def of_type(self, ad_type: str, mono: float) -> list[Entry]:

@@ -228,8 +228,16 @@ class Collector(Daemon):
 
     async def query(self, req: dict[str, Any], peer: Peer) -> dict[str, Any]:
         self.queries += 1
-        entries = self.store.of_type(req["type"], time.monotonic())
+        mono = time.monotonic()
+        if self.store.due(mono):
+            await self._sweep()  # what has expired goes first: the tallies count only live ads
         constraint = req.get("constraint")
+        if req.get("group") and req.get("projection") and not req.get("private") and \
+                (constraint is None or not constraint.strip() or constraint.strip().lower() == "true"):
+            got = self.store.grouped(req["type"], self.store.names_for(req["type"], req["projection"]), mono)
+            if got is not None:
+                return got
+        entries = self.store.of_type(req["type"], mono)
         if constraint is not None and constraint.strip() and constraint.strip().lower() != "true":
             node = constraint_fn(constraint)
             entries = [e for e in entries if _holds(node, e)]
