@@ -149,17 +149,34 @@ def main(argv: list[str]) -> int:
         constraints.append("(" + " || ".join(f"Name == {quote(n)} || Machine == {quote(n)}"
                                              for n in opts.positional) + ")")
     constraint = " && ".join(constraints) or None
+    grouped = kind == "Machine" and bool(opts.totals) and not compact and print_format is None \
+        and view in ("normal", "state") and limit is None
     try:
         col = Collector(address=collector_for(opts.pool))
+        if grouped:
+            # the totals count states: a few distinct rows of four attributes, with their counts
+            ads, counts = col.query_grouped("Machine", constraint, lay.TOTALS_ATTRS[view])
+            if ads:
+                sys.stdout.write("\n" + lay.slot_totals(ads, state_view=view == "state", wide=bool(opts.wide),
+                                                        counts=counts))
+            return 0
         types = ANY_TYPES if kind == "Any" else [kind]
         # a print format's functions and the totals read more than its columns name: whole ads
-        projection = None if print_format is not None else _projection(kind, view, compact, opts.af or [], many)
-        ads = [a for t in types for a in col.query_objs(t, constraint, projection)]
-        dynamic = []
-        if compact and view != "custom":
-            dynamic = col.query_objs("Machine", "DynamicSlot =?= true", None)
-            if claimed:
-                ads = [a for a in ads if _claimed_compact(a, dynamic)]
+        projection = None if print_format is not None else \
+            _projection(kind, view, compact, opts.af or [], many, bool(opts.totals))
+        dynamic: list[dict[str, Any]] = []
+        if compact and view != "custom" and constraints == [COMPACT]:
+            # one query, split here: the slots a line shows and the dynamic slots folded into them
+            ads, dynamic = _split_compact(col.query_objs("Machine", None, projection))
+            if ads is None:  # an expression where a flag should be: the collector evaluates it
+                ads = col.query_objs("Machine", constraint, projection)
+                dynamic = col.query_objs("Machine", "DynamicSlot =?= true", projection)
+        else:
+            ads = [a for t in types for a in col.query_objs(t, constraint, projection)]
+            if compact and view != "custom":
+                dynamic = col.query_objs("Machine", "DynamicSlot =?= true", projection)
+        if compact and view != "custom" and claimed:
+            ads = [a for a in ads if _claimed_compact(a, dynamic)]
     except (PoolError, ValueError) as e:
         print(error_line(PROG, e), file=sys.stderr)
         return 1
@@ -209,18 +226,48 @@ _SLOT_ATTRS = ["Name", "Machine", "OpSys", "Arch", "State", "Activity", "CondorL
 _VIEW_ATTRS = {"claimed": ["RemoteUser", "ClientMachine", "LoadAvg", "Mips", "KFlops"],
                "state": ["Cpus", "KeyboardIdle", "EnteredCurrentState"]}
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_DIGITS = re.compile(r"(\d+)")
 
 
-def _projection(kind: str, view: str, compact: bool, af: list[str], many: dict[str, list[Any]]) -> list[str] | None:
-    """The attributes the view needs (None: whole ads), so a big pool's ads stay small on the wire."""
-    if kind != "Machine" or compact or (view == "custom" and not (af or many["format"])):
+#: what -compact's lines, its folding of slots and its totals read (status_layout)
+_COMPACT_ATTRS = ["Name", "Machine", "SlotTypeID", "SlotType", "State", "Activity", "Cpus", "Memory",
+                  "PartitionableSlot", "DynamicSlot", "NumDynamicSlots", "RemoteUser", "RecentJobStarts",
+                  "Arch", "OpSys", "OpSysAndVer", "OpSysShortName", "TotalSlotCpus", "TotalSlotGPUs",
+                  "TotalSlotMemory", "TotalLoadAvg", "TotalCpus", "SlotBackfill", "ChildState"]
+
+
+def _projection(kind: str, view: str, compact: bool, af: list[str], many: dict[str, list[Any]],
+                totals: bool = False) -> list[str] | None:
+    """The attributes the view needs (None: whole ads), so a big pool's ads stay small on the
+    wire (condor_status sends a projection too)."""
+    if kind != "Machine" or (view == "custom" and not (af or many["format"])) or (compact and view == "custom"):
         return None
     exprs = list(af) + [e for _, e in many["format"]] + list(many["sort"])
     if not all(_IDENT.fullmatch(e) for e in exprs):
         return None  # an expression may read any attribute
     if view == "custom":
         return ["Name", "Machine", *exprs]
+    if compact:
+        return [*_COMPACT_ATTRS, *exprs]
+    if totals and view == "claimed":
+        return [*lay.TOTALS_ATTRS["claimed"], *exprs]
     return [*_SLOT_ATTRS, *_VIEW_ATTRS.get(view, []), *exprs]
+
+
+def _split_compact(ads: list[dict[str, Any]]) -> tuple[list[dict[str, Any]] | None, list[dict[str, Any]]]:
+    """Slot ads as -compact's two queries would have them: those COMPACT holds for, and the
+    dynamic slots (``DynamicSlot =?= true``). (None, []) when a flag is an expression, which
+    only the collector can evaluate."""
+    rows, dynamic = [], []
+    for a in ads:
+        p, d = lay.attr("PartitionableSlot")(a), lay.attr("DynamicSlot")(a)
+        if isinstance(p, str) or isinstance(d, str):
+            return None, []
+        if d is True:
+            dynamic.append(a)
+        if p is True or d is not True:
+            rows.append(a)
+    return rows, dynamic
 
 
 def _claimed_compact(ad: dict[str, Any], dynamic: list[dict[str, Any]]) -> bool:
@@ -251,6 +298,8 @@ def _sort(ads: list[dict[str, Any]], keys: list[str], compact: bool) -> list[dic
             except ClassAdSyntaxError as err:
                 raise ValueError(f"-sort {e!r} does not parse: {err}") from None
 
+    getters = {k: lay.attr(k) for k in keys if k not in exprs}  # made once, not once per ad
+
     def key(ad: dict[str, Any]) -> tuple[Any, ...]:
         out: list[Any] = []
         cache: list[Any] = []
@@ -267,7 +316,7 @@ def _sort(ads: list[dict[str, Any]], keys: list[str], compact: bool) -> list[dic
                 except Exception:
                     v = None
             else:
-                v = lay.attr(k)(ad)
+                v = getters[k](ad)
             out.append(_sort_key(v, k.lower() == "name"))
         return tuple(out)
     return sorted(ads, key=key)
@@ -282,7 +331,7 @@ def _sort_key(v: Any, natural: bool) -> tuple[Any, ...]:
         return (1, v, ())
     if isinstance(v, str):
         low = v.lower()
-        parts = tuple((0, int(t), "") if t.isdigit() else (1, 0, t) for t in re.split(r"(\d+)", low)) \
+        parts = tuple((0, int(t), "") if t.isdigit() else (1, 0, t) for t in _DIGITS.split(low)) \
             if natural else ((1, 0, low),)
         return (2, 0, parts)
     return (0, 0, ())

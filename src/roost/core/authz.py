@@ -196,6 +196,7 @@ def _c(daemon: str, level: Level | Levels | ByArg, htcondor: str, jobs: bool = F
 COMMAND_LEVELS: dict[str, CommandLevel] = {
     # collector
     "UPDATE_AD": _c("collector", _ad_type_rule(), "`UPDATE_STARTD_AD`, `UPDATE_SCHEDD_AD`, ... (one per type)"),
+    "UPDATE_ADS": _c("collector", _ad_type_rule(), "`UPDATE_STARTD_AD`, ... (one per type; roost's batch of them)"),
     "INVALIDATE_AD": _c("collector", _ad_type_rule(), "`INVALIDATE_STARTD_ADS`, ... (one per type)"),
     "TOKEN_CHALLENGE": _c("collector", L.DAEMON, "none (HTCondor's hosts hold a session with the central manager; roost's key-less hosts have it run their side of a token handshake)"),
     "QUERY": _c(

@@ -7,10 +7,15 @@ ads by (type, Name, ScheddName) (one user submits from several schedds: see
 ``CLASSAD_LIFETIME``) after the last one, as HTCondor's collector does: a
 daemon that dies silently disappears from the pool on its own.
 
-Ads are kept in their wire form (the JSON dict as received, plus
-``LastHeardFrom``) so a query answers without converting anything; the
-ClassAd needed to evaluate a constraint is built on first use and cached
-until the next update.
+Ads are kept once, in their wire form (``roost.daemons.adstore``), so a query
+answers without converting anything; the ClassAd needed to evaluate a
+constraint is built on first use and cached until the next update.
+
+A startd sends its slots' ads in one ``UPDATE_ADS`` (a batch of ads of one
+type, and the names of ads unchanged since it last sent them, whose lease is
+renewed without sending them again). A ``QUERY`` with a projection and
+``group`` answers each distinct projected ad once with its count: what
+``roost status -totals`` needs of 100,000 slots is a few rows, not 100,000 ads.
 
 Private attributes (``ClaimId`` and the like) are stored apart and returned
 only to a query that asks ``private: true``. Who may ask is an authorization
@@ -22,97 +27,18 @@ a personal pool means local processes only (it listens on 127.0.0.1).
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from collections import Counter
 from typing import Any
 
-from roost.classad import ClassAd
 from roost.classad.errors import ClassAdSyntaxError
 from roost.classad.evaluate import EvaluationFailed, evaluate
 from roost.classad.parser import parse_expr
-from roost.core.submitters import ad_key
+from roost.daemons.adstore import AdStore, Entry
 from roost.daemons.base import Daemon, run
 from roost.net.addresses import is_loopback
-from roost.net.adwire import obj_to_ad
 from roost.net.auth import AuthError, TokenAuthority, challenge_for
 from roost.net.errors import RequestError, excerpt
 from roost.net.server import Handler, Peer
-
-
-@dataclass(slots=True)
-class Entry:
-    """One stored ad."""
-
-    type: str
-    obj: dict[str, Any]
-    private: dict[str, Any] | None
-    expires: float  # monotonic seconds
-    ad: ClassAd | None = field(default=None)  # built on first constraint evaluation
-
-    def classad(self) -> ClassAd:
-        if self.ad is None:
-            self.ad = obj_to_ad(self.obj)
-        return self.ad
-
-
-def _lifetime(obj: dict[str, Any], default: float) -> float:
-    for k, v in obj.items():
-        if k.lower() == "classadlifetime":
-            if type(v) in (int, float) and v > 0:
-                return float(v)
-            break
-    return default
-
-
-def _name_of(obj: dict[str, Any]) -> str | None:
-    v = obj.get("Name")
-    if v is None:
-        for k, val in obj.items():
-            if k.lower() == "name":
-                v = val
-                break
-    return v if isinstance(v, str) else None
-
-
-class AdStore:
-    """The collector's table of ads: pure bookkeeping, time passed in."""
-
-    def __init__(self, default_lifetime: float) -> None:
-        self.default_lifetime = default_lifetime
-        self.ads: dict[tuple[str, str, str], Entry] = {}
-
-    def update(self, ad_type: str, obj: dict[str, Any], private: dict[str, Any] | None,
-               mono: float, wall: float) -> Entry:
-        name = _name_of(obj)
-        if not name:
-            raise RequestError("BAD_REQUEST", f"UPDATE_AD: the {ad_type} ad has no string Name")
-        obj = dict(obj)
-        if not any(k.lower() == "mytype" for k in obj):
-            obj["MyType"] = ad_type
-        obj["LastHeardFrom"] = int(wall)
-        ad = obj_to_ad(obj)  # refuses a malformed ad now, with a clear error
-        entry = Entry(ad_type, obj, private or None, mono + _lifetime(obj, self.default_lifetime), ad)
-        self.ads[ad_key(ad_type, obj, name)] = entry
-        return entry
-
-    def invalidate(self, ad_type: str, name: str, schedd_name: str | None = None) -> int:
-        """Forget an ad; for Submitter ads that of ``schedd_name``, or without one every
-        schedd's ad of that name. How many went."""
-        t, n = ad_type.lower(), name.lower()
-        if t == "submitter" and schedd_name is None:
-            keys = [k for k in self.ads if k[0] == t and k[1] == n]
-        else:
-            keys = [ad_key(ad_type, {"ScheddName": schedd_name}, name)]
-        return sum(1 for k in keys if self.ads.pop(k, None) is not None)
-
-    def expire(self, mono: float) -> list[tuple[str, str, str]]:
-        gone = [key for key, e in self.ads.items() if e.expires <= mono]
-        for key in gone:
-            del self.ads[key]
-        return gone
-
-    def of_type(self, ad_type: str, mono: float) -> list[Entry]:
-        t = ad_type.lower()
-        return [e for (et, _, _), e in self.ads.items() if et == t and e.expires > mono]
 
 
 def _project(obj: dict[str, Any], wanted: list[str]) -> dict[str, Any]:
@@ -123,6 +49,65 @@ def _project(obj: dict[str, Any], wanted: list[str]) -> dict[str, Any]:
         if k is not None:
             out[k] = obj[k]
     return out
+
+
+def _projector(names: list[tuple[str, list[str]]]) -> Any:
+    """A function projecting an ad onto the wanted names, trying only the spellings
+    ads of its type have used (no lowering of every key of every ad)."""
+    names = [(w, sp) for w, sp in names if sp]  # a name no ad of the type has is in none
+    if all(len(sp) == 1 for _, sp in names):
+        keys = [sp[0] for _, sp in names]
+
+        def one(obj: dict[str, Any]) -> dict[str, Any]:
+            return {k: obj[k] for k in keys if k in obj}
+        return one
+
+    def many(obj: dict[str, Any]) -> dict[str, Any]:
+        out = {}
+        for _, spellings in names:
+            for k in spellings:
+                if k in obj:
+                    out[k] = obj[k]
+                    break
+        return out
+    return many
+
+
+def _count_distinct(objs: list[dict[str, Any]], names: list[tuple[str, list[str]]]) -> dict[str, Any] | None:
+    """QUERY's ``group`` answer at C speed where every wanted name has one spelling and
+    every value is hashable (None: take the general way). An attribute that is null
+    and one that is missing are one group: both are UNDEFINED, and the answer's ad
+    leaves them out."""
+    if any(len(sp) > 1 for _, sp in names):
+        return None
+    keys = [sp[0] for _, sp in names if sp]
+    try:
+        counted = Counter([tuple(map(o.get, keys)) for o in objs])
+    except TypeError:  # a list or nested ad among the values
+        return None
+    ads = [{k: v for k, v in zip(keys, key) if v is not None} for key in counted]
+    return {"ads": ads, "counts": list(counted.values())}
+
+
+def _group(ads: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[int]]:
+    """Projected ads folded: each distinct one once, with how many there were."""
+    index: dict[Any, int] = {}
+    out: list[dict[str, Any]] = []
+    counts: list[int] = []
+    for a in ads:
+        try:
+            key: Any = tuple(a.items())
+            i = index.get(key)
+        except TypeError:  # a list or nested ad among the values
+            key = repr(sorted(a.items()))
+            i = index.get(key)
+        if i is None:
+            index[key] = len(out)
+            out.append(a)
+            counts.append(1)
+        else:
+            counts[i] += 1
+    return out, counts
 
 
 class Collector(Daemon):
@@ -164,7 +149,7 @@ class Collector(Daemon):
             "Name": f"roost pool - {self.hostname}",
             "CollectorUpdates": self.updates,
             "CollectorQueries": self.queries,
-            "NumAds": len(self.store.ads),
+            "NumAds": len(self.store),
         }
 
     async def advertise(self) -> bool:
@@ -177,8 +162,8 @@ class Collector(Daemon):
 
     # -- commands ------------------------------------------------------------------------
     def handlers(self) -> dict[str, Handler]:
-        return {"UPDATE_AD": self.update_ad, "INVALIDATE_AD": self.invalidate_ad, "QUERY": self.query,
-                "TOKEN_CHALLENGE": self.token_challenge}
+        return {"UPDATE_AD": self.update_ad, "UPDATE_ADS": self.update_ads, "INVALIDATE_AD": self.invalidate_ad,
+                "QUERY": self.query, "TOKEN_CHALLENGE": self.token_challenge}
 
     async def token_challenge(self, req: dict[str, Any], peer: Peer) -> dict[str, Any]:
         """TOKEN_CHALLENGE: the server's half of an IDTOKENS handshake for a daemon of a
@@ -207,6 +192,34 @@ class Collector(Daemon):
         self.log.debug("update %s %r from %s", ad_type, entry.obj.get("Name"), peer.address)
         return {}
 
+    async def update_ads(self, req: dict[str, Any], peer: Peer) -> dict[str, Any]:
+        """UPDATE_ADS: many ads of one type in one frame (a startd's slots), and the names
+        of ads unchanged since last sent (``refresh``). A bad ad is refused alone (its
+        index and why in ``errors``); the names not held come back in ``missing``."""
+        ad_type = req["type"]
+        if not ad_type.isidentifier():
+            raise RequestError("BAD_REQUEST", f"UPDATE_ADS: bad ad type {ad_type!r}")
+        mono, wall = time.monotonic(), time.time()
+        errors: list[dict[str, Any]] = []
+        n = 0
+        for i, item in enumerate(req.get("ads") or []):
+            private = item.get("private")
+            try:
+                if private is not None and type(private) is not dict:
+                    raise RequestError("BAD_REQUEST", "private must be a JSON object")
+                self.store.update(ad_type, item.get("ad"), private, mono, wall)
+                n += 1
+            except RequestError as e:
+                errors.append({"index": i, "error": e.message})
+        missing = self.store.refresh(ad_type, req.get("refresh") or [], mono, wall)
+        self.updates += n
+        self.log.debug("UPDATE_ADS: %d %s ads, %d refreshed, from %s", n, ad_type,
+                       len(req.get("refresh") or []) - len(missing), peer.address)
+        out: dict[str, Any] = {"updated": n, "missing": missing}
+        if errors:
+            out["errors"] = errors
+        return out
+
     async def invalidate_ad(self, req: dict[str, Any], peer: Peer) -> dict[str, Any]:
         n = self.store.invalidate(req["type"], req["name"], req.get("schedd_name"))
         if n:
@@ -215,21 +228,41 @@ class Collector(Daemon):
 
     async def query(self, req: dict[str, Any], peer: Peer) -> dict[str, Any]:
         self.queries += 1
-        entries = self.store.of_type(req["type"], time.monotonic())
+        mono = time.monotonic()
+        if self.store.due(mono):
+            await self._sweep()  # what has expired goes first: the tallies count only live ads
         constraint = req.get("constraint")
+        if req.get("group") and req.get("projection") and not req.get("private") and \
+                (constraint is None or not constraint.strip() or constraint.strip().lower() == "true"):
+            got = self.store.grouped(req["type"], self.store.names_for(req["type"], req["projection"]), mono)
+            if got is not None:
+                return got
+        entries = self.store.of_type(req["type"], mono)
         if constraint is not None and constraint.strip() and constraint.strip().lower() != "true":
             node = constraint_fn(constraint)
             entries = [e for e in entries if _holds(node, e)]
         private = bool(req.get("private"))
         projection = req.get("projection")
-        out = []
-        for e in entries:
-            obj = e.obj
-            if private and e.private:
-                obj = {**obj, **e.private}
-            if projection:
-                obj = _project(obj, projection)
-            out.append(obj)
+        if req.get("group") and not projection:
+            raise RequestError("BAD_REQUEST", "QUERY: group needs a projection")
+        if private:
+            out = []
+            for e in entries:
+                obj = {**e.obj, **e.private} if e.private else e.obj
+                out.append(_project(obj, projection) if projection else obj)
+        elif projection:
+            names = self.store.names_for(req["type"], projection)
+            if req.get("group"):
+                fast = _count_distinct([e.obj for e in entries], names)
+                if fast is not None:
+                    return fast
+            project = _projector(names)
+            out = [project(e.obj) for e in entries]
+        else:
+            out = [e.obj for e in entries]
+        if req.get("group"):
+            ads, counts = _group(out)
+            return {"ads": ads, "counts": counts}
         return {"ads": out}
 
 
@@ -245,7 +278,7 @@ def constraint_fn(text: str) -> Any:
 def _holds(node: Any, entry: Entry) -> bool:
     try:
         v = evaluate(node, entry.classad())
-    except EvaluationFailed:
+    except (EvaluationFailed, RequestError):
         return False
     if v is True:
         return True

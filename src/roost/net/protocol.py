@@ -21,8 +21,9 @@ AD_TYPES = ("Machine", "Scheduler", "Submitter", "Negotiator", "Master", "Collec
 SCHEMAS: dict[str, Schema] = {
     # collector
     "UPDATE_AD": {"type": "str", "ad": "object", "private": "object?"},
+    "UPDATE_ADS": {"type": "str", "ads": "list[object]?", "refresh": "list?"},
     "INVALIDATE_AD": {"type": "str", "name": "str", "schedd_name": "str?"},
-    "QUERY": {"type": "str", "constraint": "str?", "projection": "list[str]?", "private": "bool?"},
+    "QUERY": {"type": "str", "constraint": "str?", "projection": "list[str]?", "private": "bool?", "group": "bool?"},
     "TOKEN_CHALLENGE": {"token": "str", "nonce": "str", "binding": "str", "cert": "str?"},
     # negotiator
     "RESCHEDULE": {},

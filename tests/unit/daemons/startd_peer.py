@@ -48,7 +48,9 @@ class Job:
 class PoolPeer:
     """Collector + negotiator + schedd stand-in."""
 
-    def __init__(self) -> None:
+    def __init__(self, batch: bool = True) -> None:
+        self.batch = batch  # take UPDATE_ADS as the collector does (False: an older collector)
+        self.refreshed = 0
         self.ads: dict[str, dict[str, Any]] = {}
         self.private: dict[str, dict[str, Any]] = {}
         self.invalidated: list[str] = []
@@ -66,6 +68,7 @@ class PoolPeer:
         self.server = await serve(
             {
                 "UPDATE_AD": self.update_ad,
+                **({"UPDATE_ADS": self.update_ads} if self.batch else {}),
                 "INVALIDATE_AD": self.invalidate_ad,
                 "QUERY": self.query,
                 "RESCHEDULE": self.reschedule,
@@ -98,6 +101,20 @@ class PoolPeer:
         self.private[req["ad"]["Name"]] = req.get("private") or {}
         self.changed.set()
         return {}
+
+    async def update_ads(self, req: dict[str, Any], peer: Peer) -> dict[str, Any]:
+        for item in req.get("ads") or []:
+            await self.update_ad({"ad": item["ad"], "private": item.get("private")}, peer)
+        missing = []
+        for note in req.get("refresh") or []:
+            name = note["Name"]
+            if name not in self.ads:
+                missing.append(name)
+                continue
+            self.refreshed += 1
+            self.ads[name].update(note)
+        self.changed.set()
+        return {"updated": len(req.get("ads") or []), "missing": missing}
 
     async def invalidate_ad(self, req: dict[str, Any], peer: Peer) -> dict[str, Any]:
         self.invalidated.append(req["name"])
@@ -238,9 +255,9 @@ STARTD_DETECT_JAVA = False
 
 
 @contextlib.asynccontextmanager
-async def pool(extra_config: str = "") -> AsyncIterator[tuple[PoolPeer, StartdProc, AsyncClient]]:
+async def pool(extra_config: str = "", batch: bool = True) -> AsyncIterator[tuple[PoolPeer, StartdProc, AsyncClient]]:
     """A peer, a startd reporting to it, and a client to the startd; all cleaned up."""
-    peer = PoolPeer()
+    peer = PoolPeer(batch)
     await peer.start()
     home = make_home(BASE_CONFIG.format(collector=peer.address) + extra_config)
     (home / "run").mkdir()

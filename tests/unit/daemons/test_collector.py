@@ -131,6 +131,8 @@ def test_only_daemons_may_advertise_or_invalidate_slots(collector, user):
     with as_user(collector, "bob") if user else SyncClient(address, timeout=5) as c:
         for cmd, args in [
             ("UPDATE_AD", {"type": "Machine", "ad": fake}),
+            ("UPDATE_ADS", {"type": "Machine", "ads": [{"ad": fake}]}),
+            ("UPDATE_ADS", {"type": "Machine", "refresh": [{"Name": "slot1@real", "State": "Owner"}]}),
             ("INVALIDATE_AD", {"type": "Machine", "name": "slot1@real"}),
             ("UPDATE_AD", {"type": "Scheduler", "ad": {"Name": "fake-schedd"}}),
         ]:

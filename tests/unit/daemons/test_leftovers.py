@@ -84,3 +84,38 @@ def test_running_and_ended_jobs_are_adoptable_the_rest_is_killed(tmp_path, launc
         if running.keeper.poll() is None:
             os.killpg(running.pid, 9)
             running.keeper.wait()
+
+
+def test_tree_usage_walks_proc_once_for_many_jobs(monkeypatch) -> None:
+    """2,000 jobs reporting their usage at about the same time share one walk of /proc;
+    a group started since the last walk is still found (a fresh walk)."""
+    import subprocess
+    import sys
+
+    walks = []
+    real = procstat._walk
+    monkeypatch.setattr(procstat, "_walk", lambda: (walks.append(1), real())[1])
+    monkeypatch.setattr(procstat, "_snapshot", None)
+    first = subprocess.Popen(["sleep", "30"], start_new_session=True)
+    try:
+        for _ in range(200):
+            got = procstat.tree_usage(first.pid)
+            assert got is not None and got.rss_kib > 0
+        assert procstat.tree_usage(first.pid, session=True) is not None
+        assert len(walks) == 1
+        busy = subprocess.Popen([sys.executable, "-c", "import time\nt=time.process_time()\n"
+                                 "while time.process_time() - t < 0.3: pass\ntime.sleep(30)"],
+                                start_new_session=True)
+        try:
+            deadline = time.monotonic() + 20
+            while (u := procstat.tree_usage(busy.pid)) is None or u.user_cpu + u.sys_cpu < 0.25:
+                assert time.monotonic() < deadline, u
+                time.sleep(0.2)
+            assert len(walks) >= 2
+        finally:
+            busy.kill()
+            busy.wait()
+    finally:
+        first.kill()
+        first.wait()
+    assert procstat.tree_usage(-12345) is None

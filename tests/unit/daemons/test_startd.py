@@ -419,3 +419,34 @@ def test_a_restarted_startd_adopts_both_jobs_of_a_reused_claim():
             assert "after job 1.0" in (startd.home / "log" / "StartLog").read_text()  # one claim, two records
 
     run(main())
+
+
+@pytest.mark.parametrize("batch", [True, False], ids=["UPDATE_ADS", "older-collector"])
+def test_periodic_round_refreshes_unchanged_slots(batch):
+    """Every UPDATE_INTERVAL the startd's slots reach the collector again: ads that changed
+    only in owner attributes as short notes (their idle times, loads and clock), a slot
+    whose state changed whole; a collector without UPDATE_ADS gets whole ads."""
+    async def go():
+        config = "NUM_SLOTS = 2\nUPDATE_INTERVAL = 1\nPOLLING_INTERVAL = 0.2\nSTARTD_DETECT_CRIU = False\n"
+        async with pool(config, batch=batch) as (peer, _, client):
+            ads = await peer.wait_for(lambda: len(slot_ads(peer)) == 2 and slot_ads(peer))
+            t0 = ads["slot1"]["MyCurrentTime"]
+            if batch:
+                await peer.wait_for(lambda: peer.refreshed >= 2, timeout=15)
+            whole, notes = peer.ad_updates, peer.refreshed
+            if batch:
+                await peer.wait_for(lambda: peer.refreshed >= notes + 4, timeout=15)
+                assert peer.ad_updates == whole  # nothing but owner attributes changed
+            else:
+                await peer.wait_for(lambda: peer.ad_updates >= whole + 4, timeout=15)
+                assert peer.refreshed == 0
+            await peer.wait_for(lambda: slot_ads(peer)["slot1"]["MyCurrentTime"] > t0, timeout=15)
+            assert "KeyboardIdle" in slot_ads(peer)["slot1"]
+            # a collector that lost its ads (restarted) answers the notes "missing": whole ads follow
+            peer.ads.clear()
+            back = await peer.wait_for(lambda: len(slot_ads(peer)) == 2 and slot_ads(peer), timeout=15)
+            assert back["slot1"]["State"] == "Unclaimed" and "Requirements" in back["slot1"]
+            await claim(peer, client, job_ad("executable = /bin/true\nqueue\n"))
+            await peer.wait_for(lambda: any(a.get("State") == "Claimed" for a in slot_ads(peer).values()))
+            assert peer.ad_updates > whole
+    run(go())

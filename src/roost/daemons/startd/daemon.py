@@ -94,6 +94,10 @@ class Startd(Daemon):
         self._ads: dict[str, ClassAd] = {}
         self._dirty: set[str] = set()
         self._gone: set[str] = set()
+        #: slots whose whole ad at the collector is current but for owner attributes (idle
+        #: times, loads) and the clock: the periodic round refreshes those, not the whole ad
+        self._current: set[str] = set()
+        self._batch = True  # the collector takes UPDATE_ADS (cleared by one that does not)
         self._flushing = False
         self._urgent = False
         self._delayed: asyncio.TimerHandle | None = None
@@ -403,7 +407,7 @@ class Startd(Daemon):
         return ad
 
     def ads(self) -> list[AdvertisedAd]:
-        """Every slot ad, rebuilt (the periodic update refreshes load and times)."""
+        """Every slot ad, rebuilt (what the startd advertises; :meth:`advertise` sends them)."""
         self._ads.clear()
         return [("Machine", self.slot_ad(name), self._private(slot)) for name, slot in self.slots.items()]
 
@@ -426,6 +430,7 @@ class Startd(Daemon):
         for name in names:
             self._ads.pop(name, None)
             self._dirty.add(name)
+            self._current.discard(name)
         if urgent:
             self._urgent = True
         if self._flushing or self.address is None:
@@ -435,10 +440,13 @@ class Startd(Daemon):
         elif self._delayed is None:
             self._delayed = asyncio.get_running_loop().call_later(self.activity_delay, self._start_flush)
 
-    def forget_ad(self, name: str) -> None:
+    def forget_ad(self, name: str, owner_only: bool = False) -> None:
         """The slot's cached ad is stale (owner attributes, a reconnected claim) but need
-        not go out before the next round that sends it."""
+        not go out before the next round that sends it. ``owner_only``: only its owner
+        attributes changed, which the periodic round sends without the rest of the ad."""
         self._ads.pop(name, None)
+        if not owner_only:
+            self._current.discard(name)
 
     def slot_gone(self, name: str) -> None:
         """A dynamic slot went back to its parent: out of the table, and its ad is
@@ -446,6 +454,7 @@ class Startd(Daemon):
         del self.slots[name]
         self._ads.pop(name, None)
         self._dirty.discard(name)
+        self._current.discard(name)
         self._gone.add(name)
 
     def _start_flush(self) -> None:
@@ -466,20 +475,11 @@ class Startd(Daemon):
                 dirty, self._dirty = self._dirty, set()
                 for name in sorted(gone):
                     await self.invalidate("Machine", self.slot_name(name))
-                for name in sorted(dirty):
-                    slot = self.slots.get(name)
-                    if slot is None:
-                        continue
-                    obj = ad_to_obj(self.slot_ad(name))
-                    try:
-                        await self.collector_call(
-                            "UPDATE_AD", type="Machine", ad=obj, private=self._private(slot)
-                        )
-                        self._advertised.add(("Machine", obj["Name"]))
-                    except (ConnectionError, RequestError) as e:
-                        self.log.warning("cannot update %s at the collector: %s", obj["Name"], e)
-                        self._dirty.clear()  # the periodic update will repair it
-                        break
+                try:
+                    await self._send_slots(sorted(dirty), [])
+                except (ConnectionError, RequestError) as e:
+                    self.log.warning("cannot update %d slot ads at the collector: %s", len(dirty), e)
+                    self._dirty.clear()  # the periodic update will repair it
             if self.want_reschedule:
                 self.want_reschedule = False
                 if any(core.is_free(s) for s in self.slots.values()):
@@ -489,6 +489,74 @@ class Startd(Daemon):
             if self._dirty and self._delayed is None and self.address is not None:
                 # Busy/Idle flips that came in during this round wait for the next one
                 self._delayed = asyncio.get_running_loop().call_later(self.activity_delay, self._start_flush)
+
+    #: slot ads per UPDATE_ADS frame (2,000 whole ads would be a 5 MB frame)
+    BATCH = 500
+
+    async def _send_slots(self, whole: list[str], refresh: list[str]) -> None:
+        """Send these slots' whole ads, and refresh the others (their owner attributes and
+        MyCurrentTime only), in UPDATE_ADS frames; slots the collector does not hold (it
+        restarted) are sent whole. A collector without UPDATE_ADS gets an UPDATE_AD per
+        slot. Raises ConnectionError or RequestError."""
+        pending = [n for n in whole if n in self.slots]
+        refresh = [n for n in refresh if n in self.slots]
+        while pending or refresh:
+            now = int(time.time())
+            items, chunk = [], pending[:self.BATCH]
+            pending = pending[self.BATCH:]
+            for name in chunk:
+                items.append({"ad": ad_to_obj(self.slot_ad(name)), "private": self._private(self.slots[name])})
+            room = (self.BATCH - len(chunk)) * 4  # a note is a tenth of an ad
+            fresh, refresh = refresh[:room], refresh[room:]
+            notes = [{"Name": self.slot_name(n), "MyCurrentTime": now, **self.owner_policy.owner_attrs.get(n, {})}
+                     for n in fresh]
+            if not self._batch:
+                for item in items:
+                    await self.collector_call("UPDATE_AD", type="Machine", **item)
+                    self._advertised.add(("Machine", item["ad"]["Name"]))
+                self._current.update(chunk)
+                pending.extend(fresh)  # an older collector: whole ads
+                continue
+            try:
+                got = await self.collector_call("UPDATE_ADS", type="Machine", ads=items, refresh=notes)
+            except RequestError as e:
+                if e.code != "BAD_REQUEST" or "UPDATE_ADS" not in str(e):
+                    raise
+                self.log.info("the collector does not take UPDATE_ADS: sending an UPDATE_AD per slot")
+                self._batch = False
+                pending = chunk + fresh + pending
+                continue
+            for item in items:
+                self._advertised.add(("Machine", item["ad"]["Name"]))
+            bad = {chunk[e["index"]] for e in got.get("errors") or [] if isinstance(e, dict)
+                   and isinstance(e.get("index"), int) and 0 <= e["index"] < len(chunk)}
+            for e in got.get("errors") or []:
+                self.log.warning("the collector refused a slot ad: %s", e)
+            self._current.update(n for n in chunk if n not in bad)
+            lost = {self.slot_name(n): n for n in fresh}
+            again = [lost[m] for m in got.get("missing") or [] if m in lost]
+            pending.extend(n for n in again if n not in pending)
+
+    async def advertise(self) -> bool:
+        """The periodic round (every UPDATE_INTERVAL, and at once when the collector was
+        lost): every slot's ad, rebuilt, goes whole where anything but its owner
+        attributes changed since it was last sent; the others are refreshed (idle times,
+        loads, MyCurrentTime), so a steady pool of 2,000 slots sends two thousand short
+        notes, not 5 MB of ads the collector must read again."""
+        whole = [n for n in self.slots if n not in self._current or n in self._dirty]
+        refresh = [n for n in self.slots if n in self._current and n not in self._dirty]
+        try:
+            await self._send_slots(whole, refresh)
+        except (ConnectionError, RequestError) as e:
+            if not self._collector_failing:  # once per outage, not once per retry
+                self.log.warning("cannot update slot ads at the collector: %s (retrying quietly)", e)
+            self._collector_failing = True
+            self._current.clear()
+            return False
+        if self._collector_failing:
+            self._collector_failing = False
+            self.log.info("the collector takes our ads again")
+        return True
 
     async def _reschedule(self) -> None:
         """Ask the negotiator for a cycle now: a slot is free for new matches."""

@@ -60,7 +60,7 @@ class Host(Protocol):
 
     def changed(self, *names: str, urgent: bool = True) -> None: ...
 
-    def forget_ad(self, name: str) -> None: ...
+    def forget_ad(self, name: str, owner_only: bool = False) -> None: ...
 
     def spawn(self, coro: Awaitable[Any], name: str) -> asyncio.Task[Any]: ...
 
@@ -166,7 +166,7 @@ class OwnerPolicy:
         self._last_owner = (idle, total_load)
         self.owner_attrs = owner.slot_attrs(idle, total_load, loads, cpus, total_cpus, self._connected(now))
         for name in self.host.slots:
-            self.host.forget_ad(name)
+            self.host.forget_ad(name, owner_only=True)
         self._latch(now)
 
     def _latch(self, now: float) -> None:
@@ -189,11 +189,12 @@ class OwnerPolicy:
                 if latched is None or latched[0] != value:
                     latched = self._latched[(slot_name, name)] = (value, int(now))
                 if value is None:
-                    attrs.pop(f"{name}Value", None)
+                    if attrs.pop(f"{name}Value", None) is not None:
+                        self.host.forget_ad(slot_name)  # an attribute gone: the whole ad goes
                 else:
                     attrs[f"{name}Value"] = int(value) if isinstance(value, bool) else value
                 attrs[f"{name}Time"] = latched[1]
-            self.host.forget_ad(slot_name)
+            self.host.forget_ad(slot_name, owner_only=True)
         for key in [k for k in self._latched if k[0] not in self.host.slots]:
             del self._latched[key]
 
