@@ -10,6 +10,7 @@ import signal
 
 import pytest
 
+from roost.daemons.startd.leftovers import read_records
 from roost.net.errors import RemoteError
 
 from .startd_peer import Job, job_ad, pool, slot_ads
@@ -400,10 +401,10 @@ def test_a_restarted_startd_adopts_both_jobs_of_a_reused_claim():
                 except RemoteError as e:
                     assert e.code == "DENIED", e
                     await asyncio.sleep(0.1)
-            await asyncio.sleep(0.5)  # past the second job's spawn: it has its record
-            records = [p.name for p in (startd.home / "execute" / ".jobs").iterdir() if p.name.startswith("dir_")
-                       and "." not in p.name]
-            assert len(records) == 2, records
+            # past the second job's spawn: both records name a live (or ended) kept job,
+            # which is what the next startd adopts (a loaded machine may take seconds)
+            execute = str(startd.home / "execute")
+            await peer.wait_for(lambda: len([r for r in read_records(execute) if r.adoptable()]) == 2, timeout=30)
             startd.kill()
             await startd.start()
             peer.refuse_updates = False
