@@ -37,7 +37,9 @@ lightest possible match is not tried at all. A job that reads its resources
 only as thresholds (:mod:`roost.core.thresholds`) is evaluated once per *base*
 and compares numbers for each carved slot, and when its ranks are constant per
 base each base is scanned in input order instead of offering every carved
-class (``offer_base`` in :meth:`SlotPool.match_request`).
+class (``offer_base`` in :meth:`SlotPool.match_request`); when its Rank is what is
+left of one resource (``TARGET.Memory``), each base is read off a heap of its
+members by that resource (:mod:`roost.core.rankheaps`).
 
 Pure: ads in, :class:`Plan` out; no clock (``now`` is passed in), no I/O.
 :class:`SlotPool` keeps the per-cycle view so a caller can spin the pie
@@ -65,6 +67,7 @@ from roost.core.preemption import (
     preemption_key,
     preemption_kind,
 )
+from roost.core.rankheaps import RankedChecks, best
 from roost.core.slotclasses import (
     LOWER_RESOURCES,
     RESOURCE_NAMES,
@@ -420,9 +423,19 @@ class SlotPool:
         # passes its checks: the base stands in the heap for all its classes, and a
         # per-base cursor skips the slots that failed for good (carving only lowers).
         scan: list[int] = []
-        if split is not None and split.ranked and split.monotone:
+        # A split job ranked by what is left of one resource (``Rank = TARGET.Memory``)
+        # takes, from each such base, its member with the most of it left that passes
+        # the checks (ties: input order), read off the base's heap by that resource
+        # (:mod:`roost.core.rankheaps`) instead of offering one class per carved slot.
+        ranked_by = False
+        rank_attr = ""
+        if split is not None and split.monotone and (split.ranked or split.rank_of is not None):
             scan = [b for b, numeric in part.bnumeric.items()
                     if numeric and split.reads.isdisjoint(part.babsent[b])]
+            if not split.ranked:
+                ranked_by = True
+                rank_attr = split.rank_of[1]  # type: ignore[index]
+                scan = [b for b in scan if part.bfinite[b]]
         scanned = frozenset(scan)
         offered: dict[SlotClass, None] = {}
         of = part.of
@@ -467,6 +480,33 @@ class SlotPool:
         cursors = answers.cursors if answers is not None else {}
         bmembers, bnext = part.bmembers, part.bnext
         skip_spent = split is not None and split.cpus
+        tops: dict[int, tuple[SlotView, Any]] = {}  # base → its member on offer, as a candidate
+        rchecks = RankedChecks(rank_attr, checks) if ranked_by else None
+
+        def offer_best(bid: int, res: Any) -> bool:
+            """Offer the base's member with the most of ``rank_attr`` left that passes the
+            checks; False: none does."""
+            nonlocal serial
+            view = best(part, bid, rchecks)  # type: ignore[arg-type]
+            if view is None:
+                return False
+            if used_weight + res[3] > budget:
+                return True
+            ref = part.brefs[bid]
+            if queued.get(ref, -1) == view.index:
+                return True
+            queued[ref] = view.index
+            r1, _, r3 = split.rank_of  # type: ignore[union-attr,misc]
+            left = view.remaining[rank_attr]
+            ranks = (r1, left, r3)
+            tops[bid] = (view, ((NO_PREEMPTION, -r1, -left, -r3, 0.0), ranks, *res[2:]))
+            serial += 1
+            entry = (tops[bid][1][0], view.index, serial, ref)
+            if filling:
+                heap.append(entry)
+            else:
+                heapq.heappush(heap, entry)
+            return True
 
         def offer_base(bid: int) -> bool:
             """Offer the base's first member that passes the checks; False: none does."""
@@ -479,6 +519,8 @@ class SlotPool:
                 )
             if res is None:
                 return False
+            if ranked_by:
+                return offer_best(bid, res)
             pos, n = cursors.get(bid, 0), len(members)
             nxt = bnext[bid] if skip_spent else None
             while True:
@@ -554,8 +596,11 @@ class SlotPool:
             del queued[obj]
             if type(obj) is BaseRef:
                 bid = obj.bid
-                view = bmembers[bid][cursors[bid]]
-                res = by_base[bid]  # type: ignore[index]
+                if ranked_by:
+                    view, res = tops[bid]
+                else:
+                    view = bmembers[bid][cursors[bid]]
+                    res = by_base[bid]  # type: ignore[index]
                 if view.index != idx:  # cannot happen: nothing else takes from this base
                     offer_base(bid)
                     continue

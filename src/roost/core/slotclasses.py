@@ -25,6 +25,7 @@ classes' answers (:class:`Answers`).
 from __future__ import annotations
 
 import heapq
+import math
 from collections.abc import Iterable
 from typing import Any
 
@@ -282,7 +283,8 @@ class Partition:
 
     __slots__ = (
         "names", "rest", "keyed", "res_names", "classes", "groups", "of", "base", "cursor", "born", "kids",
-        "bid", "bids", "bmembers", "bnumeric", "brefs", "bnext", "babsent",
+        "bid", "bids", "bmembers", "bnumeric", "brefs", "bnext", "babsent", "bheaps",
+        "bfinite",
     )
 
     def __init__(self, names: tuple[str, ...] | None) -> None:
@@ -307,6 +309,10 @@ class Partition:
         # per base, "the next member that may still have Cpus left" (a union-find with
         # path halving; a member whose Cpus ran out points past itself, for good)
         self.bnext: dict[int, list[int]] = {}
+        # (base, resource, checks) → the base's members by most of that resource left,
+        # for jobs ranked by it that have those checks (see ``by_remaining``)
+        self.bheaps: dict[tuple[int, str, tuple[Any, ...]], list[tuple[float, int, SlotView]]] = {}
+        self.bfinite: dict[int, bool] = {}  # every member's resources finite: they can be ordered
         self.of: dict[int, SlotClass] = {}  # view index → its class
         self.cursor = 0  # how much of the pool's change log is applied
         # every class created, in order: a request none of whose classes could take it
@@ -514,6 +520,9 @@ class SlotClasses:
                     nxt.append(len(nxt))  # the new member is its own; the last is the end
                     part.bnumeric[first] = part.bnumeric.get(first, True) and view.numeric
                     part.babsent[first] = part.babsent.get(first, frozenset()) | view.absent
+                    part.bfinite[first] = part.bfinite.get(first, True) and all(
+                        math.isfinite(v) for v in view.remaining.values()
+                    )
                     if first not in part.brefs:
                         part.brefs[first] = BaseRef(first)
             if not view.partitionable:
