@@ -400,24 +400,9 @@ class SlotPool:
         _, fixed, names, const, _, split = self._job_info(job)
         if budget < math.inf and self._lightest(job) > budget:
             return []  # every candidate would be too heavy for the limit
-        part = self.classes.partition(job, names)
-        based: dict[int, SlotView] = {}  # views taken through a base's entry, not yet placed
-        answers: Answers | None = None
-        by_base: dict[int, Any] | None = None
+        part = self.classes.partition(job, names, catch_up=False)
         if part.names is None:  # no classes (maybe random()): evaluated afresh each time
-            results: dict[int, Any] = {}
             split = None
-        else:
-            ck = (id(job), prio)
-            answers = self._results.get(ck)
-            if answers is None or answers.job is not job:
-                answers = self._results[ck] = Answers(job)
-            elif answers.maybe == [] and answers.seen == len(part.born) and (
-                answers.dry or split is None or not split.monotone
-            ):
-                return []  # no class could take it last time, and no class is new
-            results = answers.by_kid
-            by_base = answers.by_base
         # A split job with constant ranks and lower-bound checks takes, from each base
         # whose slots all have number resources, the first slot in input order that
         # passes its checks: the base stands in the heap for all its classes, and a
@@ -437,6 +422,24 @@ class SlotPool:
                 rank_attr = split.rank_of[1]  # type: ignore[index]
                 scan = [b for b in scan if part.bfinite[b]]
         scanned = frozenset(scan)
+        # the classes of scanned bases are not offered: their members wait to be placed
+        self.classes.catch_up(part, scanned)
+        based: dict[int, SlotView] = {}  # views taken through a base's entry, not yet placed
+        answers: Answers | None = None
+        by_base: dict[int, Any] | None = None
+        if part.names is None:
+            results: dict[int, Any] = {}
+        else:
+            ck = (id(job), prio)
+            answers = self._results.get(ck)
+            if answers is None or answers.job is not job:
+                answers = self._results[ck] = Answers(job)
+            elif answers.maybe == [] and answers.seen == len(part.born) and (
+                answers.dry or split is None or not split.monotone
+            ):
+                return []  # no class could take it last time, and no class is new
+            results = answers.by_kid
+            by_base = answers.by_base
         offered: dict[SlotClass, None] = {}
         of = part.of
         queued: dict[Any, int] = {}  # class or base → input index of its entry in the heap
@@ -641,10 +644,12 @@ class SlotPool:
             if new is not None and new is not cls:
                 offer(new)
         # Every change of this call is one of its matches: those of the class path were
-        # placed as they happened, so placing the others brings ``part`` up to date
-        # (the next ``partition`` need not place every match again).
+        # placed as they happened, and the others wait for a caller that needs their
+        # classes, so ``part`` is up to date (the next ``partition`` need not place
+        # every match again).
+        bid_of = part.bid
         for view in based.values():
-            self.classes.place(part, view)
+            self.classes.defer(part, bid_of[view.index], view)
         part.cursor = len(self.classes.changes)
         if answers is not None:
             answers.maybe = [  # dead classes are dropped when next met

@@ -284,7 +284,7 @@ class Partition:
     __slots__ = (
         "names", "rest", "keyed", "res_names", "classes", "groups", "of", "base", "cursor", "born", "kids",
         "bid", "bids", "bmembers", "bnumeric", "brefs", "bnext", "babsent", "bheaps",
-        "bfinite",
+        "bfinite", "deferred",
     )
 
     def __init__(self, names: tuple[str, ...] | None) -> None:
@@ -314,6 +314,8 @@ class Partition:
         self.bheaps: dict[tuple[int, str, tuple[Any, ...]], list[tuple[float, int, SlotView]]] = {}
         self.bfinite: dict[int, bool] = {}  # every member's resources finite: they can be ordered
         self.of: dict[int, SlotClass] = {}  # view index → its class
+        # base → its members changed since their class was placed (``SlotClasses.catch_up``)
+        self.deferred: dict[int, dict[int, SlotView]] = {}
         self.cursor = 0  # how much of the pool's change log is applied
         # every class created, in order: a request none of whose classes could take it
         # need only look at the ones created since (a class keeps its key, so its answer)
@@ -560,8 +562,9 @@ class SlotClasses:
         part.of[view.index] = cls
         return cls
 
-    def partition(self, job: ClassAd, names: Any = False) -> Partition:
-        """The partition for ``names`` (default: what ``job`` can read), up to date."""
+    def partition(self, job: ClassAd, names: Any = False, *, catch_up: bool = True) -> Partition:
+        """The partition for ``names`` (default: what ``job`` can read), up to date
+        (with ``catch_up=False``, only once :meth:`catch_up` is called)."""
         if names is False:
             names = self.readable(job)
         part = self._partitions.get(names)
@@ -574,12 +577,34 @@ class SlotClasses:
                 if not view.used:
                     self.place(part, view)
             part.cursor = len(self.changes)
-        elif part.cursor < len(self.changes):
-            changed = {v.index: v for v in self.changes[part.cursor:]}
-            for view in changed.values():
-                self.place(part, view)
-            part.cursor = len(self.changes)
+        elif catch_up:
+            self.catch_up(part)
         return part
+
+    def catch_up(self, part: Partition, lazy: frozenset[int] = frozenset()) -> None:
+        """Bring ``part``'s classes up to date, but for the members of the bases in
+        ``lazy``: a caller that reads those bases off their members
+        (:meth:`roost.core.matchmaker.SlotPool.match_request`) offers none of their
+        classes, so their carved members are placed only when a caller needs them."""
+        deferred = part.deferred
+        if deferred:
+            for bid in [b for b in deferred if b not in lazy]:
+                for view in deferred.pop(bid).values():
+                    self.place(part, view)
+        if part.cursor < len(self.changes):
+            changed = {v.index: v for v in self.changes[part.cursor:]}
+            bids = part.bid
+            for view in changed.values():
+                bid = bids.get(view.index) if view.partitionable else None
+                if bid is not None and bid in lazy:
+                    deferred.setdefault(bid, {})[view.index] = view
+                else:
+                    self.place(part, view)
+            part.cursor = len(self.changes)
+
+    def defer(self, part: Partition, bid: int, view: SlotView) -> None:
+        """``view`` of base ``bid`` changed; place it when a caller needs its class."""
+        part.deferred.setdefault(bid, {})[view.index] = view
 
 
 __all__ = [
