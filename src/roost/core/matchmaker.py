@@ -480,7 +480,8 @@ class SlotPool:
                 heapq.heappush(heap, entry)
 
         checks = split.checks if split is not None else ()
-        cursors = answers.cursors if answers is not None else {}
+        # members before a base's cursor fail these checks for good: jobs alike share it
+        cursors = part.bcursors.setdefault(checks, {}) if answers is not None else {}
         bmembers, bnext = part.bmembers, part.bnext
         skip_spent = split is not None and split.cpus
         tops: dict[int, tuple[SlotView, Any]] = {}  # base → its member on offer, as a candidate

@@ -284,7 +284,7 @@ class Partition:
     __slots__ = (
         "names", "rest", "keyed", "res_names", "classes", "groups", "of", "base", "cursor", "born", "kids",
         "bid", "bids", "bmembers", "bnumeric", "brefs", "bnext", "babsent", "bheaps",
-        "bfinite", "deferred",
+        "bfinite", "deferred", "bcursors",
     )
 
     def __init__(self, names: tuple[str, ...] | None) -> None:
@@ -313,6 +313,9 @@ class Partition:
         # for jobs ranked by it that have those checks (see ``by_remaining``)
         self.bheaps: dict[tuple[int, str, tuple[Any, ...]], list[tuple[float, int, SlotView]]] = {}
         self.bfinite: dict[int, bool] = {}  # every member's resources finite: they can be ordered
+        # a split job's checks → base → members before this position fail them for good
+        # (carving only lowers what is left), shared by the jobs with those checks
+        self.bcursors: dict[tuple[Any, ...], dict[int, int]] = {}
         self.of: dict[int, SlotClass] = {}  # view index → its class
         # base → its members changed since their class was placed (``SlotClasses.catch_up``)
         self.deferred: dict[int, dict[int, SlotView]] = {}
@@ -329,7 +332,7 @@ class Answers:
     (a class keeps its key, so its answer), plus those the partition created since
     (``part.born[seen:]``). None: offer every class."""
 
-    __slots__ = ("job", "by_kid", "maybe", "seen", "by_base", "cursors", "dry")
+    __slots__ = ("job", "by_kid", "maybe", "seen", "by_base", "dry")
 
     def __init__(self, job: ClassAd) -> None:
         self.job = job
@@ -338,8 +341,6 @@ class Answers:
         # for a job that reads a slot's resources only as thresholds
         # (see :class:`roost.core.thresholds.Split`)
         self.by_base: dict[int, Any] = {}
-        # base number → members before this position fail the job's checks for good
-        self.cursors: dict[int, int] = {}
         self.dry = False  # no base had a member to offer last time
         self.maybe: list[SlotClass] | None = None
         self.seen = 0
