@@ -31,7 +31,7 @@ from roost.classad import ClassAd
 from roost.classad.ast import Node
 from roost.classad.evaluate import EvaluationFailed, evaluate
 from roost.core import matchmaker
-from roost.core.matchmaker import Match, Plan, Request, Slot, SlotPool, gc_paused
+from roost.core.matchmaker import Plan, Request, Slot, SlotPool, gc_paused
 
 NONE_GROUP = "<none>"
 _EPS = 1e-9
@@ -92,10 +92,6 @@ def slot_weight(ad: ClassAd) -> float:
 
 def _state(ad: ClassAd) -> Any:
     return _eval_attr(ad, "State")
-
-
-def _match_weight(m: Match) -> float:
-    return float(m.weight)
 
 
 def _job_weight(ad: ClassAd) -> float:
@@ -336,23 +332,24 @@ def negotiate_fair(
         p = matchmaker.negotiate(slots, reqs, order, now, limits=limits, pool=pool,
                                  concurrency=concurrency, submitter_prio=prios)
         plan.evaluations += p.evaluations
-        left = cyc.left
+        left, held, took = cyc.left, cyc.held, cyc.took
+        by_submitter = plan.by_submitter
         for m in p.matches:
             r = m.request = orig.get(id(m.request), m.request)
-            w = _match_weight(m)
+            w = float(m.weight)
             n = r.submitter
             if id(r) in left:
-                cyc.took(r)
-            cyc.held[n] = cyc.held.get(n, 0.0) + w
-            plan.by_submitter[n] = plan.by_submitter.get(n, 0) + 1
+                took(r)
+            held[n] = held.get(n, 0.0) + w
+            by_submitter[n] = by_submitter.get(n, 0) + 1
             by_weight[n] = by_weight.get(n, 0.0) + w
             if m.preempts:
                 victim = _eval_attr(m.slot.ad, "RemoteUser")
-                if isinstance(victim, str) and victim in cyc.held:
-                    cyc.held[victim] = max(0.0, cyc.held[victim] - w)
+                if isinstance(victim, str) and victim in held:
+                    held[victim] = max(0.0, held[victim] - w)
             else:
                 free_w -= w
-            plan.matches.append(m)
+        plan.matches.extend(p.matches)
         for k, v in p.concurrency_used.items():
             plan.concurrency_used[k] = plan.concurrency_used.get(k, 0.0) + v
         return len(p.matches)
