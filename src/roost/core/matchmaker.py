@@ -628,10 +628,11 @@ class SlotPool:
                 continue  # this class is too heavy for what is left; lighter ones may do
             used_weight += weight
             out.append(Match(request, view.slot, ranks, amounts, weight, preempts))
-            if view.partitionable:
-                was = on_offer(view)
+            if view.partitionable:  # never used nor claimed: ``on_offer``, inlined
+                rem = view.remaining
+                was = rem["Cpus"] > 0 or rem["Memory"] > 0
                 view.take(amounts)
-                self._free -= was - on_offer(view)
+                self._free -= was - (rem["Cpus"] > 0 or rem["Memory"] > 0)
             else:
                 self._free -= on_offer(view)  # it was on offer unless claimed; now it is not
                 view.used = True

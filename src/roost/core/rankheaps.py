@@ -59,8 +59,8 @@ def by_remaining(part: Partition, bid: int, attr: str,
 def best(part: Partition, bid: int, rc: RankedChecks) -> SlotView | None:
     """The base's member with the most of ``rc.attr`` left that passes the checks
     (ties: input order), None when no member does (nor will: the checks are lower bounds)."""
-    heap = by_remaining(part, bid, rc.attr, rc.keyed)
     attr, own, keyed, other = rc.attr, rc.own, rc.keyed, rc.other
+    heap = part.bheaps.get((bid, attr, keyed)) or by_remaining(part, bid, attr, keyed)
     aside = []
     found = None
     while heap:
