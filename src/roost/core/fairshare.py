@@ -368,8 +368,12 @@ def negotiate_fair(
     # submitters still wanting changes (limits only shrink as weight is taken), so
     # until then the one-match rounds below follow each other without a spin between.
     spin = True
+    still: list[str] | None = None  # who still wants, as the last one-match round left it
     for _ in range(_MAX_SPINS):
-        active = [n for n in cyc.subs if n not in cyc.rejected and cyc.wants(n)]
+        active = still if still is not None else [
+            n for n in cyc.subs if n not in cyc.rejected and cyc.wants(n)
+        ]
+        still = None
         if not active or (preemption is None and (free_w <= _EPS or pool.free_slots() == 0)):
             break
         if spin:
@@ -384,8 +388,8 @@ def negotiate_fair(
         # while idle weight is left: a thin slice is no licence to preempt.
         if free_w <= _EPS:
             break
-        if not spin:  # the one-match rounds need only the slices, not the limits
-            shares = _shares(cyc, active, quota)
+        # the one-match rounds need only the slices, not the limits; without a spin the
+        # set of submitters is the last round's, and so are its slices
         got = False
         for n in sorted(active, key=lambda n: (-(shares[n] - cyc.held[n]), _eff(cyc.subs[n]), cyc.subs[n].usage, n)):
             if not _room(cyc, n, quota):
@@ -403,7 +407,8 @@ def negotiate_fair(
             cyc.rejected.add(n)
         if not got:
             break
-        spin = [n for n in cyc.subs if n not in cyc.rejected and cyc.wants(n)] != active
+        still = [n for n in cyc.subs if n not in cyc.rejected and cyc.wants(n)]
+        spin = still != active
 
     for n, rs in cyc.requests.items():
         for r in rs:
@@ -461,14 +466,6 @@ def _group_shares(cyc: _Cycle, names: Sequence[str], q: float, shares: dict[str,
     norm = sum(inv.values())
     for n in names:
         shares[n] = q * inv[n] / norm
-
-
-def _shares(cyc: _Cycle, active: Sequence[str], quota: Mapping[str, float]) -> dict[str, float]:
-    """Each active submitter's pie slice of its group's quota (``_slices`` without the limits)."""
-    shares: dict[str, float] = {}
-    for g, names in _by_group(cyc, active).items():
-        _group_shares(cyc, names, quota.get(g, 0.0), shares)
-    return shares
 
 
 def _slices(cyc: _Cycle, active: Sequence[str], quota: Mapping[str, float],
