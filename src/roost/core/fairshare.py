@@ -31,7 +31,7 @@ from roost.classad import ClassAd
 from roost.classad.ast import Node
 from roost.classad.evaluate import EvaluationFailed, evaluate
 from roost.core import matchmaker
-from roost.core.matchmaker import Match, Plan, Request, Slot, SlotPool, gc_paused
+from roost.core.matchmaker import Plan, Request, Slot, SlotPool, gc_paused
 
 NONE_GROUP = "<none>"
 _EPS = 1e-9
@@ -92,10 +92,6 @@ def slot_weight(ad: ClassAd) -> float:
 
 def _state(ad: ClassAd) -> Any:
     return _eval_attr(ad, "State")
-
-
-def _match_weight(m: Match) -> float:
-    return float(m.weight)
 
 
 def _job_weight(ad: ClassAd) -> float:
@@ -333,36 +329,51 @@ def negotiate_fair(
     def call(reqs: Mapping[str, Sequence[Request]], order: Sequence[str],
              limits: Mapping[str, float] | None, orig: Mapping[int, Request]) -> int:
         nonlocal free_w
-        p = matchmaker.negotiate(slots, reqs, order, now, limits=limits, pool=pool,
-                                 concurrency=concurrency, submitter_prio=prios)
-        plan.evaluations += p.evaluations
-        left = cyc.left
-        for m in p.matches:
+        if limits is None and concurrency is None and len(order) == 1 and len(reqs[order[0]]) == 1:
+            # a one-match round's call, ~6 per round and mostly in vain: what
+            # ``matchmaker.negotiate`` would do for it, without building its Plan
+            before = pool.evaluations
+            matches = pool.match_request(reqs[order[0]][0], None, weight_limit=None,
+                                         submitter_prio=prios.get(order[0]))
+            plan.evaluations += pool.evaluations - before
+            used: Mapping[str, float] = {}
+        else:
+            p = matchmaker.negotiate(slots, reqs, order, now, limits=limits, pool=pool,
+                                     concurrency=concurrency, submitter_prio=prios)
+            plan.evaluations += p.evaluations
+            matches, used = p.matches, p.concurrency_used
+        left, held, took = cyc.left, cyc.held, cyc.took
+        by_submitter = plan.by_submitter
+        for m in matches:
             r = m.request = orig.get(id(m.request), m.request)
-            w = _match_weight(m)
+            w = float(m.weight)
             n = r.submitter
             if id(r) in left:
-                cyc.took(r)
-            cyc.held[n] = cyc.held.get(n, 0.0) + w
-            plan.by_submitter[n] = plan.by_submitter.get(n, 0) + 1
+                took(r)
+            held[n] = held.get(n, 0.0) + w
+            by_submitter[n] = by_submitter.get(n, 0) + 1
             by_weight[n] = by_weight.get(n, 0.0) + w
             if m.preempts:
                 victim = _eval_attr(m.slot.ad, "RemoteUser")
-                if isinstance(victim, str) and victim in cyc.held:
-                    cyc.held[victim] = max(0.0, cyc.held[victim] - w)
+                if isinstance(victim, str) and victim in held:
+                    held[victim] = max(0.0, held[victim] - w)
             else:
                 free_w -= w
-            plan.matches.append(m)
-        for k, v in p.concurrency_used.items():
+        plan.matches.extend(matches)
+        for k, v in used.items():
             plan.concurrency_used[k] = plan.concurrency_used.get(k, 0.0) + v
-        return len(p.matches)
+        return len(matches)
 
     # After a spin matched nothing, a spin can only match again once the set of
     # submitters still wanting changes (limits only shrink as weight is taken), so
     # until then the one-match rounds below follow each other without a spin between.
     spin = True
+    still: list[str] | None = None  # who still wants, as the last one-match round left it
     for _ in range(_MAX_SPINS):
-        active = [n for n in cyc.subs if n not in cyc.rejected and cyc.wants(n)]
+        active = still if still is not None else [
+            n for n in cyc.subs if n not in cyc.rejected and cyc.wants(n)
+        ]
+        still = None
         if not active or (preemption is None and (free_w <= _EPS or pool.free_slots() == 0)):
             break
         if spin:
@@ -377,8 +388,8 @@ def negotiate_fair(
         # while idle weight is left: a thin slice is no licence to preempt.
         if free_w <= _EPS:
             break
-        if not spin:  # the one-match rounds need only the slices, not the limits
-            shares = _shares(cyc, active, quota)
+        # the one-match rounds need only the slices, not the limits; without a spin the
+        # set of submitters is the last round's, and so are its slices
         got = False
         for n in sorted(active, key=lambda n: (-(shares[n] - cyc.held[n]), _eff(cyc.subs[n]), cyc.subs[n].usage, n)):
             if not _room(cyc, n, quota):
@@ -396,7 +407,8 @@ def negotiate_fair(
             cyc.rejected.add(n)
         if not got:
             break
-        spin = [n for n in cyc.subs if n not in cyc.rejected and cyc.wants(n)] != active
+        still = [n for n in cyc.subs if n not in cyc.rejected and cyc.wants(n)]
+        spin = still != active
 
     for n, rs in cyc.requests.items():
         for r in rs:
@@ -454,14 +466,6 @@ def _group_shares(cyc: _Cycle, names: Sequence[str], q: float, shares: dict[str,
     norm = sum(inv.values())
     for n in names:
         shares[n] = q * inv[n] / norm
-
-
-def _shares(cyc: _Cycle, active: Sequence[str], quota: Mapping[str, float]) -> dict[str, float]:
-    """Each active submitter's pie slice of its group's quota (``_slices`` without the limits)."""
-    shares: dict[str, float] = {}
-    for g, names in _by_group(cyc, active).items():
-        _group_shares(cyc, names, quota.get(g, 0.0), shares)
-    return shares
 
 
 def _slices(cyc: _Cycle, active: Sequence[str], quota: Mapping[str, float],

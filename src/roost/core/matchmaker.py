@@ -37,7 +37,9 @@ lightest possible match is not tried at all. A job that reads its resources
 only as thresholds (:mod:`roost.core.thresholds`) is evaluated once per *base*
 and compares numbers for each carved slot, and when its ranks are constant per
 base each base is scanned in input order instead of offering every carved
-class (``offer_base`` in :meth:`SlotPool.match_request`).
+class (``offer_base`` in :meth:`SlotPool.match_request`); when its Rank is what is
+left of one resource (``TARGET.Memory``), each base is read off a heap of its
+members by that resource (:mod:`roost.core.rankheaps`).
 
 Pure: ads in, :class:`Plan` out; no clock (``now`` is passed in), no I/O.
 :class:`SlotPool` keeps the per-cycle view so a caller can spin the pie
@@ -65,6 +67,7 @@ from roost.core.preemption import (
     preemption_key,
     preemption_kind,
 )
+from roost.core.rankheaps import RankedChecks, best
 from roost.core.slotclasses import (
     LOWER_RESOURCES,
     RESOURCE_NAMES,
@@ -397,13 +400,35 @@ class SlotPool:
         _, fixed, names, const, _, split = self._job_info(job)
         if budget < math.inf and self._lightest(job) > budget:
             return []  # every candidate would be too heavy for the limit
-        part = self.classes.partition(job, names)
+        part = self.classes.partition(job, names, catch_up=False)
+        if part.names is None:  # no classes (maybe random()): evaluated afresh each time
+            split = None
+        # A split job with constant ranks and lower-bound checks takes, from each base
+        # whose slots all have number resources, the first slot in input order that
+        # passes its checks: the base stands in the heap for all its classes, and a
+        # per-base cursor skips the slots that failed for good (carving only lowers).
+        scan: list[int] = []
+        # A split job ranked by what is left of one resource (``Rank = TARGET.Memory``)
+        # takes, from each such base, its member with the most of it left that passes
+        # the checks (ties: input order), read off the base's heap by that resource
+        # (:mod:`roost.core.rankheaps`) instead of offering one class per carved slot.
+        ranked_by = False
+        rank_attr = ""
+        if split is not None and split.monotone and (split.ranked or split.rank_of is not None):
+            scan = [b for b, numeric in part.bnumeric.items()
+                    if numeric and split.reads.isdisjoint(part.babsent[b])]
+            if not split.ranked:
+                ranked_by = True
+                rank_attr = split.rank_of[1]  # type: ignore[index]
+                scan = [b for b in scan if part.bfinite[b]]
+        scanned = frozenset(scan)
+        # the classes of scanned bases are not offered: their members wait to be placed
+        self.classes.catch_up(part, scanned)
         based: dict[int, SlotView] = {}  # views taken through a base's entry, not yet placed
         answers: Answers | None = None
         by_base: dict[int, Any] | None = None
-        if part.names is None:  # no classes (maybe random()): evaluated afresh each time
+        if part.names is None:
             results: dict[int, Any] = {}
-            split = None
         else:
             ck = (id(job), prio)
             answers = self._results.get(ck)
@@ -415,15 +440,6 @@ class SlotPool:
                 return []  # no class could take it last time, and no class is new
             results = answers.by_kid
             by_base = answers.by_base
-        # A split job with constant ranks and lower-bound checks takes, from each base
-        # whose slots all have number resources, the first slot in input order that
-        # passes its checks: the base stands in the heap for all its classes, and a
-        # per-base cursor skips the slots that failed for good (carving only lowers).
-        scan: list[int] = []
-        if split is not None and split.ranked and split.monotone:
-            scan = [b for b, numeric in part.bnumeric.items()
-                    if numeric and split.reads.isdisjoint(part.babsent[b])]
-        scanned = frozenset(scan)
         offered: dict[SlotClass, None] = {}
         of = part.of
         queued: dict[Any, int] = {}  # class or base → input index of its entry in the heap
@@ -464,9 +480,37 @@ class SlotPool:
                 heapq.heappush(heap, entry)
 
         checks = split.checks if split is not None else ()
-        cursors = answers.cursors if answers is not None else {}
+        # members before a base's cursor fail these checks for good: jobs alike share it
+        cursors = part.bcursors.setdefault(checks, {}) if answers is not None else {}
         bmembers, bnext = part.bmembers, part.bnext
         skip_spent = split is not None and split.cpus
+        tops: dict[int, tuple[SlotView, Any]] = {}  # base → its member on offer, as a candidate
+        rchecks = RankedChecks(rank_attr, checks) if ranked_by else None
+
+        def offer_best(bid: int, res: Any) -> bool:
+            """Offer the base's member with the most of ``rank_attr`` left that passes the
+            checks; False: none does."""
+            nonlocal serial
+            view = best(part, bid, rchecks)  # type: ignore[arg-type]
+            if view is None:
+                return False
+            if used_weight + res[3] > budget:
+                return True
+            ref = part.brefs[bid]
+            if queued.get(ref, -1) == view.index:
+                return True
+            queued[ref] = view.index
+            r1, _, r3 = split.rank_of  # type: ignore[union-attr,misc]
+            left = view.remaining[rank_attr]
+            ranks = (r1, left, r3)
+            tops[bid] = (view, ((NO_PREEMPTION, -r1, -left, -r3, 0.0), ranks, *res[2:]))
+            serial += 1
+            entry = (tops[bid][1][0], view.index, serial, ref)
+            if filling:
+                heap.append(entry)
+            else:
+                heapq.heappush(heap, entry)
+            return True
 
         def offer_base(bid: int) -> bool:
             """Offer the base's first member that passes the checks; False: none does."""
@@ -479,6 +523,8 @@ class SlotPool:
                 )
             if res is None:
                 return False
+            if ranked_by:
+                return offer_best(bid, res)
             pos, n = cursors.get(bid, 0), len(members)
             nxt = bnext[bid] if skip_spent else None
             while True:
@@ -554,8 +600,11 @@ class SlotPool:
             del queued[obj]
             if type(obj) is BaseRef:
                 bid = obj.bid
-                view = bmembers[bid][cursors[bid]]
-                res = by_base[bid]  # type: ignore[index]
+                if ranked_by:
+                    view, res = tops[bid]
+                else:
+                    view = bmembers[bid][cursors[bid]]
+                    res = by_base[bid]  # type: ignore[index]
                 if view.index != idx:  # cannot happen: nothing else takes from this base
                     offer_base(bid)
                     continue
@@ -579,10 +628,11 @@ class SlotPool:
                 continue  # this class is too heavy for what is left; lighter ones may do
             used_weight += weight
             out.append(Match(request, view.slot, ranks, amounts, weight, preempts))
-            if view.partitionable:
-                was = on_offer(view)
+            if view.partitionable:  # never used nor claimed: ``on_offer``, inlined
+                rem = view.remaining
+                was = rem["Cpus"] > 0 or rem["Memory"] > 0
                 view.take(amounts)
-                self._free -= was - on_offer(view)
+                self._free -= was - (rem["Cpus"] > 0 or rem["Memory"] > 0)
             else:
                 self._free -= on_offer(view)  # it was on offer unless claimed; now it is not
                 view.used = True
@@ -596,10 +646,12 @@ class SlotPool:
             if new is not None and new is not cls:
                 offer(new)
         # Every change of this call is one of its matches: those of the class path were
-        # placed as they happened, so placing the others brings ``part`` up to date
-        # (the next ``partition`` need not place every match again).
+        # placed as they happened, and the others wait for a caller that needs their
+        # classes, so ``part`` is up to date (the next ``partition`` need not place
+        # every match again).
+        bid_of = part.bid
         for view in based.values():
-            self.classes.place(part, view)
+            self.classes.defer(part, bid_of[view.index], view)
         part.cursor = len(self.classes.changes)
         if answers is not None:
             answers.maybe = [  # dead classes are dropped when next met

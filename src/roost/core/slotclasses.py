@@ -25,6 +25,7 @@ classes' answers (:class:`Answers`).
 from __future__ import annotations
 
 import heapq
+import math
 from collections.abc import Iterable
 from typing import Any
 
@@ -282,7 +283,8 @@ class Partition:
 
     __slots__ = (
         "names", "rest", "keyed", "res_names", "classes", "groups", "of", "base", "cursor", "born", "kids",
-        "bid", "bids", "bmembers", "bnumeric", "brefs", "bnext", "babsent",
+        "bid", "bids", "bmembers", "bnumeric", "brefs", "bnext", "babsent", "bheaps",
+        "bfinite", "deferred", "bcursors",
     )
 
     def __init__(self, names: tuple[str, ...] | None) -> None:
@@ -307,7 +309,16 @@ class Partition:
         # per base, "the next member that may still have Cpus left" (a union-find with
         # path halving; a member whose Cpus ran out points past itself, for good)
         self.bnext: dict[int, list[int]] = {}
+        # (base, resource, checks) → the base's members by most of that resource left,
+        # for jobs ranked by it that have those checks (see ``by_remaining``)
+        self.bheaps: dict[tuple[int, str, tuple[Any, ...]], list[tuple[float, int, SlotView]]] = {}
+        self.bfinite: dict[int, bool] = {}  # every member's resources finite: they can be ordered
+        # a split job's checks → base → members before this position fail them for good
+        # (carving only lowers what is left), shared by the jobs with those checks
+        self.bcursors: dict[tuple[Any, ...], dict[int, int]] = {}
         self.of: dict[int, SlotClass] = {}  # view index → its class
+        # base → its members changed since their class was placed (``SlotClasses.catch_up``)
+        self.deferred: dict[int, dict[int, SlotView]] = {}
         self.cursor = 0  # how much of the pool's change log is applied
         # every class created, in order: a request none of whose classes could take it
         # need only look at the ones created since (a class keeps its key, so its answer)
@@ -321,7 +332,7 @@ class Answers:
     (a class keeps its key, so its answer), plus those the partition created since
     (``part.born[seen:]``). None: offer every class."""
 
-    __slots__ = ("job", "by_kid", "maybe", "seen", "by_base", "cursors", "dry")
+    __slots__ = ("job", "by_kid", "maybe", "seen", "by_base", "dry")
 
     def __init__(self, job: ClassAd) -> None:
         self.job = job
@@ -330,8 +341,6 @@ class Answers:
         # for a job that reads a slot's resources only as thresholds
         # (see :class:`roost.core.thresholds.Split`)
         self.by_base: dict[int, Any] = {}
-        # base number → members before this position fail the job's checks for good
-        self.cursors: dict[int, int] = {}
         self.dry = False  # no base had a member to offer last time
         self.maybe: list[SlotClass] | None = None
         self.seen = 0
@@ -514,6 +523,9 @@ class SlotClasses:
                     nxt.append(len(nxt))  # the new member is its own; the last is the end
                     part.bnumeric[first] = part.bnumeric.get(first, True) and view.numeric
                     part.babsent[first] = part.babsent.get(first, frozenset()) | view.absent
+                    part.bfinite[first] = part.bfinite.get(first, True) and all(
+                        math.isfinite(v) for v in view.remaining.values()
+                    )
                     if first not in part.brefs:
                         part.brefs[first] = BaseRef(first)
             if not view.partitionable:
@@ -551,8 +563,9 @@ class SlotClasses:
         part.of[view.index] = cls
         return cls
 
-    def partition(self, job: ClassAd, names: Any = False) -> Partition:
-        """The partition for ``names`` (default: what ``job`` can read), up to date."""
+    def partition(self, job: ClassAd, names: Any = False, *, catch_up: bool = True) -> Partition:
+        """The partition for ``names`` (default: what ``job`` can read), up to date
+        (with ``catch_up=False``, only once :meth:`catch_up` is called)."""
         if names is False:
             names = self.readable(job)
         part = self._partitions.get(names)
@@ -565,12 +578,34 @@ class SlotClasses:
                 if not view.used:
                     self.place(part, view)
             part.cursor = len(self.changes)
-        elif part.cursor < len(self.changes):
-            changed = {v.index: v for v in self.changes[part.cursor:]}
-            for view in changed.values():
-                self.place(part, view)
-            part.cursor = len(self.changes)
+        elif catch_up:
+            self.catch_up(part)
         return part
+
+    def catch_up(self, part: Partition, lazy: frozenset[int] = frozenset()) -> None:
+        """Bring ``part``'s classes up to date, but for the members of the bases in
+        ``lazy``: a caller that reads those bases off their members
+        (:meth:`roost.core.matchmaker.SlotPool.match_request`) offers none of their
+        classes, so their carved members are placed only when a caller needs them."""
+        deferred = part.deferred
+        if deferred:
+            for bid in [b for b in deferred if b not in lazy]:
+                for view in deferred.pop(bid).values():
+                    self.place(part, view)
+        if part.cursor < len(self.changes):
+            changed = {v.index: v for v in self.changes[part.cursor:]}
+            bids = part.bid
+            for view in changed.values():
+                bid = bids.get(view.index) if view.partitionable else None
+                if bid is not None and bid in lazy:
+                    deferred.setdefault(bid, {})[view.index] = view
+                else:
+                    self.place(part, view)
+            part.cursor = len(self.changes)
+
+    def defer(self, part: Partition, bid: int, view: SlotView) -> None:
+        """``view`` of base ``bid`` changed; place it when a caller needs its class."""
+        part.deferred.setdefault(bid, {})[view.index] = view
 
 
 __all__ = [

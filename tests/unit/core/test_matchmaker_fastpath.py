@@ -130,3 +130,67 @@ def test_plan_equals_the_all_pairs_reference(slots, jobs, pre, post, limit):
     got = [(m.request.autocluster, m.slot.name, m.rank, dict(m.resources), m.weight)
            for m in plan.matches]
     assert got == want
+
+
+
+# Jobs that take the per-base heaps by what is left (:mod:`roost.core.rankheaps`): lower
+# bounds only, ranked by one resource; slots whose START reads no resource.
+# bases of several slots whose resources run out in turn, Disk included.
+ranked_slot_ads = st.fixed_dictionaries({
+    "Kind": st.integers(0, 1),
+    "Arch": st.just("X86_64"),
+    "Cpus": st.sampled_from([2, 3, 4, 8]),
+    "Memory": st.sampled_from([3000, 4096, 5000, 8192]),
+    "Disk": st.sampled_from([6000, 12000, 100000]),
+    "GPUs": st.sampled_from([0, 1, 2]),
+    "START": st.sampled_from([s for s in _STARTS if "Memory" not in s]),
+})
+ranked_job_ads = job_ads.map(lambda d: {**d, "Clauses": [
+    c for c in d["Clauses"] if "<=" not in c and "*" not in c and "Kind" not in c]
+    or ["TARGET.Memory >= RequestMemory"]})
+_RANKED_BY = st.sampled_from(["TARGET.Memory", "TARGET.Cpus", "Memory", "TARGET.GPUs",
+                              "TARGET.Disk"])
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(ranked_slot_ads, min_size=1, max_size=10),
+       st.lists(st.tuples(ranked_job_ads, _RANKED_BY, st.integers(1, 10)), min_size=1,
+                max_size=5),
+       st.sampled_from([None, "7", "2.5"]), st.booleans())
+def test_jobs_ranked_by_what_is_left_equal_the_all_pairs_reference(slots, jobs, pre, turns):
+    """Jobs ranked by a resource, against every slot's freshly carved ad: all their jobs in
+    one call each, or (``turns``) the pie's way, one job per call with the ads taking
+    turns, so each ad's cached answers and the heaps by what is left outlive slots carved
+    by the other ads' calls."""
+    pre_node = None if pre is None else ExprTree(pre).node
+    pool = [_slot(f"s{i}", d) for i, d in enumerate(slots)]
+    ads = [(_job({**d, "Rank": rank}), n) for d, rank, n in jobs]
+    if turns:
+        reqs = [Request("u", a, 1, ad, "schedd") for k in range(max(n for _, n in ads))
+                for a, (ad, n) in enumerate(ads) if k < n]
+    else:
+        reqs = [Request("u", a, n, ad, "schedd") for a, (ad, n) in enumerate(ads)]
+    want = _reference(pool, {"u": reqs}, ["u"], None, pre_node, None)
+    plan = negotiate(pool, {"u": reqs}, ["u"], 0.0, pre_job_rank=pre_node)
+    got = [(m.request.autocluster, m.slot.name, m.rank, dict(m.resources), m.weight)
+           for m in plan.matches]
+    assert got == want
+
+
+def test_a_slot_one_job_cannot_take_stays_on_offer_to_a_job_alike():
+    """Two jobs ranked by Memory that ask alike but for Disk share a base's heap; the
+    slot with the most Memory has too little Disk for the first, and must still be the
+    second's best."""
+    base = {"Kind": 0, "Arch": "X86_64", "Cpus": 4, "GPUs": 0, "START": "true"}
+    pool = [_slot("big", {**base, "Memory": 8192, "Disk": 3000}),
+            _slot("small", {**base, "Memory": 4096, "Disk": 100000})]
+    job = {"RequestCpus": 1, "RequestMemory": 500, "RequestGPUs": 0, "ImageSize": 100,
+           "Owner": "alice", "Big": False, "Memory": None, "Rank": "TARGET.Memory",
+           "Clauses": ["TARGET.Memory >= RequestMemory", "TARGET.Disk >= RequestDisk"]}
+    reqs = [Request("u", 0, 1, _job({**job, "RequestDisk": 5000})),
+            Request("u", 1, 1, _job({**job, "RequestDisk": 10}))]
+    plan = negotiate(pool, {"u": reqs}, ["u"], 0.0)
+    assert [(m.request.autocluster, m.slot.name) for m in plan.matches] == [(0, "small"), (1, "big")]
+    assert _reference(pool, {"u": reqs}, ["u"]) == [
+        (m.request.autocluster, m.slot.name, m.rank, dict(m.resources), m.weight)
+        for m in plan.matches]
