@@ -536,9 +536,28 @@ class JobLifecycle:
             self._leave_spool(job)
         for cid in clusters:
             self._mark_unsettled(cid)
-        for job in chunk:
-            self._hide_done(job)
+        self._hide_done_many(chunk)
         return clusters, self.store.submit(self.queue.finish_many(changes, jp.REMOVED, int(now)))
+
+    def _hide_done_many(self, jobs: list[Job]) -> None:
+        """``_hide_done`` of each of ``jobs`` (none of them hidden yet: they were in the queue)."""
+        keys = [job.key for job in jobs]
+        self.done_unlogged.update(keys)
+        per = self.done_unlogged_by_cluster
+        for cid, _proc in keys:
+            per[cid] = per.get(cid, 0) + 1
+
+    def _show_done_many(self, jobs: list[Job]) -> None:
+        """``_show_done`` of each of ``jobs``, hidden by ``_hide_done_many``."""
+        keys = [job.key for job in jobs]
+        self.done_unlogged.difference_update(keys)
+        per = self.done_unlogged_by_cluster
+        for cid, _proc in keys:
+            n = per.get(cid, 0) - 1
+            if n > 0:
+                per[cid] = n
+            else:
+                per.pop(cid, None)
 
     async def _removed(self, chunk: list[Job], clusters: set[int], fut: asyncio.Future[None], reason: str,
                        now: float) -> None:
@@ -546,15 +565,21 @@ class JobLifecycle:
         try:
             await fut
             logs = self.userlogs
+            of_cluster: dict[int, list[str]] = {}  # the logs a cluster's procs name, when none names its own
             for job in chunk:
-                paths = log_paths(job.get)
+                d = job.diff
+                if d and ("UserLog" in d or "DAGManNodesLog" in d or "Iwd" in d):
+                    paths = log_paths(job.get)
+                else:
+                    paths = of_cluster.get(job.cluster.id)  # type: ignore[assignment]
+                    if paths is None:
+                        paths = of_cluster[job.cluster.id] = log_paths(job.cluster.ad.get)
                 if paths or logs.pool is not None:
                     logs.write(paths, [AbortedEvent(job.cluster.id, job.proc, now, reason=reason)], job.owner, job.get)
         finally:
             for cid in clusters:
                 self._mark_settled(cid)
-            for job in chunk:
-                self._show_done(job)
+            self._show_done_many(chunk)
         for cid in clusters:
             for w in list(self.waiters.get(cid, ())):
                 if not w.done():
