@@ -261,8 +261,9 @@ class Schedd(Daemon):
                 is_local = local.get(cid)
                 if is_local is None:
                     is_local = local[cid] = job.cluster.ad.get("JobUniverse") in LOCAL_UNIVERSES
-                d = job.diff
-                if (is_local and not (d and "JobUniverse" in d)) or (d and d.get("JobUniverse") in LOCAL_UNIVERSES):
+                names = job.own_names()
+                if (is_local and "JobUniverse" not in names) or (
+                        "JobUniverse" in names and job.get("JobUniverse") in LOCAL_UNIVERSES):
                     start_local(jobs, job)
         self.every(self.periodic_interval, self.periodic_policy, "periodic-policy")
         assert self.dedicated is not None
