@@ -136,3 +136,18 @@ def test_proc_zero_of_a_submit_keeps_the_cluster_ads_values(tmp_path):
     assert again.job(cid, 0)._diff is None and again.job(cid, 2)._diff == ()
     assert _state(again) == before
     again.store.close()
+
+
+def test_procs_naming_finds_every_proc_that_may_differ_there(tmp_path):
+    """What the start-up's local-universe pass and the dedicated scheduler look at: a
+    proc left out must have its cluster's value of the attribute."""
+    q = _queue(tmp_path / "q.db")
+    plain = _submit(q, [{"ProcId": p} for p in range(100)])
+    asyncio.run(q.store.commit(q.set(q.job(plain, 7), {"JobUniverse": 12})))
+    assert [j.proc for j in q.clusters[plain].procs_naming("JobUniverse", "WantDedicated")] == [7]
+    assert list(q.clusters[plain].procs_naming("WantDedicated")) == []
+    shaped = _submit(q, [{"ProcId": p, "JobUniverse": 12 if p % 2 else 5} for p in range(10)])
+    found = {j.proc for j in q.clusters[shaped].procs_naming("JobUniverse")}
+    assert {j.proc for j in q.clusters[shaped].procs.values() if j.get("JobUniverse") == 12} <= found
+    assert list(q.clusters[shaped].procs_naming("Other")) == []
+    q.store.close()

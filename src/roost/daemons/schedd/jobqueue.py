@@ -23,16 +23,16 @@ it durable; the daemon commits them (group commit) before reporting the change.
 from __future__ import annotations
 
 import contextlib
-import gc
 import json
 from collections.abc import Iterable, Iterator
-from itertools import repeat
+from itertools import compress, repeat
 from operator import attrgetter, itemgetter
 from typing import Any
 
 from roost.classad import ClassAd
 from roost.core.jobpolicy import COMPLETED, IDLE, REMOVED, RUNNING, STATUS_NAMES, SUSPENDED
 from roost.daemons.schedd.adcopies import copy_ad, small_ad
+from roost.daemons.schedd.bulkgc import no_gc
 from roost.daemons.schedd.procshape import ABSENT, Shape, own_of, shape_of, shaped_value
 from roost.daemons.schedd.store import Op, Store, dumps
 from roost.net.adwire import obj_to_ad
@@ -209,6 +209,7 @@ class Job:
 
 
 _PROC_OF = attrgetter("proc")
+_DIFF_OF = attrgetter("_diff")
 _PROCID_OF = itemgetter("ProcId")
 def _add_plain(cluster: Cluster, lo: int, hi: int, status: int, owns: Iterable[Any] | None = None) -> None:
     """Procs ``lo`` to ``hi - 1`` of one status and no differences (or ``owns``: their
@@ -251,6 +252,16 @@ class Cluster:
         self._shape = shape
         self.shape_names: tuple[str, ...] = tuple(k for k, _t in shape or ())
 
+    def procs_naming(self, *attrs: str) -> Iterable[Job]:
+        """The procs whose own attributes may name one of ``attrs`` (every other proc has
+        its cluster's values there; callers check each one found), picked out in C:
+        a million procs without a difference cost ~20 ms, not a call each."""
+        procs = self.procs.values()
+        if any(a in self.shape_names for a in attrs):
+            return procs
+        return [j for j in compress(procs, map(_DIFF_OF, procs))
+                if type(j._diff) is dict and any(a in j._diff for a in attrs)]  # type: ignore[operator]
+
     def classad(self) -> ClassAd:
         """The cluster ad parsed once (the cluster ad never changes after submit)."""
         if self._classad is None:
@@ -267,23 +278,6 @@ class Cluster:
             if r:
                 names.add(r.lower().split(".")[-1])
         return frozenset(names)
-
-
-@contextlib.contextmanager
-def _no_gc() -> Iterator[None]:
-    """Bulk creation of long-lived objects (100,000 procs) without the cyclic collector
-    rescanning the growing heap meanwhile (3-7x faster); afterwards the survivors are
-    frozen out of future collections. Jobs and clusters form no reference cycles
-    (a proc leaves ``Cluster.procs`` before its cluster is dropped), so reference
-    counting still frees them."""
-    was = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.freeze()
-        if was:
-            gc.enable()
 
 
 def _own_json(job: Job) -> str:
@@ -324,7 +318,7 @@ class JobQueue:
     # -- loading -------------------------------------------------------------------------
     def load(self) -> None:
         """Read the whole queue from the store (at start-up)."""
-        with _no_gc():
+        with no_gc():
             self._load()
 
     def _load(self) -> None:
@@ -554,7 +548,7 @@ class JobQueue:
     ) -> list[Op]:
         """Insert a cluster and its procs (already validated); ``gjid``: the template of
         the procs' GlobalJobId (prefix, suffix around the ProcId)."""
-        with _no_gc():
+        with no_gc():
             return self._add_cluster(cid, owner, cluster_ad, diffs, gjid)
 
     def _add_cluster(
