@@ -252,6 +252,10 @@ class Cluster:
         self._shape = shape
         self.shape_names: tuple[str, ...] = tuple(k for k, _t in shape or ())
 
+    def any_own(self) -> bool:
+        """Whether any proc may have attributes of its own (asked in C, not per proc)."""
+        return bool(self.shape_names) or any(map(_DIFF_OF, self.procs.values()))
+
     def procs_naming(self, *attrs: str) -> Iterable[Job]:
         """The procs whose own attributes may name one of ``attrs`` (every other proc has
         its cluster's values there; callers check each one found), picked out in C:

@@ -561,10 +561,17 @@ def batch_summary(queue: Any, owner: str | None, projection: list[str], jobs: An
     listed: list[list[Any]] = []
     counts: list[list[Any]] = []
 
+    shaped: dict[tuple[str, ...], bool] = {}  # a shape's names: whether one is wanted
+
     def own(job: Job) -> bool:
         d = job.own_names()
         if not d:
             return every
+        if type(d) is tuple:
+            hit = shaped.get(d)
+            if hit is None:
+                hit = shaped[d] = any(k.lower() in wanted for k in d)
+            return hit
         for k in d:
             lk = lowered.get(k)
             if lk is None:
@@ -587,7 +594,7 @@ def batch_summary(queue: Any, owner: str | None, projection: list[str], jobs: An
                 continue
             clusters[str(cluster.id)] = project(cluster.ad)
             by_status = dict(cluster.counts)
-            if every or any(map(Job.own_names, cluster.procs.values())):
+            if every or cluster.any_own():
                 for job in cluster.procs.values():
                     if own(job):
                         listed.append(listed_job(job))
