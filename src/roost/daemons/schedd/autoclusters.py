@@ -59,7 +59,7 @@ class AutoClusters:
         differences that are significant (roost.core.autocluster's choice of attributes,
         computed once per cluster). Most jobs differ only in Args/Out: key = cluster id."""
         cid = job.cluster.id
-        d = job.diff
+        names = job.own_names()
         sig = self._cluster_sig.get(cid)
         if sig is None:
             if len(self._cluster_sig) > 10000:
@@ -71,9 +71,9 @@ class AutoClusters:
             sig = self._cluster_sig[cid] = frozenset(n.lower() for n in names)
         if "procid" in sig or ("globaljobid" in sig and job.cluster.gjid is not None):
             return (cid, job.proc)  # (a GlobalJobId made from the template varies as ProcId does)
-        if not d:
+        if not names or not any(k.lower() in sig for k in names):
             return cid
-        items = [(k, v) for k, v in d.items() if k.lower() in sig]
+        items = [(k, v) for k, v in (job.own() or {}).items() if k.lower() in sig]
         return (cid, dumps(sorted(items))) if items else cid
 
     def note_refused(self, job: Job, why: str) -> None:
@@ -165,7 +165,7 @@ class AutoClusters:
         for job in idle:
             if job.busy:
                 continue
-            if job.diff is None and job.cluster is run_cluster and run_members is not None:
+            if not job.own_names() and job.cluster is run_cluster and run_members is not None:
                 run_members.append(job)
                 continue
             sig = self.signature(job)
@@ -179,7 +179,7 @@ class AutoClusters:
                 members = groups[ac] = deque([job])
             else:
                 members.append(job)
-            if job.diff is None and type(sig) is int:  # the cluster's own signature
+            if not job.own_names() and type(sig) is int:  # the cluster's own signature
                 run_cluster, run_members = job.cluster, members
             else:
                 run_cluster = run_members = None
@@ -214,9 +214,8 @@ def _any_prio(idle: list[Job]) -> bool:
     """Whether any job's ``JobPrio`` is set (non-zero), its cluster's looked at once."""
     clusters: dict[int, Any] = {}
     for job in idle:
-        d = job.diff
-        if d is not None and "JobPrio" in d:
-            if d["JobPrio"]:
+        if "JobPrio" in job.own_names():
+            if job.get("JobPrio"):
                 return True
             continue
         c = job.cluster

@@ -99,7 +99,7 @@ class ClaimReuse:
         if cached is not None and cached[0] == version:
             return cached[1]
         found = [c.id for c in self.queue.clusters.values() if c.owner == owner and (
-            c.ad.get("JobPrio") or any(j.diff and j.diff.get("JobPrio") for j in c.procs.values()))]
+            c.ad.get("JobPrio") or any("JobPrio" in j.own_names() and j.get("JobPrio") for j in c.procs.values()))]
         self._prio_cache[owner] = (version, found)
         return found
 

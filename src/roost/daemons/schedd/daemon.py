@@ -252,17 +252,12 @@ class Schedd(Daemon):
                 if claim and kill_orphan(claim):
                     log.info("job %s: killed the local job left from before the restart", job.id)
                 await jobs.requeue(job, "the schedd restarted while the job ran")
-        # idle local-universe jobs start now (a cluster's universe is read once: a million
-        # idle jobs cost a pass over their differences, not a million lookups)
-        for owner_idle in list(jobs.queue.idle.values()):
-            local: dict[int, bool] = {}
-            for job in list(owner_idle.values()):
-                cid = job.cluster.id
-                is_local = local.get(cid)
-                if is_local is None:
-                    is_local = local[cid] = job.cluster.ad.get("JobUniverse") in LOCAL_UNIVERSES
-                d = job.diff
-                if (is_local and not (d and "JobUniverse" in d)) or (d and d.get("JobUniverse") in LOCAL_UNIVERSES):
+        # idle local-universe jobs start now (a cluster's universe is read once: of a
+        # million idle vanilla jobs only those naming their own JobUniverse are looked at)
+        for cluster in list(jobs.queue.clusters.values()):
+            local = cluster.ad.get("JobUniverse") in LOCAL_UNIVERSES
+            for job in list(cluster.procs.values() if local else cluster.procs_naming("JobUniverse")):
+                if job.status == jp.IDLE and not job.busy and job.get("JobUniverse") in LOCAL_UNIVERSES:
                     start_local(jobs, job)
         self.every(self.periodic_interval, self.periodic_policy, "periodic-policy")
         assert self.dedicated is not None

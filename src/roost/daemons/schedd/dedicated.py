@@ -131,7 +131,10 @@ class DedicatedScheduler:
         known = self._has_dedicated.get(cluster.id)
         if known is not None and not known[0] and now - known[1] < 60:
             return []
-        procs = [j for j in cluster.procs.values() if is_dedicated(j)]
+        ad = cluster.ad
+        maybe = (cluster.procs.values() if ad.get("JobUniverse") == PARALLEL or ad.get("WantDedicated") is True
+                 else cluster.procs_naming("JobUniverse", "WantDedicated"))
+        procs = [j for j in maybe if is_dedicated(j)]
         if len(self._has_dedicated) > 100000:
             self._has_dedicated.clear()
         self._has_dedicated[cluster.id] = (bool(procs), now)

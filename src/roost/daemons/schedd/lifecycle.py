@@ -22,7 +22,8 @@ from typing import Any, Protocol
 
 from roost.core import jobpolicy as jp
 from roost.core.spooling import job_spool_dir
-from roost.daemons.schedd.jobqueue import Job, JobQueue, status_allows
+from roost.daemons.schedd.actions import status_allows
+from roost.daemons.schedd.jobqueue import Job, JobQueue
 from roost.daemons.schedd.store import Store
 from roost.daemons.schedd.userlog import UserLogs, log_paths
 from roost.eventlog import (
@@ -635,7 +636,7 @@ class JobLifecycle:
                 if job.status == jp.COMPLETED and job.key not in self.spool_busy:
                     completed.append(job)  # kept by its LeaveJobInQueue: asked again, as HTCondor does
                     continue
-                if not (system.empty is False or cluster_has or (job.diff and jp.has_periodic(job.diff))):
+                if not (system.empty is False or cluster_has or (job.own_names() and jp.has_periodic(job.own() or {}))):
                     continue
                 if job.status in (jp.REMOVED, jp.COMPLETED):
                     continue

@@ -29,7 +29,6 @@ from roost.daemons.schedd.lifecycle import JobLifecycle
 from roost.daemons.userfiles import open_as
 from roost.eventlog import ExecuteEvent, TerminatedEvent, Usage
 from roost.net.addresses import INHERITED_FD_ENV
-from roost.submit.arglist import ad_environment, split_v2_raw
 
 log = logging.getLogger(__name__)
 
@@ -43,6 +42,9 @@ def job_argv(get: Any) -> list[str]:
     argv = [cmd if isinstance(cmd, str) else ""]
     args2 = get("Arguments")
     if isinstance(args2, str) and args2:
+        # lazy: roost.submit (~60 ms of imports) loads with the first local job, not at start-up
+        from roost.submit.arglist import split_v2_raw
+
         argv += split_v2_raw(args2)
     else:
         args1 = get("Args")
@@ -52,6 +54,9 @@ def job_argv(get: Any) -> list[str]:
 
 
 def job_environment(get: Any, base: dict[str, str] | None = None) -> dict[str, str]:
+    # lazy: roost.submit (~60 ms of imports) loads with the first local job, not at start-up
+    from roost.submit.arglist import ad_environment
+
     env = dict(base or {})
     env.update(ad_environment(get))  # Environment, else Env (env = A=1;B=2)
     return env

@@ -33,14 +33,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import smtplib
 import socket
-import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from email.message import EmailMessage
 from typing import Any
 
 log = logging.getLogger(__name__)
@@ -198,7 +195,7 @@ class Notifier:
         self._task: asyncio.Task[None] | None = None
         self.deadline = SESSION_DEADLINE
         self._executor: ThreadPoolExecutor | None = None  # the mailer's one thread
-        self._session: _Session | None = None
+        self._session: Any = None  # the SMTP session under way (smtp_session.Session)
 
     @classmethod
     def from_config(cls, config: Any, uid_domain: str) -> Notifier | None:
@@ -302,7 +299,10 @@ class Notifier:
         shut down, so the thread's blocked read returns and the thread is free again."""
         if self._executor is None:
             self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="mailer")
-        session = self._session = _Session(self.hostname)
+        # lazy: smtplib and the email package (~35 ms) load with the first mail, not at start-up
+        from roost.daemons.schedd.smtp_session import Session
+
+        session = self._session = Session(self.hostname, SEND_TIMEOUT)
         fut = asyncio.get_running_loop().run_in_executor(self._executor, self._send_smtp, mail, session)
         try:
             await asyncio.wait_for(asyncio.shield(fut), self.deadline)
@@ -317,7 +317,10 @@ class Notifier:
                 session.abort()
             self._session = None
 
-    def _send_smtp(self, mail: Mail, session: _Session) -> None:
+    def _send_smtp(self, mail: Mail, session: Any) -> None:
+        # lazy: the email package loads with the first mail, not at start-up
+        from email.message import EmailMessage
+
         assert self.smtp is not None
         msg = EmailMessage()
         msg["From"] = self.mail_from
@@ -363,33 +366,3 @@ def no_tilde_escapes(body: str) -> str:
     if "~" not in body:
         return body
     return "\n".join(" " + ln if ln.startswith("~") else ln for ln in body.split("\n"))
-
-
-class _Session(smtplib.SMTP):
-    """An SMTP client whose socket another thread may shut down (``abort``): the
-    deadline of a session whose server answers slowly enough to restart each
-    operation's timeout."""
-
-    def __init__(self, hostname: str) -> None:
-        self._lock = threading.Lock()
-        self._aborted = False
-        # no host: connect() later, in the mailer's thread; the name for HELO given, so
-        # no DNS look-up (getfqdn) blocks the event loop here
-        super().__init__(local_hostname=hostname or "localhost", timeout=SEND_TIMEOUT)
-
-    def _get_socket(self, host: str, port: int, timeout: float) -> socket.socket:
-        sock = super()._get_socket(host, port, timeout)
-        with self._lock:
-            if self._aborted:
-                sock.close()
-                raise OSError("the SMTP session's deadline passed while connecting")
-            self.sock = sock
-        return sock
-
-    def abort(self) -> None:
-        with self._lock:
-            self._aborted = True
-            sock = self.sock
-        if sock is not None:
-            with contextlib.suppress(OSError):
-                sock.shutdown(socket.SHUT_RDWR)

@@ -37,7 +37,6 @@ from roost.daemons.schedd.shadow import MAX_TRANSFER_RETRIES, Shadow, Shadows
 from roost.eventlog import ExecuteEvent, NodeExecuteEvent, NodeTerminatedEvent, Usage
 from roost.net.adwire import obj_to_ad
 from roost.net.errors import RemoteError
-from roost.submit.arglist import ad_environment, join_v2_raw
 
 log = logging.getLogger("roost.schedd")
 
@@ -61,6 +60,9 @@ def node_ad(ad: dict[str, Any], node: int, nprocs: int, *, spool_dir: str, host:
     out["Node"] = node
     if scheduler:
         out["Scheduler"] = scheduler
+    # lazy: roost.submit (~30-60 ms of imports) loads with the first parallel node, not at start-up
+    from roost.submit.arglist import ad_environment, join_v2_raw
+
     env = {"_CONDOR_PROCNO": str(node), "_CONDOR_NPROCS": str(nprocs), "_CONDOR_REMOTE_SPOOL_DIR": spool_dir,
            "ROOST_NODE_HOST": host}
     if hosts:

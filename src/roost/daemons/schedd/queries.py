@@ -24,7 +24,8 @@ from roost.core import jobpolicy as jp
 from roost.core.accounting_user import ATTRS_LOWER as ACCOUNTING_ATTRS
 from roost.core.accounting_user import with_edits
 from roost.daemons.schedd.access import QueueRights
-from roost.daemons.schedd.jobqueue import ACT_ACTIONS, Job, status_allows
+from roost.daemons.schedd.actions import ACT_ACTIONS, status_allows
+from roost.daemons.schedd.jobqueue import Job
 from roost.daemons.schedd.lifecycle import JobLifecycle
 from roost.daemons.security import peer_user
 from roost.net.adwire import obj_to_ad
@@ -197,7 +198,7 @@ class QueueCalls:
                         return
                     left -= 1
                     out = {"ProcId": p}
-                    d = job.diff
+                    d = job.own()
                     if d is not None:
                         if wanted is None:
                             out.update(d)
@@ -218,7 +219,7 @@ class QueueCalls:
                 if left == 0:
                     return
                 left -= 1
-                d = job.diff
+                d = job.own()
                 if d is not None and wanted is not None:
                     kept = {}
                     for k, v in d.items():
@@ -254,7 +255,7 @@ class QueueCalls:
         reach: dict[int, frozenset[str]] = {}  # per cluster: the names the constraint can read
         per_proc = refs is None or "procid" in refs or "globaljobid" in refs  # (GlobalJobId: from ProcId)
         for job in self.queue.select(ids, owner):
-            d = job.diff
+            d = job.own_names()
             varying = per_proc
             if not varying and d:
                 for k in d:
@@ -560,10 +561,17 @@ def batch_summary(queue: Any, owner: str | None, projection: list[str], jobs: An
     listed: list[list[Any]] = []
     counts: list[list[Any]] = []
 
+    shaped: dict[tuple[str, ...], bool] = {}  # a shape's names: whether one is wanted
+
     def own(job: Job) -> bool:
-        d = job.diff
+        d = job.own_names()
         if not d:
             return every
+        if type(d) is tuple:
+            hit = shaped.get(d)
+            if hit is None:
+                hit = shaped[d] = any(k.lower() in wanted for k in d)
+            return hit
         for k in d:
             lk = lowered.get(k)
             if lk is None:
@@ -586,7 +594,7 @@ def batch_summary(queue: Any, owner: str | None, projection: list[str], jobs: An
                 continue
             clusters[str(cluster.id)] = project(cluster.ad)
             by_status = dict(cluster.counts)
-            if every or any(job.diff for job in cluster.procs.values()):
+            if every or cluster.any_own():
                 for job in cluster.procs.values():
                     if own(job):
                         listed.append(listed_job(job))

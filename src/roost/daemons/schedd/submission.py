@@ -161,9 +161,8 @@ class SubmitCalls:
             else:
                 self._log_submits(cluster)
             local = cluster.ad.get("JobUniverse") in LOCAL_UNIVERSES
-            for job in list(cluster.procs.values()):
-                d = job.diff
-                if job.status == jp.IDLE and (local or (d is not None and d.get("JobUniverse") in LOCAL_UNIVERSES)):
+            for job in list(cluster.procs.values() if local else cluster.procs_naming("JobUniverse")):
+                if job.status == jp.IDLE and (local or job.get("JobUniverse") in LOCAL_UNIVERSES):
                     start_local(self.jobs, job)
             self._ads_changed()
             if not local:
@@ -239,10 +238,11 @@ class SubmitCalls:
         userlogs = self.jobs.userlogs
         to_pool: list[tuple[list[Event], Any]] = []
         if not shared and userlogs.pool is None and not any(
-                j.diff and ("UserLog" in j.diff or "DAGManNodesLog" in j.diff) for j in cluster.procs.values()):
+                "UserLog" in (n := j.own_names()) or "DAGManNodesLog" in n
+                for j in cluster.procs_naming("UserLog", "DAGManNodesLog")):
             return {}, to_pool  # no log to write to (a proc's own Iwd matters only beside a log)
         for job in cluster.procs.values():
-            d = job.diff
+            d = job.own_names()
             paths = log_paths(job.get) if d and ("UserLog" in d or "Iwd" in d or "DAGManNodesLog" in d) else shared
             mine = job.get("SubmitEventNotes") if d and "SubmitEventNotes" in d else notes
             event = SubmitEvent(cluster.id, job.proc, now, submit_host=host,
