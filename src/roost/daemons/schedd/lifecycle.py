@@ -568,8 +568,8 @@ class JobLifecycle:
             logs = self.userlogs
             of_cluster: dict[int, list[str]] = {}  # the logs a cluster's procs name, when none names its own
             for job in chunk:
-                d = job.diff
-                if d and ("UserLog" in d or "DAGManNodesLog" in d or "Iwd" in d):
+                names = job.own_names()  # (a compact proc's dict is not made for this)
+                if names and ("UserLog" in names or "DAGManNodesLog" in names or "Iwd" in names):
                     paths = log_paths(job.get)
                 else:
                     paths = of_cluster.get(job.cluster.id)  # type: ignore[assignment]
