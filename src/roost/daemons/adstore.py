@@ -205,7 +205,8 @@ class AdStore:
             attrs: dict[str, Any] = {}
             if type(item) is dict:
                 name = item.get("Name")
-                attrs = {k: v for k, v in item.items() if k != "Name"}
+                # (the name, however spelled, is the key: a note does not rename an ad)
+                attrs = {k: v for k, v in item.items() if type(k) is str and k.lower() not in ("name", "mytype")}
             else:
                 name = item
             if not isinstance(name, str):
