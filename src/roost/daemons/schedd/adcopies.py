@@ -22,13 +22,19 @@ def small_ad(base: ClassAd, names: frozenset[str], extra: dict[str, Any]) -> Cla
     ad._lits = {k: lits[k] for k in ad._attrs if k in lits}  # type: ignore[attr-defined]
     ad.parent = None
     ad._plain = base._plain  # type: ignore[attr-defined]
-    for k, v in extra.items():
+    set_values(ad, extra)
+    return ad
+
+
+def set_values(ad: ClassAd, values: dict[str, Any]) -> None:
+    """Set wire-form ``values`` on ``ad``: plain values directly, expressions and nested
+    ads through their parse."""
+    for k, v in values.items():
         t = type(v)
         if t is int or t is float or t is bool or (t is str and not v.startswith("/Expr(")):
             ad[k] = v
         else:
             ad.update(obj_to_ad({k: v}))
-    return ad
 
 
 def copy_ad(base: ClassAd) -> ClassAd:

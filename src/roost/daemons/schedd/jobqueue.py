@@ -31,7 +31,7 @@ from typing import Any
 
 from roost.classad import ClassAd
 from roost.core.jobpolicy import COMPLETED, IDLE, REMOVED, RUNNING, STATUS_NAMES, SUSPENDED
-from roost.daemons.schedd.adcopies import copy_ad, small_ad
+from roost.daemons.schedd.adcopies import copy_ad, set_values, small_ad
 from roost.daemons.schedd.bulkgc import no_gc
 from roost.daemons.schedd.procshape import ABSENT, Shape, own_of, shape_of, shaped_value
 from roost.daemons.schedd.store import Op, Store, dumps
@@ -160,13 +160,18 @@ class Job:
 
     def merged(self) -> dict[str, Any]:
         """The job's full ad in wire form."""
-        out = dict(self.cluster.ad)
-        out["ProcId"] = self.proc
+        return {**self.cluster.ad, **self.own_obj()}
+
+    def own_obj(self) -> dict[str, Any]:
+        """What is the proc's own over its cluster ad, in the order ``merged`` adds it:
+        ProcId, its differences, GlobalJobId from the template, JobStatus (what a
+        history row holds)."""
+        out: dict[str, Any] = {"ProcId": self.proc}
         d = self.own()
         if d:
             out.update(d)
         g = self.cluster.gjid
-        if g is not None and (not d or "GlobalJobId" not in d):
+        if g is not None and "GlobalJobId" not in out:
             out["GlobalJobId"] = f"{g[0]}{self.proc}{g[1]}"
         out["JobStatus"] = self.status
         return out
@@ -199,12 +204,7 @@ class Job:
         g = self.cluster.gjid
         if g is not None and "GlobalJobId" not in extra:
             extra["GlobalJobId"] = f"{g[0]}{self.proc}{g[1]}"
-        for k, v in extra.items():
-            t = type(v)
-            if t is int or t is float or t is bool or (t is str and not v.startswith("/Expr(")):
-                ad[k] = v
-            else:
-                ad.update(obj_to_ad({k: v}))
+        set_values(ad, extra)
         return ad
 
 
@@ -282,20 +282,6 @@ class Cluster:
             if r:
                 names.add(r.lower().split(".")[-1])
         return frozenset(names)
-
-
-def _own_json(job: Job) -> str:
-    """A finished job's history row: what is its own over its cluster ad, in the order
-    ``Job.merged`` adds it (ProcId, the diff, JobStatus)."""
-    own: dict[str, Any] = {"ProcId": job.proc}
-    d = job.own()
-    if d:
-        own.update(d)
-    g = job.cluster.gjid
-    if g is not None and "GlobalJobId" not in own:
-        own["GlobalJobId"] = f"{g[0]}{job.proc}{g[1]}"
-    own["JobStatus"] = job.status
-    return dumps(own)
 
 
 class JobQueue:
@@ -710,7 +696,7 @@ class JobQueue:
         del cluster.procs[job.proc]
         cluster.finished += 1
         ops.append(self._gone_op(cluster, job.proc))
-        ops.append((_INSERT_HISTORY, (cluster.id, job.proc, cluster.owner, completion, job.status, _own_json(job))))
+        ops.append((_INSERT_HISTORY, (cluster.id, job.proc, cluster.owner, completion, job.status, dumps(job.own_obj()))))
         if not cluster.procs:
             ops += self._cluster_left(cluster)
         return ops
@@ -745,7 +731,7 @@ class JobQueue:
                 tombstones.setdefault(cluster.id, []).append((cluster.id, job.proc, GONE, None, None))
             else:
                 deletes.append((cluster.id, job.proc))
-            rows.append((cluster.id, job.proc, cluster.owner, completion, status, _own_json(job)))
+            rows.append((cluster.id, job.proc, cluster.owner, completion, status, dumps(job.own_obj())))
             if not cluster.procs:
                 tombstones.pop(cluster.id, None)  # its procs rows all go with it
                 left += self._cluster_left(cluster)
