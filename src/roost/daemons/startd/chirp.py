@@ -295,6 +295,35 @@ async def _drain(reader: asyncio.StreamReader, n: int) -> None:
         pass
 
 
+async def identify(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, find: Callable[[bytes], Any],
+                   logger: logging.Logger, wrong: str) -> Any:
+    """The cookie exchange a Chirp connection starts with: lines until one is ``cookie
+    C`` that ``find(C)`` knows (answered 0; what it found), or the client leaves, sends
+    a line too long, or fails ``MAX_COOKIE_TRIES`` times (None). A wrong cookie is
+    logged (``wrong``) and answered late."""
+    tries = 0
+    while True:
+        try:
+            line = await _read_line(reader)
+        except _LineTooLong:
+            await _answer(writer, TOO_BIG)
+            return None
+        if line is None:
+            return None
+        words = line.split()
+        found = find(words[1]) if len(words) == 2 and words[0] == b"cookie" else None
+        if found is not None:
+            await _answer(writer, 0)
+            return found
+        tries += 1
+        if words[:1] == [b"cookie"]:
+            logger.warning("%s", wrong)
+            await asyncio.sleep(WRONG_COOKIE_DELAY)
+        await _answer(writer, NOT_AUTHENTICATED)
+        if tries >= MAX_COOKIE_TRIES:
+            return None
+
+
 async def _answer(writer: asyncio.StreamWriter, rc: int, text: str = "", data: bytes = b"") -> None:
     writer.write(f"{rc}\n".encode() + text.encode() + data)
     await writer.drain()
@@ -376,30 +405,13 @@ class ChirpServer:
             writer.close()
             return
         self._clients.add(writer)  # counted before its cookie too
-        tries = 0
+        mine = self.cookie.encode()
         try:
-            while True:
-                try:
-                    line = await _read_line(reader)
-                except _LineTooLong:
-                    await _answer(writer, TOO_BIG)
-                    return
-                if line is None:
-                    return
-                words = line.split()
-                if len(words) == 2 and words[0] == b"cookie" and secrets.compare_digest(words[1],
-                                                                                        self.cookie.encode()):
-                    await _answer(writer, 0)
-                    self._clients.discard(writer)
-                    await self.serve_identified(reader, writer)
-                    return
-                tries += 1
-                if words[:1] == [b"cookie"]:
-                    log.warning("job %s: a chirp client presented a wrong cookie", self.job_id)
-                    await asyncio.sleep(WRONG_COOKIE_DELAY)
-                await _answer(writer, NOT_AUTHENTICATED)
-                if tries >= MAX_COOKIE_TRIES:
-                    return
+            found = await identify(reader, writer, lambda c: self if secrets.compare_digest(c, mine) else None,
+                                   log, f"job {self.job_id}: a chirp client presented a wrong cookie")
+            if found is not None:
+                self._clients.discard(writer)
+                await self.serve_identified(reader, writer)
         except (ConnectionError, OSError, TimeoutError, asyncio.IncompleteReadError):
             pass
         except Exception:

@@ -11,14 +11,8 @@ import weakref
 
 from roost.daemons.startd.chirp import (
     LINE_MAX,
-    MAX_COOKIE_TRIES,
-    NOT_AUTHENTICATED,
-    TOO_BIG,
-    WRONG_COOKIE_DELAY,
     ChirpServer,
-    _answer,
-    _LineTooLong,
-    _read_line,
+    identify,
 )
 
 log = logging.getLogger(__name__)
@@ -77,31 +71,14 @@ class SharedListener:
             writer.close()
             return
         self._unidentified += 1
-        counted, tries = True, 0
+        counted = True
         try:
-            while True:
-                try:
-                    line = await _read_line(reader)
-                except _LineTooLong:
-                    await _answer(writer, TOO_BIG)
-                    return
-                if line is None:
-                    return
-                words = line.split()
-                job = self._jobs.get(self._key(words[1])) if len(words) == 2 and words[0] == b"cookie" else None
-                if job is not None:
-                    await _answer(writer, 0)
-                    self._unidentified -= 1
-                    counted = False
-                    await job.serve_identified(reader, writer)
-                    return
-                tries += 1
-                if words[:1] == [b"cookie"]:
-                    log.warning("a chirp client presented a cookie no job has")
-                    await asyncio.sleep(WRONG_COOKIE_DELAY)
-                await _answer(writer, NOT_AUTHENTICATED)
-                if tries >= MAX_COOKIE_TRIES:
-                    return
+            job = await identify(reader, writer, lambda c: self._jobs.get(self._key(c)), log,
+                                 "a chirp client presented a cookie no job has")
+            if job is not None:
+                self._unidentified -= 1
+                counted = False
+                await job.serve_identified(reader, writer)
         except (ConnectionError, OSError, TimeoutError, asyncio.IncompleteReadError):
             pass
         except Exception:
