@@ -32,6 +32,7 @@ import statistics
 import sys
 import time
 from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -54,9 +55,8 @@ def pool_config(n: int) -> str:
             "STARTD_DETECT_JAVA = False\nNEGOTIATOR_INTERVAL = 10\n")
 
 
-def count_jobs() -> int:
-    """Processes running this bench's sleep (one /proc walk: ~0.1 s at 10,000)."""
-    n = 0
+def our_jobs() -> Iterator[int]:
+    """Pids of processes running this bench's sleep (one /proc walk: ~0.1 s at 10,000)."""
     want = SLEEP_ARG.encode()
     for name in os.listdir("/proc"):
         if not name.isdigit():
@@ -67,8 +67,12 @@ def count_jobs() -> int:
         except OSError:
             continue
         if len(argv) >= 2 and argv[1] == want and argv[0].endswith(b"sleep"):
-            n += 1
-    return n
+            yield int(name)
+
+
+def count_jobs() -> int:
+    """How many of this bench's sleep jobs run now."""
+    return sum(1 for _ in our_jobs())
 
 
 def fd_kinds(pid: int) -> Counter[str]:
@@ -101,16 +105,10 @@ def kill_leftovers() -> int:
     """Kill this bench's sleep jobs still running (by their pids): a job outlives a
     startd that is stopped under it, and an interrupted run leaves them."""
     killed = 0
-    want = SLEEP_ARG.encode()
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
+    for pid in our_jobs():
         try:
-            with open(f"/proc/{name}/cmdline", "rb") as f:
-                argv = f.read().split(b"\0")
-            if len(argv) >= 2 and argv[1] == want and argv[0].endswith(b"sleep"):
-                os.kill(int(name), signal.SIGKILL)
-                killed += 1
+            os.kill(pid, signal.SIGKILL)
+            killed += 1
         except OSError:
             continue
     return killed
