@@ -34,6 +34,7 @@ from roost.api.schedd import Schedd
 from roost.cli.progress import Progress
 from roost.config import write_personal_config
 from roost.eventlog import EventType, read_events
+from roost.vocabulary import JobStatus
 
 SWEEP_DIR = Path(__file__).resolve().parents[2] / "examples" / "sweep"
 DEMO_CONFIG = """
@@ -104,8 +105,10 @@ def wait_for_sweep(schedd: Any, ids: list[str], timeout: float) -> dict[str, Any
             bar.update(int(got["done"]), int(got["total"]), got.get("counts") or {}, final=True)
             return got
         totals = schedd.totals()
-        if totals.get("Held") and not totals.get("Idle") and not totals.get("Running"):
-            held = schedd.query_objs("JobStatus == 5", ["HoldReason"])
+        held_n, idle_n, running_n = (totals.get(JobStatus.TOTALS[s]) for s in (
+            JobStatus.HELD, JobStatus.IDLE, JobStatus.RUNNING))
+        if held_n and not idle_n and not running_n:
+            held = schedd.query_objs(f"JobStatus == {JobStatus.HELD}", ["HoldReason"])
             reason = held[0].get("HoldReason") if held else "?"
             raise RuntimeError(f"{len(held)} job(s) are held, e.g. {reason}")
         if time.monotonic() > deadline:

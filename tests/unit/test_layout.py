@@ -20,24 +20,25 @@ ALLOWED: dict[str, set[str]] = {
     "": set(),  # roost/__init__.py
     "classad": set(),
     "config": {"classad", "poolhome"},  # where a pool lives: the same lookup as every command
-    "submit": {"classad", "config"},
-    "eventlog": {"classad"},
-    "core": {"classad"},
+    "submit": {"vocabulary", "classad", "config"},
+    "eventlog": {"vocabulary", "classad"},
+    "core": {"vocabulary", "classad"},
     "net": {"classad", "config"},
     "poolhome": set(),
-    "daemons": {"classad", "config", "core", "eventlog", "net", "submit", "poolhome"},
-    "api": {"classad", "config", "core", "eventlog", "net", "submit", "poolhome"},  # core: rules both ends share
+    "vocabulary": set(),  # job statuses, slot states, event numbers: the words all parts share
+    "daemons": {"vocabulary", "classad", "config", "core", "eventlog", "net", "submit", "poolhome"},
+    "api": {"vocabulary", "classad", "config", "core", "eventlog", "net", "submit", "poolhome"},  # core: rules both ends share
     # htcondor2: the `htcondor` command line speaks through htcondor2's face, as HTCondor's does
-    "cli": {"api", "classad", "config", "core", "dagman", "eventlog", "htcondor2", "net", "submit", "poolhome"},
-    "demo": {"api", "cli", "config", "eventlog", "poolhome"},
-    "dagman": {"api", "classad", "config", "core", "eventlog", "submit"},
-    "mw": {"api", "classad", "config", "core", "eventlog", "submit"},
-    "htcondor2": {"api", "classad", "config", "core", "dagman", "eventlog", "net", "submit"},  # htcondor2's face
+    "cli": {"vocabulary", "api", "classad", "config", "core", "dagman", "eventlog", "htcondor2", "net", "submit", "poolhome"},
+    "demo": {"vocabulary", "api", "cli", "config", "eventlog", "poolhome"},
+    "dagman": {"vocabulary", "api", "classad", "config", "core", "eventlog", "submit"},
+    "mw": {"vocabulary", "api", "classad", "config", "core", "eventlog", "submit"},
+    "htcondor2": {"vocabulary", "api", "classad", "config", "core", "dagman", "eventlog", "net", "submit"},  # htcondor2's face
     "classad2": {"classad"},  # roost.classad under classad2's name
     "futures": {"api", "eventlog"},  # concurrent.futures over roost.api; its runner is stdlib + cloudpickle
     "mpi": set(),  # openmpiscript's path (the script itself is stdlib Python, run by jobs)
     # the dashboard reads the pool through roost.api only; q -better-analyze's helpers from cli
-    "web": {"api", "classad", "cli", "config", "core", "poolhome"},
+    "web": {"vocabulary", "api", "classad", "cli", "config", "core", "poolhome"},
 }
 SIZE_LIMIT = 800  # lines; a bigger module's docstring has a paragraph starting "Size:"
 

@@ -15,6 +15,7 @@ from typing import Any
 
 from roost.api.jobids import parse_job_id
 from roost.cli.jobview import STATUS_KEYS
+from roost.vocabulary import JobStatus
 
 
 def read_jobads(path: str) -> list[dict[str, Any]]:
@@ -66,7 +67,7 @@ def read_jobads(path: str) -> list[dict[str, Any]]:
 
 
 def _status(j: dict[str, Any]) -> str:
-    return STATUS_KEYS.get(j.get("JobStatus"), "Idle")  # type: ignore[arg-type]
+    return STATUS_KEYS.get(j.get("JobStatus"), STATUS_KEYS[JobStatus.IDLE])  # type: ignore[arg-type]
 
 
 class FileQueue:

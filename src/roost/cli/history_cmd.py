@@ -14,6 +14,7 @@ from roost.cli.jobview import STATUS_LETTERS, command
 from roost.cli.options import add_pool_args
 from roost.cli.printf import _date, _duration
 from roost.cli.restrict import Restriction, check_exprs, error_line, split_af, split_format
+from roost.vocabulary import JobStatus
 
 ATTRS = ["ClusterId", "ProcId", "Owner", "QDate", "RemoteWallClockTime", "JobStatus", "CompletionDate",
          "EnteredCurrentStatus", "Cmd", "Arguments", "Args", "RemoteUserCpu", "TransferringInput",
@@ -202,10 +203,10 @@ def _status(j: dict[str, Any]) -> str:
     st = _int(j.get("JobStatus"))
     if st is None:
         return "  "
-    text = (STATUS_LETTERS.get(st, " ") if 1 <= st <= 7 else " ") + " "  # type: ignore[arg-type]
+    text = (STATUS_LETTERS.get(st, " ") if st in JobStatus.LETTERS else " ") + " "  # type: ignore[arg-type]
     if j.get("TransferringInput") is True:
         text = "<" + ("q" if j.get("TransferQueued") is True else " ")
-    if j.get("TransferringOutput") is True or st == 6:
+    if j.get("TransferringOutput") is True or st == JobStatus.TRANSFERRING_OUTPUT:
         text = ("q" if j.get("TransferQueued") is True else " ") + ">"
     return text
 

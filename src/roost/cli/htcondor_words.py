@@ -15,9 +15,18 @@ from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
 
+from roost.vocabulary import JobStatus
+
 KB, MB = 2 ** 10, 2 ** 20
-JOB_STATUS_WORDS = {1: "idle", 2: "running", 3: "removed from the queue", 4: "is completed", 5: "held",
-                    6: "transfering output", 7: "suspended"}
+JOB_STATUS_WORDS = {
+    JobStatus.IDLE: "idle",
+    JobStatus.RUNNING: "running",
+    JobStatus.REMOVED: "removed from the queue",
+    JobStatus.COMPLETED: "is completed",
+    JobStatus.HELD: "held",
+    JobStatus.TRANSFERRING_OUTPUT: "transfering output",
+    JobStatus.SUSPENDED: "suspended",
+}
 DAG_STATUS_WORDS = {0: "is running normally.", 1: "had an error occur.", 2: "had at least one node fail.",
                     3: "is aborting because it recieved a DAG abort value.", 4: "has recieved a signal to be remove.",
                     5: "has detected a cycle.", 6: "has been halted."}
@@ -91,7 +100,7 @@ def job_status_lines(job_id: str, ad: dict[str, Any], now: float) -> list[str]:
             else:
                 out.append(f"Input file transfer took {readable_time(_num(ad, 'TransferInFinished') - _num(ad, 'TransferInStarted'))}.")
 
-    if status == 1:
+    if status == JobStatus.IDLE:
         out += [f"Job {job_id} is currently idle.", submitted,
                 f"It requested {readable_size(_num(ad, 'RequestMemory') * MB)} of memory.",
                 f"It requested {readable_size(_num(ad, 'RequestDisk') * KB)} of disk space."]
@@ -101,7 +110,7 @@ def job_status_lines(job_id: str, ad: dict[str, Any], now: float) -> list[str]:
         cool = ad.get("JobCoolDownExpiration")
         if isinstance(cool, int | float) and cool > now:
             out.append(f"The job is in cool down and will be retried in {readable_time(cool - now)}.")
-    elif status == 2:
+    elif status == JobStatus.RUNNING:
         out += [f"Job {job_id} is currently running.",
                 f"It started running {readable_time(now - _num(ad, 'JobStartDate'))} ago.", submitted]
         usage(False)
@@ -111,16 +120,16 @@ def job_status_lines(job_id: str, ad: dict[str, Any], now: float) -> list[str]:
             out.append(f"It has been held {holds} time{plural(holds)}.")
         attempts(1)
         transfer(False)
-    elif status == 7:
+    elif status == JobStatus.SUSPENDED:
         out += [f"Job {job_id} is currently suspended.",
                 f"It has been suspended for {readable_time(now - _num(ad, 'EnteredCurrentStatus'))}.",
                 f"It has been suspended {suspends} time{plural(suspends)}.", submitted]
         usage(True)
-    elif status == 6:
+    elif status == JobStatus.TRANSFERRING_OUTPUT:
         out += [f"Job {job_id} is currently transferring output.",
                 f"It started transferring output {readable_time(now - _num(ad, 'JobCurrentStartTransferOutputDate'))} ago."]
         usage(True)
-    elif status == 5:
+    elif status == JobStatus.HELD:
         out += [f"Job {job_id} is currently held.",
                 f"It has been held for {readable_time(now - _num(ad, 'EnteredCurrentStatus'))}.",
                 f'It was held because "{ad.get("HoldReason")}".',
@@ -129,11 +138,11 @@ def job_status_lines(job_id: str, ad: dict[str, Any], now: float) -> list[str]:
             usage(True)
         attempts(0)
         transfer(True)
-    elif status == 3:
+    elif status == JobStatus.REMOVED:
         out += [f"Job {job_id} was removed.",
                 f"It was removed {readable_time(now - _num(ad, 'EnteredCurrentStatus'))} ago.", submitted]
         usage(True)
-    elif status == 4:
+    elif status == JobStatus.COMPLETED:
         out += [f"Job {job_id} has completed.",
                 f"It completed {readable_time(now - _num(ad, 'CompletionDate'))} ago.", submitted]
         usage(True)
@@ -141,7 +150,7 @@ def job_status_lines(job_id: str, ad: dict[str, Any], now: float) -> list[str]:
         goodput = None
         out.append(f"Job {job_id} is in an unknown state (JobStatus = {status}).")
     if goodput is not None:
-        tense = "had" if status == 4 else "has"
+        tense = "had" if status == JobStatus.COMPLETED else "has"
         out.append(f"Job {tense} {goodput * 100:.1f}% goodput for {readable_time(wall)} of wall clock time.")
     return out
 
@@ -173,7 +182,7 @@ def dag_status_lines(dag_id: str, ad: dict[str, Any], now: float, columns: int) 
     status = ad.get("JobStatus")
     cool = ad.get("JobCoolDownExpiration")
     head = f"DAG {dag_id} [{dag_file}]"
-    if status == 2:
+    if status == JobStatus.RUNNING:
         updated = ad.get("DAG_AdUpdateTime")
         if isinstance(updated, int | float) and now - updated > 600:
             out.append(f"Warning: DAG information for ID {dag_id} has not been updated for {dag_time(now - updated)}.")
@@ -183,15 +192,15 @@ def dag_status_lines(dag_id: str, ad: dict[str, Any], now: float, columns: int) 
         else:
             state = "halted" if ad.get("DAG_Status") == 6 else "running"
             out.append(f"{head} has been {state} for {dag_time(now - _num(ad, 'JobStartDate'))}")
-    elif status == 4:
+    elif status == JobStatus.COMPLETED:
         when = datetime.fromtimestamp(_num(ad, "EnteredCurrentStatus")).strftime("%Y-%m-%d %H:%M:%S")
         out.append(f"{head} completed {when}")
-    elif status == 1 and isinstance(cool, int | float) and cool >= now:
+    elif status == JobStatus.IDLE and isinstance(cool, int | float) and cool >= now:
         out.append(f"{head} is in cool down. Remaining time: {readable_time(cool - now)}")
     else:
         out.append(f"{head} has been {JOB_STATUS_WORDS.get(status, str(status))} for "  # type: ignore[arg-type]
                    f"{dag_time(now - _num(ad, 'EnteredCurrentStatus'))}")
-        if status == 5:
+        if status == JobStatus.HELD:
             out.append(f"Hold Reason: {ad.get('HoldReason')}")
     if ad.get("DAG_JobsSubmitted") is not None:
         idle, held, running, done = (_num(ad, a) for a in ("DAG_JobsIdle", "DAG_JobsHeld", "DAG_JobsRunning",

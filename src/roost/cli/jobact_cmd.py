@@ -20,8 +20,7 @@ from roost.api.jobids import is_job_id
 from roost.api.schedd import Schedd, current_user
 from roost.cli.options import FLAG, VALUE, Parser, UsageError, pool_spec
 from roost.cli.restrict import error_line
-
-RUNNING, SUSPENDED = 2, 7
+from roost.vocabulary import JobStatus
 
 #: ACT action -> (verb, present word, past word) as condor_rm's family writes them
 WORDS = {
@@ -39,9 +38,9 @@ def job_line(action: str, job: str, denied: bool, status: int | None) -> str:
         return f"Permission denied to {present} job {job}"
     if status is None:
         return f"Job {job} not found"
-    if action == "suspend" and status == SUSPENDED:
+    if action == "suspend" and status == JobStatus.SUSPENDED:
         return f"Job {job} already suspended"
-    if action == "continue" and status == RUNNING:
+    if action == "continue" and status == JobStatus.RUNNING:
         return f"Job {job} already running"
     return f"Job {job} not running to be {past}"
 

@@ -6,13 +6,16 @@ import os
 import time
 from typing import Any
 
+from roost.vocabulary import JobStatus
+
 #: JobStatus -> condor_q's ST letter
-STATUS_LETTERS = {1: "I", 2: "R", 3: "X", 4: "C", 5: "H", 6: ">", 7: "S"}
+STATUS_LETTERS = JobStatus.LETTERS
 #: (key in a totals answer, word in the totals line), in condor_q's order
-TOTAL_WORDS = [("Completed", "completed"), ("Removed", "removed"), ("Idle", "idle"),
-               ("Running", "running"), ("Held", "held"), ("Suspended", "suspended")]
-STATUS_KEYS = {1: "Idle", 2: "Running", 3: "Removed", 4: "Completed", 5: "Held",
-               6: "Running", 7: "Suspended"}
+TOTAL_WORDS = [(JobStatus.WORDS[s], JobStatus.WORDS[s].lower()) for s in (
+    JobStatus.COMPLETED, JobStatus.REMOVED, JobStatus.IDLE, JobStatus.RUNNING, JobStatus.HELD,
+    JobStatus.SUSPENDED)]
+STATUS_KEYS = JobStatus.TOTALS
+_IDLE = JobStatus.TOTALS[JobStatus.IDLE]
 
 
 def short_date(epoch: Any) -> str:
@@ -38,7 +41,7 @@ def run_time(job: dict[str, Any], now: float) -> float:
     total = job.get("RemoteWallClockTime") or 0
     total = total if isinstance(total, (int, float)) else 0
     start = job.get("JobCurrentStartDate") or job.get("ShadowBday")
-    if job.get("JobStatus") == 2 and isinstance(start, (int, float)) and start > 0:
+    if job.get("JobStatus") == JobStatus.RUNNING and isinstance(start, (int, float)) and start > 0:
         total += now - start
     return float(total)
 
@@ -63,7 +66,7 @@ def size_mb(job: dict[str, Any]) -> str:
 def totals_of(jobs: list[dict[str, Any]]) -> dict[str, int]:
     counts: dict[str, int] = {}
     for j in jobs:
-        key = STATUS_KEYS.get(j.get("JobStatus"), "Idle")  # type: ignore[arg-type]
+        key = STATUS_KEYS.get(j.get("JobStatus"), _IDLE)  # type: ignore[arg-type]
         counts[key] = counts.get(key, 0) + 1
     return counts
 

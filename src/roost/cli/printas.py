@@ -16,6 +16,7 @@ from typing import Any
 
 from roost.classad import Value
 from roost.cli.jobview import STATUS_LETTERS
+from roost.vocabulary import Activity, JobStatus, SlotState
 
 _UNIVERSES = {1: "Standard", 2: "Pipe", 3: "Linda", 4: "PVM", 5: "Vanilla", 6: "PVMD", 7: "Scheduler", 8: "MPI",
               9: "Grid", 10: "Java", 11: "Parallel", 12: "Local", 13: "VM"}
@@ -73,7 +74,7 @@ def _r_job_status(_v: Any, ad: dict[str, Any], _now: float, _c: Any = None) -> t
     queued = attr(ad, "TransferQueued") is True
     if attr(ad, "TransferringInput") is True:
         first, second = "<", "q" if queued else " "
-    if attr(ad, "TransferringOutput") is True or status == 6:
+    if attr(ad, "TransferringOutput") is True or status == JobStatus.TRANSFERRING_OUTPUT:
         first, second = "q" if queued else " ", ">"
     return True, first + second
 
@@ -88,7 +89,7 @@ def _r_cpu_time(_v: Any, ad: dict[str, Any], now: float, _c: Any = None) -> tupl
     total = attr(ad, "RemoteWallClockTime")
     total = float(total) if isinstance(total, (int, float)) else 0.0
     bday = attr(ad, "ShadowBday")
-    if status in (2, 6, 7) and isinstance(bday, (int, float)) and bday:
+    if status in JobStatus.ON_A_SLOT and isinstance(bday, (int, float)) and bday:
         total += clock - bday
     return True, total
 
@@ -157,10 +158,8 @@ def _r_cpu_util(_v: Any, ad: dict[str, Any], _now: float, _c: Any = None) -> tup
 
 
 # condor_status's functions (machine ads)
-_STATE_LETTERS = {"Owner": "O", "Unclaimed": "U", "Matched": "M", "Claimed": "C", "Preempting": "P",
-                  "Shutdown": "S", "Delete": "X", "Backfill": "F", "Drained": "D"}
-_ACT_LETTERS = {"Idle": "i", "Busy": "b", "Retiring": "r", "Vacating": "v", "Suspended": "s",
-                "Benchmarking": "e", "Killing": "k"}
+_STATE_LETTERS = SlotState.LETTERS
+_ACT_LETTERS = Activity.LETTERS
 
 
 def _r_activity_code(v: Any, ad: dict[str, Any], _now: float, _c: Any = None) -> tuple[bool, Any]:

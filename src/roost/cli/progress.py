@@ -11,6 +11,8 @@ import sys
 import time
 from typing import Any, TextIO
 
+from roost.vocabulary import JobStatus
+
 
 class Progress:
     def __init__(self, out: TextIO | None = None, width: int = 30, min_interval: float = 1.0) -> None:
@@ -23,9 +25,8 @@ class Progress:
         self._start = time.monotonic()
 
     def text(self, done: int, total: int, counts: dict[str, Any]) -> str:
-        running = int(counts.get("Running", 0) or 0)
-        idle = int(counts.get("Idle", 0) or 0)
-        held = int(counts.get("Held", 0) or 0)
+        running, idle, held = (int(counts.get(JobStatus.TOTALS[s], 0) or 0)
+                               for s in (JobStatus.RUNNING, JobStatus.IDLE, JobStatus.HELD))
         extra = f"{running} running, {idle} idle" + (f", {held} held" if held else "")
         return f"{done}/{total} done ({extra})"
 

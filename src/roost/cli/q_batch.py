@@ -11,6 +11,7 @@ from typing import Any
 
 from roost.cli import q_layout
 from roost.cli.jobview import short_date
+from roost.vocabulary import JobStatus
 
 
 def batch_view(raw: dict[str, Any], out: Any, display: int | None = None, global_view: bool = False) -> None:
@@ -55,7 +56,7 @@ def batch_view(raw: dict[str, Any], out: Any, display: int | None = None, global
             if isinstance(q, (int, float)) and (not b["qdate"] or q < b["qdate"]):
                 b["qdate"] = q
         # DONE, RUN, IDLE, HOLD
-        idx = 0 if st in (3, 4) else 1 if st in (2, 6, 7) else 3 if st == 5 else 2
+        idx = 0 if st in JobStatus.ENDED else 1 if st in JobStatus.ON_A_SLOT else 3 if st == JobStatus.HELD else 2
         b["counts"][idx] += n
         lo_hi = b["ids"].get(c)
         b["ids"][c] = (lo, hi) if lo_hi is None else (lo_hi[0] if lo_hi[0] < lo else lo, lo_hi[1] if lo_hi[1] > hi else hi)

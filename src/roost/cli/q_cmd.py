@@ -31,6 +31,7 @@ from roost.cli.jobview import (
 from roost.cli.options import Parser, UsageError, pool_spec
 from roost.cli.q_batch import batch_view as _batch_view
 from roost.cli.restrict import Restriction, check_exprs, error_line, split_af, split_format
+from roost.vocabulary import JobStatus
 
 BATCH_ATTRS = ["ClusterId", "ProcId", "Owner", "JobBatchName", "QDate", "JobStatus", "TotalSubmitProcs",
                "DAG_NodesTotal", "DAG_NodesDone"]
@@ -317,7 +318,7 @@ def _timer(ns: Any) -> tuple[Any, str]:
     if ns.currentrun:
         def current(j: dict[str, Any], now: float) -> float:
             start = j.get("JobCurrentStartDate") or j.get("ShadowBday")
-            if j.get("JobStatus") == 2 and isinstance(start, (int, float)) and start > 0:
+            if j.get("JobStatus") == JobStatus.RUNNING and isinstance(start, (int, float)) and start > 0:
                 return max(0.0, now - start)
             return 0.0
         return current, "RUN_TIME"
@@ -374,7 +375,7 @@ def _goodput(j: dict[str, Any]) -> tuple[str, str, str]:
 
     wall = num("RemoteWallClockTime")
     bday, last_ckpt = num("ShadowBday"), num("LastCkptTime")
-    if j.get("JobStatus") in (2, 6, 7) and bday and last_ckpt > bday:
+    if j.get("JobStatus") in JobStatus.ON_A_SLOT and bday and last_ckpt > bday:
         wall += last_ckpt - bday
     committed = num("CommittedTime")
     good = f"{min(100.0, committed / wall * 100):.1f}" if wall > 0 and committed >= 0 else "??"
@@ -524,11 +525,11 @@ def _raw_totals(raw: dict[str, Any]) -> dict[str, int]:
     counts: dict[str, int] = {}
     for c, _p, diff in raw.get("jobs") or ():
         st = diff.get("JobStatus") if "JobStatus" in diff else (clusters.get(str(c)) or {}).get("JobStatus")
-        key = STATUS_KEYS.get(st, "Idle")  # type: ignore[arg-type]
+        key = STATUS_KEYS.get(st, STATUS_KEYS[JobStatus.IDLE])  # type: ignore[arg-type]
         counts[key] = counts.get(key, 0) + 1
     for _c, by_status, _lo, _hi in raw.get("counts") or ():  # a batch answer's counted procs
         for st, n in by_status.items():
-            key = STATUS_KEYS.get(int(st), "Idle")
+            key = STATUS_KEYS.get(int(st), STATUS_KEYS[JobStatus.IDLE])
             counts[key] = counts.get(key, 0) + n
     return counts
 

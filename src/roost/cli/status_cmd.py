@@ -18,6 +18,7 @@ from roost.cli import status_layout as lay
 from roost.cli.options import FLAG, VALUE, VALUES, Parser, UsageError, collector_for, pool_spec
 from roost.cli.q_layout import terminal_width
 from roost.cli.restrict import error_line, split_af
+from roost.vocabulary import SlotState
 
 PROG = "roost status"
 SPEC = {
@@ -276,7 +277,7 @@ def _claimed_compact(ad: dict[str, Any], dynamic: list[dict[str, Any]]) -> bool:
     if ad.get("PartitionableSlot") is True:
         n = ad.get("NumDynamicSlots")
         return (isinstance(n, int) and n > 0) or any(d.get("Machine") == ad.get("Machine") for d in dynamic)
-    return ad.get("State") == "Claimed"
+    return ad.get("State") == SlotState.CLAIMED
 
 
 def _sort(ads: list[dict[str, Any]], keys: list[str], compact: bool) -> list[dict[str, Any]]:

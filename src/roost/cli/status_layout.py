@@ -16,13 +16,12 @@ from collections.abc import Callable
 from typing import Any
 
 from roost.cli.printf import _duration
+from roost.vocabulary import Activity, SlotState
 
 Ad = dict[str, Any]
 
-_STATE_LETTERS = {"Owner": "O", "Unclaimed": "U", "Matched": "M", "Claimed": "C", "Preempting": "P",
-                  "Shutdown": "S", "Delete": "X", "Backfill": "F", "Drained": "D"}
-_ACT_LETTERS = {"Idle": "i", "Busy": "b", "Retiring": "r", "Vacating": "v", "Suspended": "s",
-                "Benchmarking": "e", "Killing": "k"}
+_STATE_LETTERS = SlotState.LETTERS
+_ACT_LETTERS = Activity.LETTERS
 
 
 class Col:
@@ -185,7 +184,7 @@ def _activity_or_ocu(ad: Ad) -> str:
     act = attr("Activity")(ad)
     if not isinstance(act, str) or not act:
         return "??"
-    return "OCU" if act == "Idle" and attr("OCU")(ad) is True else act
+    return "OCU" if act == Activity.IDLE and attr("OCU")(ad) is True else act
 
 
 def run_cols() -> list[Col]:
@@ -253,7 +252,7 @@ def fold_compact(ads: list[Ad], dynamic: list[Ad]) -> list[Ad]:
     by_key: dict[tuple[str, Any], Ad] = {}
     for a in ads:
         key = (str(attr("Machine")(a)), attr("SlotTypeID")(a))
-        busy = attr("State")(a) in ("Claimed", "Matched", "Preempting")
+        busy = attr("State")(a) in (SlotState.CLAIMED, SlotState.MATCHED, SlotState.PREEMPTING)
         mem = attr("Memory")(a) if _num(attr("Memory")(a)) else 0
         cpus = attr("Cpus")(a) if _num(attr("Cpus")(a)) else 0
         if attr("PartitionableSlot")(a) is True:
@@ -376,22 +375,31 @@ def any_cols() -> list[Col]:
 # -- the summary -------------------------------------------------------------------------
 
 #: view -> (heading fields with their widths, row format); condor_status's totals tables
-NORMAL_HEAD = ("Total", 6), ("Owner", 5), ("Claimed", 7), ("Unclaimed", 9), ("Matched", 7), \
-    ("Preempting", 10), ("Drain", 6), ("Backfill", 8), ("BkIdle", 6)
-STATE_HEAD = ("Total", 6), ("Owner", 5), ("Unclaimed", 9), ("Claimed", 7), ("Preempting", 10), \
-    ("Matched", 7), ("Drain", 6), ("Backfill", 8), ("BkIdle", 6)
-_STATE_KEY = {"Owner": "Owner", "Unclaimed": "Unclaimed", "Claimed": "Claimed", "Matched": "Matched",
-              "Preempting": "Preempting", "Drained": "Drain", "Backfill": "Backfill"}
+NORMAL_HEAD = (("Total", 6), (SlotState.OWNER, 5), (SlotState.CLAIMED, 7), (SlotState.UNCLAIMED, 9),
+               (SlotState.MATCHED, 7), (SlotState.PREEMPTING, 10), ("Drain", 6), (SlotState.BACKFILL, 8),
+               ("BkIdle", 6))
+STATE_HEAD = (("Total", 6), (SlotState.OWNER, 5), (SlotState.UNCLAIMED, 9), (SlotState.CLAIMED, 7),
+              (SlotState.PREEMPTING, 10), (SlotState.MATCHED, 7), ("Drain", 6), (SlotState.BACKFILL, 8),
+              ("BkIdle", 6))
+_STATE_KEY = {
+    SlotState.OWNER: SlotState.OWNER,
+    SlotState.UNCLAIMED: SlotState.UNCLAIMED,
+    SlotState.CLAIMED: SlotState.CLAIMED,
+    SlotState.MATCHED: SlotState.MATCHED,
+    SlotState.PREEMPTING: SlotState.PREEMPTING,
+    SlotState.DRAINED: "Drain",
+    SlotState.BACKFILL: SlotState.BACKFILL,
+}
 
 
 def _count_states(states: list[str], backfill: bool) -> dict[str, int]:
     c: dict[str, int] = {}
     for st in states:
-        if backfill and st == "Unclaimed":
+        if backfill and st == SlotState.UNCLAIMED:
             c["BkIdle"] = c.get("BkIdle", 0) + 1
             continue
-        if backfill and st == "Claimed":
-            st = "Backfill"
+        if backfill and st == SlotState.CLAIMED:
+            st = SlotState.BACKFILL
         k = _STATE_KEY.get(st)
         if k is None:
             continue

@@ -22,6 +22,7 @@ from typing import Any
 from roost.api.errors import PoolError
 from roost.api.schedd import Schedd
 from roost.cli.submit_send import send_result
+from roost.vocabulary import JobStatus
 
 #: how long the placeholder job may hold its slot (seconds), as a shell session's ceiling
 HOLD_SLOT_S = 86400
@@ -43,11 +44,11 @@ def _wait_running(schedd: Schedd, job: str) -> str | None:
         if not got:
             return "the job left the queue before it ran"
         status = got[0].get("JobStatus")
-        if status == 2:
+        if status == JobStatus.RUNNING:
             return None
-        if status == 5:
+        if status == JobStatus.HELD:
             return f"the job is held: {got[0].get('HoldReason')}"
-        if status in (3, 4):
+        if status in JobStatus.ENDED:
             return "the job ended before a shell could be opened"
         time.sleep(POLL_S)
 

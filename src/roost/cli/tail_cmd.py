@@ -22,6 +22,7 @@ from roost.api.jobids import is_job_id
 from roost.api.schedd import Schedd
 from roost.cli.options import FLAG, VALUE, Parser, UsageError, pool_spec
 from roost.cli.restrict import error_line
+from roost.vocabulary import JobStatus
 
 PROG = "roost tail"
 FOLLOW_INTERVAL = 0.5  # seconds between looks with -f
@@ -53,7 +54,7 @@ def job_idle(schedd: Schedd, job: str) -> bool:
         got = schedd.query_objs(ids=[job], projection=["JobStatus"])
     except PoolError:
         return False
-    return bool(got) and got[0].get("JobStatus") == 1
+    return bool(got) and got[0].get("JobStatus") == JobStatus.IDLE
 
 
 def main(argv: list[str]) -> int:

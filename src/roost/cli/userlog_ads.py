@@ -13,7 +13,7 @@ import os
 import pwd
 from typing import Any
 
-IDLE, RUNNING, REMOVED, COMPLETED, HELD, SUSPENDED = 1, 2, 3, 4, 5, 7
+from roost.vocabulary import JobStatus
 
 
 def _owner() -> str:
@@ -45,7 +45,7 @@ def ads_from_userlog(path: str) -> list[dict[str, Any]]:
             jobs[key] = {
                 "MyType": "Job", "TargetType": "Machine", "ClusterId": ev.cluster, "ProcId": ev.proc,
                 "UserLog": os.path.abspath(path), "QDate": when, "EnteredCurrentStatus": when,
-                "SubmitHost": getattr(ev, "submit_host", ""), "JobStatus": IDLE, "LastJobStatus": 0,
+                "SubmitHost": getattr(ev, "submit_host", ""), "JobStatus": JobStatus.IDLE, "LastJobStatus": 0,
                 "Owner": owner, "JobPrio": 0, "ImageSize": 0, "Cmd": "???", "CompletionDate": 0,
                 "NumJobStarts": 0, "TotalSuspensions": 0, "LocalUserCpu": 0.0, "RemoteUserCpu": 0.0,
                 "LocalSysCpu": 0.0, "RemoteSysCpu": 0.0, "RemoteWallClockTime": 0.0,
@@ -55,13 +55,13 @@ def ads_from_userlog(path: str) -> list[dict[str, Any]]:
         if ad is None:
             continue  # HTCondor too skips what comes before a job's submit event
         if kind == EventType.EXECUTE:
-            status(ad, RUNNING, when)
+            status(ad, JobStatus.RUNNING, when)
             ad["JobCurrentStartDate"] = when
             ad["NumJobStarts"] = ad.get("NumJobStarts", 0) + 1
             host = getattr(ev, "execute_host", "")
             ad["StartdIpAddr"] = ad["RemoteHost"] = host
         elif kind == EventType.JOB_TERMINATED:
-            status(ad, COMPLETED, when)
+            status(ad, JobStatus.COMPLETED, when)
             ad["CompletionDate"] = when
             if "RemoteHost" in ad:
                 ad["LastRemoteHost"] = ad.pop("RemoteHost")
@@ -78,22 +78,22 @@ def ads_from_userlog(path: str) -> list[dict[str, Any]]:
                 ad["LastRemoteWallClockTime"] = float(when - start)
                 ad["RemoteWallClockTime"] = ad.get("RemoteWallClockTime", 0.0) + float(when - start)
         elif kind == EventType.JOB_ABORTED:
-            status(ad, REMOVED, when)
+            status(ad, JobStatus.REMOVED, when)
             ad["RemoveReason"] = getattr(ev, "reason", "")
         elif kind == EventType.JOB_HELD:
-            status(ad, HELD, when)
+            status(ad, JobStatus.HELD, when)
             ad["HoldReason"] = getattr(ev, "reason", "")
             ad["HoldReasonCode"] = getattr(ev, "code", 0)
         elif kind == EventType.JOB_RELEASED:
-            status(ad, IDLE, when)
+            status(ad, JobStatus.IDLE, when)
         elif kind == EventType.JOB_SUSPENDED:
-            status(ad, SUSPENDED, when)
+            status(ad, JobStatus.SUSPENDED, when)
             ad["LastSuspensionTime"] = when
             ad["TotalSuspensions"] = ad.get("TotalSuspensions", 0) + 1
         elif kind == EventType.JOB_UNSUSPENDED:
-            status(ad, RUNNING, when)
+            status(ad, JobStatus.RUNNING, when)
         elif kind == EventType.JOB_EVICTED:
-            status(ad, IDLE, when)
+            status(ad, JobStatus.IDLE, when)
             ad["LastVacateTime"] = when
             start = ad.get("JobCurrentStartDate")
             if isinstance(start, int):

@@ -31,9 +31,17 @@ from roost.classad.unparse import format_real_old, unparse
 from roost.classad.values import Value
 from roost.core.concurrency import ConcurrencyLimits, parse_concurrency_limits
 from roost.core.conjuncts import conjuncts
+from roost.vocabulary import JobStatus, SlotState
 
-STATUS_NAMES = {1: "idle", 2: "running", 3: "removed", 4: "completed", 5: "held",
-                6: "transferring output", 7: "suspended"}
+STATUS_NAMES = {
+    JobStatus.IDLE: "idle",
+    JobStatus.RUNNING: "running",
+    JobStatus.REMOVED: "removed",
+    JobStatus.COMPLETED: "completed",
+    JobStatus.HELD: "held",
+    JobStatus.TRANSFERRING_OUTPUT: "transferring output",
+    JobStatus.SUSPENDED: "suspended",
+}
 #: slot resource, job request, the submit command that sets it
 RESOURCES = (("Cpus", "RequestCpus", "request_cpus"), ("Memory", "RequestMemory", "request_memory"),
              ("Disk", "RequestDisk", "request_disk"), ("GPUs", "RequestGPUs", "request_gpus"))
@@ -403,18 +411,18 @@ def analyze(job: ClassAd, slots: Sequence[ClassAd], users: Sequence[Mapping[str,
     status = status if type(status) is int else 1
     a = Analysis(_job_id(job), status, slots=len(slots))
     a.submitter = submitter or _owner_of(job)
-    if status == 5:
+    if status == JobStatus.HELD:
         reason = eval_attr(job, "HoldReason")
         reason = reason if type(reason) is str and reason else "no reason given"
         a.suggestion = (f"the job is held: {reason}. A held job is never matched; once the cause "
                         f"is dealt with, `roost release {a.job_id}`")
         return a
-    if status in (2, 6, 7):
+    if status in JobStatus.ON_A_SLOT:
         host = eval_attr(job, "RemoteHost")
         where = f" on {host}" if type(host) is str else ""
         a.suggestion = f"it is {STATUS_NAMES[status]}{where}: nothing stops it"
         return a
-    if status in (3, 4):
+    if status in JobStatus.ENDED:
         a.suggestion = f"it is {STATUS_NAMES[status]}: it will not run again"
         return a
     never = eval_attr(job, "DedicatedSchedulerReason")
@@ -452,16 +460,16 @@ def analyze(job: ClassAd, slots: Sequence[ClassAd], users: Sequence[Mapping[str,
             continue
         a.matching += 1
         state = eval_attr(s, "State")
-        if eval_attr(s, "Draining") is True or state == "Drained":
+        if eval_attr(s, "Draining") is True or state == SlotState.DRAINED:
             a.drained += 1
-        elif state == "Claimed":
+        elif state == SlotState.CLAIMED:
             if _same_user(eval_attr(s, "RemoteUser"), me):
                 a.claimed_by_me += 1
             else:
                 a.claimed_by_others += 1
-        elif state == "Owner":
+        elif state == SlotState.OWNER:
             a.owner_state += 1
-        elif state == "Unclaimed":
+        elif state == SlotState.UNCLAIMED:
             short = _short_of(job, s) if eval_attr(s, "PartitionableSlot") is True else []
             if short:
                 a.too_full += 1
@@ -571,7 +579,7 @@ def _suggestion(a: Analysis, job: ClassAd) -> str:
 def render(a: Analysis, job: ClassAd | None = None, better: bool = False) -> str:
     """``a`` as ``roost q -analyze`` prints it; ``better`` adds the per-clause table."""
     lines = [f"-- Job {a.job_id}: {STATUS_NAMES.get(a.status, str(a.status))}"]
-    if a.status != 1:
+    if a.status != JobStatus.IDLE:
         lines.append(f"Suggestion: {a.suggestion}")
         return "\n".join(lines) + "\n"
     if better and job is not None and "Requirements" in job:

@@ -23,9 +23,15 @@ from roost.classad.evaluate import eval_attr
 from roost.classad.unparse import unparse
 from roost.core.analyze import _short_of, _whole, show_value, truth
 from roost.core.req_steps import numbered_clauses, pretty, reduce, table
+from roost.vocabulary import JobStatus
 
-_STATUS = {2: "Job is running.", 6: "Job is running.", 7: "Job is running.", 3: "Job is removed.",
-           4: "Job is completed."}
+_STATUS = {
+    JobStatus.RUNNING: "Job is running.",
+    JobStatus.TRANSFERRING_OUTPUT: "Job is running.",
+    JobStatus.SUSPENDED: "Job is running.",
+    JobStatus.REMOVED: "Job is removed.",
+    JobStatus.COMPLETED: "Job is completed.",
+}
 
 
 @dataclass
@@ -195,12 +201,12 @@ def status_text(job: ClassAd, now: float | None = None) -> str:
     """The job's state when it is not simply idle (``NNN.PPP:  Job is held.``), then
     what the negotiator last said of it (``Last successful match: ...``)."""
     status = eval_attr(job, "JobStatus")
-    if status == 5:
+    if status == JobStatus.HELD:
         text = "Job is held."
         reason = eval_attr(job, "HoldReason")
         if type(reason) is str and reason:
             text += f"\n\nHold reason: {reason}"
-    elif status == 1 and now is not None and _int(job, "JobCoolDownExpiration") > now:
+    elif status == JobStatus.IDLE and now is not None and _int(job, "JobCoolDownExpiration") > now:
         text = "Job is in cool down."
     else:
         text = _STATUS.get(status, "")  # type: ignore[arg-type]

@@ -24,17 +24,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from roost.classad import ClassAd, ExprTree, Value
+from roost.vocabulary import JobStatus
 
-IDLE, RUNNING, REMOVED, COMPLETED, HELD, TRANSFERRING_OUTPUT, SUSPENDED = 1, 2, 3, 4, 5, 6, 7
-STATUS_NAMES = {
-    IDLE: "Idle",
-    RUNNING: "Running",
-    REMOVED: "Removed",
-    COMPLETED: "Completed",
-    HELD: "Held",
-    TRANSFERRING_OUTPUT: "Transferring Output",
-    SUSPENDED: "Suspended",
-}
+# the job statuses under the names the schedd's modules use (roost.vocabulary defines them)
+IDLE, RUNNING, REMOVED, COMPLETED, HELD = (
+    JobStatus.IDLE, JobStatus.RUNNING, JobStatus.REMOVED, JobStatus.COMPLETED, JobStatus.HELD)
+TRANSFERRING_OUTPUT, SUSPENDED = JobStatus.TRANSFERRING_OUTPUT, JobStatus.SUSPENDED
+STATUS_NAMES = JobStatus.WORDS
 
 # HoldReasonCode values (HTCondor's numbering).
 HOLD_USER = 1

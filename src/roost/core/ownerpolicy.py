@@ -40,14 +40,7 @@ from typing import Any, NamedTuple
 
 from roost.classad import ClassAd, ExprTree, Value
 from roost.classad.ast import BinaryOp, Conditional, Literal, Node, Paren, UnaryOp
-
-# the states and activities (HTCondor's names)
-OWNER, UNCLAIMED, MATCHED, CLAIMED, PREEMPTING, DRAINED = (
-    "Owner", "Unclaimed", "Matched", "Claimed", "Preempting", "Drained",
-)
-IDLE, BUSY, SUSPENDED, RETIRING, VACATING, KILLING = (
-    "Idle", "Busy", "Suspended", "Retiring", "Vacating", "Killing",
-)
+from roost.vocabulary import Activity, SlotState
 
 # actions the startd carries out
 SUSPEND = "suspend"  # SIGSTOP to the job's process group
@@ -195,58 +188,59 @@ def step(
     if not view.claimed:
         return _unclaimed(view, ev)
     if not view.job:
-        if s == PREEMPTING:
+        if s == SlotState.PREEMPTING:
             return Step(s, a, (RELEASE,))  # the job is gone: end the claim
         if view.drain or view.off or view.preempt or view.vacate:
             return Step(s, a, (RELEASE,))
         if ev.true("is_owner") or ev.false("start"):
             return Step(s, a, (RELEASE,))  # HTCondor: a claimed idle slot is given up
-        return Step(CLAIMED, IDLE)
+        return Step(SlotState.CLAIMED, Activity.IDLE)
     # a job runs on the claim
-    resume = (CONTINUE,) if a == SUSPENDED else ()
-    if s == PREEMPTING:
-        if a == VACATING and (ev.true("kill") or now - view.entered_activity >= vacate_time(slot_ad, job_ad, exprs)):
-            return Step(PREEMPTING, KILLING, (KILL,))
+    resume = (CONTINUE,) if a == Activity.SUSPENDED else ()
+    if s == SlotState.PREEMPTING:
+        if a == Activity.VACATING and (
+                ev.true("kill") or now - view.entered_activity >= vacate_time(slot_ad, job_ad, exprs)):
+            return Step(SlotState.PREEMPTING, Activity.KILLING, (KILL,))
         return Step(s, a)
     if view.vacate == "fast" or view.drain == "fast" or ev.true("kill"):
-        return Step(PREEMPTING, KILLING, (*resume, KILL))
+        return Step(SlotState.PREEMPTING, Activity.KILLING, (*resume, KILL))
     if view.vacate or view.drain == "quick":
         return _evict(ev, resume)
     retire_for = view.preempt or view.drain == "graceful"
-    if a == RETIRING:
+    if a == Activity.RETIRING:
         preempt = not view.preempt_was_true and ev.true("preempt")
         if not (retire_for or preempt or view.preempt_was_true):
             # HTCondor's unretire: the preempting claim went away or the drain was
             # cancelled; a retirement PREEMPT started is irreversible.
-            return Step(CLAIMED, BUSY)
+            return Step(SlotState.CLAIMED, Activity.BUSY)
         if now >= view.job_start + retirement_time(slot_ad, job_ad, exprs):
             return _evict(ev, ())
-        return Step(CLAIMED, RETIRING, (PREEMPTED,) if preempt else ())
-    if a == SUSPENDED:
+        return Step(SlotState.CLAIMED, Activity.RETIRING, (PREEMPTED,) if preempt else ())
+    if a == Activity.SUSPENDED:
         preempt = ev.true("preempt")
         if retire_for or preempt:
             return _retire_or_evict(view, ev, slot_ad, job_ad, exprs, now, resume, preempt)
         if ev.true("continue_"):
-            return Step(CLAIMED, BUSY, (CONTINUE,))
-        return Step(CLAIMED, SUSPENDED)
+            return Step(SlotState.CLAIMED, Activity.BUSY, (CONTINUE,))
+        return Step(SlotState.CLAIMED, Activity.SUSPENDED)
     # Busy (or Idle with a job just starting)
     preempt = ev.true("preempt")
     if retire_for or preempt:
         return _retire_or_evict(view, ev, slot_ad, job_ad, exprs, now, (), preempt)
     if ev.true("want_suspend") and ev.true("suspend"):
-        return Step(CLAIMED, SUSPENDED, (SUSPEND,))
-    return Step(CLAIMED, BUSY)
+        return Step(SlotState.CLAIMED, Activity.SUSPENDED, (SUSPEND,))
+    return Step(SlotState.CLAIMED, Activity.BUSY)
 
 
 def _unclaimed(view: SlotView, ev: _Eval) -> Step:
     if view.drain:
-        activity = RETIRING if view.children else IDLE
-        return Step(DRAINED, activity, () if view.state == DRAINED else (OWNER_ACTION,))
+        activity = Activity.RETIRING if view.children else Activity.IDLE
+        return Step(SlotState.DRAINED, activity, () if view.state == SlotState.DRAINED else (OWNER_ACTION,))
     if view.off or ev.true("is_owner") or ev.false("start"):
-        return Step(OWNER, IDLE, () if view.state == OWNER else (OWNER_ACTION,))
-    if view.state == MATCHED:
-        return Step(MATCHED, IDLE)
-    return Step(UNCLAIMED, IDLE)
+        return Step(SlotState.OWNER, Activity.IDLE, () if view.state == SlotState.OWNER else (OWNER_ACTION,))
+    if view.state == SlotState.MATCHED:
+        return Step(SlotState.MATCHED, Activity.IDLE)
+    return Step(SlotState.UNCLAIMED, Activity.IDLE)
 
 
 def _retire_or_evict(
@@ -255,14 +249,14 @@ def _retire_or_evict(
 ) -> Step:
     if now < view.job_start + retirement_time(my, job, exprs):
         note = (PREEMPTED,) if preempt and not view.preempt_was_true else ()
-        return Step(CLAIMED, RETIRING, (*resume, *note))
+        return Step(SlotState.CLAIMED, Activity.RETIRING, (*resume, *note))
     return _evict(ev, resume)
 
 
 def _evict(ev: _Eval, resume: tuple[str, ...]) -> Step:
     if ev.false("want_vacate"):
-        return Step(PREEMPTING, KILLING, (*resume, KILL))
-    return Step(PREEMPTING, VACATING, (*resume, VACATE))
+        return Step(SlotState.PREEMPTING, Activity.KILLING, (*resume, KILL))
+    return Step(SlotState.PREEMPTING, Activity.VACATING, (*resume, VACATE))
 
 
 # ad attribute -> PolicyExprs field: policies refer to each other by these names
@@ -345,8 +339,7 @@ def exprs_from_config(get: Any) -> PolicyExprs:
 
 
 __all__ = [
-    "BUSY", "CLAIMED", "CONTINUE", "DRAINED", "IDLE", "KILL", "KILLING", "MATCHED", "OWNER",
-    "OWNER_ACTION", "PREEMPTED", "PREEMPTING", "RELEASE", "RETIRING", "SUSPEND", "SUSPENDED", "UNCLAIMED",
-    "VACATE", "VACATING", "PolicyExprs", "SlotView", "Step", "evaluate", "exprs_from_config", "policy_ad",
+    "CONTINUE", "KILL", "OWNER_ACTION", "PREEMPTED", "RELEASE", "SUSPEND", "VACATE",
+    "PolicyExprs", "SlotView", "Step", "evaluate", "exprs_from_config", "policy_ad",
     "retirement_time", "step", "vacate_time",
 ]

@@ -38,6 +38,7 @@ from typing import Any
 from roost.classad.ast import Node
 from roost.classad.evaluate import EvaluationFailed, eval_attr, evaluate
 from roost.classad.parser import parse_expr
+from roost.vocabulary import SlotState
 
 # preemption levels, in the order the matchmaker prefers them
 NO_PREEMPTION = 0
@@ -98,7 +99,7 @@ def _eval_number(node: Node | None, cur: Any, tgt: Any) -> float | None:
 
 def is_claimed(slot_ad: Any) -> bool:
     """The slot's State is Claimed (a running job could be preempted)."""
-    return eval_attr(slot_ad, "State") == "Claimed"
+    return eval_attr(slot_ad, "State") == SlotState.CLAIMED
 
 
 def slot_rank(slot_ad: Any, job: Any) -> float:

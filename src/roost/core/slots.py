@@ -18,7 +18,7 @@ HTCondor's model, kept here:
   old holder cannot use it again.
 - State and Activity follow HTCondor's names (Owner, Unclaimed, Matched,
   Claimed, Preempting, Drained; Idle, Busy, Suspended, Retiring, Vacating,
-  Killing). ``ALLOWED`` lists the transitions; the owner policy
+  Killing). ``vocabulary.SLOT_MOVES`` lists the transitions; the owner policy
   (``roost.core.ownerpolicy``: START, SUSPEND, PREEMPT ...) decides where a
   slot goes and the startd moves it with ``transition``.
 """
@@ -31,28 +31,11 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from roost.classad import ClassAd, ExprTree, Value
+from roost.vocabulary import SLOT_ACTIVITIES, SLOT_MOVES, Activity, SlotState
 
 PARTITIONABLE = "Partitionable"
 DYNAMIC = "Dynamic"
 STATIC = "Static"
-
-# State -> the states it may move to (HTCondor's startd state diagram).
-ALLOWED: dict[str, frozenset[str]] = {
-    "Owner": frozenset({"Unclaimed", "Owner", "Drained"}),
-    "Unclaimed": frozenset({"Owner", "Matched", "Claimed", "Drained", "Unclaimed"}),
-    "Matched": frozenset({"Claimed", "Owner", "Unclaimed", "Preempting"}),
-    "Claimed": frozenset({"Preempting", "Claimed", "Unclaimed", "Owner"}),
-    "Preempting": frozenset({"Unclaimed", "Owner", "Claimed", "Preempting"}),
-    "Drained": frozenset({"Owner", "Unclaimed", "Drained"}),
-}
-ACTIVITIES: dict[str, frozenset[str]] = {
-    "Owner": frozenset({"Idle"}),
-    "Unclaimed": frozenset({"Idle", "Benchmarking"}),
-    "Matched": frozenset({"Idle"}),
-    "Claimed": frozenset({"Idle", "Busy", "Suspended", "Retiring"}),
-    "Preempting": frozenset({"Vacating", "Killing"}),
-    "Drained": frozenset({"Idle", "Retiring"}),
-}
 
 # HTCondor's defaults for MODIFY_REQUEST_EXPR_REQUEST{CPUS,MEMORY,DISK}.
 DEFAULT_MODIFY_REQUEST = {
@@ -161,8 +144,8 @@ class Slot:
     total: Resources
     free: Resources
     claim_id: str
-    state: str = "Unclaimed"
-    activity: str = "Idle"
+    state: str = SlotState.UNCLAIMED
+    activity: str = Activity.IDLE
     entered_state: float = 0.0
     entered_activity: float = 0.0
     parent: str | None = None
@@ -326,9 +309,9 @@ def layout(
 
 def transition(slot: Slot, state: str, activity: str, now: float) -> Slot:
     """Move a slot to (state, activity), stamping the entry times that change."""
-    if state not in ALLOWED.get(slot.state, frozenset()):
+    if state not in SLOT_MOVES.get(slot.state, frozenset()):
         raise SlotError(f"{slot.name}: cannot go from {slot.state} to {state}")
-    if activity not in ACTIVITIES[state]:
+    if activity not in SLOT_ACTIVITIES[state]:
         raise SlotError(f"{slot.name}: {activity} is not an activity of {state}")
     if state == slot.state and activity == slot.activity:
         return slot
@@ -407,9 +390,9 @@ def claim_static(slot: Slot, claim: Claim, now: float) -> Slot:
     """A static slot taken whole by a schedd; its claim id stays the one matched."""
     if slot.kind != STATIC:
         raise SlotError(f"{slot.name} is {slot.kind}, not static")
-    if slot.state not in ("Unclaimed", "Matched"):
+    if slot.state not in (SlotState.UNCLAIMED, SlotState.MATCHED):
         raise SlotError(f"{slot.name} is {slot.state}")
-    return replace(transition(slot, "Claimed", "Idle", now), claim=claim)
+    return replace(transition(slot, SlotState.CLAIMED, Activity.IDLE, now), claim=claim)
 
 
 def carve(
@@ -424,7 +407,7 @@ def carve(
     """
     if pslot.kind != PARTITIONABLE:
         raise SlotError(f"{pslot.name} is not partitionable")
-    if pslot.state not in ("Unclaimed", "Matched"):
+    if pslot.state not in (SlotState.UNCLAIMED, SlotState.MATCHED):
         raise SlotError(f"{pslot.name} is {pslot.state}")
     gpus = want.gpus if exact is not None else pslot.free.gpus[: len(want.gpus)]
     need = Resources(want.cpus, want.memory, want.disk, gpus)
@@ -442,8 +425,8 @@ def carve(
         total=need,
         free=need,
         claim_id=claim_id,
-        state="Claimed",
-        activity="Idle",
+        state=SlotState.CLAIMED,
+        activity=Activity.IDLE,
         entered_state=now,
         entered_activity=now,
         parent=pslot.name,
@@ -468,13 +451,13 @@ def readopt(
         if slot.kind != STATIC or slot.total != total:
             raise SlotError(f"{name} is no longer a static slot of {_describe(total)}")
         taken = claim_static(slot, claim, now)
-        return [replace(transition(taken, "Claimed", "Busy", now), claim_id=claim_id)]
+        return [replace(transition(taken, SlotState.CLAIMED, Activity.BUSY, now), claim_id=claim_id)]
     parent, _, sub = name.rpartition("_")
     pslot = slots.get(parent)
     if pslot is None or pslot.kind != PARTITIONABLE or not sub.isdigit():
         raise SlotError(f"{name}: no partitionable slot {parent} to carve it from")
     pslot, dslot = carve(pslot, total, claim, claim_id, now, exact=int(sub))
-    return [pslot, transition(dslot, "Claimed", "Busy", now)]
+    return [pslot, transition(dslot, SlotState.CLAIMED, Activity.BUSY, now)]
 
 
 def give_back(pslot: Slot, dslot: Slot) -> Slot:
@@ -486,7 +469,8 @@ def give_back(pslot: Slot, dslot: Slot) -> Slot:
 
 def unclaim_static(slot: Slot, new_claim_id: str, now: float) -> Slot:
     """A static slot back to Unclaimed with a claim id the old holder does not know."""
-    slot = transition(slot, "Unclaimed", "Idle", now) if slot.state != "Unclaimed" else slot
+    if slot.state != SlotState.UNCLAIMED:
+        slot = transition(slot, SlotState.UNCLAIMED, Activity.IDLE, now)
     return replace(slot, claim=None, claim_id=new_claim_id)
 
 
@@ -498,9 +482,9 @@ def _describe(r: Resources) -> str:
 def is_free(slot: Slot) -> bool:
     """Whether a new match could use this slot now (the startd reschedules only then)."""
     if slot.kind == PARTITIONABLE:
-        return slot.state == "Unclaimed" and slot.free.cpus > 0 and slot.free.memory > 0
+        return slot.state == SlotState.UNCLAIMED and slot.free.cpus > 0 and slot.free.memory > 0
     if slot.kind == STATIC:
-        return slot.state == "Unclaimed"
+        return slot.state == SlotState.UNCLAIMED
     return False
 
 

@@ -20,40 +20,14 @@ import re
 import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from enum import IntEnum
 from typing import Any, ClassVar
 
 from roost.eventlog.errors import EventLogError
 from roost.eventlog.textformat import parse_number
+from roost.vocabulary import JobEventType
 
-
-class EventType(IntEnum):
-    """Event numbers as written in the log (same values as ``htcondor2.JobEventType``)."""
-
-    SUBMIT = 0
-    EXECUTE = 1
-    EXECUTABLE_ERROR = 2
-    CHECKPOINTED = 3
-    JOB_EVICTED = 4
-    JOB_TERMINATED = 5
-    IMAGE_SIZE = 6
-    SHADOW_EXCEPTION = 7
-    GENERIC = 8
-    JOB_ABORTED = 9
-    JOB_SUSPENDED = 10
-    JOB_UNSUSPENDED = 11
-    JOB_HELD = 12
-    JOB_RELEASED = 13
-    NODE_EXECUTE = 14
-    NODE_TERMINATED = 15
-    POST_SCRIPT_TERMINATED = 16
-    REMOTE_ERROR = 21
-    JOB_DISCONNECTED = 22
-    JOB_RECONNECTED = 23
-    JOB_RECONNECT_FAILED = 24
-    JOB_AD_INFORMATION = 28
-    ATTRIBUTE_UPDATE = 33
-    FILE_TRANSFER = 40
+#: event numbers (the one list, roost.vocabulary's; the log holds a subset)
+EventType = JobEventType
 
 
 Attrs = dict[str, Any]

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import enum
 
+from roost import vocabulary
+
 
 class JobAction(enum.IntEnum):
     """What :meth:`Schedd.act` does to jobs."""
@@ -24,16 +26,8 @@ class JobAction(enum.IntEnum):
     Continue = 9
 
 
-class JobStatus(enum.IntEnum):
-    """A job ad's ``JobStatus``."""
-
-    IDLE = 1
-    RUNNING = 2
-    REMOVED = 3
-    COMPLETED = 4
-    HELD = 5
-    TRANSFERRING_OUTPUT = 6
-    SUSPENDED = 7
+JobStatus = enum.IntEnum("JobStatus", vocabulary.JobStatus.members())
+JobStatus.__doc__ = "A job ad's ``JobStatus`` (roost.vocabulary's numbers as an enum)."
 
 
 class AdType(enum.IntEnum):
@@ -108,69 +102,7 @@ class TransactionFlag(enum.IntFlag):
 TransactionFlags = TransactionFlag
 
 
-class JobEventType(enum.IntEnum):
-    """Event numbers of a job event log (htcondor2's numbers; roost writes a subset)."""
-
-    SUBMIT = 0
-    EXECUTE = 1
-    EXECUTABLE_ERROR = 2
-    CHECKPOINTED = 3
-    JOB_EVICTED = 4
-    JOB_TERMINATED = 5
-    IMAGE_SIZE = 6
-    SHADOW_EXCEPTION = 7
-    GENERIC = 8
-    JOB_ABORTED = 9
-    JOB_SUSPENDED = 10
-    JOB_UNSUSPENDED = 11
-    JOB_HELD = 12
-    JOB_RELEASED = 13
-    NODE_EXECUTE = 14
-    NODE_TERMINATED = 15
-    POST_SCRIPT_TERMINATED = 16
-    GLOBUS_SUBMIT = 17
-    GLOBUS_SUBMIT_FAILED = 18
-    GLOBUS_RESOURCE_UP = 19
-    GLOBUS_RESOURCE_DOWN = 20
-    REMOTE_ERROR = 21
-    JOB_DISCONNECTED = 22
-    JOB_RECONNECTED = 23
-    JOB_RECONNECT_FAILED = 24
-    GRID_RESOURCE_UP = 25
-    GRID_RESOURCE_DOWN = 26
-    GRID_SUBMIT = 27
-    JOB_AD_INFORMATION = 28
-    JOB_STATUS_UNKNOWN = 29
-    JOB_STATUS_KNOWN = 30
-    JOB_STAGE_IN = 31
-    JOB_STAGE_OUT = 32
-    ATTRIBUTE_UPDATE = 33
-    PRESKIP = 34
-    CLUSTER_SUBMIT = 35
-    CLUSTER_REMOVE = 36
-    FACTORY_PAUSED = 37
-    FACTORY_RESUMED = 38
-    NONE = 39
-    FILE_TRANSFER = 40
-    RESERVE_SPACE = 41
-    RELEASE_SPACE = 42
-    FILE_COMPLETE = 43
-    FILE_USED = 44
-    FILE_REMOVED = 45
-    DATAFLOW_JOB_SKIPPED = 46
-    COMMON_FILES = 47
-    EP_STARTUP = 100
-    EP_READY = 101
-    EP_RECONFIG = 102
-    EP_SHUTDOWN = 103
-    EP_REQUEST_CLAIM = 104
-    EP_RELEASE_CLAIM = 105
-    EP_ACTIVATE_CLAIM = 106
-    EP_DEACTIVATE_CLAIM = 107
-    EP_VACATE_CLAIM = 108
-    EP_DRAIN = 109
-    EP_RESOURCE_BREAK = 110
-    EP_RESOURCE_MEND = 111
+JobEventType = vocabulary.JobEventType  # one definition: the event log and this face share it
 
 
 #: AdType -> the MyType of the ads roost's collector holds (None: every type roost has)

@@ -17,6 +17,7 @@ from roost.htcondor2.enums import JobAction, QueryOpt, TransactionFlag
 from roost.htcondor2.errors import HTCondorException, as_htcondor
 from roost.htcondor2.submit import Submit
 from roost.net.adwire import obj_to_ad
+from roost.vocabulary import JobStatus
 
 #: JobAction -> roost's ACT action
 ACTIONS = {JobAction.Hold: "hold", JobAction.Release: "release", JobAction.Remove: "remove",
@@ -255,7 +256,7 @@ class Schedd:
         submit directories (condor_transfer_data); each then leaves the queue."""
         with as_htcondor():
             ads = [a for a in self._api.query_objs(projection=ATTRS, **job_selection(job_spec))
-                   if a.get("StageInFinish") is not None and a.get("JobStatus") == 4]
+                   if a.get("StageInFinish") is not None and a.get("JobStatus") == JobStatus.COMPLETED]
             for ad in sorted(ads, key=lambda a: (a.get("ClusterId", 0), a.get("ProcId", 0))):
                 fetch_job(self._api, ad)
 

@@ -18,12 +18,12 @@ from roost.submit.getenv import imported
 from roost.submit.mailaddr import address_problem
 from roost.submit.units import parse_size
 from roost.submit.values import Expr
+from roost.vocabulary import JobStatus
 
 UNIVERSES = {
     "standard": 1, "vanilla": 5, "docker": 5, "container": 5, "scheduler": 7,
     "grid": 9, "java": 10, "parallel": 11, "local": 12, "vm": 13,
 }
-IDLE, HELD = 1, 5
 NOTIFY = {"never": 0, "always": 1, "complete": 2, "error": 3, "start": 4}
 
 Handler = Callable[[Builder], None]
@@ -194,11 +194,11 @@ def h_environment(b: Builder) -> None:
 
 def h_status(b: Builder) -> None:
     if b.bool("hold", False):
-        b.set("JobStatus", HELD)
+        b.set("JobStatus", JobStatus.HELD)
         b.set("HoldReasonCode", 15)
         b.set("HoldReason", "submitted on hold at user's request")
     else:
-        b.set("JobStatus", IDLE)
+        b.set("JobStatus", JobStatus.IDLE)
     b.set("EnteredCurrentStatus", b.ctx.qdate)
 
 

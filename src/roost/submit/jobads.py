@@ -13,8 +13,9 @@ from dataclasses import dataclass, field
 
 from roost.submit.errors import SubmitWarning
 from roost.submit.values import AttrValue, Expr
+from roost.vocabulary import JobStatus
 
-JOB_STATUS = {1: "Idle", 2: "Running", 3: "Removed", 4: "Completed", 5: "Held", 6: "Transferring Output", 7: "Suspended"}
+JOB_STATUS = JobStatus.WORDS
 UNIVERSE_NAMES = {1: "standard", 5: "vanilla", 7: "scheduler", 9: "grid", 10: "java", 11: "parallel", 12: "local", 13: "vm"}
 
 

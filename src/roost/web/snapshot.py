@@ -30,12 +30,20 @@ from roost.api.errors import PoolError
 from roost.api.home import read_address, run_path
 from roost.api.negotiator import negotiator_connection
 from roost.api.schedd import Schedd
+from roost.vocabulary import JobStatus
 
 log = logging.getLogger("roost.web")
 
 #: JobStatus -> the name pages and metrics use (HTCondor's)
-STATUS = {1: "idle", 2: "running", 3: "removed", 4: "completed", 5: "held",
-          6: "transferring_output", 7: "suspended"}
+STATUS = {
+    JobStatus.IDLE: "idle",
+    JobStatus.RUNNING: "running",
+    JobStatus.REMOVED: "removed",
+    JobStatus.COMPLETED: "completed",
+    JobStatus.HELD: "held",
+    JobStatus.TRANSFERRING_OUTPUT: "transferring_output",
+    JobStatus.SUSPENDED: "suspended",
+}
 #: what the queue listing needs of each job
 JOB_ATTRS = ["Owner", "JobStatus", "QDate", "JobBatchName", "Cmd", "RemoteHost",
              "EnteredCurrentStatus", "RequestCpus", "HoldReason"]
@@ -112,7 +120,7 @@ class Snapshot:
     def running_on(self) -> dict[str, Job]:
         """Running jobs by the slot they run on (their RemoteHost), computed once."""
         if self._running_on is None:
-            self._running_on = {j.host: j for j in self.jobs if j.status == 2 and j.host}
+            self._running_on = {j.host: j for j in self.jobs if j.status == JobStatus.RUNNING and j.host}
         return self._running_on
 
     def slot_states(self) -> Counter[str]:
@@ -131,12 +139,12 @@ class Snapshot:
 
         for j in self.jobs:
             put(submitted, j.qdate)
-            if j.status == 4:
+            if j.status == JobStatus.COMPLETED:
                 put(completed, j.since)
         queued = self._queued()
         for key, (t, status, qdate) in self.finished.items():
             if key not in queued:  # a finished job left in the queue is counted there
-                put(completed if status == 4 else removed, t)
+                put(completed if status == JobStatus.COMPLETED else removed, t)
                 put(submitted, qdate)
         return {"start": start, "bucket": bucket, "submitted": submitted, "completed": completed,
                 "removed": removed}
@@ -145,12 +153,12 @@ class Snapshot:
         """(submitted, completed) jobs per second over the last ``window`` seconds."""
         since = now - window
         sub = sum(1 for j in self.jobs if j.qdate >= since)
-        done = sum(1 for j in self.jobs if j.status == 4 and j.since >= since)
+        done = sum(1 for j in self.jobs if j.status == JobStatus.COMPLETED and j.since >= since)
         queued = self._queued() if self.finished else set()
         for key, (t, status, qdate) in self.finished.items():
             if key in queued:  # a finished job left in the queue is counted there
                 continue
-            done += status == 4 and t >= since
+            done += status == JobStatus.COMPLETED and t >= since
             sub += qdate >= since
         return sub / window, done / window
 

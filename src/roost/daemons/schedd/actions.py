@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from roost.core.jobpolicy import COMPLETED, HELD, IDLE, REMOVED, RUNNING
+from roost.vocabulary import JobStatus
 
 #: ACT's actions: condor_rm, condor_hold, condor_release, condor_suspend, condor_continue,
 #: condor_vacate_job and condor_vacate_job -fast
@@ -12,15 +12,15 @@ ACT_ACTIONS = ("remove", "hold", "release", "suspend", "continue", "vacate", "va
 def status_allows(action: str, status: int) -> bool:
     """Whether a user action applies to a job in ``status`` (HTCondor's rules)."""
     if action == "remove":
-        return status != REMOVED and status != COMPLETED
+        return status not in JobStatus.ENDED
     if action == "hold":
-        return status in (IDLE, RUNNING, 6, 7)
+        return status == JobStatus.IDLE or status in JobStatus.ON_A_SLOT
     if action == "release":
-        return status == HELD
+        return status == JobStatus.HELD
     if action == "suspend":
-        return status == RUNNING
+        return status == JobStatus.RUNNING
     if action == "continue":
-        return status == 7
+        return status == JobStatus.SUSPENDED
     if action in ("vacate", "vacate_fast"):
-        return status in (RUNNING, 7)
+        return status in (JobStatus.RUNNING, JobStatus.SUSPENDED)
     return False

@@ -53,6 +53,7 @@ from roost.net import framing
 from roost.net.client import AsyncClient
 from roost.net.errors import RemoteError, RequestError
 from roost.net.server import Handler
+from roost.vocabulary import JobStatus
 
 log = logging.getLogger("roost.schedd")
 
@@ -413,10 +414,10 @@ class Schedd(Daemon):
         t = q.totals_named() if q is not None else {}
         sh = self.shadows
         return {
-            "TotalIdleJobs": t.get("Idle", 0),
-            "TotalRunningJobs": t.get("Running", 0),
-            "TotalHeldJobs": t.get("Held", 0),
-            "TotalRemovedJobs": t.get("Removed", 0),
+            "TotalIdleJobs": t.get(JobStatus.WORDS[JobStatus.IDLE], 0),
+            "TotalRunningJobs": t.get(JobStatus.WORDS[JobStatus.RUNNING], 0),
+            "TotalHeldJobs": t.get(JobStatus.WORDS[JobStatus.HELD], 0),
+            "TotalRemovedJobs": t.get(JobStatus.WORDS[JobStatus.REMOVED], 0),
             "TotalJobAds": t.get("Total", 0),
             "NumUsers": sum(1 for c in q.owner_totals.values() if any(c.values())) if q else 0,
             "ScheddIpAddr": self.address,

@@ -44,6 +44,7 @@ from roost.daemons.schedd.reservations import Reservations
 from roost.daemons.schedd.shadow import Shadows
 from roost.net.adwire import obj_to_ad
 from roost.net.errors import RemoteError
+from roost.vocabulary import SlotState
 
 log = logging.getLogger("roost.schedd")
 
@@ -177,7 +178,7 @@ class DedicatedScheduler:
         for name, s in slots.items():
             run = self.busy.get(name)
             mine = name in self.claims
-            other = not mine and s.get("State") in ("Claimed", "Preempting")
+            other = not mine and s.get("State") in (SlotState.CLAIMED, SlotState.PREEMPTING)
             est = self.estimate(run.procs) if run is not None else None
             # a run past its expected end will end when it ends: unknown, not "any moment"
             until = run.started_at + est if run is not None and est is not None else core.INF

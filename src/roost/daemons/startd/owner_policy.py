@@ -32,6 +32,7 @@ from roost.daemons.startd.cgroups import JobCgroups
 from roost.daemons.startd.claims import Claims
 from roost.net.errors import RequestError
 from roost.net.server import Peer
+from roost.vocabulary import SlotState
 
 # PolicyExprs field -> the knob it comes from (for messages)
 _OWNER_KNOBS = {
@@ -297,7 +298,7 @@ class OwnerPolicy:
                 self.log.info("%s: %s/%s -> %s/%s%s", self.host.slot_name(name), slot.state, slot.activity,
                               st.state, st.activity, f" ({', '.join(st.actions)})" if st.actions else "")
                 self.host.slots[name] = slot = moved
-                freed = st.state == "Unclaimed" and slot.claim is None
+                freed = st.state == SlotState.UNCLAIMED and slot.claim is None
                 if freed:
                     self.host.want_reschedule = True
                 self.host.changed(name)
