@@ -409,8 +409,11 @@ def _analyze(schedd: Any, constraint: str | None, who: dict[str, Any], ids: list
     if not ids and limit is None and len(jobs) > ANALYZE_DEFAULT:
         jobs = jobs[:ANALYZE_DEFAULT]
         out.write(f"Analyzing the first {ANALYZE_DEFAULT} idle jobs (name job ids, or -limit N, for others).\n")
+    # lazy: only -analyze asks the negotiator (the api client and its protocol code)
+    from roost.api.negotiator import negotiator_view, priority_name
+
     slots = _slot_ads(schedd)
-    users, limits, groups = _negotiator_view(schedd.home_dir, schedd.pool)
+    users, limits, groups = negotiator_view(schedd.home_dir, schedd.pool)
     _header(schedd)
     if users is None:
         out.write("(the negotiator gave no priority table: analyzing without user priorities)\n")
@@ -422,55 +425,9 @@ def _analyze(schedd: Any, constraint: str | None, who: dict[str, Any], ids: list
         job = obj_to_ad(obj)
         # HTCondor's own lines first (what scripts grep), then roost's clause analysis
         out.write(condor_text(job, slots, better, width, time.time()))
-        a = analyze(job, slots, users, _submitter(obj), limits=limits, groups=groups)
+        a = analyze(job, slots, users, priority_name(obj), limits=limits, groups=groups)
         out.write("\n" + render(a, job, better=better))
     return 0
-
-
-def _submitter(job: dict[str, Any]) -> str | None:
-    user, group = job.get("User") or job.get("Owner"), job.get("AcctGroup")
-    if isinstance(user, str) and isinstance(group, str) and group:
-        return f"{group}.{user}"
-    return user if isinstance(user, str) else None
-
-
-def _negotiator_view(home: str, pool: str | None = None) -> tuple[list[dict[str, Any]] | None, Any, list[dict[str, Any]] | None]:
-    """The negotiator's USERPRIO table, its concurrency limits (a ConcurrencyLimits) and
-    accounting groups (LIMITS); each None when it cannot answer (not running, too old)."""
-    # lazy: only -analyze asks the negotiator (the api client and its protocol code)
-    from roost.api.negotiator import negotiator_connection
-    from roost.core.concurrency import ConcurrencyLimits
-
-    try:
-        conn = negotiator_connection(home, 5.0, pool=pool)
-    except PoolError:
-        return None, None, None
-    try:
-        try:
-            users = conn.call("USERPRIO").get("users")
-        except (PoolError, OSError):
-            return None, None, None
-        try:
-            got = conn.call("LIMITS")
-        except (PoolError, OSError):
-            got = {}
-    finally:
-        conn.close()
-    users = [u for u in users if isinstance(u, dict)] if isinstance(users, list) else None
-    cl, limits = got.get("concurrency"), None
-    if isinstance(cl, dict):
-        def numbers(key: str) -> dict[str, float]:
-            d = cl.get(key)
-            return {str(k).lower(): float(v) for k, v in d.items()
-                    if type(v) in (int, float)} if isinstance(d, dict) else {}
-        default = cl.get("default")
-        limits = ConcurrencyLimits(limits=numbers("limits"), in_use=numbers("in_use"),
-                                   group_defaults=numbers("group_defaults"))
-        if type(default) in (int, float):
-            limits.default = float(default)
-    groups = got.get("groups")
-    groups = [g for g in groups if isinstance(g, dict)] if isinstance(groups, list) else None
-    return users, limits, groups
 
 
 def _filters(constraint: str | None, owner: str | None, ids: list[str]) -> dict[str, Any]:

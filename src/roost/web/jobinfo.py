@@ -19,8 +19,8 @@ from typing import Any
 
 from roost.api.collector import Collector
 from roost.api.errors import PoolError
+from roost.api.negotiator import negotiator_view, priority_name
 from roost.api.schedd import Schedd
-from roost.cli.q_cmd import _negotiator_view, _submitter
 from roost.core.analyze import analyze, render
 from roost.core.condor_analysis import condor_text
 
@@ -150,7 +150,7 @@ def pool_inputs(home: str) -> tuple[list[Any], Any, Any, Any]:
         slots = collector.query("Machine")
     finally:
         collector.close()
-    users, limits, groups = _negotiator_view(home)
+    users, limits, groups = negotiator_view(home)
     return slots, users, limits, groups
 
 
@@ -168,7 +168,7 @@ def better_analyze(home: str, schedd: Schedd, job_id: str,
     job = jobs[0]
     obj = {k: job.get(k) for k in ("User", "Owner", "AcctGroup")}
     try:
-        a = analyze(job, slots, users, _submitter(obj), limits=limits, groups=groups)
+        a = analyze(job, slots, users, priority_name(obj), limits=limits, groups=groups)
     except PoolError as e:
         return f"cannot analyze {job_id}: {e}\n"
     # as the command prints it: condor_q's own text first, then roost's
