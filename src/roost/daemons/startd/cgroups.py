@@ -23,6 +23,7 @@ import hashlib
 import logging
 import os
 import time
+from collections.abc import Callable
 
 log = logging.getLogger(__name__)
 
@@ -84,6 +85,38 @@ def _cgroup2_root() -> str | None:
                 return path
     return None
 
+
+
+def kill_procs(path: str) -> None:
+    """SIGKILL each process a cgroup directory's ``cgroup.procs`` lists (v1 has no
+    cgroup.kill); a directory gone or unreadable holds nothing to kill."""
+    with contextlib.suppress(OSError):
+        with open(os.path.join(path, "cgroup.procs")) as f:
+            for pid in f.read().split():
+                with contextlib.suppress(ProcessLookupError, ValueError):
+                    os.kill(int(pid), 9)
+
+
+def remove_dir(path: str, kill: Callable[[], None] | None = None, wait: float = 2.0) -> None:
+    """Remove a cgroup directory (blocking: call it off the event loop). While processes
+    keep it busy, ``kill`` them (by default ``kill_procs``; each round) and try again,
+    waiting a little longer each time, for up to ``wait`` seconds; then log and leave
+    it. Gone already: done. (The job cgroups, the memory and cpu v1 directories.)"""
+    deadline = time.monotonic() + wait
+    delay = 0.001
+    while True:
+        try:
+            os.rmdir(path)
+            return
+        except FileNotFoundError:
+            return
+        except OSError as e:
+            if e.errno != errno.EBUSY or time.monotonic() > deadline:
+                log.warning("cannot remove cgroup %s: %s", path, e.strerror)
+                return
+        kill() if kill is not None else kill_procs(path)
+        time.sleep(delay)  # killed processes take a moment to leave
+        delay = min(delay * 2, 0.05)
 
 class JobCgroups:
     """Makes, fills, kills and removes the per-job cgroups (or does nothing when off)."""
@@ -200,30 +233,7 @@ class JobCgroups:
             return
         # Usually the job's processes are gone (and killed already): an empty cgroup is
         # removed at once, without writing cgroup.kill first.
-        try:
-            os.rmdir(path)
-            return
-        except FileNotFoundError:
-            return
-        except OSError as e:
-            if e.errno != errno.EBUSY:
-                log.warning("cannot remove cgroup %s: %s", path, e.strerror)
-                return
-        self.kill(name)
-        deadline = time.monotonic() + wait
-        delay = 0.001
-        while True:
-            try:
-                os.rmdir(path)
-                return
-            except FileNotFoundError:
-                return
-            except OSError as e:
-                if e.errno != errno.EBUSY or time.monotonic() > deadline:
-                    log.warning("cannot remove cgroup %s: %s", path, e.strerror)
-                    return
-            time.sleep(delay)  # killed processes take a moment to leave
-            delay = min(delay * 2, 0.05)
+        remove_dir(path, lambda: self.kill(name), wait)
 
     def leftovers(self) -> list[str]:
         """Job cgroups a previous startd left behind (their processes are killed by remove)."""

@@ -28,12 +28,18 @@ import errno
 import logging
 import os
 import threading
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from roost.daemons.startd.cgroups import child_dirs, make_writable_dir, own_v1_path, startd_dir
+from roost.daemons.startd.cgroups import (
+    child_dirs,
+    kill_procs,
+    make_writable_dir,
+    own_v1_path,
+    remove_dir,
+    startd_dir,
+)
 
 log = logging.getLogger(__name__)
 
@@ -165,7 +171,7 @@ class MemoryLimits:
             return []
         gone = [name for name in child_dirs(self.base) if name not in keep]
         for name in gone:
-            self._rmdir(os.path.join(self.base, name))
+            remove_dir(os.path.join(self.base, name))
         return gone
 
     def path(self, name: str) -> str | None:
@@ -367,32 +373,7 @@ class MemoryLimits:
         if key.startswith("slot") and "_" not in key:  # a static slot's: kept for its next job
             if not moved:
                 return  # the job never entered it: nothing of it there to kill
-            with contextlib.suppress(OSError):
-                with open(os.path.join(path, "cgroup.procs")) as f:
-                    for pid in f.read().split():  # what the job left running dies
-                        with contextlib.suppress(ProcessLookupError, ValueError):
-                            os.kill(int(pid), 9)
+            kill_procs(path)  # what the job left running dies
             return
         self._owner.pop(key, None)
-        self._rmdir(path, wait)
-
-    @staticmethod
-    def _rmdir(path: str, wait: float = 2.0) -> None:
-        """Remove a v1 memory cgroup, killing what is left in it (blocking)."""
-        deadline = time.monotonic() + wait
-        while True:
-            try:
-                os.rmdir(path)
-                return
-            except FileNotFoundError:
-                return
-            except OSError:
-                if time.monotonic() > deadline:
-                    log.warning("cannot remove memory cgroup %s", path)
-                    return
-                with contextlib.suppress(OSError):  # what is left there dies
-                    with open(os.path.join(path, "cgroup.procs")) as f:
-                        for pid in f.read().split():
-                            with contextlib.suppress(ProcessLookupError, ValueError):
-                                os.kill(int(pid), 9)
-                time.sleep(0.01)
+        remove_dir(path, wait=wait)
