@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from roost.classad.func_environ import join_args_v2, split_args_v2
+
 
 class ArgSyntaxError(ValueError):
     pass
@@ -65,69 +67,19 @@ def _unwack_v1(value: str) -> str:
 
 
 def split_v2_raw(raw: str) -> list[str]:
-    """Split V2 raw text into words (single quotes group, '' is a literal ')."""
-    words: list[str] = []
-    cur: list[str] = []
-    have = False
-    i = 0
-    n = len(raw)
-    while i < n:
-        c = raw[i]
-        if c in " \t\r\n":
-            if have:
-                words.append("".join(cur))
-                cur, have = [], False
-            i += 1
-        elif c == "'":
-            have = True
-            i += 1
-            while True:
-                if i >= n:
-                    raise ArgSyntaxError(f"unterminated single quote in: {raw}")
-                if raw[i] == "'":
-                    if i + 1 < n and raw[i + 1] == "'":
-                        cur.append("'")
-                        i += 2
-                        continue
-                    i += 1
-                    break
-                cur.append(raw[i])
-                i += 1
-        else:
-            cur.append(c)
-            have = True
-            i += 1
-    if have:
-        words.append("".join(cur))
+    """Split V2 raw text into words (single quotes group, '' is a literal '): the
+    ClassAd function ``splitArgs``'s splitter, with a submit file's error."""
+    words = split_args_v2(raw)
+    if words is None:
+        raise ArgSyntaxError(f"unterminated single quote in: {raw}")
     return words
 
 
-def _append_v2_word(w: str, out: list[str]) -> None:
-    """One word in HTCondor's canonical V2 raw form: only the blanks and quotes are quoted
-    (``two three`` -> ``two' 'three``), neighbouring quoted runs merged, '' for an empty word."""
-    if not w:
-        out.append("''")
-        return
-    for c in w:
-        if c in " \t\n\r'":
-            if out and out[-1] == "'":
-                out.pop()  # extend the quoted run just closed instead of opening another
-            else:
-                out.append("'")
-            out.append("''" if c == "'" else c)
-            out.append("'")
-        else:
-            out.append(c)
-
-
 def join_v2_raw(words: list[str]) -> str:
-    """Words as condor_submit writes ``Arguments``/``Environment`` (V2 raw)."""
-    out: list[str] = []
-    for i, w in enumerate(words):
-        if i:
-            out.append(" ")
-        _append_v2_word(w, out)
-    return "".join(out)
+    """Words as condor_submit writes ``Arguments``/``Environment`` (V2 raw: only the
+    blanks and quotes are quoted, ``two three`` -> ``two' 'three``, '' for an empty
+    word), the same text as the ClassAd function ``joinArgs`` makes."""
+    return join_args_v2(words)
 
 
 def parse_arguments(value: str) -> tuple[str, str]:
