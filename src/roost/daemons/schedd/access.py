@@ -17,38 +17,28 @@ queue super user (``QUEUE_SUPER_USERS``) and the schedd's own account.
 from __future__ import annotations
 
 import os
-import pwd
 import stat
 from collections.abc import Callable, Iterable
 from typing import Any
 
 from roost.core.accounting_user import accounting_user_problem
+from roost.daemons.accounts import account, groups
 from roost.daemons.security import peer_user
 from roost.daemons.userfiles import User, allowed
 from roost.net.errors import RequestError
 from roost.net.server import Peer
 
 _NOBODY = (65534, 65534, frozenset({65534}))
-_identities: dict[str, tuple[int, int, frozenset[int]] | None] = {}
 
 
 def identity(owner: str) -> tuple[int, int, frozenset[int]] | None:
     """(uid, gid, groups) whose rights apply to ``owner``'s files; None: unrestricted."""
     if os.geteuid() != 0:
         return None
-    if owner in _identities:
-        return _identities[owner]
-    try:
-        pw = pwd.getpwnam(owner)
-        got: tuple[int, int, frozenset[int]] | None = (
-            (pw.pw_uid, pw.pw_gid, frozenset(os.getgrouplist(pw.pw_name, pw.pw_gid))) if pw.pw_uid != 0 else None
-        )
-    except (KeyError, TypeError):
-        got = _NOBODY
-    if len(_identities) > 4096:
-        _identities.clear()
-    _identities[owner] = got
-    return got
+    pw = account(owner)
+    if pw is None:
+        return _NOBODY
+    return (pw.pw_uid, pw.pw_gid, groups(pw)) if pw.pw_uid != 0 else None
 
 
 def owner_user(owner: str) -> User:

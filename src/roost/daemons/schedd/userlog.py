@@ -27,12 +27,12 @@ from __future__ import annotations
 import errno
 import logging
 import os
-import pwd
 import stat
 from collections import OrderedDict
 from collections.abc import Iterable
 from typing import Any
 
+from roost.daemons.accounts import account
 from roost.daemons.schedd.access import may_write
 from roost.eventlog import EventLogWriter, JobAdInformationEvent
 from roost.eventlog.events import Event
@@ -49,22 +49,10 @@ _FORMAT = EventFormatter()
 TAIL = 1 << 20  # how far back a replayed event is looked for
 
 
-_ids: dict[str, tuple[int, int] | None] = {}
-
-
 def user_ids(owner: str) -> tuple[int, int] | None:
     """(uid, gid) of a local user named ``owner``, or None (looked up once per name)."""
-    if owner in _ids:
-        return _ids[owner]
-    try:
-        pw = pwd.getpwnam(owner)
-        got: tuple[int, int] | None = (pw.pw_uid, pw.pw_gid)
-    except (KeyError, TypeError):
-        got = None
-    if len(_ids) > 4096:
-        _ids.clear()
-    _ids[owner] = got
-    return got
+    pw = account(owner)
+    return (pw.pw_uid, pw.pw_gid) if pw is not None else None
 
 
 def _path_of(job_get: Any, attr: str) -> str | None:
