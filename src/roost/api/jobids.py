@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 
 def is_job_id(text: str) -> bool:
     """True for ``C`` or ``C.P`` (non-negative integers)."""
@@ -45,3 +47,16 @@ def normalize_ids(ids: object) -> list[str]:
         parse_job_id(text)
         out.append(text)
     return out
+
+
+def job_selection(ids: list[str], constraint: str | None, owner: str | None) -> dict[str, Any]:
+    """The jobs a QUERY_JOBS, ACT or EDIT names, as its arguments: ``ids`` (already
+    checked), ``constraint``, ``owner``; each only when given (none: every job)."""
+    args: dict[str, Any] = {}
+    if ids:
+        args["ids"] = ids
+    if constraint:
+        args["constraint"] = constraint
+    if owner:
+        args["owner"] = owner
+    return args

@@ -17,7 +17,7 @@ from typing import Any
 from roost.api.connection import DaemonConnection
 from roost.api.errors import NoPoolError
 from roost.api.home import pool_home, read_address, run_path
-from roost.api.jobids import normalize_ids
+from roost.api.jobids import job_selection, normalize_ids
 from roost.net.addresses import INHERITED_FD_ENV
 
 ACTIONS = ("remove", "hold", "release", "suspend", "continue", "vacate", "vacate_fast")
@@ -416,14 +416,7 @@ class Schedd:
 def _selection(what: str, ids: Iterable[str] | str | None, constraint: str | None,
                owner: str | None) -> dict[str, Any]:
     """The jobs an ACT or EDIT names: ids, a constraint, an owner (at least one)."""
-    args: dict[str, Any] = {}
-    id_list = normalize_ids(ids)
-    if id_list:
-        args["ids"] = id_list
-    if constraint:
-        args["constraint"] = constraint
-    if owner:
-        args["owner"] = owner
+    args = job_selection(normalize_ids(ids), constraint, owner)
     if not args:
         raise ValueError(f"{what} needs ids, a constraint or an owner")
     return args

@@ -16,6 +16,7 @@ from typing import Any
 
 from roost.api.errors import PoolError
 from roost.api.home import read_address
+from roost.api.jobids import job_selection
 from roost.api.schedd import Schedd, current_user, merge_jobs
 from roost.cli import q_layout
 from roost.cli.jobview import (
@@ -215,7 +216,7 @@ class View:
         if ns.analyze or ns.values["better-analyze"]:
             return _analyze(schedd, constraint, self.who, self.ids, bool(ns.values["better-analyze"]), limit)
         if ns.totals:
-            filters = _filters(constraint, owner, self.ids)
+            filters = job_selection(self.ids, constraint, owner)
             got = schedd.call("QUERY_JOBS", totals=True, **filters, **({"my_jobs": True} if "my_jobs" in self.who else {}))
             _header(schedd)
             # Without filters the query's totals are everyone's: one request, not two.
@@ -428,17 +429,6 @@ def _analyze(schedd: Any, constraint: str | None, who: dict[str, Any], ids: list
         a = analyze(job, slots, users, priority_name(obj), limits=limits, groups=groups)
         out.write("\n" + render(a, job, better=better))
     return 0
-
-
-def _filters(constraint: str | None, owner: str | None, ids: list[str]) -> dict[str, Any]:
-    args: dict[str, Any] = {}
-    if constraint:
-        args["constraint"] = constraint
-    if owner:
-        args["owner"] = owner
-    if ids:
-        args["ids"] = ids
-    return args
 
 
 def _header(schedd: Any) -> None:

@@ -12,7 +12,7 @@ import sys
 from typing import Any
 
 from roost.api.errors import PoolError
-from roost.api.jobids import is_job_id
+from roost.api.jobids import is_job_id, job_selection
 from roost.api.schedd import Schedd
 from roost.cli.restrict import error_line
 
@@ -123,7 +123,7 @@ def main_qedit(argv: list[str]) -> int:
         return 0
     try:
         schedd = Schedd(name=got["name"], pool=got["pool"])
-        done = schedd.call("EDIT", attrs=edits, **_selection(got))
+        done = schedd.call("EDIT", attrs=edits, **job_selection(got["ids"], got["constraint"], got["owner"]))
     except PoolError as e:
         print(error_line("roost qedit", e), file=sys.stderr)
         print("Queue transaction failed.  No attributes were set.", file=sys.stderr)
@@ -142,17 +142,6 @@ def main_qedit(argv: list[str]) -> int:
     for name in edits:
         print(f'Set attribute "{name}" for {count} matching jobs.')
     return 0
-
-
-def _selection(got: dict[str, Any]) -> dict[str, Any]:
-    args: dict[str, Any] = {}
-    if got["ids"]:
-        args["ids"] = got["ids"]
-    if got["constraint"]:
-        args["constraint"] = got["constraint"]
-    if got["owner"]:
-        args["owner"] = got["owner"]
-    return args
 
 
 def parse_prio(argv: list[str]) -> dict[str, Any]:
