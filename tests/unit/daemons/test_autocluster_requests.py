@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 
-from roost.daemons.schedd.autoclusters import AutoClusters
+from roost.daemons.schedd.autocluster_ids import AutoClusters
 from roost.daemons.schedd.jobqueue import JobQueue
 from roost.daemons.schedd.store import Store
 

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from roost.core import jobpolicy as jp
-from roost.daemons.schedd.autoclusters import AutoClusters, not_negotiated
+from roost.daemons.schedd.autocluster_ids import AutoClusters, not_negotiated
 from roost.daemons.schedd.jobqueue import Job, JobQueue
 
 

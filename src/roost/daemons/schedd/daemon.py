@@ -25,7 +25,7 @@ from roost.core import jobpolicy as jp
 from roost.core.accounting_user import ALLOW_OTHER_KNOB
 from roost.daemons.base import Daemon, run
 from roost.daemons.schedd.access import QueueRights
-from roost.daemons.schedd.autoclusters import LOCAL_UNIVERSES, AutoClusters
+from roost.daemons.schedd.autocluster_ids import LOCAL_UNIVERSES, AutoClusters
 from roost.daemons.schedd.checkpoints import CheckpointStore
 from roost.daemons.schedd.chirp_calls import ChirpCalls
 from roost.daemons.schedd.ckpt_admission import CheckpointAdmission

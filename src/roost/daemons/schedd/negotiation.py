@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from roost.daemons.schedd.autoclusters import AutoClusters
+from roost.daemons.schedd.autocluster_ids import AutoClusters
 from roost.daemons.schedd.dedicated import OWNER as DEDICATED
 from roost.daemons.schedd.dedicated import DedicatedScheduler
 from roost.daemons.schedd.lifecycle import JobLifecycle

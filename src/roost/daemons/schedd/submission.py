@@ -19,7 +19,7 @@ from roost.core import jobpolicy as jp
 from roost.core.accounting_user import ATTRS_LOWER as ACCOUNTING_ATTRS
 from roost.core.accounting_user import lookup
 from roost.daemons.schedd.access import QueueRights
-from roost.daemons.schedd.autoclusters import LOCAL_UNIVERSES
+from roost.daemons.schedd.autocluster_ids import LOCAL_UNIVERSES
 from roost.daemons.schedd.lifecycle import JobLifecycle
 from roost.daemons.schedd.localuniverse import start_local
 from roost.daemons.schedd.userlog import log_paths

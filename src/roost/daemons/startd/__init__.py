@@ -2,7 +2,7 @@
 
 - ``daemon``: the daemon shell (configuration, the slot table, advertising, wiring);
 - ``claims``: the claim protocol, preempting claims and leases;
-- ``owner_policy``: the owner policy at work, and the owner's commands (drain, vacate, off, on);
+- ``policy_runner``: the owner policy (``roost.core.ownerpolicy``) at work, and the owner's commands (drain, vacate, off, on);
 - ``owner``: measuring the owner's use of the machine (idle times, loads);
 - ``starter``: one asyncio task per running job (sandbox, files, process);
 - ``peers``: the connections to schedds that every starter shares;

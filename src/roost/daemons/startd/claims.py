@@ -86,7 +86,7 @@ class Host(Protocol):
 
 
 class PolicyHooks(Protocol):
-    """What claims need of the owner policy (``owner_policy.OwnerPolicy``)."""
+    """What claims need of the owner policy (``policy_runner.OwnerPolicy``)."""
 
     drain: str | None
     off: bool

@@ -57,9 +57,9 @@ from roost.daemons.startd.jobcommand import Universes
 from roost.daemons.startd.jobshell import ShellCalls
 from roost.daemons.startd.leftovers import JOBS_DIR, Record, read_records, remove_sandboxes
 from roost.daemons.startd.memlimit import MemoryLimits
-from roost.daemons.startd.owner_policy import OwnerPolicy
 from roost.daemons.startd.peek import PeekCalls
 from roost.daemons.startd.peers import Peers
+from roost.daemons.startd.policy_runner import OwnerPolicy
 from roost.net.client import AsyncClient
 from roost.net.errors import RequestError
 from roost.net.server import Handler
