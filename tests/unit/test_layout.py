@@ -221,3 +221,33 @@ def test_imports_inside_functions_say_why() -> None:
                 if k < 0 or not text[k].strip().startswith("# lazy:"):
                     silent.append(f"{MODULES[module].relative_to(SRC)}:{node.lineno}")
     assert silent == []
+
+
+def _doc_table() -> dict[str, set[str]]:
+    """docs/architecture.md's layer table: package -> the parts its "may import" column
+    names (outside parentheses, which hold the reasons)."""
+    text = (SRC.parent / "docs" / "architecture.md").read_text()
+    out: dict[str, set[str]] = {}
+    for line in text.split("\n"):
+        if not line.startswith("| `roost."):
+            continue
+        cells = [c.strip() for c in line.strip("|").split(" | ")]
+        part = cells[0].strip("`").removeprefix("roost.")
+        depth, plain = 0, []
+        for c in cells[-1]:
+            depth += c == "("
+            if not depth:
+                plain.append(c)
+            depth -= c == ")"
+        words = {w.strip(" .`") for w in "".join(plain).replace(" and ", ",").split(",")}
+        out[part] = {w for w in words if w in ALLOWED}
+    return out
+
+
+def test_the_architecture_doc_shows_the_layers_of_the_code() -> None:
+    """The table a newcomer reads is the one this test enforces."""
+    doc = _doc_table()
+    parts = {k for k in ALLOWED if k}
+    assert set(doc) == parts, f"rows missing or extra in docs/architecture.md: {sorted(set(doc) ^ parts)}"
+    wrong = {p: (sorted(doc[p]), sorted(ALLOWED[p])) for p in parts if doc[p] != ALLOWED[p]}
+    assert not wrong, f"docs/architecture.md's 'may import' column differs (doc, code): {wrong}"
