@@ -32,6 +32,7 @@ from roost.classad.ast import Node
 from roost.classad.evaluate import EvaluationFailed, evaluate
 from roost.core import matchmaker
 from roost.core.matchmaker import Plan, Request, Slot, SlotPool, gc_paused
+from roost.vocabulary import SlotState
 
 NONE_GROUP = "<none>"
 _EPS = 1e-9
@@ -305,10 +306,10 @@ def negotiate_fair(
     free_w = pool_w = 0.0
     for s in slots:
         state = _state(s.ad)
-        if state == "Unclaimed" or state == "Claimed":
+        if state == SlotState.UNCLAIMED or state == SlotState.CLAIMED:
             w = slot_weight(s.ad)
             pool_w += w
-            if state == "Unclaimed":
+            if state == SlotState.UNCLAIMED:
                 free_w += w
     total = max(pool_w, free_w + sum(cyc.held.values()))
     if groups:

@@ -82,6 +82,7 @@ from roost.core.slotclasses import (
     on_offer,
 )
 from roost.core.thresholds import Split, split_of
+from roost.vocabulary import SlotState
 
 _EPS = 1e-9
 
@@ -214,9 +215,9 @@ class SlotPool:
         self.views: list[SlotView] = []
         for i, s in enumerate(slots):
             state = attr_value(s.ad, "state")
-            if state == "Unclaimed":
+            if state == SlotState.UNCLAIMED:
                 self.views.append(SlotView(s, i, False))
-            elif consider and state == "Claimed":
+            elif consider and state == SlotState.CLAIMED:
                 self.views.append(SlotView(s, i, True))
         self.pre_job_rank = pre_job_rank
         self.post_job_rank = post_job_rank

@@ -76,12 +76,13 @@ from roost.daemons.negotiator_schedds import Schedds
 from roost.net.adwire import obj_to_ad
 from roost.net.errors import RequestError
 from roost.net.server import Handler, Peer
+from roost.vocabulary import SlotState
 
 # Attributes that change on every update without meaning anything changed.
 _VOLATILE = frozenset(("LastHeardFrom", "MyCurrentTime"))
 _PRIVATE = ("ClaimId", "ClaimIds", "Capability", "PreemptClaimId")
 #: slot states whose claim counts as usage of its RemoteUser
-_BUSY_STATES = frozenset(("Claimed", "Preempting"))
+_BUSY_STATES = frozenset((SlotState.CLAIMED, SlotState.PREEMPTING))
 _NAME_LIST = re.compile(r"[\s,]+")
 ACCOUNTANT_FILE = "accountant.json"
 
@@ -665,10 +666,10 @@ class Negotiator(Daemon):
             if not isinstance(name, str):
                 continue
             state = obj.get("State")
-            if state == "Unclaimed" or (state is None and isinstance(obj.get("ClaimId"), str)):
+            if state == SlotState.UNCLAIMED or (state is None and isinstance(obj.get("ClaimId"), str)):
                 claim = obj.get("ClaimId")
                 claimed = False
-            elif (preemption is not None and state == "Claimed" and isinstance(obj.get("PreemptClaimId"), str)
+            elif (preemption is not None and state == SlotState.CLAIMED and isinstance(obj.get("PreemptClaimId"), str)
                   and (prio_preemption or _rank_may_preempt(obj))):
                 claim = obj.get("PreemptClaimId")
                 claimed = True

@@ -31,6 +31,7 @@ from roost.daemons.security import peer_user
 from roost.net.adwire import obj_to_ad
 from roost.net.errors import RequestError, bad_request, excerpt
 from roost.net.server import Peer
+from roost.vocabulary import JobStatus
 
 log = logging.getLogger("roost.schedd")
 
@@ -133,7 +134,7 @@ class QueueCalls:
             if req.get("constraint") or req.get("ids"):
                 counts: dict[str, int] = {n: 0 for n in jp.STATUS_NAMES.values()}
                 for job in self._matching(req, owner):
-                    counts[jp.STATUS_NAMES.get(job.status, "Idle")] += 1
+                    counts[jp.STATUS_NAMES.get(job.status, _IDLE_WORD)] += 1
                 counts["Total"] = sum(counts.values())
                 return {"totals": counts, **mine}
             return {"totals": self.queue.totals_named(owner), **mine}
@@ -461,7 +462,7 @@ class QueueCalls:
             if proc is None and cluster is not None:
                 for status, n in cluster.counts.items():
                     if n:
-                        name = jp.STATUS_NAMES.get(status, "Idle")
+                        name = jp.STATUS_NAMES.get(status, _IDLE_WORD)
                         counts[name] = counts.get(name, 0) + n
                         total += n
                         if status in (jp.COMPLETED, jp.REMOVED):
@@ -469,7 +470,7 @@ class QueueCalls:
                 jobs = []
             for job in jobs:
                 total += 1
-                name = jp.STATUS_NAMES.get(job.status, "Idle")
+                name = jp.STATUS_NAMES.get(job.status, _IDLE_WORD)
                 counts[name] = counts.get(name, 0) + 1
                 if job.status in (jp.COMPLETED, jp.REMOVED) and job.key not in self.jobs.done_unlogged:
                     done += 1
@@ -658,12 +659,13 @@ __all__ = ["QueueCalls"]
 
 
 AR_SUCCESS, AR_NOT_FOUND, AR_BAD_STATUS, AR_ALREADY_DONE, AR_DENIED = 1, 2, 3, 4, 5
+_IDLE_WORD = JobStatus.WORDS[JobStatus.IDLE]  # where a job has a status of no name
 
 
 def _refusal(action: str, status: int) -> int:
     """The result code HTCondor's schedd gives a job an action does not apply to."""
     if action == "remove":
-        return AR_ALREADY_DONE if status == 3 else AR_BAD_STATUS
+        return AR_ALREADY_DONE if status == JobStatus.REMOVED else AR_BAD_STATUS
     if action == "hold":
-        return AR_ALREADY_DONE if status == 5 else AR_DENIED if status in (3, 4) else AR_BAD_STATUS
+        return AR_ALREADY_DONE if status == JobStatus.HELD else AR_DENIED if status in (JobStatus.REMOVED, JobStatus.COMPLETED) else AR_BAD_STATUS
     return AR_BAD_STATUS

@@ -49,6 +49,7 @@ from roost.daemons.startd.starter import Starter
 from roost.net.adwire import obj_to_ad
 from roost.net.errors import RequestError
 from roost.net.server import Peer
+from roost.vocabulary import Activity, SlotState
 
 
 class Host(Protocol):
@@ -214,7 +215,7 @@ class Claims:
             self._count_stale(name)
             raise RequestError("DENIED", f"{self.host.slot_name(name)} is already claimed")
         drain, off = self.owner_policy.drain, self.owner_policy.off
-        if drain or off or slot.state not in ("Unclaimed", "Matched"):
+        if drain or off or slot.state not in (SlotState.UNCLAIMED, SlotState.MATCHED):
             why = "draining" if drain else "off" if off else f"in state {slot.state}"
             raise RequestError("DENIED", f"{self.host.slot_name(name)} takes no claims: {why}")
         slot, job, ad = self._judge(name, req)
@@ -272,7 +273,7 @@ class Claims:
     def _hand_over(self, slot: Slot, pending: _Pending, now: float) -> None:
         """The preempted claim is gone: the waiting claim takes the same resources."""
         claim = replace(pending.claim, lease_expires=now + pending.claim.lease, job=None, job_start=0.0)
-        slot = core.transition(slot, "Claimed", "Idle", now)
+        slot = core.transition(slot, SlotState.CLAIMED, Activity.IDLE, now)
         slot = replace(slot, claim=claim, claim_id=pending.claim_id)
         self.host.slots[slot.name] = slot
         self.by_claim[pending.claim_id] = slot.name
@@ -356,7 +357,7 @@ class Claims:
         if claim_id in self.starters:
             raise RequestError("DENIED", f"a job is already running on {self.host.slot_name(slot.name)}")
         drain, off = self.owner_policy.drain, self.owner_policy.off
-        if slot.name in self.preempting or slot.state != "Claimed" or drain or off:
+        if slot.name in self.preempting or slot.state != SlotState.CLAIMED or drain or off:
             why = "draining" if drain else "off" if off else (
                 "being preempted" if slot.name in self.preempting else f"in state {slot.state}")
             raise RequestError("DENIED", f"{self.host.slot_name(slot.name)} takes no new job: {why}")
@@ -389,7 +390,7 @@ class Claims:
         self.job_ads[claim_id] = job
         now = time.time()
         slot = self._renew(slot, job=spec.job_id, job_start=now, concurrency_limits=_limits_of(job))
-        self.host.slots[slot.name] = core.transition(slot, "Claimed", "Busy", now)
+        self.host.slots[slot.name] = core.transition(slot, SlotState.CLAIMED, Activity.BUSY, now)
         self.host.changed(slot.name, urgent=False)
         if error is not None:
             starter.fail_before_start(error)
@@ -592,8 +593,8 @@ class Claims:
         if slot is None or slot.claim is None or slot.claim.job != starter.spec.job_id:
             return
         slot = replace(slot, claim=replace(slot.claim, job=None, job_start=0.0))
-        if slot.state == "Claimed":
-            slot = core.transition(slot, "Claimed", "Idle", time.time())
+        if slot.state == SlotState.CLAIMED:
+            slot = core.transition(slot, SlotState.CLAIMED, Activity.IDLE, time.time())
         self.host.slots[slot.name] = slot  # Preempting stays so until the claim ends
         self.host.changed(slot.name, urgent=False)
         self.owner_policy.evaluate_soon(slot.name)
@@ -614,7 +615,7 @@ class Claims:
         if waiting is not None:
             pending = waiting[1]
             pending.claim = replace(pending.claim, lease_expires=time.time() + pending.claim.lease)
-            return {"state": "Idle"}
+            return {"state": Activity.IDLE}
         slot = self._renew(self._claimed(req["claim_id"]))
         return {"state": slot.activity}
 
@@ -673,7 +674,7 @@ class Claims:
         starter = self.starters.get(claim_id)
         if starter is None:
             return {"job": None, "suspended": False}
-        if not suspend and slot.activity == "Suspended":
+        if not suspend and slot.activity == Activity.SUSPENDED:
             # the machine owner's policy suspended it: only its CONTINUE resumes the job
             self.log.info("continue of job %s refused: the owner policy suspended it", starter.spec.job_id)
             return {"job": starter.spec.job_id, "suspended": starter.suspended}
