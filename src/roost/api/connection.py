@@ -19,28 +19,35 @@ if TYPE_CHECKING:
 _tls_cache: dict[str, ClientTLS | None] = {}
 
 
-def pool_token(home: str) -> str | None:
-    """The first token in the pool's token directory (``$(LOCAL_DIR)/tokens.d``, the
-    default ``SEC_TOKEN_DIRECTORY``) that this user may read: what a tool presents on a
-    TCP connection. The schedd's Unix socket needs none. Read without the configuration
-    (``roost q`` must start fast); files are taken in name order, as HTCondor does."""
+def pool_tokens(home: str) -> list[str]:
+    """Every token in the pool's token directory (``$(LOCAL_DIR)/tokens.d``, the default
+    ``SEC_TOKEN_DIRECTORY``) that this user may read, in file-name order as HTCondor
+    searches them: what a tool presents on a TCP connection, each in turn until a daemon
+    honours one (a host in several pools, or flocking between them, holds a token of
+    each; a pool refuses another's). The schedd's Unix socket needs none. Read without
+    the configuration (``roost q`` must start fast)."""
     directory = os.path.join(home, "tokens.d")
     try:
         names = sorted(os.listdir(directory))
     except OSError:
-        return None
+        return []
+    found: list[str] = []
     for name in names:
         if name.startswith("."):
             continue
         try:
             with open(os.path.join(directory, name), encoding="utf-8") as f:
-                for line in f:
-                    line = line.strip()
-                    if line and not line.startswith("#") and line.count(".") == 2:
-                        return line
+                found += [line for line in (raw.strip() for raw in f)
+                          if line and not line.startswith("#") and line.count(".") == 2]
         except (OSError, UnicodeDecodeError):
             continue
-    return None
+    return found
+
+
+def pool_token(home: str) -> str | None:
+    """The first of :func:`pool_tokens` (what the dashboard's tests hand a browser)."""
+    found = pool_tokens(home)
+    return found[0] if found else None
 
 
 def _address_host(address: str) -> str:
@@ -55,7 +62,7 @@ def client_credentials(home: str, address: str, token: str | None = None) -> dic
     ``roost q`` on a personal pool never pays for it)."""
     if address.startswith(("unix:", "fd:")):
         return {}
-    creds: dict[str, Any] = {"token": token if token is not None else pool_token(home)}
+    creds: dict[str, Any] = {"token": token if token is not None else (pool_tokens(home) or None)}
     # TLS settings (ssl, the configuration) load only for a tool that talks to another
     # host, or to a pool whose daemons have a certificate (SEC_ENCRYPT_LOOPBACK may ask
     # for TLS on loopback too): a personal pool's tools never pay for them

@@ -38,7 +38,7 @@ import contextlib
 import hmac
 import secrets
 import time
-from collections.abc import Callable, Generator, Mapping
+from collections.abc import Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from hashlib import sha256
 from typing import Any
@@ -291,7 +291,37 @@ def _kerberos_steps(service: str, binding: str) -> AuthSteps:
             ctx.close()
 
 
-def client_methods(token: str | None, *, tls: bool, has_cert: bool, binding: str = "",
+#: the most tokens a client presents on one connection, one per issuer and key
+MAX_TOKENS_TRIED = 8
+
+
+def candidate_tokens(token: str | Sequence[str] | None) -> list[str]:
+    """The tokens to present, in order: one per (issuer, key id), at most
+    :data:`MAX_TOKENS_TRIED`. A pool refuses another pool's token (unknown key or
+    issuer) and the connection stays open, so the next one is tried on it; a second
+    token of the same issuer and key would be refused for the same reason."""
+    if token is None:
+        return []
+    if isinstance(token, str):
+        return [token]
+    seen: set[tuple[str, str]] = set()
+    out: list[str] = []
+    for t in token:
+        try:
+            _, claims = decode_token(t.strip())
+            key = (claims.issuer, claims.key_id)
+        except TokenError:
+            key = ("?", t)  # malformed: presented, and refused with its reason
+        if key in seen:
+            continue
+        seen.add(key)
+        out.append(t)
+        if len(out) == MAX_TOKENS_TRIED:
+            break
+    return out
+
+
+def client_methods(token: str | Sequence[str] | None, *, tls: bool, has_cert: bool, binding: str = "",
                    methods: tuple[str, ...] = ("SSL", "IDTOKENS"),
                    kerberos_service: str | None = None, refused_tls: bool = False) -> AuthSteps:
     """The client's authentication after connecting (and after STARTTLS when ``tls``):
@@ -311,17 +341,18 @@ def client_methods(token: str | None, *, tls: bool, has_cert: bool, binding: str
                 return (yield from _kerberos_steps(kerberos_service, binding))
             except AuthError as e:
                 failures.append(str(e))
-        elif method == METHOD and token is not None:
-            try:
-                hs = ClientHandshake(token, binding, refused_tls)
-                reply = yield hs.hello()
-                if reply.get("ok") is True:
-                    reply = yield hs.answer(reply)
+        elif method == METHOD:
+            for one in candidate_tokens(token):
+                try:
+                    hs = ClientHandshake(one, binding, refused_tls)
+                    reply = yield hs.hello()
                     if reply.get("ok") is True:
-                        return str(reply.get("identity"))
-                failures.append(str(reply.get("error") or f"{METHOD}: refused"))
-            except AuthError as e:
-                failures.append(str(e))
+                        reply = yield hs.answer(reply)
+                        if reply.get("ok") is True:
+                            return str(reply.get("identity"))
+                    failures.append(str(reply.get("error") or f"{METHOD}: refused"))
+                except AuthError as e:
+                    failures.append(str(e))
     if failures:
         raise AuthError("; ".join(failures))
     return None

@@ -19,7 +19,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import socket
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
 from roost.net import framing
@@ -92,7 +92,7 @@ class Connection:
 
 
 async def open_connection(
-    address: str, timeout: float = 5.0, token: str | None = None, tls: ClientTLS | None = None
+    address: str, timeout: float = 5.0, token: str | Sequence[str] | None = None, tls: ClientTLS | None = None
 ) -> Connection:
     """Connect to ``host:port`` or ``unix:/path``; ConnectionError on failure.
 
@@ -137,7 +137,7 @@ async def open_connection(
     return conn
 
 
-async def _secure(conn: Connection, host: str, token: str | None, tls: ClientTLS | None) -> None:
+async def _secure(conn: Connection, host: str, token: str | Sequence[str] | None, tls: ClientTLS | None) -> None:
     """STARTTLS where wanted, then each authentication method this client can use."""
     binding, on_tls, refused = "", False, False
     if tls is not None and tls.wanted(host):
@@ -196,7 +196,7 @@ class AsyncClient:
     """A persistent, reconnecting connection to one daemon."""
 
     def __init__(
-        self, address: str, *, timeout: float = 30.0, connect_timeout: float = 5.0, token: str | None = None,
+        self, address: str, *, timeout: float = 30.0, connect_timeout: float = 5.0, token: str | Sequence[str] | None = None,
         tls: ClientTLS | None = None,
     ) -> None:
         self.address = address

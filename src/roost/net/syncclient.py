@@ -18,6 +18,8 @@ from roost.net.addresses import parse_address
 from roost.net.errors import CallTimeout, ProtocolError, RemoteError
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from roost.net.tls import ClientTLS
 
 __all__ = ["SyncClient", "RemoteError", "CallTimeout"]
@@ -34,7 +36,7 @@ class SyncClient:
 
     def __init__(
         self, address: str, timeout: float | None = 30.0, connect_timeout: float = 5.0,
-        token: str | None = None, tls: ClientTLS | None = None, expect_identity: str | None = None,
+        token: str | Sequence[str] | None = None, tls: ClientTLS | None = None, expect_identity: str | None = None,
     ) -> None:
         self.address = address
         self.token = token

@@ -235,3 +235,40 @@ def test_frame_limits_come_before_the_body_and_a_stalled_body_ends_the_connectio
             t0 = time.monotonic()
             assert s.makefile("rb").read() == b""  # closed, no answer
             assert time.monotonic() - t0 < 5
+
+
+def test_a_host_of_two_pools_presents_each_token_until_the_pool_honours_one() -> None:
+    """A host that holds tokens of several pools (flocking, issue 29) presents them in
+    turn on one connection: the other pool's is refused (its issuer is not this pool's),
+    the next one proves the subject; a second token of a refused issuer and key is not
+    tried; with none of this pool's, the refusal names each token's reason."""
+    theirs = create_token(OTHER, "POOL", "other.example", "alice@other.example", now=time.time())
+    also_theirs = create_token(OTHER, "POOL", "other.example", "bob@other.example", now=time.time())
+    ours = token("alice@example")
+    with ThreadedServer({"WHOAMI": whoami}, host="127.0.0.1", authority=authority(),
+                        authorize=authenticated_only, uid_domain="example") as s:
+        with SyncClient(s.server.address, token=[theirs, also_theirs, ours]) as c:
+            assert c.call("WHOAMI")["name"] == "alice@example"
+
+        async def run():
+            client = AsyncClient(s.server.address, token=[theirs, ours])
+            try:
+                return await client.call("WHOAMI")
+            finally:
+                await client.close()
+
+        assert asyncio.run(run())["name"] == "alice@example"
+        with SyncClient(s.server.address, token=[theirs, also_theirs]) as c, pytest.raises(RemoteError) as err:
+            c.call("WHOAMI")
+        assert err.value.code == "AUTH_FAILED" and str(err.value).count("not this pool's") == 1
+
+
+def test_candidate_tokens_one_per_issuer_and_key_in_order() -> None:
+    from roost.net.auth import MAX_TOKENS_TRIED, candidate_tokens
+
+    a1, a2 = token("a@example"), token("b@example")
+    b = create_token(OTHER, "POOL", "other.example", "a@other.example", now=time.time())
+    assert candidate_tokens(None) == [] and candidate_tokens(a1) == [a1]
+    assert candidate_tokens([b, a1, a2]) == [b, a1]
+    many = [create_token(KEY, "POOL", f"pool{i}.example", "a@x", now=time.time()) for i in range(20)]
+    assert candidate_tokens(many) == many[:MAX_TOKENS_TRIED]
