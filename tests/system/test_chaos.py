@@ -104,6 +104,25 @@ def _answered(submit: RoostHost, *args: str, within: float = 90) -> str:
         time.sleep(1)
 
 
+def _story(pool: MultiHostPool, work: Path, cluster: int, procs: list[int]) -> str:
+    """What the user log and every daemon log say of ``procs``: the evidence a failure
+    needs (the pool is gone once the test ends)."""
+    out = []
+    lines = (work / "chaos.log").read_text().split("...\n")
+    for proc in procs:
+        tag = f"{cluster}.{proc}"
+        out.append(f"--- job {tag}: user log")
+        out += [e.strip() for e in lines if f"({cluster:03d}.{proc:03d}." in e]
+        for h in pool.hosts.values():
+            for f in sorted((h.home / "log").glob("*Log*")):
+                hits = [ln for ln in f.read_text(errors="replace").splitlines()
+                        if re.search(rf"\b{re.escape(tag)}\b", ln)]
+                if hits:
+                    out.append(f"--- {h.name}:{f.name}")
+                    out += hits[-40:]
+    return "\n".join(out)
+
+
 def test_a_thousand_jobs_under_chaos_complete_exactly_once(chaos_pool: MultiHostPool) -> None:
     pool = chaos_pool
     submit, cm = pool["submit"], pool["cm"]
@@ -199,5 +218,5 @@ def test_a_thousand_jobs_under_chaos_complete_exactly_once(chaos_pool: MultiHost
           f"runs {starts} (reruns {starts - len(completed)})")
     assert held == 0, submit.roost("q", cluster, "-af", "ProcId", "HoldReason", check=False).stdout
     assert left == 0 and len(completed) == JOBS, (left, states)
-    assert not twice and not never, (twice, never[:20])
+    assert not twice and not never, (twice, never[:20], _story(pool, work, int(cluster), sorted(twice)[:3]))
     assert not wrong_output, wrong_output[:20]

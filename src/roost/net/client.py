@@ -25,7 +25,7 @@ from typing import Any
 from roost.net import framing
 from roost.net.addresses import parse_address
 from roost.net.auth import AuthError, client_methods
-from roost.net.errors import CallTimeout, ProtocolError, RemoteError
+from roost.net.errors import CallTimeout, ProtocolError, RemoteError, transport_failure
 from roost.net.tls import (
     ClientTLS,
     binding_of,
@@ -153,6 +153,8 @@ async def _secure(conn: Connection, host: str, token: str | Sequence[str] | None
                 await conn.writer.start_tls(ctx, server_hostname=host if ctx.check_hostname else None,
                                             ssl_handshake_timeout=10.0)
             except (OSError, TimeoutError) as e:
+                if transport_failure(e):
+                    raise  # the daemon went away mid-handshake (killed, restarted): try again later
                 raise RemoteError("AUTH_FAILED", f"{conn.address}: {describe_ssl_error(e)}") from None
             sslobj = conn.writer.get_extra_info("ssl_object")
             binding, on_tls = binding_of(sslobj.getpeercert(binary_form=True) if sslobj else None), True

@@ -45,3 +45,14 @@ class RemoteError(RequestError):
 class CallTimeout(ConnectionError, TimeoutError):
     """No answer within the call's timeout (the connection is dropped, since a late
     answer would be mistaken for the next call's)."""
+
+
+def transport_failure(e: BaseException) -> bool:
+    """Whether a TLS handshake ended for the connection itself (reset, closed, timed
+    out, with no TLS alert): the daemon was killed or restarted, which a caller
+    retries as any lost connection; anything else (a certificate refused, no shared
+    protocol) is AUTH_FAILED, the caller's to report."""
+    # lazy: ssl loads only once a TLS handshake has failed
+    import ssl
+
+    return isinstance(e, (ConnectionError, TimeoutError, EOFError)) and not isinstance(e, ssl.SSLError)

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from roost.net import framing
 from roost.net.addresses import parse_address
-from roost.net.errors import CallTimeout, ProtocolError, RemoteError
+from roost.net.errors import CallTimeout, ProtocolError, RemoteError, transport_failure
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -118,6 +118,8 @@ class SyncClient:
                 try:
                     sock = ctx.wrap_socket(self._sock, server_hostname=host if ctx.check_hostname else None)
                 except OSError as e:
+                    if transport_failure(e):
+                        raise  # the daemon went away mid-handshake: the caller's retry, not AUTH_FAILED
                     raise RemoteError("AUTH_FAILED", f"{self.address}: {describe_ssl_error(e)}") from None
                 if self._rfile is not None:
                     self._rfile.close()

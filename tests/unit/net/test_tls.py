@@ -460,3 +460,40 @@ def test_a_keyless_daemon_runs_handshakes_alone_while_the_central_manager_is_dow
     now[0] += 3601  # past the token's expiry
     with pytest.raises(AuthError, match="cannot be reached"):
         handshake(tok)
+
+
+def test_a_daemon_killed_mid_handshake_is_a_lost_connection_not_an_auth_failure(pki) -> None:
+    """A schedd killed while a starter's TLS handshake runs resets the connection: the
+    caller sees a ConnectionError and retries, as for any lost connection. As
+    AUTH_FAILED, a starter once took it for the schedd refusing the job's output and held
+    the job (the chaos test: 4 of 1,000 held)."""
+    listener = socket.create_server(("127.0.0.1", 0))
+    address = f"127.0.0.1:{listener.getsockname()[1]}"
+
+    def agree_then_die() -> None:
+        for _ in range(2):  # the blocking client, then the asyncio one
+            conn, _ = listener.accept()
+            conn.recv(65536)  # STARTTLS
+            conn.sendall(framing.encode({"ok": True}))
+            conn.recv(65536)  # the ClientHello
+            conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\0\0\0\0\0\0\0")
+            conn.close()  # an RST, as from a process killed with the socket open
+
+    t = threading.Thread(target=agree_then_die, daemon=True)
+    t.start()
+    try:
+        with pytest.raises(ConnectionError), SyncClient(address, token=token(), tls=client_tls(pki)) as c:
+            c.call("WHOAMI")
+
+        async def run() -> None:
+            client = AsyncClient(address, token=token(), tls=client_tls(pki))
+            try:
+                await client.call("WHOAMI")
+            finally:
+                await client.close()
+
+        with pytest.raises(ConnectionError):
+            asyncio.run(run())
+    finally:
+        t.join(10)
+        listener.close()
