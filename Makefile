@@ -3,7 +3,7 @@ PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test bench venv system-tools
+.PHONY: demo test bench venv system-tools slurm
 
 $(BIN)/roost: pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -31,15 +31,23 @@ bench: venv
 # dashboard's tests drive headless Chromium over its DevTools pipe (chromium; no driver).
 # Container jobs run with podman (catatonit as the container's init; runc where crun
 # refuses a hybrid cgroup host) in an image built from busybox-static; java jobs need a
-# JDK (default-jdk-headless, ~250 MB).
+# JDK (default-jdk-headless, ~250 MB); the grid universe's tests start a private Slurm
+# (slurm-wlm, munge: tests/slurmkit.py; `make slurm` starts one to try jobs by hand).
 # As root on Debian, install what is missing (elsewhere those tests skip and say why).
 SYSTEM_PACKAGES := iproute2 krb5-kdc krb5-admin-server krb5-user openmpi-bin python3-mpi4py python3-venv chromium \
-	podman catatonit runc busybox-static default-jdk-headless
+	podman catatonit runc busybox-static default-jdk-headless slurm-wlm munge
 system-tools:
 	@export DEBIAN_FRONTEND=noninteractive; \
 	{ command -v ip && { command -v krb5kdc || test -x /usr/sbin/krb5kdc; } && command -v mpirun \
 	  && /usr/bin/python3 -c 'import mpi4py, ensurepip' && command -v chromium && command -v podman \
-	  && command -v runc && command -v catatonit && command -v javac && command -v busybox; } >/dev/null 2>&1 || \
+	  && command -v runc && command -v catatonit && command -v javac && command -v busybox \
+	  && { command -v slurmctld || test -x /usr/sbin/slurmctld; } && { command -v munged || test -x /usr/sbin/munged; }; } >/dev/null 2>&1 || \
 	{ [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1 \
 	  && { apt-get install -y -q $(SYSTEM_PACKAGES) || { apt-get update -q && apt-get install -y -q $(SYSTEM_PACKAGES); }; } \
 	  >/dev/null 2>&1; } || true
+
+# A private Slurm on this host (munged, slurmctld, one slurmd; loopback ports), for
+# grid_resource = batch slurm by hand: prints the SLURM_CONF line to export.
+# `$(BIN)/python tests/slurmkit.py stop /tmp/roost-slurm` stops it.
+slurm: venv system-tools
+	$(BIN)/python tests/slurmkit.py start /tmp/roost-slurm
