@@ -1,5 +1,5 @@
-"""The grid universe's decisions for batch systems (issue 30): what ``grid_resource``
-names, how a job's requests become Slurm's options, and what Slurm's word for a job
+"""The grid universe's decisions for batch systems (issue 30): how a job's requests
+become Slurm's options, and what Slurm's word for a job
 means in the user's queue. Pure: the grid manager runs the commands and feeds their
 output here.
 
@@ -22,12 +22,6 @@ from typing import Any
 
 from roost.vocabulary import JobStatus
 
-#: grid_resource types roost sends jobs to, each with what follows the type
-SUPPORTED = {"batch": "batch slurm", "condor": "condor <schedd name> <pool's central manager>"}
-#: batch systems behind ``batch`` (HTCondor's BLAHP names more; these are tested here)
-BATCH_SYSTEMS = ("slurm",)
-_UNTESTED_BATCH = ("pbs", "sge", "lsf", "condor")
-
 #: HTCondor's hold codes the grid manager uses (core.jobpolicy.HOLD_CODE_NAMES): its
 #: gridmanager holds a refused submit or a remote end with no code of its own (0)
 HOLD_GRID_SUBMIT_FAILED = 0
@@ -36,50 +30,8 @@ HOLD_OUT_OF_RESOURCES = 34  # JobOutOfResources
 HOLD_DURATION_EXCEEDED = 46  # JobDurationExceeded
 
 
-class GridResourceError(ValueError):
-    """``grid_resource`` names nothing roost can send a job to; the message lists what it can."""
-
-
-@dataclass(frozen=True)
-class GridResource:
-    kind: str  # "batch" or "condor"
-    system: str = ""  # batch: "slurm"
-    schedd: str = ""  # condor: the remote schedd's name
-    pool: str = ""  # condor: the remote pool's central manager
-
-    def __str__(self) -> str:
-        if self.kind == "batch":
-            return f"batch {self.system}"
-        return f"condor {self.schedd} {self.pool}"
-
-
-def supported_text() -> str:
-    return "; ".join(f"'{v}'" for v in SUPPORTED.values())
-
-
-def parse_grid_resource(text: Any) -> GridResource:
-    """``grid_resource``'s value; GridResourceError naming what is supported."""
-    words = str(text or "").split()
-    if not words:
-        raise GridResourceError(f"universe = grid needs grid_resource; supported: {supported_text()}")
-    kind = words[0].lower()
-    if kind == "batch":
-        if len(words) < 2:
-            raise GridResourceError(f"grid_resource = {text}: batch names its system; supported: batch slurm")
-        system = words[1].lower()
-        if system in BATCH_SYSTEMS:
-            if len(words) > 2:
-                raise GridResourceError(f"grid_resource = {text}: remote batch hosts (user@host) are not supported; "
-                                        "the schedd's host must be a Slurm submit host: batch slurm")
-            return GridResource("batch", system=system)
-        untested = " (not tested here, so not offered)" if system in _UNTESTED_BATCH else ""
-        raise GridResourceError(f"grid_resource = {text}: batch system {system!r} is not supported{untested}; "
-                                f"supported: {', '.join('batch ' + s for s in BATCH_SYSTEMS)}")
-    if kind == "condor":
-        if len(words) != 3:
-            raise GridResourceError(f"grid_resource = {text}: expected 'condor <schedd name> <pool's central manager>'")
-        return GridResource("condor", schedd=words[1], pool=words[2])
-    raise GridResourceError(f"grid_resource = {text}: type {words[0]!r} is not supported; supported: {supported_text()}")
+class SlurmOptionError(ValueError):
+    """A job attribute that cannot become a Slurm option (a partition name with spaces)."""
 
 
 # -- Slurm ------------------------------------------------------------------------------
@@ -119,7 +71,7 @@ def sbatch_args(ad: dict[str, Any], *, name: str, sandbox: str, script: str) -> 
         v = ad.get(attr)
         if isinstance(v, str) and v.strip():
             if not re.fullmatch(r"[A-Za-z0-9_.,-]+", v.strip()):
-                raise GridResourceError(f"{attr} = {v!r}: not a Slurm {option[2:]} name")
+                raise SlurmOptionError(f"{attr} = {v!r}: not a Slurm {option[2:]} name")
             args.append(f"{option}={v.strip()}")
     args.append(script)
     return args
@@ -212,6 +164,5 @@ def mirror(fields: dict[str, str]) -> Mirror:
 
 
 __all__ = [
-    "BATCH_SYSTEMS", "GridResource", "GridResourceError", "Mirror", "SUPPORTED", "mirror", "parse_grid_resource",
-    "parse_sbatch", "parse_scontrol", "sbatch_args", "slurm_job_name", "supported_text",
+    "Mirror", "SlurmOptionError", "mirror", "parse_sbatch", "parse_scontrol", "sbatch_args", "slurm_job_name",
 ]

@@ -17,6 +17,7 @@ from roost.eventlog.exit_events import (
     ShadowExceptionEvent,
     TerminatedEvent,
 )
+from roost.eventlog.grid_events import GridResourceDownEvent, GridResourceUpEvent, GridSubmitEvent
 from roost.eventlog.queue_events import (
     AbortedEvent,
     AttributeUpdateEvent,
@@ -65,6 +66,9 @@ __all__ = [
     "FileTransferEvent",
     "FileTransferType",
     "GenericEvent",
+    "GridResourceDownEvent",
+    "GridResourceUpEvent",
+    "GridSubmitEvent",
     "HeldEvent",
     "JsonEventFormatter",
     "ImageSizeEvent",

@@ -11,6 +11,7 @@ from roost.eventlog.exit_events import (
     ShadowExceptionEvent,
     TerminatedEvent,
 )
+from roost.eventlog.grid_events import GridResourceDownEvent, GridResourceUpEvent, GridSubmitEvent
 from roost.eventlog.queue_events import (
     AbortedEvent,
     AttributeUpdateEvent,
@@ -61,5 +62,8 @@ EVENT_CLASSES: dict[int, type[Event]] = {
         JobAdInformationEvent,
         AttributeUpdateEvent,
         FileTransferEvent,
+        GridSubmitEvent,
+        GridResourceUpEvent,
+        GridResourceDownEvent,
     )
 }

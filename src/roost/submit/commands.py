@@ -88,7 +88,7 @@ def full_path(base: str, p: str) -> str:
 def h_universe(b: Builder) -> None:
     u = (b.get("universe") or "vanilla").strip().lower()
     if u not in UNIVERSES:
-        b.error(f"universe = {u}: unknown universe (use vanilla, container, docker, java, parallel, scheduler or local)", "universe")
+        b.error(f"universe = {u}: unknown universe (use vanilla, container, docker, java, parallel, grid, scheduler or local)", "universe")
     universes.refuse(b, u)
     b.set("JobUniverse", UNIVERSES[u])
     if u == "docker":
@@ -720,7 +720,7 @@ def h_check_files(b: Builder) -> None:
 READS_FILES: frozenset[Handler] = frozenset({h_iwd, h_transfer, h_image_size, h_check_files})
 
 HANDLERS: list[Handler] = [
-    h_universe, universes.h_container, h_iwd, h_executable, h_arguments, h_parallel, h_environment, h_status,
+    h_universe, universes.h_container, universes.h_grid, h_iwd, h_executable, h_arguments, h_parallel, h_environment, h_status,
     h_stdin, h_stdout, h_stderr, h_log, h_notification, h_rank, h_periodic, h_leave_in_queue,
     h_retries, h_killsig, h_resources, h_concurrency, h_accounting, h_simple, h_transfer, universes.h_java,
     h_image_size, h_auto, h_forced, h_check_files,

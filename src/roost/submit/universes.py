@@ -1,5 +1,6 @@
 """What condor_submit does for the universes beyond vanilla: container, docker, java,
-and the ones roost cannot run (grid, vm, standard), refused here rather than left idle.
+grid (``grid_resource``, submit/gridresource.py), and the ones roost cannot run (vm,
+standard), refused here rather than left idle.
 
 Container and docker jobs are vanilla jobs (``JobUniverse = 5``) with an image:
 ``universe = docker`` needs ``docker_image`` (``WantDocker``); ``universe = container``,
@@ -24,11 +25,10 @@ import re
 
 from roost.submit import arglist
 from roost.submit.builder import Builder
+from roost.submit.gridresource import GridResourceError, parse_grid_resource
 
 #: universes roost refuses at submit, with why and what to do instead
 REFUSED = {
-    "grid": "roost forwards no jobs to other batch systems or clouds (grid_resource); "
-            "submit to that system directly, or add its hosts to this pool as execute nodes",
     "vm": "roost runs no virtual machines; use universe = container with an image instead",
     "standard": "HTCondor dropped the standard universe in 9.0; use vanilla "
                 "(with checkpoint_exit_code, or checkpoint_method = criu, to checkpoint)",
@@ -65,8 +65,41 @@ def reference_problem(ref: str) -> str | None:
 #: submit commands read here (KNOWN_KEYS: no "unused" warning for them)
 KEYS = frozenset(
     "container_image docker_image container_target_dir docker_pull_policy docker_override_entrypoint "
-    "transfer_container jar_files java_vm_args java_vm_arguments java_vm_arguments2".split()
+    "transfer_container jar_files java_vm_args java_vm_arguments java_vm_arguments2 "
+    "grid_resource batch_queue batch_runtime batch_project".split()
 )
+
+
+def h_grid(b: Builder) -> None:
+    """``universe = grid`` (issue 30): ``grid_resource`` names where the job goes (checked
+    here: an unsupported one is an error naming what is), ``batch_queue`` (the partition),
+    ``batch_runtime`` (wall time, seconds) and ``batch_project`` as HTCondor's
+    ``BatchQueue``/``BatchRuntime``/``BatchProject``."""
+    if b.lookup("JobUniverse") != 9:
+        return
+    resource = b.get("grid_resource")
+    try:
+        parsed = parse_grid_resource(resource)
+    except GridResourceError as e:
+        b.error(str(e), "grid_resource")
+        return
+    b.set("GridResource", str(parsed))
+    queue = b.get("batch_queue")
+    if queue is not None and queue.strip():
+        b.set("BatchQueue", queue.strip())
+    project = b.get("batch_project")
+    if project is not None and project.strip():
+        b.set("BatchProject", project.strip())
+    runtime = b.get("batch_runtime")
+    if runtime is not None and runtime.strip():
+        try:
+            seconds = int(runtime.strip())
+            if seconds <= 0:
+                raise ValueError
+        except ValueError:
+            b.error(f"batch_runtime = {runtime}: expected a positive number of seconds", "batch_runtime")
+            return
+        b.set("BatchRuntime", seconds)
 
 
 def refuse(b: Builder, universe: str) -> None:

@@ -7,15 +7,14 @@ from __future__ import annotations
 import pytest
 
 from roost.core.gridbatch import (
-    GridResource,
-    GridResourceError,
+    SlurmOptionError,
     mirror,
-    parse_grid_resource,
     parse_sbatch,
     parse_scontrol,
     sbatch_args,
     slurm_job_name,
 )
+from roost.submit.gridresource import GridResource, GridResourceError, parse_grid_resource
 from roost.vocabulary import JobStatus
 
 TAIL = ("Dependency=(null) Requeue=1 Restarts=0 BatchFlag=1 Reboot=0 RunTime=00:00:00 TimeLimit=UNLIMITED "
@@ -29,13 +28,12 @@ def line(job_id: int, state: str, reason: str, exit_code: str) -> str:
 
 def test_grid_resource_types_and_refusals_that_name_what_is_supported() -> None:
     assert parse_grid_resource("batch slurm") == GridResource("batch", system="slurm")
-    assert parse_grid_resource("condor schedd@b cm.b.example") == GridResource("condor", schedd="schedd@b",
-                                                                               pool="cm.b.example")
     assert str(parse_grid_resource("batch  SLURM")) == "batch slurm"
     for text, why in [("", "needs grid_resource"), ("batch", "names its system"),
                       ("batch pbs", "'pbs' is not supported (not tested here"),
                       ("batch slurm alice@login.example", "remote batch hosts"),
                       ("condor onlyschedd", "expected 'condor <schedd name>"),
+                      ("condor schedd@b cm.b.example", "(Condor-C) is not supported yet; supported: 'batch slurm'"),
                       ("arc ce.example", "type 'arc' is not supported; supported: 'batch slurm'")]:
         with pytest.raises(GridResourceError) as err:
             parse_grid_resource(text)
@@ -52,7 +50,7 @@ def test_requests_become_slurm_options() -> None:
         assert want in args
     bare = sbatch_args({"RequestCpus": True, "RequestMemory": float("nan")}, name="n", sandbox="/s", script="x")
     assert not any(a.startswith(("--cpus", "--mem", "--time", "--partition")) for a in bare)
-    with pytest.raises(GridResourceError, match="not a Slurm partition name"):
+    with pytest.raises(SlurmOptionError, match="not a Slurm partition name"):
         sbatch_args({"BatchQueue": "a b; rm -rf /"}, name="n", sandbox="/s", script="x")
 
 

@@ -46,8 +46,17 @@ def test_paths_universe_status_and_ids() -> None:
     assert par["Args"] == "#pArAlLeLnOdE#" and par["KillSig"] == "SIGTERM"
     with pytest.raises(SubmitError, match="machine_count"):
         ad("universe = parallel")
-    with pytest.raises(SubmitError, match=r"job.sub:2: universe = grid: not supported"):
-        ad("universe = grid\ngrid_resource = batch slurm")
+    grid = ad("universe = grid\ngrid_resource = batch  Slurm\nbatch_queue = short\nbatch_runtime = 600\n"
+              "request_memory = 100")
+    assert (grid["JobUniverse"], grid["GridResource"], grid["BatchQueue"], grid["BatchRuntime"]) == (
+        9, "batch slurm", "short", 600)
+    with pytest.raises(SubmitError, match=r"job.sub:3: grid_resource = batch pbs: batch system 'pbs' is not "
+                                          r"supported .*supported: batch slurm"):
+        ad("universe = grid\ngrid_resource = batch pbs")
+    with pytest.raises(SubmitError, match=r"universe = grid needs grid_resource; supported: 'batch slurm'"):
+        ad("universe = grid")
+    with pytest.raises(SubmitError, match=r"batch_runtime = soon: expected a positive number of seconds"):
+        ad("universe = grid\ngrid_resource = batch slurm\nbatch_runtime = soon")
 
 
 def test_hold_sets_held_status_and_reason() -> None:

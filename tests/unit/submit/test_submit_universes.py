@@ -98,10 +98,16 @@ def test_java_needs_its_main_class() -> None:
         ad("universe = java\nexecutable = Hello.class")
 
 
-@pytest.mark.parametrize("universe", ["grid", "vm", "standard"])
+@pytest.mark.parametrize("universe", ["vm", "standard"])
 def test_universes_roost_cannot_run_are_refused(universe: str) -> None:
     with pytest.raises(SubmitError, match=rf"job.sub:2: universe = {universe}: not supported by roost"):
         ad(f"executable = /bin/true\nuniverse = {universe}\ngrid_resource = condor cm.example schedd")
+
+
+def test_a_grid_resource_roost_cannot_reach_is_refused_naming_file_line_and_what_it_can() -> None:
+    with pytest.raises(SubmitError, match=r"job.sub:3: grid_resource = condor cm.example schedd: handing jobs to "
+                                          r"another pool's schedd \(Condor-C\) is not supported yet; supported: 'batch slurm'"):
+        ad("executable = /bin/true\nuniverse = grid\ngrid_resource = condor cm.example schedd")
 
 
 def test_unknown_universe_lists_the_ones_there_are() -> None:

@@ -27,7 +27,7 @@ log = logging.getLogger("roost.schedd")
 
 LOCAL_UNIVERSES = (7, 12)  # scheduler and local: run here, never negotiated
 #: ... and parallel: the dedicated scheduler (dedicated.py) asks for its resources itself
-NOT_NEGOTIATED = (*LOCAL_UNIVERSES, 11)
+NOT_NEGOTIATED = (*LOCAL_UNIVERSES, 11, 9)  # 9: grid, the schedd's grid manager sends it away
 
 
 def not_negotiated(job: Any) -> bool:

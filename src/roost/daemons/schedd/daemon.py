@@ -31,6 +31,7 @@ from roost.daemons.schedd.chirp_calls import ChirpCalls
 from roost.daemons.schedd.ckpt_admission import CheckpointAdmission
 from roost.daemons.schedd.claimreuse import ClaimReuse
 from roost.daemons.schedd.dedicated import DedicatedScheduler, is_dedicated
+from roost.daemons.schedd.gridmanager import GRID_UNIVERSE, GridManager, is_grid
 from roost.daemons.schedd.jobqueue import Job, JobQueue
 from roost.daemons.schedd.jobwatch import WatchCalls
 from roost.daemons.schedd.lifecycle import JobLifecycle
@@ -158,6 +159,7 @@ class Schedd(Daemon):
         jobs.notifier = Notifier.from_config(self.config, self.uid_domain)
         jobs.backoff_base = max(0.0, self.config.get_float("SCHEDD_REQUEUE_BACKOFF", 1.0) or 0.0)
         jobs.backoff_max = max(jobs.backoff_base, self.config.get_float("SCHEDD_REQUEUE_BACKOFF_MAX", 60.0) or 0.0)
+        self.grid = GridManager(jobs, self.config, self.daemon_name, str(self.spool_dir))
         replayed = jobs.replay_pending_events()
         if replayed:
             log.info("wrote %d job ends to users' logs that a killed schedd had committed but not logged", replayed)
@@ -247,6 +249,8 @@ class Schedd(Daemon):
                 # a parallel job's nodes cannot be taken back one by one: stop them, run it again
                 self.spawn(self._release_nodes(claim["parallel"]), f"release-nodes-{job.id}")
                 await jobs.requeue(job, "the schedd restarted while the parallel job ran")
+            elif is_grid(job):
+                self.grid.start(job)  # its Slurm job ran on: poll it again
             elif claim and claim.get("claim_id") and claim.get("startd_address"):
                 shadows.reconnect(job, claim)
             else:
@@ -260,6 +264,12 @@ class Schedd(Daemon):
             for job in list(cluster.procs.values() if local else cluster.procs_naming("JobUniverse")):
                 if job.status == jp.IDLE and not job.busy and job.get("JobUniverse") in LOCAL_UNIVERSES:
                     start_local(jobs, job)
+        for cluster in list(jobs.queue.clusters.values()):  # grid jobs: submitted or polled again
+            grid = cluster.ad.get("JobUniverse") == GRID_UNIVERSE
+            for job in list(cluster.procs.values() if grid else cluster.procs_naming("JobUniverse")):
+                if job.status == jp.IDLE and not job.busy and is_grid(job):
+                    self.grid.start(job)
+        self.spawn(self.grid.loop(), "grid-manager")
         self.every(self.periodic_interval, self.periodic_policy, "periodic-policy")
         assert self.dedicated is not None
         self.spawn(self.dedicated.loop(), "dedicated-scheduler")
@@ -302,6 +312,8 @@ class Schedd(Daemon):
         if job.get("JobUniverse") in LOCAL_UNIVERSES:
             assert self.jobs is not None
             start_local(self.jobs, job)
+        elif is_grid(job):
+            self.grid.start(job)
         elif is_dedicated(job):
             if self.dedicated is not None:
                 self.dedicated.wake()

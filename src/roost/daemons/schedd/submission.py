@@ -20,6 +20,7 @@ from roost.core.accounting_user import ATTRS_LOWER as ACCOUNTING_ATTRS
 from roost.core.accounting_user import lookup
 from roost.daemons.schedd.access import QueueRights
 from roost.daemons.schedd.autocluster_ids import LOCAL_UNIVERSES
+from roost.daemons.schedd.gridmanager import GRID_UNIVERSE as GRID
 from roost.daemons.schedd.lifecycle import JobLifecycle
 from roost.daemons.schedd.localuniverse import start_local
 from roost.daemons.schedd.userlog import log_paths
@@ -161,9 +162,12 @@ class SubmitCalls:
             else:
                 self._log_submits(cluster)
             local = cluster.ad.get("JobUniverse") in LOCAL_UNIVERSES
-            for job in list(cluster.procs.values() if local else cluster.procs_naming("JobUniverse")):
+            grid = cluster.ad.get("JobUniverse") == GRID
+            for job in list(cluster.procs.values() if local or grid else cluster.procs_naming("JobUniverse")):
                 if job.status == jp.IDLE and (local or job.get("JobUniverse") in LOCAL_UNIVERSES):
                     start_local(self.jobs, job)
+                elif job.status == jp.IDLE and (grid or job.get("JobUniverse") == GRID):
+                    self.jobs.idle_arrived(job)  # the grid manager's
             self._ads_changed()
             if not local:
                 self._reschedule()
