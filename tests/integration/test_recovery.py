@@ -8,7 +8,7 @@ import signal
 import time
 from pathlib import Path
 
-from poolkit import PoolHandle
+from poolkit import PoolHandle, wait_until
 
 
 def _sleepers(pool: PoolHandle, tmp_path: Path, n: int, secs: float, log: str) -> list[str]:
@@ -46,14 +46,16 @@ def test_schedd_killed_mid_run_loses_nothing(fresh_pool: PoolHandle, tmp_path: P
 def _launcher_ready(pool: PoolHandle, timeout: float = 30) -> None:
     """Jobs outlive their startd once the startd's helper is built (a fresh pool builds
     it in the background in its first second); before, they run again."""
-    deadline = time.monotonic() + timeout
-    launcher = pool.home / "execute" / ".launcher"
-    while time.monotonic() < deadline:
-        if launcher.is_dir() and any(p.name.startswith("roost-launcher-") for p in launcher.iterdir()):
-            time.sleep(0.2)  # built and published: the startd takes it on its next job
-            return
-        time.sleep(0.05)
-    raise AssertionError("the startd's launcher was not built")
+    pool.wait_log(r"job launcher ready", timeout=timeout)
+
+
+def _gone(pid: int) -> bool:
+    """Whether ``pid`` has ended (a zombie its keeper has not reaped yet counts as ended)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] == "Z"
+    except (FileNotFoundError, ProcessLookupError):
+        return True
 
 
 _CARRY_ON = """#!/bin/sh
@@ -91,9 +93,10 @@ def test_startd_killed_jobs_carry_on(fresh_pool: PoolHandle, tmp_path: Path) -> 
     startd adopts them (same claims, same port), and each finishes once."""
     pool = fresh_pool
     _launcher_ready(pool)
+    mark = pool.log_mark()
     ids = _carry_on_jobs(pool, tmp_path, 2, 3, "k.log")
-    _all_running(pool, ids)
-    time.sleep(0.3)  # past the spawn: each job has its record
+    for jid in ids:
+        pool.job_pid(jid, after=mark)  # it runs and has its record: the next startd adopts it
     old = pool.daemon_pid("startd")
     os.kill(old, signal.SIGKILL)
     pool.wait_daemon_back("startd", old)
@@ -110,11 +113,11 @@ def test_master_killed_jobs_carry_on(fresh_pool: PoolHandle, tmp_path: Path) -> 
     reported by it."""
     pool = fresh_pool
     _launcher_ready(pool)
+    mark = pool.log_mark()
     ids = _carry_on_jobs(pool, tmp_path, 2, 1.5, "m.log")
-    _all_running(pool, ids)
-    time.sleep(0.3)
+    pids = [pool.job_pid(jid, after=mark) for jid in ids]
     os.kill(pool.master_pid, signal.SIGKILL)
-    time.sleep(2.5)  # the jobs end while nothing of the pool runs
+    wait_until(lambda: all(_gone(p) for p in pids), 30, "the jobs end while nothing of the pool runs")
     up = pool.roost("up", "-timeout", "60", timeout=90)
     assert up.returncode == 0, up.stdout + up.stderr
     pool.master_pid = int((pool.home / "run" / "master.pid").read_text())
