@@ -7,6 +7,7 @@ import threading
 from pathlib import Path
 
 import pytest
+
 from daemon_logs import log_mark, wait_log
 
 
