@@ -76,6 +76,13 @@ class PoolHandle:
                           after=after, timeout=timeout)
         return int(m.group(1))
 
+    def wait_cycle(self, after: int, timeout: float = 30) -> Any:
+        """A negotiation cycle logged past ``after`` in which someone had idle jobs: what
+        "it is not matched" waits for (a cycle ran and left it idle), instead of a guess
+        at how long matching takes. Take the mark before the job becomes idle."""
+        return self.wait_log(r"cycle \d+ \([^)]*\): \d+ slots, [1-9]\d* submitters", "negotiator",
+                             after=after, timeout=timeout)
+
     # -- commands ----------------------------------------------------------------
     def roost(self, *args: str, timeout: float = 60, check: bool = False,
               cwd: str | os.PathLike[str] | None = None) -> subprocess.CompletedProcess[str]:

@@ -87,7 +87,7 @@ def sample(pool, seconds: float) -> list[Counter]:
         c = running_by_user(pool)
         if sum(c.values()) == 4:
             out.append(c)
-        time.sleep(0.2)
+        time.sleep(0.2)  # time is the point: who runs, sampled over ``seconds``
     return out
 
 
