@@ -5,13 +5,15 @@ short on a loaded 2-core machine, so the test is flaky, and too long everywhere
 else, so the suite is slow. This scan reads every ``.py`` file under ``tests/`` with
 ``ast`` (a sleep inside a string, a job's script, is not the test's own) and refuses
 each ``time.sleep(...)`` statement (also ``sleep(...)`` from ``from time import
-sleep``) unless one of these holds:
+sleep``) and each ``await asyncio.sleep(...)`` but ``asyncio.sleep(0)`` (a yield to the
+loop, no wait) unless one of these holds:
 
 1. It is inside a **polling loop** of the same function: a loop that has a bound
    and can end on the state it waits for. A ``for`` loop is bounded by what it
    iterates over; a ``while`` loop must read a clock (``time.monotonic()``,
    ``time.time()``, ``time.perf_counter()``) or a name with ``deadline`` in it, in
-   its test or its body. It can end on the state when its body has a ``break``,
+   its test or its body, or sit inside ``async with asyncio.timeout(...)`` (or
+   ``timeout_at``) in the same function. It can end on the state when its body has a ``break``,
    ``return``, ``raise`` or ``assert``, or when its test checks more than the clock.
    ``while time.monotonic() < deadline: time.sleep(1)`` is a straight sleep in
    disguise and is refused; so is ``for _ in range(5): time.sleep(1)``.
@@ -49,6 +51,12 @@ def _sleep_names(tree: ast.Module) -> set[str]:
 
 
 def _is_sleep(call: ast.AST, bare: set[str]) -> bool:
+    if isinstance(call, ast.Await):  # asyncio's, unless a bare yield: asyncio.sleep(0)
+        c = call.value
+        if not (isinstance(c, ast.Call) and isinstance(c.func, ast.Attribute) and c.func.attr == "sleep"
+                and isinstance(c.func.value, ast.Name) and c.func.value.id == "asyncio"):
+            return False
+        return not (c.args and isinstance(c.args[0], ast.Constant) and c.args[0].value == 0)
     if not isinstance(call, ast.Call):
         return False
     f = call.func
@@ -94,11 +102,23 @@ def _test_checks_a_state(test: ast.AST) -> bool:
     return not _is_clock(test)
 
 
-def _is_poll(loop: ast.AST) -> bool:
+def _in_timeout(node: ast.AST, parents: dict[int, ast.AST]) -> bool:
+    """Whether ``node`` runs inside ``async with asyncio.timeout(...)`` of its function."""
+    up = parents.get(id(node))
+    while up is not None and not isinstance(up, _SCOPES):
+        if isinstance(up, ast.AsyncWith | ast.With) and any(
+                isinstance(i.context_expr, ast.Call) and isinstance(i.context_expr.func, ast.Attribute)
+                and i.context_expr.func.attr in ("timeout", "timeout_at") for i in up.items):
+            return True
+        up = parents.get(id(up))
+    return False
+
+
+def _is_poll(loop: ast.AST, parents: dict[int, ast.AST]) -> bool:
     own = [n for part in (getattr(loop, "body", []) + getattr(loop, "orelse", [])) for n in _own_nodes(part)]
     exits = any(isinstance(n, ast.Break | ast.Return | ast.Raise | ast.Assert) for n in own)
     if isinstance(loop, ast.While):
-        bounded = _has_clock(_own_nodes(loop.test)) or _has_clock(own)
+        bounded = _has_clock(_own_nodes(loop.test)) or _has_clock(own) or _in_timeout(loop, parents)
         return bounded and (exits or _test_checks_a_state(loop.test))
     return exits  # a for loop: bounded by what it iterates over
 
@@ -131,7 +151,7 @@ def straight_sleeps(source: str) -> list[tuple[int, str]]:
         up = parents.get(id(node))
         polled = False
         while up is not None and not isinstance(up, _SCOPES):
-            if isinstance(up, _LOOPS) and _is_poll(up):
+            if isinstance(up, _LOOPS) and _is_poll(up, parents):
                 polled = True
                 break
             up = parents.get(id(up))
@@ -171,6 +191,9 @@ def test_the_scan_refuses_straight_sleeps() -> None:
         # the mark needs its why
         "import time\ntime.sleep(2)  # time is the point:\n",
         "import time\ntime.sleep(2)  # time is the point\n",
+        # asyncio's straight sleeps too
+        "import asyncio\nasync def f():\n    await asyncio.sleep(0.3)  # the session is under way\n",
+        "import asyncio\nasync def f():\n    while not done():\n        await asyncio.sleep(0.05)\n",
     ]
     for src in refused:
         assert straight_sleeps(src), src
@@ -189,8 +212,11 @@ def test_the_scan_accepts_polls_and_marked_sleeps() -> None:
         "SCRIPT = 'import time; time.sleep(5)'\n",
         # an expression that is not a bare statement (a sleep handed on) is not one
         "import time\nf = lambda: time.sleep(1)\n",
-        # asyncio's is not time's
-        "import asyncio\nasync def f():\n    await asyncio.sleep(1)\n",
+        # a yield to the loop is no wait
+        "import asyncio\nasync def f():\n    await asyncio.sleep(0)\n",
+        # asyncio's own deadline bounds a poll
+        "import asyncio\nasync def f():\n    async with asyncio.timeout(5):\n"
+        "        while not done():\n            await asyncio.sleep(0.02)\n",
     ]
     for src in accepted:
         assert not straight_sleeps(src), src
