@@ -73,8 +73,8 @@ def _launcher_ready(pool: PoolHandle) -> None:
     pool.wait_log(r"job launcher ready")  # jobs outlive their startd once it is built
 
 
-def test_a_checkpointing_job_survives_vacate_drain_and_daemon_kills(fresh_pool: PoolHandle, jobdir: Path) -> None:
-    pool = fresh_pool
+def test_a_checkpointing_job_survives_vacate_drain_and_daemon_kills(long_lease_pool: PoolHandle, jobdir: Path) -> None:
+    pool = long_lease_pool
     _launcher_ready(pool)
     jid = _submit(pool, jobdir, 0.25)
     _after(jobdir, 5)

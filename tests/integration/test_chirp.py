@@ -194,8 +194,8 @@ with HTChirp() as c:
 """
 
 
-def test_a_restarted_startd_serves_its_adopted_jobs_chirp(fresh_pool: PoolHandle, jobdir: Path) -> None:
-    pool = fresh_pool
+def test_a_restarted_startd_serves_its_adopted_jobs_chirp(long_lease_pool: PoolHandle, jobdir: Path) -> None:
+    pool = long_lease_pool
     pool.wait_log(r"job launcher ready")  # jobs outlive their startd once it is built
     _prepare(jobdir, ADOPTED)
     mark = pool.log_mark()

@@ -26,8 +26,8 @@ def _all_running(pool: PoolHandle, ids: list[str], timeout: float = 30) -> None:
     raise AssertionError(f"jobs {ids} not all running within {timeout} s")
 
 
-def test_schedd_killed_mid_run_loses_nothing(fresh_pool: PoolHandle, tmp_path: Path) -> None:
-    pool = fresh_pool
+def test_schedd_killed_mid_run_loses_nothing(long_lease_pool: PoolHandle, tmp_path: Path) -> None:
+    pool = long_lease_pool
     running = _sleepers(pool, tmp_path, 2, 4, "s.log")
     _all_running(pool, running)
     idle = pool.submit("executable = /bin/true\nlog = t.log\nqueue 3\n", tmp_path).job_ids()
@@ -88,10 +88,10 @@ def _ran_once(pool: PoolHandle, tmp_path: Path, ids: list[str], log: str) -> Non
         assert len(starts) == 1 and len(ends) == 1, events
 
 
-def test_startd_killed_jobs_carry_on(fresh_pool: PoolHandle, tmp_path: Path) -> None:
+def test_startd_killed_jobs_carry_on(long_lease_pool: PoolHandle, tmp_path: Path) -> None:
     """kill -9 of the startd: its jobs keep running under their keepers, the restarted
     startd adopts them (same claims, same port), and each finishes once."""
-    pool = fresh_pool
+    pool = long_lease_pool
     _launcher_ready(pool)
     mark = pool.log_mark()
     ids = _carry_on_jobs(pool, tmp_path, 2, 3, "k.log")
@@ -107,11 +107,11 @@ def test_startd_killed_jobs_carry_on(fresh_pool: PoolHandle, tmp_path: Path) -> 
     assert pool.wait(new, timeout=60)["done"] == 2
 
 
-def test_master_killed_jobs_carry_on(fresh_pool: PoolHandle, tmp_path: Path) -> None:
+def test_master_killed_jobs_carry_on(long_lease_pool: PoolHandle, tmp_path: Path) -> None:
     """kill -9 of the master takes every daemon down with it (PR_SET_PDEATHSIG); the
     startd leaves its jobs to the next one, and a job that ended while no startd ran is
     reported by it."""
-    pool = fresh_pool
+    pool = long_lease_pool
     _launcher_ready(pool)
     mark = pool.log_mark()
     ids = _carry_on_jobs(pool, tmp_path, 2, 1.5, "m.log")
