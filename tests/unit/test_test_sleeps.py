@@ -13,8 +13,10 @@ loop, no wait) unless one of these holds:
    iterates over; a ``while`` loop must read a clock (``time.monotonic()``,
    ``time.time()``, ``time.perf_counter()``) or a name with ``deadline`` in it, in
    its test or its body, or sit inside ``async with asyncio.timeout(...)`` (or
-   ``timeout_at``) in the same function. It can end on the state when its body has a ``break``,
-   ``return``, ``raise`` or ``assert``, or when its test checks more than the clock.
+   ``timeout_at``) in the same function. It can end on the state when its body has a
+   ``break``, ``return``, ``raise`` or ``assert``, when its test checks more than the clock, or
+   when it sits in a ``try`` whose handler ends it (``os.kill(pid, 0)`` raising once
+   the process is gone).
    ``while time.monotonic() < deadline: time.sleep(1)`` is a straight sleep in
    disguise and is refused; so is ``for _ in range(5): time.sleep(1)``.
 2. It is **marked**: a comment ``# time is the point: <why>`` on its line or on the
@@ -114,9 +116,22 @@ def _in_timeout(node: ast.AST, parents: dict[int, ast.AST]) -> bool:
     return False
 
 
+def _in_try(node: ast.AST, parents: dict[int, ast.AST]) -> bool:
+    """Whether ``node`` is in the body of a ``try`` with a handler, in its function: an
+    exception its body raises (the state reached) ends it."""
+    child, up = node, parents.get(id(node))
+    while up is not None and not isinstance(up, _SCOPES):
+        if isinstance(up, ast.Try) and up.handlers and any(child is s for s in up.body):
+            return True
+        child, up = up, parents.get(id(up))
+    return False
+
+
 def _is_poll(loop: ast.AST, parents: dict[int, ast.AST]) -> bool:
     own = [n for part in (getattr(loop, "body", []) + getattr(loop, "orelse", [])) for n in _own_nodes(part)]
-    exits = any(isinstance(n, ast.Break | ast.Return | ast.Raise | ast.Assert) for n in own)
+    exits = any(isinstance(n, ast.Break | ast.Return | ast.Raise | ast.Assert) for n in own) or (
+        _in_try(loop, parents) and any(isinstance(n, ast.Call) and not _is_sleep(n, set()) and not _is_clock(n)
+                                       for n in own))
     if isinstance(loop, ast.While):
         bounded = _has_clock(_own_nodes(loop.test)) or _has_clock(own) or _in_timeout(loop, parents)
         return bounded and (exits or _test_checks_a_state(loop.test))
@@ -184,6 +199,8 @@ def test_the_scan_refuses_straight_sleeps() -> None:
         # a deadline loop that cannot end on a state is a straight sleep
         "import time\nwhile time.monotonic() < deadline:\n    time.sleep(0.1)\n",
         "import time\nwhile time.monotonic() < t0 + 5:\n    time.sleep(0.1)\n",
+        # a try around it ends nothing when nothing in the loop can raise the state
+        "import time\ntry:\n    while time.monotonic() < deadline:\n        time.sleep(0.1)\nexcept OSError:\n    pass\n",
         # pacing without an exit
         "import time\nfor _ in range(5):\n    poke()\n    time.sleep(1)\n",
         # a loop outside the function the sleep is in does not count
@@ -206,6 +223,9 @@ def test_the_scan_accepts_polls_and_marked_sleeps() -> None:
         "import time\nwhile not done() and time.monotonic() < t0 + 5:\n    time.sleep(0.05)\n",
         "import time\nfor _ in range(50):\n    if done():\n        break\n    time.sleep(0.1)\n",
         "import time\ndef f():\n    for _ in range(50):\n        if done():\n            return 1\n        time.sleep(0.1)\n",
+        # the state reached raises, and the try around the loop ends it
+        "import os, time\ntry:\n    while time.monotonic() < deadline:\n        os.kill(pid, 0)\n"
+        "        time.sleep(0.05)\nexcept OSError:\n    pass\n",
         "import time\ntime.sleep(2)  # time is the point: the lease must expire\n",
         "import time\n# time is the point: the lease must expire\ntime.sleep(2)\n",
         # a sleep in a job's script is the job's, not the test's
