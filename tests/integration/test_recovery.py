@@ -160,13 +160,16 @@ def test_queue_survives_down_and_up(fresh_pool: PoolHandle, tmp_path: Path) -> N
     assert ad is not None and ad["JobStatus"] == 4 and ad["ExitCode"] == 0
 
 
+BIG = 256 << 20  # an input that takes a moment to send (768 MiB took 40 s of the suite, twice sent)
+
+
 def test_schedd_killed_during_input_transfer_reruns_the_job_not_holds_it(fresh_pool: PoolHandle, tmp_path: Path) -> None:
     """kill -9 of the schedd while a job's input streams to the starter: a fault of the
     infrastructure, so the job goes back to Idle and runs again (once), never Held."""
     pool = fresh_pool
     big = tmp_path / "big.in"
     with open(big, "wb") as f:  # large enough that the transfer takes a moment
-        f.truncate(768 << 20)
+        f.truncate(BIG)
     r = pool.submit("executable = /bin/sh\narguments = \"-c 'wc -c < big.in > n.out'\"\n"
                     "transfer_executable = false\nshould_transfer_files = YES\n"
                     "when_to_transfer_output = ON_EXIT\ntransfer_input_files = big.in\n"
@@ -179,7 +182,7 @@ def test_schedd_killed_during_input_transfer_reruns_the_job_not_holds_it(fresh_p
         assert time.monotonic() < deadline, "the input transfer never began"
         for f in execute.glob("dir_*/big.in"):
             try:
-                if 0 < f.stat().st_size < (768 << 20):
+                if 0 < f.stat().st_size < BIG:
                     partial = f
             except FileNotFoundError:
                 pass
@@ -191,6 +194,6 @@ def test_schedd_killed_during_input_transfer_reruns_the_job_not_holds_it(fresh_p
     assert got["done"] == 1
     ad = pool.job(jid)
     assert ad is not None and ad["JobStatus"] == 4 and ad["ExitCode"] == 0, ad
-    assert (tmp_path / "n.out").read_text().strip() == str(768 << 20)
+    assert (tmp_path / "n.out").read_text().strip() == str(BIG)
     events = (tmp_path / "x.log").read_text()
     assert "Job was held" not in events and events.count("Job terminated") == 1, events
