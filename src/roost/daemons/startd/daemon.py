@@ -185,7 +185,9 @@ class Startd(Daemon):
     def _launcher_built(self, built: asyncio.Future[str | None]) -> None:
         """Say when jobs start through the helper (what tests of jobs outliving their
         startd wait for: before it, a job dies with its startd)."""
-        path = None if built.cancelled() or built.exception() is not None else built.result()
+        if built.cancelled():  # the startd is stopping
+            return
+        path = None if built.exception() is not None else built.result()
         if path:
             self.log.info("job launcher ready: %s", path)
         else:
