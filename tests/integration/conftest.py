@@ -49,6 +49,20 @@ def fresh_pool() -> Iterator[PoolHandle]:
         stop_pool(p)
 
 
+@pytest.fixture
+def long_lease_pool() -> Iterator[PoolHandle]:
+    """A fresh pool whose claims outlive a slow restart of a daemon (JOB_LEASE_DURATION
+    30, not 6): for tests that kill a daemon and expect its jobs to go on. On a loaded
+    2-core machine a restarted startd took over 5 s to answer, the schedd's 6 s lease
+    ran out, and the job ran again (issue 28: a flaky NumJobStarts)."""
+    home = _short_home("roost-itl-")
+    p = start_pool(home, "JOB_LEASE_DURATION = 30\n")
+    try:
+        yield p
+    finally:
+        stop_pool(p)
+
+
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
     """On failure, append the pool's daemon logs to the report: that is where the why is."""

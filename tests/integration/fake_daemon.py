@@ -35,10 +35,10 @@ def main() -> int:
     os.replace(tmp, os.path.join(run, f"{name}.address"))
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     if crash_after is not None:
-        time.sleep(crash_after)
+        time.sleep(crash_after)  # time is the point: it crashes this long after its start
         return 3
     while True:
-        time.sleep(3600)
+        time.sleep(3600)  # time is the point: it idles until its SIGTERM
 
 
 if __name__ == "__main__":

@@ -10,12 +10,15 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
 from typing import Any
+
+from daemon_logs import log_mark, wait_log
 
 ROOST = [sys.executable, "-m", "roost.cli.main"]
 
@@ -51,6 +54,34 @@ class PoolHandle:
         self.env["ROOST_HOME"] = str(home)
         self.env.pop("ROOST_CONFIG", None)
         self.master_pid: int | None = None
+
+    # -- the daemons' logs (tests/daemon_logs.py) -----------------------------------
+    def log_path(self, daemon: str) -> Path:
+        """``daemon``'s log (HTCondor's names: StartLog, SchedLog, NegotiatorLog ...)."""
+        stem = {"schedd": "Sched", "startd": "Start"}.get(daemon, daemon.capitalize())
+        return self.home / "log" / f"{stem}Log"
+
+    def log_mark(self, daemon: str = "startd") -> int:
+        """Where ``daemon``'s log ends now: a ``wait_log`` after it sees only newer lines."""
+        return log_mark(self.log_path(daemon))
+
+    def wait_log(self, pattern: str, daemon: str = "startd", after: int = 0, timeout: float = 30) -> Any:
+        """The first line of ``daemon``'s log past ``after`` matching ``pattern``; its match."""
+        return wait_log(self.log_path(daemon), pattern, after=after, timeout=timeout)
+
+    def job_pid(self, jid: str, after: int = 0, timeout: float = 30) -> int:
+        """The pid of job ``jid``'s process once it runs and the startd has written its
+        record (the startd's ``job N.M: started, pid P, record written`` line)."""
+        m = self.wait_log(rf"job {re.escape(jid)}: started, pid (\d+), record written",
+                          after=after, timeout=timeout)
+        return int(m.group(1))
+
+    def wait_cycle(self, after: int, timeout: float = 30) -> Any:
+        """A negotiation cycle logged past ``after`` in which someone had idle jobs: what
+        "it is not matched" waits for (a cycle ran and left it idle), instead of a guess
+        at how long matching takes. Take the mark before the job becomes idle."""
+        return self.wait_log(r"cycle \d+ \([^)]*\): \d+ slots, [1-9]\d* submitters", "negotiator",
+                             after=after, timeout=timeout)
 
     # -- commands ----------------------------------------------------------------
     def roost(self, *args: str, timeout: float = 60, check: bool = False,

@@ -64,14 +64,15 @@ def test_a_checkpointing_job_resumes_from_its_checkpoint_after_eviction(pool: Po
 
 
 # Counts slowly; on SIGTERM (the vacate signal) it writes where it is and exits with
-# its checkpoint code, as a self-checkpointing program does.
+# its checkpoint code, as a self-checkpointing program does. The marker comes once its
+# trap is set and its wait begun: a vacate from then on finds it at step 3.
 ON_VACATE = """#!/bin/sh
 i=0
 if [ -f ckpt.txt ]; then i=$(cat ckpt.txt); echo "resumed at $i"; fi
 trap 'echo $i > ckpt.txt; exit 85' TERM
 while [ $i -lt 6 ]; do
   i=$((i+1))
-  if [ $i -eq 3 ] && [ ! -f "$1" ]; then touch "$1"; sleep 120 & wait $!; fi
+  if [ $i -eq 3 ] && [ ! -f "$1" ]; then sleep 120 & touch "$1"; wait $!; fi
 done
 echo "done $i"
 """
@@ -79,7 +80,6 @@ echo "done $i"
 
 def test_a_checkpoint_written_on_the_vacate_signal_is_kept(pool: PoolHandle, jobdir: Path) -> None:
     _cluster, jid = _start_counter(pool, jobdir, ON_VACATE)
-    time.sleep(0.3)  # into its wait
     pool.roost("hold", jid, check=True)
     wait_until(lambda: (pool.job(jid) or {}).get("NumCkpts") == 1, 30, "the checkpoint taken on the vacate signal")
     pool.roost("release", jid, check=True)

@@ -13,7 +13,6 @@ import shutil
 import signal
 import subprocess
 import tempfile
-import time
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -71,14 +70,11 @@ def _after(d: Path, n: int, timeout: float = 60) -> None:
 
 
 def _launcher_ready(pool: PoolHandle) -> None:
-    launcher = pool.home / "execute" / ".launcher"
-    wait_until(lambda: launcher.is_dir() and any(p.name.startswith("roost-launcher-") for p in launcher.iterdir()),
-               30, "the startd's launcher built")
-    time.sleep(0.2)
+    pool.wait_log(r"job launcher ready")  # jobs outlive their startd once it is built
 
 
-def test_a_checkpointing_job_survives_vacate_drain_and_daemon_kills(fresh_pool: PoolHandle, jobdir: Path) -> None:
-    pool = fresh_pool
+def test_a_checkpointing_job_survives_vacate_drain_and_daemon_kills(long_lease_pool: PoolHandle, jobdir: Path) -> None:
+    pool = long_lease_pool
     _launcher_ready(pool)
     jid = _submit(pool, jobdir, 0.25)
     _after(jobdir, 5)

@@ -13,7 +13,6 @@ from __future__ import annotations
 import os
 import shutil
 import signal
-import time
 from pathlib import Path
 
 import pytest
@@ -195,16 +194,14 @@ with HTChirp() as c:
 """
 
 
-def test_a_restarted_startd_serves_its_adopted_jobs_chirp(fresh_pool: PoolHandle, jobdir: Path) -> None:
-    pool = fresh_pool
-    launcher = pool.home / "execute" / ".launcher"  # jobs outlive their startd once it is built
-    wait_until(lambda: launcher.is_dir() and any(p.name.startswith("roost-launcher-") for p in launcher.iterdir()),
-               30, "the startd's launcher")
-    time.sleep(0.2)
+def test_a_restarted_startd_serves_its_adopted_jobs_chirp(long_lease_pool: PoolHandle, jobdir: Path) -> None:
+    pool = long_lease_pool
+    pool.wait_log(r"job launcher ready")  # jobs outlive their startd once it is built
     _prepare(jobdir, ADOPTED)
+    mark = pool.log_mark()
     jid = _submit(pool, jobdir, io=True)
+    pool.job_pid(jid, after=mark, timeout=60)  # it runs and has its record: the next startd adopts it
     pool.wait_for(jid, lambda a: a.get("JobPhase") == 1, 60, "the job's first update")
-    time.sleep(0.3)  # past the spawn: the job has its record
     old = pool.daemon_pid("startd")
     os.kill(old, signal.SIGKILL)
     pool.wait_daemon_back("startd", old)

@@ -9,7 +9,6 @@ import email
 import json
 import socket
 import tempfile
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -184,7 +183,11 @@ def test_mail_on_always_complete_and_error(mailpool, jobdir: Path) -> None:
     assert to == ["root@users.test"]  # the owner at EMAIL_DOMAIN
     to, msg = _mail_for(box, jobs["err_bad"])
     assert "exited normally with status 3\n" in _body(msg)
-    time.sleep(1.0)  # mail is sent in the background: give a wrong one the time to arrive
+    # Mail goes out from one queue, one message at a time, in order: once a later job's
+    # mail has come, a wrong one about these would have come before it.
+    last = pool.submit("executable = /bin/true\nhold = true\nnotification = Always\nqueue\n", jobdir).job_ids()[0]
+    pool.roost("rm", last, check=True)
+    _mail_for(box, last)
     assert not box.about(jobs["err_ok"]) and not box.about(jobs["never"])
 
 

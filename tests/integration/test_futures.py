@@ -51,14 +51,14 @@ def diverges(step: int) -> None:
 
 
 def nap(seconds: float) -> float:
-    time.sleep(seconds)
+    time.sleep(seconds)  # time is the point: the call's work lasts this long
     return seconds
 
 
 def first_fails(x: int) -> int:
     if x == 0:
         raise ArithmeticError("the first call fails at once")
-    time.sleep(300)
+    time.sleep(300)  # time is the point: the others run until they are cancelled
     return x
 
 

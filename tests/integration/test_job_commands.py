@@ -56,8 +56,10 @@ def count(d: Path) -> int:
 
 
 def advancing(d: Path) -> bool:
+    """Whether the count moves within five ticks of the job's loop (a stopped job's
+    does not: only time can show that)."""
     first = count(d)
-    time.sleep(1.0)  # five ticks of the job's loop
+    time.sleep(1.0)  # time is the point: a running job ticks five times in it, a stopped one none
     return count(d) > first
 
 

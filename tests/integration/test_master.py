@@ -135,7 +135,7 @@ def test_off_keeps_a_daemon_stopped_until_on_and_the_cli_says_so(master_pool: Po
     assert off.returncode == 0 and off.stdout.strip() == "worker on this host: turned off", off
     st = _wait(lambda: (s := master_pool.status())["daemons"]["WORKER"]["state"] == "off" and s, what="worker off")
     assert st["daemons"]["WORKER"]["pid"] is None and not _alive(old)
-    time.sleep(1.0)  # no back-off restart brings it back
+    time.sleep(1.0)  # time is the point: twice the back-off (0.5 s), and no restart brings it back
     assert master_pool.status()["daemons"]["WORKER"]["state"] == "off"
     on = subprocess.run([*roost, "on", "-daemon", "worker"], env=env, capture_output=True, text=True, timeout=30)
     assert on.returncode == 0, on
@@ -168,8 +168,8 @@ def test_back_off_slows_a_crashing_daemon() -> None:
                             start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         _wait(lambda: (pool.run_dir / "master.address").exists(), what="master address")
+        # time is the point: delays 0.5, 1, 2 (+ start-up times): three or four starts in 3.2 s, not dozens
         time.sleep(3.2)
-        # delays 0.5, 1, 2 (+ start-up times): three or four starts in 3.2 s, not dozens
         starts = len(_starts(pool, "worker"))
         assert 2 <= starts <= 4, starts
         assert pool.status()["daemons"]["WORKER"]["state"] in ("waiting", "starting")

@@ -20,7 +20,7 @@ from typing import Any
 
 import htcondor2
 import pytest
-from poolkit import PoolHandle, start_pool, stop_pool
+from poolkit import PoolHandle, start_pool, stop_pool, wait_until
 
 COMMON = """
 POLLING_INTERVAL = 0.2
@@ -141,8 +141,8 @@ def test_owner_activity_suspends_then_evicts_and_the_job_runs_again_later(deskto
         # the owner stays: the suspended job is evicted and goes back to Idle
         pool.wait_for(jid, lambda j: j.get("JobStatus") == 1, timeout=15, what="back to idle")
         _wait_slots(pool, lambda ads: any(a.get("State") == "Owner" for a in ads), "in the Owner state")
-        time.sleep(0.5)
-        assert pool.job(jid)["JobStatus"] == 1  # the owner is still here: nothing runs
+        pool.wait_cycle(after=pool.log_mark("negotiator"))
+        assert pool.job(jid)["JobStatus"] == 1  # the owner is still here: a cycle ran, nothing runs
     assert htcondor2.JobEventType.JOB_EVICTED in _events(d / "job.log")
     assert htcondor2.JobEventType.JOB_SUSPENDED in _events(d / "job.log")
     # the owner leaves: after StartIdleTime the job starts again and completes
@@ -160,9 +160,20 @@ _CHECKPOINTER = """#!/bin/sh
 i=0
 if [ -f ckpt ]; then i=$(cat ckpt); echo "resumed at $i"; fi
 trap 'echo $i > ckpt; exit 85' TERM
-while [ $i -lt 30 ]; do i=$((i+1)); sleep 0.2; done
+while [ $i -lt 30 ]; do i=$((i+1)); echo $i > ticks; sleep 0.2; done
 echo "done $i"
 """
+
+
+def _ticked(pool: PoolHandle) -> bool:
+    """Whether the checkpointer has counted (its ``ticks`` in its sandbox)."""
+    for f in (pool.home / "execute").glob("dir_*/ticks"):
+        try:
+            if f.read_text().strip() not in ("", "0"):
+                return True
+        except FileNotFoundError:
+            pass
+    return False
 
 
 def test_the_owner_returns_and_the_job_checkpoints_then_resumes_from_it(desktop_pool: PoolHandle) -> None:
@@ -178,7 +189,7 @@ def test_the_owner_returns_and_the_job_checkpoints_then_resumes_from_it(desktop_
                     "checkpoint_exit_code = 85\ntransfer_checkpoint_files = ckpt\nqueue\n", d)
     jid = str(r.job_ids()[0])
     pool.wait_for(jid, lambda j: j.get("JobStatus") == 2, timeout=20, what="running")
-    time.sleep(1)  # some work done
+    wait_until(lambda: _ticked(pool), 20, "some work done")
     with _Owner(pool.home):
         pool.wait_for(jid, lambda j: j.get("JobStatus") == 7, timeout=10, what="suspended")
         ad = pool.wait_for(jid, lambda j: j.get("JobStatus") == 1, timeout=15, what="vacated")
@@ -203,9 +214,10 @@ def test_graceful_drain_lets_the_job_finish_then_takes_no_more(plain_pool: PoolH
     ads = _wait_slots(pool, lambda ads: ads and all(a.get("State") == "Drained" for a in ads), "drained")
     assert ads[0].get("DrainReason") == "maintenance"
     d2 = _job_dir()
+    mark = pool.log_mark("negotiator")
     jid2 = _submit_sleeper(pool, d2, 0)
-    time.sleep(2)
-    assert pool.job(jid2)["JobStatus"] == 1  # a drained machine takes no new job
+    pool.wait_cycle(after=mark)
+    assert pool.job(jid2)["JobStatus"] == 1  # a drained machine takes no new job: a cycle left it idle
     got = pool.roost("drain", "-cancel")
     assert got.returncode == 0, got.stderr
     assert pool.wait([jid2], timeout=30)["done"] == 1
@@ -217,9 +229,10 @@ def test_off_and_on_and_vacate(plain_pool: PoolHandle) -> None:
     assert got.returncode == 0, got.stderr
     _wait_slots(pool, lambda ads: ads and all(a.get("State") == "Owner" for a in ads), "in the Owner state")
     d = _job_dir()
+    mark = pool.log_mark("negotiator")
     jid = _submit_sleeper(pool, d, 30)
-    time.sleep(1.5)
-    assert pool.job(jid)["JobStatus"] == 1
+    pool.wait_cycle(after=mark)
+    assert pool.job(jid)["JobStatus"] == 1  # off: a cycle ran and the job stays idle
     got = pool.roost("on")
     assert got.returncode == 0, got.stderr
     pool.wait_for(jid, lambda j: j.get("JobStatus") == 2, timeout=20, what="running")

@@ -8,7 +8,7 @@ import signal
 import time
 from pathlib import Path
 
-from poolkit import PoolHandle
+from poolkit import PoolHandle, wait_until
 
 
 def _sleepers(pool: PoolHandle, tmp_path: Path, n: int, secs: float, log: str) -> list[str]:
@@ -26,8 +26,8 @@ def _all_running(pool: PoolHandle, ids: list[str], timeout: float = 30) -> None:
     raise AssertionError(f"jobs {ids} not all running within {timeout} s")
 
 
-def test_schedd_killed_mid_run_loses_nothing(fresh_pool: PoolHandle, tmp_path: Path) -> None:
-    pool = fresh_pool
+def test_schedd_killed_mid_run_loses_nothing(long_lease_pool: PoolHandle, tmp_path: Path) -> None:
+    pool = long_lease_pool
     running = _sleepers(pool, tmp_path, 2, 4, "s.log")
     _all_running(pool, running)
     idle = pool.submit("executable = /bin/true\nlog = t.log\nqueue 3\n", tmp_path).job_ids()
@@ -46,14 +46,16 @@ def test_schedd_killed_mid_run_loses_nothing(fresh_pool: PoolHandle, tmp_path: P
 def _launcher_ready(pool: PoolHandle, timeout: float = 30) -> None:
     """Jobs outlive their startd once the startd's helper is built (a fresh pool builds
     it in the background in its first second); before, they run again."""
-    deadline = time.monotonic() + timeout
-    launcher = pool.home / "execute" / ".launcher"
-    while time.monotonic() < deadline:
-        if launcher.is_dir() and any(p.name.startswith("roost-launcher-") for p in launcher.iterdir()):
-            time.sleep(0.2)  # built and published: the startd takes it on its next job
-            return
-        time.sleep(0.05)
-    raise AssertionError("the startd's launcher was not built")
+    pool.wait_log(r"job launcher ready", timeout=timeout)
+
+
+def _gone(pid: int) -> bool:
+    """Whether ``pid`` has ended (a zombie its keeper has not reaped yet counts as ended)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] == "Z"
+    except (FileNotFoundError, ProcessLookupError):
+        return True
 
 
 _CARRY_ON = """#!/bin/sh
@@ -86,14 +88,15 @@ def _ran_once(pool: PoolHandle, tmp_path: Path, ids: list[str], log: str) -> Non
         assert len(starts) == 1 and len(ends) == 1, events
 
 
-def test_startd_killed_jobs_carry_on(fresh_pool: PoolHandle, tmp_path: Path) -> None:
+def test_startd_killed_jobs_carry_on(long_lease_pool: PoolHandle, tmp_path: Path) -> None:
     """kill -9 of the startd: its jobs keep running under their keepers, the restarted
     startd adopts them (same claims, same port), and each finishes once."""
-    pool = fresh_pool
+    pool = long_lease_pool
     _launcher_ready(pool)
+    mark = pool.log_mark()
     ids = _carry_on_jobs(pool, tmp_path, 2, 3, "k.log")
-    _all_running(pool, ids)
-    time.sleep(0.3)  # past the spawn: each job has its record
+    for jid in ids:
+        pool.job_pid(jid, after=mark)  # it runs and has its record: the next startd adopts it
     old = pool.daemon_pid("startd")
     os.kill(old, signal.SIGKILL)
     pool.wait_daemon_back("startd", old)
@@ -104,17 +107,17 @@ def test_startd_killed_jobs_carry_on(fresh_pool: PoolHandle, tmp_path: Path) -> 
     assert pool.wait(new, timeout=60)["done"] == 2
 
 
-def test_master_killed_jobs_carry_on(fresh_pool: PoolHandle, tmp_path: Path) -> None:
+def test_master_killed_jobs_carry_on(long_lease_pool: PoolHandle, tmp_path: Path) -> None:
     """kill -9 of the master takes every daemon down with it (PR_SET_PDEATHSIG); the
     startd leaves its jobs to the next one, and a job that ended while no startd ran is
     reported by it."""
-    pool = fresh_pool
+    pool = long_lease_pool
     _launcher_ready(pool)
+    mark = pool.log_mark()
     ids = _carry_on_jobs(pool, tmp_path, 2, 1.5, "m.log")
-    _all_running(pool, ids)
-    time.sleep(0.3)
+    pids = [pool.job_pid(jid, after=mark) for jid in ids]
     os.kill(pool.master_pid, signal.SIGKILL)
-    time.sleep(2.5)  # the jobs end while nothing of the pool runs
+    wait_until(lambda: all(_gone(p) for p in pids), 30, "the jobs end while nothing of the pool runs")
     up = pool.roost("up", "-timeout", "60", timeout=90)
     assert up.returncode == 0, up.stdout + up.stderr
     pool.master_pid = int((pool.home / "run" / "master.pid").read_text())
@@ -157,13 +160,16 @@ def test_queue_survives_down_and_up(fresh_pool: PoolHandle, tmp_path: Path) -> N
     assert ad is not None and ad["JobStatus"] == 4 and ad["ExitCode"] == 0
 
 
+BIG = 256 << 20  # an input that takes a moment to send (768 MiB took 40 s of the suite, twice sent)
+
+
 def test_schedd_killed_during_input_transfer_reruns_the_job_not_holds_it(fresh_pool: PoolHandle, tmp_path: Path) -> None:
     """kill -9 of the schedd while a job's input streams to the starter: a fault of the
     infrastructure, so the job goes back to Idle and runs again (once), never Held."""
     pool = fresh_pool
     big = tmp_path / "big.in"
     with open(big, "wb") as f:  # large enough that the transfer takes a moment
-        f.truncate(768 << 20)
+        f.truncate(BIG)
     r = pool.submit("executable = /bin/sh\narguments = \"-c 'wc -c < big.in > n.out'\"\n"
                     "transfer_executable = false\nshould_transfer_files = YES\n"
                     "when_to_transfer_output = ON_EXIT\ntransfer_input_files = big.in\n"
@@ -176,7 +182,7 @@ def test_schedd_killed_during_input_transfer_reruns_the_job_not_holds_it(fresh_p
         assert time.monotonic() < deadline, "the input transfer never began"
         for f in execute.glob("dir_*/big.in"):
             try:
-                if 0 < f.stat().st_size < (768 << 20):
+                if 0 < f.stat().st_size < BIG:
                     partial = f
             except FileNotFoundError:
                 pass
@@ -188,6 +194,6 @@ def test_schedd_killed_during_input_transfer_reruns_the_job_not_holds_it(fresh_p
     assert got["done"] == 1
     ad = pool.job(jid)
     assert ad is not None and ad["JobStatus"] == 4 and ad["ExitCode"] == 0, ad
-    assert (tmp_path / "n.out").read_text().strip() == str(768 << 20)
+    assert (tmp_path / "n.out").read_text().strip() == str(BIG)
     events = (tmp_path / "x.log").read_text()
     assert "Job was held" not in events and events.count("Job terminated") == 1, events

@@ -21,7 +21,6 @@ import secrets
 import shutil
 import stat
 import tempfile
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -153,6 +152,13 @@ def _key_needles(home: Path) -> dict[bytes, str]:
     return needles
 
 
+def _records_written(start_log: Path, after: int) -> int:
+    """How many jobs the startd has started (and written the records of) past ``after``."""
+    with open(start_log, "rb") as f:
+        f.seek(after)
+        return len(re.findall(rb": started, pid \d+, record written", f.read()))
+
+
 def _workdir(jobdir: Path, name: str) -> Path:
     """A directory the jobs' user (nobody, for root's jobs) may write."""
     d = jobdir / name
@@ -168,6 +174,7 @@ def test_nothing_secret_under_roost_home_is_open_to_other_users(busy_pool: PoolH
     # a finished job: its ad goes to history
     done = pool.submit(f"executable = /bin/true\nlog = job.log\n{probe}queue\n", _workdir(jobdir, "done"))
     pool.wait([f"{done.cluster}.0"], timeout=60)
+    mark = pool.log_mark()
     # a running job
     running = pool.submit(f"executable = /bin/sleep\narguments = 300\nlog = job.log\n{probe}queue\n",
                           _workdir(jobdir, "run"))
@@ -193,7 +200,9 @@ def test_nothing_secret_under_roost_home_is_open_to_other_users(busy_pool: PoolH
     wait_until(chirp_ready.exists, 60, "the Chirp job chirping")
     pool.wait_for(f"{running.cluster}.0", lambda ad: ad.get("JobStatus") == 2, 60, "the sleeper running")
     wait_until(lambda: len(_collector_claim_ids(pool)) >= 4, 30, "four claims advertised")
-    time.sleep(2.5)  # a collector update, a negotiation cycle, an accountant write
+    start_log = pool.log_path("startd")
+    wait_until(lambda: _records_written(start_log, mark) >= 4, 30, "the four running jobs' records written")
+    wait_until((pool.home / "spool" / "accountant.json").exists, 30, "the accountant written")
     assert (pool.home / "spool" / "checkpoints" / str(ckpt_cluster)).is_dir()
 
     claim_ids = _collector_claim_ids(pool)

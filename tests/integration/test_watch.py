@@ -254,7 +254,7 @@ def test_auto_retry_waits_for_the_job_to_start(pool: PoolHandle, jobdir: Path) -
     tool = subprocess.Popen([*ROOST, "tail", "-auto-retry", "-f", jid], env=pool.env, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
     try:
-        time.sleep(0.5)
+        time.sleep(0.5)  # time is the point: a tool that did not wait would have ended by now
         assert tool.poll() is None  # Idle: it waits
         s = pool.schedd()
         try:

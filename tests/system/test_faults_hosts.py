@@ -12,6 +12,8 @@ from pathlib import Path
 
 from hostpool import MultiHostPool, RoostHost
 
+from daemon_logs import wait_log
+
 # Appends where it ran to a file of the shared disk at its end: a run that was killed
 # never writes, one that finished twice writes twice.
 JOB = """#!/bin/sh
@@ -57,6 +59,22 @@ def _running_on(submit: RoostHost, cluster: str, timeout: float = 30) -> str:
     raise AssertionError(f"cluster {cluster} never ran: {_ads(submit, cluster, 'JobStatus', 'HoldReason')}")
 
 
+def _started(host: RoostHost, cluster: str) -> int:
+    """The pid of the cluster's job on ``host`` once it runs there with its record written
+    and its start reported (the startd's milestone line)."""
+    m = wait_log(host.home / "log" / "StartLog", rf"job {cluster}\.0: started, pid (\d+), record written")
+    return int(m.group(1))
+
+
+def _gone(pid: int) -> bool:
+    """Whether ``pid`` has ended (an unreaped zombie counts as ended)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] == "Z"
+    except FileNotFoundError:
+        return True
+
+
 def _events(work: Path, code: str) -> int:
     return sum(1 for line in (work / "jobs.log").read_text().splitlines() if line.startswith(code + " "))
 
@@ -67,9 +85,9 @@ def test_partition_shorter_than_the_lease_the_job_goes_on(hosts: MultiHostPool) 
     work = _work(submit, "short")
     cluster = _submit(submit, work, 6)
     where = _running_on(submit, cluster)
-    time.sleep(1)
+    _started(hosts[where], cluster)
     hosts.net.cut(where)
-    time.sleep(3)  # JOB_LEASE_DURATION is 6
+    time.sleep(3)  # time is the point: a partition shorter than the lease (JOB_LEASE_DURATION is 6)
     hosts.net.mend(where)
     submit.roost("wait", "-quiet", "-wait", "60", cluster, timeout=70)
     [[status, starts, code, last]] = _ads(submit, cluster, "JobStatus", "NumJobStarts", "ExitCode", "LastRemoteHost")
@@ -87,7 +105,7 @@ def test_partition_longer_than_the_lease_reruns_elsewhere_and_kills_the_orphan(h
     cluster = _submit(submit, work, 8)
     where = _running_on(submit, cluster)
     other = "exec2" if where == "exec1" else "exec1"
-    time.sleep(1)
+    orphan = _started(hosts[where], cluster)
     hosts.net.cut(where)
     try:
         # the lease (6 s) runs out on both sides: the schedd requeues the job and it runs
@@ -95,7 +113,11 @@ def test_partition_longer_than_the_lease_reruns_elsewhere_and_kills_the_orphan(h
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline and _running_on(submit, cluster, timeout=60) != other:
             time.sleep(0.5)
-        time.sleep(10)  # past the orphan's own end: had it lived, it would have written
+        wait_log(hosts[where].home / "log" / "StartLog", "lease expired", timeout=30)
+        deadline = time.monotonic() + 30
+        while not _gone(orphan):  # killed, long before its own end: it never writes
+            assert time.monotonic() < deadline, f"the orphan (pid {orphan}) outlived its lease"
+            time.sleep(0.1)
     finally:
         hosts.net.mend(where)
     submit.roost("wait", "-quiet", "-wait", "60", cluster, timeout=70)
@@ -122,7 +144,7 @@ def test_central_manager_down_running_jobs_go_on_and_claims_take_more(hosts: Mul
     big = _submit(submit, work, 1, extra="request_cpus = 2\n")  # needs a new match
     submit.roost("wait", "-quiet", "-wait", "60", first, more, timeout=70)
     assert all(r == ["4"] for r in _ads(submit, first, "JobStatus") + _ads(submit, more, "JobStatus"))
-    time.sleep(2)
+    time.sleep(2)  # time is the point: a negotiation interval passes with no negotiator to match it
     assert _ads(submit, big, "JobStatus") == [["1"]]  # idle: nobody to match it
     cm.roost("up", "-timeout", "30", timeout=45)
     submit.roost("wait", "-quiet", "-wait", "60", big, timeout=70)

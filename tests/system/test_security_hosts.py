@@ -411,7 +411,13 @@ def test_a_capture_on_the_lan_shows_no_claim_id_and_plain_tcp_is_refused(sec: Se
             assert time.monotonic() < deadline, f"{jid} never ran\n{_log_tails(sec.pool)}"
             time.sleep(0.2)
         private = sec.admin("cm", "collector", "QUERY", type="Machine", private=True)["ads"]
-        time.sleep(2.5)  # an UPDATE_INTERVAL: the startd's updates with the new ClaimId
+        # every slot updated again while the capture runs: the startds' updates with the new ClaimId
+        heard = time.time()
+        deadline = time.monotonic() + 20
+        while not all(a.get("LastHeardFrom", 0) > heard for a in
+                      sec.admin("cm", "collector", "QUERY", type="Machine", projection=["LastHeardFrom"])["ads"]):
+            assert time.monotonic() < deadline, "the startds sent no update while the capture ran"
+            time.sleep(0.2)
     finally:
         stop.touch()
         cap.wait(timeout=10)

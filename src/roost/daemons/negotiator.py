@@ -641,7 +641,9 @@ class Negotiator(Daemon):
         stats.duration = time.perf_counter() - t0
         self.cycles += 1
         self.stats.append(stats)
-        if stats.matches or stats.errors:
+        # a cycle that matched nothing for someone waiting says so too: that it ran is
+        # what "nothing runs" means (and what a test waits for instead of sleeping)
+        if stats.matches or stats.errors or stats.submitters:
             self.log.info(
                 "cycle %d (%s): %d slots, %d submitters, %d requests (%d jobs), %d matches in %.1f ms%s",
                 self.cycles, stats.trigger, stats.slots, stats.submitters, stats.requests,

@@ -299,7 +299,7 @@ def test_a_schedd_that_does_not_answer_in_the_clients_timeout_is_a_pool_error(tm
     delays = iter([2.0, 0.0])
 
     async def query_jobs(req: dict, peer: object) -> dict:
-        await asyncio.sleep(next(delays))
+        await asyncio.sleep(next(delays))  # time is the point: slower than the client's timeout, once
         return {"totals": {"Total": 7}}
 
     (tmp_path / "run").mkdir()

@@ -259,11 +259,11 @@ class FakeStartd:
             await schedd.call("JOB_UPDATE", claim_id=claim_id, job=jid, state="running", pid=4242)
             if self.suspend_for is not None:
                 await schedd.call("JOB_UPDATE", claim_id=claim_id, job=jid, state="suspended", num_pids=3)
-                await asyncio.sleep(self.suspend_for)
+                await asyncio.sleep(self.suspend_for)  # time is the point: suspended this long
                 await schedd.call("JOB_UPDATE", claim_id=claim_id, job=jid, state="resumed")
             outputs, result = self.behaviour(job, inputs)
             while self.hang:
-                await asyncio.sleep(0.05)
+                await asyncio.sleep(0.05)  # time is the point: a hung starter, for as long as the test says
             if outputs:
                 entries = [{"name": n, "size": len(b), "mode": 0o644, **({"role": n} if n in ("stdout", "stderr") else {})}
                            for n, b in outputs.items()]

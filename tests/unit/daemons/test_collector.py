@@ -96,7 +96,7 @@ def test_expiry_by_classad_lifetime(collector):
         c.call("UPDATE_AD", type="Scheduler", ad={"Name": "short", "ClassAdLifetime": 0.3})
         c.call("UPDATE_AD", type="Scheduler", ad={"Name": "long"})
         assert {a["Name"] for a in c.call("QUERY", type="Scheduler")["ads"]} == {"short", "long"}
-        time.sleep(0.5)
+        time.sleep(0.5)  # time is the point: past the short ad's lifetime
         assert [a["Name"] for a in c.call("QUERY", type="Scheduler")["ads"]] == ["long"]
         # an update renews the lease
         c.call("UPDATE_AD", type="Scheduler", ad={"Name": "short", "ClassAdLifetime": 0.3})

@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from roost.daemons.startd.memlimit import MemoryLimits
+from roost.daemons.startd.memlimit import MemoryLimits, MemoryState
 
 HOG = "import sys, time; x = bytearray(int(sys.argv[1]) << 20); time.sleep(float(sys.argv[2]))"
 
@@ -36,13 +36,34 @@ def _run(limits: MemoryLimits, name: str, slot: str, mb: int, secs: float, limit
     return proc.returncode, limits.state(name)
 
 
+def _moved(limits: MemoryLimits, name: str, timeout: float = 10) -> MemoryState:
+    """Wait until the job has entered its cgroup (its move runs on a timer thread);
+    what the cgroup measures then."""
+    deadline = time.monotonic() + timeout
+    while (state := limits.state(name)) is None:
+        assert time.monotonic() < deadline, f"{name} never entered its cgroup"
+        time.sleep(0.01)
+    return state
+
+
+def _holds(pid: int, size: int, timeout: float = 30) -> None:
+    """Wait until process ``pid``'s resident memory reaches ``size`` bytes."""
+    deadline = time.monotonic() + timeout
+    while True:
+        with open(f"/proc/{pid}/statm") as f:
+            rss = int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+        if rss >= size:
+            return
+        assert time.monotonic() < deadline, f"pid {pid} holds {rss} bytes, not {size}"
+        time.sleep(0.02)
+
+
 def test_a_hog_dies_at_its_limit_and_the_slots_cgroup_serves_the_next_job(limits: MemoryLimits) -> None:
     code, state = _run(limits, "job1", "slot1", 20, 0.5, 64)  # within its limit
     assert code == 0 and state is not None and not state.oom_killed
     path = limits.path("job1")
     limits.remove("job1")
     assert os.path.isdir(path)  # a static slot's cgroup stays for the next job
-    time.sleep(0.05)
     code, state = _run(limits, "job2", "slot1", 20, 2.0, 64)
     assert code == 0
     # a process that grows past the limit inside its cgroup: the kernel kills it
@@ -57,12 +78,14 @@ def test_a_hog_dies_at_its_limit_and_the_slots_cgroup_serves_the_next_job(limits
     # the next job in that cgroup does not inherit the kill
     limits.create("job4", 64 << 20, "slot1")
     assert limits.state("job4") is None  # not in its cgroup yet: nothing measured there
-    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(0.5)"], start_new_session=True)
-    limits.enter("job4", proc.pid, lambda: proc.poll() is None)
-    time.sleep(0.3)
-    state = limits.state("job4")
-    assert state is not None and not state.oom_killed  # the kill before it is not its own
-    proc.wait(timeout=10)
+    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], start_new_session=True)
+    try:
+        limits.enter("job4", proc.pid, lambda: proc.poll() is None)
+        state = _moved(limits, "job4")
+        assert not state.oom_killed  # the kill before it is not its own
+    finally:
+        proc.kill()
+        proc.wait(timeout=10)
     limits.remove("job4")
 
 
@@ -73,7 +96,7 @@ def test_a_job_that_ends_before_its_move_costs_no_cgroup_file(limits: MemoryLimi
     proc = subprocess.Popen(["/bin/true"], start_new_session=True)
     proc.wait(timeout=10)
     limits.enter("quick", proc.pid, lambda: False)  # gone: its move never happens
-    time.sleep(limits.move_delay + 0.1)
+    time.sleep(limits.move_delay + 0.1)  # time is the point: past its move's delay, no move came
     assert limits.state("quick") is None
     limits.remove("quick")
     assert "slot3" not in limits._dirty
@@ -85,7 +108,7 @@ def test_a_job_that_ends_before_its_move_costs_no_cgroup_file(limits: MemoryLimi
 def test_already_over_its_limit_when_it_would_enter_it_is_killed(limits: MemoryLimits) -> None:
     limits.create("big", 64 << 20, "slot2_1")
     proc = subprocess.Popen([sys.executable, "-c", HOG, "200", "5"], start_new_session=True)
-    time.sleep(1.0)  # it holds 200 MiB before it is moved
+    _holds(proc.pid, 200 << 20)  # it holds 200 MiB before it is moved
     limits.enter("big", proc.pid, lambda: proc.poll() is None)
     proc.wait(timeout=30)
     assert proc.returncode == -signal.SIGKILL
@@ -100,7 +123,7 @@ def test_a_jobs_late_clean_up_spares_the_next_job_on_its_slot(limits: MemoryLimi
     limits.create("jobB", 64 << 20, "slot3")  # the claim's next job, before A's clean-up ran
     proc = subprocess.Popen([sys.executable, "-c", HOG, "5", "2"], start_new_session=True)
     limits.enter("jobB", proc.pid, lambda: proc.poll() is None)
-    time.sleep(0.3)
+    _moved(limits, "jobB")
     limits.remove("jobA")  # late: it must not kill B's process
     assert proc.wait(timeout=30) == 0
     limits.remove("jobB")

@@ -211,16 +211,18 @@ def test_a_trickling_smtp_server_holds_no_shared_thread_and_its_session_ends() -
     srv = socket.create_server(("127.0.0.1", 0))
     port = srv.getsockname()[1]
     closed = threading.Event()
+    trickling = threading.Event()
 
     def tarpit() -> None:
         conn, _ = srv.accept()
+        trickling.set()
         end = time.monotonic() + 10  # a mailer without a deadline would wait for ever
         with conn:
             try:
                 while time.monotonic() < end:
                     for b in b"220-slow\r\n":
                         conn.send(bytes([b]))
-                        time.sleep(0.02)
+                        time.sleep(0.02)  # time is the point: a byte at a time, no operation times out
             except OSError:
                 closed.set()
 
@@ -233,7 +235,7 @@ def test_a_trickling_smtp_server_holds_no_shared_thread_and_its_session_ends() -
                      domain="users.test", admin=None, signature=None, hostname="ap.test")
         n.deadline = 1.0
         n.job_held(getter(ClusterId=1, ProcId=0, Owner="alice", JobNotification=1), "held")
-        await asyncio.sleep(0.3)  # the session is under way, the greeting trickling
+        assert await asyncio.to_thread(trickling.wait, 10)  # the session is under way, the greeting trickling
         assert await asyncio.wait_for(asyncio.to_thread(lambda: 42), 3) == 42
         assert n._task is not None
         await asyncio.wait_for(asyncio.shield(n._task), 8)

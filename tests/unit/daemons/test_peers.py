@@ -42,8 +42,9 @@ def test_a_burst_leaves_at_most_max_idle_connections_open() -> None:
                 await release.wait()  # all at once: each needs a connection of its own
 
         tasks = [asyncio.ensure_future(exchange()) for _ in range(burst)]
-        while len(accepted) < burst:
-            await asyncio.sleep(0.01)
+        async with asyncio.timeout(10):
+            while len(accepted) < burst:
+                await asyncio.sleep(0.01)
         before = _sockets()
         release.set()
         await asyncio.gather(*tasks)
@@ -96,7 +97,7 @@ def test_at_most_max_busy_exchanges_at_once_but_a_checkpoint_never_waits(monkeyp
             await asyncio.sleep(0.01)
             if open_now >= 4:
                 break
-        await asyncio.sleep(0.1)
+        await asyncio.sleep(0.1)  # time is the point: a fifth let through would have connected by now
         assert open_now == 4 and done == 0  # the other 8 wait their turn
         # a checkpoint upload takes no turn: it gets through while all four are busy
         async with asyncio.timeout(5), peers.connection(address, bounded=False):

@@ -140,7 +140,7 @@ def test_wait_jobs_wakes_on_change(schedd, tmp_path):
         cid, _ = submit(c, JOB.format(mem=100, n=1), str(tmp_path))
 
     def later():
-        time.sleep(0.3)
+        time.sleep(0.3)  # time is the point: the removal comes while WAIT_JOBS waits
         with schedd.client() as c2:
             c2.call("ACT", action="remove", ids=[f"{cid}.0"])
 

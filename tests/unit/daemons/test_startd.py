@@ -10,6 +10,7 @@ import signal
 
 import pytest
 
+from daemon_logs import log_mark, wait_log
 from roost.daemons.startd.leftovers import read_records
 from roost.net.errors import RemoteError
 
@@ -252,8 +253,10 @@ def test_report_waits_for_the_schedd_to_reconnect():
             got = await claim(peer, client, ad)
             cid = got["claim_id"]
             peer.refuse_updates = True  # the schedd "restarted": it knows no job yet
+            mark = log_mark(startd.home / "log" / "StartLog")
             await client.call("ACTIVATE_CLAIM", claim_id=cid, job_ad=ad)
-            await asyncio.sleep(0.5)
+            await asyncio.to_thread(wait_log, startd.home / "log" / "StartLog",
+                                    r"job 1\.0: schedd does not know the job \(yet\)", mark)
             assert peer.updates.empty()
             peer.refuse_updates = False
             answer = await client.call("RECONNECT", claim_id=cid, schedd_address=peer.address)
@@ -388,9 +391,7 @@ def test_a_restarted_startd_adopts_both_jobs_of_a_reused_claim():
 
     async def main():
         async with pool() as (peer, startd, client):
-            launcher = startd.home / "execute" / ".launcher"
-            await peer.wait_for(lambda: launcher.is_dir() and any(launcher.iterdir()), timeout=30)
-            await asyncio.sleep(0.3)
+            await asyncio.to_thread(wait_log, startd.home / "log" / "StartLog", "job launcher ready")
             peer.jobs["1.0"] = Job(inputs=[("job.sh", b"#!/bin/sh\necho one > result.txt\n", 0o755)])
             peer.jobs["1.1"] = Job(inputs=[("job.sh", b"#!/bin/sh\nsleep 3\necho two > result.txt\n", 0o755)])
             first = job_ad("executable = job.sh\nshould_transfer_files = YES\nqueue\n")

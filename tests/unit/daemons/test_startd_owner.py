@@ -126,7 +126,7 @@ def test_suspend_freezes_what_left_the_job_process_group() -> None:
             await peer.wait_for(lambda: peer.ads[name].get("Activity") == "Suspended")
             assert await _settles(loop_pid, lambda s: _frozen(loop_pid))
             before = _cpu_ticks(loop_pid)
-            await asyncio.sleep(0.5)
+            await asyncio.sleep(0.5)  # time is the point: a running loop would gain ticks in it
             assert _cpu_ticks(loop_pid) == before  # it does not run
             await client.call("RELEASE_CLAIM", claim_id=cid)
             await peer.wait_for(lambda: not os.path.exists(f"/proc/{loop_pid}") or _proc_state(loop_pid) == "Z")
@@ -233,7 +233,7 @@ class _SlowStarter:
     spec = SimpleNamespace(job_id="1.0")
 
     async def abandon(self) -> None:
-        await asyncio.sleep(0.05)
+        await asyncio.sleep(0.05)  # time is the point: the kill takes a moment
 
 
 def test_two_releases_of_a_preempted_claim_hand_the_slot_to_the_preempting_claim() -> None:

@@ -27,7 +27,7 @@ async def crash(req, peer):
 
 
 async def slow(req, peer):
-    await asyncio.sleep(req.get("t", 0.2))
+    await asyncio.sleep(req.get("t", 0.2))  # time is the point: a handler this slow
     return {"slept": True}
 
 

@@ -66,6 +66,16 @@ def test_a_private_log_is_not_shown_and_says_nothing_of_why(public: Path) -> Non
     assert all(not event_log(ad(p))["events"] for p in notes)
 
 
+def _waits_for_a_reader(t: threading.Thread) -> bool:
+    """Whether thread ``t`` is blocked in its open of the FIFO (the kernel's wait for the
+    other end, as /proc says where the thread sleeps)."""
+    try:
+        with open(f"/proc/self/task/{t.native_id}/wchan") as f:
+            return f.read().strip() in ("wait_for_partner", "fifo_open")
+    except FileNotFoundError:
+        return False
+
+
 def test_a_fifo_is_never_opened(public: Path) -> None:
     """Opening a device or a FIFO can have effects (a FIFO's writer is let through; some
     devices act on open): the log is looked at, never opened, unless a regular file."""
@@ -80,7 +90,10 @@ def test_a_fifo_is_never_opened(public: Path) -> None:
 
     t = threading.Thread(target=writer, daemon=True)
     t.start()
-    time.sleep(0.2)
+    deadline = time.monotonic() + 10
+    while not _waits_for_a_reader(t):
+        assert time.monotonic() < deadline, "the writer never reached its open"
+        time.sleep(0.01)
     assert event_log(ad(fifo))["note"] == NOT_SHOWN
     assert not writer_opened.wait(0.5), "the dashboard opened the FIFO"
     fd = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)  # let the writer go

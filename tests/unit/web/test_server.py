@@ -112,7 +112,10 @@ def test_idle_connections_are_capped_and_closed() -> None:
         idle = [socket.create_connection(("127.0.0.1", port), timeout=10) for _ in range(4)]
         for s in idle:
             s.sendall(b"GET / HTTP/1.1\r\n")  # and nothing more
-        time.sleep(0.3)
+        deadline = time.monotonic() + 10
+        while threading.active_count() < before + 4:  # each idle one holds a handler now
+            assert time.monotonic() < deadline, (threading.active_count(), before)
+            time.sleep(0.01)
         extra = [socket.create_connection(("127.0.0.1", port), timeout=10) for _ in range(20)]
         for s in extra:  # one connection too many: 503 at once, closed
             got = s.recv(65536)

@@ -157,6 +157,7 @@ class Startd(Daemon):
             # Until the helper is built, jobs start without it (see launch.py).
             self._launcher_build = asyncio.get_running_loop().run_in_executor(
                 None, launch.build_launcher, os.path.join(self.execute_dir, ".launcher"))
+            self._launcher_build.add_done_callback(self._launcher_built)
         if self.config.get_bool("STARTD_DETECT_CRIU", True):
             self.spawn(self._detect_criu(), "criu check")
         if self.config.get_bool("STARTD_DETECT_CONTAINERS", True):
@@ -180,6 +181,17 @@ class Startd(Daemon):
             self.machine.name, t.cpus, t.memory, t.disk, len(t.gpus),
             ", ".join(f"{s.name} ({s.kind}, {s.total.cpus} cpus)" for s in self.slots.values()),
         )
+
+    def _launcher_built(self, built: asyncio.Future[str | None]) -> None:
+        """Say when jobs start through the helper (what tests of jobs outliving their
+        startd wait for: before it, a job dies with its startd)."""
+        if built.cancelled():  # the startd is stopping
+            return
+        path = None if built.exception() is not None else built.result()
+        if path:
+            self.log.info("job launcher ready: %s", path)
+        else:
+            self.log.warning("job launcher not built: jobs start without it")
 
     async def _detect_criu(self) -> None:
         """HasCRIU once ``criu check`` passes; otherwise the log says why not."""

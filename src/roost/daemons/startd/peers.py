@@ -8,11 +8,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 from roost.net.client import Connection, open_connection
 from roost.net.errors import RemoteError
+
+log = logging.getLogger(__name__)
 
 CALL_TIMEOUT = 60.0  # seconds for one request (a transfer gets ten times that)
 #: idle connections kept per schedd: a burst of starts opens one per concurrent exchange
@@ -24,6 +27,20 @@ MAX_IDLE = 16
 #: stalled (issue 27, at 10,000 jobs). A checkpoint upload, which may wait long for the
 #: schedd's admission, is not counted (``bounded=False``).
 MAX_BUSY = 64
+
+
+def _reported(update: dict[str, Any]) -> None:
+    """One StartLog line per step of a job's life its schedd took (its start, a suspension,
+    its end; not the periodic usage reports): what an operator reads, and what a test
+    waits on instead of sleeping (tests/daemon_logs.py). A starter reports the start
+    only once the job runs and its record is written, so the line says both."""
+    if "usage_now" in update:
+        return
+    state, job = update.get("state"), update.get("job")
+    if state == "running":
+        log.info("job %s: started, pid %s, record written; reported", job, update.get("pid"))
+    else:
+        log.info("job %s: %s; reported", job, state)
 
 
 class Peers:
@@ -92,7 +109,10 @@ class Peers:
         for attempt in (0, 1):
             try:
                 async with self.connection(address) as conn, asyncio.timeout(CALL_TIMEOUT):
-                    return await conn.request(cmd, **args)
+                    got = await conn.request(cmd, **args)
+                if cmd == "JOB_UPDATE":
+                    _reported(args)
+                return got
             except (ConnectionError, OSError):
                 if attempt:
                     raise
