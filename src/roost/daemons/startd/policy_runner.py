@@ -24,6 +24,7 @@ from typing import Any, Protocol
 from roost.classad import ClassAd, ExprTree
 from roost.config import Config
 from roost.config.errors import ConfigError
+from roost.core import claimstates as cs
 from roost.core import ownerpolicy as op
 from roost.core import slots as core
 from roost.core.slots import Slot
@@ -327,7 +328,7 @@ class OwnerPolicy:
         try:
             slot = self.host.slots.get(name)
             if slot is not None and slot.claim_id == claim_id:
-                await self.claims.release(name, "given up by the owner policy")
+                await self.claims.release(name, "given up by the owner policy", cs.POLICY_RELEASE)
         finally:
             self._acting.discard((claim_id, "release"))
 
