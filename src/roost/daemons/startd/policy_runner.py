@@ -291,6 +291,9 @@ class OwnerPolicy:
         name = slot.name
         if (st.state, st.activity) != (slot.state, slot.activity):
             try:
+                if not cs.is_move((slot.state, slot.activity), (st.state, st.activity)):
+                    raise core.SlotError(f"{name}: {slot.state}/{slot.activity} -> {st.state}/{st.activity} "
+                                         "is no move of the claim table")
                 moved = core.transition(slot, st.state, st.activity, now)
             except core.SlotError as e:
                 self.log.warning("owner policy: %s", e)
