@@ -111,7 +111,7 @@ class OwnerPolicy:
             op.add_policy_exprs(self._constant_ad, self.exprs)
 
     def _read_owner_policy(self) -> op.PolicyExprs:
-        """The owner policy knobs (START and RANK are checked by ``Startd._read_policy``).
+        """The owner policy knobs (START and RANK are checked by ``slotconfig.read_policy``).
 
         A knob that does not parse does not stop the startd: it is logged once and
         evaluates to ERROR, which HTCondor's policy evaluation treats as not true
