@@ -9,6 +9,12 @@ the slot ads and the daemon's services belong to the startd (``Host``); what a
 claim needs to know of the owner's will (draining, off, RANK) and the owner policy
 steps that claim and job events trigger go through ``PolicyHooks``. Neither is
 imported: this module sees both only through those two narrow protocols.
+
+Which claim event may move a slot from which State/Activity to which is the claim
+table (``roost.core.claimstates``): every command and job event here looks its move
+up there, and one that is no move of it is refused (DENIED to the schedd, a late
+report ignored, an ending logged). Building a job's starter is ``starter_factory``'s
+and taking back a previous startd's claims ``adoption``'s.
 """
 
 from __future__ import annotations
