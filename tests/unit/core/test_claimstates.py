@@ -207,6 +207,9 @@ def test_a_claim_ends_once() -> None:
 
 # -- the owner policy's steps are moves of the table -----------------------------------
 
+#: the table's actions on a job -> the owner policy's
+_JOB_ACTIONS = {cs.STOP_JOB: op.SUSPEND, cs.RESUME_JOB: op.CONTINUE, cs.VACATE_JOB: op.VACATE, cs.KILL_JOB: op.KILL}
+
 _POLICIES = {
     "defaults": op.PolicyExprs(),
     "suspend": op.PolicyExprs(want_suspend="True", suspend="True", continue_="False"),
@@ -248,3 +251,7 @@ def test_the_owner_policys_steps_are_moves_of_the_table(policy: str) -> None:
             st = op.step(v, ClassAd({"Cpus": 1}), ClassAd({"JobUniverse": 5}) if v.job else None, exprs, now)
             old, new = (v.state, v.activity), (st.state, st.activity)
             assert cs.is_move(old, new), (policy, v, st)
+            event = cs.event_between(old, new)
+            if event is not None:  # the step does to the job what the table's move says
+                said = {_JOB_ACTIONS[a] for a in cs.after(*old, event).actions if a in _JOB_ACTIONS}
+                assert said == set(st.actions) & set(_JOB_ACTIONS.values()), (policy, v, st, event)
