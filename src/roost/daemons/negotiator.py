@@ -36,7 +36,8 @@ private ``PreemptClaimId``).
 This module is the cycle: the collector's ads in, the slot views, usage and policy
 knobs, the pure plan, promises out. Beside it, ``negotiator_schedds`` talks to schedds
 (GET_REQUESTS, MATCHES) and ``negotiator_priorities`` keeps ``accountant.json`` and
-answers the commands that change priorities.
+answers the commands that change priorities, and ``negotiator_slots`` reads the slot
+ads (the slots offered, the weight each submitter holds).
 """
 
 from __future__ import annotations
@@ -48,8 +49,6 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
-from roost.classad import ClassAd
-from roost.classad.ast import Literal
 from roost.classad.parser import parse_expr
 from roost.config.errors import ConfigError
 from roost.core.accountant import Accountant, UserRecord
@@ -61,7 +60,7 @@ from roost.core.concurrency import (
 from roost.core.fairshare import NONE_GROUP, GroupConfig, Submitter, negotiate_fair
 from roost.core.matchmaker import Match, Request, Slot, negotiate
 from roost.core.preemption import PreemptionPolicy
-from roost.core.promises import COUNTER, OFFER, WITHHOLD, Charge, PromiseBook
+from roost.core.promises import Charge, PromiseBook
 from roost.core.submitters import merge_requests
 from roost.core.updown import UpDown, UpDownRates, preemption_priority
 from roost.daemons.backoff import Backoff
@@ -73,22 +72,12 @@ from roost.daemons.negotiator_priorities import (
     record_obj,
 )
 from roost.daemons.negotiator_schedds import Schedds
-from roost.net.adwire import obj_to_ad
+from roost.daemons.negotiator_slots import SlotAds, answered
 from roost.net.errors import RequestError
 from roost.net.server import Handler, Peer
-from roost.vocabulary import SlotState
 
-# Attributes that change on every update without meaning anything changed.
-_VOLATILE = frozenset(("LastHeardFrom", "MyCurrentTime"))
-_PRIVATE = ("ClaimId", "ClaimIds", "Capability", "PreemptClaimId")
-#: slot states whose claim counts as usage of its RemoteUser
-_BUSY_STATES = frozenset((SlotState.CLAIMED, SlotState.PREEMPTING))
 _NAME_LIST = re.compile(r"[\s,]+")
 ACCOUNTANT_FILE = "accountant.json"
-
-
-def _version(obj: dict[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in obj.items() if k not in _VOLATILE}
 
 
 @dataclass
@@ -123,12 +112,6 @@ class CycleStats:
         }
 
 
-def _answered(obj: dict[str, Any]) -> int:
-    """The claim requests a slot's startd has answered (see ``roost.core.promises``)."""
-    n = obj.get(COUNTER)
-    return n if type(n) is int else 0
-
-
 class Negotiator(Daemon):
     ad_type = "Negotiator"
 
@@ -147,7 +130,6 @@ class Negotiator(Daemon):
         self._last_start = 0.0
         self.cycles = 0
         self.stats: deque[CycleStats] = deque(maxlen=20)
-        self._slot_cache: dict[str, tuple[dict[str, Any], ClassAd]] = {}
         self.promises = PromiseBook(self.match_hold)
         self.schedds = Schedds(self.timeout, self.promises, self.log, self.client)
         # -- Up-Down (NEGOTIATOR_ALGORITHM = updown): submit machines, not users ------
@@ -182,7 +164,7 @@ class Negotiator(Daemon):
         self._last_limits_used: dict[str, float] = {}  # concurrency limits in use, last cycle
         self._usage_at: float | None = None  # when the two above were taken
         self._group_quota: dict[str, float] = {}  # the last plan's, keys lower case
-        self._weight_cache: dict[str, tuple[Any, float]] = {}  # slot -> (SlotWeight inputs, weight)
+        self.slot_ads = SlotAds(self.promises, self.log, self.use_slot_weights)
 
     def _expr(self, knob: str) -> Any:
         text = (self.config.get(knob) or "").strip()
@@ -459,74 +441,6 @@ class Negotiator(Daemon):
         self._station_of = station_of
         self.updown.advance(held, waiting, now, self.updown_rates)
 
-    def _slot_weight(self, obj: dict[str, Any]) -> float:
-        """SlotWeight of a slot ad (default Cpus; 1 per slot without slot weights)."""
-        if not self.use_slot_weights:
-            return 1.0
-        cpus = obj.get("Cpus")
-        cpus = float(cpus) if type(cpus) in (int, float) else 1.0
-        w = obj.get("SlotWeight")
-        if type(w) in (int, float):
-            return float(w)
-        if w is None or (isinstance(w, str) and w.replace(" ", "").lower() == "/expr(cpus)/"):
-            return cpus
-        # Any other expression needs the whole ad: converted once per version of the ad,
-        # not every cycle for every claimed slot.
-        name = obj.get("Name")
-        version = _version(obj)
-        cached = self._weight_cache.get(name) if isinstance(name, str) else None
-        if cached is not None and cached[0] == version:
-            return cached[1]
-        try:
-            v = obj_to_ad(obj).eval("SlotWeight")
-        except Exception:
-            v = None
-        weight = float(v) if type(v) in (int, float) else cpus
-        if isinstance(name, str):
-            self._weight_cache[name] = (version, weight)
-        return weight
-
-    def _usage(self, objs: list[dict[str, Any]],
-               subs: list[dict[str, Any]]) -> tuple[dict[str, float], dict[str, float]]:
-        """Weight held per submitter (RemoteUser of claimed slots) and concurrency limits
-        in use (the running jobs' ``ConcurrencyLimits``, which the startd copies into the
-        slot ad), both with what matches still outstanding will hold."""
-        by_owner: dict[str, set[str]] = {}
-        for s in subs:
-            owner, name = s.get("Owner"), s.get("Name")
-            if isinstance(owner, str) and isinstance(name, str):
-                by_owner.setdefault(owner, set()).add(name)
-        usage: dict[str, float] = {}
-        limits: dict[str, float] = {}
-        busy: set[str] = set()
-        for obj in objs:
-            if obj.get("State") not in _BUSY_STATES:
-                continue
-            name = obj.get("Name")
-            if isinstance(name, str):
-                busy.add(name)
-            user = obj.get("RemoteUser")
-            if not isinstance(user, str) or not user:
-                user = obj.get("RemoteOwner")
-                if not isinstance(user, str) or not user:
-                    continue
-            if "@" not in user:  # an older startd: the owner only
-                names = by_owner.get(user)
-                user = next(iter(names)) if names and len(names) == 1 else user
-            usage[user] = usage.get(user, 0.0) + self._slot_weight(obj)
-            for lim, amount in (parse_concurrency_limits(obj.get("ConcurrencyLimits")) or {}).items():
-                limits[lim] = limits.get(lim, 0.0) + amount
-        for gone in [n for n in self._weight_cache if n not in busy]:
-            del self._weight_cache[gone]
-        # matches the startds have not answered yet hold what they will hold: the next
-        # cycle, milliseconds away, must not give the same license or group quota again
-        answered = {o["Name"]: _answered(o) for o in objs if isinstance(o.get("Name"), str)}
-        for charge in self.promises.charges(answered, time.monotonic()):
-            usage[charge.submitter] = usage.get(charge.submitter, 0.0) + charge.weight
-            for lim, amount in charge.limits.items():
-                limits[lim] = limits.get(lim, 0.0) + amount
-        return usage, limits
-
     def _groups(self) -> list[Any]:
         names = [g for g in _NAME_LIST.split(self.config.get("GROUP_NAMES") or "") if g]
         if not names:
@@ -619,7 +533,7 @@ class Negotiator(Daemon):
             names += sorted(n for n, w in usage.items()
                             if w > 0 and n not in requests and self._group_of(n, groups) is not None)
         entries = []
-        dedicated = _dedicated_weights(slots, self._slot_weight) if any(
+        dedicated = _dedicated_weights(slots, self.slot_ads.weight) if any(
             n.startswith(DEDICATED_PREFIX) for n in names) else {}
         for name in names:
             rec = self._record(name)
@@ -652,102 +566,25 @@ class Negotiator(Daemon):
             )
         return stats
 
-    # -- slots ----------------------------------------------------------------------------
     def _slots(self, objs: list[dict[str, Any]], preemption: Any = None) -> list[Slot]:
-        """Slot views for the matchmaker, ClassAds reused while an ad has not changed,
-        promises not yet acted on subtracted. Unclaimed slots are offered with their
-        ``ClaimId``; with a ``preemption`` policy, Claimed slots too (those that policy
-        could preempt at all), with their private ``PreemptClaimId`` and
-        ``RemoteUserPrio`` (the claim holder's effective priority)."""
-        prio_preemption = preemption is not None and not _never(preemption.requirements)
-        now = time.monotonic()
-        seen: set[str] = set()
-        out: list[Slot] = []
-        for obj in objs:
-            name = obj.get("Name")
-            if not isinstance(name, str):
-                continue
-            state = obj.get("State")
-            if state == SlotState.UNCLAIMED or (state is None and isinstance(obj.get("ClaimId"), str)):
-                claim = obj.get("ClaimId")
-                claimed = False
-            elif (preemption is not None and state == SlotState.CLAIMED and isinstance(obj.get("PreemptClaimId"), str)
-                  and (prio_preemption or _rank_may_preempt(obj))):
-                claim = obj.get("PreemptClaimId")
-                claimed = True
-            else:
-                continue  # not offered: not even converted to a ClassAd
-            seen.add(name)
-            if not isinstance(claim, str):
-                continue  # nothing a schedd could claim it with
-            version = _version(obj)
-            cached = self._slot_cache.get(name)
-            if cached is not None and cached[0] == version:
-                ad = cached[1]
-            else:
-                try:
-                    ad = obj_to_ad(obj)
-                except RequestError as e:
-                    self.log.warning("ignoring slot %s: %s", name, e)
-                    continue
-                self._slot_cache[name] = (version, ad)
-            verdict = self.promises.check(name, _answered(obj), now)
-            if verdict == WITHHOLD:
-                continue  # a static slot already promised
-            if verdict != OFFER:
-                assert isinstance(verdict, dict)
-                ad = ClassAd(ad)
-                for attr, amount in verdict.items():
-                    left = ad.eval(attr) if attr in ad else None
-                    if type(left) in (int, float):
-                        left -= amount
-                        ad[attr] = int(left) if float(left).is_integer() else left
-            if claimed:
-                user = obj.get("RemoteUser")
-                ad = ClassAd(ad)
-                ad["RemoteUserPrio"] = self._eff_prio(user if isinstance(user, str) else "")
-            address = obj.get("MyAddress") or obj.get("StartdIpAddr")
-            public = {k: v for k, v in obj.items() if k not in _PRIVATE}
-            out.append(Slot(name, ad, claim, address if isinstance(address, str) else None, public))
-        for gone in [n for n in self._slot_cache if n not in seen]:
-            del self._slot_cache[gone]
-        self.promises.keep_only(seen)
-        out.sort(key=lambda s: s.name)
-        return out
+        """The slots offered this cycle (``negotiator_slots.SlotAds.offered``)."""
+        return self.slot_ads.offered(objs, preemption, self._eff_prio)
+
+    def _usage(self, objs: list[dict[str, Any]],
+               subs: list[dict[str, Any]]) -> tuple[dict[str, float], dict[str, float]]:
+        """Weight held per submitter and concurrency limits in use (``SlotAds.usage``)."""
+        return self.slot_ads.usage(objs, subs)
 
     def _remember(self, matches: list[Match]) -> None:
         now = time.monotonic()  # promises and promised concurrency limits
         for m in matches:
             text = m.request.ad.eval("ConcurrencyLimits") if "ConcurrencyLimits" in m.request.ad else None
             charge = Charge(m.submitter, m.weight, parse_concurrency_limits(text) or {})
-            self.promises.note(m.slot.name, _answered(m.slot.extra), m.resources, now, charge)
+            self.promises.note(m.slot.name, answered(m.slot.extra), m.resources, now, charge)
 
     async def stop(self) -> None:
         self.save_accountant(force=True)
         await self.schedds.close()
-
-
-def _never(node: Any) -> bool:
-    """PREEMPTION_REQUIREMENTS that can never hold (unset, or the literal false)."""
-    return node is None or (isinstance(node, Literal) and node.value is False)
-
-
-def _rank_may_preempt(obj: dict[str, Any]) -> bool:
-    """Whether a claimed slot's own ``Rank`` could prefer some other job to the running
-    one (rank preemption): not when Rank is a constant no greater than ``CurrentRank``,
-    the common case, so such slots need no ClassAd when priority preemption is off."""
-    rank = obj.get("Rank", 0)
-    if isinstance(rank, str) and rank.startswith("/Expr(") and rank.endswith(")/"):
-        text = rank[6:-2].strip()
-        try:
-            rank = float(text)
-        except ValueError:
-            return True  # an expression of the job: it may
-    if type(rank) not in (int, float):
-        return rank is not None
-    current = obj.get("CurrentRank", 0)
-    current = float(current) if type(current) in (int, float) else 0.0
-    return rank > current
 
 
 def _is_number(text: str | None) -> bool:

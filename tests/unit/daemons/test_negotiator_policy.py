@@ -235,7 +235,7 @@ def _slot(name, state, **attrs):
 
 
 def _counting_conversions(monkeypatch):
-    import roost.daemons.negotiator as mod
+    import roost.daemons.negotiator_slots as mod
 
     calls = []
     real = mod.obj_to_ad

@@ -19,7 +19,7 @@ from roost.classad import ClassAd
 from roost.config import Config
 from roost.daemons import joblimits
 from roost.daemons.base import CannotStart, cannot_start_reason
-from roost.daemons.startd import launch, resources
+from roost.daemons.startd import launch, resources, slotconfig
 from roost.daemons.startd.daemon import Startd
 from roost.daemons.startd.jobspec import JobSpecError, job_identity, parse_job
 
@@ -54,14 +54,14 @@ def test_machine_detection_honours_overrides(tmp_path):
 )
 def test_slot_types_from_config(tmp_path, text, expect):
     d = Startd(config=config(f"LOCAL_DIR = {tmp_path}\n" + text))
-    got = [(t.type_id, t.spec, t.count, t.partitionable) for t in d._slot_types()]
+    got = [(t.type_id, t.spec, t.count, t.partitionable) for t in slotconfig.slot_types(d.config)]
     assert got == expect
 
 
 def test_bad_start_expression_stops_the_startd(tmp_path):
     d = Startd(config=config(f"LOCAL_DIR = {tmp_path}\nSTART = (((\n"))
     with pytest.raises(CannotStart, match="^START = '\\(\\(\\(' is not a ClassAd expression"):
-        d._read_policy()
+        slotconfig.read_policy(d.config)
 
 
 def test_a_daemon_that_cannot_start_says_why_in_its_log_for_the_master(tmp_path):

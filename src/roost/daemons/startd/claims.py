@@ -9,15 +9,18 @@ the slot ads and the daemon's services belong to the startd (``Host``); what a
 claim needs to know of the owner's will (draining, off, RANK) and the owner policy
 steps that claim and job events trigger go through ``PolicyHooks``. Neither is
 imported: this module sees both only through those two narrow protocols.
+
+Which claim event may move a slot from which State/Activity to which is the claim
+table (``roost.core.claimstates``): every command and job event here looks its move
+up there, and one that is no move of it is refused (DENIED to the schedd, a late
+report ignored, an ending logged). Building a job's starter is ``starter_factory``'s
+and taking back a previous startd's claims ``adoption``'s.
 """
 
 from __future__ import annotations
 
 import asyncio
-import itertools
 import logging
-import os
-import shutil
 import time
 from collections.abc import Awaitable
 from dataclasses import dataclass, replace
@@ -26,30 +29,26 @@ from typing import Any, Protocol
 from roost.classad import ClassAd
 from roost.classad.jsonform import ad_to_obj
 from roost.config import Config
+from roost.core import claimstates as cs
 from roost.core import ownerpolicy as op
 from roost.core import slots as core
 from roost.core.slots import Claim, Slot
+from roost.daemons.startd import adoption
 from roost.daemons.startd.cgroups import JobCgroups
-from roost.daemons.startd.chirp import ChirpSettings
 from roost.daemons.startd.cpushare import CpuShares
 from roost.daemons.startd.jobcommand import Universes
-from roost.daemons.startd.jobspec import (
-    Identity,
-    JobSpec,
-    JobSpecError,
-    job_identity,
-    local_owner,
-    parse_job,
-    slot_number,
-)
+from roost.daemons.startd.jobspec import JobSpecError, parse_job
 from roost.daemons.startd.leftovers import Record
 from roost.daemons.startd.memlimit import MemoryLimits
 from roost.daemons.startd.peers import Peers
 from roost.daemons.startd.starter import Starter
+from roost.daemons.startd.starter_factory import StarterFactory, disk_policy
 from roost.net.adwire import obj_to_ad
 from roost.net.errors import RequestError
 from roost.net.server import Peer
-from roost.vocabulary import Activity, SlotState
+from roost.vocabulary import Activity
+
+__all__ = ["Claims", "Host", "PolicyHooks", "disk_policy"]
 
 
 class Host(Protocol):
@@ -131,13 +130,6 @@ def _claim_args(req: dict[str, Any], default_lease: float) -> tuple[str, float]:
     return schedd, lease
 
 
-def disk_policy(cfg: Config) -> str:
-    """STARTD_DISK_LIMIT: ``hold`` (a job whose sandbox outgrows its slot's Disk is
-    killed and held) or ``none`` (measured and reported only)."""
-    got = (cfg.get("STARTD_DISK_LIMIT") or "hold").strip().lower()
-    return got if got in ("hold", "none") else "hold"
-
-
 def _not_found(what: str) -> RequestError:
     return RequestError("NOT_FOUND", what)
 
@@ -167,16 +159,10 @@ class Claims:
         self.default_lease = float(
             (cfg.get_int("ALIVE_INTERVAL", 300) or 300) * (cfg.get_int("MAX_CLAIM_ALIVES_MISSED", 6) or 6)
         )
-        self.allow_owner = bool(cfg.get_bool("STARTER_ALLOW_RUNAS_OWNER", True))
-        self.slot_user = cfg.get("SLOT_USER") or "nobody"
-        self.update_interval = float(cfg.get_float("STARTER_UPDATE_INTERVAL", 300.0) or 300.0)
-        self.stream_interval = float(cfg.get_float("STARTER_STREAM_INTERVAL", 1.0) or 1.0)
-        self.chirp_settings = ChirpSettings.from_config(cfg)  # ENABLE_CHIRP*, CHIRP_DELAYED_UPDATE_*
-        self.disk_policy = disk_policy(cfg)
-        self.uid_domain = (cfg.get("UID_DOMAIN") or cfg.get("FULL_HOSTNAME") or "").strip()
-        self._identities: dict[tuple[str, str], Identity] = {}
+        self.factory = StarterFactory(host, self._schedd_of, self._starter_finished, self._starter_done)
+        self.update_interval = self.factory.update_interval
+        self.disk_policy = self.factory.disk_policy
         self._lease_task: asyncio.Task[None] | None = None
-        self._sandboxes = itertools.count(1)
         self.job_ads: dict[str, ClassAd] = {}  # claim id -> its job's ad (TARGET): the claim's, then the last activated
         self.current_rank: dict[str, Any] = {}  # claim id -> RANK against its first job
         self.preempt_ids: dict[str, str] = {}  # PreemptClaimId -> slot name
@@ -190,6 +176,12 @@ class Claims:
         if slot is None or slot.claim is None:
             raise _not_found("no such claim on this startd")
         return slot
+
+    def _move(self, slot: Slot, event: str, now: float) -> Slot:
+        """The slot where the claim table's ``event`` takes it (``roost.core.claimstates``);
+        IllegalMove where the event does not apply to the slot's state and activity."""
+        m = cs.after(slot.state, slot.activity, event)
+        return core.transition(slot, m.state, m.activity, now)
 
     def _renew(self, slot: Slot, **changes: Any) -> Slot:
         assert slot.claim is not None
@@ -209,14 +201,15 @@ class Claims:
         slot = self.host.slots[name]
         schedd, lease = _claim_args(req, self.default_lease)
         if slot.claim is not None:
-            if slot.claim.schedd_address == schedd and slot.claim.job is None:
+            if (slot.claim.schedd_address == schedd and slot.claim.job is None
+                    and cs.applies(slot.state, slot.activity, cs.REQUEST_CLAIM)):
                 slot = self._renew(slot)  # a retried request: the claim is already theirs
                 return {"claim_id": slot.claim_id, "slot_ad": ad_to_obj(self.host.slot_ad(name))}
             self._count_stale(name)
             raise RequestError("DENIED", f"{self.host.slot_name(name)} is already claimed")
         drain, off = self.owner_policy.drain, self.owner_policy.off
-        if drain or off or slot.state not in (SlotState.UNCLAIMED, SlotState.MATCHED):
-            why = "draining" if drain else "off" if off else f"in state {slot.state}"
+        if drain or off or not cs.applies(slot.state, slot.activity, cs.REQUEST_CLAIM):
+            why = "draining" if drain else "off" if off else f"in state {slot.state}/{slot.activity}"
             raise RequestError("DENIED", f"{self.host.slot_name(name)} takes no claims: {why}")
         slot, job, ad = self._judge(name, req)
         now = time.time()
@@ -242,13 +235,13 @@ class Claims:
         self.host.slots[granted.name] = granted
         self.by_claim[granted.claim_id] = granted.name
         self.host.changed(granted.name)
-        self._arm_leases()
-        self._claimed_now(granted, job)
+        self.arm_leases()
+        self.claimed_now(granted, job)
         self.job_ads[granted.claim_id] = job  # TARGET of the idle claim's policy (HTCondor's claim ad)
         self.log.info("claimed %s for %s at %s", self.host.slot_name(granted.name), claim.user, schedd)
         return {"claim_id": granted.claim_id, "slot_ad": ad_to_obj(self.host.slot_ad(granted.name))}
 
-    def _claimed_now(self, slot: Slot, job: ClassAd | None, rank: Any = None) -> None:
+    def claimed_now(self, slot: Slot, job: ClassAd | None, rank: Any = None) -> None:
         """Book-keeping of a new claim: its PreemptClaimId and CurrentRank."""
         old = self.preempt_of.pop(slot.name, None)
         if old is not None:
@@ -273,17 +266,16 @@ class Claims:
     def _hand_over(self, slot: Slot, pending: _Pending, now: float) -> None:
         """The preempted claim is gone: the waiting claim takes the same resources."""
         claim = replace(pending.claim, lease_expires=now + pending.claim.lease, job=None, job_start=0.0)
-        slot = core.transition(slot, SlotState.CLAIMED, Activity.IDLE, now)
-        slot = replace(slot, claim=claim, claim_id=pending.claim_id)
+        slot = replace(self._move(slot, cs.HAND_OVER, now), claim=claim, claim_id=pending.claim_id)
         self.host.slots[slot.name] = slot
         self.by_claim[pending.claim_id] = slot.name
-        self._claimed_now(slot, None, pending.rank)
+        self.claimed_now(slot, None, pending.rank)
         if pending.job is not None:
             self.job_ads[pending.claim_id] = pending.job
         if not pending.ready.done():
             pending.ready.set_result(None)
         self.host.changed(slot.name)
-        self._arm_leases()
+        self.arm_leases()
 
     def _count_stale(self, name: Any) -> None:
         """A claim request for a slot that was claimed meanwhile (its match was made against
@@ -326,8 +318,9 @@ class Claims:
                 return {"claim_id": pending.claim_id, "slot_ad": ad_to_obj(self.host.slot_ad(name)), "preempting": True}
             raise RequestError("DENIED", f"{self.host.slot_name(name)} is already being preempted")
         drain, off = self.owner_policy.drain, self.owner_policy.off
-        if drain or off:
-            raise RequestError("DENIED", f"{self.host.slot_name(name)} takes no claims: {'draining' if drain else 'off'}")
+        if drain or off or not cs.applies(slot.state, slot.activity, cs.PREEMPT):
+            why = "draining" if drain else "off" if off else f"in state {slot.state}/{slot.activity}"
+            raise RequestError("DENIED", f"{self.host.slot_name(name)} takes no claims: {why}")
         slot, job, ad = self._judge(name, req)
         now = time.time()
         claim = _claim_for(job, schedd, lease, now)
@@ -357,9 +350,9 @@ class Claims:
         if claim_id in self.starters:
             raise RequestError("DENIED", f"a job is already running on {self.host.slot_name(slot.name)}")
         drain, off = self.owner_policy.drain, self.owner_policy.off
-        if slot.name in self.preempting or slot.state != SlotState.CLAIMED or drain or off:
+        if slot.name in self.preempting or not cs.applies(slot.state, slot.activity, cs.ACTIVATE) or drain or off:
             why = "draining" if drain else "off" if off else (
-                "being preempted" if slot.name in self.preempting else f"in state {slot.state}")
+                "being preempted" if slot.name in self.preempting else f"in state {slot.state}/{slot.activity}")
             raise RequestError("DENIED", f"{self.host.slot_name(slot.name)} takes no new job: {why}")
         job = obj_to_ad(req["job_ad"])
         why = core.accepts(self.host.slot_ad(slot.name), job)
@@ -370,213 +363,25 @@ class Claims:
             spec = parse_job(job, self.host.machine.filesystem_domain)
         except JobSpecError as e:
             raise RequestError("BAD_REQUEST", f"ACTIVATE_CLAIM: {e}") from None
-        error = None
-        try:
-            identity = self._identity(spec.owner, str(job.get("User") or ""), slot.name)
-        except JobSpecError as e:
-            error, identity = str(e), None
-        if (identity is not None and identity.switch and not identity.real_owner and not spec.transfer
-                and str(job.get("ShouldTransferFiles") or "").upper() == "IF_NEEDED"):
-            # A shared file system is only shared with the job's Owner: a job that runs as
-            # SLOT_USER (root's jobs, or owners without an account here) gets its files sent.
-            spec = replace(spec, transfer=True)
-        sandbox_name = f"dir_{os.getpid()}_{next(self._sandboxes)}"
-        sandbox = os.path.join(self.host.execute_dir, sandbox_name)
-        identity = identity or Identity(os.getuid(), os.getgid(), "", "")
-        starter = self._starter(spec, claim_id, slot, sandbox_name, identity, req["job_ad"],
-                                env=self._job_env(spec.env, slot, sandbox, spec.transfer),
-                                job_ad_text=job.printOld() if spec.transfer else "")
+        made = self.factory.for_activation(spec, job, req["job_ad"], slot, claim_id)
+        starter = made.starter
         self.starters[claim_id] = starter
         self.job_ads[claim_id] = job
         now = time.time()
         slot = self._renew(slot, job=spec.job_id, job_start=now, concurrency_limits=_limits_of(job))
-        self.host.slots[slot.name] = core.transition(slot, SlotState.CLAIMED, Activity.BUSY, now)
+        self.host.slots[slot.name] = self._move(slot, cs.ACTIVATE, now)
         self.host.changed(slot.name, urgent=False)
-        if error is not None:
-            starter.fail_before_start(error)
+        if made.error is not None:
+            starter.fail_before_start(made.error)
         else:
             starter.start()
         self.owner_policy.evaluate_soon(slot.name)
-        return {"user": identity.name} if identity is not None and identity.name else {}
-
-    def _starter(self, spec: JobSpec, claim_id: str, slot: Slot, sandbox_name: str, identity: Identity,
-                 job_obj: dict[str, Any], env: dict[str, str] | None = None, job_ad_text: str = "") -> Starter:
-        def describe() -> dict[str, Any]:
-            """The claim's part of the job's record: what a restarted startd needs to
-            take the claim back (leftovers.py)."""
-            now = self.host.slots.get(slot.name)
-            claim = now.claim if now is not None and now.claim is not None else slot.claim
-            assert claim is not None
-            return {
-                "slot": {"name": slot.name, "cpus": slot.total.cpus, "memory": slot.total.memory,
-                         "disk": slot.total.disk, "gpus": list(slot.total.gpus)},
-                "claim": {"schedd_address": claim.schedd_address, "user": claim.user, "owner": claim.owner,
-                          "lease": claim.lease, "concurrency_limits": claim.concurrency_limits},
-                "identity": [identity.uid, identity.gid, identity.name, identity.home, identity.real_owner],
-                "job_ad": job_obj,
-                "env": env or {},  # an adopted job restarted in place (after a checkpoint) gets it again
-            }
-
-        return Starter(
-            spec=spec,
-            claim_id=claim_id,
-            slot_name=slot.name,
-            execute_dir=self.host.execute_dir,
-            sandbox_name=sandbox_name,
-            identity=identity,
-            env=env or {},
-            job_ad_text=job_ad_text,
-            peers=self.host.peers,
-            address_of=lambda: self._schedd_of(claim_id),
-            on_finished=self._starter_finished,
-            on_done=self._starter_done,
-            cgroups=self.host.cgroups,
-            memory=self.host.memory,
-            memory_limit=slot.total.memory << 20 if slot.total.memory else None,
-            cpu=self.host.cpu,
-            cpus=slot.total.cpus,
-            update_interval=self.update_interval,
-            stream_interval=self.stream_interval,
-            chirp_settings=self.chirp_settings,
-            universes=self.host.universes,
-            describe=describe,
-            disk_limit=slot.total.disk if self.disk_policy == "hold" and slot.total.disk > 0 else None,
-        )
+        return {"user": made.identity.name} if made.identity is not None and made.identity.name else {}
 
     def adopt(self, records: list[Record]) -> list[str]:
-        """Take back the claims and jobs a previous startd left running (their keepers
-        still wait for them, or wrote their ends): each slot Claimed/Busy again under
-        its claim id, its starter carrying on. The schedd's shadow sees nothing but a
-        keep-alive or two that failed. A record that no longer fits the machine's slots
-        is killed. What was done, for the log."""
-        done = []
-        now = time.time()
-        # oldest first: with claim reuse a claim may have two records, a job that ended
-        # (its report not yet acknowledged) and the next one; the later one holds the slot
-        for rec in sorted(records, key=lambda r: r.started):
-            d = rec.data
-            cid = d.get("claim_id")
-            held = self.by_claim.get(cid) if isinstance(cid, str) else None
-            if held is not None and cid in self.starters:
-                done.append(self._adopt_next(rec, cid, held))
-                continue
-            try:
-                s, c = d["slot"], d["claim"]
-                total = core.Resources(int(s["cpus"]), int(s["memory"]), int(s["disk"]), tuple(s["gpus"]))
-                lease = float(c["lease"])
-                claim = Claim(schedd_address=str(c["schedd_address"]), user=str(c["user"]), owner=str(c["owner"]),
-                              lease=lease, lease_expires=now + lease, job=str(d["job"]), job_start=rec.started,
-                              concurrency_limits=str(c.get("concurrency_limits") or ""))
-                spec, identity, job = self._recorded_job(rec)
-                changed = core.readopt(self.host.slots, str(s["name"]), total, claim, d["claim_id"], now)
-            except (KeyError, TypeError, ValueError, JobSpecError, core.SlotError) as e:
-                done.append(f"cannot adopt job {d.get('job', rec.name)} ({e}): killed")
-                done.extend(self._forget_record(rec))
-                continue
-            for slot in changed:
-                self.host.slots[slot.name] = slot
-                self.host.changed(slot.name)
-            slot = changed[-1]
-            for cid in [cid for cid, named in self.by_claim.items() if named == slot.name]:
-                del self.by_claim[cid]  # the fresh claim id the layout gave a static slot
-            self.by_claim[slot.claim_id] = slot.name
-            self._claimed_now(slot, job)
-            self._carry_on(rec, slot, spec, identity, job)
-            self.owner_policy.evaluate_soon(slot.name)
-            state = "still running" if rec.alive() else "ended meanwhile"
-            done.append(f"adopted job {spec.job_id} on {self.host.slot_name(slot.name)} ({state})")
-        if records:
-            self._arm_leases()
-        return done
-
-    def _recorded_job(self, rec: Record) -> tuple[JobSpec, Identity, ClassAd]:
-        """The job a record names, as a starter needs it; KeyError, TypeError, ValueError
-        or JobSpecError when the record does not say it."""
-        uid, gid, name, home, real = rec.data["identity"]
-        identity = Identity(int(uid), int(gid), str(name), str(home), bool(real))
-        job = obj_to_ad(rec.data["job_ad"])
-        assert self.host.machine is not None
-        return parse_job(job, self.host.machine.filesystem_domain), identity, job
-
-    def _carry_on(self, rec: Record, slot: Slot, spec: JobSpec, identity: Identity, job: ClassAd) -> None:
-        """An adopted job's starter on its claim, in the cgroups it had."""
-        cid = slot.claim_id
-        env = rec.data.get("env")
-        starter = self._starter(spec, cid, slot, rec.name, identity, rec.data["job_ad"],
-                                env={str(k): str(v) for k, v in env.items()} if isinstance(env, dict) else None)
-        self.host.cpu.adopt(rec.name, slot.name)
-        oom_base = rec.data.get("oom_base")
-        self.host.memory.adopt(rec.name, slot.name, slot.total.memory << 20 if slot.total.memory else None,
-                               oom_base if type(oom_base) is int else 0)
-        self.starters[cid] = starter
-        self.job_ads[cid] = job
-        starter.adopt(rec)
-
-    def _adopt_next(self, rec: Record, cid: str, slot_name: str) -> str:
-        """A second record on an adopted claim: the earlier job moves to the claim's
-        reporting starters, this one runs on the slot."""
-        try:
-            spec, identity, job = self._recorded_job(rec)
-        except (KeyError, TypeError, ValueError, JobSpecError) as e:
-            self._forget_record(rec)
-            return f"cannot adopt job {rec.data.get('job', rec.name)} ({e}): killed"
-        slot = self.host.slots[slot_name]
-        earlier = self.starters.pop(cid)
-        self.reporting.setdefault(cid, []).append(earlier)
-        assert slot.claim is not None
-        slot = self.host.slots[slot_name] = replace(slot, claim=replace(slot.claim, job=spec.job_id,
-                                                                        job_start=rec.started))
-        self._carry_on(rec, slot, spec, identity, job)
-        return f"adopted job {spec.job_id} on {self.host.slot_name(slot_name)} after job {earlier.spec.job_id}"
-
-    def _forget_record(self, rec: Record) -> list[str]:
-        """A job that cannot be adopted: killed, its sandbox and cgroups removed."""
-        done = rec.kill()
-        self.host.cgroups.remove(rec.name)
-        sandbox = os.path.join(self.host.execute_dir, rec.name)
-        shutil.rmtree(sandbox, ignore_errors=True)
-        return done
-
-    def _identity(self, owner: str, user: str, slot_name: str) -> Identity:
-        """Who the job runs as: its Owner where that account exists here and the job's
-        submitter is of this pool's UID_DOMAIN (``User`` = owner@domain), else the
-        slot's user (``SLOT<N>_USER``, else ``SLOT_USER``, nobody); never root."""
-        key = (local_owner(owner, user, self.uid_domain), self._slot_user(slot_name))
-        got = self._identities.get(key)
-        if got is None:
-            got = job_identity(key[0], self.allow_owner, key[1])
-            if len(self._identities) > 1000:
-                self._identities.clear()
-            self._identities[key] = got
-        return got
-
-    def _slot_user(self, slot_name: str) -> str:
-        number = slot_number(slot_name)
-        per_slot = self.host.config.get(f"SLOT{number}_USER") if number else None
-        return (per_slot or self.slot_user).strip()
-
-    def _job_env(self, env: dict[str, str], slot: Slot, sandbox: str, transfer: bool) -> dict[str, str]:
-        out = dict(env)
-        cpus = str(slot.total.cpus)
-        out.update(
-            {
-                "_CONDOR_SCRATCH_DIR": sandbox,
-                "_CONDOR_SLOT": slot.name,
-                "TMPDIR": sandbox,
-                "TEMP": sandbox,
-                "TMP": sandbox,
-                "BATCH_SYSTEM": "HTCondor",
-                "OMP_NUM_THREADS": cpus,
-                "MKL_NUM_THREADS": cpus,
-                "OPENBLAS_NUM_THREADS": cpus,
-            }
-        )
-        if transfer:
-            out["_CONDOR_JOB_AD"] = os.path.join(sandbox, ".job.ad")
-        if slot.total.gpus:
-            out["CUDA_VISIBLE_DEVICES"] = ",".join(g.rsplit("-", 1)[-1] for g in slot.total.gpus)
-            out["_CONDOR_AssignedGPUs"] = ",".join(slot.total.gpus)
-        return out
+        """Take back the claims and jobs a previous startd left running (adoption.py):
+        what was done, for the log."""
+        return adoption.adopt(self, records)
 
     def _schedd_of(self, claim_id: str) -> str | None:
         name = self.by_claim.get(claim_id)
@@ -593,9 +398,12 @@ class Claims:
         if slot is None or slot.claim is None or slot.claim.job != starter.spec.job_id:
             return
         slot = replace(slot, claim=replace(slot.claim, job=None, job_start=0.0))
-        if slot.state == SlotState.CLAIMED:
-            slot = core.transition(slot, SlotState.CLAIMED, Activity.IDLE, time.time())
-        self.host.slots[slot.name] = slot  # Preempting stays so until the claim ends
+        if cs.applies(slot.state, slot.activity, cs.JOB_EXIT):  # Preempting stays so until the claim ends
+            slot = self._move(slot, cs.JOB_EXIT, time.time())
+        else:
+            self.log.warning("job %s left %s, %s/%s: no move of the claim table", starter.spec.job_id,
+                             self.host.slot_name(slot.name), slot.state, slot.activity)
+        self.host.slots[slot.name] = slot
         self.host.changed(slot.name, urgent=False)
         self.owner_policy.evaluate_soon(slot.name)
 
@@ -650,6 +458,8 @@ class Claims:
         starter = self.starters.get(claim_id)
         if starter is None:
             return {"job": None, "state": "idle"}
+        if not cs.applies(slot.state, slot.activity, cs.DEACTIVATE):
+            raise RequestError("DENIED", f"{self.host.slot_name(slot.name)} is {slot.state}/{slot.activity}")
         graceful = req.get("graceful")
         self.log.info(
             "vacating job %s on %s (%s)", starter.spec.job_id, self.host.slot_name(slot.name),
@@ -674,9 +484,12 @@ class Claims:
         starter = self.starters.get(claim_id)
         if starter is None:
             return {"job": None, "suspended": False}
-        if not suspend and slot.activity == Activity.SUSPENDED:
-            # the machine owner's policy suspended it: only its CONTINUE resumes the job
-            self.log.info("continue of job %s refused: the owner policy suspended it", starter.spec.job_id)
+        event = cs.SCHEDD_SUSPEND if suspend else cs.SCHEDD_CONTINUE
+        if not cs.applies(slot.state, slot.activity, event):
+            # an owner-suspended job is resumed by the owner's CONTINUE only; a job being
+            # vacated or killed is left to it
+            self.log.info("%s of job %s refused: its slot is %s/%s", "suspend" if suspend else "continue",
+                          starter.spec.job_id, slot.state, slot.activity)
             return {"job": starter.spec.job_id, "suspended": starter.suspended}
         self.log.info("%s job %s on %s by its schedd", "suspending" if suspend else "continuing",
                       starter.spec.job_id, self.host.slot_name(slot.name))
@@ -699,12 +512,17 @@ class Claims:
         await self.release(slot.name, "released by its schedd")
         return {}
 
-    async def release(self, name: str, why: str) -> None:
-        """End the claim on slot ``name`` (``why`` is for the log): its job is killed
-        unreported, and the slot goes back unclaimed, to its parent, or to the
-        preempting claim that waits for it."""
+    async def release(self, name: str, why: str, event: str = cs.RELEASE_CLAIM) -> None:
+        """End the claim on slot ``name`` (``event``, one of the claim table's endings;
+        ``why`` is for the log): its job is killed unreported, and the slot goes back
+        unclaimed, to its parent, or to the preempting claim that waits for it."""
         slot = self.host.slots.get(name)
         if slot is None or slot.claim is None:
+            return
+        try:
+            cs.after(slot.state, slot.activity, cs.HAND_OVER if name in self.preempting else event)
+        except cs.IllegalMove as e:
+            self.log.error("claim on %s not ended (%s): %s", self.host.slot_name(name), why, e)
             return
         claim_id = slot.claim_id
         starter = self.starters.pop(claim_id, None)
@@ -720,6 +538,7 @@ class Claims:
         self._forget_claim(slot)
         now = time.time()
         pending = self.preempting.pop(name, None)
+        move = cs.after(slot.state, slot.activity, cs.HAND_OVER if pending is not None else event)
         if pending is not None:
             self._hand_over(slot, pending, now)
             self.log.info("claim on %s ended (%s); the preempting claim takes it", self.host.slot_name(name), why)
@@ -731,17 +550,19 @@ class Claims:
             self.host.slot_gone(name)
             self.host.changed(parent.name)
         else:
-            fresh = core.unclaim_static(slot, self.host.new_claim_id(), now)
+            fresh = replace(core.transition(slot, move.state, move.activity, now), claim=None,
+                            claim_id=self.host.new_claim_id())
             self.host.slots[name] = fresh
             self.by_claim[fresh.claim_id] = name
             self.host.changed(name)
-        self.host.want_reschedule = True
+        if cs.RESCHEDULE in move.actions:
+            self.host.want_reschedule = True
         self.owner_policy.evaluate_soon(slot.parent if slot.kind == core.DYNAMIC and slot.parent else name)
         self.log.info("claim on %s ended: %s", self.host.slot_name(name), why)
 
     # -- leases ----------------------------------------------------------------------------
 
-    def _arm_leases(self) -> None:
+    def arm_leases(self) -> None:
         if self._lease_task is None or self._lease_task.done():
             self._lease_task = self.host.spawn(self._lease_loop(), "claim-leases")
 
@@ -759,4 +580,4 @@ class Claims:
                 await asyncio.sleep(soonest - now + 0.01)
                 continue
             for name in core.expired(self.host.slots.values(), now):
-                await self.release(name, "lease expired (no keep-alive from its schedd)")
+                await self.release(name, "lease expired (no keep-alive from its schedd)", cs.LEASE_EXPIRED)

@@ -36,20 +36,19 @@ from __future__ import annotations
 import asyncio
 import itertools
 import os
-import re
 import secrets
 import time
 from dataclasses import replace
 from typing import Any
 
-from roost.classad import ClassAd, ExprTree
+from roost.classad import ClassAd
 from roost.classad.jsonform import ad_to_obj
 from roost.config import Config
 from roost.core import ownerpolicy as op
 from roost.core import slots as core
 from roost.core.slots import Slot, SlotConfigError
 from roost.daemons.base import AdvertisedAd, CannotStart, Daemon, run
-from roost.daemons.startd import container, criu, javajob, launch, resources
+from roost.daemons.startd import container, criu, javajob, launch, resources, slotconfig
 from roost.daemons.startd.cgroups import JobCgroups
 from roost.daemons.startd.claims import Claims
 from roost.daemons.startd.cpushare import CpuShares
@@ -64,7 +63,6 @@ from roost.net.client import AsyncClient
 from roost.net.errors import RequestError
 from roost.net.server import Handler
 
-_SLOT_TYPE = re.compile(r"^SLOT_TYPE_(\d+)$", re.I)
 # HTCondor's Requirements written by condor_submit test split(TARGET.CondorVersion)[1].
 CONDOR_VERSION = "$CondorVersion: 25.12.0 2026-01-01 BuildID: roost $"
 
@@ -165,11 +163,11 @@ class Startd(Daemon):
         if self.config.get_bool("STARTD_DETECT_JAVA", True):
             self.spawn(self._detect_java(), "java check")
         self.machine = resources.detect(self.config, self.execute_dir)
-        self.policy = self._read_policy()
+        self.policy = slotconfig.read_policy(self.config)
         self.owner_policy.load_policy()
         now = time.time()
         try:
-            self.slots = core.layout(self._slot_types(), self.machine, self._claim_ids(), now)
+            self.slots = core.layout(slotconfig.slot_types(self.config), self.machine, self._claim_ids(), now)
         except SlotConfigError as e:  # the same layout would fail on every restart
             raise CannotStart(f"the slot layout does not fit this machine: {e}") from None
         self.claims.by_claim = {s.claim_id: s.name for s in self.slots.values()}
@@ -305,48 +303,6 @@ class Startd(Daemon):
         self.peers.close()
         if self._negotiator is not None:
             await self._negotiator.close()
-
-    def _read_policy(self) -> core.Policy:
-        cfg = self.config
-        start = cfg.get("START") or "True"
-        rank = cfg.get("RANK") or "0"
-        extra: dict[str, str] = {}
-        for name in cfg.get_list("STARTD_ATTRS", []) or []:
-            value = cfg.get(name)
-            if value is not None and value.strip():
-                extra[name] = value
-        modify = dict(core.DEFAULT_MODIFY_REQUEST)
-        for attr in modify:
-            text = cfg.get(f"MODIFY_REQUEST_EXPR_{attr.upper()}")
-            if text is not None and text.strip():
-                modify[attr] = text
-        for what, text in [("START", start), ("RANK", rank), *extra.items(), *modify.items()]:
-            try:
-                ExprTree(text)
-            except Exception as e:  # a bad policy stops the startd here, naming the knob
-                raise CannotStart(f"{what} = {text!r} is not a ClassAd expression: {e}") from None
-        return core.Policy(start=start, rank=rank, extra=extra, modify_request=modify)
-
-    def _slot_types(self) -> list[core.SlotType]:
-        cfg = self.config
-        types: dict[int, tuple[str, int, bool]] = {}
-        user_set = False
-        for name in cfg.names():
-            m = _SLOT_TYPE.match(name)
-            if not m:
-                continue
-            n = int(m.group(1))
-            spec = cfg.get(name) or ""
-            source = cfg.source(name)
-            if source is not None and source[0] != "<default>":
-                user_set = True
-            count = cfg.get_int(f"NUM_SLOTS_TYPE_{n}", 1)
-            part = cfg.get_bool(f"SLOT_TYPE_{n}_PARTITIONABLE", False)
-            types[n] = (spec, 0 if count is None else count, bool(part))
-        num_slots = cfg.get_int("NUM_SLOTS")
-        if num_slots and not user_set:
-            types = {}
-        return core.slot_types_from_config(types, num_slots)
 
     def _claim_ids(self):  # noqa: ANN202 (an endless iterator)
         while True:

@@ -24,6 +24,7 @@ from typing import Any, Protocol
 from roost.classad import ClassAd, ExprTree
 from roost.config import Config
 from roost.config.errors import ConfigError
+from roost.core import claimstates as cs
 from roost.core import ownerpolicy as op
 from roost.core import slots as core
 from roost.core.slots import Slot
@@ -110,7 +111,7 @@ class OwnerPolicy:
             op.add_policy_exprs(self._constant_ad, self.exprs)
 
     def _read_owner_policy(self) -> op.PolicyExprs:
-        """The owner policy knobs (START and RANK are checked by ``Startd._read_policy``).
+        """The owner policy knobs (START and RANK are checked by ``slotconfig.read_policy``).
 
         A knob that does not parse does not stop the startd: it is logged once and
         evaluates to ERROR, which HTCondor's policy evaluation treats as not true
@@ -290,6 +291,9 @@ class OwnerPolicy:
         name = slot.name
         if (st.state, st.activity) != (slot.state, slot.activity):
             try:
+                if not cs.is_move((slot.state, slot.activity), (st.state, st.activity)):
+                    raise core.SlotError(f"{name}: {slot.state}/{slot.activity} -> {st.state}/{st.activity} "
+                                         "is no move of the claim table")
                 moved = core.transition(slot, st.state, st.activity, now)
             except core.SlotError as e:
                 self.log.warning("owner policy: %s", e)
@@ -327,7 +331,7 @@ class OwnerPolicy:
         try:
             slot = self.host.slots.get(name)
             if slot is not None and slot.claim_id == claim_id:
-                await self.claims.release(name, "given up by the owner policy")
+                await self.claims.release(name, "given up by the owner policy", cs.POLICY_RELEASE)
         finally:
             self._acting.discard((claim_id, "release"))
 
