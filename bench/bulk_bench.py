@@ -20,7 +20,9 @@ while a thread of this process asks the schedd for its totals (QUERY_JOBS throug
   history, until the new one answers).
 
 Each figure prints its median over the runs, and for each action ``<name>_query``: the
-slowest query answered while it ran (the goal: ~0.2 s at most). The user log is read
+slowest query answered while it ran (the goal: ~0.2 s at most), and
+``<name>_schedd_cpu``: the CPU seconds the schedd spent meanwhile (user + system, from
+/proc), which a machine loaded by others inflates far less than the wall time. The user log is read
 at the end of each run and must hold one 012, one 013 and one 009 event per job
 (twice 012 and 013 with ``--extras``), so the figures are of work really done.
 """
@@ -36,7 +38,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from pool_bench import NO_STARTD, BenchPool, _job_dir  # noqa: E402
+from pool_bench import NO_STARTD, BenchPool, _job_dir, cpu_seconds  # noqa: E402
 
 #: today's figures on main before issue 27's bulk work (seconds), for the ratio
 BEFORE = {"rm_all": 4.0, "hold_all": 17.0, "release_all": 18.0}
@@ -81,14 +83,18 @@ class Prober:
 
 def timed(bp: BenchPool, probe: Prober, out: dict[str, list[float]], name: str, *args: str,
           cwd: Path | None = None) -> None:
+    pid = bp.schedd_pid()
+    cpu0 = cpu_seconds(pid)
     with probe:
         t0 = time.perf_counter()
         done = bp.roost(*args, cwd=cwd)
         took = time.perf_counter() - t0
+    cpu = cpu_seconds(pid) - cpu0  # with the probe's answers (each ~1 ms)
     if done.returncode != 0:
         raise RuntimeError(f"roost {' '.join(args)} failed: {done.stderr.strip()[:400]}")
     out.setdefault(name, []).append(took)
     out.setdefault(name + "_query", []).append(probe.worst)
+    out.setdefault(name + "_schedd_cpu", []).append(cpu)
 
 
 def count_events(log: Path) -> dict[str, int]:

@@ -25,20 +25,22 @@ from typing import TYPE_CHECKING, Any
 
 from roost.core import jobpolicy as jp
 from roost.daemons.schedd.actions import status_allows
-from roost.daemons.schedd.jobqueue import Job
+from roost.daemons.schedd.jobqueue import Job, spellings
 from roost.daemons.schedd.userlog import LogBatch, log_paths
 from roost.eventlog import AbortedEvent, HeldEvent, ReleasedEvent
 from roost.eventlog.events import Event
+from roost.eventlog.writer import Formatter
 
 if TYPE_CHECKING:
     from roost.daemons.schedd.lifecycle import JobLifecycle
 
-#: jobs changed per commit (~30-50 ms of the event loop each to prepare)
-CHUNK = 5000
+#: jobs changed per commit (~25-50 ms of the event loop each to prepare: a query
+#: waits at most about that long)
+CHUNK = 2000
 #: jobs on a slot stopped concurrently at a time (they share commits)
 ON_SLOT_GROUP = 1000
 _ON_A_SLOT = (jp.RUNNING, jp.SUSPENDED)
-_LOG_NAMES = ("UserLog", "DAGManNodesLog", "Iwd", "UserLogUseXML")
+_LOG_NAMES = frozenset(("UserLog", "DAGManNodesLog", "Iwd", "UserLogUseXML"))
 _INSERT_PENDING = "INSERT INTO pending_events (id, path, owner, text) VALUES (?, ?, ?, ?)"
 _DELETE_PENDING = "DELETE FROM pending_events WHERE id = ?"
 
@@ -80,12 +82,19 @@ class BulkActions:
         done, on_slot = await self._run(jobs, "release", lambda chunk, now: self._release_chunk(chunk, reason, now))
         return done + await self._one_by_one(on_slot, lambda j: self.life.release(j, reason))
 
+    async def edit_many(self, jobs: list[Job], values: dict[str, Any]) -> list[Job]:
+        """condor_qedit of ``jobs`` (any status): ``values`` set under the names each job
+        spells them, in chunks, one commit each; no event. The jobs edited."""
+        done, _ = await self._run(jobs, None, lambda chunk, now: self._edit_chunk(chunk, values))
+        return done
+
     # -- the pipeline ------------------------------------------------------------------------
-    async def _run(self, jobs: list[Job], action: str,
+    async def _run(self, jobs: list[Job], action: str | None,
                    prepare: Callable[[list[Job], float], _Chunk]) -> tuple[list[Job], list[Job]]:
         """Chunk by chunk: look at each job again (it may have changed while the last chunk
         committed), change the chunk in memory and queue its commit, then land the chunk
-        before (events, waiters) while this one commits. (Jobs changed, jobs on a slot.)"""
+        before (events, waiters) while this one commits. (Jobs changed, jobs on a slot.)
+        ``action`` None (an edit): every status, a job on a slot too."""
         done: list[Job] = []
         on_slot: list[Job] = []
         landing: _Chunk | None = None
@@ -94,9 +103,12 @@ class BulkActions:
             for i in range(0, len(jobs), CHUNK):
                 chunk: list[Job] = []
                 for job in jobs[i : i + CHUNK]:
-                    if job.cluster.procs.get(job.proc) is not job or not status_allows(action, job.status):
+                    if job.cluster.procs.get(job.proc) is not job:
                         continue
-                    (on_slot if job.status in _ON_A_SLOT else chunk).append(job)
+                    if action is None:
+                        chunk.append(job)
+                    elif status_allows(action, job.status):
+                        (on_slot if job.status in _ON_A_SLOT else chunk).append(job)
                 if not chunk:
                     continue
                 prepared = prepare(chunk, now)
@@ -154,21 +166,23 @@ class BulkActions:
         life._on_change()
         c.after(c.jobs)
 
-    def _logs(self) -> Callable[[Job], list[str]]:
-        """The user logs of a job, looked up once per cluster for procs that name none of
-        their own (a compact proc's dict is not made for this)."""
-        of_cluster: dict[int, list[str]] = {}
+    def _logs(self) -> Callable[[Job], list[tuple[str, Formatter]]]:
+        """The user logs of a job and their forms, looked up once per cluster for procs
+        that name none of their own (a compact proc's dict is not made for this)."""
+        of_cluster: dict[int, list[tuple[str, Formatter]]] = {}
+        forms = self.life.userlogs.forms
 
-        def paths(job: Job) -> list[str]:
+        def logs(job: Job) -> list[tuple[str, Formatter]]:
             names = job.own_names()
-            if names and any(n in names for n in _LOG_NAMES):
-                return log_paths(job.get)
+            if names and not _LOG_NAMES.isdisjoint(names):
+                return forms(log_paths(job.get), job.get)
             got = of_cluster.get(job.cluster.id)
             if got is None:
-                got = of_cluster[job.cluster.id] = log_paths(job.cluster.ad.get)
+                get = job.cluster.ad.get
+                got = of_cluster[job.cluster.id] = forms(log_paths(get), get)
             return got
 
-        return paths
+        return logs
 
     # -- what each action does to a chunk ----------------------------------------------------
     def _remove_chunk(self, chunk: list[Job], reason: str, now: float) -> _Chunk:
@@ -218,7 +232,7 @@ class BulkActions:
                 for job in jobs:
                     notifier.job_held(job.get, reason)
 
-        return self._submit(chunk, [(sql, params, True) for sql, params in rows.items()], batch, after=after)
+        return self._submit(chunk, _many(rows), batch, after=after)
 
     def _release_chunk(self, chunk: list[Job], reason: str, now: float) -> _Chunk:
         """Idle again, in memory, with their 013 events; offered once durable."""
@@ -235,7 +249,25 @@ class BulkActions:
             for job in jobs:
                 life.idle_arrived(job)
 
-        return self._submit(chunk, [(sql, params, True) for sql, params in rows.items()], batch, after=after)
+        return self._submit(chunk, _many(rows), batch, after=after)
+
+    def _edit_chunk(self, chunk: list[Job], values: dict[str, Any]) -> _Chunk:
+        """The values set, in memory; each cluster's spellings looked up once."""
+        life = self.life
+        rows: dict[str, list[Any]] = {}
+        names: dict[int, dict[str, str]] = {}
+        for job in chunk:
+            cn = names.get(job.cluster.id)
+            if cn is None:
+                cn = names[job.cluster.id] = spellings(job.cluster.ad)
+            for sql, params in life.set_ops(job, job.spelled(values, cn)):
+                rows.setdefault(sql, []).append(params)
+        return self._submit(chunk, _many(rows), LogBatch(life.userlogs))
+
+
+def _many(rows: dict[str, list[Any]]) -> list[Any]:
+    """Row operations grouped by statement, as ``executemany`` ops."""
+    return [(sql, params, True) for sql, params in rows.items()]
 
 
 def release_attrs(job: Job, reason: str) -> dict[str, Any]:

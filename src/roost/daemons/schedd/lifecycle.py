@@ -498,6 +498,10 @@ class JobLifecycle:
         """condor_release of many jobs (bulk.py): the jobs released."""
         return await self.bulk.release_many(jobs, reason)
 
+    async def edit_many(self, jobs: list[Job], values: dict[str, Any]) -> list[Job]:
+        """condor_qedit of many jobs (bulk.py): the jobs edited."""
+        return await self.bulk.edit_many(jobs, values)
+
     def _hide_done_many(self, jobs: list[Job]) -> None:
         """``_hide_done`` of each of ``jobs`` (none of them hidden yet: they were in the queue)."""
         keys = [job.key for job in jobs]

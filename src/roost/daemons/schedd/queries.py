@@ -459,13 +459,8 @@ class QueueCalls:
         if any(k.lower() in ACCOUNTING_ATTRS for k in values):  # condor_qedit AcctGroupUser / AccountingGroup
             for job in jobs:
                 self.rights.check_accounting_user(user, job.owner, with_edits(values, job.get), "EDIT")
-        done = []
-        # a thousand at a time, as ACT: they share commits (one fsync each, not one a job)
-        for i in range(0, len(jobs), 1000):
-            chunk = jobs[i : i + 1000]
-            await asyncio.gather(*(self.jobs.report(job, self.jobs.set_ops(job, job.spelled(values)), [])
-                                   for job in chunk))
-            done += [job.id for job in chunk]
+        # in bulk, as ACT (bulk.py): chunks of a few statements, one commit each
+        done = [job.id for job in await self.jobs.edit_many(jobs, values)]
         if done and self.on_prio_edit is not None and any(n.lower() == "jobprio" for n in values):
             self.on_prio_edit()
         return {"count": len(done), "ids": done, "denied": denied}

@@ -258,10 +258,11 @@ class LogBatch:
         self._parts: dict[tuple[str, str | None], list[str]] = {}
         self._pool: list[tuple[list[Event], Any]] = []
 
-    def add(self, paths: list[str], events: list[Event], owner: str | None, job_get: Any) -> None:
-        """One job's ``events`` for each of its logs (``paths``) and the pool's log."""
-        for p in paths:
-            self._parts.setdefault((p, owner), []).append(self.logs.formatter(job_get, p).format_many(events))
+    def add(self, logs: list[tuple[str, Formatter]], events: list[Event], owner: str | None, job_get: Any) -> None:
+        """One job's ``events`` for each of its logs (path and form, ``UserLogs.forms``)
+        and the pool's log."""
+        for p, form in logs:
+            self._parts.setdefault((p, owner), []).append(form.format_many(events))
         if self.logs.pool is not None:
             self._pool.append((events, job_get))
 
@@ -303,6 +304,10 @@ class UserLogs:
         if type(use) is int and use & 2:
             return self._json
         return self._text
+
+    def forms(self, paths: list[str], job_get: Any) -> list[tuple[str, Formatter]]:
+        """Each of a job's logs with the form it is written in."""
+        return [(p, self.formatter(job_get, p)) for p in paths]
 
     def texts(self, paths: list[str], events: list[Event], job_get: Any = None) -> dict[str, str]:
         """``events`` formatted for each log in ``paths`` (one formatting per form)."""
