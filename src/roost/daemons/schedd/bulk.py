@@ -113,9 +113,9 @@ class BulkActions:
                     continue
                 prepared = prepare(chunk, now)
                 done += chunk
-                if landing is not None:
-                    await self._land(landing)
-                landing = prepared
+                last, landing = landing, prepared  # (a failed landing is not landed again)
+                if last is not None:
+                    await self._land(last)
                 await asyncio.sleep(0)  # others' requests between chunks
         finally:
             if landing is not None:
