@@ -26,6 +26,7 @@ from roost.core.spooling import job_spool_dir
 from roost.daemons.schedd.actions import status_allows
 from roost.daemons.schedd.bulk import BulkActions, release_attrs
 from roost.daemons.schedd.jobqueue import Job, JobQueue
+from roost.daemons.schedd.periodic import PeriodicPolicy
 from roost.daemons.schedd.store import Store
 from roost.daemons.schedd.userlog import UserLogs, log_paths
 from roost.eventlog import (
@@ -113,6 +114,8 @@ class JobLifecycle:
         self._event_ids = itertools.count(max((row[0] for row in store.pending_events()), default=0) + 1)
         #: rm, hold and release of many jobs (bulk.py), chunk by chunk
         self.bulk = BulkActions(self)
+        #: periodic_hold/release/remove and history trimming (periodic.py)
+        self.periodic = PeriodicPolicy(self)
 
     #: the spool's checkpoint store (roost.daemons.schedd.checkpoints), set by the schedd
     checkpoints: Any = None
@@ -555,49 +558,8 @@ class JobLifecycle:
 
     # -- periodic policy ------------------------------------------------------------------
     async def periodic_policy(self, system: jp.SystemPolicy, max_history: int) -> None:
-        """PERIODIC_EXPR_INTERVAL's work: periodic_hold/release/remove, history trimming."""
-        trim = self.store.trim_history_ops(max_history)
-        if trim:
-            await self.commit(trim)
-        decided: list[tuple[Job, jp.Decision]] = []
-        completed: list[Job] = []
-        seen = 0
-        for cluster in list(self.queue.clusters.values()):
-            cluster_has = jp.has_periodic(cluster.ad)
-            for job in list(cluster.procs.values()):
-                if job.status == jp.COMPLETED and job.key not in self.spool_busy:
-                    completed.append(job)  # kept by its LeaveJobInQueue: asked again, as HTCondor does
-                    continue
-                if not (system.empty is False or cluster_has or (job.own_names() and jp.has_periodic(job.own() or {}))):
-                    continue
-                if job.status in (jp.REMOVED, jp.COMPLETED):
-                    continue
-                seen += 1
-                if seen % 500 == 0:
-                    await asyncio.sleep(0)  # keep answering while 100,000 jobs are looked at
-                try:
-                    decision = jp.periodic(job.classad(), job.status, system)
-                except Exception:
-                    log.exception("job %s: periodic policy", job.id)
-                    continue
-                if decision is not None:
-                    decided.append((job, decision))
-        for job in completed:
-            ops = self.finish_ops(job)  # LeaveJobInQueue false now (its time() passed): to the history
-            if ops:
-                log.info("job %s: its LeaveJobInQueue is false now; it leaves the queue", job.id)
-                await self.report(job, ops, [])
-        # Applied concurrently, a thousand at a time: they share commits (group commit).
-        for i in range(0, len(decided), 1000):
-            await asyncio.gather(*(self._apply_periodic(job, d) for job, d in decided[i : i + 1000]))
-
-    async def _apply_periodic(self, job: Job, decision: jp.Decision) -> None:
-        if decision.action == "remove":
-            await self.remove(job, decision.reason)
-        elif decision.action == "hold":
-            await self.hold(job, decision.reason, decision.code, decision.subcode)
-        elif decision.action == "release":
-            await self.release(job, decision.reason)
+        """PERIODIC_EXPR_INTERVAL's work (periodic.py)."""
+        await self.periodic.run(system, max_history)
 
 
 def shadow_exception(job: Job, why: str) -> ShadowExceptionEvent:
