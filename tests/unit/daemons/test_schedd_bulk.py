@@ -137,3 +137,16 @@ def test_hold_release_and_edit_many_set_what_one_job_actions_set(tmp_path):
     back = again.queue.job(1, n - 1)
     assert back is not None and back.status == JobStatus.IDLE and back.get("notE") == 5 and back.get("NumHolds") == 1
     again.store.close()
+
+
+def test_a_bulk_event_text_is_the_events_own_text():
+    from roost.eventlog import HeldEvent, ReleasedEvent
+    from roost.eventlog.writer import EventFormatter
+
+    for form in (EventFormatter(), EventFormatter(utc=True, iso=False)):
+        for make in (lambda c, p: AbortedEvent(c, p, 1_700_000_000.5, reason="via condor_rm"),
+                     lambda c, p: HeldEvent(c, p, 1_700_000_000.5, reason="r", code=1, subcode=0),
+                     lambda c, p: ReleasedEvent(c, p, 1_700_000_000.5, reason="let go")):
+            head, tail = form.alike(make(0, 0))
+            for c, p in ((1, 0), (12, 7), (12345, 100000)):
+                assert "%s%03d.%03d%s" % (head, c, p, tail) == form.format(make(c, p))  # noqa: UP031

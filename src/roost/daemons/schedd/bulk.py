@@ -192,13 +192,16 @@ class BulkActions:
         changes: list[tuple[Job, dict[str, Any]]] = []
         batch = LogBatch(life.userlogs)
         paths = self._logs()
+        sample = AbortedEvent(0, 0, now, reason=reason)
         for job in chunk:
             attrs = by_status.get(job.status)
             if attrs is None:
                 attrs = by_status[job.status] = {"RemoveReason": reason,
                                                  **jp.transition_attrs(job.status, jp.REMOVED, now)}
             changes.append((job, attrs))
-            batch.add(paths(job), [AbortedEvent(job.cluster.id, job.proc, now, reason=reason)], job.owner, job.get)
+            cid, proc = job.cluster.id, job.proc
+            batch.add_alike(paths(job), sample, cid, proc, job.owner, job.get,
+                            lambda cid=cid, proc=proc: [AbortedEvent(cid, proc, now, reason=reason)])
             life._leave_spool(job)
         ops = life.queue.finish_many(changes, jp.REMOVED, int(now))
         notifier = life.notifier
@@ -216,6 +219,7 @@ class BulkActions:
         batch = LogBatch(life.userlogs)
         paths = self._logs()
         rows: dict[str, list[Any]] = {}
+        sample: Event = HeldEvent(0, 0, now, reason=reason, code=code, subcode=subcode)
         for job in chunk:
             job.claim = None
             life.runners.pop(job.key, None)
@@ -223,8 +227,10 @@ class BulkActions:
             attrs = life._hold_attrs(job, reason, code, subcode)
             for sql, params in life.set_ops(job, attrs, jp.HELD, now):
                 rows.setdefault(sql, []).append(params)
-            event: Event = HeldEvent(job.cluster.id, job.proc, now, reason=reason, code=code, subcode=subcode)
-            batch.add(paths(job), [event], job.owner, job.get)
+            cid, proc = job.cluster.id, job.proc
+            batch.add_alike(paths(job), sample, cid, proc, job.owner, job.get,
+                            lambda cid=cid, proc=proc: [HeldEvent(cid, proc, now, reason=reason, code=code,
+                                                                  subcode=subcode)])
         notifier = life.notifier
 
         def after(jobs: list[Job]) -> None:
@@ -240,10 +246,13 @@ class BulkActions:
         batch = LogBatch(life.userlogs)
         paths = self._logs()
         rows: dict[str, list[Any]] = {}
+        sample = ReleasedEvent(0, 0, now, reason=reason)
         for job in chunk:
             for sql, params in life.set_ops(job, release_attrs(job, reason), jp.IDLE, now):
                 rows.setdefault(sql, []).append(params)
-            batch.add(paths(job), [ReleasedEvent(job.cluster.id, job.proc, now, reason=reason)], job.owner, job.get)
+            cid, proc = job.cluster.id, job.proc
+            batch.add_alike(paths(job), sample, cid, proc, job.owner, job.get,
+                            lambda cid=cid, proc=proc: [ReleasedEvent(cid, proc, now, reason=reason)])
 
         def after(jobs: list[Job]) -> None:
             for job in jobs:

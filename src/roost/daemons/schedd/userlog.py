@@ -29,7 +29,7 @@ import logging
 import os
 import stat
 from collections import OrderedDict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from roost.daemons.accounts import account
@@ -257,14 +257,23 @@ class LogBatch:
         self.logs = logs
         self._parts: dict[tuple[str, str | None], list[str]] = {}
         self._pool: list[tuple[list[Event], Any]] = []
+        self._alike: dict[int, tuple[str, str]] = {}  # id(formatter) -> text around the job id
 
-    def add(self, logs: list[tuple[str, Formatter]], events: list[Event], owner: str | None, job_get: Any) -> None:
-        """One job's ``events`` for each of its logs (path and form, ``UserLogs.forms``)
-        and the pool's log."""
+    def add_alike(self, logs: list[tuple[str, Formatter]], sample: Event, cluster: int, proc: int,
+                  owner: str | None, job_get: Any, make: Callable[[], list[Event]]) -> None:
+        """One job's event that is ``sample`` but for its job id: text logs get the
+        sample's text with the id set (``EventFormatter.alike``), other forms and the
+        pool's log the events ``make`` makes."""
         for p, form in logs:
-            self._parts.setdefault((p, owner), []).append(form.format_many(events))
+            if type(form) is EventFormatter:
+                parts = self._alike.get(id(form))
+                if parts is None:
+                    parts = self._alike[id(form)] = form.alike(sample)
+                self._parts.setdefault((p, owner), []).append("%s%03d.%03d%s" % (parts[0], cluster, proc, parts[1]))  # noqa: UP031
+            else:
+                self._parts.setdefault((p, owner), []).append(form.format_many(make()))
         if self.logs.pool is not None:
-            self._pool.append((events, job_get))
+            self._pool.append((make(), job_get))
 
     def texts(self) -> list[tuple[str, str | None, str]]:
         """(path, owner, text) of each log, its jobs' events in the order added."""
