@@ -45,6 +45,13 @@ class EventFormatter:
     def format_many(self, events: Iterable[Event]) -> str:
         return "".join(self.format(e) for e in events)
 
+    def alike(self, event: Event) -> tuple[str, str]:
+        """The text of ``event`` around its job's ``cluster.proc``: what many jobs' same
+        event (a bulk action's 009 at one time, for one reason) shares, so each costs a
+        string join rather than a formatting (``head + "%03d.%03d" % job + tail``)."""
+        return ("%03d (" % event_number(event),  # noqa: UP031
+                ".%03d) %s %s...\n" % (event.subproc, self._time.format(event.timestamp), event.body()))  # noqa: UP031
+
 
 _DEFAULT = EventFormatter()
 

@@ -24,7 +24,9 @@ from roost.core import jobpolicy as jp
 from roost.core import jobstates
 from roost.core.spooling import job_spool_dir
 from roost.daemons.schedd.actions import status_allows
+from roost.daemons.schedd.bulk import BulkActions, release_attrs
 from roost.daemons.schedd.jobqueue import Job, JobQueue
+from roost.daemons.schedd.periodic import PeriodicPolicy
 from roost.daemons.schedd.store import Store
 from roost.daemons.schedd.userlog import UserLogs, log_paths
 from roost.eventlog import (
@@ -44,8 +46,6 @@ log = logging.getLogger("roost.schedd")
 
 #: Running or Suspended: the job holds a claim and a starter runs it
 _ON_A_SLOT = (jp.RUNNING, jp.SUSPENDED)
-#: jobs removed per commit by ``remove_many`` (~30 ms of the event loop each)
-REMOVE_CHUNK = 5000
 
 
 class Host(Protocol):
@@ -112,6 +112,10 @@ class JobLifecycle:
         # A job's end and its events commit together (pending_events), so a schedd killed
         # between the commit and the write still logs them at its next start, once.
         self._event_ids = itertools.count(max((row[0] for row in store.pending_events()), default=0) + 1)
+        #: rm, hold and release of many jobs (bulk.py), chunk by chunk
+        self.bulk = BulkActions(self)
+        #: periodic_hold/release/remove and history trimming (periodic.py)
+        self.periodic = PeriodicPolicy(self)
 
     #: the spool's checkpoint store (roost.daemons.schedd.checkpoints), set by the schedd
     checkpoints: Any = None
@@ -126,7 +130,10 @@ class JobLifecycle:
         """At start: write what a killed predecessor committed and may not have logged
         (unless the log has it already); how many it wrote."""
         rows = self.store.pending_events()
-        wrote = sum(self.userlogs.replay(path, text, owner) for _id, path, owner, text in rows)
+        per_path: dict[str, int] = {}  # a log's pending texts may follow one another in it
+        for _id, path, _owner, text in rows:
+            per_path[path] = per_path.get(path, 0) + len(text.encode("utf-8", "surrogateescape"))
+        wrote = sum(self.userlogs.replay(path, text, owner, per_path[path]) for _id, path, owner, text in rows)
         if rows:
             self.store.write_now([("DELETE FROM pending_events WHERE id <= ?", (rows[-1][0],))])
         return wrote
@@ -461,17 +468,7 @@ class JobLifecycle:
     async def release(self, job: Job, reason: str) -> bool:
         if job.cluster.procs.get(job.proc) is not job or job.status != jp.HELD:
             return False
-        d = job.diff or {}
-        attrs: dict[str, Any] = {
-            "LastHoldReason": job.get("HoldReason"),
-            "LastHoldReasonCode": job.get("HoldReasonCode"),
-            "ReleaseReason": reason,
-        }
-        for k in ("HoldReason", "HoldReasonCode", "HoldReasonSubCode"):
-            d.pop(k, None)
-            if k in job.cluster.ad:  # submitted held (-spool): the cluster's value no longer holds
-                attrs[k] = "/Expr(undefined)/"
-        ops = self.set_ops(job, attrs, jp.IDLE)
+        ops = self.set_ops(job, release_attrs(job, reason), jp.IDLE)
         await self.report(job, ops, [ReleasedEvent(job.cluster.id, job.proc, time.time(), reason=reason)])
         self.idle_arrived(job)
         return True
@@ -493,57 +490,20 @@ class JobLifecycle:
         return True
 
     async def remove_many(self, jobs: list[Job], reason: str) -> list[Job]:
-        """condor_rm of many jobs: what ``remove`` does to each, the ones that hold no
-        slot in chunks of ``REMOVE_CHUNK``, each one commit of three statements and one
-        event-log pass, so that 100,000 idle jobs go in about a second and the schedd
-        answers others between chunks (the next chunk is prepared while the last one
-        commits). Jobs on a slot go one by one (their runners stop them). The jobs
-        removed: those that held no slot first."""
-        removed: list[Job] = []
-        on_slot: list[Job] = []
-        committing: tuple[list[Job], set[int], asyncio.Future[None]] | None = None
-        now = time.time()
-        try:
-            for i in range(0, len(jobs), REMOVE_CHUNK):
-                # looked at again for each chunk: the jobs may have changed while the last one committed
-                chunk: list[Job] = []
-                for job in jobs[i : i + REMOVE_CHUNK]:
-                    if job.cluster.procs.get(job.proc) is not job or not status_allows("remove", job.status):
-                        continue
-                    (on_slot if job.status in _ON_A_SLOT else chunk).append(job)
-                if not chunk:
-                    continue
-                clusters, fut = self._remove_chunk(chunk, reason, now)
-                removed += chunk
-                if committing is not None:
-                    await self._removed(*committing, reason, now)
-                committing = (chunk, clusters, fut)
-        finally:
-            if committing is not None:
-                await self._removed(*committing, reason, now)
-        for i in range(0, len(on_slot), 1000):
-            part = on_slot[i : i + 1000]
-            removed += [job for job, ok in zip(part, await asyncio.gather(*(self.remove(j, reason) for j in part))) if ok]
-        return removed
+        """condor_rm of many jobs (bulk.py): the jobs removed."""
+        return await self.bulk.remove_many(jobs, reason)
 
-    def _remove_chunk(self, chunk: list[Job], reason: str, now: float) -> tuple[set[int], asyncio.Future[None]]:
-        """Remove idle or held jobs that no runner has, in memory: Removed and to history,
-        hidden from WAIT_JOBS; their commit queued. (The clusters, the commit.)"""
-        by_status: dict[int, dict[str, Any]] = {}
-        changes: list[tuple[Job, dict[str, Any]]] = []
-        clusters: set[int] = set()
-        for job in chunk:
-            attrs = by_status.get(job.status)
-            if attrs is None:
-                attrs = by_status[job.status] = {"RemoveReason": reason,
-                                                 **jp.transition_attrs(job.status, jp.REMOVED, now)}
-            changes.append((job, attrs))
-            clusters.add(job.cluster.id)
-            self._leave_spool(job)
-        for cid in clusters:
-            self._mark_unsettled(cid)
-        self._hide_done_many(chunk)
-        return clusters, self.store.submit(self.queue.finish_many(changes, jp.REMOVED, int(now)))
+    async def hold_many(self, jobs: list[Job], reason: str, code: int, subcode: int = 0) -> list[Job]:
+        """condor_hold of many jobs (bulk.py): the jobs held."""
+        return await self.bulk.hold_many(jobs, reason, code, subcode)
+
+    async def release_many(self, jobs: list[Job], reason: str) -> list[Job]:
+        """condor_release of many jobs (bulk.py): the jobs released."""
+        return await self.bulk.release_many(jobs, reason)
+
+    async def edit_many(self, jobs: list[Job], values: dict[str, Any]) -> list[Job]:
+        """condor_qedit of many jobs (bulk.py): the jobs edited."""
+        return await self.bulk.edit_many(jobs, values)
 
     def _hide_done_many(self, jobs: list[Job]) -> None:
         """``_hide_done`` of each of ``jobs`` (none of them hidden yet: they were in the queue)."""
@@ -564,36 +524,6 @@ class JobLifecycle:
                 per[cid] = n
             else:
                 per.pop(cid, None)
-
-    async def _removed(self, chunk: list[Job], clusters: set[int], fut: asyncio.Future[None], reason: str,
-                       now: float) -> None:
-        """A chunk's commit is durable: its 009 events, then its waiters told."""
-        try:
-            await fut
-            logs = self.userlogs
-            of_cluster: dict[int, list[str]] = {}  # the logs a cluster's procs name, when none names its own
-            for job in chunk:
-                names = job.own_names()  # (a compact proc's dict is not made for this)
-                if names and ("UserLog" in names or "DAGManNodesLog" in names or "Iwd" in names):
-                    paths = log_paths(job.get)
-                else:
-                    paths = of_cluster.get(job.cluster.id)  # type: ignore[assignment]
-                    if paths is None:
-                        paths = of_cluster[job.cluster.id] = log_paths(job.cluster.ad.get)
-                if paths or logs.pool is not None:
-                    logs.write(paths, [AbortedEvent(job.cluster.id, job.proc, now, reason=reason)], job.owner, job.get)
-        finally:
-            for cid in clusters:
-                self._mark_settled(cid)
-            self._show_done_many(chunk)
-        for cid in clusters:
-            for w in list(self.waiters.get(cid, ())):
-                if not w.done():
-                    w.set_result(None)
-        self._on_change()
-        if self.notifier is not None:
-            for job in chunk:
-                self.notifier.job_removed(job.get, reason)
 
     async def suspend_running(self, job: Job, suspend: bool) -> bool:
         """condor_suspend / condor_continue: ask the job's startd to stop or resume it;
@@ -628,49 +558,8 @@ class JobLifecycle:
 
     # -- periodic policy ------------------------------------------------------------------
     async def periodic_policy(self, system: jp.SystemPolicy, max_history: int) -> None:
-        """PERIODIC_EXPR_INTERVAL's work: periodic_hold/release/remove, history trimming."""
-        trim = self.store.trim_history_ops(max_history)
-        if trim:
-            await self.commit(trim)
-        decided: list[tuple[Job, jp.Decision]] = []
-        completed: list[Job] = []
-        seen = 0
-        for cluster in list(self.queue.clusters.values()):
-            cluster_has = jp.has_periodic(cluster.ad)
-            for job in list(cluster.procs.values()):
-                if job.status == jp.COMPLETED and job.key not in self.spool_busy:
-                    completed.append(job)  # kept by its LeaveJobInQueue: asked again, as HTCondor does
-                    continue
-                if not (system.empty is False or cluster_has or (job.own_names() and jp.has_periodic(job.own() or {}))):
-                    continue
-                if job.status in (jp.REMOVED, jp.COMPLETED):
-                    continue
-                seen += 1
-                if seen % 500 == 0:
-                    await asyncio.sleep(0)  # keep answering while 100,000 jobs are looked at
-                try:
-                    decision = jp.periodic(job.classad(), job.status, system)
-                except Exception:
-                    log.exception("job %s: periodic policy", job.id)
-                    continue
-                if decision is not None:
-                    decided.append((job, decision))
-        for job in completed:
-            ops = self.finish_ops(job)  # LeaveJobInQueue false now (its time() passed): to the history
-            if ops:
-                log.info("job %s: its LeaveJobInQueue is false now; it leaves the queue", job.id)
-                await self.report(job, ops, [])
-        # Applied concurrently, a thousand at a time: they share commits (group commit).
-        for i in range(0, len(decided), 1000):
-            await asyncio.gather(*(self._apply_periodic(job, d) for job, d in decided[i : i + 1000]))
-
-    async def _apply_periodic(self, job: Job, decision: jp.Decision) -> None:
-        if decision.action == "remove":
-            await self.remove(job, decision.reason)
-        elif decision.action == "hold":
-            await self.hold(job, decision.reason, decision.code, decision.subcode)
-        elif decision.action == "release":
-            await self.release(job, decision.reason)
+        """PERIODIC_EXPR_INTERVAL's work (periodic.py)."""
+        await self.periodic.run(system, max_history)
 
 
 def shadow_exception(job: Job, why: str) -> ShadowExceptionEvent:

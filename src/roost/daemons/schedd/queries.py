@@ -49,6 +49,8 @@ _PROTECTED = {a.lower() for a in ("ClusterId", "ProcId", "Owner", "User", "JobSt
 #: its output goes home, so not a user's to point elsewhere after the schedd wrote it
 _PROTECTED_PREFIX = "submit_"
 
+#: ACT and EDIT let others in after each this many jobs looked at (~10-50 ms of work)
+MATCH_TICK = 10000
 WAIT_PROGRESS_S = 0.05  # WAIT_JOBS: least time between a first change and a progress answer
 
 
@@ -244,11 +246,31 @@ class QueueCalls:
                         out["JobStatus"] = job.status
                     append([cid, p, out])
 
-    def _matching(self, req: dict[str, Any], owner: str | None) -> Any:
+    async def _matching_now(self, req: dict[str, Any], owner: str | None) -> list[Job]:
+        """``_matching`` as a list, letting go of the event loop every ``MATCH_TICK`` jobs
+        looked at: an ACT or EDIT over a constraint that reads every one of 100,000 procs
+        takes seconds, and the schedd answers others meanwhile. (``queue.select`` copies
+        each cluster's procs before it walks them, so changes meanwhile are safe.)"""
+        out: list[Job] = []
+        for job in self._matching(req, owner, tick=MATCH_TICK):
+            if job is None:
+                await asyncio.sleep(0)
+            else:
+                out.append(job)
+        return out
+
+    def _matching(self, req: dict[str, Any], owner: str | None, tick: int = 0) -> Any:
+        """The jobs ``req`` names (ids, owner, constraint); with ``tick``, a None after each
+        ``tick`` jobs looked at (a moment for ``_matching_now`` to let others in)."""
         ids = self._ids_arg(req.get("ids"))
         constraint = req.get("constraint")
+        looked = 0
         if not constraint:
-            yield from self.queue.select(ids, owner)
+            for job in self.queue.select(ids, owner):
+                looked += 1
+                if tick and looked % tick == 0:
+                    yield None
+                yield job
             return
         expr, refs = self._constraint(constraint)
         cache: dict[Any, bool] = {}
@@ -256,6 +278,9 @@ class QueueCalls:
         reach: dict[int, frozenset[str]] = {}  # per cluster: the names the constraint can read
         per_proc = refs is None or "procid" in refs or "globaljobid" in refs  # (GlobalJobId: from ProcId)
         for job in self.queue.select(ids, owner):
+            looked += 1
+            if tick and looked % tick == 0:
+                yield None
             d = job.own_names()
             varying = per_proc
             if not varying and d:
@@ -330,7 +355,7 @@ class QueueCalls:
         who = user
         restrict = None if self.rights.is_super(user) else user
         reason = req.get("reason")
-        matched = list(self._matching(req, owner))
+        matched = await self._matching_now(req, owner)
         # another user's jobs are named back (they are in `roost q` for all to see), so
         # the tool can say "Permission denied" rather than "not found", as condor_rm does
         denied = [job.id for job in matched if restrict is not None and job.owner != restrict]
@@ -349,27 +374,26 @@ class QueueCalls:
 
         # HTCondor's default reasons, word for word (condor_q -hold shows them; scripts match them)
         async def act(job: Job) -> bool:
-            if action == "hold":
-                return await self.jobs.hold(job, reason or f"via condor_hold (by user {who})", jp.HOLD_USER)
             if action in ("suspend", "continue"):
                 return await self.jobs.suspend_running(job, action == "suspend")
-            if action in ("vacate", "vacate_fast"):
-                return self.jobs.vacate_running(job, fast=action == "vacate_fast")
-            return await self.jobs.release(job, reason or f"via condor_release (by user {who})")
+            return self.jobs.vacate_running(job, fast=action == "vacate_fast")
 
         done: list[str] = []
-        removed: list[Job] = []
+        changed: list[Job] = []
+        # in bulk (bulk.py): 100,000 idle jobs are ~20 commits of a few statements each
         if action == "remove":
-            # in bulk: 100,000 idle jobs are ~50 commits of three statements each
-            removed = await self.jobs.remove_many(jobs, reason or f"via condor_rm (by user {who})")
-            done = [job.id for job in removed]
-        # A thousand at a time, concurrently: they share commits, so `roost hold` of a
-        # 100,000-job cluster costs ~100 fsyncs, not 100,000; answered once all are durable.
-        for i in range(0, len(jobs) if action != "remove" else 0, 1000):
-            chunk = jobs[i : i + 1000]
-            for job, ok in zip(chunk, await asyncio.gather(*(act(j) for j in chunk))):
-                if ok:
-                    done.append(job.id)
+            changed = await self.jobs.remove_many(jobs, reason or f"via condor_rm (by user {who})")
+        elif action == "hold":
+            changed = await self.jobs.hold_many(jobs, reason or f"via condor_hold (by user {who})", jp.HOLD_USER)
+        elif action == "release":
+            changed = await self.jobs.release_many(jobs, reason or f"via condor_release (by user {who})")
+        else:
+            # A thousand at a time, concurrently: they share commits; answered once all are durable.
+            for i in range(0, len(jobs), 1000):
+                chunk = jobs[i : i + 1000]
+                changed += [job for job, ok in zip(chunk, await asyncio.gather(*(act(j) for j in chunk))) if ok]
+        done = [job.id for job in changed]
+        removed = changed if action == "remove" else []
         if action == "remove":
             # OtherJobRemoveRequirements (a DAGMan job's: its node jobs) go with it, even
             # when its manager is not there to remove them (held, or killed meanwhile)
@@ -389,7 +413,7 @@ class QueueCalls:
                             done.append(j)
         for j in done:
             results[j] = AR_SUCCESS
-        if action != "remove" or len(removed) < len(jobs):  # the action failed on some of ``jobs``
+        if len(changed) < len(jobs):  # the action failed on some of ``jobs``
             for job in jobs:
                 results.setdefault(job.id, AR_DENIED)  # HTCondor's word for that too
         totals: dict[str, int] = {}
@@ -429,19 +453,14 @@ class QueueCalls:
         for name, text in attrs.items():
             values[name] = edit_value("EDIT", name, text)
         restrict = None if self.rights.is_super(user) else user
-        matched = list(self._matching(req, req.get("owner")))
+        matched = await self._matching_now(req, req.get("owner"))
         denied = [job.id for job in matched if restrict is not None and job.owner != restrict]
         jobs = [job for job in matched if restrict is None or job.owner == restrict]
         if any(k.lower() in ACCOUNTING_ATTRS for k in values):  # condor_qedit AcctGroupUser / AccountingGroup
             for job in jobs:
                 self.rights.check_accounting_user(user, job.owner, with_edits(values, job.get), "EDIT")
-        done = []
-        # a thousand at a time, as ACT: they share commits (one fsync each, not one a job)
-        for i in range(0, len(jobs), 1000):
-            chunk = jobs[i : i + 1000]
-            await asyncio.gather(*(self.jobs.report(job, self.jobs.set_ops(job, job.spelled(values)), [])
-                                   for job in chunk))
-            done += [job.id for job in chunk]
+        # in bulk, as ACT (bulk.py): chunks of a few statements, one commit each
+        done = [job.id for job in await self.jobs.edit_many(jobs, values)]
         if done and self.on_prio_edit is not None and any(n.lower() == "jobprio" for n in values):
             self.on_prio_edit()
         return {"count": len(done), "ids": done, "denied": denied}

@@ -29,7 +29,7 @@ import logging
 import os
 import stat
 from collections import OrderedDict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from roost.daemons.accounts import account
@@ -237,6 +237,54 @@ def _ad_text(value: Any) -> str:
     return str(value)
 
 
+def _unwritten(tail: bytes, data: bytes) -> bytes:
+    """What of ``data`` the log (ending in ``tail``) lacks: all of it, unless the log
+    ends in a first part of it (a write cut short), then the rest."""
+    first = data.find(b"\n...\n")  # the first event of the text (text form's separator)
+    if first < 0 or first + 5 >= len(data):
+        return data
+    at = tail.rfind(data[: first + 5])
+    if at >= 0 and data.startswith(tail[at:]):
+        return data[len(tail) - at :]
+    return data
+
+
+class LogBatch:
+    """Many jobs' events gathered into one text per log (a bulk action's 009, 012 or
+    013 events): one pending_events row and one write per log, not one per job."""
+
+    def __init__(self, logs: UserLogs) -> None:
+        self.logs = logs
+        self._parts: dict[tuple[str, str | None], list[str]] = {}
+        self._pool: list[tuple[list[Event], Any]] = []
+        self._alike: dict[int, tuple[str, str]] = {}  # id(formatter) -> text around the job id
+
+    def add_alike(self, logs: list[tuple[str, Formatter]], sample: Event, cluster: int, proc: int,
+                  owner: str | None, job_get: Any, make: Callable[[], list[Event]]) -> None:
+        """One job's event that is ``sample`` but for its job id: text logs get the
+        sample's text with the id set (``EventFormatter.alike``), other forms and the
+        pool's log the events ``make`` makes."""
+        for p, form in logs:
+            if type(form) is EventFormatter:
+                parts = self._alike.get(id(form))
+                if parts is None:
+                    parts = self._alike[id(form)] = form.alike(sample)
+                self._parts.setdefault((p, owner), []).append("%s%03d.%03d%s" % (parts[0], cluster, proc, parts[1]))  # noqa: UP031
+            else:
+                self._parts.setdefault((p, owner), []).append(form.format_many(make()))
+        if self.logs.pool is not None:
+            self._pool.append((make(), job_get))
+
+    def texts(self) -> list[tuple[str, str | None, str]]:
+        """(path, owner, text) of each log, its jobs' events in the order added."""
+        return [(p, owner, "".join(parts)) for (p, owner), parts in self._parts.items()]
+
+    def to_pool(self) -> None:
+        """The events to the pool's event log (one write); it has no replay."""
+        if self._pool:
+            self.logs.to_pool_many(self._pool)
+
+
 class UserLogs:
     """Open event-log writers, keyed by path; the pool's event log, if configured."""
 
@@ -265,6 +313,10 @@ class UserLogs:
         if type(use) is int and use & 2:
             return self._json
         return self._text
+
+    def forms(self, paths: list[str], job_get: Any) -> list[tuple[str, Formatter]]:
+        """Each of a job's logs with the form it is written in."""
+        return [(p, self.formatter(job_get, p)) for p in paths]
 
     def texts(self, paths: list[str], events: list[Event], job_get: Any = None) -> dict[str, str]:
         """``events`` formatted for each log in ``paths`` (one formatting per form)."""
@@ -339,19 +391,27 @@ class UserLogs:
                 except OSError:
                     pass
 
-    def replay(self, path: str, text: str, owner: str | None) -> bool:
+    def replay(self, path: str, text: str, owner: str | None, back: int = 0) -> bool:
         """Append events a schedd committed and may not have written before it died,
-        unless the log's last MiB holds them already; whether they were appended."""
+        unless the log's last MiB (and ``back`` bytes more: the other pending texts of
+        this log, which may follow it) holds them already; whether any were appended.
+        A bulk action's text (thousands of events in one write) that a kill cut short
+        is completed: only what the log lacks of it is appended, so none is doubled."""
+        data = text.encode("utf-8", "surrogateescape")
         try:
             with open(path, "rb") as f:
-                f.seek(max(0, os.fstat(f.fileno()).st_size - TAIL))
-                if text.encode("utf-8", "surrogateescape") in f.read():
-                    return False
+                f.seek(max(0, os.fstat(f.fileno()).st_size - TAIL - back - len(data)))
+                tail = f.read()
         except FileNotFoundError:
-            pass
+            tail = b""
         except OSError:
             return False
-        self.write_text(path, text, owner)
+        if data in tail:
+            return False
+        rest = _unwritten(tail, data)
+        if not rest:
+            return False
+        self.write_text(path, rest.decode("utf-8", "surrogateescape"), owner)
         return True
 
     def close(self) -> None:
