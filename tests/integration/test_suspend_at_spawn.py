@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import stat
 import tempfile
 from collections.abc import Iterator
@@ -44,28 +45,34 @@ def pool() -> Iterator[PoolHandle]:
         shutil.rmtree(home, ignore_errors=True)
 
 
-def _states(script: str) -> list[str]:
-    """The process states (R, S, T...) of every process running ``script``."""
-    out = []
+def _job_processes(name: str) -> dict[int, bool]:
+    """The job's processes (those running ``name`` whose parent does too: not its
+    keeper), each with whether it is stopped: state T, or SIGSTOP pending (a process
+    the cgroup freezer holds shows S until it is thawed, and then stops)."""
+    found: dict[int, tuple[int, bool]] = {}
     for pid in os.listdir("/proc"):
         if not pid.isdigit():
             continue
         try:
-            cmd = Path(f"/proc/{pid}/cmdline").read_bytes()
-            if script.encode() not in cmd:
+            if name.encode() not in Path(f"/proc/{pid}/cmdline").read_bytes():
                 continue
-            text = Path(f"/proc/{pid}/stat").read_text()
+            status = dict(line.split(":\t", 1) for line in Path(f"/proc/{pid}/status").read_text().splitlines()
+                          if ":\t" in line)
         except OSError:
             continue
-        out.append(text.rsplit(")", 1)[1].split()[0])
-    return out
+        state = status["State"].split()[0]
+        if state in ("Z", "X"):
+            continue
+        pending = int(status.get("ShdPnd", "0"), 16) | int(status.get("SigPnd", "0"), 16)
+        found[int(pid)] = (int(status["PPid"]), state in ("T", "t") or bool(pending & (1 << (signal.SIGSTOP - 1))))
+    return {pid: stopped for pid, (ppid, stopped) in found.items() if ppid in found}
 
 
 def test_a_suspend_before_the_spawn_finished_stops_the_job(pool: PoolHandle) -> None:
     d = Path(tempfile.mkdtemp(prefix="roost-suspjob-", dir="/tmp"))
     try:
         d.chmod(0o777)
-        script = d / "spin.sh"
+        script = d / f"spin-{d.name}.sh"  # a name no other process has (it runs from the sandbox)
         script.write_text("#!/bin/sh\nwhile true; do sleep 0.1; done\n")
         script.chmod(script.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
         (d / "big.bin").write_bytes(os.urandom(1 << 20) * 64)
@@ -76,8 +83,8 @@ def test_a_suspend_before_the_spawn_finished_stops_the_job(pool: PoolHandle) -> 
         pool.wait_for(jid, lambda j: j.get("JobStatus") == JobStatus.SUSPENDED, timeout=30,
                       what="suspended at the schedd")
         # ...and its process is stopped (T), not running on
-        wait_until(lambda: (s := _states(str(script))) != [] and all(x in ("T", "t") for x in s),
-                   10, f"the job stopped (states {_states(str(script))})")
+        wait_until(lambda: (s := _job_processes(script.name)) != {} and all(s.values()),
+                   10, f"the job stopped ({_job_processes(script.name)})")
         pool.roost("rm", jid)
     finally:
         shutil.rmtree(d, ignore_errors=True)

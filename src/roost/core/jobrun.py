@@ -69,6 +69,7 @@ class Ev:
     CONTINUE = "continue"
     CHECKPOINT_REQUESTED = "checkpoint_requested"  # the periodic checkpoint signal's tick
     CHECKPOINT_WRITTEN = "checkpoint_written"      # the upload ended (sent or given up)
+    OVER_LIMIT = "over_limit"          # over its slot's disk: killed, the schedd holds it
     REPORT_ACKED = "report_acked"      # the schedd took the final report
     REPORT_ABANDONED = "report_abandoned"  # refused, or nobody left to report to
     CLAIM_LOST = "claim_lost"          # lease expired, claim released, startd stopping
@@ -76,7 +77,7 @@ class Ev:
 
     ALL = (START, ADOPTED, PREPARED, TRANSFER_IN_DONE, TRANSFER_IN_FAILED, SPAWNED, SPAWN_FAILED,
            START_STOPPED, EXITED, VACATE, HOLD, HARD_KILL, SUSPEND, CONTINUE, CHECKPOINT_REQUESTED,
-           CHECKPOINT_WRITTEN, REPORT_ACKED, REPORT_ABANDONED, CLAIM_LOST, DETACH)
+           CHECKPOINT_WRITTEN, OVER_LIMIT, REPORT_ACKED, REPORT_ABANDONED, CLAIM_LOST, DETACH)
 
 
 class Act:
@@ -91,6 +92,8 @@ class Act:
     STOP = "stop"                      # SIGSTOP the group, freeze its cgroup and container
     CONT = "cont"                      # thaw them, SIGCONT the group (while it lives)
     KILL = "kill"                      # SIGKILL the group and its cgroup
+    END_RUN = "end_run"                # SIGKILL what an ended run left in its group (not
+                                       # the cgroup: the next run goes there)
     CANCEL_START = "cancel_start"      # stop the transfer or spawn in progress
     UPLOAD_CHECKPOINT = "upload_checkpoint"
     TRANSFER_OUTPUT = "transfer_output"
@@ -141,6 +144,7 @@ MOVES: dict[tuple[str, str], tuple[str, ...]] = {
     (S.RUNNING, E.SUSPEND): (S.SUSPENDED,),
     (S.SUSPENDED, E.CONTINUE): (S.RUNNING,),
     (S.RUNNING, E.CHECKPOINT_REQUESTED): (S.RUNNING,),
+    (S.RUNNING, E.OVER_LIMIT): (S.RUNNING,),   # killed: its exit says why
     (S.CHECKPOINTING, E.CHECKPOINT_WRITTEN): (S.SPAWNING, S.REPORTING),
     (S.REPORTING, E.REPORT_ACKED): (S.DONE,),
     (S.REPORTING, E.REPORT_ABANDONED): (S.DONE,),
@@ -170,6 +174,8 @@ IGNORED: frozenset[tuple[str, str]] = frozenset({
     (S.VACATING, E.CHECKPOINT_REQUESTED),        # leaving: its kill signal asks for one
     (S.CHECKPOINTING, E.CHECKPOINT_REQUESTED),   # between runs: its checkpoint is on the way
     *((s, E.CHECKPOINT_REQUESTED) for s in (S.NEW, *_STARTING)),
+    # over the disk while not running: stopped, leaving, between runs or ended anyway
+    *((s, E.OVER_LIMIT) for s in (S.NEW, *_STARTING, S.SUSPENDED, S.VACATING, S.CHECKPOINTING, S.REPORTING)),
     # the job has ended: a vacate or a signal has nothing left to act on
     *((S.REPORTING, ev) for ev in (E.VACATE, E.HOLD, E.HARD_KILL, E.SUSPEND, E.CONTINUE,
                                     E.CHECKPOINT_REQUESTED, E.DETACH)),
@@ -202,6 +208,7 @@ class JobRun:
     vacate_why: str | None = None
     hard_killed: bool = False
     detached: bool = False
+    claim_lost: bool = False
     adopted: bool = False
     restarts: int = 0               # runs started again in place after a checkpoint
     changed_at: float = 0.0
@@ -246,6 +253,7 @@ class JobRun:
             self.detached = True
             return st, []
         if event == E.CLAIM_LOST:
+            self.claim_lost = True
             return S.DONE, [Action(Act.KILL), Action(Act.ABORT)]
         if event in (E.SUSPEND, E.CONTINUE):
             return self._pause(event == E.SUSPEND)
@@ -278,8 +286,10 @@ class JobRun:
             if checkpointed and self.transfer:
                 # its checkpoint to the schedd, then it runs again in place; what the run
                 # left behind dies first (its group id is surely still its own)
-                return S.CHECKPOINTING, [*thaw, Action(Act.KILL), Action(Act.UPLOAD_CHECKPOINT)]
+                return S.CHECKPOINTING, [*thaw, Action(Act.END_RUN), Action(Act.UPLOAD_CHECKPOINT)]
             return S.REPORTING, [*thaw, *self._ended(output=self.transfer)]
+        if event == E.OVER_LIMIT:
+            return st, [Action(Act.KILL)]
         if event == E.CHECKPOINT_REQUESTED:
             if self.checkpoint_sig is None:
                 return st, []
