@@ -178,7 +178,7 @@ IGNORED: frozenset[tuple[str, str]] = frozenset({
     *((s, E.OVER_LIMIT) for s in (S.NEW, *_STARTING, S.SUSPENDED, S.VACATING, S.CHECKPOINTING, S.REPORTING)),
     # the job has ended: a vacate or a signal has nothing left to act on
     *((S.REPORTING, ev) for ev in (E.VACATE, E.HOLD, E.HARD_KILL, E.SUSPEND, E.CONTINUE,
-                                    E.CHECKPOINT_REQUESTED, E.DETACH)),
+                                    E.CHECKPOINT_REQUESTED)),
     # after the end (or the claim's loss) everything is late
     *((S.DONE, ev) for ev in Ev.ALL),
     # what a start that was told to stop still says while it unwinds
