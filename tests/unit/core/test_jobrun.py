@@ -7,7 +7,17 @@ import signal
 
 import pytest
 
-from roost.core.jobrun import IGNORED, MOVES, Act, Action, Ev, IllegalEvent, JobRun, Report, RunState
+from roost.core.jobrun import (
+    IGNORED,
+    MOVES,
+    Act,
+    Action,
+    Ev,
+    IllegalEvent,
+    JobRun,
+    Report,
+    RunState,
+)
 
 S = RunState
 KILL, STOP, CONT = Action(Act.KILL), Action(Act.STOP), Action(Act.CONT)

@@ -10,10 +10,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from typing import Any
 
-from roost.core.jobrun import Ev
+from roost.core.jobrun import Ev, JobRun
+from roost.daemons.startd import startfault
+from roost.daemons.startd.jobprocess import StartError
 from roost.daemons.startd.jobspec import JobSpec
+from roost.daemons.startd.jobtransfer import TransferError
 from roost.daemons.startd.peers import Peers
 from roost.daemons.startd.streaming import OutputStreams
 from roost.net.errors import RemoteError
@@ -37,6 +41,11 @@ class Reports:
     disk_limit: int | None
     disk_exceeded: tuple[int, int] | None
     pid: int | None
+    machine: JobRun
+    started: float
+    _status: tuple[int | None, Any] | None
+    _failure: dict[str, Any] | None
+    _exit_update: Any
     _streamed: set[str]
     _telling: asyncio.Task[None] | None
     _retry: asyncio.Event
@@ -135,3 +144,63 @@ class Reports:
                 with contextlib.suppress(Exception):
                     await self._report({"state": "running", "pid": self.pid, "usage_now": usage})
 
+    def _conclude(self) -> dict[str, Any]:
+        """The final report, once the machine says the run is over."""
+        if self.machine.vacating:
+            if self._status is None:
+                return {"state": "vacated"}
+            return {"state": "vacated", "usage": self._exit_update(*self._status, 0.0)["usage"]}
+        if self._failure is not None:
+            return self._failure
+        status, usage = self._status or (None, None)
+        final = self._exit_update(status, usage, time.time() - self.started)
+        if self.disk_exceeded is not None and final["state"] == "exited":
+            used, limit = self.disk_exceeded
+            final["disk"] = {"usage_kb": used, "limit_kb": limit}
+            final["usage"]["DiskUsage"] = used
+        if status is None:
+            log.warning("job %s: %s", self.spec.job_id, final["error"])
+        log.info("job %s %s", self.spec.job_id, _describe_exit(final))
+        return final
+
+    def _start_failure(self, e: BaseException) -> dict[str, Any]:
+        final: dict[str, Any] = {"state": "failed", "error": self._why(e)}
+        if isinstance(e, TransferError) and e.transient:
+            final["retry"] = True  # not the job's fault: the schedd runs it again
+        if isinstance(e, StartError | TransferError) and e.machine or startfault.machine_fault(e):
+            # short of descriptors, processes, memory, disk...: the job is not to
+            # blame, it runs again (elsewhere or later), however often it happens
+            final["retry"] = final["machine"] = True
+        elif isinstance(e, StartError) and e.hold_code is not None:
+            final["hold_code"] = e.hold_code
+        log.info("job %s failed to start%s: %s", self.spec.job_id,
+                 " (the machine's fault: it runs again)" if final.get("machine") else "", final["error"])
+        return final
+
+    def _restart_failure(self, e: BaseException) -> dict[str, Any]:
+        """Not the job's fault: it runs again, from its checkpoint."""
+        error = f"cannot restart the job after its checkpoint: {self._why(e)}"
+        log.warning("job %s: %s", self.spec.job_id, error)
+        final = self._exit_update(None, None, 0.0)
+        final["error"] = error
+        return final
+
+    def _why(self, e: BaseException) -> str:
+        if isinstance(e, StartError):
+            return str(e)
+        if isinstance(e, TransferError):
+            return f"input transfer failed: {e}"
+        if isinstance(e, FileNotFoundError | PermissionError) and e.filename:
+            what = "not found" if isinstance(e, FileNotFoundError) else "permission denied"
+            return f"cannot execute {e.filename}: {what}"
+        if isinstance(e, OSError):
+            return f"cannot start the job: {e.strerror or e}"
+        return f"cannot start the job: {e}"
+
+
+def _describe_exit(final: dict[str, Any]) -> str:
+    if final.get("state") == "vacated":
+        return "was vacated"
+    if "exit_signal" in final:
+        return f"died of signal {final['exit_signal']}"
+    return f"exited with status {final.get('exit_code')}"

@@ -45,7 +45,6 @@ from roost.daemons.startd import (
     container,
     jobcommand,
     launch,
-    startfault,
 )
 from roost.daemons.startd.cgroups import JobCgroups
 from roost.daemons.startd.cpushare import CpuShares
@@ -381,47 +380,6 @@ class Starter(FileTransfer, Sandbox, Process, Signals, Checkpoints, Reports):
         acts = self.machine.handle(Ev.CHECKPOINT_REQUESTED, time.time())
         return self.pid if self._alive() and any(a.kind == Act.CHECKPOINT_SIGNAL for a in acts) else None
 
-    def _conclude(self) -> dict[str, Any]:
-        """The final report, once the machine says the run is over."""
-        if self.machine.vacating:
-            if self._status is None:
-                return {"state": "vacated"}
-            return {"state": "vacated", "usage": self._exit_update(*self._status, 0.0)["usage"]}
-        if self._failure is not None:
-            return self._failure
-        status, usage = self._status or (None, None)
-        final = self._exit_update(status, usage, time.time() - self.started)
-        if self.disk_exceeded is not None and final["state"] == "exited":
-            used, limit = self.disk_exceeded
-            final["disk"] = {"usage_kb": used, "limit_kb": limit}
-            final["usage"]["DiskUsage"] = used
-        if status is None:
-            log.warning("job %s: %s", self.spec.job_id, final["error"])
-        log.info("job %s %s", self.spec.job_id, _describe_exit(final))
-        return final
-
-    def _start_failure(self, e: BaseException) -> dict[str, Any]:
-        final: dict[str, Any] = {"state": "failed", "error": self._why(e)}
-        if isinstance(e, TransferError) and e.transient:
-            final["retry"] = True  # not the job's fault: the schedd runs it again
-        if isinstance(e, StartError | TransferError) and e.machine or startfault.machine_fault(e):
-            # short of descriptors, processes, memory, disk...: the job is not to
-            # blame, it runs again (elsewhere or later), however often it happens
-            final["retry"] = final["machine"] = True
-        elif isinstance(e, StartError) and e.hold_code is not None:
-            final["hold_code"] = e.hold_code
-        log.info("job %s failed to start%s: %s", self.spec.job_id,
-                 " (the machine's fault: it runs again)" if final.get("machine") else "", final["error"])
-        return final
-
-    def _restart_failure(self, e: BaseException) -> dict[str, Any]:
-        """Not the job's fault: it runs again, from its checkpoint."""
-        error = f"cannot restart the job after its checkpoint: {self._why(e)}"
-        log.warning("job %s: %s", self.spec.job_id, error)
-        final = self._exit_update(None, None, 0.0)
-        final["error"] = error
-        return final
-
     def adopt(self, record: Record) -> asyncio.Task[None]:
         """Carry on with a job a previous startd started (its keeper still waits for
         it, or has written its end): no sandbox made, no input, no process started."""
@@ -495,18 +453,6 @@ class Starter(FileTransfer, Sandbox, Process, Signals, Checkpoints, Reports):
         self._preset_error = error
         return self.start()
 
-    def _why(self, e: BaseException) -> str:
-        if isinstance(e, StartError):
-            return str(e)
-        if isinstance(e, TransferError):
-            return f"input transfer failed: {e}"
-        if isinstance(e, FileNotFoundError | PermissionError) and e.filename:
-            what = "not found" if isinstance(e, FileNotFoundError) else "permission denied"
-            return f"cannot execute {e.filename}: {what}"
-        if isinstance(e, OSError):
-            return f"cannot start the job: {e.strerror or e}"
-        return f"cannot start the job: {e}"
-
     # -- from outside: the owner policy, the schedd, the startd ------------------------
 
     def suspend(self) -> None:
@@ -558,14 +504,6 @@ class Starter(FileTransfer, Sandbox, Process, Signals, Checkpoints, Reports):
             self.task.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await self.task
-
-
-def _describe_exit(final: dict[str, Any]) -> str:
-    if final.get("state") == "vacated":
-        return "was vacated"
-    if "exit_signal" in final:
-        return f"died of signal {final['exit_signal']}"
-    return f"exited with status {final.get('exit_code')}"
 
 
 __all__ = ["Starter", "StartError", "TransferError", "_SigchldReaper", "_safe_relpath"]
