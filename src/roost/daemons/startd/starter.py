@@ -315,8 +315,10 @@ class Starter(FileTransfer, Sandbox, Process, Signals, Checkpoints, Reports):
 
     def start(self) -> asyncio.Task[None]:
         self._loop = asyncio.get_running_loop()
-        if self.machine.state == RunState.NEW:
-            self._feed(Ev.ADOPTED, alive=self._adopted.alive()) if self._adopted is not None else self._feed(Ev.START)
+        if self._adopted is not None:
+            self._feed(Ev.ADOPTED, alive=self._adopted.alive())
+        else:
+            self._feed(Ev.START)
         self.task = self._loop.create_task(self._run(), name=f"starter {self.spec.job_id}")
         return self.task
 
@@ -330,7 +332,9 @@ class Starter(FileTransfer, Sandbox, Process, Signals, Checkpoints, Reports):
                     self._feed(Ev.EXITED, checkpointed=self._checkpointed(self._status[0]),
                                evict_files=bool(self.spec.evict_transfer))
                 else:
-                    break  # done (or detached, abandoned: nothing more to do)
+                    if self.machine.state != RunState.DONE:  # a step that fed the machine nothing
+                        log.error("job %s: its starter stopped in state %s", self.spec.job_id, self.machine.state)
+                    break
         except Exception:
             log.exception("job %s: its starter failed", self.spec.job_id)
             raise
