@@ -9,6 +9,7 @@ The job-run machine (core/jobrun.py) keeps it and applies it right after the spa
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
@@ -45,10 +46,26 @@ def pool() -> Iterator[PoolHandle]:
         shutil.rmtree(home, ignore_errors=True)
 
 
+def _frozen(pid: str) -> bool:
+    """``pid`` is in a frozen cgroup (v2 ``cgroup.freeze``: it shows S, not T)."""
+    try:
+        rel = next(line[3:] for line in Path(f"/proc/{pid}/cgroup").read_text().splitlines()
+                   if line.startswith("0::"))
+        mounts = [line.split()[1] for line in Path("/proc/mounts").read_text().splitlines()
+                  if line.split()[2] == "cgroup2"]
+    except (OSError, StopIteration):
+        return False
+    for top in mounts:
+        with contextlib.suppress(OSError):
+            if "frozen 1" in Path(top + rel, "cgroup.events").read_text():
+                return True
+    return False
+
+
 def _job_processes(name: str) -> dict[int, bool]:
     """The job's processes (those running ``name`` whose parent does too: not its
-    keeper), each with whether it is stopped: state T, or SIGSTOP pending (a process
-    the cgroup freezer holds shows S until it is thawed, and then stops)."""
+    keeper), each with whether it is stopped: state T, SIGSTOP pending, or held by the
+    cgroup freezer (a frozen process shows S)."""
     found: dict[int, tuple[int, bool]] = {}
     for pid in os.listdir("/proc"):
         if not pid.isdigit():
@@ -64,7 +81,8 @@ def _job_processes(name: str) -> dict[int, bool]:
         if state in ("Z", "X"):
             continue
         pending = int(status.get("ShdPnd", "0"), 16) | int(status.get("SigPnd", "0"), 16)
-        found[int(pid)] = (int(status["PPid"]), state in ("T", "t") or bool(pending & (1 << (signal.SIGSTOP - 1))))
+        stopped = state in ("T", "t") or bool(pending & (1 << (signal.SIGSTOP - 1))) or _frozen(pid)
+        found[int(pid)] = (int(status["PPid"]), stopped)
     return {pid: stopped for pid, (ppid, stopped) in found.items() if ppid in found}
 
 

@@ -167,6 +167,7 @@ class Starter(FileTransfer, Sandbox, Process, Signals, Checkpoints, Reports):
         self._saved = asyncio.Event()  # set once what a vacated job leaves is in the spool
         self.run_started = 0.0  # when the current run (or restart in place) began
         #: the job's run: every decision of when (core/jobrun.py); this class performs them
+        # (getattr: a bare spec, as some unit tests give, has no signals of its own)
         self.machine = JobRun(transfer=bool(getattr(spec, "transfer", False)),
                               kill_sig=getattr(spec, "kill_sig", None) or signal.SIGTERM,
                               remove_kill_sig=getattr(spec, "remove_kill_sig", None),
