@@ -17,6 +17,7 @@ from types import SimpleNamespace
 import pytest
 
 from roost.config import Config
+from roost.core.jobrun import RunState
 from roost.core.slots import Claim
 from roost.daemons.startd.claims import _Pending
 from roost.daemons.startd.daemon import Startd
@@ -289,7 +290,7 @@ def test_no_signal_reaches_a_job_group_once_the_job_is_reaped(monkeypatch) -> No
         st = Starter(spec=SimpleNamespace(job_id="1.0"), claim_id="c", slot_name="slot1",  # type: ignore[arg-type]
                      execute_dir="/nonexistent", sandbox_name="dir_x", identity=Identity(0, 0, "", ""), env={},
                      job_ad_text="", peers=Peers(), address_of=lambda: None, on_done=lambda s: None)
-        st.state, st.pid = "running", 424242
+        st.machine.state, st.pid = RunState.RUNNING, 424242
         st._exited = asyncio.get_running_loop().create_future()
         st.suspend()
         assert sent == [(424242, signal.SIGSTOP)]
