@@ -20,13 +20,14 @@ ALLOWED: dict[str, set[str]] = {
     "": set(),  # roost/__init__.py
     "classad": set(),
     "config": {"classad", "poolhome"},  # where a pool lives: the same lookup as every command
-    "submit": {"vocabulary", "classad", "config"},
+    "submit": {"vocabulary", "classad", "config", "universes"},
+    "universes": set(),  # one module per universe and the registry: pure, named by dotted path below
     "eventlog": {"vocabulary", "classad"},
     "core": {"vocabulary", "classad"},
     "net": {"classad", "config"},
     "poolhome": set(),
     "vocabulary": set(),  # job statuses, slot states, event numbers: the words all parts share
-    "daemons": {"vocabulary", "classad", "config", "core", "eventlog", "net", "submit", "poolhome"},
+    "daemons": {"vocabulary", "classad", "config", "core", "eventlog", "net", "submit", "poolhome", "universes"},
     "api": {"vocabulary", "classad", "config", "core", "eventlog", "net", "submit", "poolhome"},  # core: rules both ends share
     # htcondor2: the `htcondor` command line speaks through htcondor2's face, as HTCondor's does
     "cli": {"vocabulary", "api", "classad", "config", "core", "dagman", "eventlog", "htcondor2", "net", "submit", "poolhome"},

@@ -88,7 +88,7 @@ def expand_block(block: QueueBlock, cluster: ClusterSubmission, ctx: BuildContex
     # sets In and Args), winning over the same command written above, as in condor_submit
     macros = dict(block.macros)
     for v in item_vars:
-        if v in macros or v in commands.KNOWN_KEYS or v.startswith(("my.", "request_")):
+        if v in macros or commands.is_known_key(v) or v.startswith(("my.", "request_")):
             macros[v] = f"$({v})"  # (only these: every other variable is read through $())
     parallel = (macros.get("universe", "").strip().lower() == "parallel")
     defaults = _defaults(ctx)  # read-only, so one dict serves every proc's expander

@@ -41,7 +41,7 @@ from dataclasses import dataclass, field
 from roost.classad import ClassAd
 from roost.daemons.userfiles import User, open_dir
 from roost.submit.arglist import ArgSyntaxError, split_v2_raw
-from roost.submit.universes import reference_problem
+from roost.universes.container import reference_problem
 
 PROBE_IMAGE = "localhost/roost-probe:1"
 PROBE_TIMEOUT = 60.0  # seconds: a first run may set up the runtime's storage
