@@ -18,8 +18,8 @@ from typing import Any
 from roost.core import jobpolicy as jp
 from roost.core.accounting_user import ATTRS_LOWER as ACCOUNTING_ATTRS
 from roost.core.accounting_user import lookup
+from roost.daemons.schedd import runners
 from roost.daemons.schedd.access import QueueRights
-from roost.daemons.schedd.autocluster_ids import LOCAL_UNIVERSES
 from roost.daemons.schedd.lifecycle import JobLifecycle
 from roost.daemons.schedd.localuniverse import start_local
 from roost.daemons.schedd.userlog import log_paths
@@ -160,9 +160,9 @@ class SubmitCalls:
                 self.jobs.store.queue([("DELETE FROM pending_events WHERE id = ?", (i,)) for i, _p, _t in pending])
             else:
                 self._log_submits(cluster)
-            local = cluster.ad.get("JobUniverse") in LOCAL_UNIVERSES
+            local = runners.beside_schedd(cluster.ad.get("JobUniverse"))
             for job in list(cluster.procs.values() if local else cluster.procs_naming("JobUniverse")):
-                if job.status == jp.IDLE and (local or job.get("JobUniverse") in LOCAL_UNIVERSES):
+                if job.status == jp.IDLE and (local or runners.beside_schedd(job.get("JobUniverse"))):
                     start_local(self.jobs, job)
             self._ads_changed()
             if not local:
