@@ -98,6 +98,7 @@ class Universe:
     deferral_needs_startd: bool = True  # deferred jobs require TARGET.HasJobDeferral
     disk_by_version: bool = False  # newer startds size the disk themselves (vanilla)
     schedd_channel: bool = False  # the job gets a connection to its schedd (DAGMan)
+    node_macro: bool = False  # $(Node) is each node's number, filled in where it runs
 
     @property
     def names(self) -> tuple[str, ...]:

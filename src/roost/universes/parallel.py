@@ -29,5 +29,5 @@ def _shape(b: SubmitBuild, universe: str) -> None:
 UNIVERSE = Universe(
     name="parallel", number=11, runs_on=RunsOn.DEDICATED, execute="roost.daemons.startd.plainjob",
     summary="one job on machine_count hosts at once (MPI), through the dedicated scheduler",
-    keys=frozenset(("machine_count", "node_count", "nodecount")), shape=_shape,
+    keys=frozenset(("machine_count", "node_count", "nodecount")), shape=_shape, node_macro=True,
 )
