@@ -7,7 +7,7 @@ itself, the dedicated scheduler), what a startd advertises for it, and the dotte
 path of the module that starts and stops its jobs where they run. Submit, the schedd
 and the startd ask ``registry`` instead of testing universe numbers themselves.
 
-The package is pure and sits below ``roost.submit`` (it imports nothing of roost):
+The package is pure and sits below ``roost.submit`` (it imports only ``roost.core``):
 execute-side modules are named by dotted path, never imported here. This file stays
 empty so that ``roost.universes.base`` loads without the registry.
 """

@@ -60,7 +60,7 @@ def test_a_jobs_universe_by_its_attributes() -> None:
 
 
 def test_every_execute_side_a_universe_names_exists() -> None:
-    """The dotted paths are strings here (this package imports nothing of roost): each
+    """The dotted paths are strings here (this package never imports the daemons): each
     names a module that has what its runner calls."""
     for u in registry.all_universes():
         side = importlib.import_module(u.execute)
