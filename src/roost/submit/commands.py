@@ -20,7 +20,6 @@ from roost.submit.units import parse_size
 from roost.submit.values import Expr
 from roost.universes import registry
 from roost.universes.base import Universe
-from roost.universes.container import is_container_job
 from roost.vocabulary import JobStatus
 
 NOTIFY = {"never": 0, "always": 1, "complete": 2, "error": 3, "start": 4}
@@ -154,7 +153,7 @@ def h_iwd(b: Builder) -> None:
 def h_executable(b: Builder) -> None:
     exe = b.get("executable")
     if exe is None:
-        if not is_container_job(b):
+        if job_universe(b).needs_cmd:
             b.error("no 'executable' command: every job needs an executable")
         b.set("Cmd", "")  # a container's image says what to run, as with condor_submit
         b.set("TransferExecutable", False)

@@ -99,6 +99,7 @@ class Universe:
     disk_by_version: bool = False  # newer startds size the disk themselves (vanilla)
     schedd_channel: bool = False  # the job gets a connection to its schedd (DAGMan)
     node_macro: bool = False  # $(Node) is each node's number, filled in where it runs
+    needs_cmd: bool = True  # False: the job may name no executable (an image's own command)
 
     @property
     def names(self) -> tuple[str, ...]:

@@ -192,5 +192,5 @@ UNIVERSE = Universe(
     execute="roost.daemons.startd.container",
     summary="a vanilla job run in an image by the execute host's podman or docker",
     keys=KEYS, advertises=("HasContainer", "HasDockerURL", "HasDocker", "DockerVersion", "HasSandboxImage"),
-    early=_early, platform=_platform, claims=_claims, kill_sig=None, disk_by_version=True,
+    early=_early, platform=_platform, claims=_claims, kill_sig=None, disk_by_version=True, needs_cmd=False,
 )

@@ -28,6 +28,7 @@ from roost.eventlog.events import Event
 from roost.net.adwire import obj_to_ad
 from roost.net.errors import RequestError, bad_request
 from roost.net.server import Peer
+from roost.universes import registry
 
 log = logging.getLogger("roost.schedd")
 
@@ -105,8 +106,8 @@ class SubmitCalls:
         # (should_transfer_files = NO / IF_NEEDED): the job carries this host's domain.
         cluster_ad.setdefault("FileSystemDomain", self.filesystem_domain)
         cmd = cluster_ad.get("Cmd", procs[0].get("Cmd"))
-        image_says = cluster_ad.get("WantDocker") or cluster_ad.get("WantContainer")  # what to run
-        if not isinstance(cmd, str) or (not cmd and not image_says):
+        universe = registry.for_job(cluster_ad.get)  # a container's image may say what to run
+        if not isinstance(cmd, str) or (not cmd and (universe is None or universe.needs_cmd)):
             raise bad_request("SUBMIT: the job has no Cmd (executable)")
         obj_to_ad(cluster_ad)  # refuses bad expressions with BAD_REQUEST
         # whom the jobs' usage is charged to: the owner, unless policy allows (core.accounting_user)
