@@ -20,13 +20,16 @@ ALLOWED: dict[str, set[str]] = {
     "": set(),  # roost/__init__.py
     "classad": set(),
     "config": {"classad", "poolhome"},  # where a pool lives: the same lookup as every command
-    "submit": {"vocabulary", "classad", "config"},
+    "submit": {"vocabulary", "classad", "config", "universes"},
+    # one module per universe and the registry; core: pure rules a universe's submit checks
+    # share with its runner (issue 30's core.gridbatch reads grid_resource)
+    "universes": {"core"},
     "eventlog": {"vocabulary", "classad"},
     "core": {"vocabulary", "classad"},
     "net": {"classad", "config"},
     "poolhome": set(),
     "vocabulary": set(),  # job statuses, slot states, event numbers: the words all parts share
-    "daemons": {"vocabulary", "classad", "config", "core", "eventlog", "net", "submit", "poolhome"},
+    "daemons": {"vocabulary", "classad", "config", "core", "eventlog", "net", "submit", "poolhome", "universes"},
     "api": {"vocabulary", "classad", "config", "core", "eventlog", "net", "submit", "poolhome"},  # core: rules both ends share
     # htcondor2: the `htcondor` command line speaks through htcondor2's face, as HTCondor's does
     "cli": {"vocabulary", "api", "classad", "config", "core", "dagman", "eventlog", "htcondor2", "net", "submit", "poolhome"},

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
+from roost.submit import arglist
 from roost.submit.errors import SubmitError, SubmitWarning
 from roost.submit.values import AttrValue
 
@@ -73,6 +74,18 @@ class Builder:
         if b is None:
             self.error(f"{key} = {v}: expected true or false", key)
         return bool(b)
+
+    def arguments(self, text: str, key: str, *, v2: bool) -> tuple[str, str]:
+        """(attribute, value) of an argument string: old syntax (``Args``, or
+        ``Arguments`` when it is quoted) or, with ``v2``, the new one; a syntax error is
+        reported against ``key`` (what a universe's hook uses: roost.universes.base)."""
+        try:
+            if v2:
+                return "Arguments", arglist.parse_arguments2(text)
+            return arglist.parse_arguments(text)
+        except arglist.ArgSyntaxError as e:
+            self.error(f"{key}: {e}", key)
+            raise  # error() raises; this only tells the type checker
 
     def line_of(self, key: str) -> int:
         return self._lines.get(key.lower(), 0)

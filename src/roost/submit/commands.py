@@ -12,18 +12,16 @@ import re
 from collections.abc import Callable
 
 from roost.classad.errors import ClassAdSyntaxError
-from roost.submit import arglist, universes
+from roost.submit import arglist
 from roost.submit.builder import Builder
 from roost.submit.getenv import imported
 from roost.submit.mailaddr import address_problem
 from roost.submit.units import parse_size
 from roost.submit.values import Expr
+from roost.universes import registry
+from roost.universes.base import Universe
 from roost.vocabulary import JobStatus
 
-UNIVERSES = {
-    "standard": 1, "vanilla": 5, "docker": 5, "container": 5, "scheduler": 7,
-    "grid": 9, "java": 10, "parallel": 11, "local": 12, "vm": 13,
-}
 NOTIFY = {"never": 0, "always": 1, "complete": 2, "error": 3, "start": 4}
 
 Handler = Callable[[Builder], None]
@@ -85,16 +83,56 @@ def full_path(base: str, p: str) -> str:
 
 # -- handlers, in condor_submit's order -------------------------------------
 
+def universe_named(b: Builder) -> tuple[Universe, str]:
+    """The universe ``universe =`` names (vanilla when unset), with the name as written."""
+    name = (b.get("universe") or "vanilla").strip().lower()
+    u = registry.named(name)
+    if u is None:  # h_universe has refused it already
+        raise AssertionError(f"universe {name} reached a handler after h_universe")
+    return u, name
+
+
+def job_universe(b: Builder) -> Universe:
+    """The universe the job ad is (a vanilla job with an image: container), vanilla's
+    rules for a JobUniverse no registered universe has (set with +JobUniverse)."""
+    return registry.for_job(b.lookup) or registry.DEFAULT
+
+
 def h_universe(b: Builder) -> None:
-    u = (b.get("universe") or "vanilla").strip().lower()
-    if u not in UNIVERSES:
-        b.error(f"universe = {u}: unknown universe (use vanilla, container, docker, java, parallel, grid, scheduler or local)", "universe")
-    universes.refuse(b, u)
-    b.set("JobUniverse", UNIVERSES[u])
-    if u == "docker":
-        b.set("WantDocker", True)
-    if u == "container":
-        b.set("WantContainer", True)
+    """``universe`` -> JobUniverse, through the registry; a universe roost does not run is
+    refused here, naming the file, the line and those it does run."""
+    name = (b.get("universe") or "vanilla").strip().lower()
+    u = registry.named(name)
+    if u is None:
+        names = registry.supported()
+        listed = ", ".join(names[:-1]) + " or " + names[-1]
+        why = registry.refusal(name)
+        if why is not None:
+            b.error(f"universe = {name}: not supported by roost: {why} (supported: {listed})", "universe")
+        b.error(f"universe = {name}: unknown universe (use {listed})", "universe")
+        return
+    b.set("JobUniverse", u.number)
+
+
+def h_universe_early(b: Builder) -> None:
+    """The universe's commands that later ones read (a container job needs no executable)."""
+    u, name = universe_named(b)
+    if u.early is not None:
+        u.early(b, name)
+
+
+def h_universe_shape(b: Builder) -> None:
+    """The universe's commands between the arguments and the resource requests."""
+    u, name = universe_named(b)
+    if u.shape is not None:
+        u.shape(b, name)
+
+
+def h_universe_late(b: Builder) -> None:
+    """The universe's rewrites once file transfer is known (java's class file and jars)."""
+    u, name = universe_named(b)
+    if u.late is not None:
+        u.late(b, name)
 
 
 def h_iwd(b: Builder) -> None:
@@ -115,7 +153,7 @@ def h_iwd(b: Builder) -> None:
 def h_executable(b: Builder) -> None:
     exe = b.get("executable")
     if exe is None:
-        if not universes.is_container_job(b):
+        if job_universe(b).needs_cmd:
             b.error("no 'executable' command: every job needs an executable")
         b.set("Cmd", "")  # a container's image says what to run, as with condor_submit
         b.set("TransferExecutable", False)
@@ -148,21 +186,6 @@ def h_arguments(b: Builder) -> None:
         b.error(f"{key}: {e}", key)
     if b.lookup("Args") is None and b.lookup("Arguments") is None:
         b.set("Arguments", "")
-
-
-def h_parallel(b: Builder) -> None:
-    """Parallel universe: machine_count hosts, one CPU each unless request_cpus says otherwise."""
-    if b.lookup("JobUniverse") != 11:
-        return
-    n = _int(b, "machine_count", "node_count", "NodeCount")
-    if n is None:
-        b.error("universe = parallel needs machine_count", "universe")
-        return
-    b.set("MinHosts", n)
-    b.set("MaxHosts", n)
-    b.set("RequestCpus", 1)
-    b.set("WantIOProxy", True)
-    b.set("JobRequiresSandbox", True)
 
 
 def h_environment(b: Builder) -> None:
@@ -347,8 +370,8 @@ def h_retries(b: Builder) -> None:
 def h_killsig(b: Builder) -> None:
     for key, attr in (("kill_sig", "KillSig"), ("remove_kill_sig", "RemoveKillSig"), ("hold_kill_sig", "HoldKillSig")):
         v = b.get(key)
-        if v is None and attr == "KillSig" and b.lookup("JobUniverse") != 5:
-            v = "SIGTERM"  # every universe but vanilla gets an explicit default
+        if v is None and attr == "KillSig":
+            v = job_universe(b).kill_sig  # every universe but vanilla gets an explicit default
         if v is not None:
             v = v.strip().upper()
             b.set(attr, v if v.isdigit() or v.startswith("SIG") else "SIG" + v)
@@ -663,7 +686,7 @@ def h_auto(b: Builder) -> None:
             b.set("DeferralPrepTime", 300)
         if b.lookup("ScheddInterval") is None:
             b.set("ScheddInterval", 300)
-    if b.lookup("JobUniverse") in (5, 10, 11, 13) and b.lookup("JobLeaseDuration") is None:
+    if job_universe(b).lease and b.lookup("JobLeaseDuration") is None:
         b.set("JobLeaseDuration", 2400)  # JOB_DEFAULT_LEASE_DURATION
 
 
@@ -696,9 +719,9 @@ def h_check_files(b: Builder) -> None:
             b.error(f"{key}: {why}", key)
 
     cmd = b.lookup("Cmd")
-    # grid and vm universes name a resource or an image, not a file here
+    # a universe may name a resource or an image, not a file here (grid, vm)
     if isinstance(cmd, str) and b.lookup("TransferExecutable") is not False \
-            and b.lookup("JobUniverse") not in (9, 13):
+            and job_universe(b).checks_executable:
         problem("executable", cmd, "executable")
     transfers = b.lookup("ShouldTransferFiles") != "NO"
     stdin = b.lookup("In")
@@ -720,9 +743,9 @@ def h_check_files(b: Builder) -> None:
 READS_FILES: frozenset[Handler] = frozenset({h_iwd, h_transfer, h_image_size, h_check_files})
 
 HANDLERS: list[Handler] = [
-    h_universe, universes.h_container, universes.h_grid, h_iwd, h_executable, h_arguments, h_parallel, h_environment, h_status,
+    h_universe, h_universe_early, h_iwd, h_executable, h_arguments, h_universe_shape, h_environment, h_status,
     h_stdin, h_stdout, h_stderr, h_log, h_notification, h_rank, h_periodic, h_leave_in_queue,
-    h_retries, h_killsig, h_resources, h_concurrency, h_accounting, h_simple, h_transfer, universes.h_java,
+    h_retries, h_killsig, h_resources, h_concurrency, h_accounting, h_simple, h_transfer, h_universe_late,
     h_image_size, h_auto, h_forced, h_check_files,
 ]
 
@@ -730,7 +753,7 @@ KNOWN_KEYS: frozenset[str] = frozenset(
     k.lower()
     for k in (
         "universe grid_resource initialdir iwd initial_dir job_iwd executable container_image docker_image "
-        "transfer_executable arguments args arguments2 allow_arguments_v1 machine_count node_count NodeCount "
+        "transfer_executable arguments args arguments2 allow_arguments_v1 "
         "environment env environment2 allow_environment_v1 getenv get_env hold input stdin transfer_input stream_input "
         "output stdout transfer_output stream_output error stderr transfer_error stream_error log log_xml dagman_log "
         "notification notify_user email_attributes rank preferences periodic_hold periodic_hold_reason "
@@ -742,4 +765,9 @@ KNOWN_KEYS: frozenset[str] = frozenset(
         "transfer_input_files transfer_output_files transfer_output_remaps requirements requirements "
         "shell interactive want_ft_on_checkpoint image_size project_name skip_filechecks copy_to_spool"
     ).split()
-) | frozenset(k for k, _, _ in _SIMPLE) | universes.KEYS
+) | frozenset(k for k, _, _ in _SIMPLE)
+
+
+def is_known_key(key: str) -> bool:
+    """Some handler, or some registered universe, reads submit command ``key`` (lower case)."""
+    return key in KNOWN_KEYS or key in registry.submit_keys()

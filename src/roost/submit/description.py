@@ -87,7 +87,7 @@ def _unused_warnings(desc: SubmitDescription, used: set[str]) -> list[SubmitWarn
             seen.setdefault(k.lower(), (k, b.lines.get(k.lower(), 0)))
     out = []
     for low, (k, line) in seen.items():
-        if low in used or low in desc.parse_used or low in commands.KNOWN_KEYS or low.startswith(("+", "my.", "request_")):
+        if low in used or low in desc.parse_used or commands.is_known_key(low) or low.startswith(("+", "my.", "request_")):
             continue
         out.append(SubmitWarning(f"the line '{k} = ...' was unused by condor_submit. Is it a typo?", desc.file, line))
     return out

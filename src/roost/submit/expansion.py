@@ -24,6 +24,7 @@ from roost.submit.macros import BUILTIN_LIVE, Expander, Template, classad_number
 from roost.submit.queue import QueueSpec
 from roost.submit.requirements import h_require_gpus, h_requirements
 from roost.submit.values import AttrValue, Expr
+from roost.universes import registry
 
 HANDLERS: list[commands.Handler] = [*commands.HANDLERS, h_require_gpus, h_requirements]
 
@@ -88,9 +89,10 @@ def expand_block(block: QueueBlock, cluster: ClusterSubmission, ctx: BuildContex
     # sets In and Args), winning over the same command written above, as in condor_submit
     macros = dict(block.macros)
     for v in item_vars:
-        if v in macros or v in commands.KNOWN_KEYS or v.startswith(("my.", "request_")):
+        if v in macros or commands.is_known_key(v) or v.startswith(("my.", "request_")):
             macros[v] = f"$({v})"  # (only these: every other variable is read through $())
-    parallel = (macros.get("universe", "").strip().lower() == "parallel")
+    universe = registry.named(macros.get("universe", "") or "vanilla")
+    parallel = universe is not None and universe.node_macro  # $(Node): each node's number
     defaults = _defaults(ctx)  # read-only, so one dict serves every proc's expander
     exp = Expander(macros, env=ctx.env, cwd=ctx.cwd, evaluate=classad_number, defaults=defaults)
 

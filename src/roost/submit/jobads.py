@@ -16,7 +16,6 @@ from roost.submit.values import AttrValue, Expr
 from roost.vocabulary import JobStatus
 
 JOB_STATUS = JobStatus.WORDS
-UNIVERSE_NAMES = {1: "standard", 5: "vanilla", 7: "scheduler", 9: "grid", 10: "java", 11: "parallel", 12: "local", 13: "vm"}
 
 
 @dataclass

@@ -14,11 +14,10 @@ from collections.abc import Iterator
 
 from roost.classad.errors import ClassAdSyntaxError
 from roost.submit.builder import Builder
-from roost.submit.commands import wrap_for
+from roost.submit.commands import job_universe, wrap_for
 from roost.submit.values import Expr
 
 _JOB_SIDE = {"requestmemory", "vm_ckptmac", "requirements"}
-_OPSYS = {"opsys", "opsysandver", "opsyslongname", "opsysshortname", "opsysname", "opsyslegacy"}
 _BUILTIN_REQUESTS = {"RequestCpus", "RequestDisk", "RequestMemory"}
 
 
@@ -71,26 +70,6 @@ def _number(v: object) -> float | None:
     return None
 
 
-#: docker_network_type values every runtime has; others must be in the host's DockerNetworks
-_STANDARD_NETWORKS = ("host", "none", "nat")
-
-
-def _container_clause(b: Builder) -> str:
-    """What a docker or container job needs of the execute host, as condor_submit writes it."""
-    if b.lookup("WantDocker"):
-        clause = "TARGET.HasDocker"
-        network = b.lookup("DockerNetworkType")
-        if isinstance(network, str) and network and network not in _STANDARD_NETWORKS:
-            clause += "&& StringListMember(My.DockerNetworkType, TARGET.DockerNetworks)"
-        return clause
-    clause = "TARGET.HasContainer"
-    if b.lookup("DockerImage") is not None or b.lookup("WantDockerImage"):
-        clause += "&& TARGET.HasDockerURL"
-    elif b.lookup("WantSIF"):
-        clause += "&& TARGET.HasSIF"
-    elif b.lookup("WantSandboxImage"):
-        clause += "&& TARGET.HasSandboxImage"
-    return clause
 #: GPU properties a ``require_gpus`` expression can name (the clauses that ``gpus_minimum_*``
 #: add are left out when the user's expression already constrains the same property)
 _GPU_CLAUSES = (("GPUsMinCapability", "capability", "Capability >= GPUsMinCapability"),
@@ -127,8 +106,8 @@ def h_requirements(b: Builder) -> None:
             b.warn("MY.Requirements (or +Requirements) overrides requirements; remove one of them", "requirements")
         return
     answer = f"({user})" if user is not None else ""
-    universe = b.lookup("JobUniverse")
-    if universe == 9:
+    universe = job_universe(b)
+    if not universe.matchmaking:
         b.set("Requirements", Expr(answer or "true"))
         return
     machine: set[str] = set()
@@ -145,22 +124,14 @@ def h_requirements(b: Builder) -> None:
     def add(clause: str) -> None:
         parts.append(clause)
 
-    container = b.lookup("WantDocker") or b.lookup("WantContainer")
-    if universe == 10:
-        add("TARGET.HasJava")
-    else:
-        if "arch" not in machine:
-            add(f'(TARGET.Arch == "{b.ctx.arch}")')
-        if container:
-            add(_container_clause(b))
-        elif not (machine & _OPSYS):
-            add(f'(TARGET.OpSys == "{b.ctx.opsys}")')
+    # Arch and OpSys, or what the universe asks instead (HasJava, a container runtime)
+    parts.extend(universe.platform(b, machine))
     if "disk" not in machine:
         d = b.lookup("RequestDisk")
         if d is not None:
             n = _number(d)
             if n is None or n > 0:
-                if universe == 5:
+                if universe.disk_by_version:
                     add('(versionGE(split(TARGET.CondorVersion)[1], "25.12.0") || (TARGET.Disk >= RequestDisk))')
                 else:
                     add("(TARGET.Disk >= RequestDisk)")
@@ -201,7 +172,7 @@ def h_requirements(b: Builder) -> None:
                 add(f"(countMatches(MY.Require{tag},TARGET.Available{tag}) >= {attr})")
             else:
                 add(f"(TARGET.{tag} >= {attr})")
-    if universe in (5, 11, 10, 13, 1) or universe is None:
+    if universe.transfers_files:
         should = b.lookup("ShouldTransferFiles")
         fsd = "(TARGET.FileSystemDomain == MY.FileSystemDomain)"
         if should == "NO":
@@ -229,7 +200,7 @@ def h_requirements(b: Builder) -> None:
             else:
                 add(f"({xfer}{extra})")
     if b.lookup("DeferralTime") is not None:
-        if universe != 12:
+        if universe.deferral_needs_startd:
             add("TARGET.HasJobDeferral")
         # matched only from one schedd interval before its prep time until its window closes
         add("(((time() + ScheddInterval) >= (DeferralTime - DeferralPrepTime)) && "

@@ -14,7 +14,7 @@ from roost.core.gridbatch import (
     sbatch_args,
     slurm_job_name,
 )
-from roost.submit.gridresource import GridResource, GridResourceError, parse_grid_resource
+from roost.universes.grid import GridResource, GridResourceError, parse_grid_resource
 from roost.vocabulary import JobStatus
 
 TAIL = ("Dependency=(null) Requeue=1 Restarts=0 BatchFlag=1 Reboot=0 RunTime=00:00:00 TimeLimit=UNLIMITED "

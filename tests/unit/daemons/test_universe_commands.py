@@ -10,8 +10,14 @@ from pathlib import Path
 import pytest
 
 from roost.classad import ClassAd
-from roost.daemons.startd import container, javajob
-from roost.daemons.startd.jobcommand import CommandError, Universes, command
+from roost.daemons.startd import container, javajob, plainjob
+from roost.daemons.startd.jobcommand import (
+    CommandError,
+    Universes,
+    command,
+    execute_sides,
+    side_for,
+)
 from roost.daemons.startd.jobspec import Identity, parse_job
 from roost.daemons.userfiles import User
 
@@ -236,3 +242,23 @@ def test_the_jvm_properties_and_its_ad() -> None:
 
 def test_vanilla_jobs_are_untouched() -> None:
     assert argv_of(job(), Universes()) == [f"{BOX}/run.sh", "a", "b c"]
+
+
+def test_the_registry_picks_each_jobs_execute_side() -> None:
+    """jobcommand asks roost.universes which module starts a job (issue 28)."""
+    assert side_for(job()) is plainjob and side_for(None) is plainjob
+    assert side_for(job(JobUniverse=11)) is plainjob  # a parallel node is its own program
+    assert side_for(job(WantContainer=True, ContainerImage="docker://localhost/tiny:1")) is container
+    assert side_for(job(WantDocker=True, DockerImage="localhost/tiny:1")) is container
+    assert side_for(job(JobUniverse=10)) is javajob
+    assert side_for(job(JobUniverse=99)) is plainjob  # no universe has it: the program, as before
+    with pytest.raises(CommandError, match="scheduler universe job runs beside its schedd"):
+        side_for(job(JobUniverse=7))
+    assert set(execute_sides()) == {plainjob, container, javajob}
+
+
+def test_the_slots_advertise_what_each_execute_side_found() -> None:
+    assert Universes().ad() == {}
+    both = Universes(runtime=PODMAN, jvm=JVM).ad()
+    assert both["HasContainer"] is True and both["HasDocker"] is True and both["HasJava"] is True
+    assert both["JavaVersion"] == "17.0.15" and both["ContainerRuntime"] == "podman"

@@ -20,19 +20,16 @@ from typing import Any
 
 from roost.core.autocluster import autocluster_key, significant_attributes
 from roost.core.jobpolicy import IDLE
+from roost.daemons.schedd import runners
 from roost.daemons.schedd.jobqueue import Cluster, Job, JobQueue
 from roost.daemons.schedd.store import dumps
 
 log = logging.getLogger("roost.schedd")
 
-LOCAL_UNIVERSES = (7, 12)  # scheduler and local: run here, never negotiated
-#: ... and parallel: the dedicated scheduler (dedicated.py) asks for its resources itself
-NOT_NEGOTIATED = (*LOCAL_UNIVERSES, 11, 9)  # 9: grid, the schedd's grid manager sends it away
-
-
 def not_negotiated(job: Any) -> bool:
-    """A job the negotiator never sees: run on the submit host, or by the dedicated scheduler."""
-    return job.get("JobUniverse") in NOT_NEGOTIATED or job.get("WantDedicated") is True
+    """A job the negotiator never sees: run on the submit host, or by the dedicated
+    scheduler (which asks for its resources itself), as its universe says (runners.py)."""
+    return not runners.negotiated(job.get("JobUniverse")) or job.get("WantDedicated") is True
 #: an autocluster whose claim or activation was refused is left out of GET_REQUESTS for
 #: this long, doubling with each further refusal up to REFUSED_BACKOFF_MAX (reset when
 #: one of its jobs starts): no claim -> refuse -> release -> rematch storm
@@ -226,4 +223,4 @@ def _any_prio(idle: list[Job]) -> bool:
     return False
 
 
-__all__ = ["LOCAL_UNIVERSES", "NOT_NEGOTIATED", "AutoClusters", "not_negotiated"]
+__all__ = ["AutoClusters", "not_negotiated"]

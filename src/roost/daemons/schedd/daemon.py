@@ -24,14 +24,15 @@ from roost.classad.unparse import quote
 from roost.core import jobpolicy as jp
 from roost.core.accounting_user import ALLOW_OTHER_KNOB
 from roost.daemons.base import Daemon, run
+from roost.daemons.schedd import runners
 from roost.daemons.schedd.access import QueueRights
-from roost.daemons.schedd.autocluster_ids import LOCAL_UNIVERSES, AutoClusters
+from roost.daemons.schedd.autocluster_ids import AutoClusters
 from roost.daemons.schedd.checkpoints import CheckpointStore
 from roost.daemons.schedd.chirp_calls import ChirpCalls
 from roost.daemons.schedd.ckpt_admission import CheckpointAdmission
 from roost.daemons.schedd.claimreuse import ClaimReuse
 from roost.daemons.schedd.dedicated import DedicatedScheduler, is_dedicated
-from roost.daemons.schedd.gridmanager import GRID_UNIVERSE, GridManager, is_grid
+from roost.daemons.schedd.gridmanager import GridManager, is_grid
 from roost.daemons.schedd.jobqueue import Job, JobQueue
 from roost.daemons.schedd.jobwatch import WatchCalls
 from roost.daemons.schedd.lifecycle import JobLifecycle
@@ -260,12 +261,12 @@ class Schedd(Daemon):
         # idle local-universe jobs start now (a cluster's universe is read once: of a
         # million idle vanilla jobs only those naming their own JobUniverse are looked at)
         for cluster in list(jobs.queue.clusters.values()):
-            local = cluster.ad.get("JobUniverse") in LOCAL_UNIVERSES
+            local = runners.beside_schedd(cluster.ad.get("JobUniverse"))
             for job in list(cluster.procs.values() if local else cluster.procs_naming("JobUniverse")):
-                if job.status == jp.IDLE and not job.busy and job.get("JobUniverse") in LOCAL_UNIVERSES:
+                if job.status == jp.IDLE and not job.busy and runners.beside_schedd(job.get("JobUniverse")):
                     start_local(jobs, job)
         for cluster in list(jobs.queue.clusters.values()):  # grid jobs: submitted or polled again
-            grid = cluster.ad.get("JobUniverse") == GRID_UNIVERSE
+            grid = runners.grid_managed(cluster.ad.get("JobUniverse"))
             for job in list(cluster.procs.values() if grid else cluster.procs_naming("JobUniverse")):
                 if job.status == jp.IDLE and not job.busy and is_grid(job):
                     self.grid.start(job)
@@ -309,7 +310,7 @@ class Schedd(Daemon):
     def idle_arrived(self, job: Job) -> None:
         """``job`` is Idle (again): local jobs start at once, dedicated ones are the
         dedicated scheduler's, others are negotiated."""
-        if job.get("JobUniverse") in LOCAL_UNIVERSES:
+        if runners.beside_schedd(job.get("JobUniverse")):
             assert self.jobs is not None
             start_local(self.jobs, job)
         elif is_grid(job):

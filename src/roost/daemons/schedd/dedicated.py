@@ -38,6 +38,7 @@ from roost.classad import ClassAd
 from roost.classad.unparse import quote as quote_string
 from roost.core import dedicated as core
 from roost.core import jobpolicy as jp
+from roost.daemons.schedd import runners
 from roost.daemons.schedd.jobqueue import Cluster, Job
 from roost.daemons.schedd.parallel import NodeShadow, ParallelRun
 from roost.daemons.schedd.reservations import Reservations
@@ -49,12 +50,11 @@ from roost.vocabulary import SlotState
 log = logging.getLogger("roost.schedd")
 
 OWNER = "DedicatedScheduler"  # the submitter's Owner in its ad and GET_REQUESTS
-PARALLEL = 11
 
 
 def is_dedicated(job: Job) -> bool:
     """Whether the dedicated scheduler, not the negotiator's matches, runs ``job``."""
-    return job.get("JobUniverse") == PARALLEL or job.get("WantDedicated") is True
+    return runners.dedicated(job.get("JobUniverse")) or job.get("WantDedicated") is True
 
 
 def _nodes(job: Job) -> int:
@@ -133,7 +133,7 @@ class DedicatedScheduler:
         if known is not None and not known[0] and now - known[1] < 60:
             return []
         ad = cluster.ad
-        maybe = (cluster.procs.values() if ad.get("JobUniverse") == PARALLEL or ad.get("WantDedicated") is True
+        maybe = (cluster.procs.values() if runners.dedicated(ad.get("JobUniverse")) or ad.get("WantDedicated") is True
                  else cluster.procs_naming("JobUniverse", "WantDedicated"))
         procs = [j for j in maybe if is_dedicated(j)]
         if len(self._has_dedicated) > 100000:
@@ -154,7 +154,7 @@ class DedicatedScheduler:
             procs = self._dedicated_procs(cluster, now)
             if not procs:
                 continue
-            if cluster.ad.get("JobUniverse") == PARALLEL:
+            if runners.dedicated(cluster.ad.get("JobUniverse")):
                 if all(j.status == jp.IDLE and not j.busy for j in procs):
                     out[str(cluster.id)] = procs
                 continue
@@ -307,7 +307,7 @@ class DedicatedScheduler:
         cpus, mem = slot_obj.get("Cpus"), slot_obj.get("Memory")
         return {
             "MyType": "Job", "TargetType": "Machine", "Owner": OWNER, "User": self.name, "Scheduler": self.name,
-            "JobUniverse": PARALLEL, "RequestCpus": cpus if type(cpus) is int else 1,
+            "JobUniverse": runners.dedicated_number(), "RequestCpus": cpus if type(cpus) is int else 1,
             "RequestMemory": mem if type(mem) is int else 1, "RequestDisk": 1,
             "Requirements": f"/Expr(TARGET.Name == {quote_string(slot)} && "
                             f"TARGET.DedicatedScheduler =?= {quote_string(self.name)})/",

@@ -41,6 +41,7 @@ from roost.core.gridbatch import (
     sbatch_args,
     slurm_job_name,
 )
+from roost.daemons.schedd import runners
 from roost.daemons.schedd.access import owner_user
 from roost.daemons.schedd.jobqueue import Job
 from roost.daemons.schedd.lifecycle import JobLifecycle
@@ -54,12 +55,12 @@ from roost.eventlog import (
     TerminatedEvent,
     Usage,
 )
-from roost.submit.gridresource import GridResourceError, parse_grid_resource
+from roost.universes.grid import UNIVERSE, GridResourceError, parse_grid_resource
 from roost.vocabulary import JobStatus
 
 log = logging.getLogger(__name__)
 
-GRID_UNIVERSE = 9
+GRID_UNIVERSE = UNIVERSE.number
 #: polls a Slurm job may be missing from scontrol's answer before it counts as gone
 _MISSING_POLLS = 5
 _STDOUT, _STDERR, _SCRIPT = "_roost_stdout", "_roost_stderr", "_roost_job.sh"
@@ -75,7 +76,7 @@ def _text(job: Job, attr: str) -> str | None:
 
 
 def is_grid(job: Job) -> bool:
-    return job.get("JobUniverse") == GRID_UNIVERSE
+    return runners.grid_managed(job.get("JobUniverse"))
 
 
 class GridManager:

@@ -1,4 +1,5 @@
-"""Universe local (12): jobs the schedd runs itself, at once, on the submit host.
+"""Universes local (12) and scheduler (7): jobs the schedd runs itself, at once, on the submit
+host (the runner both name in ``roost.universes``; runners.py says which jobs are theirs).
 
 No negotiation and no claim: the job is a child process of the schedd in its own
 session, started in Iwd with stdin/stdout/stderr wired to In/Out/Err, as its
@@ -23,6 +24,7 @@ from typing import Any
 
 from roost.core import jobpolicy as jp
 from roost.daemons.joblimits import job_nofile
+from roost.daemons.schedd import runners
 from roost.daemons.schedd.access import owner_user
 from roost.daemons.schedd.jobqueue import Job
 from roost.daemons.schedd.lifecycle import JobLifecycle
@@ -33,7 +35,6 @@ from roost.net.addresses import INHERITED_FD_ENV
 log = logging.getLogger(__name__)
 
 KILL_GRACE = 5.0
-SCHEDULER_UNIVERSE = 7
 
 
 def job_argv(get: Any) -> list[str]:
@@ -240,7 +241,7 @@ class LocalJob:
             if ids is not None:
                 env.setdefault("HOME", ids[3])
                 env.setdefault("USER", ids[2])
-            if ids is not None and get("JobUniverse") == SCHEDULER_UNIVERSE and is_own_manager(exe, argv):
+            if ids is not None and runners.wants_channel(get("JobUniverse")) and is_own_manager(exe, argv):
                 # roost's own DAG manager: started as we are, it loads its code and then
                 # becomes the owner itself (an interpreter the owner cannot run still runs
                 # the owner's DAG). Nothing of the user's reaches it before that: our own
@@ -259,7 +260,7 @@ class LocalJob:
                 kwargs["preexec_fn"] = _drop_to(ids[0], ids[1], iwd)
                 cwd = "/"
             env["CONDOR_ID"] = f"{job.cluster.id}.{job.proc}"
-            if get("JobUniverse") == SCHEDULER_UNIVERSE:
+            if runners.wants_channel(get("JobUniverse")):
                 # a channel to this schedd that speaks for the job's owner (DAGMan submits
                 # its nodes through it), as HTCondor hands its scheduler universe a session
                 channel = socket.socketpair()

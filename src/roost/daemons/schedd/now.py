@@ -17,8 +17,9 @@ from roost.daemons.schedd.jobqueue import Job
 from roost.daemons.schedd.lifecycle import JobLifecycle
 from roost.net.errors import RequestError
 from roost.net.server import Peer
+from roost.universes import registry
 
-VANILLA = 5
+VANILLA = registry.DEFAULT.number  # condor_now moves vanilla jobs only (containers are vanilla too)
 
 
 class NowCalls:

@@ -18,9 +18,8 @@ from typing import Any
 from roost.core import jobpolicy as jp
 from roost.core.accounting_user import ATTRS_LOWER as ACCOUNTING_ATTRS
 from roost.core.accounting_user import lookup
+from roost.daemons.schedd import runners
 from roost.daemons.schedd.access import QueueRights
-from roost.daemons.schedd.autocluster_ids import LOCAL_UNIVERSES
-from roost.daemons.schedd.gridmanager import GRID_UNIVERSE as GRID
 from roost.daemons.schedd.lifecycle import JobLifecycle
 from roost.daemons.schedd.localuniverse import start_local
 from roost.daemons.schedd.userlog import log_paths
@@ -29,6 +28,7 @@ from roost.eventlog.events import Event
 from roost.net.adwire import obj_to_ad
 from roost.net.errors import RequestError, bad_request
 from roost.net.server import Peer
+from roost.universes import registry
 
 log = logging.getLogger("roost.schedd")
 
@@ -106,8 +106,8 @@ class SubmitCalls:
         # (should_transfer_files = NO / IF_NEEDED): the job carries this host's domain.
         cluster_ad.setdefault("FileSystemDomain", self.filesystem_domain)
         cmd = cluster_ad.get("Cmd", procs[0].get("Cmd"))
-        image_says = cluster_ad.get("WantDocker") or cluster_ad.get("WantContainer")  # what to run
-        if not isinstance(cmd, str) or (not cmd and not image_says):
+        universe = registry.for_job(cluster_ad.get)  # a container's image may say what to run
+        if not isinstance(cmd, str) or (not cmd and (universe is None or universe.needs_cmd)):
             raise bad_request("SUBMIT: the job has no Cmd (executable)")
         obj_to_ad(cluster_ad)  # refuses bad expressions with BAD_REQUEST
         # whom the jobs' usage is charged to: the owner, unless policy allows (core.accounting_user)
@@ -161,12 +161,14 @@ class SubmitCalls:
                 self.jobs.store.queue([("DELETE FROM pending_events WHERE id = ?", (i,)) for i, _p, _t in pending])
             else:
                 self._log_submits(cluster)
-            local = cluster.ad.get("JobUniverse") in LOCAL_UNIVERSES
-            grid = cluster.ad.get("JobUniverse") == GRID
+            local = runners.beside_schedd(cluster.ad.get("JobUniverse"))
+            grid = runners.grid_managed(cluster.ad.get("JobUniverse"))
             for job in list(cluster.procs.values() if local or grid else cluster.procs_naming("JobUniverse")):
-                if job.status == jp.IDLE and (local or job.get("JobUniverse") in LOCAL_UNIVERSES):
+                if job.status != jp.IDLE:
+                    continue
+                if local or runners.beside_schedd(job.get("JobUniverse")):
                     start_local(self.jobs, job)
-                elif job.status == jp.IDLE and (grid or job.get("JobUniverse") == GRID):
+                elif grid or runners.grid_managed(job.get("JobUniverse")):
                     self.jobs.idle_arrived(job)  # the grid manager's
             self._ads_changed()
             if not local:

@@ -1,4 +1,6 @@
-"""Container and docker universe jobs: finding a runtime that works, and its command line.
+"""Container and docker universe jobs: finding a runtime that works, and its command line
+(the container universe's execute side, execside.py: ``detect``, ``ad``, ``prepare``,
+``command``).
 
 The startd advertises ``HasContainer``, ``HasDockerURL`` (and ``HasDocker``,
 ``DockerVersion``, ``HasSandboxImage``) only when a runtime *runs* a container here,
@@ -28,7 +30,9 @@ transfer) or an image directory is first walked as the job's user (``user_dir``)
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import dataclasses
 import os
 import posixpath
 import resource
@@ -37,11 +41,17 @@ import subprocess
 import tarfile
 import tempfile
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from roost.classad import ClassAd
+from roost.daemons.startd.execside import Command, CommandError, DetectHost
+from roost.daemons.startd.jobspec import Identity, JobSpec
 from roost.daemons.userfiles import User, open_dir
 from roost.submit.arglist import ArgSyntaxError, split_v2_raw
-from roost.submit.universes import reference_problem
+from roost.universes.container import reference_problem
+
+if TYPE_CHECKING:
+    from roost.daemons.startd.jobcommand import Universes
 
 PROBE_IMAGE = "localhost/roost-probe:1"
 PROBE_TIMEOUT = 60.0  # seconds: a first run may set up the runtime's storage
@@ -391,3 +401,106 @@ def inside_path(path: str, sandbox: str, target_dir: str | None) -> str:
     if target_dir and path.startswith(sandbox + "/"):
         return posixpath.join(target_dir, path[len(sandbox) + 1:])
     return path
+
+
+# -- the container universe's execute side (execside.py) ------------------------------
+
+def ad(universes: Universes) -> dict[str, object]:
+    """HasContainer, HasDocker ... once a runtime has run a container here."""
+    return universes.runtime.ad() if universes.runtime is not None else {}
+
+
+async def detect(host: DetectHost) -> None:
+    """Find the runtime (STARTD_DETECT_CONTAINERS); then what a previous startd's jobs
+    left in it is removed, before any container job can match here (the adopted jobs'
+    containers stay)."""
+    cfg, log, u = host.config, host.log, host.universes
+    if not cfg.get_bool("STARTD_DETECT_CONTAINERS", True):
+        return
+    loop = asyncio.get_running_loop()
+    networks = tuple(n.strip() for n in (cfg.get_list("DOCKER_NETWORKS", []) or []) if n.strip())
+    rt, why = await loop.run_in_executor(None, probe, cfg.get("PODMAN") or "podman", cfg.get("DOCKER") or "docker",
+                                         networks)
+    if rt is None:
+        log.info("containers: not advertised (container and docker jobs will not match): %s", why)
+        return
+    try:
+        u.docker_extra = extra_arguments(cfg.get("DOCKER_EXTRA_ARGUMENTS"))
+    except ContainerError as e:
+        log.warning("containers: not advertised: %s", e)
+        return
+    prefix = u.container_name("")
+    names = await loop.run_in_executor(None, leftover_names, rt)
+    ours = {u.container_name(s.name) for s in host.claims.starters.values()}
+    for name in names:
+        if name.startswith(prefix) and name not in ours:
+            await loop.run_in_executor(None, remove, rt, name)
+            log.info("leftover from a previous startd: removed container %s", name)
+    u.runtime = rt
+    log.info("containers: %s; advertising HasContainer, HasDocker", why)
+    host.changed(*host.slots)
+
+
+async def prepare(spec: JobSpec, universes: Universes, user: User) -> None:
+    """The job's image, pulled off the event loop (an image directory ``user`` must reach)."""
+    if spec.job_ad is None or universes.runtime is None:
+        return
+    try:
+        job = job_request(spec.job_ad, spec.cmd, spec.args)
+        await asyncio.to_thread(ensure_image, universes.runtime, job, user)
+    except ContainerError as e:
+        raise CommandError(str(e)) from None
+
+
+def command(spec: JobSpec, universes: Universes, *, exe: str, sandbox: str, sandbox_name: str,
+            identity: Identity, user: User, env: dict[str, str], memory_mib: int | None, cpus: int,
+            stdin: bool) -> Command:
+    """The runtime's ``run`` for the job. The runtime runs as root: the directories it
+    mounts that the job chose (its Iwd without file transfer, an image directory) must
+    be ones ``user`` reaches."""
+    ad, u = spec.job_ad, universes
+    assert ad is not None  # the registry gives only a job ad that asks for an image here
+    if u.runtime is None:
+        raise CommandError("this host has no working container runtime (podman or docker)")
+    if not spec.cmd:
+        cmd = ""  # the image's own command
+    elif spec.transfer and spec.transfer_executable and exe.startswith(sandbox + "/"):
+        cmd = exe  # the sandbox is mounted at its own path (or container_target_dir)
+    else:
+        cmd = spec.cmd  # a program inside the image
+    try:
+        job = job_request(ad, cmd, spec.args)
+        if job.rootfs:
+            job = dataclasses.replace(job, image=user_dir(job.image, user, "container_image"))
+        mounted = sandbox if spec.transfer else user_dir(spec.iwd, user, "the job's Iwd")
+        if mounted != (sandbox if spec.transfer else spec.iwd) and job.target_dir is None:
+            if any(c in spec.iwd for c in ":,="):
+                raise ContainerError(f"the job's Iwd {spec.iwd}: a path holding : , or = cannot be mounted")
+            job = dataclasses.replace(job, target_dir=spec.iwd)  # where the job knows it
+        name = u.container_name(sandbox_name)
+        argv = run_argv(u.runtime, job, name=name, sandbox=mounted, uid=identity.uid, gid=identity.gid,
+                        groups=_groups(identity), env=env, memory_mib=memory_mib, cpus=cpus, stdin=stdin,
+                        extra=u.docker_extra, gpus=_gpus(env))
+    except ContainerError as e:
+        raise CommandError(str(e)) from None
+    return Command(argv, u.runtime.path, False, name)
+
+
+def _gpus(env: dict[str, str]) -> list[int]:
+    """The slot's GPUs (``GPU-<index>``, as the startd names them in _CONDOR_AssignedGPUs)."""
+    out = []
+    for g in env.get("_CONDOR_AssignedGPUs", "").split(","):
+        index = g.strip().rpartition("-")[2]
+        if index.isdigit():
+            out.append(int(index))
+    return out
+
+
+def _groups(identity: Identity) -> list[int]:
+    """The supplementary groups a job of its own Owner has (HTCondor's --group-add)."""
+    if not identity.real_owner or not identity.name:
+        return []
+    try:
+        return sorted(set(os.getgrouplist(identity.name, identity.gid)))
+    except (OSError, KeyError):
+        return []

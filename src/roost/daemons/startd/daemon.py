@@ -48,7 +48,7 @@ from roost.core import ownerpolicy as op
 from roost.core import slots as core
 from roost.core.slots import Slot, SlotConfigError
 from roost.daemons.base import AdvertisedAd, CannotStart, Daemon, run
-from roost.daemons.startd import container, criu, javajob, launch, resources, slotconfig
+from roost.daemons.startd import criu, jobcommand, launch, resources, slotconfig
 from roost.daemons.startd.cgroups import JobCgroups
 from roost.daemons.startd.claims import Claims
 from roost.daemons.startd.cpushare import CpuShares
@@ -158,10 +158,8 @@ class Startd(Daemon):
             self._launcher_build.add_done_callback(self._launcher_built)
         if self.config.get_bool("STARTD_DETECT_CRIU", True):
             self.spawn(self._detect_criu(), "criu check")
-        if self.config.get_bool("STARTD_DETECT_CONTAINERS", True):
-            self.spawn(self._detect_containers(), "container runtime check")
-        if self.config.get_bool("STARTD_DETECT_JAVA", True):
-            self.spawn(self._detect_java(), "java check")
+        for what, check in jobcommand.detect_all(self):  # each universe's runtime: a container's, a JVM
+            self.spawn(check, what)
         self.machine = resources.detect(self.config, self.execute_dir)
         self.policy = slotconfig.read_policy(self.config)
         self.owner_policy.load_policy()
@@ -201,52 +199,6 @@ class Startd(Daemon):
             self.changed(*self.slots)
         else:
             self.log.info("CRIU: not advertised (jobs with checkpoint_method = criu will not match): %s", why)
-
-    async def _detect_containers(self) -> None:
-        """HasContainer, HasDocker ... once a runtime has run a container here (container.py);
-        then what a previous startd's jobs left in it is removed."""
-        cfg = self.config
-        networks = tuple(n.strip() for n in (cfg.get_list("DOCKER_NETWORKS", []) or []) if n.strip())
-        rt, why = await asyncio.get_running_loop().run_in_executor(
-            None, container.probe, cfg.get("PODMAN") or "podman", cfg.get("DOCKER") or "docker", networks)
-        if rt is None:
-            self.log.info("containers: not advertised (container and docker jobs will not match): %s", why)
-            return
-        try:
-            self.universes.docker_extra = container.extra_arguments(cfg.get("DOCKER_EXTRA_ARGUMENTS"))
-        except container.ContainerError as e:
-            self.log.warning("containers: not advertised: %s", e)
-            return
-        # before any container job can match here: the adopted jobs' containers stay
-        prefix = self.universes.container_name("")
-        names = await asyncio.get_running_loop().run_in_executor(None, container.leftover_names, rt)
-        ours = {self.universes.container_name(s.name) for s in self.claims.starters.values()}
-        for name in names:
-            if name.startswith(prefix) and name not in ours:
-                await asyncio.get_running_loop().run_in_executor(None, container.remove, rt, name)
-                self.log.info("leftover from a previous startd: removed container %s", name)
-        self.universes.runtime = rt
-        self.log.info("containers: %s; advertising HasContainer, HasDocker", why)
-        self.changed(*self.slots)
-
-    async def _detect_java(self) -> None:
-        """HasJava, JavaVersion ... once the JAVA program has answered (javajob.py)."""
-        cfg = self.config
-        java = cfg.get("JAVA") or "java"
-        props, why = await asyncio.get_running_loop().run_in_executor(None, javajob.probe, java)
-        if props is None:
-            self.log.info("java: not advertised (java universe jobs will not match): %s", why)
-            return
-        try:
-            self.universes.jvm = javajob.make_jvm(
-                java, props, classpath_argument=cfg.get("JAVA_CLASSPATH_ARGUMENT"),
-                separator=cfg.get("JAVA_CLASSPATH_SEPARATOR"), default=cfg.get_list("JAVA_CLASSPATH_DEFAULT", []),
-                extra=cfg.get("JAVA_EXTRA_ARGUMENTS"))
-        except javajob.JavaError as e:
-            self.log.warning("java: not advertised: %s", e)
-            return
-        self.log.info("java: %s; advertising HasJava", why)
-        self.changed(*self.slots)
 
     def _disk_mechanism(self) -> str:
         every = f"{self.claims.update_interval:g} s"

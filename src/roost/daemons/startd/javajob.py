@@ -1,4 +1,5 @@
-"""Java universe jobs: the host's JVM, found once, and the command line a job runs.
+"""Java universe jobs: the host's JVM, found once, and the command line a job runs (the
+java universe's execute side, execside.py: ``detect``, ``ad``, ``command``).
 
 The startd advertises ``HasJava``, ``JavaVendor``, ``JavaVersion`` and
 ``JavaSpecificationVersion`` only when the ``JAVA`` program (HTCondor's knob) runs
@@ -16,14 +17,21 @@ exception).
 
 from __future__ import annotations
 
+import asyncio
 import os
 import posixpath
 import shutil
 import subprocess
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from roost.classad import ClassAd
+from roost.daemons.startd.execside import Command, CommandError, DetectHost
+from roost.daemons.startd.jobspec import JobSpec
 from roost.submit.arglist import ArgSyntaxError, split_v2_raw
+
+if TYPE_CHECKING:
+    from roost.daemons.startd.jobcommand import Universes
 
 PROBE_TIMEOUT = 60.0
 _PROPERTIES = {"java.vendor": "JavaVendor", "java.version": "JavaVersion",
@@ -121,3 +129,45 @@ def java_argv(jvm: Jvm, jars: list[str], vm: list[str], args: list[str]) -> list
         raise JavaError("a java job's arguments must start with its main class")
     classpath = jvm.classpath_separator.join([*jvm.classpath_default, *jars])
     return [jvm.path, jvm.classpath_argument, classpath, *jvm.extra_arguments, *vm, *args]
+
+
+# -- the java universe's execute side (execside.py) -----------------------------------
+
+def ad(universes: Universes) -> dict[str, object]:
+    """HasJava, JavaVersion ... once the JAVA program has answered."""
+    return universes.jvm.ad() if universes.jvm is not None else {}
+
+
+async def detect(host: DetectHost) -> None:
+    """Run JAVA once (STARTD_DETECT_JAVA) and keep the JVM with the JAVA_* knobs."""
+    cfg, log = host.config, host.log
+    if not cfg.get_bool("STARTD_DETECT_JAVA", True):
+        return
+    java = cfg.get("JAVA") or "java"
+    props, why = await asyncio.get_running_loop().run_in_executor(None, probe, java)
+    if props is None:
+        log.info("java: not advertised (java universe jobs will not match): %s", why)
+        return
+    try:
+        host.universes.jvm = make_jvm(
+            java, props, classpath_argument=cfg.get("JAVA_CLASSPATH_ARGUMENT"),
+            separator=cfg.get("JAVA_CLASSPATH_SEPARATOR"), default=cfg.get_list("JAVA_CLASSPATH_DEFAULT", []),
+            extra=cfg.get("JAVA_EXTRA_ARGUMENTS"))
+    except JavaError as e:
+        log.warning("java: not advertised: %s", e)
+        return
+    log.info("java: %s; advertising HasJava", why)
+    host.changed(*host.slots)
+
+
+def command(spec: JobSpec, universes: Universes, *, sandbox: str, **_: object) -> Command:
+    """The JVM's command line for the job, run as the job's user in its sandbox."""
+    jvm, ad = universes.jvm, spec.job_ad
+    if jvm is None:
+        raise CommandError("this host has no working Java (JAVA)")
+    assert ad is not None  # the registry gives only a job ad of the java universe here
+    try:
+        argv = java_argv(jvm, jar_files(ad, spec.transfer, sandbox), vm_args(ad), spec.args)
+    except JavaError as e:
+        raise CommandError(str(e)) from None
+    return Command(argv, jvm.path, True)

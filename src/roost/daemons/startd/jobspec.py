@@ -16,6 +16,7 @@ from typing import Any
 from roost.classad import ClassAd, Value
 from roost.core import jobpolicy as jp
 from roost.submit.arglist import ArgSyntaxError, ad_environment, split_v2_raw
+from roost.universes import registry
 
 
 class JobSpecError(Exception):
@@ -120,7 +121,8 @@ def parse_job(ad: ClassAd, fs_domain: str) -> JobSpec:
     if type(cluster) is not int or type(proc) is not int:
         raise JobSpecError("job ad has no integer ClusterId and ProcId")
     cmd = _str(ad, "Cmd")
-    if not cmd and not (_bool(ad, "WantDocker", False) or _bool(ad, "WantContainer", False)):
+    universe = registry.for_job(lambda a: ad.eval(a) if a in ad else None)
+    if not cmd and (universe is None or universe.needs_cmd):
         raise JobSpecError("job ad has no Cmd (executable)")  # a container's image may say what to run
     try:
         arguments = _str(ad, "Arguments")

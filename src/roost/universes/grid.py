@@ -1,16 +1,21 @@
-"""What ``grid_resource`` names (issue 30): the grid universe's destinations roost
-sends jobs to, checked at submit (an unsupported one refused naming what is
-supported) and read again by the schedd's grid manager.
+"""The grid universe (9, issue 30): a job the schedd's grid manager hands to another
+batch system (``roost.daemons.schedd.gridmanager``) and mirrors in the user's queue.
+Never negotiated: ``grid_resource`` says where it goes, and that is checked here at
+submit, an unsupported one refused naming what is supported.
 
-HTCondor's forms: ``batch slurm`` (a batch system the submit host submits to; roost
-has tested Slurm, so only Slurm is offered), ``condor <schedd name> <pool's central
-manager>`` (another pool's schedd: HTCondor's Condor-C) is read and refused: not built yet.
+HTCondor's forms of ``grid_resource``: ``batch slurm`` (a batch system the submit host
+submits to; roost has tested Slurm, so only Slurm is offered), ``condor <schedd name>
+<pool's central manager>`` (another pool's schedd: HTCondor's Condor-C), read and
+refused as not built yet. ``batch_queue``, ``batch_runtime`` and ``batch_project``
+become HTCondor's ``BatchQueue``/``BatchRuntime``/``BatchProject``.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
+
+from roost.universes.base import RunsOn, SubmitBuild, Universe
 
 #: grid_resource types roost sends jobs to, each with what follows the type
 SUPPORTED = {"batch": "batch slurm"}
@@ -66,4 +71,44 @@ def parse_grid_resource(text: Any) -> GridResource:
 
 
 
-__all__ = ["BATCH_SYSTEMS", "SUPPORTED", "GridResource", "GridResourceError", "parse_grid_resource", "supported_text"]
+
+def _early(b: SubmitBuild, universe: str) -> None:
+    """``universe = grid`` (issue 30): ``grid_resource`` names where the job goes (checked
+    here: an unsupported one is an error naming what is), ``batch_queue`` (the partition),
+    ``batch_runtime`` (wall time, seconds) and ``batch_project`` as HTCondor's
+    ``BatchQueue``/``BatchRuntime``/``BatchProject``."""
+    resource = b.get("grid_resource")
+    try:
+        parsed = parse_grid_resource(resource)
+    except GridResourceError as e:
+        b.error(str(e), "grid_resource")
+        return
+    b.set("GridResource", str(parsed))
+    queue = b.get("batch_queue")
+    if queue is not None and queue.strip():
+        b.set("BatchQueue", queue.strip())
+    project = b.get("batch_project")
+    if project is not None and project.strip():
+        b.set("BatchProject", project.strip())
+    runtime = b.get("batch_runtime")
+    if runtime is not None and runtime.strip():
+        try:
+            seconds = int(runtime.strip())
+            if seconds <= 0:
+                raise ValueError
+        except ValueError:
+            b.error(f"batch_runtime = {runtime}: expected a positive number of seconds", "batch_runtime")
+            return
+        b.set("BatchRuntime", seconds)
+
+
+
+UNIVERSE = Universe(
+    name="grid", number=9, runs_on=RunsOn.GRID, execute="roost.daemons.schedd.gridmanager",
+    summary="the job handed to another batch system (grid_resource = batch slurm) and mirrored here",
+    keys=frozenset("grid_resource batch_queue batch_runtime batch_project".split()), early=_early,
+    matchmaking=False, checks_executable=False, lease=False, deferral_needs_startd=False,
+)
+
+__all__ = ["BATCH_SYSTEMS", "SUPPORTED", "UNIVERSE", "GridResource", "GridResourceError", "parse_grid_resource",
+           "supported_text"]

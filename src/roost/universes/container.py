@@ -1,38 +1,23 @@
-"""What condor_submit does for the universes beyond vanilla: container, docker, java,
-grid (``grid_resource``, submit/gridresource.py), and the ones roost cannot run (vm,
-standard), refused here rather than left idle.
+"""The container universe, and docker, its alias: a vanilla job (``JobUniverse = 5``)
+run in an image by the execute host's container runtime (podman or docker).
 
-Container and docker jobs are vanilla jobs (``JobUniverse = 5``) with an image:
 ``universe = docker`` needs ``docker_image`` (``WantDocker``); ``universe = container``,
 or any vanilla job naming an image, is a container job (``WantContainer``) whose image
 says what the execute host must run (``docker://`` a registry image, ``WantDockerImage``;
 ``.sif`` a Singularity file, ``WantSIF``; anything else a directory, ``WantSandboxImage``).
 Only a registry's images: another ``scheme:`` prefix (podman's transports such as
 ``docker-archive:/x.tar``, which load the execute host's files as root) is refused,
-and so is ``docker:`` without ``//``.
-requirements.py turns those into ``TARGET.HasDocker`` / ``TARGET.HasContainer &&
-TARGET.HasDockerURL``... as condor_submit does.
-
-A java job's ``executable`` is its ``.class`` (or ``.jar``) file and its first argument
-the main class. As condor_submit, the class file and ``jar_files`` travel as input files
-and ``Cmd`` becomes ``java``: the execute host's JVM runs ``java -classpath .:jars ...
-MainClass args`` in the sandbox.
+and so is ``docker:`` without ``//``. Requirements ask for ``TARGET.HasDocker`` /
+``TARGET.HasContainer && TARGET.HasDockerURL``... as condor_submit writes them. The
+image grammar (``reference_problem``) is the startd's check too.
 """
 
 from __future__ import annotations
 
 import re
 
-from roost.submit import arglist
-from roost.submit.builder import Builder
-from roost.submit.gridresource import GridResourceError, parse_grid_resource
+from roost.universes.base import Get, RunsOn, SubmitBuild, Universe, arch_clause, flag
 
-#: universes roost refuses at submit, with why and what to do instead
-REFUSED = {
-    "vm": "roost runs no virtual machines; use universe = container with an image instead",
-    "standard": "HTCondor dropped the standard universe in 9.0; use vanilla "
-                "(with checkpoint_exit_code, or checkpoint_method = criu, to checkpoint)",
-}
 _BAD_PREFIXES = ("instance://", "library://", "shub://")
 
 #: transports podman (containers/image) reads before a ':'; each but docker:// names a
@@ -62,53 +47,6 @@ def reference_problem(ref: str) -> str | None:
         return "not a registry image reference ([host[:port]/]name[:tag][@digest], lower case)"
     return None
 
-#: submit commands read here (KNOWN_KEYS: no "unused" warning for them)
-KEYS = frozenset(
-    "container_image docker_image container_target_dir docker_pull_policy docker_override_entrypoint "
-    "transfer_container jar_files java_vm_args java_vm_arguments java_vm_arguments2 "
-    "grid_resource batch_queue batch_runtime batch_project".split()
-)
-
-
-def h_grid(b: Builder) -> None:
-    """``universe = grid`` (issue 30): ``grid_resource`` names where the job goes (checked
-    here: an unsupported one is an error naming what is), ``batch_queue`` (the partition),
-    ``batch_runtime`` (wall time, seconds) and ``batch_project`` as HTCondor's
-    ``BatchQueue``/``BatchRuntime``/``BatchProject``."""
-    if b.lookup("JobUniverse") != 9:
-        return
-    resource = b.get("grid_resource")
-    try:
-        parsed = parse_grid_resource(resource)
-    except GridResourceError as e:
-        b.error(str(e), "grid_resource")
-        return
-    b.set("GridResource", str(parsed))
-    queue = b.get("batch_queue")
-    if queue is not None and queue.strip():
-        b.set("BatchQueue", queue.strip())
-    project = b.get("batch_project")
-    if project is not None and project.strip():
-        b.set("BatchProject", project.strip())
-    runtime = b.get("batch_runtime")
-    if runtime is not None and runtime.strip():
-        try:
-            seconds = int(runtime.strip())
-            if seconds <= 0:
-                raise ValueError
-        except ValueError:
-            b.error(f"batch_runtime = {runtime}: expected a positive number of seconds", "batch_runtime")
-            return
-        b.set("BatchRuntime", seconds)
-
-
-def refuse(b: Builder, universe: str) -> None:
-    """A submit error for a universe roost cannot run (it would sit idle forever)."""
-    why = REFUSED.get(universe)
-    if why is not None:
-        b.error(f"universe = {universe}: not supported by roost: {why}", "universe")
-
-
 def _image(value: str) -> str:
     v = value.strip()
     return v[1:-1].strip() if len(v) >= 2 and v[0] == v[-1] == '"' else v
@@ -125,9 +63,10 @@ def image_kind(image: str) -> str:
     return "sandbox"
 
 
-def h_container(b: Builder) -> None:
-    """Image commands -> DockerImage / ContainerImage and what kind of image it is."""
-    universe = (b.get("universe") or "vanilla").strip().lower()
+def read_images(b: SubmitBuild, universe: str) -> None:
+    """Image commands -> DockerImage / ContainerImage and what kind of image it is
+    (vanilla and local read them too: a vanilla job with an image is a container job,
+    a local one is refused)."""
     docker = b.get("docker_image")
     container = b.get("container_image")
     if universe == "docker":
@@ -181,13 +120,13 @@ def h_container(b: Builder) -> None:
     # condor_submit's plain keyword table (commands.py) sets them as written
 
 
-def _check_reference(b: Builder, value: str, key: str) -> None:
+def _check_reference(b: SubmitBuild, value: str, key: str) -> None:
     why = reference_problem(value.removeprefix("docker://"))
     if why is not None:
         b.error(f"{key} = {value}: {why}", key)
 
 
-def _check_container_image(b: Builder, image: str) -> None:
+def _check_container_image(b: SubmitBuild, image: str) -> None:
     """A registry image is ``docker://...`` (as HTCondor's manual writes it: the execute
     host reads nothing else as one); another ``scheme:`` prefix is refused, not taken
     for a directory, and a directory is named by its path."""
@@ -202,40 +141,56 @@ def _check_container_image(b: Builder, image: str) -> None:
                 "a .sif file or an image directory", "container_image")
 
 
-def is_container_job(b: Builder) -> bool:
+def is_container_job(b: SubmitBuild) -> bool:
+    """The job runs in an image (set by ``read_images``, or by ``universe = docker/container``)."""
     return bool(b.lookup("WantDocker") or b.lookup("WantContainer"))
 
 
-def h_java(b: Builder) -> None:
-    """Java universe: the class file and jar_files as inputs, ``Cmd = "java"``, VM arguments."""
-    if b.lookup("JobUniverse") != 10:
-        return
-    args = b.lookup("Arguments") or b.lookup("Args")
-    if not args or not str(args).strip():
-        b.error("universe = java: arguments must name the main class first (arguments = MyClass ...)",
-                "arguments" if b.get("arguments") is not None else "universe")
-    jars = b.get("jar_files")
-    if jars is not None:
-        b.set("JarFiles", ",".join(j.strip() for j in jars.split(",") if j.strip()))
-    v2 = b.get("java_vm_arguments2")
-    v1 = b.get("java_vm_args", "java_vm_arguments")
-    try:
-        if v2 is not None:
-            b.set("JavaVMArguments", arglist.parse_arguments2(v2))
-        elif v1 is not None:
-            attr, value = arglist.parse_arguments(v1)
-            b.set("JavaVMArgs" if attr == "Args" else "JavaVMArguments", value)
-    except arglist.ArgSyntaxError as e:
-        b.error(f"java_vm_args: {e}", "java_vm_arguments2" if v2 is not None else "java_vm_args")
-    if b.lookup("ShouldTransferFiles") == "NO":
-        return
-    inputs = [f for f in str(b.lookup("TransferInput") or "").split(",") if f]
-    cmd = b.lookup("Cmd")
-    if isinstance(cmd, str) and cmd and cmd != "java" and cmd not in inputs:
-        inputs.append(cmd)
-    for jar in str(b.lookup("JarFiles") or "").split(","):
-        if jar and jar not in inputs:
-            inputs.append(jar)
-    b.set("TransferInput", ",".join(inputs))
-    b.set("Cmd", "java")
-    b.set("TransferExecutable", False)
+def _early(b: SubmitBuild, universe: str) -> None:
+    b.set("WantDocker" if universe == "docker" else "WantContainer", True)
+    read_images(b, universe)
+
+
+#: docker_network_type values every runtime has; others must be in the host's DockerNetworks
+_STANDARD_NETWORKS = ("host", "none", "nat")
+
+
+def container_clause(b: SubmitBuild) -> str:
+    """What a docker or container job needs of the execute host, as condor_submit writes it."""
+    if b.lookup("WantDocker"):
+        clause = "TARGET.HasDocker"
+        network = b.lookup("DockerNetworkType")
+        if isinstance(network, str) and network and network not in _STANDARD_NETWORKS:
+            clause += "&& StringListMember(My.DockerNetworkType, TARGET.DockerNetworks)"
+        return clause
+    clause = "TARGET.HasContainer"
+    if b.lookup("DockerImage") is not None or b.lookup("WantDockerImage"):
+        clause += "&& TARGET.HasDockerURL"
+    elif b.lookup("WantSIF"):
+        clause += "&& TARGET.HasSIF"
+    elif b.lookup("WantSandboxImage"):
+        clause += "&& TARGET.HasSandboxImage"
+    return clause
+
+
+def _platform(b: SubmitBuild, machine: set[str]) -> list[str]:
+    """The image brings its own OpSys: only Arch and the runtime are asked for."""
+    return [*arch_clause(b, machine), container_clause(b)]
+
+
+def _claims(get: Get) -> bool:
+    return flag(get, "WantDocker") or flag(get, "WantContainer")
+
+
+#: submit commands the image reading uses (vanilla's and local's too)
+KEYS = frozenset(
+    "container_image docker_image container_target_dir docker_pull_policy docker_override_entrypoint "
+    "transfer_container".split())
+
+UNIVERSE = Universe(
+    name="container", aliases=("docker",), number=5, runs_on=RunsOn.SLOT,
+    execute="roost.daemons.startd.container",
+    summary="a vanilla job run in an image by the execute host's podman or docker",
+    keys=KEYS, advertises=("HasContainer", "HasDockerURL", "HasDocker", "DockerVersion", "HasSandboxImage"),
+    early=_early, platform=_platform, claims=_claims, kill_sig=None, disk_by_version=True, needs_cmd=False,
+)
