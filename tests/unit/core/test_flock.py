@@ -194,3 +194,40 @@ def test_the_ledger_fades_measures_reciprocity_and_stops_a_pool_that_only_takes(
     assert FlockLedger.from_json({"given": {"x": "nan?"}, "last": "soon"}).given == {}
     ledger.advance(0, giving={"physics": 1}, receiving={})  # time running backwards counts as none
     assert ledger.last == 0
+
+
+# -- the ALLOW_* entries a connected pool needs ----------------------------------------
+
+def test_a_connected_pool_gets_only_the_levels_its_direction_needs() -> None:
+    from roost.core.flock import flock_allow_entries
+
+    got = flock_allow_entries(parse_agreements(conf(
+        FLOCK_AGREEMENTS="b, c",
+        FLOCK_AGREEMENT_b="collector = cm.b; direction = send; domain = b.example",
+        FLOCK_AGREEMENT_c="direction = take; domain = c.example",
+        FLOCK_FROM="submit.d.example")), negotiator_hosts=["cm.e.example"])
+    assert got[("SCHEDD", "NEGOTIATOR")] == ["condor@b.example", "cm.e.example"]
+    assert got[("SCHEDD", "DAEMON")] == ["condor@b.example"]
+    # their schedds advertise, claim and activate here: ours do not there
+    assert got[("COLLECTOR", "ADVERTISE_SCHEDD")] == ["condor@c.example", "submit.d.example"]
+    assert got[("STARTD", "DAEMON")] == ["condor@c.example", "submit.d.example"]
+    assert "condor@c.example" not in got[("SCHEDD", "NEGOTIATOR")]
+
+
+def test_flock_entries_extend_the_list_the_level_would_read_and_nothing_else() -> None:
+    from roost.core.flock import with_flock_entries
+
+    base = conf(ALLOW_NEGOTIATOR="condor@a.example", ALLOW_DAEMON="condor@a.example, root@a.example",
+                ALLOW_WRITE="*")
+    get = with_flock_entries(base, {("SCHEDD", "NEGOTIATOR"): ["condor@b.example"],
+                                    ("COLLECTOR", "ADVERTISE_SCHEDD"): ["condor@c.example"]})
+    assert get("ALLOW_NEGOTIATOR_SCHEDD") == "condor@a.example, condor@b.example"
+    # ADVERTISE_SCHEDD unset: it reads DAEMON's list, plus the connected pool
+    assert get("ALLOW_ADVERTISE_SCHEDD_COLLECTOR") == "condor@a.example, root@a.example, condor@c.example"
+    assert get("ALLOW_NEGOTIATOR") == "condor@a.example" and get("ALLOW_WRITE") == "*"
+    assert get("ALLOW_NEGOTIATOR_STARTD") is None
+    # a daemon's own list, where the admin set one, is what is extended
+    own = with_flock_entries(conf(ALLOW_NEGOTIATOR_SCHEDD="cm.a.example", ALLOW_NEGOTIATOR="x@y"),
+                             {("SCHEDD", "NEGOTIATOR"): ["condor@b.example"]})
+    assert own("ALLOW_NEGOTIATOR_SCHEDD") == "cm.a.example, condor@b.example"
+    assert with_flock_entries(base, {}) is base  # no agreements: the configuration as it is
