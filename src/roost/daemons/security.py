@@ -40,7 +40,12 @@ from typing import Any
 from roost.config import Config, ConfigError
 from roost.core.authz import Policy
 from roost.core.authz_patterns import AuthzConfigError
-from roost.core.flock import FlockConfigError, flock_allow_entries, parse_agreements, with_flock_entries
+from roost.core.flock import (
+    FlockConfigError,
+    flock_allow_entries,
+    parse_agreements,
+    with_flock_entries,
+)
 from roost.net.addresses import collector_address
 from roost.net.auth import AuthError, DelegatedAuthority, KerberosSettings, TokenAuthority
 from roost.net.certmap import MapFileError, Rule, map_principal

@@ -10,8 +10,8 @@ from pathlib import Path
 from roost.config import Config
 from roost.daemons.security import Security
 from roost.net.signing_key import ensure_key_file
-from roost.net.tokens import DEFAULT_KEY, create_token, decode_token
 from roost.net.token_store import write_token_file
+from roost.net.tokens import DEFAULT_KEY, create_token, decode_token
 
 from .daemon_procs import make_home
 
