@@ -209,6 +209,7 @@ COMMAND_LEVELS: dict[str, CommandLevel] = {
     "CYCLE_STATS": _c("negotiator", L.READ, "`QUERY_NEGOTIATOR_ADS`"),
     "USERPRIO": _c("negotiator", L.READ, "`GET_PRIORITY`"),
     "LIMITS": _c("negotiator", L.READ, "`GET_RESLIST`"),
+    "FLOCK_STATUS": _c("negotiator", L.READ, "none (roost: the connected pools, what is lent and borrowed, the ledger)"),
     "SET_FACTOR": _c("negotiator", L.ADMINISTRATOR, "`SET_PRIORITYFACTOR` (see below)"),
     "SET_PRIORITY": _c("negotiator", L.ADMINISTRATOR, "`SET_PRIORITY`"),
     "RESET_USAGE": _c("negotiator", L.ADMINISTRATOR, "`RESET_USAGE`, `RESET_ALL_USAGE`"),

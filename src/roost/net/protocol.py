@@ -32,6 +32,7 @@ SCHEMAS: dict[str, Schema] = {
     "SET_FACTOR": {"name": "str", "factor": "number"},
     "SET_PRIORITY": {"name": "str", "priority": "number"},
     "LIMITS": {},
+    "FLOCK_STATUS": {},
     "RESET_USAGE": {"name": "str"},
     "SET_FLOOR": {"name": "str", "floor": "number?"},
     "SET_CEILING": {"name": "str", "ceiling": "number?"},

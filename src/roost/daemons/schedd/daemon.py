@@ -31,6 +31,7 @@ from roost.daemons.schedd.chirp_calls import ChirpCalls
 from roost.daemons.schedd.ckpt_admission import CheckpointAdmission
 from roost.daemons.schedd.claimreuse import ClaimReuse
 from roost.daemons.schedd.dedicated import DedicatedScheduler, is_dedicated
+from roost.daemons.schedd.flocking import Flocking, flocking_configured
 from roost.daemons.schedd.jobqueue import Job, JobQueue
 from roost.daemons.schedd.jobwatch import WatchCalls
 from roost.daemons.schedd.lifecycle import JobLifecycle
@@ -91,6 +92,7 @@ class Schedd(Daemon):
         self.ckpt_admission: CheckpointAdmission | None = None
         self.chirp_calls: ChirpCalls | None = None
         self.dedicated: DedicatedScheduler | None = None
+        self.flocking: Flocking | None = None  # FLOCK_TO / FLOCK_AGREEMENTS (flocking.py)
         self._calls: dict[str, Handler] = {}
         self._ads_task: asyncio.Task[None] | None = None
         self._ads_dirty = False
@@ -183,6 +185,11 @@ class Schedd(Daemon):
             shadows, schedd_name=self.daemon_name, spool=str(self.spool_dir), config=self.config,
             query_slots=self._dedicated_slots, reschedule=self.reschedule, ads_changed=self.ads_changed)
         negotiation = NegotiatorCalls(jobs, autoclusters, shadows, self.max_running, dedicated)
+        if flocking_configured(self.config):
+            negotiation.flocking = self.flocking = Flocking(
+                self.config, queue=queue, autoclusters=autoclusters, submitter_of=self.submitter_of,
+                base_ads=self.submitter_ads, connect=self.client, home_query=self.collector_call,
+                uid_domain=self.uid_domain, schedd_name=self.daemon_name)
         reservations = dedicated.reservations = Reservations(str(self.spool_dir / "reservations.json"), dedicated.wake)
         checkpoints = jobs.checkpoints = CheckpointStore(str(self.spool_dir))
         checkpoints.sweep_partial()
@@ -236,6 +243,8 @@ class Schedd(Daemon):
             self.ckpt_admission.configure(self.config)
         if self.dedicated is not None:
             self.dedicated.configure(self.config)
+        if self.flocking is not None:
+            self.flocking.configure(self.config)
 
     async def started(self) -> None:
         jobs, shadows = self.jobs, self.shadows
@@ -264,6 +273,8 @@ class Schedd(Daemon):
         assert self.dedicated is not None
         self.spawn(self.dedicated.loop(), "dedicated-scheduler")
         self.dedicated.wake()
+        if self.flocking is not None:
+            self.spawn(self.flocking.loop(), "flocking")
         if any(jobs.queue.idle.values()):
             self.reschedule()
 
@@ -271,6 +282,9 @@ class Schedd(Daemon):
         if self.dedicated is not None:
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(self.dedicated.release_all(), 5.0)  # idle dedicated claims go back
+        if self.flocking is not None:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(self.flocking.close(), 5.0)  # our ads leave the other pools
         if self.jobs is not None:
             self.jobs.stopping = True
             for runner in list(self.jobs.runners.values()):
@@ -424,6 +438,7 @@ class Schedd(Daemon):
             "NumShadows": len(sh.by_claim) if sh else 0,
             "NumJobReconnects": sh.reconnects if sh else 0,
             "NumJobReconnectFailures": sh.reconnect_failures if sh else 0,
+            **(self.flocking.ad() if self.flocking is not None else {}),
         }
 
     def ads(self) -> Any:
