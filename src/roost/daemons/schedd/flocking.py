@@ -61,6 +61,13 @@ def wants_flocking(job: Job, by_default: bool) -> bool:
     return v if isinstance(v, bool) else by_default
 
 
+def accounting_groups(name: str) -> tuple[str, ...]:
+    """The accounting groups a submitter name is in: ``group_a.sub.alice@d`` is in
+    ``group_a`` and ``group_a.sub`` (an agreement may name either)."""
+    parts = name.rpartition("@")[0].split(".") if "@" in name else name.split(".")
+    return tuple(".".join(parts[:i]) for i in range(1, len(parts)))
+
+
 @dataclass
 class _Group:
     user: str
@@ -101,7 +108,7 @@ def waiting_entries(queue: JobQueue, autoclusters: AutoClusters, submitter_of: C
             if type(t) in (int, float) and (g.oldest is None or t < g.oldest):
                 g.oldest = float(t)
     out = [Waiting(key=k, user=g.user, idle=g.idle, waited=max(0.0, now - (g.oldest or now)),
-                   want_flocking=g.flockable > 0) for k, g in groups.items()]
+                   groups=accounting_groups(g.user), want_flocking=g.flockable > 0) for k, g in groups.items()]
     return out, {k: g.flockable for k, g in groups.items()}
 
 
