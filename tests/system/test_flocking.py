@@ -98,7 +98,8 @@ def pools() -> Iterator[Pools]:
                 cma.roost("token", "create", "-identity", "condor@b.test",
                           "-file", str(h.home / "tokens.d" / "pool-a"))
             cmb.roost("up", "-timeout", "30", timeout=45)
-            suba.take_token(cma)
+            (suba.home / "tokens.d").mkdir(mode=0o700)  # joins A with a daemon token only
+            cma.roost("token", "create", "-identity", "condor@a.test", "-file", str(suba.home / "tokens.d" / "pool"))
             cmb.roost("token", "create", "-identity", "condor@a.test", "-file", str(suba.home / "tokens.d" / "pool-b"))
             exa.take_pool_key(cma)
             exb.take_pool_key(cmb)
@@ -195,7 +196,7 @@ def test_jobs_pool_a_cannot_serve_run_in_pool_b_and_report_home(pools: Pools) ->
         assert user == "nobody"  # another UID_DOMAIN's job runs as B's slot user
     rows = _ads(suba, physics, "ExitCode", "RemoteHost", "User")
     assert [r[0] for r in rows] == ["0", "0"] and all(r[1].endswith("@exb") for r in rows), rows
-    assert all(r[2] == "group_physics.root@a.test" for r in rows), rows
+    assert all(r[2] == "root@a.test" for r in rows), rows  # User: the owner in its own domain
     log = (work / "physics.log").read_text()
     assert log.count("\n001 (") == 2 and log.count("\n005 (") == 2, log  # events came home
     # (c) root@a.test is no user of the agreement: its waiting job never went to B
