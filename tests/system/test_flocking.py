@@ -243,7 +243,7 @@ def test_status_of_the_other_pool_from_a_host_with_both_pools_tokens(pools: Pool
     assert set(here) == {"exa"}, here
 
 
-def test_b_central_manager_killed_jobs_running_there_finish_and_a_goes_on(pools: Pools) -> None:
+def test_b_central_manager_killed_jobs_there_finish_a_goes_on_and_flocking_resumes(pools: Pools) -> None:
     suba, cmb = pools["suba"], pools["cmb"]
     work = _work(suba, "cmdown")
     home = _submit(suba, work, 12, extra="request_cpus = 2\n", name="home")
@@ -261,3 +261,12 @@ def test_b_central_manager_killed_jobs_running_there_finish_and_a_goes_on(pools:
     assert (work / f"local.{local}.0.txt").read_text().split()[0] == "exa"
     assert [r[0] for r in _ads(suba, physics, "ExitCode")] == ["0", "0"]
     assert (work / "physics.log").read_text().count("\n005 (") == 2
+    # B's central manager back: new flocked matches resume
+    cmb.roost("up", "-timeout", "30", timeout=45)
+    _wait_slots(cmb, {"exb"})
+    busy = _submit(suba, work, 20, extra="request_cpus = 2\n", name="busy")
+    _until("A's slot is taken again", lambda: _running_on(suba, busy) == ["exa"], pools=pools)
+    again = _submit(suba, work, 1, extra="accounting_group = group_physics\nrequest_cpus = 1\n", name="again")
+    suba.roost("wait", "-quiet", "-wait", "90", again, timeout=100)
+    assert (work / f"again.{again}.0.txt").read_text().split()[0] == "exb"
+    suba.roost("rm", busy)
