@@ -510,6 +510,22 @@ def with_flock_entries(get: Callable[[str], str | None],
     return flocked
 
 
+def foreign_ad_refusal(ad_type: str, name: Any, identity: str | None, home_domain: str) -> str | None:
+    """Why the collector refuses an ad from another pool's daemon, None to take it. A
+    foreign schedd (its identity of another domain) may advertise only Submitter ads,
+    each of its own domain's users: it must not speak for ours, nor for a third pool."""
+    if identity is None:
+        return None
+    domain = name_domain(identity)
+    if not domain or domain.lower() == home_domain.lower():
+        return None
+    if ad_type != "Submitter":
+        return f"{identity} is another pool's daemon: it may advertise only Submitter ads, not {ad_type}"
+    if not isinstance(name, str) or name_domain(name).lower() != domain.lower():
+        return f"{identity} may advertise only submitters of {domain}, not {name!r}"
+    return None
+
+
 def name_domain(name: str) -> str:
     """The domain of an accounting name (``alice@physics.example``, ``group.alice@...``)."""
     return name.rpartition("@")[2] if "@" in name else ""
@@ -519,5 +535,6 @@ __all__ = [
     "SEND", "TAKE", "BOTH", "Admission", "Agreement", "FlockConfigError", "FlockLedger", "FlockLevel", "Hours",
     "OutboundPlan", "Waiting", "admission", "agreement_for", "outbound_plan", "parse_agreement",
     "parse_agreements", "daemon_identity", "flock_allow_entries", "with_flock_entries", "name_domain",
+    "foreign_ad_refusal",
     "SENDER_LEVELS", "TAKER_LEVELS",
 ]

@@ -231,3 +231,14 @@ def test_flock_entries_extend_the_list_the_level_would_read_and_nothing_else() -
                              {("SCHEDD", "NEGOTIATOR"): ["condor@b.example"]})
     assert own("ALLOW_NEGOTIATOR_SCHEDD") == "cm.a.example, condor@b.example"
     assert with_flock_entries(base, {}) is base  # no agreements: the configuration as it is
+
+
+def test_another_pool_s_schedd_advertises_only_its_own_users() -> None:
+    from roost.core.flock import foreign_ad_refusal
+
+    assert foreign_ad_refusal("Submitter", "alice@a.example", "condor@a.example", "b.example") is None
+    assert foreign_ad_refusal("Machine", "slot1@x", "condor@b.example", "b.example") is None  # our own
+    assert foreign_ad_refusal("Machine", "slot1@x", None, "b.example") is None  # the ALLOW lists decide
+    assert "not 'bob@b.example'" in foreign_ad_refusal("Submitter", "bob@b.example", "condor@a.example", "b.example")
+    assert "not 'eve@c.example'" in foreign_ad_refusal("Submitter", "eve@c.example", "condor@a.example", "b.example")
+    assert "only Submitter ads" in foreign_ad_refusal("Machine", "slot1@x", "condor@a.example", "b.example")
