@@ -167,3 +167,30 @@ def test_the_lender_serves_foreign_submitters_within_their_share_and_keeps_a_led
     (row,) = again.status()
     assert row["pool"] == "a" and row["direction"] == "take" and row["given_hours"] > 0.99
     assert row["reciprocity"] == 0.0
+
+
+def test_a_claim_in_another_pool_is_reused_only_for_jobs_that_may_flock(tmp_path: Path) -> None:
+    from roost.daemons.schedd.claimreuse import ClaimReuse
+
+    q = JobQueue(Store(str(tmp_path / "q.db"), fsync=False))
+    q.load()
+    asyncio.run(q.store.commit(q.add_cluster(1, "alice", AD, [{"ProcId": 0, "WantFlocking": False},
+                                                              {"ProcId": 1, "WantFlocking": False},
+                                                              {"ProcId": 2}], ("h#1.", "#1"))))
+    ac = AutoClusters(q, _name, lambda: None)
+    fl = Flocking(Config.from_text(A_CONF), queue=q, autoclusters=ac, submitter_of=_name, base_ads=lambda: [],
+                  connect=lambda address, timeout: SimpleNamespace(address=address), home_query=None,
+                  uid_domain="a.example", schedd_name="suba")
+    reuse = ClaimReuse(q, ac, _name, None)
+    reuse.accept = fl.reuse_guard
+
+    class Claim:  # what a shadow lends ClaimReuse: its fits(job, signature)
+        def fits(self, job: object, signature: object) -> bool:
+            return True
+
+    remote, home = Claim(), Claim()
+    fl.matched("b", q.job(1, 2), remote)
+    q.take_idle(q.job(1, 2))
+    assert reuse.next_job("alice", "alice@a.example", 0.0, remote.fits) is None  # only WantFlocking = false left
+    assert reuse.next_job("alice", "alice@a.example", 0.0, home.fits).proc == 0  # at home: anything
+    q.store.close()

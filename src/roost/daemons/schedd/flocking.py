@@ -22,6 +22,7 @@ import asyncio
 import contextlib
 import logging
 import time
+import weakref
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -158,6 +159,7 @@ class Flocking:
         self.flockable: dict[str, int] = {}
         self.users: dict[str, str] = {}  # key -> submitter name
         self.where: dict[tuple[int, int], str] = {}  # running job -> the pool that matched it
+        self._claims: weakref.WeakKeyDictionary[Any, str] = weakref.WeakKeyDictionary()  # shadow -> pool
         self.configure(config)
 
     def configure(self, config: Config) -> None:
@@ -207,8 +209,22 @@ class Flocking:
         """Whether ``job`` may run on a foreign pool's match."""
         return wants_flocking(job, self.by_default)
 
-    def matched(self, pool: str, job: Job) -> None:
+    def matched(self, pool: str, job: Job, shadow: Any = None) -> None:
+        """``pool``'s negotiator matched ``job``; ``shadow`` holds that pool's claim."""
         self.where[job.key] = pool
+        if shadow is not None:
+            self._claims[shadow] = pool
+
+    def reuse_guard(self, job: Job, fits: Any) -> bool:
+        """ClaimReuse's say: a claim on another pool's slot (the shadow behind ``fits``)
+        runs next only a job that may flock; ours run anything."""
+        pool = self._claims.get(getattr(fits, "__self__", None))
+        if pool is None:
+            return True
+        if not self.accepts(job):
+            return False
+        self.where[job.key] = pool
+        return True
 
     def pool_of(self, job: Job) -> str | None:
         """The connected pool running ``job``, None when at home (``q -run``)."""

@@ -73,12 +73,12 @@ class NegotiatorCalls:
                 log.info("MAX_JOBS_RUNNING (%d) reached: match for %s dropped", self.max_running, job.id)
                 break
             self.jobs.queue.take_idle(job)
-            if pool and flocking is not None:
-                flocking.matched(pool, job)
-                log.info("job %s: matched by pool %s's negotiator to %s", job.id, pool, m.get("slot_name"))
             slot_ad = m.get("slot_ad") if isinstance(m.get("slot_ad"), dict) else None
             name = m.get("slot_name") if isinstance(m.get("slot_name"), str) else ""
             self.shadows.run_match(job, address, claim_id, name, slot_ad, m.get("preempt") is True)
+            if pool and flocking is not None:
+                flocking.matched(pool, job, runners.get(job.key))
+                log.info("job %s: matched by pool %s's negotiator to %s", job.id, pool, name)
             started += 1
         return {"accepted": started}
 
