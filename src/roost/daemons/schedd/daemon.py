@@ -449,7 +449,8 @@ class Schedd(Daemon):
     def submitter_ads(self) -> Any:
         if self.queue is None:
             return
-        yield from submitter_ads(self.queue, self.uid_domain, self.daemon_name, self.address, self._advertised_names)
+        ads = submitter_ads(self.queue, self.uid_domain, self.daemon_name, self.address, self._advertised_names)
+        yield from self.flocking.home_ads(ads) if self.flocking is not None else ads
         ded = self.dedicated.submitter_ad(self.uid_domain, self.daemon_name, self.address) if self.dedicated else None
         if ded is not None:
             yield "Submitter", ded, None

@@ -313,6 +313,18 @@ class Flocking:
                         "running": running, "error": r.last_error})
         return out
 
+    def home_ads(self, ads: Iterable[tuple[str, dict[str, Any], Any]]) -> Iterable[tuple[str, dict[str, Any], Any]]:
+        """The home pool's Submitter ads with HTCondor's ``FlockedJobs`` (jobs of that
+        submitter running in another pool)."""
+        flocked: dict[str, int] = {}
+        for key in self.where:
+            job = self.queue.running.get(key)
+            if job is not None:
+                name = self.submitter_of(job.cluster)
+                flocked[name] = flocked.get(name, 0) + 1
+        for t, ad, private in ads:
+            yield t, {**ad, "FlockedJobs": flocked.get(ad.get("Name"), 0)}, private
+
     def ad(self) -> dict[str, Any]:
         """For the schedd's own ad: ``FlockRunning`` (``pool=count, ...``), which the home
         negotiator's ledger reads as what other pools lend us."""
