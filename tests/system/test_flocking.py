@@ -204,6 +204,9 @@ def test_jobs_pool_a_cannot_serve_run_in_pool_b_and_report_home(pools: Pools) ->
     assert waiting == [[IDLE, "0"]], _ads(suba, home, "JobStatus", "NumJobStarts")
     subs = cmb.roost("status", "-submitters", "-af", "Name", check=False).stdout.split()
     assert "root@a.test" not in subs, subs
+    idle_id = next(f"{home}.{r[0]}" for r in _ads(suba, home, "ProcId", "JobStatus") if r[1] == IDLE)
+    why = suba.roost("q", "-better-analyze", idle_id).stdout
+    assert "Flocking: no agreement with b lets root@a.test's jobs go" in why, why
     # B's negotiator charged A's user under its own name, and counted the exchange
     prio = cmb.roost("userprio", "-all", check=False).stdout
     assert "group_physics.root@a.test" in prio, prio
@@ -251,6 +254,7 @@ def test_b_central_manager_killed_jobs_there_finish_a_goes_on_and_flocking_resum
     physics = _submit(suba, work, 10, n=2, extra="accounting_group = group_physics\nrequest_cpus = 1\n",
                       name="physics")
     _until("both physics jobs run on exb", lambda: _running_on(suba, physics) == ["exb", "exb"], pools=pools)
+    assert "Flocking: runs in pool b" in suba.roost("q", "-analyze", f"{physics}.0").stdout
     for pid in cmb.host.pids():  # B's central manager (collector, negotiator, schedd, master) dies
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)

@@ -226,6 +226,7 @@ COMMAND_LEVELS: dict[str, CommandLevel] = {
     "QUERY_JOBS": _c("schedd", L.READ, "`QUERY_JOB_ADS`, `QUERY_SCHEDD_HISTORY`"),
     "WAIT_JOBS": _c("schedd", L.READ, "`QMGMT_READ_CMD`"),
     "GET_REQUESTS": _c("schedd", L.NEGOTIATOR, "`NEGOTIATE`"),
+    "FLOCK_WHY": _c("schedd", L.READ, "none (roost: q -analyze's where a job runs or why it does or does not flock)"),
     "MATCHES": _c("schedd", L.NEGOTIATOR, "`NEGOTIATE` (its matches)"),
     "JOB_UPDATE": _c("schedd", L.DAEMON, "the starter's updates to the shadow"),
     "GET_FILES": _c("schedd", L.DAEMON, "file transfer (the shadow grants the starter `DAEMON`)"),

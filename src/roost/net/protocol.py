@@ -56,6 +56,7 @@ SCHEMAS: dict[str, Schema] = {
     "RESERVE": {"op": "str", "nodes": "int?", "start": "number?", "duration": "number?", "id": "str?"},
     "WAIT_JOBS": {"ids": "list[str]", "timeout": "number?"},
     "GET_REQUESTS": {"owner": "str", "submitter": "str?"},
+    "FLOCK_WHY": {"ids": "list[str]"},
     "MATCHES": {"matches": "list[object]"},
     "JOB_UPDATE": {"claim_id": "str", "job": "str", "state": "str"},
     "GET_FILES": {"job": "str", "claim_id": "str"},

@@ -31,7 +31,7 @@ from roost.daemons.schedd.chirp_calls import ChirpCalls
 from roost.daemons.schedd.ckpt_admission import CheckpointAdmission
 from roost.daemons.schedd.claimreuse import ClaimReuse
 from roost.daemons.schedd.dedicated import DedicatedScheduler, is_dedicated
-from roost.daemons.schedd.flocking import Flocking, flocking_configured
+from roost.daemons.schedd.flocking import FlockCalls, Flocking, flocking_configured
 from roost.daemons.schedd.jobqueue import Job, JobQueue
 from roost.daemons.schedd.jobwatch import WatchCalls
 from roost.daemons.schedd.lifecycle import JobLifecycle
@@ -198,6 +198,7 @@ class Schedd(Daemon):
         admission = self.ckpt_admission = CheckpointAdmission.from_config(self.config)
         shadows.activation_attrs = lambda job: admission.activation_attrs(
             job, lambda key: key in queue.running or key in jobs.runners)
+        flock_calls = FlockCalls(self.flocking, queue)  # q -analyze's "why (not) flocking"
         starters = StarterCalls(shadows, checkpoints, admission)
         chirp = self.chirp_calls = ChirpCalls(shadows, self.config)  # a running job's Chirp
         chirp.rights = rights
@@ -233,6 +234,7 @@ class Schedd(Daemon):
             "TAIL_JOB": watch.h_tail_job,
             "SSH_TO_JOB": watch.h_ssh_to_job,
             "REASSIGN_SLOT": NowCalls(jobs, rights).h_reassign_slot,  # condor_now
+            "FLOCK_WHY": flock_calls.h_flock_why,
         }
 
     async def reconfigured(self) -> None:

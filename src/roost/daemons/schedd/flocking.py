@@ -313,6 +313,24 @@ class Flocking:
                         "running": running, "error": r.last_error})
         return out
 
+    def why(self, job: Job) -> dict[str, Any]:
+        """Where ``job`` runs or may run, and why it does or does not flock (``q -analyze``)."""
+        pool = self.where.get(job.key)
+        if job.key in self.queue.running:
+            return {"pool": pool, "why": f"runs in pool {pool}" if pool else "runs at home"}
+        if job.status != jp.IDLE or not_negotiated(job):
+            return {"pool": None, "why": "not idle, or not negotiated: flocking does not apply"}
+        if not self.accepts(job):
+            return {"pool": None, "why": "WantFlocking is false" if job.get("WantFlocking") is False else
+                    "the job does not set WantFlocking (FLOCK_BY_DEFAULT is false)"}
+        key = str(self.autoclusters.autocluster_of(job, self.autoclusters.signature(job)))
+        pools = self.plan.pools_of(key)
+        if pools:
+            return {"pool": None, "pools": pools, "why": "offered to pool " + ", ".join(pools)
+                    + f" (flock level {self.plan.level} of {len(self.senders)})"}
+        return {"pool": None, "why": self.plan.home.get(key, "no flocking decision for it yet "
+                                                        f"(one every {self.interval:g} s)")}
+
     def home_ads(self, ads: Iterable[tuple[str, dict[str, Any], Any]]) -> Iterable[tuple[str, dict[str, Any], Any]]:
         """The home pool's Submitter ads with HTCondor's ``FlockedJobs`` (jobs of that
         submitter running in another pool)."""
@@ -346,4 +364,24 @@ class Flocking:
                     await r.client.close()
 
 
-__all__ = ["Flocking", "flock_submitter_ads", "flocking_configured", "waiting_entries", "wants_flocking"]
+class FlockCalls:
+    """The schedd's flocking command, served whether flocking is on or off."""
+
+    def __init__(self, flocking: Flocking | None, queue: JobQueue) -> None:
+        self.flocking, self.queue = flocking, queue
+
+    async def h_flock_why(self, req: dict[str, Any], peer: Peer) -> dict[str, Any]:
+        """FLOCK_WHY: for each job id (``cluster.proc``), where it runs or why it does or
+        does not flock; empty where flocking is off."""
+        out: dict[str, Any] = {}
+        if self.flocking is None:
+            return {"jobs": out}
+        for text in req["ids"][:1000]:
+            c, _, p = str(text).partition(".")
+            job = self.queue.job(int(c), int(p)) if c.isdigit() and p.isdigit() else None
+            if job is not None:
+                out[f"{job.cluster.id}.{job.proc}"] = self.flocking.why(job)
+        return {"jobs": out}
+
+
+__all__ = ["FlockCalls", "Flocking", "flock_submitter_ads", "flocking_configured", "waiting_entries", "wants_flocking"]
