@@ -194,3 +194,21 @@ def test_a_claim_in_another_pool_is_reused_only_for_jobs_that_may_flock(tmp_path
     assert reuse.next_job("alice", "alice@a.example", 0.0, remote.fits) is None  # only WantFlocking = false left
     assert reuse.next_job("alice", "alice@a.example", 0.0, home.fits).proc == 0  # at home: anything
     q.store.close()
+
+
+def test_a_foreign_match_counts_only_for_what_the_plan_offered_that_pool(tmp_path: Path) -> None:
+    q = _queue(tmp_path)
+    ac = AutoClusters(q, _name, lambda: None)
+    fl = Flocking(Config.from_text(A_CONF), queue=q, autoclusters=ac, submitter_of=_name, base_ads=lambda: [],
+                  connect=lambda address, timeout: SimpleNamespace(address=address), home_query=None,
+                  uid_domain="a.example", schedd_name="suba")
+    waiting, fl.flockable = waiting_entries(q, ac, _name, now=1100.0, by_default=True)
+    fl.plan = outbound_plan(waiting, fl.senders, FlockLevel(), now=1100.0, after=30.0)
+    (alice_key,) = fl.plan.targets["b"]
+    bob_key = next(w.key for w in waiting if w.user.startswith("bob"))
+    assert fl.planned("b", int(alice_key)) and not fl.planned("b", int(bob_key)) and not fl.planned("c", alice_key)
+    why = fl.why(q.job(3, 0))
+    assert why["pool"] is None and "no agreement with b lets bob@a.example's jobs go" in why["why"]
+    assert fl.why(q.job(1, 0))["why"].startswith("offered to pool b")
+    assert fl.why(q.job(2, 0))["why"] == "WantFlocking is false"
+    q.store.close()

@@ -205,6 +205,11 @@ class Flocking:
                 out.append({**r, "count": n})
         return out
 
+    def planned(self, pool: str, autocluster: Any) -> bool:
+        """Whether this cycle's plan offers ``autocluster`` to ``pool`` (a foreign
+        negotiator's match for anything else is dropped)."""
+        return str(autocluster) in self.plan.targets.get(pool, ())
+
     def accepts(self, job: Job) -> bool:
         """Whether ``job`` may run on a foreign pool's match."""
         return wants_flocking(job, self.by_default)

@@ -66,6 +66,8 @@ class NegotiatorCalls:
                 continue
             if accept is None and self.dedicated is not None and self.dedicated.matched(m):
                 continue
+            if pool and flocking is not None and not flocking.planned(pool, m.get("autocluster")):
+                continue  # another pool may match only what our plan offered it
             job = self.autoclusters.take(m.get("autocluster"), accept)
             if job is None:
                 continue
