@@ -470,7 +470,12 @@ def flock_allow_entries(agreements: Iterable[Agreement], *, negotiator_hosts: It
             add(TAKER_LEVELS, sorted(a.schedds))
             continue
         who = [daemon_identity(a.domain)] if a.domain else []
-        if a.send:
+        if a.send and a.collector and a.domain == a.collector:
+            # HTCondor's plain FLOCK_TO host: its domain is not known, its central
+            # manager's host is (its negotiator). Their starters need an ALLOW_DAEMON
+            # entry from the admin, or an agreement naming the domain.
+            add((("SCHEDD", "NEGOTIATOR"),), [collector_host(a.collector)])
+        elif a.send:
             add(SENDER_LEVELS, who)
         if a.take:
             add(TAKER_LEVELS, who + sorted(a.schedds))
@@ -526,6 +531,15 @@ def foreign_ad_refusal(ad_type: str, name: Any, identity: str | None, home_domai
     return None
 
 
+def collector_host(address: str) -> str:
+    """The host of a ``host[:port]`` collector address (``[v6]:port`` too)."""
+    a = address.strip()
+    if a.startswith("["):
+        return a[1:a.index("]")] if "]" in a else a
+    host, sep, port = a.rpartition(":")
+    return host if sep and port.isdigit() and ":" not in host else a
+
+
 def name_domain(name: str) -> str:
     """The domain of an accounting name (``alice@physics.example``, ``group.alice@...``)."""
     return name.rpartition("@")[2] if "@" in name else ""
@@ -535,6 +549,6 @@ __all__ = [
     "SEND", "TAKE", "BOTH", "Admission", "Agreement", "FlockConfigError", "FlockLedger", "FlockLevel", "Hours",
     "OutboundPlan", "Waiting", "admission", "agreement_for", "outbound_plan", "parse_agreement",
     "parse_agreements", "daemon_identity", "flock_allow_entries", "with_flock_entries", "name_domain",
-    "foreign_ad_refusal",
+    "foreign_ad_refusal", "collector_host",
     "SENDER_LEVELS", "TAKER_LEVELS",
 ]

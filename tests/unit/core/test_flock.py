@@ -242,3 +242,11 @@ def test_another_pool_s_schedd_advertises_only_its_own_users() -> None:
     assert "not 'bob@b.example'" in foreign_ad_refusal("Submitter", "bob@b.example", "condor@a.example", "b.example")
     assert "not 'eve@c.example'" in foreign_ad_refusal("Submitter", "eve@c.example", "condor@a.example", "b.example")
     assert "only Submitter ads" in foreign_ad_refusal("Machine", "slot1@x", "condor@a.example", "b.example")
+
+
+def test_a_plain_flock_to_host_may_negotiate_from_its_host() -> None:
+    from roost.core.flock import collector_host, flock_allow_entries
+
+    got = flock_allow_entries(parse_agreements(conf(FLOCK_TO="10.1.2.3:9618")))
+    assert got == {("SCHEDD", "NEGOTIATOR"): ["10.1.2.3"]}
+    assert collector_host("cm.b.example") == "cm.b.example" and collector_host("[::1]:9618") == "::1"

@@ -87,10 +87,10 @@ def test_a_foreign_negotiator_is_answered_only_the_jobs_planned_for_its_pool(tmp
     fl.users = {w.key: w.user for w in waiting}
     alice = [r for r in ac.requests("alice", None)]
     assert sorted(r["count"] for r in alice) == [1, 3]
-    theirs = SimpleNamespace(identity=Identity("condor@b.example", "IDTOKENS"))
-    ours = SimpleNamespace(identity=Identity("condor@a.example", "IDTOKENS"))
-    stranger = SimpleNamespace(identity=Identity("condor@c.example", "IDTOKENS"))
-    assert fl.foreign_pool(ours) is None and fl.foreign_pool(SimpleNamespace(identity=None)) is None
+    theirs = SimpleNamespace(identity=Identity("condor@b.example", "IDTOKENS"), host="10.9.9.9")
+    ours = SimpleNamespace(identity=Identity("condor@a.example", "IDTOKENS"), host="10.9.9.9")
+    stranger = SimpleNamespace(identity=Identity("condor@c.example", "IDTOKENS"), host="10.9.9.9")
+    assert fl.foreign_pool(ours) is None and fl.foreign_pool(SimpleNamespace(identity=None, host="10.9.9.9")) is None
     assert fl.foreign_pool(stranger) == ""
     assert fl.foreign_pool(theirs) == "b"
     assert [r["count"] for r in fl.requests_for("b", alice)] == [3]  # WantFlocking = false stays
@@ -211,4 +211,16 @@ def test_a_foreign_match_counts_only_for_what_the_plan_offered_that_pool(tmp_pat
     assert why["pool"] is None and "no agreement with b lets bob@a.example's jobs go" in why["why"]
     assert fl.why(q.job(1, 0))["why"].startswith("offered to pool b")
     assert fl.why(q.job(2, 0))["why"] == "WantFlocking is false"
+    q.store.close()
+
+
+def test_a_plain_flock_to_pool_s_negotiator_is_known_by_its_host(tmp_path: Path) -> None:
+    q = _queue(tmp_path)
+    fl = Flocking(Config.from_text("UID_DOMAIN = a.example\nFLOCK_TO = 10.7.7.7:9618\n"), queue=q,
+                  autoclusters=AutoClusters(q, _name, lambda: None), submitter_of=_name, base_ads=lambda: [],
+                  connect=lambda address, timeout: SimpleNamespace(address=address), home_query=None,
+                  uid_domain="a.example", schedd_name="suba")
+    theirs = Identity("condor@b.example", "IDTOKENS")
+    assert fl.foreign_pool(SimpleNamespace(identity=theirs, host="10.7.7.7")) == "10.7.7.7:9618"
+    assert fl.foreign_pool(SimpleNamespace(identity=theirs, host="10.7.7.8")) == ""
     q.store.close()

@@ -34,6 +34,7 @@ from roost.core.flock import (
     FlockLevel,
     OutboundPlan,
     Waiting,
+    collector_host,
     name_domain,
     outbound_plan,
     parse_agreements,
@@ -179,7 +180,8 @@ class Flocking:
             if address and (r.client is None or r.client.address != address):
                 r.client = self.connect(address, timeout=REMOTE_TIMEOUT)
             self.remotes[a.name] = r
-        self._by_domain = {a.domain.lower(): a.name for a in self.senders if a.domain}
+        self._by_domain = {a.domain.lower(): a.name for a in self.senders if a.domain and a.domain != a.collector}
+        self._by_host = {collector_host(a.collector): a.name for a in self.senders if a.domain == a.collector}
 
     # -- the negotiator's side ------------------------------------------------------------
     def foreign_pool(self, peer: Peer) -> str | None:
@@ -191,7 +193,10 @@ class Flocking:
         domain = name_domain(ident.name).lower()
         if not domain or domain == self.uid_domain.lower():
             return None
-        return self._by_domain.get(domain, "")
+        pool = self._by_domain.get(domain)
+        if pool is None:  # a plain FLOCK_TO pool: known by its central manager's host
+            pool = self._by_host.get(peer.host, "")
+        return pool
 
     def requests_for(self, pool: str, requests: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """GET_REQUESTS answered to ``pool``'s negotiator: only the autoclusters planned
