@@ -440,10 +440,10 @@ class FlockLedger:
 #: agreement. Pools we send to: their negotiator asks our schedd for requests and
 #: sends matches (NEGOTIATOR), their starters send updates and files (DAEMON).
 #: Pools we take from: their schedds advertise submitters to our collector
-#: (ADVERTISE_SCHEDD), claim and activate our slots (DAEMON at the startd) and ask
-#: our negotiator for a cycle (DAEMON at the negotiator: RESCHEDULE).
+#: (ADVERTISE_SCHEDD) and claim and activate our slots (DAEMON at the startd); they
+#: send our negotiator nothing (it finds their ads each cycle).
 SENDER_LEVELS = (("SCHEDD", "NEGOTIATOR"), ("SCHEDD", "DAEMON"))
-TAKER_LEVELS = (("COLLECTOR", "ADVERTISE_SCHEDD"), ("STARTD", "DAEMON"), ("NEGOTIATOR", "DAEMON"))
+TAKER_LEVELS = (("COLLECTOR", "ADVERTISE_SCHEDD"), ("STARTD", "DAEMON"))
 
 
 def daemon_identity(domain: str) -> str:
