@@ -24,6 +24,7 @@ from collections.abc import Awaitable, Callable, Iterable
 from pathlib import Path
 from typing import Any
 
+from roost.classad import ClassAd, ExprTree
 from roost.config import Config
 from roost.core.flock import (
     Admission,
@@ -110,6 +111,13 @@ def cap_requests(requests: list[Request], limit: int | None) -> list[Request]:
     return out
 
 
+def consent_only(ad: ClassAd) -> None:
+    """A foreign request under ``owner_consent``: only slots whose owner set
+    ``AllowForeignJobs = True`` may take it (the request's Requirements say so)."""
+    old = ad.lookup("Requirements") if "Requirements" in ad else None
+    ad["Requirements"] = ExprTree(f"({old if old is not None else 'true'}) && (TARGET.AllowForeignJobs =?= true)")
+
+
 class FlockLending:
     """The negotiator's flocking state: the agreements, this cycle's admissions, the ledger."""
 
@@ -187,6 +195,9 @@ class FlockLending:
         for name, reqs in per_ad:
             if name in left:
                 reqs = cap_requests(reqs, left[name])
+                if self.admitted[name].owner_consent:
+                    for r in reqs:
+                        consent_only(r.ad)
                 limit = left[name]
                 if limit is not None:
                     left[name] = max(0, limit - sum(r.count for r in reqs))
@@ -243,4 +254,4 @@ class FlockCalls:
         return {"pools": self.lending.status() if self.lending is not None else []}
 
 
-__all__ = ["FlockCalls", "FlockLending", "cap_requests", "foreign_usage", "received_from", "slot_counts"]
+__all__ = ["FlockCalls", "consent_only", "FlockLending", "cap_requests", "foreign_usage", "received_from", "slot_counts"]

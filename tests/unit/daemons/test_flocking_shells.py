@@ -224,3 +224,23 @@ def test_a_plain_flock_to_pool_s_negotiator_is_known_by_its_host(tmp_path: Path)
     assert fl.foreign_pool(SimpleNamespace(identity=theirs, host="10.7.7.7")) == "10.7.7.7:9618"
     assert fl.foreign_pool(SimpleNamespace(identity=theirs, host="10.7.7.8")) == ""
     q.store.close()
+
+
+def test_owner_consent_keeps_foreign_requests_to_slots_that_allow_them(tmp_path: Path) -> None:
+    import logging
+
+    from roost.classad import ExprTree
+    from roost.core.matchmaker import Slot, negotiate
+
+    cfg = Config.from_text("UID_DOMAIN = b.example\nFLOCK_AGREEMENTS = a\n"
+                           "FLOCK_AGREEMENT_a = direction = take; domain = a.example; owner_consent = true\n")
+    lend = FlockLending(cfg, uid_domain="b.example", spool=tmp_path, log=logging.getLogger("test"))
+    lend.admit([{"Name": "alice@a.example"}], [], [], now=1000.0)
+    ad = ClassAd({"Requirements": ExprTree("TARGET.Memory >= 10"), "RequestMemory": 10})
+    (_, (req,)), = lend.cap([("alice@a.example", [Request("alice@a.example", 1, 2, ad)])])
+    slots = [Slot(n, ClassAd({"Name": n, "Cpus": 1, "Memory": 100, "Disk": 1000, "State": SlotState.UNCLAIMED,
+                              "PartitionableSlot": False, "Requirements": True, **extra}), claim_id=f"c-{n}",
+                  address="127.0.0.1:1")
+             for n, extra in (("mine", {}), ("lent", {"AllowForeignJobs": True}))]
+    plan = negotiate(slots, {"alice@a.example": [req]}, ["alice@a.example"], 1000.0)
+    assert [m.slot.name for m in plan.matches] == ["lent"]
