@@ -88,27 +88,35 @@ def waiting_entries(queue: JobQueue, autoclusters: AutoClusters, submitter_of: C
     once."""
     groups: dict[str, _Group] = {}
     for jobs in queue.idle.values():
-        last_cluster: Any = None
-        last_key: str | None = None
+        # a run of one cluster's procs without differences of their own: one autocluster,
+        # one WantFlocking, one entered time (the cluster's), so each costs a count
+        run_cluster: Any = None
+        run_group: _Group | None = None
+        run_want = 0
         for job in jobs.values():
             if job.busy or job.status != jp.IDLE:
                 continue
-            if last_key is not None and job.cluster is last_cluster and not job.own_names():
-                key = last_key
-            else:
-                if not_negotiated(job):
-                    continue
-                key = str(autoclusters.autocluster_of(job, autoclusters.signature(job)))
-                last_cluster, last_key = job.cluster, key
+            plain = not job.own_names()
+            if plain and job.cluster is run_cluster and run_group is not None:
+                run_group.idle += 1
+                run_group.flockable += run_want
+                continue
+            if not_negotiated(job):
+                continue
+            key = str(autoclusters.autocluster_of(job, autoclusters.signature(job)))
             g = groups.get(key)
             if g is None:
                 g = groups[key] = _Group(submitter_of(job.cluster))
+            want = 1 if wants_flocking(job, by_default) else 0
             g.idle += 1
-            if wants_flocking(job, by_default):
-                g.flockable += 1
+            g.flockable += want
             t = job.get("EnteredCurrentStatus") or job.cluster.ad.get("QDate")
             if type(t) in (int, float) and (g.oldest is None or t < g.oldest):
                 g.oldest = float(t)
+            if plain:
+                run_cluster, run_group, run_want = job.cluster, g, want
+            else:
+                run_cluster = run_group = None
     out = [Waiting(key=k, user=g.user, idle=g.idle, waited=max(0.0, now - (g.oldest or now)),
                    groups=accounting_groups(g.user), want_flocking=g.flockable > 0) for k, g in groups.items()]
     return out, {k: g.flockable for k, g in groups.items()}
