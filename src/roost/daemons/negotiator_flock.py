@@ -42,6 +42,8 @@ from roost.net.server import Peer
 from roost.vocabulary import SlotState
 
 LEDGER_FILE = "flock_ledger.json"
+#: seconds between reads of our schedds' ads (what our jobs hold in other pools)
+SCHEDD_ADS_EVERY = 5.0
 _BUSY = frozenset((SlotState.CLAIMED, SlotState.PREEMPTING))
 
 
@@ -129,6 +131,8 @@ class FlockLending:
         self._saved = 0.0
         self.ledger = self._load()
         self.admitted: dict[str, Admission] = {}  # submitter name -> this cycle's admission
+        self._schedds: list[dict[str, Any]] = []  # our schedds' FlockRunning, read every few seconds
+        self._schedds_at = -SCHEDD_ADS_EVERY
         self.lent: dict[str, int] = {}
         self.borrowed: dict[str, int] = {}
         self.configure(config)
@@ -148,13 +152,15 @@ class FlockLending:
     async def admit_cycle(self, subs: list[dict[str, Any]], objs: list[dict[str, Any]],
                           query: Callable[..., Awaitable[dict[str, Any]]], now: float) -> list[dict[str, Any]]:
         """:meth:`admit`, with our schedds' ads (what runs in other pools) asked first."""
-        schedds: list[dict[str, Any]] = []
-        try:
-            got = await query("QUERY", type="Scheduler", projection=["Name", "FlockRunning"])
-            schedds = [a for a in got.get("ads") or [] if isinstance(a, dict)]
-        except (ConnectionError, RequestError) as e:
-            self.log.debug("flocking: schedd ads not read: %s", e)
-        return self.admit(subs, objs, schedds, now)
+        mono = time.monotonic()
+        if mono - self._schedds_at >= SCHEDD_ADS_EVERY:  # cycles can be 50 ms apart: not each one
+            try:
+                got = await query("QUERY", type="Scheduler", projection=["Name", "FlockRunning"])
+                self._schedds = [a for a in got.get("ads") or [] if isinstance(a, dict)]
+                self._schedds_at = mono
+            except (ConnectionError, RequestError) as e:
+                self.log.debug("flocking: schedd ads not read: %s", e)
+        return self.admit(subs, objs, self._schedds, now)
 
     def admit(self, subs: list[dict[str, Any]], objs: list[dict[str, Any]],
               schedds: list[dict[str, Any]], now: float) -> list[dict[str, Any]]:
