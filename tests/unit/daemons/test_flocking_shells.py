@@ -244,3 +244,23 @@ def test_owner_consent_keeps_foreign_requests_to_slots_that_allow_them(tmp_path:
              for n, extra in (("mine", {}), ("lent", {"AllowForeignJobs": True}))]
     plan = negotiate(slots, {"alice@a.example": [req]}, ["alice@a.example"], 1000.0)
     assert [m.slot.name for m in plan.matches] == ["lent"]
+
+
+def test_a_claim_taken_back_after_a_restart_is_known_by_its_slot_s_domain(tmp_path: Path) -> None:
+    q = _queue(tmp_path)
+    fl = Flocking(Config.from_text(A_CONF), queue=q, autoclusters=AutoClusters(q, _name, lambda: None),
+                  submitter_of=_name, base_ads=lambda: [],
+                  connect=lambda address, timeout: SimpleNamespace(address=address), home_query=None,
+                  uid_domain="a.example", schedd_name="suba")
+
+    class Claim:
+        def __init__(self, domain: str) -> None:
+            self.slot_obj = {"UidDomain": domain}
+
+        def fits(self, job: object, signature: object) -> bool:
+            return True
+
+    stays = q.job(2, 0)  # WantFlocking = false
+    assert not fl.reuse_guard(stays, Claim("b.example").fits)
+    assert fl.reuse_guard(stays, Claim("a.example").fits)
+    q.store.close()

@@ -236,13 +236,25 @@ class Flocking:
     def reuse_guard(self, job: Job, fits: Any) -> bool:
         """ClaimReuse's say: a claim on another pool's slot (the shadow behind ``fits``)
         runs next only a job that may flock; ours run anything."""
-        pool = self._claims.get(getattr(fits, "__self__", None))
+        shadow = getattr(fits, "__self__", None)
+        pool = self._claims.get(shadow) if shadow is not None else None
         if pool is None:
-            return True
+            pool = self._slot_pool(getattr(shadow, "slot_obj", None))
+            if pool is None:
+                return True
+            self._claims[shadow] = pool  # (a claim taken back after a schedd restart)
         if not self.accepts(job):
             return False
         self.where[job.key] = pool
         return True
+
+    def _slot_pool(self, slot: Any) -> str | None:
+        """The connected pool a slot ad belongs to, by its ``UidDomain``; None: ours (or
+        not known). A claim's slot ad is kept with the job, so this survives a restart."""
+        domain = slot.get("UidDomain") if isinstance(slot, dict) else None
+        if not isinstance(domain, str) or not domain or domain.lower() == self.uid_domain.lower():
+            return None
+        return self._by_domain.get(domain.lower(), domain)
 
     def pool_of(self, job: Job) -> str | None:
         """The connected pool running ``job``, None when at home (``q -run``)."""
@@ -274,7 +286,12 @@ class Flocking:
     async def round(self, now: float | None = None) -> OutboundPlan:
         """One decision: the plan, then each target pool's ads sent or withdrawn."""
         now = time.time() if now is None else now
-        self.where = {k: p for k, p in self.where.items() if k in self.queue.running}
+        where = {}
+        for key, job in self.queue.running.items():
+            pool = self.where.get(key) or self._slot_pool((job.claim or {}).get("slot_ad"))
+            if pool is not None:
+                where[key] = pool
+        self.where = where
         waiting, flockable = waiting_entries(self.queue, self.autoclusters, self.submitter_of,
                                              now=now, by_default=self.by_default)
         foreign = await self._foreign_here() if any(w.idle for w in waiting) else 0
