@@ -8,7 +8,7 @@ B's central manager and execute host. A sends ``group_physics`` jobs to B; B tak
 jobs and would send its own to A, which A's agreement does not take.
 
 The pools are built once for the module (five hosts are slow to start on a loaded
-machine); the test that kills B's central manager runs last.
+machine); the tests that partition and then kill B's central manager run last.
 """
 
 from __future__ import annotations
@@ -244,6 +244,25 @@ def test_status_of_the_other_pool_from_a_host_with_both_pools_tokens(pools: Pool
     assert there and set(there) == {"exb"}, there
     here = suba.roost("status", "-af", "Machine").stdout.split()
     assert set(here) == {"exa"}, here
+
+
+def test_b_central_manager_partitioned_jobs_there_finish_and_a_goes_on(pools: Pools) -> None:
+    suba = pools["suba"]
+    work = _work(suba, "cut")
+    home = _submit(suba, work, 10, extra="request_cpus = 2\n", name="home")
+    _until("the home job runs", lambda: _running_on(suba, home) == ["exa"], pools=pools)
+    physics = _submit(suba, work, 8, extra="accounting_group = group_physics\nrequest_cpus = 1\n",
+                      name="physics")
+    _until("the physics job runs on exb", lambda: _running_on(suba, physics) == ["exb"], pools=pools)
+    pools.net.cut("cmb")  # B's central manager unreachable: its daemons run on, alone
+    try:
+        local = _submit(suba, work, 1, extra="request_cpus = 1\n", name="local")
+        suba.roost("wait", "-quiet", "-wait", "90", physics, home, local, timeout=100)
+        assert (work / f"physics.{physics}.0.txt").read_text().split()[0] == "exb"
+        assert (work / f"local.{local}.0.txt").read_text().split()[0] == "exa"
+        assert [r[0] for r in _ads(suba, physics, "ExitCode")] == ["0"]
+    finally:
+        pools.net.mend("cmb")
 
 
 def test_b_central_manager_killed_jobs_there_finish_a_goes_on_and_flocking_resumes(pools: Pools) -> None:
