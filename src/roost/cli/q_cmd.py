@@ -422,13 +422,28 @@ def _analyze(schedd: Any, constraint: str | None, who: dict[str, Any], ids: list
         width = os.get_terminal_size(out.fileno()).columns
     except (OSError, ValueError, AttributeError):
         width = 80  # condor_q's width off a terminal
+    flocking = _flock_why(schedd, jobs)
     for obj in jobs:
         job = obj_to_ad(obj)
         # HTCondor's own lines first (what scripts grep), then roost's clause analysis
         out.write(condor_text(job, slots, better, width, time.time()))
         a = analyze(job, slots, users, priority_name(obj), limits=limits, groups=groups)
         out.write("\n" + render(a, job, better=better))
+        why = flocking.get(f"{obj.get('ClusterId')}.{obj.get('ProcId')}")
+        if isinstance(why, dict) and why.get("why"):
+            out.write(f"Flocking: {why['why']}\n")
     return 0
+
+
+def _flock_why(schedd: Any, jobs: list[dict[str, Any]]) -> dict[str, Any]:
+    """The schedd's word on each job's flocking (FLOCK_WHY); none from a schedd that does
+    not flock, a job log, or an older schedd."""
+    ids = [f"{j.get('ClusterId')}.{j.get('ProcId')}" for j in jobs]
+    try:
+        got = schedd.call("FLOCK_WHY", ids=ids)
+    except Exception:  # noqa: BLE001  (a userlog's "schedd", an older schedd: no flocking line)
+        return {}
+    return got.get("jobs") if isinstance(got.get("jobs"), dict) else {}
 
 
 def _header(schedd: Any) -> None:

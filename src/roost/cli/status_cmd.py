@@ -48,6 +48,7 @@ SPEC = {
     "collector": (FLAG, "collectors"),
     "master": (FLAG, "masters"),
     "any": (FLAG, "every ad, of every type"),
+    "flock": (FLAG, "the pools this pool flocks with: lent, borrowed, the ledger (docs/flocking.md)"),
     "web": (FLAG, "print the web dashboard's URL (docs/web.md)"),
     "direct": (VALUE, "accepted for condor_status's sake: the collector answers for every daemon"),
     **pool_spec(None),
@@ -102,6 +103,11 @@ def main(argv: list[str]) -> int:
         return 2
     if opts.web:
         return _web_url()
+    if opts.flock:
+        # lazy: only -flock asks the negotiator
+        from roost.cli.status_flock import main_flock
+
+        return main_flock(opts.pool, bool(opts.json))
     print_format = None
     if opts.values["print-format"]:
         # lazy: only -print-format parses print format files (and needs the ClassAd library)

@@ -109,6 +109,16 @@ _KNOBS = [
     # -- collector -------------------------------------------------------------
     Knob("UPDATE_INTERVAL", "300", "seconds between a daemon's periodic ad updates to the collector"),
     Knob("CLASSAD_LIFETIME", "900", "seconds the collector keeps an ad without an update"),
+    # -- flocking between pools (issue 29, docs/flocking.md): off unless set -------------
+    Knob("FLOCK_TO", "", "other pools' central managers (host[:port]) this schedd sends idle jobs to, in the order tried"),
+    Knob("FLOCK_FROM", "", "hosts of other pools whose schedds' jobs may run here (HTCondor's plain flocking)"),
+    Knob("FLOCK_AGREEMENTS", "", "names of connected pools, each described by FLOCK_AGREEMENT_<name> (roost's bilateral agreements)"),
+    Knob("FLOCK_NEGOTIATOR_HOSTS", "", "extra hosts allowed to negotiate for this schedd (added to ALLOW_NEGOTIATOR_SCHEDD)"),
+    Knob("FLOCK_COLLECTOR_HOSTS", "", "HTCondor's list parallel to FLOCK_TO; roost sends to each FLOCK_TO (or agreement) collector"),
+    Knob("FLOCK_AFTER", "60", "seconds a job waits idle at home before it may flock (roost: home first)"),
+    Knob("FLOCK_INCREMENT", "1", "pools of FLOCK_TO added each FLOCK_AFTER of unmet need"),
+    Knob("FLOCK_BY_DEFAULT", "True", "a job that does not set WantFlocking may flock"),
+    Knob("FLOCK_INTERVAL", "$(NEGOTIATOR_INTERVAL)", "seconds between the schedd's flocking decisions (roost)"),
     # -- negotiator and fair share ---------------------------------------------------
     Knob("NEGOTIATOR_INTERVAL", "60", "seconds between periodic negotiation cycles (the safety net)"),
     Knob("NEGOTIATOR_MIN_INTERVAL", "0.05", "least seconds between cycles; event-triggered cycles wait only this (roost's fast path)"),

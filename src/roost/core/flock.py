@@ -434,8 +434,121 @@ class FlockLedger:
                    float(last) if isinstance(last, (int, float)) else None)
 
 
+# -- who may speak for a connected pool here (the ALLOW_* lists) -----------------------
+
+#: (daemon, level) a connected pool's daemons need here, by the direction of the
+#: agreement. Pools we send to: their negotiator asks our schedd for requests and
+#: sends matches (NEGOTIATOR), their starters send updates and files (DAEMON).
+#: Pools we take from: their schedds advertise submitters to our collector
+#: (ADVERTISE_SCHEDD) and claim and activate our slots (DAEMON at the startd); they
+#: send our negotiator nothing (it finds their ads each cycle).
+SENDER_LEVELS = (("SCHEDD", "NEGOTIATOR"), ("SCHEDD", "DAEMON"))
+TAKER_LEVELS = (("COLLECTOR", "ADVERTISE_SCHEDD"), ("STARTD", "DAEMON"))
+
+
+def daemon_identity(domain: str) -> str:
+    """How a pool's daemons authenticate to another pool: ``condor@<its UID_DOMAIN>``."""
+    return f"condor@{domain}"
+
+
+def flock_allow_entries(agreements: Iterable[Agreement], *, negotiator_hosts: Iterable[str] = ()
+                        ) -> dict[tuple[str, str], list[str]]:
+    """The entries flocking adds to ``ALLOW_<level>_<daemon>`` (HTCondor's
+    ``ALLOW_NEGOTIATOR_SCHEDD = ..., $(FLOCK_NEGOTIATOR_HOSTS)``, ``ALLOW_WRITE_COLLECTOR
+    = ..., $(FLOCK_FROM)``), written for the admin in one place: the other pool's daemon
+    identity for an agreement, its hosts for HTCondor's plain ``FLOCK_FROM`` and
+    ``FLOCK_NEGOTIATOR_HOSTS``."""
+    out: dict[tuple[str, str], list[str]] = {}
+
+    def add(levels: Iterable[tuple[str, str]], entries: Iterable[str]) -> None:
+        for key in levels:
+            have = out.setdefault(key, [])
+            have += [e for e in entries if e and e not in have]
+
+    for a in agreements:
+        if a.name == "FLOCK_FROM":
+            add(TAKER_LEVELS, sorted(a.schedds))
+            continue
+        who = [daemon_identity(a.domain)] if a.domain else []
+        if a.send and a.collector and a.domain == a.collector:
+            # HTCondor's plain FLOCK_TO host: its domain is not known, its central
+            # manager's host is (its negotiator). Their starters need an ALLOW_DAEMON
+            # entry from the admin, or an agreement naming the domain.
+            add((("SCHEDD", "NEGOTIATOR"),), [collector_host(a.collector)])
+        elif a.send:
+            add(SENDER_LEVELS, who)
+        if a.take:
+            add(TAKER_LEVELS, who + sorted(a.schedds))
+    add((("SCHEDD", "NEGOTIATOR"),), list(negotiator_hosts))
+    return out
+
+
+_FALLBACK = {"ADVERTISE_SCHEDD": ("ADVERTISE_SCHEDD", "DAEMON", "DEFAULT")}
+
+
+def with_flock_entries(get: Callable[[str], str | None],
+                       entries: Mapping[tuple[str, str], Sequence[str]]) -> Callable[[str], str | None]:
+    """``get`` with the flocking entries appended to ``ALLOW_<level>_<daemon>``: the
+    list that level would read without flocking (the daemon's own, the level's, its
+    fallbacks) plus the connected pools'. Every other knob reads as before, so a pool
+    without agreements decides exactly as it did."""
+    if not entries:
+        return get
+    extra = {f"ALLOW_{level}_{daemon}": (daemon, level, list(e)) for (daemon, level), e in entries.items() if e}
+
+    def flocked(name: str) -> str | None:
+        hit = extra.get(name.upper())
+        if hit is None:
+            return get(name)
+        daemon, level, more = hit
+        base = None
+        for lv in _FALLBACK.get(level, (level, "DEFAULT")):
+            for knob in (f"ALLOW_{lv}_{daemon}", f"ALLOW_{lv}"):
+                v = get(knob)
+                if v is not None and v.strip():
+                    base = v.strip()
+                    break
+            if base is not None:
+                break
+        return ", ".join([base, *more] if base else more)
+
+    return flocked
+
+
+def foreign_ad_refusal(ad_type: str, name: Any, identity: str | None, home_domain: str) -> str | None:
+    """Why the collector refuses an ad from another pool's daemon, None to take it. A
+    foreign schedd (its identity of another domain) may advertise only Submitter ads,
+    each of its own domain's users: it must not speak for ours, nor for a third pool."""
+    if identity is None:
+        return None
+    domain = name_domain(identity)
+    if not domain or domain.lower() == home_domain.lower():
+        return None
+    if ad_type != "Submitter":
+        return f"{identity} is another pool's daemon: it may advertise only Submitter ads, not {ad_type}"
+    if not isinstance(name, str) or name_domain(name).lower() != domain.lower():
+        return f"{identity} may advertise only submitters of {domain}, not {name!r}"
+    return None
+
+
+def collector_host(address: str) -> str:
+    """The host of a ``host[:port]`` collector address (``[v6]:port`` too)."""
+    a = address.strip()
+    if a.startswith("["):
+        return a[1:a.index("]")] if "]" in a else a
+    host, sep, port = a.rpartition(":")
+    return host if sep and port.isdigit() and ":" not in host else a
+
+
+def name_domain(name: str) -> str:
+    """The domain of an accounting name (``alice@physics.example``, ``group.alice@...``)."""
+    return name.rpartition("@")[2] if "@" in name else ""
+
+
 __all__ = [
     "SEND", "TAKE", "BOTH", "Admission", "Agreement", "FlockConfigError", "FlockLedger", "FlockLevel", "Hours",
     "OutboundPlan", "Waiting", "admission", "agreement_for", "outbound_plan", "parse_agreement",
-    "parse_agreements",
+    "parse_agreements", "daemon_identity", "flock_allow_entries", "with_flock_entries", "name_domain",
+    "foreign_ad_refusal", "collector_host",
+    "SENDER_LEVELS", "TAKER_LEVELS",
 ]

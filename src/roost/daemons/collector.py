@@ -33,8 +33,10 @@ from typing import Any
 from roost.classad.errors import ClassAdSyntaxError
 from roost.classad.evaluate import EvaluationFailed, evaluate
 from roost.classad.parser import parse_expr
+from roost.core.flock import foreign_ad_refusal
 from roost.daemons.adstore import AdStore, Entry
 from roost.daemons.base import Daemon, run
+from roost.daemons.security import uid_domain
 from roost.net.addresses import is_loopback
 from roost.net.auth import AuthError, TokenAuthority, challenge_for
 from roost.net.errors import RequestError, excerpt
@@ -120,6 +122,9 @@ class Collector(Daemon):
         self.store = AdStore(lifetime)
         self.updates = 0
         self.queries = 0
+        # flocking (docs/flocking.md): other pools' schedds advertise only their own users
+        self._flock_home = uid_domain(self.config) if any(
+            (self.config.get(k) or "").strip() for k in ("FLOCK_FROM", "FLOCK_AGREEMENTS")) else None
 
     # -- where to listen --------------------------------------------------------------
     def listen_on(self) -> tuple[str, int]:
@@ -187,6 +192,8 @@ class Collector(Daemon):
         ad_type = req["type"]
         if not ad_type.isidentifier():
             raise RequestError("BAD_REQUEST", f"UPDATE_AD: bad ad type {ad_type!r}")
+        if self._flock_home is not None:
+            self._check_foreign("UPDATE_AD", ad_type, req["ad"].get("Name"), peer)
         entry = self.store.update(ad_type, req["ad"], req.get("private"), time.monotonic(), time.time())
         self.updates += 1
         self.log.debug("update %s %r from %s", ad_type, entry.obj.get("Name"), peer.address)
@@ -207,6 +214,9 @@ class Collector(Daemon):
             try:
                 if private is not None and type(private) is not dict:
                     raise RequestError("BAD_REQUEST", "private must be a JSON object")
+                if self._flock_home is not None:
+                    ad = item.get("ad")
+                    self._check_foreign("UPDATE_ADS", ad_type, ad.get("Name") if isinstance(ad, dict) else None, peer)
                 self.store.update(ad_type, item.get("ad"), private, mono, wall)
                 n += 1
             except RequestError as e:
@@ -220,7 +230,15 @@ class Collector(Daemon):
             out["errors"] = errors
         return out
 
+    def _check_foreign(self, cmd: str, ad_type: str, name: Any, peer: Peer) -> None:
+        assert self._flock_home is not None
+        why = foreign_ad_refusal(ad_type, name, peer.identity.name if peer.identity else None, self._flock_home)
+        if why is not None:
+            raise RequestError("PERMISSION_DENIED", f"{cmd}: {why}")
+
     async def invalidate_ad(self, req: dict[str, Any], peer: Peer) -> dict[str, Any]:
+        if self._flock_home is not None:
+            self._check_foreign("INVALIDATE_AD", req["type"], req["name"], peer)
         n = self.store.invalidate(req["type"], req["name"], req.get("schedd_name"))
         if n:
             self.log.info("invalidated %s ad %r (from %s)", req["type"], req["name"], peer.address)

@@ -65,6 +65,7 @@ from roost.core.submitters import merge_requests
 from roost.core.updown import UpDown, UpDownRates, preemption_priority
 from roost.daemons.backoff import Backoff
 from roost.daemons.base import Daemon, run
+from roost.daemons.negotiator_flock import FlockCalls, FlockLending
 from roost.daemons.negotiator_priorities import (
     AccountantFile,
     PriorityCommands,
@@ -73,6 +74,7 @@ from roost.daemons.negotiator_priorities import (
 )
 from roost.daemons.negotiator_schedds import Schedds
 from roost.daemons.negotiator_slots import SlotAds, answered
+from roost.daemons.security import uid_domain
 from roost.net.errors import RequestError
 from roost.net.server import Handler, Peer
 
@@ -165,6 +167,10 @@ class Negotiator(Daemon):
         self._usage_at: float | None = None  # when the two above were taken
         self._group_quota: dict[str, float] = {}  # the last plan's, keys lower case
         self.slot_ads = SlotAds(self.promises, self.log, self.use_slot_weights)
+        # flocking (negotiator_flock.py): other pools' submitters under their agreements
+        self.flock = FlockLending(cfg, uid_domain=uid_domain(cfg), spool=self.spool_dir, log=self.log) \
+            if FlockLending.wanted(cfg) else None
+        self.flock_calls = FlockCalls(self.flock)
 
     def _expr(self, knob: str) -> Any:
         text = (self.config.get(knob) or "").strip()
@@ -184,6 +190,7 @@ class Negotiator(Daemon):
             "USERPRIO": self.h_userprio,
             **self.priority_commands.handlers(),
             "LIMITS": self.h_limits,
+            "FLOCK_STATUS": self.flock_calls.h_flock_status,
         }
 
     async def h_reschedule(self, req: dict[str, Any], peer: Peer) -> dict[str, Any]:
@@ -370,6 +377,8 @@ class Negotiator(Daemon):
         preemption = self._preemption_policy() if self.consider_preemption else None
         subs = [s for s in all_subs if isinstance(s.get("ScheddAddress"), str)]
         subs = [s for s in subs if not isinstance(s.get("IdleJobs"), int) or s["IdleJobs"] > 0]
+        if self.flock is not None:  # foreign submitters only under their agreements
+            subs = await self.flock.admit_cycle(subs, objs, self.collector_call, now)
         subs.sort(key=lambda s: str(s.get("Name")))
         stats.submitters = len(subs)
         if not subs:  # nobody waits: no slot needs to be looked at, let alone converted
@@ -388,6 +397,8 @@ class Negotiator(Daemon):
                 self.log.warning("GET_REQUESTS for %s at %s failed: %s", name, sub.get("ScheddName"), answer)
                 continue
             per_ad.append((name, self.schedds.requests(sub, answer, stats, prios.get(name))))
+        if self.flock is not None:
+            per_ad = self.flock.cap(per_ad)
         # one submitter however many schedds it submits from; each request keeps its schedd
         requests, order = merge_requests(per_ad)
         stats.requests = sum(len(r) for r in requests.values())
@@ -584,6 +595,8 @@ class Negotiator(Daemon):
 
     async def stop(self) -> None:
         self.save_accountant(force=True)
+        if self.flock is not None:
+            self.flock.close()
         await self.schedds.close()
 
 

@@ -11,7 +11,11 @@ Three parts, built once per (re)configuration:
 - the daemon's own token (``condor@UID_DOMAIN``), presented by every client the
   daemon opens to another daemon: minted from the pool key where this host has it
   (a personal pool, the central manager), else read from
-  ``SEC_TOKEN_SYSTEM_DIRECTORY``.
+  ``SEC_TOKEN_SYSTEM_DIRECTORY``; after it, one token of each other issuer found
+  there (other pools', for flocking: docs/flocking.md), which the handshake presents
+  in turn until the daemon spoken to honours one.
+- flocking's entries in the ALLOW_* lists (``roost.core.flock.flock_allow_entries``:
+  the connected pools' daemon identities at the levels their part needs here).
 - TLS (:mod:`roost.net.tls`): the server's certificate (a self-signed one made at
   first start when ``AUTH_SSL_SERVER_CERTFILE`` is missing), the CAs it trusts for
   client certificates, the map from their subjects to identities, and what clients
@@ -36,6 +40,12 @@ from typing import Any
 from roost.config import Config, ConfigError
 from roost.core.authz import Policy
 from roost.core.authz_patterns import AuthzConfigError
+from roost.core.flock import (
+    FlockConfigError,
+    flock_allow_entries,
+    parse_agreements,
+    with_flock_entries,
+)
 from roost.net.addresses import collector_address
 from roost.net.auth import AuthError, DelegatedAuthority, KerberosSettings, TokenAuthority
 from roost.net.certmap import MapFileError, Rule, map_principal
@@ -77,11 +87,14 @@ class Security:
             if keys else None
         )
         try:
-            self.policy = Policy.from_config(config.get, local_ips=_local_ips(config), daemons=(self.daemon,))
-        except AuthzConfigError as e:
+            get = with_flock_entries(config.get, _flock_entries(config))
+            self.policy = Policy.from_config(get, local_ips=_local_ips(config), daemons=(self.daemon,))
+        except (AuthzConfigError, FlockConfigError) as e:
             where = config.source(e.knob) or ("<configuration>", 0)
             raise ConfigError(where[0], where[1], str(e)) from None
         self.token = self._daemon_token(keys, settings)
+        #: what this daemon's clients present: its own token, then other pools' (flocking)
+        self.tokens = self._other_pools_tokens(settings)
         self._config = config
         try:
             self.methods = auth_methods(config)
@@ -207,6 +220,18 @@ class Security:
                     "daemon as unauthenticated", self.trust_domain, settings.system_token_dir)
         return None
 
+    def _other_pools_tokens(self, settings: TokenSettings) -> list[str]:
+        """The own token first, then the first token of each other issuer in
+        ``SEC_TOKEN_SYSTEM_DIRECTORY``: a host of a flocking pool holds a token another
+        pool minted for its ``condor@UID_DOMAIN`` and shows it to that pool's daemons."""
+        out = [self.token] if self.token else []
+        issuers = {self.trust_domain}
+        for found in find_tokens(settings.system_token_dir, warn=log.debug):
+            if found.claims.issuer not in issuers:
+                issuers.add(found.claims.issuer)
+                out.append(found.token)
+        return out
+
     def ensure_owner_token(self) -> str | None:
         """Give the account running this central manager a token of the pool, unless one
         is in ``SEC_TOKEN_DIRECTORY`` already: so the owner's tools can speak TCP to every
@@ -252,7 +277,8 @@ class Security:
 
     def client_args(self) -> dict[str, Any]:
         """Keyword arguments for the clients this daemon opens: its token and TLS."""
-        return {"token": self.token, "tls": self.client_tls}
+        tokens = self.tokens
+        return {"token": tokens if len(tokens) > 1 else self.token, "tls": self.client_tls}
 
     def serve_args(self, host: str | None) -> dict[str, Any]:
         """Keyword arguments for :func:`roost.net.server.serve` on a listener at ``host``."""
@@ -276,6 +302,15 @@ def reread(path: str | None, subsys: str, local_name: str | None = None) -> tupl
 def config_error(config: Config, e: TLSConfigError) -> ConfigError:
     where = config.source(e.knob) or ("<configuration>", 0)
     return ConfigError(where[0], where[1], str(e))
+
+
+def _flock_entries(config: Config) -> dict[tuple[str, str], list[str]]:
+    """Flocking's additions to the ALLOW_* lists (none unless FLOCK_* is set)."""
+    if not any((config.get(k) or "").strip() for k in ("FLOCK_TO", "FLOCK_FROM", "FLOCK_AGREEMENTS",
+                                                        "FLOCK_NEGOTIATOR_HOSTS")):
+        return {}
+    hosts = (config.get("FLOCK_NEGOTIATOR_HOSTS") or "").replace(",", " ").split()
+    return flock_allow_entries(parse_agreements(config.get), negotiator_hosts=hosts)
 
 
 def _local_ips(config: Config) -> list[str]:

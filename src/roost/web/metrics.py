@@ -12,6 +12,9 @@ and every figure in one scrape comes from one look at it:
   the five minutes before the snapshot (from ``QDate`` and completion times the
   pool keeps)
 - ``roost_user_priority{user}``: effective user priorities
+- ``roost_flock_slots_lent{pool}``, ``roost_flock_slots_borrowed{pool}``,
+  ``roost_flock_given_slot_hours{pool}``, ``roost_flock_received_slot_hours{pool}``,
+  ``roost_flock_reciprocity{pool}``: each connected pool (docs/flocking.md)
 - ``roost_web_snapshot_seconds``, ``roost_web_snapshot_age_seconds``: what reading
   the pool cost and how old the figures are
 """
@@ -75,6 +78,17 @@ class PoolCollector:
             if isinstance(u.get("name"), str) and type(u.get("effective")) in (int, float):
                 prio.add_metric([u["name"]], float(u["effective"]))
         yield prio
+        for key, name, text in (("lent", "roost_flock_slots_lent", "Our slots the pool's jobs hold now"),
+                                ("borrowed", "roost_flock_slots_borrowed", "Our jobs running in the pool now"),
+                                ("given_hours", "roost_flock_given_slot_hours", "Slot-hours given to the pool (fading)"),
+                                ("received_hours", "roost_flock_received_slot_hours",
+                                 "Slot-hours received from the pool (fading)"),
+                                ("reciprocity", "roost_flock_reciprocity", "1 for an even exchange, towards 0 one-sided")):
+            fam = GaugeMetricFamily(name, text, labels=["pool"])
+            for p in snap.flock:
+                if isinstance(p.get("pool"), str) and type(p.get(key)) in (int, float):
+                    fam.add_metric([p["pool"]], float(p[key]))
+            yield fam
         yield GaugeMetricFamily("roost_web_snapshot_seconds", "Seconds the last read of the pool took",
                                 value=snap.took)
         yield GaugeMetricFamily("roost_web_snapshot_age_seconds", "Age of the figures",

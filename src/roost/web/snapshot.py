@@ -97,6 +97,8 @@ class Snapshot:
     slots: list[dict[str, Any]] = field(default_factory=list)
     users: list[dict[str, Any]] | None = None
     cycles: dict[str, Any] | None = None
+    #: the connected pools (FLOCK_STATUS, docs/flocking.md); empty where flocking is off
+    flock: list[dict[str, Any]] = field(default_factory=list)
     #: (schedd, cluster, proc) -> (finished at, JobStatus, QDate) of jobs finished in the window
     finished: dict[tuple[str, int, int], tuple[int, int, int]] = field(default_factory=dict)
     errors: list[str] = field(default_factory=list)
@@ -312,6 +314,11 @@ class PoolView:
             users = conn.call("USERPRIO").get("users")
             snap.users = [u for u in users if isinstance(u, dict)] if isinstance(users, list) else []
             snap.cycles = conn.call("CYCLE_STATS")
+            try:
+                pools = conn.call("FLOCK_STATUS").get("pools")
+                snap.flock = [p for p in pools if isinstance(p, dict)] if isinstance(pools, list) else []
+            except PoolError:
+                snap.flock = []  # a negotiator from before flocking
         except (PoolError, OSError) as e:
             snap.errors.append(f"negotiator: {e}")
         finally:

@@ -194,3 +194,59 @@ def test_the_ledger_fades_measures_reciprocity_and_stops_a_pool_that_only_takes(
     assert FlockLedger.from_json({"given": {"x": "nan?"}, "last": "soon"}).given == {}
     ledger.advance(0, giving={"physics": 1}, receiving={})  # time running backwards counts as none
     assert ledger.last == 0
+
+
+# -- the ALLOW_* entries a connected pool needs ----------------------------------------
+
+def test_a_connected_pool_gets_only_the_levels_its_direction_needs() -> None:
+    from roost.core.flock import flock_allow_entries
+
+    got = flock_allow_entries(parse_agreements(conf(
+        FLOCK_AGREEMENTS="b, c",
+        FLOCK_AGREEMENT_b="collector = cm.b; direction = send; domain = b.example",
+        FLOCK_AGREEMENT_c="direction = take; domain = c.example",
+        FLOCK_FROM="submit.d.example")), negotiator_hosts=["cm.e.example"])
+    assert got[("SCHEDD", "NEGOTIATOR")] == ["condor@b.example", "cm.e.example"]
+    assert got[("SCHEDD", "DAEMON")] == ["condor@b.example"]
+    # their schedds advertise, claim and activate here: ours do not there
+    assert got[("COLLECTOR", "ADVERTISE_SCHEDD")] == ["condor@c.example", "submit.d.example"]
+    assert got[("STARTD", "DAEMON")] == ["condor@c.example", "submit.d.example"]
+    assert "condor@c.example" not in got[("SCHEDD", "NEGOTIATOR")]
+
+
+def test_flock_entries_extend_the_list_the_level_would_read_and_nothing_else() -> None:
+    from roost.core.flock import with_flock_entries
+
+    base = conf(ALLOW_NEGOTIATOR="condor@a.example", ALLOW_DAEMON="condor@a.example, root@a.example",
+                ALLOW_WRITE="*")
+    get = with_flock_entries(base, {("SCHEDD", "NEGOTIATOR"): ["condor@b.example"],
+                                    ("COLLECTOR", "ADVERTISE_SCHEDD"): ["condor@c.example"]})
+    assert get("ALLOW_NEGOTIATOR_SCHEDD") == "condor@a.example, condor@b.example"
+    # ADVERTISE_SCHEDD unset: it reads DAEMON's list, plus the connected pool
+    assert get("ALLOW_ADVERTISE_SCHEDD_COLLECTOR") == "condor@a.example, root@a.example, condor@c.example"
+    assert get("ALLOW_NEGOTIATOR") == "condor@a.example" and get("ALLOW_WRITE") == "*"
+    assert get("ALLOW_NEGOTIATOR_STARTD") is None
+    # a daemon's own list, where the admin set one, is what is extended
+    own = with_flock_entries(conf(ALLOW_NEGOTIATOR_SCHEDD="cm.a.example", ALLOW_NEGOTIATOR="x@y"),
+                             {("SCHEDD", "NEGOTIATOR"): ["condor@b.example"]})
+    assert own("ALLOW_NEGOTIATOR_SCHEDD") == "cm.a.example, condor@b.example"
+    assert with_flock_entries(base, {}) is base  # no agreements: the configuration as it is
+
+
+def test_another_pool_s_schedd_advertises_only_its_own_users() -> None:
+    from roost.core.flock import foreign_ad_refusal
+
+    assert foreign_ad_refusal("Submitter", "alice@a.example", "condor@a.example", "b.example") is None
+    assert foreign_ad_refusal("Machine", "slot1@x", "condor@b.example", "b.example") is None  # our own
+    assert foreign_ad_refusal("Machine", "slot1@x", None, "b.example") is None  # the ALLOW lists decide
+    assert "not 'bob@b.example'" in foreign_ad_refusal("Submitter", "bob@b.example", "condor@a.example", "b.example")
+    assert "not 'eve@c.example'" in foreign_ad_refusal("Submitter", "eve@c.example", "condor@a.example", "b.example")
+    assert "only Submitter ads" in foreign_ad_refusal("Machine", "slot1@x", "condor@a.example", "b.example")
+
+
+def test_a_plain_flock_to_host_may_negotiate_from_its_host() -> None:
+    from roost.core.flock import collector_host, flock_allow_entries
+
+    got = flock_allow_entries(parse_agreements(conf(FLOCK_TO="10.1.2.3:9618")))
+    assert got == {("SCHEDD", "NEGOTIATOR"): ["10.1.2.3"]}
+    assert collector_host("cm.b.example") == "cm.b.example" and collector_host("[::1]:9618") == "::1"

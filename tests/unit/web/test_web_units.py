@@ -110,3 +110,18 @@ def test_actions_need_a_bearer_token(header: str | None) -> None:
 def test_bearer_token_is_taken_as_sent() -> None:
     assert bearer_token("Bearer eyJh.eyJp.c2ln") == "eyJh.eyJp.c2ln"
     assert bearer_token("bearer  eyJh.eyJp.c2ln ") == "eyJh.eyJp.c2ln"
+
+
+def test_flock_metrics_per_connected_pool() -> None:
+    view = PoolView("/nonexistent")
+    view.snapshot = snapshot()
+    view.snapshot.taken = time.time()
+    assert _families(view)["roost_flock_slots_lent"] == []  # no connected pool: no samples
+    view.snapshot.flock = [{"pool": "b", "direction": "both", "lent": 3, "borrowed": 1, "given_hours": 2.5,
+                            "received_hours": 5.0, "reciprocity": 0.5}]
+    fams = _families(view)
+    assert {s.labels["pool"]: s.value for s in fams["roost_flock_slots_lent"]} == {"b": 3}
+    assert fams["roost_flock_slots_borrowed"][0].value == 1
+    assert fams["roost_flock_given_slot_hours"][0].value == 2.5
+    assert fams["roost_flock_received_slot_hours"][0].value == 5.0
+    assert fams["roost_flock_reciprocity"][0].value == 0.5

@@ -195,16 +195,26 @@ class AutoClusters:
             requests.append({"autocluster": ac, "count": len(members), "ad": ad})
         return requests
 
-    def take(self, ac: Any) -> Job | None:
-        """The next member of autocluster ``ac`` (as offered) still idle and in the queue."""
+    def take(self, ac: Any, accept: Callable[[Job], bool] | None = None) -> Job | None:
+        """The next member of autocluster ``ac`` (as offered) still idle and in the queue
+        (and, with ``accept``, one it accepts: a foreign pool's match takes only jobs
+        that may flock; the others stay for the next match)."""
         members = self._members.get(ac) if isinstance(ac, int) else None
+        skipped: list[Job] = []
+        found = None
         while members:
             cand = members.popleft()
             if not_negotiated(cand):
                 continue  # (qedit made it dedicated since it was offered)
             if not cand.busy and cand.status == IDLE and cand.cluster.procs.get(cand.proc) is cand:
-                return cand
-        return None
+                if accept is not None and not accept(cand):
+                    skipped.append(cand)
+                    continue
+                found = cand
+                break
+        if skipped and members is not None:
+            members.extendleft(reversed(skipped))
+        return found
 
 
 def _any_prio(idle: list[Job]) -> bool:

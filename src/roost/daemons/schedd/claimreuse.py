@@ -30,6 +30,8 @@ class ClaimReuse:
         self.queue = queue
         self.autoclusters = autoclusters
         self.submitter_of = submitter_of
+        #: a further say on each candidate (job, the claim's ``fits``): flocking's
+        self.accept: Callable[[Job, Any], bool] | None = None
         self.claim_worklife = claim_worklife  # CLAIM_WORKLIFE; None: forever
         self._prio_cache: dict[str, tuple[int, list[int]]] = {}  # owner -> (next cluster id, clusters with JobPrio)
 
@@ -53,6 +55,8 @@ class ClaimReuse:
                 continue
             if submitter is not None and self.submitter_of(job.cluster) != submitter:
                 continue  # another accounting group's job: it must be negotiated for
+            if self.accept is not None and not self.accept(job, fits):
+                continue  # a claim in another pool takes only jobs that may flock (flocking.py)
             tried += 1
             if fits(job, signature(job)):
                 self.queue.take_idle(job)

@@ -32,6 +32,7 @@ from roost.daemons.schedd.chirp_calls import ChirpCalls
 from roost.daemons.schedd.ckpt_admission import CheckpointAdmission
 from roost.daemons.schedd.claimreuse import ClaimReuse
 from roost.daemons.schedd.dedicated import DedicatedScheduler, is_dedicated
+from roost.daemons.schedd.flocking import FlockCalls, Flocking, flocking_configured
 from roost.daemons.schedd.gridmanager import GridManager, is_grid
 from roost.daemons.schedd.jobqueue import Job, JobQueue
 from roost.daemons.schedd.jobwatch import WatchCalls
@@ -93,6 +94,7 @@ class Schedd(Daemon):
         self.ckpt_admission: CheckpointAdmission | None = None
         self.chirp_calls: ChirpCalls | None = None
         self.dedicated: DedicatedScheduler | None = None
+        self.flocking: Flocking | None = None  # FLOCK_TO / FLOCK_AGREEMENTS (flocking.py)
         self._calls: dict[str, Handler] = {}
         self._ads_task: asyncio.Task[None] | None = None
         self._ads_dirty = False
@@ -186,6 +188,12 @@ class Schedd(Daemon):
             shadows, schedd_name=self.daemon_name, spool=str(self.spool_dir), config=self.config,
             query_slots=self._dedicated_slots, reschedule=self.reschedule, ads_changed=self.ads_changed)
         negotiation = NegotiatorCalls(jobs, autoclusters, shadows, self.max_running, dedicated)
+        if flocking_configured(self.config):
+            negotiation.flocking = self.flocking = Flocking(
+                self.config, queue=queue, autoclusters=autoclusters, submitter_of=self.submitter_of,
+                base_ads=self.submitter_ads, connect=self.client, home_query=self.collector_call,
+                uid_domain=self.uid_domain, schedd_name=self.daemon_name)
+            reuse.accept = self.flocking.reuse_guard
         reservations = dedicated.reservations = Reservations(str(self.spool_dir / "reservations.json"), dedicated.wake)
         checkpoints = jobs.checkpoints = CheckpointStore(str(self.spool_dir))
         checkpoints.sweep_partial()
@@ -193,6 +201,7 @@ class Schedd(Daemon):
         admission = self.ckpt_admission = CheckpointAdmission.from_config(self.config)
         shadows.activation_attrs = lambda job: admission.activation_attrs(
             job, lambda key: key in queue.running or key in jobs.runners)
+        flock_calls = FlockCalls(self.flocking, queue)  # q -analyze's "why (not) flocking"
         starters = StarterCalls(shadows, checkpoints, admission)
         chirp = self.chirp_calls = ChirpCalls(shadows, self.config)  # a running job's Chirp
         chirp.rights = rights
@@ -228,6 +237,7 @@ class Schedd(Daemon):
             "TAIL_JOB": watch.h_tail_job,
             "SSH_TO_JOB": watch.h_ssh_to_job,
             "REASSIGN_SLOT": NowCalls(jobs, rights).h_reassign_slot,  # condor_now
+            "FLOCK_WHY": flock_calls.h_flock_why,
         }
 
     async def reconfigured(self) -> None:
@@ -239,6 +249,8 @@ class Schedd(Daemon):
             self.ckpt_admission.configure(self.config)
         if self.dedicated is not None:
             self.dedicated.configure(self.config)
+        if self.flocking is not None:
+            self.flocking.configure(self.config)
 
     async def started(self) -> None:
         jobs, shadows = self.jobs, self.shadows
@@ -275,6 +287,8 @@ class Schedd(Daemon):
         assert self.dedicated is not None
         self.spawn(self.dedicated.loop(), "dedicated-scheduler")
         self.dedicated.wake()
+        if self.flocking is not None:
+            self.spawn(self.flocking.loop(), "flocking")
         if any(jobs.queue.idle.values()):
             self.reschedule()
 
@@ -282,6 +296,9 @@ class Schedd(Daemon):
         if self.dedicated is not None:
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(self.dedicated.release_all(), 5.0)  # idle dedicated claims go back
+        if self.flocking is not None:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(self.flocking.close(), 5.0)  # our ads leave the other pools
         if self.jobs is not None:
             self.jobs.stopping = True
             for runner in list(self.jobs.runners.values()):
@@ -437,6 +454,7 @@ class Schedd(Daemon):
             "NumShadows": len(sh.by_claim) if sh else 0,
             "NumJobReconnects": sh.reconnects if sh else 0,
             "NumJobReconnectFailures": sh.reconnect_failures if sh else 0,
+            **(self.flocking.ad() if self.flocking is not None else {}),
         }
 
     def ads(self) -> Any:
@@ -446,7 +464,8 @@ class Schedd(Daemon):
     def submitter_ads(self) -> Any:
         if self.queue is None:
             return
-        yield from submitter_ads(self.queue, self.uid_domain, self.daemon_name, self.address, self._advertised_names)
+        ads = submitter_ads(self.queue, self.uid_domain, self.daemon_name, self.address, self._advertised_names)
+        yield from self.flocking.home_ads(ads) if self.flocking is not None else ads
         ded = self.dedicated.submitter_ad(self.uid_domain, self.daemon_name, self.address) if self.dedicated else None
         if ded is not None:
             yield "Submitter", ded, None
