@@ -24,6 +24,13 @@ from roost.net.errors import RemoteError
 
 log = logging.getLogger("roost.daemons.startd.starter")
 
+#: answers that say "not now", never "not this job": a schedd that restarted and does
+#: not know the job yet (NOT_FOUND until it RECONNECTs), one killed mid-handshake
+#: (AUTH_FAILED: a connection reset inside TLS), one shutting down or overloaded
+#: (UNAVAILABLE), one that failed inside (INTERNAL). The chaos test once saw a schedd
+#: killed during the output's handshake taken for a refusal of the output: 4 jobs held.
+_TRY_AGAIN = frozenset(("NOT_FOUND", "AUTH_FAILED", "UNAVAILABLE", "INTERNAL"))
+
 
 class Reports:
     """The starter's reports (a part of ``Starter``)."""
@@ -93,8 +100,8 @@ class Reports:
                     try:
                         await self._put_files(address)
                     except RemoteError as e:
-                        if e.code == "NOT_FOUND":
-                            raise  # a restarted schedd that does not know the job yet
+                        if e.code in _TRY_AGAIN:
+                            raise  # a restarted schedd that does not know the job yet, or one going away
                         # refused (a remap outside the sandbox ...): the job's fault, reported
                         self.output_problems.append(f"the schedd refused the output: {e.message}")
                     if self.output_problems:
@@ -103,10 +110,13 @@ class Reports:
                 await self._report(self.final)
                 return True
             except RemoteError as e:
-                if e.code != "NOT_FOUND":
+                if e.code not in _TRY_AGAIN:
                     log.warning("job %s: schedd refused the report: %s", self.spec.job_id, e)
                     return False
-                log.info("job %s: schedd does not know the job (yet); will retry", self.spec.job_id)
+                if e.code == "NOT_FOUND":
+                    log.info("job %s: schedd does not know the job (yet); will retry", self.spec.job_id)
+                else:
+                    log.info("job %s: schedd could not take the report yet (%s); will retry", self.spec.job_id, e)
             except (ConnectionError, OSError, TimeoutError) as e:
                 log.info("job %s: cannot report to %s yet: %s", self.spec.job_id, address, e)
             await self._pause(delay)
