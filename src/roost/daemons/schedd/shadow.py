@@ -30,6 +30,7 @@ from roost.daemons.schedd.claimreuse import ClaimReuse
 from roost.daemons.schedd.jobqueue import Job
 from roost.daemons.schedd.lifecycle import JobLifecycle
 from roost.daemons.schedd.runend import MAX_TRANSFER_RETRIES
+from roost.daemons.schedd.startturns import StartTurns, Turn
 from roost.eventlog import (
     DisconnectedEvent,
     ExecuteEvent,
@@ -48,6 +49,8 @@ VACATE_WAIT = 10.0  # seconds to wait for a vacated job's exit report before giv
 # A preempting claim is activated once the startd has retired and vacated the job it
 # preempts, which may take the victim's whole MaxJobRetirementTime: wait that long.
 PREEMPT_ACTIVATE_WAIT = 7 * 86400.0
+#: SCHEDD_MAX_STARTING_PER_STARTD's default (startturns.py)
+DEFAULT_MAX_STARTING = 64
 
 
 def _keep_claim_idle(job: Job) -> float:
@@ -70,6 +73,7 @@ class Shadows:
         submitter_of: Callable[[Any], str],
         reschedule: Callable[[], None],
         connect: Callable[..., AsyncClient] = AsyncClient,
+        max_starting: int = DEFAULT_MAX_STARTING,
     ) -> None:
         self.jobs = jobs
         self.connect = connect  # the schedd's Daemon.client: it proves who we are
@@ -81,6 +85,8 @@ class Shadows:
         self.reschedule = reschedule
         self.by_claim: dict[str, Shadow] = {}
         self.clients: dict[str, AsyncClient] = {}
+        #: SCHEDD_MAX_STARTING_PER_STARTD: starts in flight per startd (startturns.py)
+        self.turns = StartTurns(max_starting)
         self.reconnects = 0
         self.reconnect_failures = 0
         # claims held idle after their job (the job's KeepClaimIdle: DAGMan's next node)
@@ -215,6 +221,13 @@ class Shadow:
         self.submitter: str | None = None  # the accounting name the claim serves
         #: condor_now: the job this claim runs next, once its job has been vacated
         self.now_job: tuple[int, int] | None = None
+        self._turn: Turn | None = None  # this claim's start in flight on its startd (startturns.py)
+
+    def _end_turn(self) -> None:
+        """The start in flight is over (the job runs, ended, or did not start)."""
+        turn, self._turn = self._turn, None
+        if turn is not None:
+            turn.done()
 
     def _give_back(self, job: Job) -> None:
         """The claim could not take ``job``: offer it again (and stop owning it)."""
@@ -249,6 +262,7 @@ class Shadow:
         s = self.shadows
         self.owner = job.owner
         self.submitter = s.submitter_of(job.cluster)
+        self._turn = await s.turns.take(self.startd_address)
         try:
             resp = await self.client.call(
                 "REQUEST_CLAIM",
@@ -259,14 +273,27 @@ class Shadow:
                 slot_name=self.slot_name,  # a stale match is still counted on its slot
             )
         except (RemoteError, ConnectionError) as e:
+            self._end_turn()
             log.debug("job %s: claim on %s refused: %s", job.id, self.slot_name, e)
             s.autoclusters.note_refused(job, f"claim on {self.slot_name} refused: {e}")
             self._give_back(job)
+            if not isinstance(e, RemoteError):
+                # no answer (a timeout, a connection cut): the startd may have granted the
+                # claim all the same, and would hold the slot for us until its lease ran out
+                self.jobs.host.spawn(self._release_quietly(), f"release-{self.slot_name}")
             s.reschedule()
             return
+        except BaseException:
+            self._end_turn()
+            raise
         log.debug("job %s: claimed %s%s", job.id, self.slot_name, " (preempting)" if resp.get("preempting") else "")
         self._claimed(resp)
         await self._serve(job, reconnecting=False)
+
+    async def _release_quietly(self) -> None:
+        """RELEASE_CLAIM of a claim that may or may not be ours (best effort)."""
+        with contextlib.suppress(RemoteError, ConnectionError, TimeoutError):
+            await self.client.call("RELEASE_CLAIM", claim_id=self.claim_id, _timeout=5.0)
 
     def _claimed(self, resp: dict[str, Any]) -> None:
         """Take REQUEST_CLAIM's answer: whether it preempts, the claim id it granted (a
@@ -310,6 +337,7 @@ class Shadow:
             cancelled = not holding
             raise
         finally:
+            self._end_turn()
             s.by_claim.pop(self.claim_id, None)
             if self._keepalive is not None:
                 self._keepalive.cancel()
@@ -405,6 +433,7 @@ class Shadow:
             self._log_contact(True)  # the execute side reached us: contact is back
         state = update.get("state")
         if state == "running":
+            self._end_turn()  # the job's process exists: the startd's part of the start is done
             if self._execute_due and self.job is not None:
                 self._execute_due = False
                 self._write_execute(self.job)
@@ -435,11 +464,15 @@ class Shadow:
     async def _run_job(self, job: Job) -> bool:
         """Activate the claim with ``job`` and see it through; False: give the claim up."""
         jobs = self.jobs
+        if self._turn is None and not self.vacating:  # a reused claim: its start waits its turn too
+            self._turn = await self.shadows.turns.take(self.startd_address)
         if self.vacating:
+            self._end_turn()
             self._give_back(job)
             return False
         if job.cluster.procs.get(job.proc) is not job or job.status != jp.IDLE:
             # Removed or held while the claim was being requested: nothing to run.
+            self._end_turn()
             job.busy = False
             if jobs.runners.get(job.key) is self:
                 jobs.runners.pop(job.key, None)
@@ -452,6 +485,7 @@ class Shadow:
         try:
             activated = await self._activate(job)
         except (RemoteError, ConnectionError) as e:
+            self._end_turn()
             log.debug("job %s: activation on %s failed: %s", job.id, self.slot_name, e)
             self.shadows.autoclusters.note_refused(job, f"activation on {self.slot_name} refused: {e}")
             self.job = None
@@ -535,6 +569,7 @@ class Shadow:
         if self.shadows.activation_attrs is not None:
             ad.update(self.shadows.activation_attrs(job))
         if self.preempting:
+            self._end_turn()  # it waits for the victim's retirement: not the startd's start work
             return await self._activate_preempting(ad)
         delay = 0.002
         for attempt in range(8):
@@ -550,6 +585,7 @@ class Shadow:
     async def _await_exit(self, job: Job) -> bool:
         assert self.exit is not None
         update = await self.exit
+        self._end_turn()
         if self._execute_due:  # it ended (or failed to start) before saying it began
             self._execute_due = False
             self._write_execute(job)
