@@ -275,7 +275,8 @@ class Shadow:
         except (RemoteError, ConnectionError) as e:
             self._end_turn()
             log.debug("job %s: claim on %s refused: %s", job.id, self.slot_name, e)
-            s.autoclusters.note_refused(job, f"claim on {self.slot_name} refused: {e}")
+            if not _stale(e):  # a stale match says nothing of the job: no back-off for it
+                s.autoclusters.note_refused(job, f"claim on {self.slot_name} refused: {e}")
             self._give_back(job)
             if not isinstance(e, RemoteError):
                 # no answer (a timeout, a connection cut): the startd may have granted the
@@ -650,6 +651,19 @@ class Shadow:
             await asyncio.wait_for(asyncio.shield(fut), VACATE_WAIT)
         if not fut.done():
             fut.set_result({"state": "vacated"})
+
+
+def _stale(e: Exception) -> bool:
+    """Whether a refused REQUEST_CLAIM says the match was stale (made against a slot ad a
+    moment old: the slot is gone, claimed meanwhile, or a partitionable slot has less
+    left than it showed) rather than that the slot refuses the job. Stale matches are
+    dropped, the job back to Idle for the next cycle; only refusals of the job back its
+    autocluster off (a match that waited for its turn at a busy startd is often stale)."""
+    if not isinstance(e, RemoteError):
+        return False
+    text = str(e)
+    return e.code == "NOT_FOUND" or (e.code == "DENIED" and (
+        "is already claimed" in text or "free; the job asks for" in text or "takes no claims: in state" in text))
 
 
 def _deactivate_timeout(job: Job) -> float:
