@@ -411,7 +411,7 @@ class Starter:
         return self.start()
 
     def _why(self, e: BaseException) -> str:
-        if isinstance(e, StartError):
+        if isinstance(e, StartError | launch.ExecError):  # ExecError: HTCondor's words already
             return str(e)
         if isinstance(e, TransferError):
             return f"input transfer failed: {e}"
