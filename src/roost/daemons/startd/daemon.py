@@ -576,5 +576,21 @@ class Startd(Daemon):
                     self.log.info("cannot ask the negotiator to reschedule: %s", e)
 
 
+#: a file name: the startd runs under cProfile and writes its statistics there when it
+#: stops (bench/running_bench.py --profile: where the startd's CPU per job start goes)
+PROFILE_ENV = "ROOST_STARTD_PROFILE"
+
+
 def main() -> None:
-    run(Startd)
+    out = os.environ.get(PROFILE_ENV)
+    if not out:
+        run(Startd)
+        return
+    # lazy: only a profiled run (a bench) pays for the profiler's import
+    import cProfile
+
+    prof = cProfile.Profile()
+    try:
+        prof.runcall(run, Startd)
+    finally:
+        prof.dump_stats(out)
