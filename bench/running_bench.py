@@ -54,6 +54,7 @@ from pool_bench import BenchPool  # noqa: E402  (the bench's own directory)
 SLEEP_ARG = "86399.25"
 REF_FDS_PER_JOB = 3.5
 REF_LAG_4000 = 30.0
+EXTRA = ""  # more configuration for the pool (--max-starting)
 
 
 def pool_config(n: int) -> str:
@@ -158,7 +159,7 @@ def _run_once(n: int, timeout: float, profile: str | None) -> dict[str, float]:
     if profile:
         os.environ["ROOST_STARTD_PROFILE"] = profile  # the master's children inherit it
     try:
-        with BenchPool(pool_config(n)) as bp:
+        with BenchPool(pool_config(n) + EXTRA) as bp:
             from roost.api.schedd import Schedd
 
             daemons = bp.pool.status()["daemons"]
@@ -190,7 +191,7 @@ def _run_hosts(n: int, timeout: float, k: int, profile: str | None) -> dict[str,
         try:
             cm = pool.add("cm", "CentralManager", "Submit")
             with open(cm.home / "roost_config", "a") as f:
-                f.write(HOSTS_CONFIG)
+                f.write(HOSTS_CONFIG + EXTRA)
             cm.roost("up", "-timeout", "60", timeout=90)
             for i in range(k):
                 h = pool.add(f"exec{i + 1}", "Execute")
@@ -336,10 +337,15 @@ def main() -> int:
     ap.add_argument("--timeout", type=float, default=900.0, help="seconds to wait for all to run")
     ap.add_argument("--hosts", type=int, default=0,
                     help="K execute hosts in network namespaces (0, the default: one personal pool)")
+    ap.add_argument("--max-starting", type=int, default=None,
+                    help="SCHEDD_MAX_STARTING_PER_STARTD for the run (default: the schedd's, 64)")
     ap.add_argument("--profile", default=None, help="run the (first) startd under cProfile, statistics to this file")
     ns = ap.parse_args()
     if ns.hosts < 0:
         ap.error("--hosts must be 0 or more")
+    global EXTRA
+    if ns.max_starting is not None:
+        EXTRA = f"SCHEDD_MAX_STARTING_PER_STARTD = {ns.max_starting}\n"
     ok = True
     for n in (int(x) for x in ns.jobs.split(",")):
         runs = [run_once(n, ns.timeout, ns.hosts, ns.profile) for _ in range(ns.runs)]
