@@ -338,7 +338,7 @@ def main() -> int:
     ap.add_argument("--hosts", type=int, default=0,
                     help="K execute hosts in network namespaces (0, the default: one personal pool)")
     ap.add_argument("--max-starting", type=int, default=None,
-                    help="SCHEDD_MAX_STARTING_PER_STARTD for the run (default: the schedd's, 64)")
+                    help="SCHEDD_MAX_STARTING_PER_STARTD for the run (default: the schedd's, 256)")
     ap.add_argument("--profile", default=None, help="run the (first) startd under cProfile, statistics to this file")
     ns = ap.parse_args()
     if ns.hosts < 0:

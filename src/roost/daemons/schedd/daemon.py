@@ -40,7 +40,7 @@ from roost.daemons.schedd.notify import Notifier
 from roost.daemons.schedd.now import NowCalls
 from roost.daemons.schedd.queries import QueueCalls
 from roost.daemons.schedd.reservations import Reservations
-from roost.daemons.schedd.shadow import Shadows
+from roost.daemons.schedd.shadow import DEFAULT_MAX_STARTING, Shadows
 from roost.daemons.schedd.spool_area import sweep_partial
 from roost.daemons.schedd.spool_calls import SpoolCalls
 from roost.daemons.schedd.starter_calls import StarterCalls
@@ -80,7 +80,7 @@ class Schedd(Daemon):
         self.max_history = int(cfg.get_int("MAX_HISTORY_ROWS", 1000000) or 1000000)
         self.max_running = int(cfg.get_int("MAX_JOBS_RUNNING", 10000) or 10000)
         # starts in flight per startd (shadow.py's StartTurns): 0 is no limit
-        self.max_starting = max(0, int(cfg.get_int("SCHEDD_MAX_STARTING_PER_STARTD", 64) or 0))
+        self.max_starting = max(0, int(cfg.get_int("SCHEDD_MAX_STARTING_PER_STARTD", DEFAULT_MAX_STARTING) or 0))
         self.userlogs = UserLogs(config=cfg)
         # users are user@UID_DOMAIN: submitter names, job owners (read once: a RECONFIG
         # that changed it would rename every submitter mid-queue)
