@@ -201,3 +201,20 @@ def test_a_deleted_user_log_is_written_again(pool: PoolHandle, tmp_path: Path) -
     assert {e.cluster for e in events} == {r.cluster}
     assert _types(events)[0] == htcondor2.JobEventType.SUBMIT
     assert _types(events)[-1] == htcondor2.JobEventType.JOB_TERMINATED
+
+
+def test_an_executable_that_cannot_be_executed_holds_the_job_with_code_6(pool: PoolHandle, tmp_path: Path) -> None:
+    """A program without execute permission is the job's fault: held (HTCondor's
+    FailedToCreateProcess, code 6, with its "Failed to execute" words), not run as an
+    exit of 126 and not requeued as the machine's."""
+    plain = tmp_path / "plain.sh"
+    plain.write_text("#!/bin/sh\necho never\n")
+    plain.chmod(0o644)
+    r = pool.submit(f"executable = {plain}\ntransfer_executable = false\narguments = a b\nlog = x.log\nqueue\n",
+                    tmp_path)
+    ad = pool.wait_for(r.job_ids()[0], lambda j: j.get("JobStatus") == 5, timeout=60, what="held")
+    assert ad["HoldReasonCode"] == 6, ad
+    assert ad["HoldReason"].endswith(f"Failed to execute '{plain}' with arguments a b: "
+                                     "(errno=13: 'Permission denied')"), ad["HoldReason"]
+    assert ad["HoldReason"].startswith("Error from slot"), ad["HoldReason"]
+    assert htcondor2.JobEventType.JOB_HELD in _types(_events(tmp_path / "x.log"))

@@ -141,6 +141,9 @@ class FakeStartd:
         self.claims: dict[str, str] = {}  # claim id -> schedd address
         self.forget_claims = False
         self.deny_claims = False
+        self.cut_claims = False  # grant the claim, then cut the connection before answering
+        #: while set, starters wait before they report "running" (a startd slow to start jobs)
+        self.hold_running = False
         self.deny_activations = False  # START false at activation (claims are granted)
         self.hang = False  # don't report exits (for vacate/lease tests)
         #: the next activation's input transfer is cut (as a starter reports it): "failed" + retry
@@ -188,6 +191,10 @@ class FakeStartd:
                 raise RequestError("DENIED", "START is false")
             cid = req["claim_id"] + "#d"
             self.claims[cid] = req.get("schedd_address", "")
+            if self.cut_claims:  # granted, but the schedd never hears so
+                self.claims[req["claim_id"]] = req.get("schedd_address", "")
+                peer.writer.transport.abort()
+                await asyncio.sleep(1.0)
             return {"claim_id": cid, "slot_ad": self.slot}
 
         async def activate(req: dict[str, Any], peer: Any) -> dict[str, Any]:
@@ -256,6 +263,8 @@ class FakeStartd:
             if not resp.get("ok"):
                 await schedd.call("JOB_UPDATE", claim_id=claim_id, job=jid, state="failed", error=resp.get("error"))
                 return
+            while self.hold_running:
+                await asyncio.sleep(0.02)
             await schedd.call("JOB_UPDATE", claim_id=claim_id, job=jid, state="running", pid=4242)
             if self.suspend_for is not None:
                 await schedd.call("JOB_UPDATE", claim_id=claim_id, job=jid, state="suspended", num_pids=3)

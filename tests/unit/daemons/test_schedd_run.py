@@ -486,3 +486,53 @@ def test_put_files_for_a_claim_the_schedd_does_not_serve_keeps_the_stream_in_ste
         assert first.get("ok") is not True and first.get("code") == "NOT_FOUND", first
         second = c.call("QUERY_JOBS", totals=True)
         assert "totals" in second
+
+
+def test_a_claim_request_without_an_answer_is_released_and_the_job_stays_idle(pool, tmp_path):
+    """The startd granted the claim but its answer never came (the connection was cut):
+    the shadow releases the claim (else the slot stays claimed until its lease ends)
+    and the job is offered again."""
+    s, peers = pool
+    startd = FakeStartd(s.home)
+    startd.cut_claims = True
+    peers.append(startd)
+    with s.client() as c:
+        cid, _ = submit(c, "executable = /bin/true\nqueue\n", str(tmp_path))
+        assert match_all(s, startd) == 1
+        release = wait_for(lambda: next((r for n, r in startd.calls if n == "RELEASE_CLAIM"), None))
+        assert release["claim_id"] == "claim-1" and "claim-1" not in startd.claims
+        assert "ACTIVATE_CLAIM" not in startd.names()
+        assert c.call("QUERY_JOBS", totals=True)["totals"]["Idle"] == 1
+        startd.cut_claims = False
+        wait_for(lambda: match_all(s, startd, claim="claim-2") == 1, timeout=20)  # after the refusal's back-off
+        done = wait_for(lambda: history(s).get(f"{cid}.0"))
+    assert done["JobStatus"] == 4 and done["NumJobStarts"] == 1
+
+
+def test_starts_in_flight_per_startd_are_bounded(tmp_path):
+    """SCHEDD_MAX_STARTING_PER_STARTD = 2: of five matches on one startd, two claims are
+    requested until their jobs report running; then the others follow, and all run."""
+    s = ScheddProc(tmp_path, "SCHEDD_MAX_STARTING_PER_STARTD = 2\n").start()
+    startd = FakeStartd(s.home)
+    try:
+        startd.hold_running = True
+        startd.hang = True
+        with s.client() as c:
+            cid, _ = submit(c, "executable = /bin/sleep\nqueue 5\n", str(tmp_path))
+            with s.daemon_client() as n:
+                (req,) = n.call("GET_REQUESTS", owner="root")["requests"]
+            for i in range(5):
+                startd.send_match(s.address, req["autocluster"], f"claim-{i}")
+            wait_for(lambda: startd.names().count("ACTIVATE_CLAIM") == 2)
+            deadline = time.monotonic() + 1.0
+            while time.monotonic() < deadline:  # nothing more comes while those two start
+                assert startd.names().count("REQUEST_CLAIM") == 2
+                time.sleep(0.05)
+            startd.hold_running = False
+            wait_for(lambda: startd.names().count("ACTIVATE_CLAIM") == 5)
+            wait_for(lambda: c.call("QUERY_JOBS", totals=True)["totals"]["Running"] == 5)
+            assert startd.names().count("REQUEST_CLAIM") == 5
+    finally:
+        startd.hang = False
+        s.stop()
+        startd.close()

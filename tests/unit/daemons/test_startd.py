@@ -128,7 +128,7 @@ def test_signals_failures_and_claim_reuse():
             await client.call("ACTIVATE_CLAIM", claim_id=cid, job_ad=missing)
             failed = await peer.next_update()
             assert failed["state"] == "failed" and failed["job"] == "2.0"
-            assert "/no/such/program" in failed["error"] and "not found" in failed["error"]
+            assert failed["error"] == "Failed to execute '/no/such/program': (errno=2: 'No such file or directory')"
             # no input files on the schedd side: the transfer failure is reported too
             nofiles = job_ad("executable = /submit/x.sh\nqueue\n", cluster=3)
             peer.refuse_inputs.add("3.0")

@@ -144,7 +144,8 @@ def test_identity_never_root_and_fallback_launcher(job_tmp):
 @pytest.mark.skipif(os.geteuid() != 0, reason="identity switching needs root")
 def test_built_launcher_enters_the_cgroup_and_switches_ids(job_tmp):
     """The compiled helper does what sh + setpriv did: pid into cgroup.procs before the
-    job's exec, real/effective/saved ids, no supplementary groups; exec failures 126/127."""
+    job's exec, real/effective/saved ids, no supplementary groups; exec failures 126/127,
+    their errno reported where the pid would be."""
     saved = launch._launcher
     try:
         helper = launch.build_launcher(str(job_tmp / "launcher"))
@@ -183,8 +184,42 @@ def test_built_launcher_enters_the_cgroup_and_switches_ids(job_tmp):
         got = launch.read_exit(ends)
         os.close(ends)
         assert got is not None and os.waitstatus_to_exitcode(got[0]) == 127
-        assert gone.stdout.strip().isdigit()  # the pid it reported (fd 1 here) before the exec
+        assert gone.stdout.strip() == "?2"  # the exec's errno (ENOENT) where the pid goes (fd 1 here)
         assert subprocess.run([helper], capture_output=True).returncode == 126
+    finally:
+        launch._launcher = saved
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="identity switching needs root")
+def test_a_program_the_jobs_user_may_not_execute_is_an_exec_error_not_an_exit(job_tmp):
+    """Root may execute a 0700 program of its own, so the check before the fork passes;
+    the job's exec, as nobody, fails: the helper reports its errno instead of a pid and
+    spawn raises ExecError with HTCondor's words (the job is held, not exited 126)."""
+    saved = launch._launcher
+    try:
+        if launch.build_launcher(str(job_tmp / "launcher")) is None:
+            pytest.skip("no C compiler")
+        nobody = pwd.getpwnam("nobody")
+        os.chmod(job_tmp, 0o755)
+        prog = job_tmp / "mine"
+        prog.write_text("#!/bin/sh\necho ran\n")
+        prog.chmod(0o700)
+        fd = os.open(job_tmp / "out", os.O_WRONLY | os.O_CREAT, 0o666)
+        req = launch.Launch(argv=[str(prog), "x"], executable=str(prog), cwd="/", env={}, stdin=0,
+                            stdout=fd, stderr=fd, uid=nobody.pw_uid, gid=nobody.pw_gid)
+        try:
+            with pytest.raises(launch.ExecError) as e:
+                asyncio.run(launch.spawn(req))
+        finally:
+            os.close(fd)
+        assert e.value.errno == 13
+        assert str(e.value) == f"Failed to execute '{prog}' with arguments x: (errno=13: 'Permission denied')"
+        assert "ran" not in (job_tmp / "out").read_text()
+        # not executable at all: refused before the fork, in the same words
+        prog.chmod(0o644)
+        req = launch.Launch(argv=[str(prog)], executable=str(prog), cwd="/", env={}, stdin=0, stdout=1, stderr=2)
+        with pytest.raises(launch.ExecError, match=r"^Failed to execute '.*mine': \(errno=13: 'Permission denied'\)$"):
+            asyncio.run(launch.spawn(req))
     finally:
         launch._launcher = saved
 

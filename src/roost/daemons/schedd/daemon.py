@@ -43,7 +43,7 @@ from roost.daemons.schedd.notify import Notifier
 from roost.daemons.schedd.now import NowCalls
 from roost.daemons.schedd.queries import QueueCalls
 from roost.daemons.schedd.reservations import Reservations
-from roost.daemons.schedd.shadow import Shadows
+from roost.daemons.schedd.shadow import DEFAULT_MAX_STARTING, Shadows
 from roost.daemons.schedd.spool_area import sweep_partial
 from roost.daemons.schedd.spool_calls import SpoolCalls
 from roost.daemons.schedd.starter_calls import StarterCalls
@@ -82,6 +82,8 @@ class Schedd(Daemon):
         self.fsync = cfg.get_bool("SCHEDD_FSYNC", True) is not False
         self.max_history = int(cfg.get_int("MAX_HISTORY_ROWS", 1000000) or 1000000)
         self.max_running = int(cfg.get_int("MAX_JOBS_RUNNING", 10000) or 10000)
+        # starts in flight per startd (shadow.py's StartTurns): 0 is no limit
+        self.max_starting = max(0, int(cfg.get_int("SCHEDD_MAX_STARTING_PER_STARTD", DEFAULT_MAX_STARTING) or 0))
         self.userlogs = UserLogs(config=cfg)
         # users are user@UID_DOMAIN: submitter names, job owners (read once: a RECONFIG
         # that changed it would rename every submitter mid-queue)
@@ -171,6 +173,7 @@ class Schedd(Daemon):
         shadows = self.shadows = Shadows(
             jobs, autoclusters, reuse, lease=self.lease, alive_interval=self.alive_interval,
             submitter_of=self.submitter_of, reschedule=self.reschedule, connect=self.client,
+            max_starting=self.max_starting,
         )
         rights = self.rights = QueueRights(
             self.uid_domain, self.config.get_list("QUEUE_SUPER_USERS", ["root", "condor"]) or [],

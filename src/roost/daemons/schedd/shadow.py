@@ -10,7 +10,8 @@ A shadow owns no job state: it changes jobs through the schedd's ``JobLifecycle`
 (lifecycle.py), which commits every change before the event that reports it is
 written. ``Shadows`` is the registry of one schedd's shadows and holds what they
 share: the startd clients, the claim lease, the autoclusters (refusals) and claim
-reuse.
+reuse. What a run's end does to its job is ``runend.py``'s, and taking a claim back
+after a schedd restart ``reconnect.py``'s (issue 28: the class stays under 500 lines).
 """
 
 from __future__ import annotations
@@ -23,10 +24,13 @@ from collections.abc import Callable
 from typing import Any
 
 from roost.core import jobpolicy as jp
+from roost.daemons.schedd import reconnect, runend
 from roost.daemons.schedd.autocluster_ids import AutoClusters, not_negotiated
 from roost.daemons.schedd.claimreuse import ClaimReuse
 from roost.daemons.schedd.jobqueue import Job
 from roost.daemons.schedd.lifecycle import JobLifecycle
+from roost.daemons.schedd.runend import MAX_TRANSFER_RETRIES
+from roost.daemons.schedd.startturns import StartTurns, Turn
 from roost.eventlog import (
     DisconnectedEvent,
     ExecuteEvent,
@@ -34,8 +38,6 @@ from roost.eventlog import (
     FileTransferType,
     ReconnectedEvent,
     ReconnectFailedEvent,
-    TerminatedEvent,
-    Usage,
 )
 from roost.net.adwire import obj_to_ad
 from roost.net.client import AsyncClient
@@ -44,12 +46,12 @@ from roost.net.errors import RemoteError, RequestError
 log = logging.getLogger(__name__)
 
 VACATE_WAIT = 10.0  # seconds to wait for a vacated job's exit report before giving up on it
-#: a job whose runs the infrastructure keeps failing (input transfers cut) is held after
-#: this many shadow exceptions rather than requeued for ever
-MAX_TRANSFER_RETRIES = 10
 # A preempting claim is activated once the startd has retired and vacated the job it
 # preempts, which may take the victim's whole MaxJobRetirementTime: wait that long.
 PREEMPT_ACTIVATE_WAIT = 7 * 86400.0
+#: SCHEDD_MAX_STARTING_PER_STARTD's default (startturns.py): at 4,000 jobs on one startd 64 turns
+#: gave all processes at 99 s (2.4 s behind Running), 256 at 71 s (4.8 s behind)
+DEFAULT_MAX_STARTING = 256
 
 
 def _keep_claim_idle(job: Job) -> float:
@@ -72,6 +74,7 @@ class Shadows:
         submitter_of: Callable[[Any], str],
         reschedule: Callable[[], None],
         connect: Callable[..., AsyncClient] = AsyncClient,
+        max_starting: int = DEFAULT_MAX_STARTING,
     ) -> None:
         self.jobs = jobs
         self.connect = connect  # the schedd's Daemon.client: it proves who we are
@@ -83,6 +86,8 @@ class Shadows:
         self.reschedule = reschedule
         self.by_claim: dict[str, Shadow] = {}
         self.clients: dict[str, AsyncClient] = {}
+        #: SCHEDD_MAX_STARTING_PER_STARTD: starts in flight per startd (startturns.py)
+        self.turns = StartTurns(max_starting)
         self.reconnects = 0
         self.reconnect_failures = 0
         # claims held idle after their job (the job's KeepClaimIdle: DAGMan's next node)
@@ -157,7 +162,7 @@ class Shadows:
             claim.get("slot_ad"), self.job_lease(job),
         )
         self.jobs.runners[job.key] = sh
-        self.jobs.host.spawn(sh.run_reconnect(job), f"reconnect-{job.id}")
+        self.jobs.host.spawn(reconnect.take_back(sh, job), f"reconnect-{job.id}")
 
     def serving(self, claim_id: str, job_id: str) -> tuple[Shadow, Job]:
         """The shadow running ``job_id`` on ``claim_id`` (a starter's call names both)."""
@@ -217,6 +222,13 @@ class Shadow:
         self.submitter: str | None = None  # the accounting name the claim serves
         #: condor_now: the job this claim runs next, once its job has been vacated
         self.now_job: tuple[int, int] | None = None
+        self._turn: Turn | None = None  # this claim's start in flight on its startd (startturns.py)
+
+    def _end_turn(self) -> None:
+        """The start in flight is over (the job runs, ended, or did not start)."""
+        turn, self._turn = self._turn, None
+        if turn is not None:
+            turn.done()
 
     def _give_back(self, job: Job) -> None:
         """The claim could not take ``job``: offer it again (and stop owning it)."""
@@ -251,6 +263,7 @@ class Shadow:
         s = self.shadows
         self.owner = job.owner
         self.submitter = s.submitter_of(job.cluster)
+        self._turn = await s.turns.take(self.startd_address)
         try:
             resp = await self.client.call(
                 "REQUEST_CLAIM",
@@ -261,14 +274,28 @@ class Shadow:
                 slot_name=self.slot_name,  # a stale match is still counted on its slot
             )
         except (RemoteError, ConnectionError) as e:
+            self._end_turn()
             log.debug("job %s: claim on %s refused: %s", job.id, self.slot_name, e)
-            s.autoclusters.note_refused(job, f"claim on {self.slot_name} refused: {e}")
+            if not _stale(e):  # a stale match says nothing of the job: no back-off for it
+                s.autoclusters.note_refused(job, f"claim on {self.slot_name} refused: {e}")
             self._give_back(job)
+            if not isinstance(e, RemoteError):
+                # no answer (a timeout, a connection cut): the startd may have granted the
+                # claim all the same, and would hold the slot for us until its lease ran out
+                self.jobs.host.spawn(self._release_quietly(), f"release-{self.slot_name}")
             s.reschedule()
             return
+        except BaseException:
+            self._end_turn()
+            raise
         log.debug("job %s: claimed %s%s", job.id, self.slot_name, " (preempting)" if resp.get("preempting") else "")
         self._claimed(resp)
         await self._serve(job, reconnecting=False)
+
+    async def _release_quietly(self) -> None:
+        """RELEASE_CLAIM of a claim that may or may not be ours (best effort)."""
+        with contextlib.suppress(RemoteError, ConnectionError, TimeoutError):
+            await self.client.call("RELEASE_CLAIM", claim_id=self.claim_id, _timeout=5.0)
 
     def _claimed(self, resp: dict[str, Any]) -> None:
         """Take REQUEST_CLAIM's answer: whether it preempts, the claim id it granted (a
@@ -285,54 +312,6 @@ class Shadow:
             if isinstance(name, str):
                 self.slot_name = name
 
-    async def run_reconnect(self, job: Job) -> None:
-        """After a schedd restart: take the running job's claim back (RECONNECT)."""
-        s = self.shadows
-        self.owner = job.owner
-        self.submitter = s.submitter_of(job.cluster)
-        # A startd that does not answer may be restarting too (its jobs carry on under
-        # their keepers): try again until the job's lease runs out, as HTCondor's shadow
-        # does; a startd that answers and does not know the claim is final.
-        deadline = time.monotonic() + self.lease
-        delay = 0.25
-        while True:
-            try:
-                resp = await self.client.call("RECONNECT", claim_id=self.claim_id,
-                                              schedd_address=self.jobs.host.address)
-                break
-            except (RemoteError, ConnectionError) as e:
-                # AUTH_FAILED too: a restarted key-less startd cannot check our token while
-                # the central manager is down; it may be able to in a moment
-                transient = isinstance(e, ConnectionError) or (isinstance(e, RemoteError) and e.code == "AUTH_FAILED")
-                if transient and time.monotonic() + delay < deadline:
-                    log.info("job %s: reconnect to %s: %s; trying again in %.2g s", job.id,
-                             self.startd_address, e, delay)
-                    await asyncio.sleep(delay)
-                    delay = min(delay * 2, 10.0)
-                    if job.cluster.procs.get(job.proc) is not job or job.status not in (jp.RUNNING, jp.SUSPENDED):
-                        # removed or held meanwhile: settled here (its vacate found no
-                        # exit to wait for); the startd kills the job when the lease ends
-                        if self.jobs.runners.get(job.key) is self:
-                            await self.jobs.settle(job)
-                        return
-                    continue
-                log.warning("job %s: reconnect to %s failed: %s", job.id, self.startd_address, e)
-                s.reconnect_failures += 1
-                self._log_reconnect_failed(job, f"Reconnect to {self.slot_name or self.startd_address} failed: {e}")
-                await self.jobs.requeue(job, f"Job reconnect to {self.slot_name or self.startd_address} failed: {e}")
-                return
-        if resp.get("job") is None or resp.get("state") == "idle" or (
-            isinstance(resp.get("job"), str) and resp["job"] not in ("?", job.id)
-        ):
-            s.reconnect_failures += 1
-            self._log_reconnect_failed(job, "Job not found at execution machine")
-            await self.jobs.requeue(job, f"Job reconnect to {self.slot_name or self.startd_address} failed: the job is gone")
-            self.owner = None  # the claim stays ours but nothing of this job is left on it
-            return
-        log.info("job %s: reconnected to %s (%s)", job.id, self.slot_name, resp.get("state"))
-        s.reconnects += 1
-        await self._serve(job, reconnecting=True, reconnect_state=resp)
-
     async def _serve(self, job: Job | None, *, reconnecting: bool, reconnect_state: dict[str, Any] | None = None) -> None:
         s = self.shadows
         jobs = self.jobs
@@ -344,7 +323,7 @@ class Shadow:
             first = True
             while job is not None and keep:
                 if first and reconnecting:
-                    keep = await self._resume(job, reconnect_state or {})
+                    keep = await reconnect.resume(self, job, reconnect_state or {})
                 else:
                     keep = await self._run_job(job)
                 first = False
@@ -360,6 +339,7 @@ class Shadow:
             cancelled = not holding
             raise
         finally:
+            self._end_turn()
             s.by_claim.pop(self.claim_id, None)
             if self._keepalive is not None:
                 self._keepalive.cancel()
@@ -455,6 +435,7 @@ class Shadow:
             self._log_contact(True)  # the execute side reached us: contact is back
         state = update.get("state")
         if state == "running":
+            self._end_turn()  # the job's process exists: the startd's part of the start is done
             if self._execute_due and self.job is not None:
                 self._execute_due = False
                 self._write_execute(self.job)
@@ -485,11 +466,15 @@ class Shadow:
     async def _run_job(self, job: Job) -> bool:
         """Activate the claim with ``job`` and see it through; False: give the claim up."""
         jobs = self.jobs
+        if self._turn is None and not self.vacating:  # a reused claim: its start waits its turn too
+            self._turn = await self.shadows.turns.take(self.startd_address)
         if self.vacating:
+            self._end_turn()
             self._give_back(job)
             return False
         if job.cluster.procs.get(job.proc) is not job or job.status != jp.IDLE:
             # Removed or held while the claim was being requested: nothing to run.
+            self._end_turn()
             job.busy = False
             if jobs.runners.get(job.key) is self:
                 jobs.runners.pop(job.key, None)
@@ -502,6 +487,7 @@ class Shadow:
         try:
             activated = await self._activate(job)
         except (RemoteError, ConnectionError) as e:
+            self._end_turn()
             log.debug("job %s: activation on %s failed: %s", job.id, self.slot_name, e)
             self.shadows.autoclusters.note_refused(job, f"activation on {self.slot_name} refused: {e}")
             self.job = None
@@ -585,6 +571,7 @@ class Shadow:
         if self.shadows.activation_attrs is not None:
             ad.update(self.shadows.activation_attrs(job))
         if self.preempting:
+            self._end_turn()  # it waits for the victim's retirement: not the startd's start work
             return await self._activate_preempting(ad)
         delay = 0.002
         for attempt in range(8):
@@ -597,29 +584,10 @@ class Shadow:
             delay *= 2
         raise AssertionError("unreachable: the last attempt raises")
 
-    async def _resume(self, job: Job, state: dict[str, Any]) -> bool:
-        """Continue a reconnected job: the starter reports its exit to us from now on."""
-        self.job = job
-        self.exit = asyncio.get_running_loop().create_future()
-        self.started_at = float(job.get("JobCurrentStartDate") or time.time())
-        self._began = self._execute_written = True  # its 001 is in the log from before the restart
-        self._execute_due = False
-        self.jobs.write_events(job, [ReconnectedEvent(job.cluster.id, job.proc, time.time(), startd_name=self.slot_name,
-                                                      startd_addr=f"<{self.startd_address}>",
-                                                      starter_addr=f"<{self.startd_address}>")])
-        n = job.get("NumShadowStarts", 0)  # a new shadow took the job on, as HTCondor counts it
-        self.jobs.host.spawn(self.jobs.commit(self.jobs.set_ops(job, {"NumShadowStarts": (n if isinstance(n, int) else 0) + 1})),
-                             f"shadow-starts-{job.id}")
-        if state.get("state") in ("exited", "failed", "vacated") and (
-            state.get("state") != "exited" or "exit_code" in state or "exit_signal" in state
-        ):
-            self.exit.set_result(state)  # it ended while we were away; this is its report
-        return await self._await_exit(job)
-
     async def _await_exit(self, job: Job) -> bool:
-        s = self.jobs
         assert self.exit is not None
         update = await self.exit
+        self._end_turn()
         if self._execute_due:  # it ended (or failed to start) before saying it began
             self._execute_due = False
             self._write_execute(job)
@@ -628,111 +596,15 @@ class Shadow:
         self.job = None
         if self.shadows.on_run_end is not None:
             self.shadows.on_run_end(job, self.claim_id)
-        state = update.get("state")
         try:
-            if job.cluster.procs.get(job.proc) is not job:
-                return True  # gone already (removed and moved to history)
-            if job.status == jp.REMOVED:
-                await s.finish_removed(job)
-                return state != "lost"
-            if job.status == jp.HELD:
-                await s.clear_claim(job)
-                return state != "lost"
-            if state == "lost":
-                await s.requeue(job, str(update.get("error") or "claim lost"))
-                return False
-            if state == "vacated":
-                await s.evicted(job, update)
-                return self.now_job is not None  # condor_now: the claim runs the now-job next
-            if state == "failed":
-                n = job.get("NumShadowExceptions", 0)
-                if update.get("machine") is True and self.transfer_error is None:
-                    # the execute side was short of something (descriptors, processes,
-                    # memory, disk): never the job's fault, however often (issue 27); the
-                    # requeue's back-off spaces the tries
-                    await s.requeue(job, f"Error from {self.slot_name}: {update.get('error') or 'cannot start'}")
-                    return False
-                if (update.get("retry") is True and self.transfer_error is None
-                        and (n if isinstance(n, int) else 0) < MAX_TRANSFER_RETRIES):
-                    # the infrastructure's fault (a transfer cut, this schedd restarting): run it again
-                    await s.requeue(job, f"Error from {self.slot_name}: {update.get('error') or 'interrupted'}")
-                    return False
-                default = jp.HOLD_TRANSFER_INPUT_ERROR if update.get("retry") is True else jp.HOLD_FAILED_TO_CREATE_PROCESS
-                said = update.get("hold_code")  # the startd names HTCondor's code (14: its Iwd, say)
-                if type(said) is int and said in jp.HOLD_CODE_NAMES:
-                    default = said
-                code, msg = self.transfer_error or (
-                    default, f"Error from {self.slot_name}: {update.get('error') or 'the job could not be started'}",
-                )
-                await s.hold(job, msg, code, 0, vacate=False)
-                return False
-            oom = update.get("oom")
-            if isinstance(oom, dict):
-                # killed by the kernel for going over its memory: HTCondor's hold, code 34
-                msg = (f"Error from {self.slot_name}: Job has gone over cgroup memory limit of "
-                       f"{oom.get('limit_mb')} megabytes. Peak usage: {oom.get('peak_mb')} megabytes. "
-                       "Consider resubmitting with a higher request_memory.")
-                usage = update.get("usage") if isinstance(update.get("usage"), dict) else {}
-                await self._out_of_resources(job, msg, 0, "MemoryUsage", usage.get("MemoryUsage"))
-                return True
-            disk = update.get("disk")
-            if isinstance(disk, dict):
-                # its sandbox outgrew the slot's disk (request_disk): held, HTCondor's 34/104
-                msg = (f"Error from {self.slot_name}: Job has exceeded its allocated disk of "
-                       f"{disk.get('limit_kb')} KiB: its sandbox held {disk.get('usage_kb')} KiB. "
-                       "Consider resubmitting with a higher request_disk.")
-                await self._out_of_resources(job, msg, jp.SUBCODE_DISK_EXCEEDED, "DiskUsage", disk.get("usage_kb"))
-                return True
-            output_error = update.get("output_error")
-            if isinstance(output_error, str) and output_error:
-                # the job ran, but its output could not all come back: HTCondor holds it (12/2)
-                msg = f"Error from {self.slot_name}: Failed to transfer output files: {output_error}"
-                await s.hold(job, msg[:2000], jp.HOLD_TRANSFER_OUTPUT_ERROR, 2, vacate=False)
-                return True
-            await self._exited(job, update)
-            return True
+            return await runend.settle(self, job, update)
         except Exception:
             log.exception("job %s: handling its exit failed", job.id)
             return False
 
-    async def _out_of_resources(self, job: Job, msg: str, subcode: int, attr: str, used: Any) -> None:
-        """Held for going over its memory or disk (JobOutOfResources), what it used in its ad."""
-        if isinstance(used, int):
-            await self.jobs.live_usage(job, {attr: used})
-        await self.jobs.hold(job, msg, jp.HOLD_OUT_OF_RESOURCES, subcode, vacate=False)
-
     async def _exited(self, job: Job, update: dict[str, Any]) -> None:
-        now = time.time()
-        code = update.get("exit_code")
-        sig = update.get("exit_signal")
-        code = code if isinstance(code, int) else None
-        sig = sig if isinstance(sig, int) and not isinstance(sig, bool) and sig > 0 else None
-        ad = job.classad()
-        usage = update.get("usage") if isinstance(update.get("usage"), dict) else {}
-        uattrs = jp.usage_attrs(ad, usage, self.started_at, now)
-        for k, v in uattrs.items():
-            ad[k] = v
-        decision = jp.on_exit(ad, code, sig, now)
-        attrs = dict(uattrs)
-        if sig is not None:
-            attrs["JobCoreDumped"] = update.get("core_dumped") is True
-        for attr, moved in (("BytesSent", self.bytes_sent), ("BytesRecvd", self.bytes_recvd)):
-            prev = job.get(attr, 0)
-            attrs[attr] = float((prev if type(prev) in (int, float) else 0) + moved)
-        attrs["TransferOutputSizeMB"] = -(-self.bytes_recvd // (1 << 20))  # this run's output, MiB up
-        attrs.update(decision.attrs or {})
-        run_usage = Usage(int(uattrs["RemoteUserCpu"]), int(uattrs["RemoteSysCpu"]))
-        total_usage = Usage(int(uattrs["CumulativeRemoteUserCpu"]), int(uattrs["CumulativeRemoteSysCpu"]))
-        term = TerminatedEvent(
-            job.cluster.id,
-            job.proc,
-            now,
-            return_value=None if sig is not None else (code or 0),
-            signal=sig,
-            run_remote_usage=run_usage,
-            total_remote_usage=total_usage,
-        )
-        await self.jobs.apply_exit(job, decision, attrs, term)
+        """The job's program exited: the job policy's verdict (parallel.py's lead node too)."""
+        await runend.exited(self, job, update)
 
     # -- stopping a job ------------------------------------------------------------------
     def vacate_job(self, job: Job, fast: bool = False) -> None:
@@ -780,6 +652,19 @@ class Shadow:
             await asyncio.wait_for(asyncio.shield(fut), VACATE_WAIT)
         if not fut.done():
             fut.set_result({"state": "vacated"})
+
+
+def _stale(e: Exception) -> bool:
+    """Whether a refused REQUEST_CLAIM says the match was stale (made against a slot ad a
+    moment old: the slot is gone, claimed meanwhile, or a partitionable slot has less
+    left than it showed) rather than that the slot refuses the job. Stale matches are
+    dropped, the job back to Idle for the next cycle; only refusals of the job back its
+    autocluster off (a match that waited for its turn at a busy startd is often stale)."""
+    if not isinstance(e, RemoteError):
+        return False
+    text = str(e)
+    return e.code == "NOT_FOUND" or (e.code == "DENIED" and (
+        "is already claimed" in text or "free; the job asks for" in text or "takes no claims: in state" in text))
 
 
 def _deactivate_timeout(job: Job) -> float:

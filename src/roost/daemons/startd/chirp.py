@@ -53,6 +53,7 @@ from roost.classad.errors import ClassAdSyntaxError
 from roost.classad.parser import parse_expr
 from roost.classad.unparse import unparse
 from roost.core import chirp as rules
+from roost.daemons.startd import launch
 from roost.daemons.startd.jobspec import Identity, JobSpec
 from roost.daemons.startd.peers import CALL_TIMEOUT, Peers
 from roost.net.errors import RemoteError
@@ -787,7 +788,8 @@ async def serve(job: JobSide, settings: ChirpSettings | None, *, resume: bool = 
             await server.start(port, cookie, shared=shared)
         else:
             await server.start(shared=shared)
-            _write_contact(path, server.contact(), job.identity)
+            contact = server.contact()  # written off the loop: ~1 ms of file system wait a job
+            await launch.on_sandboxer(lambda: _write_contact(path, contact, job.identity))
     except Exception as e:  # a job without Chirp still runs
         log.warning("job %s: no Chirp server: %s", spec.job_id, e)
         server.close()

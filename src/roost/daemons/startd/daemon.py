@@ -63,6 +63,12 @@ from roost.net.client import AsyncClient
 from roost.net.errors import RequestError
 from roost.net.server import Handler
 
+#: a file name: the startd runs under cProfile and writes its statistics there every
+#: PROFILE_EVERY seconds and when it stops (bench/running_bench.py --profile: where the
+#: startd's CPU per job start goes)
+PROFILE_ENV = "ROOST_STARTD_PROFILE"
+PROFILE_EVERY = 15.0
+_profiler: Any = None  # the cProfile.Profile of a profiled run
 # HTCondor's Requirements written by condor_submit test split(TARGET.CondorVersion)[1].
 CONDOR_VERSION = "$CondorVersion: 25.12.0 2026-01-01 BuildID: roost $"
 
@@ -90,6 +96,9 @@ class Startd(Daemon):
         self.memory = MemoryLimits(None, 0, "none")
         self.cpu = CpuShares(None, 0)
         self._ads: dict[str, ClassAd] = {}
+        #: per slot: [the Slot it was built for, the ad-wide inputs, the ad, the owner
+        #: attributes set on it] (build_ad)
+        self._built: dict[str, list[Any]] = {}
         self._dirty: set[str] = set()
         self._gone: set[str] = set()
         #: slots whose whole ad at the collector is current but for owner attributes (idle
@@ -236,6 +245,8 @@ class Startd(Daemon):
         self.want_reschedule = True
         self.changed(*self.slots)
         self.every(self.owner_policy.polling_interval, self.owner_policy.poll, "owner-policy")
+        if _profiler is not None:
+            self.every(PROFILE_EVERY, _dump_profile, "profile")
 
     async def stop(self) -> None:
         claims = self.claims
@@ -298,7 +309,37 @@ class Startd(Daemon):
         return ad
 
     def build_ad(self, slot: Slot) -> ClassAd:
-        """The ad of ``slot``, which need not be in the table yet (a claim being granted)."""
+        """The ad of ``slot``, which need not be in the table yet (a claim being granted).
+
+        Built once per state of the slot: slots are immutable (every change is a new
+        ``Slot``), so an ad built for this very object, with the same ad-wide inputs
+        (drain, the policy, detected runtimes, the claim's rank), is current but for its
+        owner attributes and clock, which are set on it here, only where they changed
+        (issue 27: a job's start asked for its slot's ad five times, ~2 ms each, and each
+        owner-policy poll threw every ad away for its idle times)."""
+        owner_policy = self.owner_policy
+        rank = self.claims.current_rank.get(slot.claim_id) if slot.claim is not None else None
+        key = (owner_policy.drain, owner_policy.drain_reason, self.has_criu, self.universes.runtime,
+               self.universes.jvm, self.address, owner_policy.exprs, rank, self.policy, self.machine,
+               self.daemon_name, self.update_interval, self.memory.mechanism, self.cpu.mechanism,
+               self._disk_mechanism())
+        owner = owner_policy.owner_attrs.get(slot.name) or owner_policy.owner_attrs_for(slot)
+        hit = self._built.get(slot.name)
+        # an owner attribute gone (a latch's value undefined) needs a new ad: set ones only add
+        if hit is not None and hit[0] is slot and hit[1] == key and hit[3].keys() <= owner.keys():
+            ad = hit[2]
+            if hit[3] != owner:
+                ad.update(owner)
+                hit[3] = dict(owner)  # a copy: the policy fills its dicts in place
+            now = int(time.time())
+            if ad.get("MyCurrentTime") != now:
+                ad["MyCurrentTime"] = now
+            return ad
+        ad = self._build_ad(slot, owner)
+        self._built[slot.name] = [slot, key, ad, dict(owner)]
+        return ad
+
+    def _build_ad(self, slot: Slot, owner: dict[str, Any]) -> ClassAd:
         assert self.machine is not None
         machine = self.machine if self.daemon_name == self.machine.name else replace(
             self.machine, name=self.daemon_name
@@ -317,7 +358,7 @@ class Startd(Daemon):
             ad["HasCRIU"] = True
         ad.update(self.universes.ad())  # HasContainer, HasDocker, HasJava ... where they work
         owner_policy, claims = self.owner_policy, self.claims
-        ad.update(owner_policy.owner_attrs.get(slot.name) or owner_policy.owner_attrs_for(slot))
+        ad.update(owner)
         if owner_policy.drain:
             ad["Draining"] = True
             ad["DrainReason"] = owner_policy.drain_reason
@@ -373,6 +414,7 @@ class Startd(Daemon):
         withdrawn from the collector in the next round."""
         del self.slots[name]
         self._ads.pop(name, None)
+        self._built.pop(name, None)
         self._dirty.discard(name)
         self._current.discard(name)
         self._gone.add(name)
@@ -497,4 +539,27 @@ class Startd(Daemon):
 
 
 def main() -> None:
-    run(Startd)
+    global _profiler
+    out = os.environ.get(PROFILE_ENV)
+    if not out:
+        run(Startd)
+        return
+    # lazy: only a profiled run (a bench) pays for the profiler's import
+    import cProfile
+
+    _profiler = cProfile.Profile(time.thread_time)  # the event loop thread's CPU, not wall time on a busy host
+    try:
+        _profiler.runcall(run, Startd)
+    finally:
+        _profiler.dump_stats(out)
+
+
+async def _dump_profile() -> None:
+    """Write the statistics so far (a startd stopped with SIGKILL writes nothing at its end)."""
+    out = os.environ.get(PROFILE_ENV)
+    if _profiler is not None and out:
+        _profiler.disable()
+        try:
+            _profiler.dump_stats(out)
+        finally:
+            _profiler.enable()

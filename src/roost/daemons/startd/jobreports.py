@@ -14,7 +14,7 @@ import time
 from typing import Any
 
 from roost.core.jobrun import Ev, JobRun
-from roost.daemons.startd import startfault
+from roost.daemons.startd import launch, startfault
 from roost.daemons.startd.jobprocess import StartError
 from roost.daemons.startd.jobspec import JobSpec
 from roost.daemons.startd.jobtransfer import TransferError
@@ -196,7 +196,7 @@ class Reports:
         return final
 
     def _why(self, e: BaseException) -> str:
-        if isinstance(e, StartError):
+        if isinstance(e, StartError | launch.ExecError):  # ExecError: HTCondor's words already
             return str(e)
         if isinstance(e, TransferError):
             return f"input transfer failed: {e}"

@@ -96,7 +96,10 @@ _launcher: str | None = None  # the built helper, once it is ready
 # costs nothing extra. Elsewhere the child writes its own pid into cgroup.procs before
 # it execs the job (a failure to enter is ignored: the spawner moves the pid after the
 # exec as well). A failure to change ids or to enter CWD ends the job (126) before
-# anything of it runs; a failed exec is 127 (not found) or 126.
+# anything of it runs; a failed exec is 127 (not found) or 126, and its errno comes
+# back through a close-on-exec pipe: the keeper then reports "?ERRNO" instead of the
+# pid, so the startd holds the job for its executable (HTCondor's "Failed to execute")
+# rather than reporting an exit of 126 or 127.
 LAUNCHER_SOURCE = r"""
 #define _GNU_SOURCE
 #include <errno.h>
@@ -119,6 +122,7 @@ LAUNCHER_SOURCE = r"""
 
 static char **job_env;  /* the job's environment, read from ENV_FD while we are still ourselves */
 static int report_fd = -1;  /* PID_FD while no job exists: a failure goes there as "!ERRNO WHAT" */
+static int exec_fd = -1;  /* the job's side of a close-on-exec pipe: a failed exec sends its errno */
 
 static void die(const char *what) {
     int e = errno;
@@ -211,6 +215,7 @@ static void become_job(char **argv) {
         execve("/bin/sh", argv + PROGRAM - 1, job_env);
         e = ENOEXEC;
     }
+    if (exec_fd >= 0 && write(exec_fd, &e, sizeof e) < 0) { /* the keeper then reports the pid */ }
     fprintf(stderr, "roost-launcher: failed to execute %s: %s\n", argv[PROGRAM], strerror(e));
     _exit(e == ENOENT ? 127 : 126);
 }
@@ -265,6 +270,9 @@ int main(int argc, char **argv) {
     signal(SIGPIPE, SIG_IGN);
     long pid = -1;
     int cgroup = strcmp(argv[1], "-") != 0;
+    /* the job's exec closes the write end; a failed exec writes its errno first */
+    int ep[2] = {-1, -1};
+    if (pipe2(ep, O_CLOEXEC) == 0) exec_fd = ep[1];
 #ifdef CLONE_INTO_CGROUP
     if (cgroup) {
         int cg = open(argv[1], O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -299,7 +307,22 @@ int main(int argc, char **argv) {
             become_job(argv);
         }
     }
-    report(out, (pid_t)pid);
+    if (ep[1] >= 0) close(ep[1]);
+    int failed = 0;
+    if (ep[0] >= 0) {
+        ssize_t n;
+        do n = read(ep[0], &failed, sizeof failed); while (n < 0 && errno == EINTR);
+        if (n != (ssize_t)sizeof failed) failed = 0;
+        close(ep[0]);
+    }
+    if (failed != 0) {  /* the job's own fault (its executable): "?ERRNO", then its 126/127 as usual */
+        char buf[32];
+        int n = snprintf(buf, sizeof buf, "?%d\n", failed);
+        if (write(out, buf, (size_t)n) < 0) { /* the startd then sees 126/127 */ }
+        close(out);
+    } else {
+        report(out, (pid_t)pid);
+    }
     keep((pid_t)pid, exit_fd);
     return 0;
 }
@@ -325,6 +348,26 @@ class Launch:
     cgroup_procs: str | None = None  # the job cgroup's cgroup.procs, entered before the exec
     exit_fd: int = -1  # where the keeper writes the job's end (read/write); -1: a memfd of our own
     core_size: int | None = None  # coresize: the job's RLIMIT_CORE (bytes, -1 none); None: ours
+
+
+#: what exec says of a job's executable (its own fault: held, HTCondor's code 6)
+EXEC_ERRNOS = frozenset({errno.ENOENT, errno.EACCES, errno.ENOEXEC, errno.EISDIR, errno.ETXTBSY,
+                         errno.ELOOP, errno.ENAMETOOLONG, errno.ENOTDIR, errno.EPERM})
+
+
+class ExecError(OSError):
+    """The job's program could not be executed (missing, not executable, not a program):
+    the job's fault, with HTCondor's words for it (``Failed to execute '/path' with
+    arguments a b: (errno=13: 'Permission denied')``); errno is exec's."""
+
+    def __init__(self, n: int, executable: str, argv: list[str]) -> None:
+        args = " ".join(argv[1:])
+        self.text = (f"Failed to execute '{executable}'{f' with arguments {args}' if args else ''}: "
+                     f"(errno={n}: '{os.strerror(n)}')")
+        super().__init__(n, self.text)
+
+    def __str__(self) -> str:
+        return self.text
 
 
 def check_executable(path: str) -> None:
@@ -558,6 +601,15 @@ def _start_now(launch: Launch) -> subprocess.Popen[bytes] | Kept:
         if own:
             os.close(exit_fd)
         raise _helper_failure(got)
+    if got.startswith(b"?"):  # the job's exec failed (as its user): the job's fault
+        helper.wait()  # the keeper ends at once with the job that never ran
+        if own:
+            os.close(exit_fd)
+        try:
+            n = int(got[1:])
+        except ValueError:
+            n = errno.ENOEXEC
+        raise ExecError(n, launch.executable, launch.argv)
     try:
         pid = int(got)
     except ValueError:
@@ -595,10 +647,22 @@ async def spawn(
     ``after(proc)`` runs on the spawner thread right after the exec, before the
     job has had time to fork (the starter moves it into its cgroup there).
     """
-    check_executable(launch.executable)
+    try:
+        check_executable(launch.executable)
+    except OSError as e:
+        if e.errno not in EXEC_ERRNOS:
+            raise
+        raise ExecError(e.errno, launch.executable, launch.argv) from None
 
     def run() -> subprocess.Popen[bytes] | Kept:
-        proc = _start(launch)
+        try:
+            proc = _start(launch)
+        except ExecError:
+            raise
+        except OSError as e:  # Popen's own child (no helper) failed to exec the program
+            if e.errno in EXEC_ERRNOS and e.filename == launch.executable:
+                raise ExecError(e.errno, launch.executable, launch.argv) from None
+            raise
         if after is not None:
             after(proc)
         return proc

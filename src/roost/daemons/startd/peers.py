@@ -19,8 +19,11 @@ log = logging.getLogger(__name__)
 
 CALL_TIMEOUT = 60.0  # seconds for one request (a transfer gets ten times that)
 #: idle connections kept per schedd: a burst of starts opens one per concurrent exchange
-#: (hundreds), and keeping them all held a descriptor per job long after it (issue 27)
-MAX_IDLE = 16
+#: (hundreds), and keeping them all held a descriptor per job long after it (issue 27);
+#: as many as may be busy at once (MAX_BUSY): fewer closed connections a burst had just
+#: opened, and across hosts each new one is a TLS handshake: at 10,000 jobs on 4 hosts
+#: the schedd, busy, let thousands of them time out and the starts stalled
+MAX_IDLE = 64
 #: exchanges at once with one schedd; more wait their turn. Unbounded, a burst of 3,000
 #: starts opened 3,000 connections at once, past the schedd's 200 unauthenticated ones
 #: per host (MAX_UNAUTHENTICATED_CONNECTIONS_PER_HOST): it closed them and the starts

@@ -33,7 +33,7 @@ from roost.daemons.startd.cgroups import JobCgroups
 from roost.daemons.startd.claims import Claims
 from roost.net.errors import RequestError
 from roost.net.server import Peer
-from roost.vocabulary import SlotState
+from roost.vocabulary import Activity, SlotState
 
 # PolicyExprs field -> the knob it comes from (for messages)
 _OWNER_KNOBS = {
@@ -92,6 +92,10 @@ class OwnerPolicy:
                                   self._slots_knob("DISCONNECTED_KEYBOARD_IDLE_BOOST") or 0)
         self.owner_attrs: dict[str, dict[str, Any]] = {}
         self._latched: dict[tuple[str, str], tuple[Any, int]] = {}
+        #: slots at a fixpoint of a constant policy: (the Slot, its view) when its last step
+        #: kept it as it was and did nothing; the same again needs no step (issue 27: a poll
+        #: stepped 10,000 unchanged Busy slots, ~1.5 s of the event loop every 5 s)
+        self._settled: dict[str, tuple[Slot, op.SlotView]] = {}
         self._last_owner: tuple[tuple[int, int], float] = (self.monitor.idle(time.time()), owner.host_load())
         self.drain: str | None = None  # graceful / quick / fast while draining
         self.drain_reason = ""
@@ -105,6 +109,7 @@ class OwnerPolicy:
     def load_policy(self) -> None:
         """Read the policy knobs (at start)."""
         self.exprs = self._read_owner_policy()
+        self._settled = {}
         # with constant expressions the policy reads no ad: one fixed ad serves every step
         self._constant_ad = ClassAd() if op.is_constant(self.exprs) else None
         if self._constant_ad is not None:
@@ -274,17 +279,34 @@ class OwnerPolicy:
             self._eval_names.clear()
         self._eval_soon = None
         now = time.time()
-        for name in list(self.host.slots) if names is None else sorted(names):
-            slot = self.host.slots.get(name)
+        slots, settled, constant = self.host.slots, self._settled, self._constant_ad
+        if names is None:
+            for gone in [n for n in settled if n not in slots]:
+                del settled[gone]
+        for name in list(slots) if names is None else sorted(names):
+            slot = slots.get(name)
             if slot is None:
+                settled.pop(name, None)
                 continue
+            view = self._view(slot)
+            if constant is not None:
+                # a constant policy reads no ad: its step is a function of the view and, in
+                # retirement and vacating only, of the clock
+                last = settled.get(name)
+                if last is not None and last[0] is slot and last[1] == view:
+                    continue
             job = self.claims.job_ads.get(slot.claim_id) if slot.claim is not None else None
-            ad = self._constant_ad if self._constant_ad is not None else self.host.slot_ad(name)
+            ad = constant if constant is not None else self.host.slot_ad(name)
             try:
-                st = op.step(self._view(slot), ad, job, self.exprs, now)
+                st = op.step(view, ad, job, self.exprs, now)
             except Exception:
                 self.log.exception("owner policy on %s failed", self.host.slot_name(name))
                 continue
+            if (constant is not None and not st.actions and (st.state, st.activity) == (slot.state, slot.activity)
+                    and slot.state != SlotState.PREEMPTING and slot.activity != Activity.RETIRING):
+                settled[name] = (slot, view)
+            else:
+                settled.pop(name, None)
             self._apply(slot, st, now)
 
     def _apply(self, slot: Slot, st: op.Step, now: float) -> None:
