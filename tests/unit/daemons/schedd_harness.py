@@ -194,7 +194,7 @@ class FakeStartd:
             if self.cut_claims:  # granted, but the schedd never hears so
                 self.claims[req["claim_id"]] = req.get("schedd_address", "")
                 peer.writer.transport.abort()
-                await asyncio.sleep(1.0)
+                await asyncio.sleep(1.0)  # time is the point: the answer comes after the cut, to nobody
             return {"claim_id": cid, "slot_ad": self.slot}
 
         async def activate(req: dict[str, Any], peer: Any) -> dict[str, Any]:
@@ -264,7 +264,7 @@ class FakeStartd:
                 await schedd.call("JOB_UPDATE", claim_id=claim_id, job=jid, state="failed", error=resp.get("error"))
                 return
             while self.hold_running:
-                await asyncio.sleep(0.02)
+                await asyncio.sleep(0.02)  # time is the point: the test holds the start as long as it likes
             await schedd.call("JOB_UPDATE", claim_id=claim_id, job=jid, state="running", pid=4242)
             if self.suspend_for is not None:
                 await schedd.call("JOB_UPDATE", claim_id=claim_id, job=jid, state="suspended", num_pids=3)

@@ -16,14 +16,14 @@ def test_a_startd_gets_at_most_its_limit_and_others_are_not_held_up() -> None:
         a1, a2 = await turns.take("a"), await turns.take("a")
         third = asyncio.ensure_future(turns.take("a"))
         b = await asyncio.wait_for(turns.take("b"), 1)  # another startd: its own turns
-        await asyncio.sleep(0.01)
+        await asyncio.sleep(0.01)  # time is the point: a waiter over the limit is not served meanwhile
         assert not third.done() and turns.in_flight("a") == 2
         a1.done()
         a1.done()  # handed back once only
         a3 = await asyncio.wait_for(third, 1)
         assert turns.in_flight("a") == 2
         fourth = asyncio.ensure_future(turns.take("a"))
-        await asyncio.sleep(0.01)
+        await asyncio.sleep(0.01)  # time is the point: nor is this one
         assert not fourth.done()  # the double done() did not free a second turn
         for t in (a2, a3, b):
             t.done()
