@@ -31,7 +31,9 @@ def test_a_burst_leaves_at_most_max_idle_connections_open() -> None:
             await reader.read()  # until the startd's side closes
             writer.close()
 
-        server = await asyncio.start_server(client, "127.0.0.1", 0)
+        # a backlog for the whole burst: with the default 100, connects past it wait
+        # for SYN retries (1 s, 3 s, 7 s) and the burst outlasts the timeout
+        server = await asyncio.start_server(client, "127.0.0.1", 0, backlog=4096)
         address = f"127.0.0.1:{server.sockets[0].getsockname()[1]}"
         peers = Peers()
         burst = peers_mod.MAX_IDLE * 4
@@ -42,7 +44,7 @@ def test_a_burst_leaves_at_most_max_idle_connections_open() -> None:
                 await release.wait()  # all at once: each needs a connection of its own
 
         tasks = [asyncio.ensure_future(exchange()) for _ in range(burst)]
-        async with asyncio.timeout(10):
+        async with asyncio.timeout(30):
             while len(accepted) < burst:
                 await asyncio.sleep(0.01)
         before = _sockets()
@@ -79,7 +81,9 @@ def test_at_most_max_busy_exchanges_at_once_but_a_checkpoint_never_waits(monkeyp
             open_now -= 1
             writer.close()
 
-        server = await asyncio.start_server(client, "127.0.0.1", 0)
+        # a backlog for the whole burst: with the default 100, connects past it wait
+        # for SYN retries (1 s, 3 s, 7 s) and the burst outlasts the timeout
+        server = await asyncio.start_server(client, "127.0.0.1", 0, backlog=4096)
         address = f"127.0.0.1:{server.sockets[0].getsockname()[1]}"
         peers = Peers()
         release = asyncio.Event()
