@@ -286,7 +286,9 @@ def test_b_central_manager_killed_jobs_there_finish_a_goes_on_and_flocking_resum
     assert (work / "physics.log").read_text().count("\n005 (") == 2
     # B's central manager back: new flocked matches resume
     cmb.roost("up", "-timeout", "30", timeout=45)
-    _wait_slots(cmb, {"exb"})
+    # the startd retries a lost collector with back-off up to 30 s: after a 90 s outage
+    # its next try may be that far off, and a loaded machine adds its own delay
+    _wait_slots(cmb, {"exb"}, timeout=120)
     busy = _submit(suba, work, 20, extra="request_cpus = 2\n", name="busy")
     _until("A's slot is taken again", lambda: _running_on(suba, busy) == ["exa"], pools=pools)
     again = _submit(suba, work, 1, extra="accounting_group = group_physics\nrequest_cpus = 1\n", name="again")
