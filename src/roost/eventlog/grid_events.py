@@ -36,20 +36,19 @@ class GridSubmitEvent(Event):
 
 
 @dataclass(eq=True, repr=True)
-class GridResourceUpEvent(Event):
-    """025: the grid resource answers again."""
+class _GridResourceEvent(Event):
+    """A grid resource's state, one line naming it: the two events differ in their
+    first line only."""
 
-    type: ClassVar[EventType] = EventType.GRID_RESOURCE_UP
-    my_type: ClassVar[str] = "GridResourceUpEvent"
-
+    first_line: ClassVar[str]
     grid_resource: str = ""
 
     def body(self) -> str:
-        return f"Grid Resource Back Up\n    GridResource: {self.grid_resource}\n"
+        return f"{self.first_line}\n    GridResource: {self.grid_resource}\n"
 
     @classmethod
     def from_body(cls, common: dict[str, Any], lines: list[str]) -> Event:
-        expect_line(lines, 0, "Grid Resource Back Up")
+        expect_line(lines, 0, cls.first_line)
         return cls(**common, grid_resource=expect_line(lines, 1, "    GridResource: "))
 
     def _attrs(self) -> Attrs:
@@ -57,25 +56,22 @@ class GridResourceUpEvent(Event):
 
 
 @dataclass(eq=True, repr=True)
-class GridResourceDownEvent(Event):
+class GridResourceUpEvent(_GridResourceEvent):
+    """025: the grid resource answers again."""
+
+    type: ClassVar[EventType] = EventType.GRID_RESOURCE_UP
+    my_type: ClassVar[str] = "GridResourceUpEvent"
+    first_line: ClassVar[str] = "Grid Resource Back Up"
+
+
+@dataclass(eq=True, repr=True)
+class GridResourceDownEvent(_GridResourceEvent):
     """026: the grid resource stopped answering (its jobs are not lost: they are looked
     for again when it is back)."""
 
     type: ClassVar[EventType] = EventType.GRID_RESOURCE_DOWN
     my_type: ClassVar[str] = "GridResourceDownEvent"
-
-    grid_resource: str = ""
-
-    def body(self) -> str:
-        return f"Detected Down Grid Resource\n    GridResource: {self.grid_resource}\n"
-
-    @classmethod
-    def from_body(cls, common: dict[str, Any], lines: list[str]) -> Event:
-        expect_line(lines, 0, "Detected Down Grid Resource")
-        return cls(**common, grid_resource=expect_line(lines, 1, "    GridResource: "))
-
-    def _attrs(self) -> Attrs:
-        return {"GridResource": self.grid_resource}
+    first_line: ClassVar[str] = "Detected Down Grid Resource"
 
 
 __all__ = ["GridResourceDownEvent", "GridResourceUpEvent", "GridSubmitEvent"]

@@ -267,8 +267,7 @@ class GridJob:
                 dst = os.open(os.path.join(self.sandbox, name), os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW,
                               mode)
                 try:
-                    while chunk := os.read(fd, 1 << 20):
-                        os.write(dst, chunk)
+                    _copy(fd, dst)
                     os.fchown(dst, uid, gid)
                 finally:
                     os.close(dst)
@@ -377,8 +376,7 @@ class GridJob:
             try:
                 out = open_as(dst, user, write=True, create=True, truncate=True)
                 try:
-                    while chunk := os.read(fd, 1 << 20):
-                        os.write(out, chunk)
+                    _copy(fd, out)
                 finally:
                     os.close(out)
             except OSError as e:
@@ -417,6 +415,12 @@ class GridJob:
             attrs["GridJobStatus"] = grid_status
         await self.jobs.commit(self.jobs.set_ops(job, attrs))
         await self.jobs.hold(job, reason[:2000], code, 0, vacate=False)
+
+
+def _copy(src: int, dst: int) -> None:
+    """All of ``src`` into ``dst`` (descriptors opened with the owner's rights)."""
+    while chunk := os.read(src, 1 << 20):
+        os.write(dst, chunk)
 
 
 def _abs(iwd: str, path: str) -> str:
