@@ -80,11 +80,16 @@ def _str(get: Getter, attr: str) -> str:
     return v if isinstance(v, str) else ""
 
 
-def _items(value: str) -> list[str]:
+def file_items(value: object) -> list[str]:
+    """The names of a file-list attribute (TransferInput, TransferOutput): commas or
+    newlines between them; anything not a string names no file."""
+    if not isinstance(value, str):
+        return []
     return [p.strip() for p in value.replace("\n", ",").split(",") if p.strip()]
 
 
-def _under(iwd: str, path: str) -> str:
+def under_iwd(iwd: str, path: str) -> str:
+    """``path`` as the job sees it: relative names are under its Iwd."""
     return path if os.path.isabs(path) else os.path.join(iwd, path)
 
 
@@ -94,7 +99,7 @@ def _iwd(get: Getter) -> str:
 
 def _sends_cmd(get: Getter, exists: Callable[[str], bool]) -> bool:
     cmd = _str(get, "Cmd")
-    return bool(cmd) and not _false(get("TransferExecutable", True)) and exists(_under(_iwd(get), cmd))
+    return bool(cmd) and not _false(get("TransferExecutable", True)) and exists(under_iwd(_iwd(get), cmd))
 
 
 def _sends_stdin(get: Getter) -> bool:
@@ -111,14 +116,14 @@ def input_plan(get: Getter, exists: Callable[[str], bool] = os.path.exists) -> l
     out: list[SpoolItem] = []
     if _sends_cmd(get, exists):
         cmd = _str(get, "Cmd")
-        out.append(SpoolItem(_under(iwd, cmd), os.path.basename(cmd.rstrip("/")), "executable"))
+        out.append(SpoolItem(under_iwd(iwd, cmd), os.path.basename(cmd.rstrip("/")), "executable"))
     if _sends_stdin(get):
         stdin = _str(get, "In")
-        out.append(SpoolItem(_under(iwd, stdin), os.path.basename(stdin.rstrip("/")), "stdin"))
-    for i, item in enumerate(_items(_str(get, "TransferInput"))):
+        out.append(SpoolItem(under_iwd(iwd, stdin), os.path.basename(stdin.rstrip("/")), "stdin"))
+    for i, item in enumerate(file_items(_str(get, "TransferInput"))):
         if "://" in item:
             continue
-        path = _under(iwd, item)
+        path = under_iwd(iwd, item)
         if item.endswith("/"):
             out.append(SpoolItem(path.rstrip("/") or "/", f"_spool{i}"))
         else:
@@ -145,7 +150,7 @@ def spool_edits(get: Getter, dest: str, received: set[str]) -> dict[str, Any]:
     if _sends_stdin(get):
         stdin = _str(get, "In")
         edits.update(In=os.path.basename(stdin.rstrip("/")), SUBMIT_In=stdin)
-    items = _items(_str(get, "TransferInput"))
+    items = file_items(_str(get, "TransferInput"))
     if items:
         names = []
         for i, item in enumerate(items):
@@ -177,7 +182,7 @@ def input_names(get: Getter) -> set[str]:
     stdin = _str(get, "In")
     if stdin and stdin != "/dev/null" and "/" not in stdin:
         names.add(stdin)
-    for item in _items(_str(get, "TransferInput")):
+    for item in file_items(_str(get, "TransferInput")):
         if "://" not in item:
             names.add(item.rstrip("/"))
     return names
@@ -202,11 +207,11 @@ def fetch_destination(get: Getter, name: str) -> str:
     for attr in ("Out", "Err"):
         now = _str(get, attr)
         if now and now != "/dev/null" and name == os.path.basename(now):
-            return _under(home, _str(get, f"SUBMIT_{attr}") or now)
+            return under_iwd(home, _str(get, f"SUBMIT_{attr}") or now)
     remaps = _remaps(get("SUBMIT_TransferOutputRemaps") or get("TransferOutputRemaps"))
     dest = remaps.get(name) or remaps.get(os.path.basename(name))
     if dest:
-        return _under(home, dest)
+        return under_iwd(home, dest)
     return os.path.join(home, name)
 
 

@@ -41,11 +41,12 @@ from roost.core.gridbatch import (
     sbatch_args,
     slurm_job_name,
 )
+from roost.core.spooling import file_items, under_iwd
 from roost.daemons.schedd import runners
 from roost.daemons.schedd.access import owner_user
 from roost.daemons.schedd.jobqueue import Job
 from roost.daemons.schedd.lifecycle import JobLifecycle
-from roost.daemons.schedd.localuniverse import _drop_to, job_argv, run_as
+from roost.daemons.schedd.localuniverse import drop_to, job_argv, run_as
 from roost.daemons.userfiles import open_as
 from roost.eventlog import (
     ExecuteEvent,
@@ -152,7 +153,7 @@ class GridManager:
         """A Slurm command (as ``ids``' user when given): exit status, stdout, stderr."""
         kwargs: dict[str, Any] = {}
         if ids is not None:
-            kwargs["preexec_fn"] = _drop_to(ids[0], ids[1], cwd)
+            kwargs["preexec_fn"] = drop_to(ids[0], ids[1], cwd)
         try:
             proc = await asyncio.create_subprocess_exec(
                 *argv, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, env=self.env,
@@ -255,12 +256,12 @@ class GridJob:
         argv = job_argv(get)
         copies: list[tuple[str, str, int]] = []
         if get("TransferExecutable") is not False and argv[0]:
-            copies.append((_abs(iwd, argv[0]), os.path.basename(argv[0]), 0o700))
-        for item in _items(get("TransferInput")):
-            copies.append((_abs(iwd, item), os.path.basename(item.rstrip("/")), 0o600))
+            copies.append((under_iwd(iwd, argv[0]), os.path.basename(argv[0]), 0o700))
+        for item in file_items(get("TransferInput")):
+            copies.append((under_iwd(iwd, item), os.path.basename(item.rstrip("/")), 0o600))
         stdin = get("In")
         if isinstance(stdin, str) and stdin and stdin != os.devnull:
-            copies.append((_abs(iwd, stdin), "_roost_stdin", 0o600))
+            copies.append((under_iwd(iwd, stdin), "_roost_stdin", 0o600))
         for src, name, mode in copies:
             fd = open_as(src, user)
             try:
@@ -355,14 +356,14 @@ class GridJob:
         for attr, name in (("Out", _STDOUT), ("Err", _STDERR)):
             dst = get(attr)
             if isinstance(dst, str) and dst and dst != os.devnull:
-                pairs.append((name, _abs(iwd, dst)))
-        wanted = _items(get("TransferOutput"))
+                pairs.append((name, under_iwd(iwd, dst)))
+        wanted = file_items(get("TransferOutput"))
         if not wanted:  # every new top-level file, as HTCondor's file transfer does
             skip = {_STDOUT, _STDERR, _SCRIPT, "_roost_stdin", os.path.basename(job_argv(get)[0]),
-                    *(os.path.basename(i.rstrip("/")) for i in _items(get("TransferInput")))}
+                    *(os.path.basename(i.rstrip("/")) for i in file_items(get("TransferInput")))}
             wanted = sorted(n for n in os.listdir(self.sandbox) if n not in skip
                             and stat.S_ISREG(os.lstat(os.path.join(self.sandbox, n)).st_mode))
-        pairs += [(w, _abs(iwd, os.path.basename(w))) for w in wanted]
+        pairs += [(w, under_iwd(iwd, os.path.basename(w))) for w in wanted]
         for name, dst in pairs:
             src = os.path.join(self.sandbox, name)
             try:
@@ -421,16 +422,6 @@ def _copy(src: int, dst: int) -> None:
     """All of ``src`` into ``dst`` (descriptors opened with the owner's rights)."""
     while chunk := os.read(src, 1 << 20):
         os.write(dst, chunk)
-
-
-def _abs(iwd: str, path: str) -> str:
-    return path if os.path.isabs(path) else os.path.join(iwd, path)
-
-
-def _items(value: Any) -> list[str]:
-    if not isinstance(value, str):
-        return []
-    return [v.strip() for v in value.split(",") if v.strip()]
 
 
 def _numbers(job: Job) -> dict[str, Any]:

@@ -126,7 +126,7 @@ def dagman_knobs(config: Any) -> dict[str, str]:
     return out
 
 
-def _drop_to(uid: int, gid: int, cwd: str) -> Any:
+def drop_to(uid: int, gid: int, cwd: str) -> Any:
     """A preexec_fn that switches the child to ``uid``/``gid`` with no supplementary
     groups, then enters ``cwd`` with those rights (the job's Iwd: root could enter one
     its owner cannot). Nothing of the job's runs before: its environment comes with
@@ -257,7 +257,7 @@ class LocalJob:
                 # Not Popen's user=/group=/extra_groups=: uvloop (the daemons' event
                 # loop where installed) refuses those keywords, and every job then
                 # went on hold. preexec_fn works under both loops.
-                kwargs["preexec_fn"] = _drop_to(ids[0], ids[1], iwd)
+                kwargs["preexec_fn"] = drop_to(ids[0], ids[1], iwd)
                 cwd = "/"
             env["CONDOR_ID"] = f"{job.cluster.id}.{job.proc}"
             if runners.wants_channel(get("JobUniverse")):
