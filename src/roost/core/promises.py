@@ -126,6 +126,14 @@ class PromiseBook:
         """When the earliest outstanding promise lapses (a cycle then may offer it again)."""
         return min((p.expires for p in self.promises.values()), default=None)
 
+    def drop_lapsed(self, now: float) -> None:
+        """Forget promises that lapsed by ``now``: a lapsed promise already counts as
+        none (``check`` offers its slot, ``charges`` skips it), but one kept on a slot
+        no cycle looks at (claimed meanwhile, or a cycle with nobody waiting) made
+        ``next_expiry`` lie in the past forever, and the negotiator cycled without pause."""
+        for name in [n for n, p in self.promises.items() if p.expires <= now]:
+            del self.promises[name]
+
     def forget(self, slot: str) -> None:
         self.promises.pop(slot, None)
 

@@ -355,6 +355,7 @@ class Negotiator(Daemon):
         """One negotiation cycle; its statistics."""
         t0 = time.perf_counter()
         stats = CycleStats(start=time.time(), trigger=trigger)
+        self.promises.drop_lapsed(time.monotonic())  # else a lapsed one wakes us at once, forever
         try:
             machines, submitters = await asyncio.gather(
                 self.collector_call("QUERY", type="Machine", private=True),

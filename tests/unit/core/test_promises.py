@@ -75,3 +75,17 @@ def test_outstanding_matches_charge_their_submitter_and_limits_until_answered():
     assert book.charges({"p": 5}, now=10.5) == []  # lapsed
     book.note("q", 3, ONE, now=0, charge=a)
     assert book.charges({"q": 0}, now=1) == []  # the startd restarted: nothing is promised
+
+
+def test_lapsed_promises_on_slots_no_cycle_checks_are_dropped():
+    # A slot claimed right after its match is never check()ed again; its lapsed promise
+    # kept next_expiry in the past, and the negotiator woke for it 20 times a second.
+    book = PromiseBook(hold=10)
+    book.note("claimed", 0, {}, now=0)
+    book.note("fresh", 0, {}, now=8)
+    assert book.next_expiry() == 10
+    book.drop_lapsed(now=12)
+    assert len(book) == 1 and book.next_expiry() == 18
+    assert book.check("fresh", 0, now=12) == WITHHOLD
+    book.drop_lapsed(now=18)
+    assert book.next_expiry() is None
