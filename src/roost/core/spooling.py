@@ -120,7 +120,7 @@ def input_plan(get: Getter, exists: Callable[[str], bool] = os.path.exists) -> l
     if _sends_stdin(get):
         stdin = _str(get, "In")
         out.append(SpoolItem(under_iwd(iwd, stdin), os.path.basename(stdin.rstrip("/")), "stdin"))
-    for i, item in enumerate(file_items(_str(get, "TransferInput"))):
+    for i, item in enumerate(file_items(get("TransferInput"))):
         if "://" in item:
             continue
         path = under_iwd(iwd, item)
@@ -150,7 +150,7 @@ def spool_edits(get: Getter, dest: str, received: set[str]) -> dict[str, Any]:
     if _sends_stdin(get):
         stdin = _str(get, "In")
         edits.update(In=os.path.basename(stdin.rstrip("/")), SUBMIT_In=stdin)
-    items = file_items(_str(get, "TransferInput"))
+    items = file_items(get("TransferInput"))
     if items:
         names = []
         for i, item in enumerate(items):
@@ -182,7 +182,7 @@ def input_names(get: Getter) -> set[str]:
     stdin = _str(get, "In")
     if stdin and stdin != "/dev/null" and "/" not in stdin:
         names.add(stdin)
-    for item in file_items(_str(get, "TransferInput")):
+    for item in file_items(get("TransferInput")):
         if "://" not in item:
             names.add(item.rstrip("/"))
     return names
