@@ -54,7 +54,13 @@ from roost.daemons.startd.claims import Claims
 from roost.daemons.startd.cpushare import CpuShares
 from roost.daemons.startd.jobcommand import Universes
 from roost.daemons.startd.jobshell import ShellCalls
-from roost.daemons.startd.leftovers import JOBS_DIR, Record, read_records, remove_sandboxes
+from roost.daemons.startd.leftovers import (
+    JOBS_DIR,
+    Record,
+    read_records,
+    remove_sandboxes,
+    remove_strays,
+)
 from roost.daemons.startd.memlimit import MemoryLimits
 from roost.daemons.startd.peek import PeekCalls
 from roost.daemons.startd.peers import Peers
@@ -134,6 +140,7 @@ class Startd(Daemon):
         # Jobs a previous startd left running under their keepers are adopted (below, once
         # the slots exist); everything else it left is killed and removed.
         adopt: list[Record] = []
+        remove_strays(self.execute_dir)
         for rec in read_records(self.execute_dir):
             if rec.adoptable():
                 adopt.append(rec)
