@@ -106,7 +106,8 @@ def _remote_jobs(b: PoolHandle, tag_part: str, history: bool = False) -> list[di
         ads = s.query_objs("true", ["ClusterId", "ProcId", "Owner", "JobStatus", "RoostSubmitTag"])
         if history:
             ads += list(s.history("true", ["ClusterId", "ProcId", "Owner", "JobStatus", "RoostSubmitTag"]))
-    return [a for a in ads if tag_part in str(a.get("RoostSubmitTag", ""))]
+    unique = {(a["ClusterId"], a["ProcId"]): a for a in ads if tag_part in str(a.get("RoostSubmitTag", ""))}
+    return list(unique.values())
 
 
 def _events(work: Path) -> list[str]:

@@ -38,8 +38,10 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from roost.api.collector import Collector
 from roost.api.connection import RefusedError
 from roost.api.errors import PoolError
+from roost.api.locate import pool_address
 from roost.api.schedd import Schedd
 from roost.classad.jsonform import ad_to_obj
 from roost.core import jobpolicy as jp
@@ -111,19 +113,36 @@ class Remote:
             raise Refused("no token to present (the owner has none for that pool)")
         reasons = []
         for token in tokens:
-            client = Schedd(self.home, name=self.schedd, pool=self.pool, token=token, timeout=60)
             try:
+                client = Schedd(self.home, address=self._locate(token), token=token, timeout=60)
                 client.connect()
             except RefusedError as e:
                 reasons.append(str(e))
-                client.close()
                 continue
             except PoolError as e:
-                client.close()
                 raise Unreachable(str(e)) from None
             self.client = client
             return client
         raise Refused("; ".join(dict.fromkeys(reasons)))
+
+    def _locate(self, token: str) -> str:
+        """The schedd's address from its pool's collector, asked with the same token
+        (the other pool's collector refuses this pool's)."""
+        try:
+            address = pool_address(self.pool)
+        except ValueError as e:
+            raise Refused(str(e)) from None
+        collector = Collector(self.home, address=address, timeout=30)
+        collector._conn.remote = True
+        collector._conn.token = token
+        try:
+            ads = collector.query_objs("Scheduler", projection=["Name", "Machine", "MyAddress"])
+        finally:
+            collector.close()
+        for a in ads:
+            if self.schedd in (a.get("Name"), a.get("Machine")) and isinstance(a.get("MyAddress"), str):
+                return a["MyAddress"]
+        raise Unreachable(f"no schedd named {self.schedd} in the pool at {address}")
 
     def close(self) -> None:
         if self.client is not None:
