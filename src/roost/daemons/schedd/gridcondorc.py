@@ -103,12 +103,15 @@ class Remote:
         self.home, self.schedd, self.pool = home, schedd, pool
         self.tokens = tokens
         self.client: Schedd | None = None
+        self.token_used = ""
         self.lock = asyncio.Lock()
 
     def _connect(self) -> Schedd:
+        tokens = self.tokens()  # again each time: a token withdrawn or replaced ends its connection
         if self.client is not None:
-            return self.client
-        tokens = self.tokens()
+            if self.token_used in tokens:
+                return self.client
+            self.close()
         if not tokens:
             raise Refused("no token to present (the owner has none for that pool)")
         reasons = []
@@ -121,7 +124,7 @@ class Remote:
                 continue
             except PoolError as e:
                 raise Unreachable(str(e)) from None
-            self.client = client
+            self.client, self.token_used = client, token
             return client
         raise Refused("; ".join(dict.fromkeys(reasons)))
 
