@@ -3,7 +3,7 @@ pool A (``a.test``) hands a user's grid job to pool B's schedd (``b.test``), eac
 with its own ROOST_HOME, TRUST_DOMAIN and signing key, on loopback. B issued the user
 a token (``alice@b.test``); A's grid manager presents it, so B runs the job as alice
 under its own policy while A's queue mirrors it. Output and exit code come home,
-the user log has 027, 001, 005; rm passes through; a token B did not issue is a hold
+the user log has 027, 001, 005; rm, hold and release pass through; a token B did not issue is a hold
 naming B's refusal; A's schedd killed with -9 mid-run leaves one remote job and one 005.
 """
 
@@ -147,6 +147,21 @@ def test_rm_passes_through_to_the_remote_schedd(pools: tuple[PoolHandle, PoolHan
     assert a.roost("rm", jid).returncode == 0
     wait_until(lambda: not _remote_jobs(b, f"#{cluster}.0#"), 30, "the remote job removed by roost rm")
     wait_until(lambda: a.job(jid) is None or a.job(jid).get("JobStatus") == REMOVED, 30, "removed here")
+
+
+def test_hold_removes_the_remote_job_and_release_submits_it_anew(
+        pools: tuple[PoolHandle, PoolHandle, Path], work: Path) -> None:
+    a, b, _ = pools
+    jid = _submit(a, work, _job(work, _resource(b), secs=1))
+    first = a.wait_for(jid, lambda j: isinstance(j.get("GridJobId"), str) and not j["GridJobId"].startswith("/Expr"),
+                       timeout=90, what="at pool B")
+    cluster = jid.split(".")[0]
+    assert a.roost("hold", jid).returncode == 0
+    wait_until(lambda: not _remote_jobs(b, f"#{cluster}.0#1"), 30, "the remote job removed by roost hold")
+    assert a.roost("release", jid).returncode == 0
+    done = a.wait_for(jid, lambda j: j.get("JobStatus") == DONE, timeout=90, what="completed after release")
+    assert done["NumGridSubmits"] == 2 and done["GridJobId"] != first["GridJobId"]
+    assert (work / "result.txt").read_text() == "2121\n"
 
 
 def test_a_token_the_other_pool_did_not_issue_is_a_hold_naming_its_refusal(
