@@ -336,7 +336,12 @@ class CondorCJob(GridJob):
             s.call("SUBMIT", cluster=cid, cluster_ad=ad, procs=[{}])
             rid, a = f"{cid}.0", {"JobStatus": JobStatus.HELD, "HoldReasonCode": 16}
         if a.get("JobStatus") == JobStatus.HELD and a.get("HoldReasonCode") == 16 and a.get("StageInFinish") is None:
-            self._spool(s, rid, files)
+            try:
+                self._spool(s, rid, files)
+            except (RefusedError, SpoolError):
+                # the job will be held here: leave no remote job waiting for input for ever
+                s.act("remove", [rid], reason="its input could not be sent")
+                raise
         return rid
 
     def _spool(self, s: Schedd, rid: str, files: list[tuple[str, str]]) -> None:
