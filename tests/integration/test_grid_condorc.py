@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import signal
 import time
 from collections.abc import Iterator
@@ -48,6 +49,7 @@ def pools() -> Iterator[tuple[PoolHandle, PoolHandle, Path]]:
             stop_pool(a)
     finally:
         stop_pool(b)
+        shutil.rmtree(base, ignore_errors=True)
 
 
 def _resource(b: PoolHandle) -> str:
@@ -58,10 +60,12 @@ def _resource(b: PoolHandle) -> str:
 
 
 @pytest.fixture
-def work() -> Path:
+def work() -> Iterator[Path]:
+    """A job directory the job's user (nobody, for root) can reach: not pytest's 0700 tmp."""
     d = Path(f"/tmp/roost-condorc-work-{os.getpid()}-{time.monotonic_ns()}")
     d.mkdir()
-    return d
+    yield d
+    shutil.rmtree(d, ignore_errors=True)
 
 
 JOB = """#!/bin/sh
@@ -199,3 +203,29 @@ def test_a_schedd_killed_mid_run_keeps_exactly_one_remote_job_and_one_exit(
     assert len(remote) == 1, remote
     numbers = _events(work)
     assert numbers.count("005") == 1 and numbers.count("027") == 1, numbers
+
+
+def test_a_remote_job_submitted_but_not_recorded_is_found_by_its_tag_not_submitted_again(
+        pools: tuple[PoolHandle, PoolHandle, Path], work: Path) -> None:
+    """The window a kill -9 can fall in: the remote schedd has the tagged job (its input
+    not yet sent), the local queue has no GridJobId. The grid manager must adopt it."""
+    from roost.api.schedd import Schedd
+    from roost.core.condorc import remote_ad, submit_tag
+
+    a, b, tokens = pools
+    resource = _resource(b)
+    jid = _submit(a, work, _job(work, resource, extra="hold = true\n"))
+    local = a.job(jid)
+    assert local is not None and local["JobStatus"] == HELD
+    tag = submit_tag(a.roost("status", "-schedd", "-af", "Name").stdout.split()[0], int(jid.split(".")[0]), 0, 1)
+    # the predecessor's submit, as alice with B's token (what the killed grid manager sent)
+    token = (tokens / "root" / "pool-b").read_text().strip()
+    address = (b.home / "run" / "schedd.address").read_text().strip()
+    with Schedd(a.home, address=address, token=token) as s:
+        cid = int(s.call("NEW_CLUSTER")["cluster"])
+        s.call("SUBMIT", cluster=cid, cluster_ad=remote_ad(local, tag), procs=[{}])
+    assert a.roost("release", jid).returncode == 0
+    done = a.wait_for(jid, lambda j: j.get("JobStatus") == DONE, timeout=90, what="completed")
+    assert done["GridJobId"].split()[-1] == f"{cid}.0" and done["NumGridSubmits"] == 1
+    assert (work / "result.txt").read_text() == "2121\n"
+    assert len(_remote_jobs(b, tag, history=True)) == 1
