@@ -148,6 +148,9 @@ def test_rm_passes_through_to_the_remote_schedd(pools: tuple[PoolHandle, PoolHan
     rid = running["GridJobId"].split()[-1]
     cluster = jid.split(".")[0]
     assert [f"{r['ClusterId']}.{r['ProcId']}" for r in _remote_jobs(b, f"#{cluster}.0#")] == [rid]
+    # the record of the remote job is the schedd's: not a user's to point at another job
+    edit = a.roost("qedit", jid, "GridJobId", '"condor x y 1.0"')
+    assert edit.returncode != 0 and "GridJobId" in edit.stderr + edit.stdout, edit.stdout + edit.stderr
     assert a.roost("rm", jid).returncode == 0
     wait_until(lambda: not _remote_jobs(b, f"#{cluster}.0#"), 30, "the remote job removed by roost rm")
     wait_until(lambda: a.job(jid) is None or a.job(jid).get("JobStatus") == REMOVED, 30, "removed here")

@@ -17,9 +17,9 @@ the remote schedd and submitted only if it is not there (held, HoldReasonCode 16
 executable, stdin and input files sent with SPOOL_FILES (read with the owner's
 rights), and its id recorded (``GridJobId = "condor <schedd> <pool> <c.p>"``, event
 027). A schedd killed anywhere in between finds the remote job by its tag: never two,
-never none. One QUERY_JOBS per remote schedd per ``GRIDMANAGER_JOB_PROBE_INTERVAL``
-mirrors every job there (``GridJobStatus``, Running with event 001). A completed
-remote job's output comes back with TRANSFER_DATA into the local sandbox, is marked
+never none. One QUERY_JOBS per remote schedd (and job owner) per
+``GRIDMANAGER_JOB_PROBE_INTERVAL`` mirrors every job there (``GridJobStatus``,
+Running with event 001). A completed remote job's output comes back with TRANSFER_DATA into the local sandbox, is marked
 fetched, then acknowledged (the remote job leaves its queue) and copied to the job's
 ``output``/``error``/``initialdir`` as its owner before the job completes here (005).
 ``roost rm`` and ``hold`` remove the remote job; ``release`` submits it anew. A remote
@@ -214,7 +214,7 @@ class CondorCBackend:
         return found
 
     async def poll(self, runners: list[GridJob]) -> None:
-        groups: dict[tuple[str, str], list[CondorCJob]] = {}
+        groups: dict[Remote, list[CondorCJob]] = {}
         for g in runners:
             if isinstance(g, CondorCJob):
                 if g.rid is None:
@@ -224,29 +224,32 @@ class CondorCBackend:
                         g.busy = True
                         self.m.jobs.host.spawn(g.submit_step(), f"grid-{g.job.id}")
                     continue
-                groups.setdefault((g.schedd, g.pool), []).append(g)
-        for (schedd, pool), jobs in groups.items():
-            await self._poll_one(schedd, pool, jobs)
+                groups.setdefault(g.remote, []).append(g)
+        for remote, jobs in groups.items():
+            await self._poll_one(remote, jobs)
 
-    async def _poll_one(self, schedd: str, pool: str, jobs: list[CondorCJob]) -> None:
-        """One query for every job at one remote schedd (with the first owner's token)."""
+    async def _poll_one(self, remote: Remote, jobs: list[CondorCJob]) -> None:
+        """One query for every job one owner has at one remote schedd (with that
+        owner's token: the answer is what the other pool shows that user)."""
         constraint = poll_constraint([g.rid for g in jobs if g.rid])
-        remote = self.remote(jobs[0].job.owner, schedd, pool)
+        where = (remote.schedd, remote.pool)
         try:
             ads = await remote.call(lambda s: s.query_objs(constraint, _POLL_ATTRS))
         except (Unreachable, Refused) as e:
-            if (schedd, pool) not in self.down:
-                self.down.add((schedd, pool))
-                log.warning("grid manager: the schedd %s of pool %s does not answer: %s", schedd, pool, e)
-                for g in jobs:
+            if where not in self.down:
+                self.down.add(where)
+                log.warning("grid manager: the schedd %s of pool %s does not answer: %s", *where, e)
+            for g in jobs:
+                if not g.said_down:
+                    g.said_down = True
                     g.event(GridResourceDownEvent)
             return
-        if (schedd, pool) in self.down:
-            self.down.discard((schedd, pool))
-            for g in jobs:
-                g.event(GridResourceUpEvent)
+        self.down.discard(where)
         by_id = {f"{a.get('ClusterId')}.{a.get('ProcId')}": a for a in ads}
         for g in jobs:
+            if g.said_down:
+                g.said_down = False
+                g.event(GridResourceUpEvent)
             if not g.busy:
                 await g.observe(by_id.get(g.rid or ""))
 
@@ -263,6 +266,7 @@ class CondorCJob(GridJob):
         self.rid = remote_id(text_attr(job, "GridJobId"))
         self.remote = backend.remote(job.owner, self.schedd, self.pool)
         self.busy = True  # a submit or fetch under way: the poll leaves the job be
+        self.said_down = False  # 026 written, 025 owed
 
     def event(self, cls: Any) -> None:
         job = self.job
@@ -304,8 +308,8 @@ class CondorCJob(GridJob):
                                 HOLD_GRID_SUBMIT_FAILED)
                 return
             except Unreachable as e:
-                if (self.schedd, self.pool) not in self.b.down:
-                    self.b.down.add((self.schedd, self.pool))
+                if not self.said_down:
+                    self.said_down = True
                     log.warning("job %s: %s does not answer: %s", job.id, self.resource, e)
                     self.event(GridResourceDownEvent)
                 return
@@ -313,6 +317,9 @@ class CondorCJob(GridJob):
                 await self.hold(f"Cannot send the job's input to {self.resource}: {e}", jp.HOLD_TRANSFER_INPUT_ERROR)
                 return
             self.rid = rid
+            if self.said_down:
+                self.said_down = False
+                self.event(GridResourceUpEvent)
             gid = grid_job_id(self.schedd, self.pool, rid)
             await self.jobs.report(job, self.jobs.set_ops(job, {"GridJobId": gid, "GridJobStatus": "IDLE"}),
                                    [GridSubmitEvent(job.cluster.id, job.proc, time.time(),
