@@ -232,3 +232,21 @@ def test_a_remote_job_submitted_but_not_recorded_is_found_by_its_tag_not_submitt
     assert done["GridJobId"].split()[-1] == f"{cid}.0" and done["NumGridSubmits"] == 1
     assert (work / "result.txt").read_text() == "2121\n"
     assert len(_remote_jobs(b, tag, history=True)) == 1
+
+
+def test_a_remote_schedd_that_stops_answering_is_026_then_025_and_the_job_still_completes(
+        pools: tuple[PoolHandle, PoolHandle, Path], work: Path) -> None:
+    a, b, _ = pools
+    jid = _submit(a, work, _job(work, _resource(b), secs=2))
+    a.wait_for(jid, lambda j: j.get("GridJobStatus") in ("RUNNING", "COMPLETED"), timeout=90, what="at pool B")
+    off = b.roost("off", "-daemon", "schedd")
+    assert off.returncode == 0, off.stdout + off.stderr
+    try:
+        wait_until(lambda: "026" in _events(work), 30, "event 026 (grid resource down)")
+    finally:
+        on = b.roost("on", "-daemon", "schedd")
+        assert on.returncode == 0, on.stdout + on.stderr
+    done = a.wait_for(jid, lambda j: j.get("JobStatus") == DONE, timeout=120, what="completed once B answers")
+    assert done["ExitCode"] == 3 and (work / "result.txt").read_text() == "2121\n"
+    numbers = _events(work)
+    assert numbers.index("026") < numbers.index("025") and numbers.count("005") == 1, numbers
