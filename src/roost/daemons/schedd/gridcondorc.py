@@ -35,14 +35,9 @@ import os
 import pwd
 import shutil
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
-from roost.api.collector import Collector
-from roost.api.connection import RefusedError
-from roost.api.errors import PoolError
-from roost.api.locate import pool_address
-from roost.api.schedd import Schedd
 from roost.classad.jsonform import ad_to_obj
 from roost.core import jobpolicy as jp
 from roost.core.condorc import (
@@ -66,6 +61,11 @@ from roost.daemons.schedd.gridjob import MISSING_POLLS, GridJob, text_attr
 from roost.daemons.schedd.jobqueue import Job
 from roost.daemons.userfiles import open_as
 from roost.eventlog import GridResourceDownEvent, GridResourceUpEvent, GridSubmitEvent
+from roost.net.addresses import collector_address
+from roost.net.client import AsyncClient, Connection
+from roost.net.errors import RemoteError
+from roost.net.tls import ClientTLS
+from roost.net.tls_settings import client_tls
 from roost.universes.grid import parse_grid_resource
 from roost.vocabulary import JobStatus
 
@@ -75,6 +75,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("roost.daemons.schedd.gridmanager")
 
 CHUNK = 1 << 20
+COLLECTOR_PORT = 9618
 #: written into the sandbox once the output is in, before the remote schedd is told:
 #: a schedd killed after that finds the output here, not at the remote schedd
 _FETCHED = ".condorc-fetched.json"
@@ -90,82 +91,95 @@ class Refused(Exception):
     """The remote side refused us (a token it did not issue, a job it will not take)."""
 
 
-def _raise(resp: dict[str, Any]) -> None:
+def _said(e: RemoteError) -> str:
+    return str(getattr(e, "message", None) or e)
+
+
+def _check(resp: dict[str, Any]) -> dict[str, Any]:
+    """A raw frame's answer; RemoteError for a refusal."""
     if resp.get("ok") is not True:
-        raise RefusedError(str(resp.get("code") or "ERROR"), str(resp.get("error") or "refused"))
+        raise RemoteError(str(resp.get("code") or "ERROR"), str(resp.get("error") or "refused"))
+    return resp
+
+
+def _jobs(resp: dict[str, Any]) -> list[dict[str, Any]]:
+    """QUERY_JOBS' answer (cluster ads, per-proc differences) as one dict per job."""
+    clusters = resp.get("clusters") or {}
+    out = []
+    for c, p, diff in resp.get("jobs") or ():
+        ad = dict(clusters.get(str(c)) or ())
+        ad.update(diff or {})
+        ad["ClusterId"], ad["ProcId"] = c, p
+        out.append(ad)
+    return out
 
 
 class Remote:
-    """One remote schedd as one local owner speaks to it: a connection opened with the
-    first of the owner's tokens that schedd honours; calls one at a time, in a thread."""
+    """One remote schedd as one local owner speaks to it: found through its pool's
+    collector, both asked with the first of the owner's tokens that pool honours,
+    IDTOKENS only (never this schedd's own certificate); calls one at a time."""
 
-    def __init__(self, home: str, schedd: str, pool: str, tokens: Callable[[], list[str]]) -> None:
-        self.home, self.schedd, self.pool = home, schedd, pool
+    def __init__(self, schedd: str, pool: str, tokens: Callable[[], list[str]], tls: ClientTLS) -> None:
+        self.schedd, self.pool = schedd, pool
         self.tokens = tokens
-        self.client: Schedd | None = None
+        self.tls = tls
+        self.client: AsyncClient | None = None
         self.token_used = ""
         self.lock = asyncio.Lock()
 
-    def _connect(self) -> Schedd:
-        tokens = self.tokens()  # again each time: a token withdrawn or replaced ends its connection
+    async def _connect(self) -> AsyncClient:
+        tokens = await asyncio.to_thread(self.tokens)  # again each time: a token withdrawn ends its connection
         if self.client is not None:
             if self.token_used in tokens:
                 return self.client
-            self.close()
+            await self.close()
         if not tokens:
             raise Refused("no token to present (the owner has none for that pool)")
         reasons = []
         for token in tokens:
             try:
-                client = Schedd(self.home, address=self._locate(token), token=token, timeout=60)
-                client.connect()
-            except RefusedError as e:
-                reasons.append(str(e))
+                address = await self._locate(token)
+            except RemoteError as e:
+                reasons.append(_said(e))
                 continue
-            except PoolError as e:
-                raise Unreachable(str(e)) from None
-            self.client, self.token_used = client, token
-            return client
+            self.client, self.token_used = AsyncClient(address, timeout=60, token=token, tls=self.tls), token
+            return self.client
         raise Refused("; ".join(dict.fromkeys(reasons)))
 
-    def _locate(self, token: str) -> str:
-        """The schedd's address from its pool's collector, asked with the same token
-        (the other pool's collector refuses this pool's)."""
+    async def _locate(self, token: str) -> str:
+        """The schedd's address from its pool's collector, asked with ``token`` (the
+        other pool's collector refuses this pool's own)."""
+        address = collector_address(self.pool, COLLECTOR_PORT)
+        if address is None:
+            raise Refused(f"{self.pool!r} names no collector")
+        collector = AsyncClient(address, timeout=30, token=token, tls=self.tls)
         try:
-            address = pool_address(self.pool)
-        except ValueError as e:
-            raise Refused(str(e)) from None
-        collector = Collector(self.home, address=address, timeout=30)
-        collector._conn.remote = True
-        collector._conn.token = token
-        try:
-            ads = collector.query_objs("Scheduler", projection=["Name", "Machine", "MyAddress"])
+            got = await collector.call("QUERY", type="Scheduler", projection=["Name", "Machine", "MyAddress"])
+        except (ConnectionError, OSError) as e:
+            raise Unreachable(f"the collector at {address}: {e}") from None
         finally:
-            collector.close()
-        for a in ads:
+            await collector.close()
+        for a in got.get("ads") or []:
             if self.schedd in (a.get("Name"), a.get("Machine")) and isinstance(a.get("MyAddress"), str):
-                return a["MyAddress"]
+                return str(a["MyAddress"])
         raise Unreachable(f"no schedd named {self.schedd} in the pool at {address}")
 
-    def close(self) -> None:
+    async def close(self) -> None:
         if self.client is not None:
-            self.client.close()
-            self.client = None
+            client, self.client = self.client, None
+            await client.close()
 
-    async def call(self, fn: Callable[[Schedd], Any]) -> Any:
-        """``fn(schedd)`` in a thread; Refused for a refusal, Unreachable for a lost or
-        absent schedd (the connection is dropped: the next call opens a new one)."""
+    async def call(self, fn: Callable[[AsyncClient], Awaitable[Any]]) -> Any:
+        """``await fn(client)``; Refused for a refusal, Unreachable for a lost or absent
+        schedd (the connection is dropped: the next call opens a new one)."""
         async with self.lock:
-            return await asyncio.to_thread(self._call, fn)
-
-    def _call(self, fn: Callable[[Schedd], Any]) -> Any:
-        try:
-            return fn(self._connect())
-        except RefusedError as e:
-            raise Refused(str(e)) from None
-        except (PoolError, ConnectionError, OSError) as e:
-            self.close()
-            raise Unreachable(str(e)) from None
+            try:
+                return await fn(await self._connect())
+            except RemoteError as e:
+                raise Refused(_said(e)) from None
+            except (ConnectionError, OSError) as e:
+                await self.close()
+                raise Unreachable(str(e)) from None
 
 
 class CondorCBackend:
@@ -173,7 +187,7 @@ class CondorCBackend:
 
     def __init__(self, manager: GridManager, config: Any) -> None:
         self.m = manager
-        self.home = str(config.get("LOCAL_DIR") or config.get("ROOST_HOME") or os.environ.get("ROOST_HOME") or ".")
+        self.tls = client_tls(config).token_only()
         self.token_dir = (config.get("GRIDMANAGER_TOKEN_DIRECTORY") or "").strip()
         self.remotes: dict[tuple[str, str, str], Remote] = {}
         self.down: set[tuple[str, str]] = set()
@@ -184,7 +198,7 @@ class CondorCBackend:
     def remote(self, owner: str, schedd: str, pool: str) -> Remote:
         key = (owner, schedd, pool)
         if key not in self.remotes:
-            self.remotes[key] = Remote(self.home, schedd, pool, lambda: self.tokens(owner))
+            self.remotes[key] = Remote(schedd, pool, lambda: self.tokens(owner), self.tls)
         return self.remotes[key]
 
     def tokens(self, owner: str) -> list[str]:
@@ -234,7 +248,7 @@ class CondorCBackend:
         constraint = poll_constraint([g.rid for g in jobs if g.rid])
         where = (remote.schedd, remote.pool)
         try:
-            ads = await remote.call(lambda s: s.query_objs(constraint, _POLL_ATTRS))
+            ads = await remote.call(lambda c: _query(c, constraint, _POLL_ATTRS))
         except (Unreachable, Refused) as e:
             if where not in self.down:
                 self.down.add(where)
@@ -302,7 +316,7 @@ class CondorCJob(GridJob):
                 await self.hold(f"Cannot hand the job to {self.resource}: {e}", HOLD_GRID_SUBMIT_FAILED)
                 return
             try:
-                rid = await self.remote.call(lambda s: self._submit(s, tag, ad, files))
+                rid = await self.remote.call(lambda c: self._submit(c, tag, ad, files))
             except Refused as e:
                 await self.hold(f"The remote schedd {self.schedd} (pool {self.pool}) refused the job: {e}",
                                 HOLD_GRID_SUBMIT_FAILED)
@@ -329,52 +343,51 @@ class CondorCJob(GridJob):
         finally:
             self.busy = False
 
-    def _submit(self, s: Schedd, tag: str, ad: dict[str, Any], files: list[tuple[str, str]]) -> str:
-        """(In a thread.) The remote id of the job tagged ``tag``, submitted now if the
-        remote schedd has none; its input spooled if it still waits for it."""
-        tag_text = json.dumps(tag)
-        found = s.query_objs(f"{TAG_ATTR} == {tag_text}", ["ClusterId", "ProcId", "JobStatus", "HoldReasonCode",
-                                                            "StageInFinish"])
+    async def _submit(self, c: AsyncClient, tag: str, ad: dict[str, Any], files: list[tuple[str, str]]) -> str:
+        """The remote id of the job tagged ``tag``, submitted now if the remote schedd
+        has none; its input spooled if it still waits for it."""
+        found = await _query(c, f"{TAG_ATTR} == {json.dumps(tag)}",
+                             ["ClusterId", "ProcId", "JobStatus", "HoldReasonCode", "StageInFinish"])
         if found:
             a = found[0]
             rid = f"{a['ClusterId']}.{a['ProcId']}"
         else:
-            cid = int(s.call("NEW_CLUSTER")["cluster"])
-            s.call("SUBMIT", cluster=cid, cluster_ad=ad, procs=[{}])
+            cid = int((await c.call("NEW_CLUSTER"))["cluster"])
+            await c.call("SUBMIT", cluster=cid, cluster_ad=ad, procs=[{}])
             rid, a = f"{cid}.0", {"JobStatus": JobStatus.HELD, "HoldReasonCode": 16}
         if a.get("JobStatus") == JobStatus.HELD and a.get("HoldReasonCode") == 16 and a.get("StageInFinish") is None:
             try:
-                self._spool(s, rid, files)
-            except (RefusedError, SpoolError):
+                await self._spool(c, rid, files)
+            except (RemoteError, SpoolError):
                 # the job will be held here: leave no remote job waiting for input for ever
-                s.act("remove", [rid], reason="its input could not be sent")
+                await c.call("ACT", action="remove", ids=[rid], reason="its input could not be sent")
                 raise
         return rid
 
-    def _spool(self, s: Schedd, rid: str, files: list[tuple[str, str]]) -> None:
+    async def _spool(self, c: AsyncClient, rid: str, files: list[tuple[str, str]]) -> None:
         """SPOOL_FILES: each input file read with the owner's rights."""
         user = owner_user(self.job.owner)
         fds: list[tuple[int, int, int]] = []
         try:
             for path, _name in files:
                 try:
-                    fd = open_as(path, user)
+                    fd = await asyncio.to_thread(open_as, path, user)
                 except OSError as e:
                     raise SpoolError(f"{path}: {e.strerror or e}") from None
                 st = os.fstat(fd)
                 fds.append((fd, st.st_size, st.st_mode & 0o777))
-            client = s._conn._open()
-            client.send({"cmd": "SPOOL_FILES", "job": rid, "files": [
-                {"name": spool_name(name), "size": size, "mode": mode}
-                for (_p, name), (_fd, size, mode) in zip(files, fds, strict=True)]})
-            _raise(client.recv())
-            for fd, size, _mode in fds:
-                remaining = size
-                while remaining > 0:
-                    data = os.read(fd, min(CHUNK, remaining)) or bytes(min(CHUNK, remaining))
-                    client.send_bytes(data)
-                    remaining -= len(data)
-            _raise(client.recv())
+            entries = [{"name": spool_name(name), "size": size, "mode": mode}
+                       for (_p, name), (_fd, size, mode) in zip(files, fds, strict=True)]
+            async with c.stream() as conn:
+                await conn.request("SPOOL_FILES", job=rid, files=entries)
+                for fd, size, _mode in fds:
+                    remaining = size
+                    while remaining > 0:
+                        n = min(CHUNK, remaining)
+                        data = await asyncio.to_thread(os.read, fd, n) or bytes(n)  # shrunk: zeros, as promised
+                        await conn.send_bytes(data)
+                        remaining -= len(data)
+                _check(await conn.recv())
         finally:
             for fd, _s, _m in fds:
                 os.close(fd)
@@ -412,7 +425,8 @@ class CondorCJob(GridJob):
         # held or removed over there: take it out of the remote queue, hold it here
         rid = self.rid
         try:
-            await self.remote.call(lambda s: s.act("remove", [rid], reason="held at its submitter"))
+            await self.remote.call(lambda c: c.call("ACT", action="remove", ids=[rid],
+                                                    reason="held or removed at the other pool"))
         except (Refused, Unreachable) as e:
             log.warning("job %s: could not remove remote job %s: %s", job.id, rid, e)
         await self.hold(m.hold_reason or "the remote schedd ended the job", m.hold_code, grid_status=m.grid_status)
@@ -426,7 +440,8 @@ class CondorCJob(GridJob):
         rid = self.rid
         if rid and ad is not None and not self.cancelled:
             try:
-                await self.remote.call(lambda s: s.act("remove", [rid], reason="removed or held at its submitter"))
+                await self.remote.call(lambda c: c.call("ACT", action="remove", ids=[rid],
+                                                        reason="removed or held at its submitter"))
                 self.cancelled = True
             except Refused as e:
                 log.warning("job %s: the remote schedd would not remove %s: %s", self.job.id, rid, e)
@@ -442,7 +457,7 @@ class CondorCJob(GridJob):
         rid = self.rid
         try:
             await asyncio.to_thread(self._make_sandbox)
-            await self.remote.call(lambda s: self._transfer(s, rid or "", {"code": code, "signal": sig}))
+            await self.remote.call(lambda c: self._transfer(c, rid or "", {"code": code, "signal": sig}))
         except Unreachable as e:
             log.warning("job %s: fetching the output of %s: %s; again at the next poll", self.job.id, rid, e)
             return
@@ -456,38 +471,40 @@ class CondorCJob(GridJob):
         os.makedirs(self.m.root, mode=0o755, exist_ok=True)
         os.mkdir(self.sandbox, 0o700)
 
-    def _transfer(self, s: Schedd, rid: str, exit_info: dict[str, Any]) -> None:
-        """(In a thread.) Every output file into the sandbox (top-level names only:
-        deeper ones are read and dropped), the mark, then the acknowledgement."""
-        client = s._conn._open()
-        client.send({"cmd": "TRANSFER_DATA", "job": rid})
-        resp = client.recv()
-        _raise(resp)
-        names = []
-        for entry in resp.get("files") or []:
-            size = entry.get("size")
-            if type(size) is not int or size < 0:
-                raise Refused(f"the remote schedd announced a bad file: {entry!r}")
-            name = spool_name(entry.get("name"))
-            fd = None
-            if "/" not in name and not name.startswith("."):
-                fd = os.open(os.path.join(self.sandbox, name), os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW,
-                             0o600)
-                names.append(name)
-            try:
-                remaining = size
-                while remaining > 0:
-                    data = client.read_exactly(min(CHUNK, remaining))
-                    remaining -= len(data)
-                    if fd is not None:
-                        os.write(fd, data)
-            finally:
+    async def _transfer(self, c: AsyncClient, rid: str, exit_info: dict[str, Any]) -> None:
+        """Every output file into the sandbox (top-level names only: deeper ones are
+        read and dropped), the mark, then the acknowledgement."""
+        async with c.stream() as conn:
+            resp = await conn.request("TRANSFER_DATA", job=rid)
+            names = []
+            for entry in resp.get("files") or []:
+                size = entry.get("size")
+                if type(size) is not int or size < 0:
+                    raise Refused(f"the remote schedd announced a bad file: {entry!r}")
+                name = spool_name(entry.get("name"))
+                keep = "/" not in name and not name.startswith(".")
+                await self._receive(conn, os.path.join(self.sandbox, name) if keep else None, size)
+                if keep:
+                    names.append(name)
+            mark = {**exit_info, "files": names, "host": self.job.get("RemoteHost")}
+            await asyncio.to_thread(_write_new, os.path.join(self.sandbox, _FETCHED), json.dumps(mark).encode())
+            await conn.send({"received": True})
+            _check(await conn.recv())
+
+    @staticmethod
+    async def _receive(conn: Connection, path: str | None, size: int) -> None:
+        fd = await asyncio.to_thread(os.open, path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW,
+                                     0o600) if path else None
+        try:
+            remaining = size
+            while remaining > 0:
+                data = await conn.read_exactly(min(CHUNK, remaining))
+                remaining -= len(data)
                 if fd is not None:
-                    os.close(fd)
-        with open(os.path.join(self.sandbox, _FETCHED), "x") as f:
-            json.dump({**exit_info, "files": names, "host": self.job.get("RemoteHost")}, f)
-        client.send({"received": True})
-        _raise(client.recv())
+                    await asyncio.to_thread(_write_all, fd, data)
+        finally:
+            if fd is not None:
+                os.close(fd)
 
     async def _finish_fetched(self) -> None:
         """The fetched output copied to where the job wants it, as its owner; the exit."""
@@ -507,6 +524,25 @@ class CondorCJob(GridJob):
         await asyncio.to_thread(shutil.rmtree, self.sandbox, True)
         host = info.get("host") if isinstance(info.get("host"), str) else f"condor/{self.schedd}"
         await self.exited(info.get("code"), info.get("signal"), "COMPLETED", host, f"<condor:{self.schedd}>")
+
+
+async def _query(c: AsyncClient, constraint: str, projection: list[str]) -> list[dict[str, Any]]:
+    return _jobs(await c.call("QUERY_JOBS", constraint=constraint, projection=projection))
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+
+
+def _write_new(path: str, data: bytes) -> None:
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    try:
+        _write_all(fd, data)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 __all__ = ["CondorCBackend", "CondorCJob"]
