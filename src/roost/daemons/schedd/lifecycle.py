@@ -145,6 +145,17 @@ class JobLifecycle:
     async def commit(self, ops: list[Any]) -> None:
         await self.store.commit(ops)
 
+    def commit_soon(self, ops: list[Any], name: str) -> None:
+        """Queue ``ops`` now, in order with what follows, without waiting for the disk
+        (a failure is logged). Ops hold rows as they are when made: a commit spawned
+        for later could land after a newer change of the same job and undo it."""
+        durable = self.store.submit(ops)
+
+        async def wait() -> None:
+            await durable
+
+        self.host.spawn(wait(), name)
+
     def write_events(self, job: Job, events: list[Event]) -> None:
         self.userlogs.write(log_paths(job.get), events, job.owner, job.get)
 
