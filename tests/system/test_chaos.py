@@ -216,7 +216,11 @@ def test_a_thousand_jobs_under_chaos_complete_exactly_once(chaos_pool: MultiHost
     print(f"chaos: completed {len(completed)}, held {held}, lost {JOBS - len(completed)}, "
           f"terminate events twice {len(twice)}, never {len(never)}, wrong output {len(wrong_output)}, "
           f"runs {starts} (reruns {starts - len(completed)})")
-    assert held == 0, submit.roost("q", cluster, "-af", "ProcId", "HoldReason", check=False).stdout
+    if held:
+        reasons = submit.roost("q", cluster, "-af", "ProcId", "HoldReason", check=False).stdout
+        ids = [int(line.split()[0]) for line in reasons.splitlines() if line.split() and line.split()[0].isdigit()]
+        print(_story(pool, work, int(cluster), ids[:3]))  # the evidence, whole
+        raise AssertionError(reasons)
     assert left == 0 and len(completed) == JOBS, (left, states)
     if twice or never:
         print(_story(pool, work, int(cluster), sorted(twice)[:3] + never[:2]))  # the evidence, whole
