@@ -70,7 +70,17 @@ def _cmdline(pid: int) -> str:
 def _keepers(h: RoostHost) -> list[int]:
     """The jobs' keepers on an execute host (killing the job itself would be the job's
     own failure: HTCondor holds a job that died without its output, and so do we)."""
-    return [p for p in h.host.pids() if "roost-launcher" in _cmdline(p)]
+    launchers = {p for p in h.host.pids() if "roost-launcher" in _cmdline(p)}
+    # a launcher's own child, between its fork and the job's exec, has its command line too
+    return [p for p in launchers if _ppid(p) not in launchers]
+
+
+def _ppid(pid: int) -> int:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return int(f.read().rsplit(")", 1)[1].split()[1])
+    except (OSError, ValueError, IndexError):
+        return 0
 
 
 def _restart_master(h: RoostHost, old: int) -> None:
