@@ -309,7 +309,7 @@ class Flocking:
         waiting, flockable = waiting_entries(self.queue, self.autoclusters, self.submitter_of,
                                              now=now, by_default=self.by_default, samples=samples)
         foreign = await self._foreign_here() if any(w.idle for w in waiting) else 0
-        waiting = await self._judge_home(waiting, samples, now=now, foreign=foreign)
+        waiting = await self._judge_home(waiting, samples, now=now)
         plan = outbound_plan(waiting, self.senders, self.memory, now=now, after=self.after,
                              increment=self.increment, by_default=self.by_default, foreign_here=foreign)
         self.plan, self.flockable = plan, flockable
@@ -318,17 +318,15 @@ class Flocking:
         await asyncio.gather(*(self._send(r, base, plan) for r in self.remotes.values()))
         return plan
 
-    async def _judge_home(self, waiting: list[Waiting], samples: dict[str, Job], *, now: float,
-                          foreign: int) -> list[Waiting]:
-        """``waiting`` with q -analyze's never-home verdict (core.flock.never_home) on the
-        keys it would change: flockable keys still held home (waiting FLOCK_AFTER, or
-        behind other pools' jobs here). One job stands for its autocluster; a verdict is
-        kept VERDICT_ROUNDS decisions, so the home slot ads are asked for only when a new
-        autocluster needs one or the verdicts are due again."""
+    async def _judge_home(self, waiting: list[Waiting], samples: dict[str, Job], *, now: float) -> list[Waiting]:
+        """``waiting`` with q -analyze's never-home verdict (core.flock.never_home) on each
+        flockable key. One job stands for its autocluster, and the analysis stops at the
+        first home slot that could run it, so a job that fits at home costs one
+        evaluation or a few; a verdict is kept VERDICT_ROUNDS decisions, so the home slot
+        ads are asked for only when a new autocluster needs one or the verdicts are due."""
         ttl = VERDICT_ROUNDS * self.interval
         self.verdicts = {k: v for k, v in self.verdicts.items() if k in samples and now - v[1] < ttl}
-        asks = [w for w in waiting if w.want_flocking and w.idle > 0 and (w.waited < self.after or foreign > 0)]
-        fresh = [w.key for w in asks if w.key not in self.verdicts]
+        fresh = [w.key for w in waiting if w.want_flocking and w.idle > 0 and w.key not in self.verdicts]
         if fresh and self.senders:
             slots = await self._home_slots()
             if slots is not None:
