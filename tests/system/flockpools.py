@@ -94,8 +94,9 @@ class Pools:
 @contextlib.contextmanager
 def flock(net: Network, specs: list[PoolSpec]) -> Iterator[Pools]:
     """Every pool of ``specs`` built, credentials exchanged, started (central managers
-    first), each pool's execute hosts' slots seen by its collector; all stopped after."""
-    assert len(specs) >= 2, "a flock is two pools or more"
+    first), each pool's execute hosts' slots seen by its collector; all stopped after.
+    One pool alone is a plain pool (a reference for benches); its keyed hosts copy a
+    key its token-joined hosts' tokens made, so it needs one of those."""
     p = Pools(net)
     try:
         cms = {s.name: net.add_host(s.cm) for s in specs}
@@ -123,9 +124,9 @@ def flock(net: Network, specs: list[PoolSpec]) -> Iterator[Pools]:
                     mint(y, x.domain, host)
                 for host in [y.cm, *y.with_role("Execute")]:
                     mint(x, y.domain, host)
-        for s in specs:  # each pool's own credential: the key copied, or a daemon token
+        for s in specs:  # each pool's own credential: a daemon token, or the key copied
             cm = p.hosts[s.cm]
-            for name in s.hosts:
+            for name in sorted(s.hosts, key=lambda n: n in s.keyed):  # (a token made makes the key)
                 if name in s.keyed:
                     p.hosts[name].take_pool_key(cm)
                 else:

@@ -28,6 +28,7 @@ from flockpools import until as _until
 from flockpools import wait_slots as _wait_slots
 from flockpools import work as _work
 from netns import Network, unavailable
+from wanlink import WanLink
 
 A_CONF = ("FLOCK_AGREEMENTS = b\nFLOCK_AGREEMENT_b = collector = {b}; direction = send; domain = b.test; "
           "users = group_physics\n")
@@ -122,6 +123,23 @@ def test_status_of_the_other_pool_from_a_host_with_both_pools_tokens(pools: Pool
     assert there and set(there) == {"exb"}, there
     here = suba.roost("status", "-af", "Machine").stdout.split()
     assert set(here) == {"exa"}, here
+
+
+def test_over_a_wide_area_link_flocked_jobs_run_and_report_home(pools: Pools) -> None:
+    suba = pools["suba"]
+    work = _work(suba, "wan")
+    home = _submit(suba, work, 20, extra="request_cpus = 2\n", name="home")
+    _until("the home job runs", lambda: _running_on(suba, home) == ["exa"], pools=pools)
+    with WanLink(pools.net, ["cmb", "exb"], delay_ms=50, mbit=20) as link:  # B is far away now
+        assert link.rtt_ms(suba.host, pools["exb"].address) >= 100
+        physics = _submit(suba, work, 1, n=2, extra="accounting_group = group_physics\nrequest_cpus = 1\n",
+                          name="physics")
+        suba.roost("wait", "-quiet", "-wait", "90", physics, timeout=100)
+        for proc in range(2):
+            assert (work / f"physics.{physics}.{proc}.txt").read_text().split()[0] == "exb"
+        assert [r[0] for r in _ads(suba, physics, "ExitCode")] == ["0", "0"]
+        assert (work / "physics.log").read_text().count("\n005 (") == 2
+    suba.roost("rm", home)
 
 
 def test_b_central_manager_partitioned_jobs_there_finish_and_a_goes_on(pools: Pools) -> None:

@@ -297,3 +297,18 @@ def test_work_no_home_machine_can_run_flocks_at_once_and_says_why(tmp_path: Path
     asyncio.run(fl.round(now=1011.0))
     assert asked.count("DynamicSlot =!= true") == n, "verdicts are kept: the home slots are not asked each round"
     q.store.close()
+
+
+def test_a_flocked_start_names_its_pool_even_after_a_round_dropped_the_match(tmp_path: Path) -> None:
+    q = _queue(tmp_path)
+    fl = Flocking(Config.from_text(A_CONF), queue=q, autoclusters=AutoClusters(q, _name, lambda: None),
+                  submitter_of=_name, base_ads=lambda: [],
+                  connect=lambda address, timeout: SimpleNamespace(address=address), home_query=None,
+                  uid_domain="a.example", schedd_name="suba")
+    job = q.job(1, 0)
+    fl.matched("b", job)
+    fl.where = {}  # a decision round ran between the match and the start (it keeps running jobs only)
+    assert fl.pool_of_run(job, SimpleNamespace(slot_obj={"UidDomain": "b.example"})) == "b"
+    assert fl.where[job.key] == "b"
+    assert fl.pool_of_run(q.job(1, 1), SimpleNamespace(slot_obj={"UidDomain": "a.example"})) is None
+    q.store.close()

@@ -266,8 +266,13 @@ class Flocking:
 
     def pool_of_run(self, job: Job, runner: Any) -> str | None:
         """The connected pool a run that starts now is in (the negotiator that matched
-        it, else its slot's ``UidDomain``): the job's ``RemotePool``; None at home."""
-        return self.where.get(job.key) or self._slot_pool(getattr(runner, "slot_obj", None))
+        it, else its slot's ``UidDomain``): the job's ``RemotePool``; None at home. Noted
+        again as where it runs: a decision round between the match and the start may
+        have dropped it (it keeps only running jobs)."""
+        pool = self.where.get(job.key) or self._slot_pool(getattr(runner, "slot_obj", None))
+        if pool is not None:
+            self.where[job.key] = pool
+        return pool
 
     def pool_of(self, job: Job) -> str | None:
         """The connected pool running ``job``, None when at home (``q -run``)."""
@@ -302,6 +307,8 @@ class Flocking:
         where = {}
         for key, job in self.queue.running.items():
             pool = self.where.get(key) or self._slot_pool((job.claim or {}).get("slot_ad"))
+            if pool is None and isinstance(job.get("RemotePool"), str) and job.get("RemotePool"):
+                pool = job.get("RemotePool")  # set at its start (pool_of_run), kept with the job
             if pool is not None:
                 where[key] = pool
         self.where = where
@@ -394,6 +401,7 @@ class Flocking:
         """Where ``job`` runs or may run, and why it does or does not flock (``q -analyze``)."""
         pool = self.where.get(job.key)
         if job.key in self.queue.running:
+            pool = pool or (job.get("RemotePool") if isinstance(job.get("RemotePool"), str) else None)
             return {"pool": pool, "why": f"runs in pool {pool}" if pool else "runs at home"}
         if job.status != jp.IDLE or not_negotiated(job):
             return {"pool": None, "why": "not idle, or not negotiated: flocking does not apply"}
