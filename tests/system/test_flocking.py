@@ -142,6 +142,51 @@ def test_over_a_wide_area_link_flocked_jobs_run_and_report_home(pools: Pools) ->
     suba.roost("rm", home)
 
 
+# Counts to 4, saying where each start runs. At 2 it checkpoints (exit 85: the starter
+# sends ckpt.txt home and runs it again); at 3, the first time, it waits to be evicted.
+COUNTER = """#!/bin/sh
+echo "start on $(hostname)"
+i=0
+if [ -f ckpt.txt ]; then i=$(cat ckpt.txt); echo "resumed at $i"; fi
+while [ $i -lt 4 ]; do
+  i=$((i+1))
+  if [ $i -eq 2 ] && [ ! -f ckpt.txt ]; then sleep 1; echo 2 > ckpt.txt; exit 85; fi
+  if [ $i -eq 3 ] && [ ! -f "$1" ]; then touch "$1"; sleep 120; fi
+done
+echo "done $i"
+"""
+
+
+def test_a_job_checkpoints_in_pool_b_and_resumes_from_it_at_home(pools: Pools) -> None:
+    suba = pools["suba"]
+    work = _work(suba, "ckpt")
+    (work / "count.sh").write_text(COUNTER)
+    (work / "count.sh").chmod(0o755)
+    home = _submit(suba, work, 120, extra="request_cpus = 2\n", name="home")
+    _until("the home job runs", lambda: _running_on(suba, home) == ["exa"], pools=pools)
+    marker = work / "evict-me"
+    (work / "count.sub").write_text(
+        f"executable = count.sh\narguments = {marker}\ncheckpoint_exit_code = 85\n"
+        "transfer_checkpoint_files = ckpt.txt\noutput = out.txt\nlog = count.log\n"
+        "should_transfer_files = YES\naccounting_group = group_physics\nrequest_cpus = 1\n"
+        "request_memory = 64\nqueue\n")
+    cluster = suba.roost("submit", "count.sub", cwd=work).stdout.split()[-1].rstrip(".")
+    jid = f"{cluster}.0"
+    _until("the counter waits at step 3 in pool b", marker.exists, timeout=90, pools=pools)
+    assert _running_on(suba, cluster) == ["exb"]
+    assert _ads(suba, cluster, "NumCkpts", "RemotePool") == [["1", "b"]]
+    spool = suba.home / "spool" / "checkpoints" / cluster / "0" / "current" / "ckpt.txt"
+    assert spool.read_text() == "2\n"  # B's starter sent the checkpoint home
+    # A's slot is free again; the job may not leave home now, so its next run is A's
+    suba.roost("rm", home)
+    suba.roost("hold", jid)
+    suba.roost("qedit", jid, "WantFlocking", "false")
+    suba.roost("release", jid)
+    suba.roost("wait", "-quiet", "-wait", "90", cluster, timeout=100)
+    assert (work / "out.txt").read_text() == "start on exa\nresumed at 2\ndone 4\n"
+    assert _ads(suba, cluster, "ExitCode", "NumJobStarts", "RemotePool") == [["0", "2", "undefined"]]
+
+
 def test_b_central_manager_partitioned_jobs_there_finish_and_a_goes_on(pools: Pools) -> None:
     suba = pools["suba"]
     work = _work(suba, "cut")
