@@ -276,7 +276,8 @@ class Flocking:
 
     def pool_of(self, job: Job) -> str | None:
         """The connected pool running ``job``, None when at home (``q -run``)."""
-        return self.where.get(job.key)
+        pool = self.where.get(job.key) or job.get("RemotePool")
+        return pool if isinstance(pool, str) and pool else None
 
     # -- each interval ---------------------------------------------------------------------
     async def loop(self) -> None:
