@@ -49,16 +49,6 @@ def pools() -> Iterator[Pools]:
         yield p
 
 
-@pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
-    outcome = yield
-    rep = outcome.get_result()
-    if rep.when == "call" and rep.failed:
-        p = item.funcargs.get("pools") if hasattr(item, "funcargs") else None
-        if isinstance(p, Pools):
-            rep.sections.append(("roost logs, every host", p.log_tails()))
-
-
 def test_jobs_pool_a_cannot_serve_run_in_pool_b_and_report_home(pools: Pools) -> None:
     suba, cmb = pools["suba"], pools["cmb"]
     work = _work(suba, "flock")
