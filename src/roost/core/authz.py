@@ -211,7 +211,7 @@ COMMAND_LEVELS: dict[str, CommandLevel] = {
         "`QUERY_STARTD_ADS`, ...; private: `QUERY_STARTD_PVT_ADS`",
     ),
     # negotiator
-    "RESCHEDULE": _c("negotiator", L.DAEMON, "`RESCHEDULE` (at the negotiator)"),
+    "RESCHEDULE": _c("negotiator", (L.DAEMON, L.ADVERTISE_STARTD), "`RESCHEDULE` (at the negotiator; roost's startds ask for a cycle when a slot frees, a glide-in's too)"),
     "CYCLE_STATS": _c("negotiator", L.READ, "`QUERY_NEGOTIATOR_ADS`"),
     "USERPRIO": _c("negotiator", L.READ, "`GET_PRIORITY`"),
     "LIMITS": _c("negotiator", L.READ, "`GET_RESLIST`"),
