@@ -14,6 +14,7 @@ import os
 import subprocess
 import sys
 import time
+from dataclasses import replace
 from typing import Any
 
 from roost.core.annex import AnnexError, AnnexRecord, AnnexState, annex_state
@@ -48,6 +49,7 @@ def main_annex(pool: str | None, as_json: bool) -> int:
     from roost.api.collector import Collector
     from roost.api.errors import PoolError
     from roost.cli.annex_cmd import annex_dir
+    from roost.cli.options import collector_for
     from roost.config import Config, ConfigError
     from roost.poolhome import pool_home
 
@@ -69,8 +71,6 @@ def main_annex(pool: str | None, as_json: bool) -> int:
               file=sys.stderr)
     ads: list[dict[str, Any]] = []
     try:
-        from roost.cli.options import collector_for
-
         c = Collector(address=collector_for(pool), timeout=30)
         try:
             ads = c.query_objs("Machine", "IsGlidein =?= true", ["Name", "Machine", "AnnexName", "GLIDEIN_ToDie", "SlurmJobId"])
@@ -100,6 +100,4 @@ def main_annex(pool: str | None, as_json: bool) -> int:
 
 
 def _unknown_slurm(s: AnnexState) -> AnnexState:
-    from dataclasses import replace
-
     return replace(s, state=s.state if s.glideins else "unknown", pending=0, running=0, ended=0)
