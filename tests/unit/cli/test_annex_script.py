@@ -63,3 +63,33 @@ def test_config_text_is_not_run_by_the_shell(tmp_path: Path) -> None:
 def test_a_token_with_spaces_is_refused() -> None:
     with pytest.raises(ValueError, match="one word"):
         script(GlideinSpec("a", 60, "two words", "python", "", {}))
+
+
+@pytest.mark.parametrize(("argv", "said"), [
+    ([], "give -slurm N"),
+    (["-slurm", "0"], "-slurm takes a whole number of at least 1, not '0'"),
+    (["-slurm", "2", "-duration", "soon"], "-duration 'soon' is not a duration"),
+    (["-slurm", "2", "-idle", "0"], "-idle must be more than 0"),
+    (["-slurm", "2", "-name", "a b"], "-name 'a b': letters, digits"),
+    (["-slurm", "2", "extra"], "unexpected argument 'extra'"),
+])
+def test_bad_annex_command_lines_say_what_is_wrong(argv: list[str], said: str,
+                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    from roost.cli.annex_cmd import main
+
+    assert main(argv) == 2
+    assert said in capsys.readouterr().err
+
+
+def test_without_the_pool_key_annex_says_where_to_run_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    from roost.cli.annex_cmd import main
+
+    (tmp_path / "run").mkdir()
+    (tmp_path / "run" / "collector.address").write_text("127.0.0.1:9618\n")
+    (tmp_path / "roost_config").write_text(f"LOCAL_DIR = {tmp_path}\n")
+    monkeypatch.setenv("ROOST_HOME", str(tmp_path))
+    monkeypatch.delenv("ROOST_CONFIG", raising=False)
+    assert main(["-slurm", "1"]) == 1
+    assert "run roost annex on the central manager" in capsys.readouterr().err
+    assert not (tmp_path / "annex").exists() or not list((tmp_path / "annex").glob("*.json"))
