@@ -100,6 +100,7 @@ def test_two_glideins_join_run_the_jobs_that_ask_for_them_and_leave_when_idle(
     assert "Partition=short" in slurm.run("scontrol", "show", "job", "-o", ids[0]).stdout
     shown = annex_status(pool)["g1"]
     assert (shown["state"], shown["requested"], shown["glideins"], shown["running"]) == ("running", 2, 2, 2)
+    assert re.fullmatch(r"[0-9a-f]{32}", shown["jti"]), shown
 
     on_glidein = submit(pool, work, """executable = /bin/sh
 arguments = "-c 'echo on $(hostname)'"

@@ -28,7 +28,7 @@ from roost.core.gridbatch import parse_sbatch
 from roost.net.addresses import collector_address, read_address
 from roost.net.signing_key import read_key_file
 from roost.net.token_store import TokenSettings
-from roost.net.tokens import DEFAULT_KEY, TokenError, create_token
+from roost.net.tokens import DEFAULT_KEY, TokenError, create_token, decode_token
 from roost.poolhome import pool_home, run_path
 
 PROG = "roost annex"
@@ -159,7 +159,7 @@ def _annex(name: str, count: int, duration: float, idle: float, partition: str, 
             break
         ids.append(job)
     if ids:
-        record = AnnexRecord(name, tuple(ids), count, duration, now, partition)
+        record = AnnexRecord(name, tuple(ids), count, duration, now, partition, decode_token(token)[1].jti)
         tmp = record_path + ".tmp"
         with open(tmp, "w") as f:
             json.dump(record.to_obj(), f, indent=1)

@@ -83,7 +83,7 @@ def main_annex(pool: str | None, as_json: bool) -> int:
     if slurm is None:
         states = [_unknown_slurm(s) for s in states]
     if as_json:
-        print(json.dumps([{**s.__dict__, "slurm_ids": list(r.slurm_ids)} for s, r in zip(states, records)], indent=1))
+        print(json.dumps([{**s.__dict__, "slurm_ids": list(r.slurm_ids), "jti": r.jti} for s, r in zip(states, records)], indent=1))
         return 0
     if not states:
         print("no annexes (roost annex -slurm N makes one)")

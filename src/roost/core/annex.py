@@ -153,6 +153,7 @@ class AnnexRecord:
     duration: float
     submitted: float
     partition: str = ""
+    jti: str = ""  # the glide-ins' token (roost token revoke -jti cuts the annex off)
 
     @classmethod
     def from_obj(cls, obj: Mapping[str, object], where: str) -> AnnexRecord:
@@ -162,13 +163,14 @@ class AnnexRecord:
                 raise TypeError("slurm_ids is not a list of strings")
             return cls(str(obj["name"]), tuple(ids), int(obj["requested"]),  # type: ignore[call-overload]
                        float(obj["duration"]), float(obj["submitted"]),  # type: ignore[arg-type]
-                       str(obj.get("partition") or ""))
+                       str(obj.get("partition") or ""), str(obj.get("jti") or ""))
         except (KeyError, TypeError, ValueError) as e:
             raise AnnexError(f"{where}: not an annex record ({e})") from None
 
     def to_obj(self) -> dict[str, object]:
         return {"name": self.name, "slurm_ids": list(self.slurm_ids), "requested": self.requested,
-                "duration": self.duration, "submitted": self.submitted, "partition": self.partition}
+                "duration": self.duration, "submitted": self.submitted, "partition": self.partition,
+                "jti": self.jti}
 
 
 @dataclass(frozen=True)
