@@ -63,6 +63,7 @@ set -eu
 umask 077
 GH=$(mktemp -d "${{SLURM_TMPDIR:-${{TMPDIR:-/tmp}}}}/roost-gi-XXXXXX")
 trap 'rm -rf "$GH"' EXIT
+trap 'exit 143' TERM INT HUP
 chmod 755 "$GH"
 mkdir "$GH/tokens.d"
 cat > "$GH/tokens.d/annex" <<'ROOST_ANNEX_TOKEN'

@@ -93,3 +93,30 @@ def test_without_the_pool_key_annex_says_where_to_run_it(tmp_path: Path, monkeyp
     assert main(["-slurm", "1"]) == 1
     assert "run roost annex on the central manager" in capsys.readouterr().err
     assert not (tmp_path / "annex").exists() or not list((tmp_path / "annex").glob("*.json"))
+
+
+def test_cancelled_by_slurm_the_script_still_removes_its_home(tmp_path: Path) -> None:
+    """scancel sends SIGTERM to every process of the job: the startd stops, the shell's
+    trap removes the glide-in's directory (a plain EXIT trap does not run on a signal)."""
+    import signal
+
+    fake = tmp_path / "python"
+    fake.write_text("#!/bin/sh\necho up\nexec sleep 30\n")
+    fake.chmod(0o755)
+    path = tmp_path / "job.sh"
+    path.write_text(script(GlideinSpec("c", 60, "t", str(fake), "", {})))
+    env = {"PATH": "/usr/bin:/bin", "SLURM_JOB_ID": "7", "TMPDIR": str(tmp_path)}
+    proc = subprocess.Popen(["/bin/sh", str(path)], env=env, stdout=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    try:
+        assert proc.stdout is not None
+        while "up" not in proc.stdout.readline():
+            pass
+        assert list(tmp_path.glob("roost-gi-*"))
+        os.killpg(proc.pid, signal.SIGTERM)
+        assert proc.wait(timeout=20) != 0
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    assert not list(tmp_path.glob("roost-gi-*"))
