@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -36,13 +37,18 @@ def slurm() -> Iterator[SlurmCluster]:
 def pool(slurm: SlurmCluster) -> Iterator[PoolHandle]:
     home = Path(f"/tmp/roost-annex-{os.getpid()}")
     p = start_pool(home, f"SLURM_CONF = {slurm.conf}\nANNEX_POLL_INTERVAL = 0.5\nNUM_CPUS = 1\n")
+    # sbatch passes the environment on: the glide-ins make their homes here
+    (home / "slurm-tmp").mkdir()
+    p.env["TMPDIR"] = str(home / "slurm-tmp")
     try:
         yield p
     finally:
         # slurmstepd outlives slurmd: cancel what is left, so no glide-in outlives the test
         slurm.run("scancel", "-u", "root", check=False)
         wait_until(lambda: not slurm.run("squeue", "-h", check=False).stdout.strip(), 60, "Slurm empty")
+        wait_until(lambda: not list((home / "slurm-tmp").glob("roost-gi-*")), 30, "the glide-ins' homes removed")
         stop_pool(p)
+        shutil.rmtree(home, ignore_errors=True)
 
 
 @pytest.fixture
@@ -51,6 +57,7 @@ def work() -> Iterator[Path]:
     d.mkdir()
     d.chmod(0o777)
     yield d
+    shutil.rmtree(d, ignore_errors=True)
 
 
 def glideins(pool: PoolHandle, annex: str) -> list[dict]:
@@ -124,6 +131,7 @@ queue
     wait_until(lambda: not glideins(pool, "g1"), 120, "the idle glide-ins gone from the pool")
     wait_until(lambda: all(slurm_state(slurm, j) in ("COMPLETED", "gone") for j in ids), 60, "their Slurm jobs done")
     assert annex_status(pool)["g1"]["state"] == "ended"
+    assert not list((pool.home / "slurm-tmp").glob("roost-gi-*")), "each glide-in removed its home"
 
 
 def test_the_annex_token_is_good_for_a_startd_only(pool: PoolHandle, slurm: SlurmCluster) -> None:
