@@ -52,6 +52,7 @@ from roost.daemons.startd import criu, jobcommand, launch, resources, slotconfig
 from roost.daemons.startd.cgroups import JobCgroups
 from roost.daemons.startd.claims import Claims
 from roost.daemons.startd.cpushare import CpuShares
+from roost.daemons.startd.glidein import Glidein
 from roost.daemons.startd.jobcommand import Universes
 from roost.daemons.startd.jobshell import ShellCalls
 from roost.daemons.startd.leftovers import (
@@ -127,6 +128,8 @@ class Startd(Daemon):
         # roost tail / ssh_to_job: a running job's files and a shell beside it (peek.py, jobshell.py)
         self.peek = PeekCalls(self.claims)
         self.shells = ShellCalls(self.claims, lambda: self.config.get_bool("ENABLE_SSH_TO_JOB", True) is not False)
+        # a glide-in's end of life (roost annex), or STARTD_NOCLAIM_SHUTDOWN (glidein.py)
+        self.glidein = Glidein(self, cfg)
 
     # -- start and stop ----------------------------------------------------------------
 
@@ -252,6 +255,9 @@ class Startd(Daemon):
         self.want_reschedule = True
         self.changed(*self.slots)
         self.every(self.owner_policy.polling_interval, self.owner_policy.poll, "owner-policy")
+        if self.glidein.active:
+            self.log.info("glide-in: ends at %s, idle limit %g s", self.glidein.end_time, self.glidein.policy.idle_timeout)
+            self.every(self.glidein.interval, self.glidein.poll, "glidein")
         if _profiler is not None:
             self.every(PROFILE_EVERY, _dump_profile, "profile")
 
