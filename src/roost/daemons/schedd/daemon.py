@@ -292,7 +292,7 @@ class Schedd(Daemon):
         self.dedicated.wake()
         if self.flocking is not None:
             self.spawn(self.flocking.loop(), "flocking")
-        if any(jobs.queue.idle.values()):
+        if jobs.queue.has_idle():  # (the idle lists are made when the negotiator asks)
             self.reschedule()
 
     async def stop(self) -> None:

@@ -288,7 +288,7 @@ class GridJob:
 
     async def observe(self, record: dict[str, str] | None) -> None:
         job = self.job
-        if job.cluster.procs.get(job.proc) is not job:
+        if not job.cluster.holds(job):
             self.m.forget(self)
             return
         if job.status in (JobStatus.REMOVED, JobStatus.HELD) or self.jobs.runners.get(job.key) is not self:
@@ -337,7 +337,7 @@ class GridJob:
             await self.jobs.finish_removed(job)
         elif job.status == JobStatus.HELD:  # a release submits it anew
             await self.jobs.commit(self.jobs.set_ops(job, dict.fromkeys(_REMOTE_ATTRS, _UNDEFINED)))
-        elif job.status == JobStatus.IDLE and job.cluster.procs.get(job.proc) is job:
+        elif job.status == JobStatus.IDLE and job.cluster.holds(job):
             # released before Slurm had ended the cancelled job: now submit it anew
             await self.jobs.commit(self.jobs.set_ops(job, dict.fromkeys(_REMOTE_ATTRS, _UNDEFINED)))
             self.m.start(job)
