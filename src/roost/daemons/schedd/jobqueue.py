@@ -15,6 +15,11 @@ to history (status ``GONE``, until the whole cluster goes). Submitting a million
 jobs writes one row; loading them reads one row and builds the procs from it.
 Clusters written by older versions (no layout) keep a procs row per proc.
 
+Loaded, a sparse cluster's procs without a row stay ranges (plainprocs.py) until
+touched: ``Cluster.job`` makes one proc's Job, ``Cluster.procs`` all of them, and the
+idle lists are made at their first ask, so a restart with a million idle jobs makes
+no Job at all before it answers.
+
 Every change goes through a method here that updates memory, keeps the counters
 (totals per status and per owner) exact, and returns the SQL operations that make
 it durable; the daemon commits them (group commit) before reporting the change.
