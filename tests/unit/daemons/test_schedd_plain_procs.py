@@ -204,3 +204,18 @@ def test_kill_9_while_removing_part_of_a_range_keeps_every_job_exactly_once(tmp_
     assert in_queue.isdisjoint(in_history) and in_queue | set(in_history) == set(range(N))
     assert again.totals_named()["Total"] == N - len(in_history) == again.clusters[cid].size()
     again.store.close()
+
+
+def test_the_batch_view_makes_a_shaped_clusters_jobs_only_when_it_shows_their_own_values(tmp_path):
+    db = tmp_path / "q.db"
+    q = _queue(db)
+    cid = _submit(q, [{"ProcId": i, "Arguments": str(i)} for i in range(N)])
+    q.store.close()
+    again = _queue(db)
+    quiet = batch_summary(again, None, ["Owner", "JobBatchName"])
+    assert quiet["counts"] == [[cid, {str(IDLE): N}, 0, N - 1]] and quiet["jobs"] == []
+    assert _plain(again, cid) == N
+    loud = batch_summary(again, None, ["Owner", "Arguments"])
+    assert len(loud["jobs"]) == N and loud["jobs"][5] == [cid, 5, {"ProcId": 5, "Arguments": "5"}]
+    assert again.clusters[cid]._plain is None
+    again.store.close()

@@ -327,11 +327,12 @@ class Cluster:
         cluster's status and ad and their submitted values, and no claim)."""
         return self._procs.values()
 
-    def with_own(self) -> Iterable[Job]:
-        """The procs that may have attributes of their own (a plain proc of a cluster
-        without a shape or submitted differences has none: not made into a Job for it)."""
+    def with_own(self, names: frozenset[str] | set[str] | None = None) -> Iterable[Job]:
+        """The procs that may have attributes of their own (among ``names``, lower case,
+        if given): a plain proc of a cluster without a shape or submitted differences
+        naming one has none, and is not made into a Job for it."""
         plain = self._plain
-        if plain is not None and (plain.shaped or plain.sub):
+        if plain is not None and plain.may_own(self.shape_names, names):
             return self.procs.values()
         return self._procs.values()
 

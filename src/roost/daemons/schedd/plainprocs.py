@@ -122,6 +122,16 @@ class Plain:
         """Whether a plain proc's submitted differences may name one of ``attrs``."""
         return bool(self.sub) and any(a in d for d in self.sub.values() if isinstance(d, dict) for a in attrs)
 
+    def may_own(self, shape_names: tuple[str, ...], names: frozenset[str] | set[str] | None) -> bool:
+        """Whether a plain proc may have attributes of its own (among ``names``, lower
+        case, if given): a shaped cluster's are its ``shape_names``, an unshaped one's
+        what it was submitted with."""
+        if self.shaped:
+            return bool(shape_names) and (names is None or any(k.lower() in names for k in shape_names))
+        if not self.sub:
+            return False
+        return names is None or any(k.lower() in names for d in self.sub.values() if isinstance(d, dict) for k in d)
+
     def first_proc(self) -> int | None:
         for lo, _hi, _o in self.runs():
             return lo

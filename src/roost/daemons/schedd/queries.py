@@ -616,7 +616,7 @@ def batch_summary(queue: Any, owner: str | None, projection: list[str], jobs: An
             clusters[str(cluster.id)] = project(cluster.ad)
             by_status = dict(cluster.counts)
             if every or cluster.any_own():
-                for job in cluster.procs.values() if every else cluster.with_own():
+                for job in cluster.procs.values() if every else cluster.with_own(wanted):
                     if own(job):
                         listed.append(listed_job(job))
                         by_status[job.status] -= 1
