@@ -219,3 +219,20 @@ def test_the_batch_view_makes_a_shaped_clusters_jobs_only_when_it_shows_their_ow
     assert len(loud["jobs"]) == N and loud["jobs"][5] == [cid, 5, {"ProcId": 5, "Arguments": "5"}]
     assert again.clusters[cid]._plain is None
     again.store.close()
+
+
+def test_a_submit_before_the_idle_lists_are_made_stays_ranges_and_one_after_does_not(tmp_path):
+    db = tmp_path / "q.db"
+    q = _queue(db)  # a started schedd: its idle lists not asked for yet
+    a = _submit(q, [{"ProcId": i} for i in range(N)])
+    b = _submit(q, [{"ProcId": i, "Arguments": f"-n {i}"} for i in range(N)])
+    assert _plain(q, a) == N and _plain(q, b) == N and q.totals_named()["Idle"] == 2 * N
+    assert q.job(b, 7).get("Arguments") == "-n 7"
+    assert len(q.idle["alice"]) == 2 * N and _plain(q, a) == 0 and _plain(q, b) == 0
+    c = _submit(q, [{"ProcId": i} for i in range(10)])  # the lists are made now: Jobs at once
+    assert q.clusters[c]._plain is None and [j.key for j in q.idle["alice"]][-10:] == [(c, i) for i in range(10)]
+    before = _state(q)
+    q.store.close()
+    again = _queue(db)
+    assert _state(again) == before
+    again.store.close()

@@ -727,16 +727,27 @@ class JobQueue:
             # proc 0 of `arguments = $(Process)` differs in nothing: its values are the cluster ad's
             skip = 1 if n > 1 and len(diffs[0]) == 1 else 0
             found = None if sum(map(len, diffs)) == n else shape_of(diffs[skip:], ids[0] + skip)
+            # while the idle lists are not made (a schedd that has not negotiated since it
+            # started), the procs stay ranges as after a load: Jobs when touched
+            lazy = self._idle is None and status in _PLAIN_STATUSES
             if found is not None:  # a million procs that differ alike
                 cluster.shape, values = found
-                if skip:
-                    procs[ids[0]] = Job(cluster, ids[0], status, None)
-                _add_plain(cluster, ids[0] + skip, ids[0] + n, status, repeat((), n - skip) if values is None else values)
+                if lazy:
+                    cluster._plain = Plain([(ids[0], ids[0] + n)], status, shaped=True, owns=values,
+                                           first=ids[0] + skip)
+                else:
+                    if skip:
+                        procs[ids[0]] = Job(cluster, ids[0], status, None)
+                    _add_plain(cluster, ids[0] + skip, ids[0] + n, status,
+                               repeat((), n - skip) if values is None else values)
                 ranges.append([ids[0], ids[0] + n])
                 shape_from = ids[0] + skip
                 diffs = []
             elif sum(map(len, diffs)) == n:  # every proc a lone ProcId: the million of a `queue N`
-                _add_plain(cluster, ids[0], ids[0] + n, status)
+                if lazy:
+                    cluster._plain = Plain([(ids[0], ids[0] + n)], status)
+                else:
+                    _add_plain(cluster, ids[0], ids[0] + n, status)
                 ranges.append([ids[0], ids[0] + n])
                 diffs = []
         for i, d in enumerate(diffs):
