@@ -16,6 +16,7 @@ import textwrap
 
 from roost.core.jobpolicy import HELD, IDLE, REMOVED, RUNNING
 from roost.daemons.schedd.jobqueue import JobQueue
+from roost.daemons.schedd.plainprocs import Plain
 from roost.daemons.schedd.queries import batch_summary
 from roost.daemons.schedd.store import Store
 
@@ -48,6 +49,20 @@ def _plain(q: JobQueue, cid: int) -> int:
     """How many of the cluster's procs are still plain (not made into Jobs)."""
     plain = q.clusters[cid]._plain
     return plain.n if plain is not None else 0
+
+
+def test_plain_ranges_less_the_taken_procs():
+    plain = Plain([(0, 5), (10, 13)], IDLE, shaped=True, owns=[[f"v{i}"] for i in range(1, 5)] + [["a"], ["b"], ["c"]],
+                  first=1)
+    for p in (0, 4, 11):
+        plain.take(p)
+    plain.take(7)  # never submitted: nothing to take
+    assert plain.n == 5 and not plain.has(4) and plain.has(3) and not plain.has(7) and plain.covers(4)
+    assert [(lo, hi, o) for lo, hi, o in plain.runs()] == [(1, 4, [("v1",), ("v2",), ("v3",)]), (10, 11, [("a",)]),
+                                                           (12, 13, [("c",)])]
+    assert plain.own(0) is None and plain.own(12) == ("c",)
+    assert (plain.first_proc(), plain.last_proc()) == (1, 12)
+    assert not Plain.fits([[0, 5], [3, 8]]) and Plain.fits([[0, 5], [5, 8]])
 
 
 def test_a_restart_makes_no_jobs_until_one_is_looked_up(tmp_path):

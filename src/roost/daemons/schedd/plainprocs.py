@@ -14,7 +14,7 @@ store too), so making its ``Job`` writes nothing; the row comes with its first c
 
 from __future__ import annotations
 
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from collections.abc import Iterator
 from typing import Any
 
@@ -87,18 +87,15 @@ class Plain:
         """(lo, hi, owns) of each stretch of plain procs, in proc order; ``owns`` the
         stretch's ``Job._diff`` values (a list), or None when every one is ``own(proc)``
         computed alike (None or ``()``, given by ``common``)."""
-        taken = self.taken
+        taken = sorted(self.taken)  # stretches between them, not a look per proc
         for lo, hi in self.ranges:
             p = lo
-            while p < hi:
-                while p < hi and p in taken:
-                    p += 1
-                q = p
-                while q < hi and q not in taken:
-                    q += 1
-                if q > p:
-                    yield p, q, self._owns(p, q)
-                p = q
+            for t in taken[bisect_left(taken, lo):bisect_left(taken, hi)]:
+                if t > p:
+                    yield p, t, self._owns(p, t)
+                p = t + 1
+            if hi > p:
+                yield p, hi, self._owns(p, hi)
 
     def _owns(self, lo: int, hi: int) -> Any:
         if self.shaped:
