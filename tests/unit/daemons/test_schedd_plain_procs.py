@@ -251,3 +251,37 @@ def test_a_submit_before_the_idle_lists_are_made_stays_ranges_and_one_after_does
     again = _queue(db)
     assert _state(again) == before
     again.store.close()
+
+
+def test_a_real_schedd_restarted_with_plain_procs_acts_on_exactly_the_jobs_it_had(tmp_path):
+    """A schedd process: submit, hold one, kill -9, start again (its procs plain), then
+    condor_rm of part of the range, periodic_hold over a plain cluster, a query of all."""
+    from .schedd_harness import ScheddProc, query, submit, wait_for
+
+    s = ScheddProc(tmp_path).start()
+    try:
+        job = "executable = /bin/true\nqueue 300\n"
+        with s.client() as c:
+            a, _ = submit(c, job, str(tmp_path))
+            c.call("ACT", action="hold", ids=[f"{a}.5"])
+        s.kill9()
+        s.start()
+        with s.client() as c:
+            assert c.call("QUERY_JOBS", totals=True)["totals"]["Idle"] == 299
+            c.call("ACT", action="remove", ids=[f"{a}.{p}" for p in range(10, 20)])
+            b, _ = submit(c, "executable = /bin/true\nperiodic_hold = ProcId >= 290\nqueue 300\n", str(tmp_path))
+        s.kill9()
+        s.start()
+        with s.client() as c:
+            def held_now() -> list[str]:
+                return [k for k, j in query(c).items() if j["JobStatus"] == HELD]
+
+            wait_for(lambda: len(held_now()) >= 11, timeout=30)  # the periodic policy's turn
+            held = held_now()
+            jobs = query(c)
+            assert sorted(held) == sorted([f"{a}.5"] + [f"{b}.{p}" for p in range(290, 300)])
+            assert set(jobs) == {f"{a}.{p}" for p in range(300) if not 10 <= p < 20} | {f"{b}.{p}" for p in range(300)}
+            assert c.call("QUERY_JOBS", totals=True)["totals"] == {**c.call("QUERY_JOBS", totals=True)["totals"],
+                                                                    "Idle": 579, "Held": 11, "Total": 590}
+    finally:
+        s.stop()
