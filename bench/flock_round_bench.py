@@ -3,7 +3,12 @@ real job queue (SQLite store, as the schedd loads it) plus ``outbound_plan``, fo
 jobs in C clusters, and what an unflocked schedd pays for the same queue's
 GET_REQUESTS (the reference: the work the negotiator's question costs anyway).
 
-    python bench/flock_round_bench.py [--jobs 100000] [--clusters 10] [--runs 5]
+Second figure: the never-home verdicts (``core.flock.never_home``, one job per
+autocluster) over S home slot ads, for the C autoclusters, one of which no slot can
+run (a full scan) while the others fit at home (the first slot answers); the
+reference is ``q -analyze``'s count of one job against the same slots.
+
+    python bench/flock_round_bench.py [--jobs 100000] [--clusters 10] [--slots 1000] [--runs 5]
 """
 
 from __future__ import annotations
@@ -15,8 +20,10 @@ import tempfile
 import time
 from pathlib import Path
 
+from roost.classad import ClassAd
 from roost.config import Config
-from roost.core.flock import FlockLevel, outbound_plan, parse_agreements
+from roost.core.condor_analysis import count
+from roost.core.flock import FlockLevel, never_home, outbound_plan, parse_agreements
 from roost.daemons.schedd.autocluster_ids import AutoClusters
 from roost.daemons.schedd.flocking import waiting_entries
 from roost.daemons.schedd.jobqueue import JobQueue
@@ -31,6 +38,7 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--jobs", type=int, default=100000)
     ap.add_argument("--clusters", type=int, default=10)
+    ap.add_argument("--slots", type=int, default=1000)
     ap.add_argument("--runs", type=int, default=5)
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as d:
@@ -59,6 +67,29 @@ def main() -> None:
         print(f"flock round ({args.jobs} idle jobs, {args.clusters} clusters): {r * 1000:.2f} ms "
               f"(reference: GET_REQUESTS of every owner {g * 1000:.2f} ms, ratio: {r / g:.2f})")
         q.store.close()
+    verdicts(args.clusters, args.slots, args.runs)
+
+
+def verdicts(clusters: int, n_slots: int, runs: int) -> None:
+    slots = [ClassAd(f'[Name = "slot1@m{i}"; Machine = "m{i}"; PartitionableSlot = true; Cpus = {i % 3}; '
+                     f"TotalSlotCpus = 8; Memory = 4000; TotalSlotMemory = 16000; Disk = 10000000; "
+                     f'Arch = "X86_64"; OpSys = "LINUX"; Requirements = START; START = TARGET.User =!= "bad@a"]')
+             for i in range(n_slots)]
+    jobs = [ClassAd(f'[ClusterId = {c}; ProcId = 0; User = "u@a"; RequestCpus = {64 if c == 0 else 1}; '
+                    f"RequestMemory = {100 + c}; Requirements = TARGET.Arch == \"X86_64\" && "
+                    "TARGET.Cpus >= RequestCpus && TARGET.Memory >= RequestMemory]") for c in range(clusters)]
+    took, ref = [], []
+    for _ in range(runs):
+        t0 = time.perf_counter()
+        out = [never_home(j, slots) for j in jobs]
+        took.append(time.perf_counter() - t0)
+        t0 = time.perf_counter()
+        count(jobs[1], slots)
+        ref.append(time.perf_counter() - t0)
+    assert out == [True] + [False] * (clusters - 1), out
+    t, r = statistics.median(took), statistics.median(ref)
+    print(f"never-home verdicts ({clusters} autoclusters, 1 never-home, {n_slots} slots): {t * 1000:.2f} ms "
+          f"(reference: q -analyze's count of one job over the slots {r * 1000:.2f} ms, ratio: {t / r:.2f})")
 
 
 if __name__ == "__main__":

@@ -3,8 +3,8 @@
 Pool A (``a.test``): a central manager, a submit host and one execute host; pool B
 (``b.test``): a central manager that also submits, and one execute host. Each pool has
 its own TRUST_DOMAIN and signing key; the admins exchanged tokens as docs/flocking.md
-says: B minted ``condor@a.test`` for A's submit host, A minted ``condor@b.test`` for
-B's central manager and execute host. A sends ``group_physics`` jobs to B; B takes A's
+says (``flockpools``): B minted ``condor@a.test`` for A's submit host, A minted
+``condor@b.test`` for B's central manager and execute host. A sends ``group_physics`` jobs to B; B takes A's
 jobs and would send its own to A, which A's agreement does not take.
 
 The pools are built once for the module (five hosts are slow to start on a loaded
@@ -17,56 +17,22 @@ import contextlib
 import os
 import re
 import signal
-import time
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
-from hostpool import UID_DOMAIN, RoostHost
+from flockpools import IDLE, RUNNING, Pools, PoolSpec, flock
+from flockpools import ads as _ads
+from flockpools import running_on as _running_on
+from flockpools import submit as _submit
+from flockpools import until as _until
+from flockpools import wait_slots as _wait_slots
+from flockpools import work as _work
 from netns import Network, unavailable
+from wanlink import WanLink
 
-from roost.vocabulary import JobStatus
-
-IDLE, RUNNING, DONE = str(JobStatus.IDLE), str(JobStatus.RUNNING), str(JobStatus.COMPLETED)
-
-JOB = """#!/bin/sh
-sleep $1
-echo "$(hostname) $(id -un)" > result.txt
-"""
-
-FLOCK_FAST = "FLOCK_AFTER = 1\nFLOCK_INTERVAL = 1\n"
-
-
-def _configured(h: RoostHost, domain: str, extra: str) -> RoostHost:
-    """``h`` in its pool's UID_DOMAIN, with the flocking knobs."""
-    cfg = h.home / "roost_config"
-    cfg.write_text(cfg.read_text().replace(f"UID_DOMAIN = {UID_DOMAIN}", f"UID_DOMAIN = {domain}")
-                   + FLOCK_FAST + extra)
-    return h
-
-
-class Pools:
-    """The five hosts by name: cma, suba, exa (pool A); cmb, exb (pool B)."""
-
-    def __init__(self, net: Network) -> None:
-        self.net = net
-        self.hosts: dict[str, RoostHost] = {}
-
-    def __getitem__(self, name: str) -> RoostHost:
-        return self.hosts[name]
-
-    def add(self, name: str, roles: list[str], cm: RoostHost, domain: str, extra: str = "") -> RoostHost:
-        host = self.net.add_host(name)
-        h = self.hosts[name] = _configured(RoostHost(host, roles, cm.address), domain, extra)
-        return h
-
-    def log_tails(self) -> str:
-        return "\n".join(h.log_tails() for h in self.hosts.values())
-
-    def stop(self) -> None:
-        for h in reversed(list(self.hosts.values())):
-            with contextlib.suppress(Exception):
-                h.roost("down", "-timeout", "10", timeout=15, check=False)
+A_CONF = ("FLOCK_AGREEMENTS = b\nFLOCK_AGREEMENT_b = collector = {b}; direction = send; domain = b.test; "
+          "users = group_physics\n")
+B_CONF = "FLOCK_AGREEMENTS = a\nFLOCK_AGREEMENT_a = collector = {a}; direction = both; domain = a.test\n"
 
 
 @pytest.fixture(scope="module")
@@ -74,110 +40,13 @@ def pools() -> Iterator[Pools]:
     reason = unavailable()
     if reason is not None:
         pytest.skip(reason)
-    with Network() as net:
-        p = Pools(net)
-        try:
-            cma_host = net.add_host("cma")
-            cmb_host = net.add_host("cmb")
-            a_conf = (f"FLOCK_AGREEMENTS = b\nFLOCK_AGREEMENT_b = collector = {cmb_host.address}; "
-                      "direction = send; domain = b.test; users = group_physics\n")
-            b_conf = (f"FLOCK_AGREEMENTS = a\nFLOCK_AGREEMENT_a = collector = {cma_host.address}; "
-                      "direction = both; domain = a.test\n")
-            cma = p.hosts["cma"] = _configured(RoostHost(cma_host, ["CentralManager"], cma_host.address),
-                                               "a.test", a_conf)
-            cmb = p.hosts["cmb"] = _configured(RoostHost(cmb_host, ["CentralManager", "Submit"], cmb_host.address),
-                                               "b.test", b_conf)
-            suba = p.add("suba", ["Submit"], cma, "a.test", a_conf)
-            exa = p.add("exa", ["Execute"], cma, "a.test", a_conf)
-            exb = p.add("exb", ["Execute"], cmb, "b.test", b_conf)
-            cma.roost("up", "-timeout", "30", timeout=45)
-            # the exchange (docs/flocking.md): each pool mints the other's daemon identity,
-            # and the other's admin drops it into the hosts' tokens.d before they start
-            for h in (cmb, exb):
-                (h.home / "tokens.d").mkdir(mode=0o700)
-                cma.roost("token", "create", "-identity", "condor@b.test",
-                          "-file", str(h.home / "tokens.d" / "pool-a"))
-            cmb.roost("up", "-timeout", "30", timeout=45)
-            (suba.home / "tokens.d").mkdir(mode=0o700)  # joins A with a daemon token only
-            cma.roost("token", "create", "-identity", "condor@a.test", "-file", str(suba.home / "tokens.d" / "pool"))
-            cmb.roost("token", "create", "-identity", "condor@a.test", "-file", str(suba.home / "tokens.d" / "pool-b"))
-            exa.take_pool_key(cma)
-            exb.take_pool_key(cmb)
-            for h in (suba, exa, exb):
-                h.roost("up", "-timeout", "30", timeout=45)
-            _wait_slots(cma, {"exa"})
-            _wait_slots(cmb, {"exb"})
-            yield p
-        finally:
-            p.stop()
-
-
-@pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
-    outcome = yield
-    rep = outcome.get_result()
-    if rep.when == "call" and rep.failed:
-        p = item.funcargs.get("pools") if hasattr(item, "funcargs") else None
-        if isinstance(p, Pools):
-            rep.sections.append(("roost logs, every host", p.log_tails()))
-
-
-def _wait_slots(cm: RoostHost, machines: set[str], timeout: float = 60) -> None:
-    deadline = time.monotonic() + timeout
-    seen: set[str] = set()
-    while time.monotonic() < deadline:
-        seen = set(cm.roost("status", "-af", "Machine", check=False).stdout.split())
-        if machines <= seen:
-            return
-        time.sleep(0.3)
-    raise AssertionError(f"{cm.name}: slots of {sorted(machines - seen)} never arrived\n{cm.log_tails()}")
-
-
-def _work(h: RoostHost, name: str) -> Path:
-    work = h.host.dir / name
-    work.mkdir()
-    work.chmod(0o777)
-    (work / "job.sh").write_text(JOB)
-    (work / "job.sh").chmod(0o755)
-    return work
-
-
-def _submit(h: RoostHost, work: Path, secs: float, n: int = 1, extra: str = "", name: str = "job") -> str:
-    (work / f"{name}.sub").write_text(
-        f"executable = job.sh\narguments = {secs}\nshould_transfer_files = YES\n"
-        f"transfer_output_files = result.txt\n"
-        f'transfer_output_remaps = "result.txt = {name}.$(Cluster).$(Process).txt"\n'
-        f"log = {name}.log\nrequest_memory = 64\n{extra}queue {n}\n")
-    done = h.roost("submit", f"{name}.sub", cwd=work)
-    m = re.search(r"submitted to cluster (\d+)", done.stdout)
-    assert m, done.stdout
-    return m.group(1)
-
-
-def _ads(h: RoostHost, cluster: str, *attrs: str) -> list[list[str]]:
-    done = h.roost("q", cluster, "-af", *attrs, check=False)
-    if not done.stdout.strip():
-        done = h.roost("history", cluster, "-af", *attrs, check=False)
-    return [line.split() for line in done.stdout.splitlines() if line.strip()]
-
-
-def _until(what: str, check, timeout: float = 60, pools: Pools | None = None):  # noqa: ANN001, ANN202
-    deadline = time.monotonic() + timeout
-    while True:
-        got = check()
-        if got:
-            return got
-        if time.monotonic() > deadline:
-            raise AssertionError(f"never: {what}\n" + (pools.log_tails() if pools else ""))
-        time.sleep(0.3)
-
-
-def _running_on(h: RoostHost, cluster: str) -> list[str]:
-    """The hosts the cluster's running jobs run on (empty until all of them run)."""
-    rows = _ads(h, cluster, "JobStatus", "RemoteHost")
-    if not rows or any(r[0] != RUNNING or len(r) < 2 for r in rows):
-        return []
-    return [r[1].rpartition("@")[2].split(".")[0] for r in rows]
+    with Network() as net, flock(net, [
+        PoolSpec("a", "cma", ["CentralManager"], {"suba": ["Submit"], "exa": ["Execute"]}, keyed=("exa",),
+                 conf=lambda cms: A_CONF.format(**cms), sends_to=("b",)),
+        PoolSpec("b", "cmb", ["CentralManager", "Submit"], {"exb": ["Execute"]}, keyed=("exb",),
+                 conf=lambda cms: B_CONF.format(**cms)),
+    ]) as p:
+        yield p
 
 
 def test_jobs_pool_a_cannot_serve_run_in_pool_b_and_report_home(pools: Pools) -> None:
@@ -244,6 +113,68 @@ def test_status_of_the_other_pool_from_a_host_with_both_pools_tokens(pools: Pool
     assert there and set(there) == {"exb"}, there
     here = suba.roost("status", "-af", "Machine").stdout.split()
     assert set(here) == {"exa"}, here
+
+
+def test_over_a_wide_area_link_flocked_jobs_run_and_report_home(pools: Pools) -> None:
+    suba = pools["suba"]
+    work = _work(suba, "wan")
+    home = _submit(suba, work, 20, extra="request_cpus = 2\n", name="home")
+    _until("the home job runs", lambda: _running_on(suba, home) == ["exa"], pools=pools)
+    with WanLink(pools.net, ["cmb", "exb"], delay_ms=50, mbit=20) as link:  # B is far away now
+        assert link.rtt_ms(suba.host, pools["exb"].address) >= 100
+        physics = _submit(suba, work, 1, n=2, extra="accounting_group = group_physics\nrequest_cpus = 1\n",
+                          name="physics")
+        suba.roost("wait", "-quiet", "-wait", "90", physics, timeout=100)
+        for proc in range(2):
+            assert (work / f"physics.{physics}.{proc}.txt").read_text().split()[0] == "exb"
+        assert [r[0] for r in _ads(suba, physics, "ExitCode")] == ["0", "0"]
+        assert (work / "physics.log").read_text().count("\n005 (") == 2
+    suba.roost("rm", home)
+
+
+# Counts to 4, saying where each start runs. At 2 it checkpoints (exit 85: the starter
+# sends ckpt.txt home and runs it again); at 3, the first time, it waits to be evicted.
+COUNTER = """#!/bin/sh
+echo "start on $(hostname)"
+i=0
+if [ -f ckpt.txt ]; then i=$(cat ckpt.txt); echo "resumed at $i"; fi
+while [ $i -lt 4 ]; do
+  i=$((i+1))
+  if [ $i -eq 2 ] && [ ! -f ckpt.txt ]; then sleep 1; echo 2 > ckpt.txt; exit 85; fi
+  if [ $i -eq 3 ] && [ ! -f "$1" ]; then touch "$1"; sleep 120; fi
+done
+echo "done $i"
+"""
+
+
+def test_a_job_checkpoints_in_pool_b_and_resumes_from_it_at_home(pools: Pools) -> None:
+    suba = pools["suba"]
+    work = _work(suba, "ckpt")
+    (work / "count.sh").write_text(COUNTER)
+    (work / "count.sh").chmod(0o755)
+    home = _submit(suba, work, 120, extra="request_cpus = 2\n", name="home")
+    _until("the home job runs", lambda: _running_on(suba, home) == ["exa"], pools=pools)
+    marker = work / "evict-me"
+    (work / "count.sub").write_text(
+        f"executable = count.sh\narguments = {marker}\ncheckpoint_exit_code = 85\n"
+        "transfer_checkpoint_files = ckpt.txt\noutput = out.txt\nlog = count.log\n"
+        "should_transfer_files = YES\naccounting_group = group_physics\nrequest_cpus = 1\n"
+        "request_memory = 64\nqueue\n")
+    cluster = suba.roost("submit", "count.sub", cwd=work).stdout.split()[-1].rstrip(".")
+    jid = f"{cluster}.0"
+    _until("the counter waits at step 3 in pool b", marker.exists, timeout=90, pools=pools)
+    assert _running_on(suba, cluster) == ["exb"]
+    assert _ads(suba, cluster, "NumCkpts", "RemotePool") == [["1", "b"]]
+    spool = suba.home / "spool" / "checkpoints" / cluster / "0" / "current" / "ckpt.txt"
+    assert spool.read_text() == "2\n"  # B's starter sent the checkpoint home
+    # A's slot is free again; the job may not leave home now, so its next run is A's
+    suba.roost("rm", home)
+    suba.roost("hold", jid)
+    suba.roost("qedit", jid, "WantFlocking", "false")
+    suba.roost("release", jid)
+    suba.roost("wait", "-quiet", "-wait", "90", cluster, timeout=100)
+    assert (work / "out.txt").read_text() == "start on exa\nresumed at 2\ndone 4\n"
+    assert _ads(suba, cluster, "ExitCode", "NumJobStarts", "RemotePool") == [["0", "2", "undefined"]]
 
 
 def test_b_central_manager_partitioned_jobs_there_finish_and_a_goes_on(pools: Pools) -> None:

@@ -44,6 +44,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "userprio": ("roost.cli.userprio_cmd", "show and set users' fair-share priorities (condor_userprio)"),
     "restart": ("roost.cli.restart_cmd", "restart daemons of a host through its master (condor_restart)"),
     "reconfig": ("roost.cli.reconfig_cmd", "make the pool's daemons reread their configuration (condor_reconfig)"),
+    "annex": ("roost.cli.annex_cmd", "add Slurm jobs to the pool as glide-ins: annex -slurm N (condor_annex)"),
     "token": ("roost.cli.token_cmd", "create, list and revoke IDTOKENS (condor_token_create/_list)"),
     "version": ("roost.cli.version_cmd", "the HTCondor version lines tools parse (condor_version)"),
     "classad_eval": ("roost.cli.classad_eval_cmd", "evaluate expressions against ads built on the command line (classad_eval)"),

@@ -40,7 +40,7 @@ DAG_ATTRS = ["DAGManJobId", "DAGNodeName"]
 JOB_ATTRS = ["ClusterId", "ProcId", "Owner", "QDate", "JobStatus", "JobPrio", "ImageSize", "Cmd",
              "Arguments", "Args", "RemoteWallClockTime", "JobCurrentStartDate", "ShadowBday", "RemoteUserCpu"]
 RUN_ATTRS = ["ClusterId", "ProcId", "Owner", "QDate", "JobStatus", "JobUniverse", "RemoteHost",
-             "RemoteWallClockTime", "JobCurrentStartDate", "ShadowBday", "RemoteUserCpu"]
+             "RemoteWallClockTime", "JobCurrentStartDate", "ShadowBday", "RemoteUserCpu", "RemotePool"]
 GOODPUT_ATTRS = ["ClusterId", "ProcId", "Owner", "QDate", "JobStatus", "RemoteWallClockTime", "JobCurrentStartDate",
                  "ShadowBday", "LastCkptTime", "CommittedTime", "RemoteUserCpu", "BytesSent", "BytesRecvd"]
 HOLD_ATTRS = ["ClusterId", "ProcId", "Owner", "EnteredCurrentStatus", "HoldReason", "HoldReasonCode",
@@ -623,19 +623,29 @@ def _dag_order(raw: dict[str, Any]) -> dict[str, Any]:
 def _run_view(jobs: list[dict[str, Any]], out: Any, timer: Any = run_time, time_head: str = "RUN_TIME",
               display: int | None = None) -> None:
     """``-run``: where each running job runs (HOST(S): its RemoteHost; a scheduler or
-    local universe job runs on the schedd's host), as condor_q -run lays it out."""
+    local universe job runs on the schedd's host), as condor_q -run lays it out. When
+    any of them runs in another pool of the flock (HTCondor's ``RemotePool``), a POOL
+    column before HOST(S) names it, ``home`` for the others; without flocked jobs the
+    layout is condor_q's own."""
     now = time.time()
     widths, owner_w = _dict_widths(jobs, display)
-    lines = [f"{q_layout.id_heading(widths)} {'OWNER':<{owner_w}}   SUBMITTED {time_head:>12} HOST(S)"]
-    for j in jobs:
+    pools = [j.get("RemotePool") if isinstance(j.get("RemotePool"), str) and j.get("RemotePool") else "home"
+             for j in jobs]
+    pool_w = max((len(p) for p in pools), default=0) if any(p != "home" for p in pools) else 0
+    if pool_w:
+        pool_w = max(pool_w, len("POOL"))
+    pool_head = f"{'POOL':<{pool_w}} " if pool_w else ""
+    lines = [f"{q_layout.id_heading(widths)} {'OWNER':<{owner_w}}   SUBMITTED {time_head:>12} {pool_head}HOST(S)"]
+    for j, pool in zip(jobs, pools, strict=True):
         jid = q_layout.id_cell(j["ClusterId"], j["ProcId"], widths)
         if j.get("JobUniverse") in (7, 12):
             host = socket.gethostname()
         else:
             host = j.get("RemoteHost") if isinstance(j.get("RemoteHost"), str) else "??"
         submitted = short_date(j.get("QDate")) if j.get("QDate") is not None else "??"
+        cell = f"{pool:<{pool_w}} " if pool_w else ""
         lines.append(f"{jid} {q_layout.fit(str(j.get('Owner', '??')), owner_w)} {submitted:>11} "
-                     f"{duration(timer(j, now)):>12} {host}")
+                     f"{duration(timer(j, now)):>12} {cell}{host}")
     out.write("\n".join(q_layout.cut(lines, display)) + "\n")
 
 

@@ -50,6 +50,7 @@ SPEC = {
     "any": (FLAG, "every ad, of every type"),
     "flock": (FLAG, "the pools this pool flocks with: lent, borrowed, the ledger (docs/flocking.md)"),
     "web": (FLAG, "print the web dashboard's URL (docs/web.md)"),
+    "annex": (FLAG, "the annexes `roost annex` made: pending in Slurm, running, ended (docs/annex.md)"),
     "direct": (VALUE, "accepted for condor_status's sake: the collector answers for every daemon"),
     **pool_spec(None),
 }
@@ -103,6 +104,11 @@ def main(argv: list[str]) -> int:
         return 2
     if opts.web:
         return _web_url()
+    if opts.annex:
+        # lazy: only -annex reads annex records and asks Slurm
+        from roost.cli.status_annex import main_annex
+
+        return main_annex(opts.pool, bool(opts.json))
     if opts.flock:
         # lazy: only -flock asks the negotiator
         from roost.cli.status_flock import main_flock

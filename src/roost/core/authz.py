@@ -187,6 +187,12 @@ def _ad_type_rule() -> ByArg:
     )
 
 
+#: a starter's calls to the schedd: a pool daemon, or a startd (a glide-in's token holds
+#: ADVERTISE_STARTD only) naming the claim id and job it runs, which each handler checks
+#: (HTCondor's shadow grants its starter DAEMON through the claim's session)
+_STARTER = (L.DAEMON, L.ADVERTISE_STARTD)
+
+
 def _c(daemon: str, level: Level | Levels | ByArg, htcondor: str, jobs: bool = False) -> CommandLevel:
     rule = (level,) if isinstance(level, Level) else level
     return CommandLevel(daemon, rule, htcondor, jobs)
@@ -198,14 +204,14 @@ COMMAND_LEVELS: dict[str, CommandLevel] = {
     "UPDATE_AD": _c("collector", _ad_type_rule(), "`UPDATE_STARTD_AD`, `UPDATE_SCHEDD_AD`, ... (one per type)"),
     "UPDATE_ADS": _c("collector", _ad_type_rule(), "`UPDATE_STARTD_AD`, ... (one per type; roost's batch of them)"),
     "INVALIDATE_AD": _c("collector", _ad_type_rule(), "`INVALIDATE_STARTD_ADS`, ... (one per type)"),
-    "TOKEN_CHALLENGE": _c("collector", L.DAEMON, "none (HTCondor's hosts hold a session with the central manager; roost's key-less hosts have it run their side of a token handshake)"),
+    "TOKEN_CHALLENGE": _c("collector", (L.DAEMON, L.ADVERTISE_STARTD), "none (HTCondor's hosts hold a session with the central manager; roost's key-less hosts have it run their side of a token handshake; a glide-in's startd, which holds `ADVERTISE_STARTD` only, checks who claims it this way)"),
     "QUERY": _c(
         "collector",
         ByArg("private", (("true", (L.NEGOTIATOR, L.ADMINISTRATOR)),), (L.READ,)),
         "`QUERY_STARTD_ADS`, ...; private: `QUERY_STARTD_PVT_ADS`",
     ),
     # negotiator
-    "RESCHEDULE": _c("negotiator", L.DAEMON, "`RESCHEDULE` (at the negotiator)"),
+    "RESCHEDULE": _c("negotiator", (L.DAEMON, L.ADVERTISE_STARTD), "`RESCHEDULE` (at the negotiator; roost's startds ask for a cycle when a slot frees, a glide-in's too)"),
     "CYCLE_STATS": _c("negotiator", L.READ, "`QUERY_NEGOTIATOR_ADS`"),
     "USERPRIO": _c("negotiator", L.READ, "`GET_PRIORITY`"),
     "LIMITS": _c("negotiator", L.READ, "`GET_RESLIST`"),
@@ -228,13 +234,13 @@ COMMAND_LEVELS: dict[str, CommandLevel] = {
     "GET_REQUESTS": _c("schedd", L.NEGOTIATOR, "`NEGOTIATE`"),
     "FLOCK_WHY": _c("schedd", L.READ, "none (roost: q -analyze's where a job runs or why it does or does not flock)"),
     "MATCHES": _c("schedd", L.NEGOTIATOR, "`NEGOTIATE` (its matches)"),
-    "JOB_UPDATE": _c("schedd", L.DAEMON, "the starter's updates to the shadow"),
-    "GET_FILES": _c("schedd", L.DAEMON, "file transfer (the shadow grants the starter `DAEMON`)"),
-    "PUT_FILES": _c("schedd", L.DAEMON, "file transfer (the shadow grants the starter `DAEMON`)"),
-    "PUT_CHECKPOINT": _c("schedd", L.DAEMON, "a self-checkpointing job's checkpoint (as `PUT_FILES`)"),
-    "STREAM_OUTPUT": _c("schedd", L.DAEMON, "stream_output/stream_error: a running job's stdout/stderr as it grows"),
-    "CHIRP_ATTR": _c("schedd", L.DAEMON, "Chirp through the starter: `CONDOR_get_job_attr`, `CONDOR_set_job_attr`, `CONDOR_ulog` and delayed updates"),
-    "CHIRP_IO": _c("schedd", L.DAEMON, "Chirp through the starter: the shadow's remote system calls (`CONDOR_open`, ...), done as the job's owner"),
+    "JOB_UPDATE": _c("schedd", _STARTER, "the starter's updates to the shadow"),
+    "GET_FILES": _c("schedd", _STARTER, "file transfer (the shadow grants the starter `DAEMON`)"),
+    "PUT_FILES": _c("schedd", _STARTER, "file transfer (the shadow grants the starter `DAEMON`)"),
+    "PUT_CHECKPOINT": _c("schedd", _STARTER, "a self-checkpointing job's checkpoint (as `PUT_FILES`)"),
+    "STREAM_OUTPUT": _c("schedd", _STARTER, "stream_output/stream_error: a running job's stdout/stderr as it grows"),
+    "CHIRP_ATTR": _c("schedd", _STARTER, "Chirp through the starter: `CONDOR_get_job_attr`, `CONDOR_set_job_attr`, `CONDOR_ulog` and delayed updates"),
+    "CHIRP_IO": _c("schedd", _STARTER, "Chirp through the starter: the shadow's remote system calls (`CONDOR_open`, ...), done as the job's owner"),
     "SPOOL_FILES": _c("schedd", L.WRITE, "`SPOOL_JOB_FILES_WITH_PERMS` (condor_submit -spool; the job's owner or a queue super user)", jobs=True),
     "TRANSFER_DATA": _c("schedd", L.WRITE, "`TRANSFER_DATA_WITH_PERMS` (condor_transfer_data; the job's owner or a queue super user)", jobs=True),
     "TAIL_JOB": _c("schedd", L.WRITE, "`CREATE_JOB_OWNER_SEC_SESSION` (condor_tail; the job's owner or a queue super user)", jobs=True),

@@ -62,6 +62,24 @@ def _fits(slot: ClassAd, job: ClassAd) -> bool:
     return not _short_of(job, slot)
 
 
+def offer_of(job: ClassAd, slot: ClassAd) -> tuple[ClassAd, bool]:
+    """The ad ``job`` is judged against for ``slot`` and whether it fits now: a
+    partitionable slot too full for the job stands as if drained (its whole size)."""
+    if eval_attr(slot, "PartitionableSlot") is True and not _fits(slot, job):
+        whole = _whole(slot)
+        return (whole if _fits(whole, job) else slot), False
+    return slot, True
+
+
+def could_ever_run(job: ClassAd, slot: ClassAd) -> bool:
+    """Whether ``slot`` (not a dynamic slot) and ``job`` match both ways once the slot is
+    free or drained: what -analyze counts as a match, busy or not."""
+    if eval_attr(slot, "DynamicSlot") is True:
+        return False
+    offer, _ = offer_of(job, slot)
+    return _matches(job, offer) and _matches(offer, job)
+
+
 def count(job: ClassAd, slots: Sequence[ClassAd]) -> Counts:
     c = Counts()
     machines: set[object] = set()
@@ -71,12 +89,7 @@ def count(job: ClassAd, slots: Sequence[ClassAd]) -> Counts:
         machines.add(machine if type(machine) is str else id(slot))
         if eval_attr(slot, "DynamicSlot") is True:
             continue
-        offer, within = slot, True
-        if eval_attr(slot, "PartitionableSlot") is True and not _fits(slot, job):
-            within = False
-            whole = _whole(slot)
-            if _fits(whole, job):
-                offer = whole
+        offer, within = offer_of(job, slot)
         c.slots += 1
         if not _matches(job, offer):
             c.req_rejects += 1

@@ -267,6 +267,7 @@ class OutboundPlan:
     level: int
     targets: dict[str, list[str]] = field(default_factory=dict)  # pool name -> keys
     home: dict[str, str] = field(default_factory=dict)  # key -> why it does not flock
+    at_once: set[str] = field(default_factory=set)  # keys no home machine could ever run
 
     def pools_of(self, key: str) -> list[str]:
         return [pool for pool, keys in self.targets.items() if key in keys]
@@ -312,13 +313,28 @@ def outbound_plan(waiting: Iterable[Waiting], agreements: Sequence[Agreement], m
     reach = senders[:memory.level]
     for w in due:
         pools = [a for a in reach if a.admits_user(w.user, w.groups)]
+        if w.never_home:
+            plan.at_once.add(w.key)
         if not pools:
             names = ", ".join(a.name for a in reach)
-            plan.home[w.key] = f"no agreement with {names} lets {w.user}'s jobs go"
+            plan.home[w.key] = f"no agreement with {names} lets {w.user}'s jobs go" + (
+                " (and no machine at home could ever run it)" if w.never_home else "")
             continue
         for a in pools:
             plan.targets.setdefault(a.name, []).append(w.key)
     return plan
+
+
+def never_home(job: Any, slots: Sequence[Any]) -> bool:
+    """q -analyze's verdict that no machine at home could ever run ``job`` (a ClassAd):
+    no slot of ``slots`` (the home pool's slot ads, any state) matches it both ways, a
+    partitionable slot judged at its whole size. Such a job flocks at once instead of
+    waiting FLOCK_AFTER. No slots at all is no verdict (a collector that just started
+    lists none), so the job waits as any other. Stops at the first slot that could run
+    it: a job that fits at home costs one or a few evaluations."""
+    from roost.core.condor_analysis import could_ever_run  # the matchmaking code, only when asked
+
+    return bool(slots) and not any(could_ever_run(job, slot) for slot in slots)
 
 
 # -- the lending pool: whose foreign jobs run here, how many ---------------------------
@@ -549,6 +565,6 @@ __all__ = [
     "SEND", "TAKE", "BOTH", "Admission", "Agreement", "FlockConfigError", "FlockLedger", "FlockLevel", "Hours",
     "OutboundPlan", "Waiting", "admission", "agreement_for", "outbound_plan", "parse_agreement",
     "parse_agreements", "daemon_identity", "flock_allow_entries", "with_flock_entries", "name_domain",
-    "foreign_ad_refusal", "collector_host",
+    "foreign_ad_refusal", "collector_host", "never_home",
     "SENDER_LEVELS", "TAKER_LEVELS",
 ]

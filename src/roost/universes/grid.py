@@ -4,9 +4,8 @@ Never negotiated: ``grid_resource`` says where it goes, and that is checked here
 submit, an unsupported one refused naming what is supported.
 
 HTCondor's forms of ``grid_resource``: ``batch slurm`` (a batch system the submit host
-submits to; roost has tested Slurm, so only Slurm is offered), ``condor <schedd name>
-<pool's central manager>`` (another pool's schedd: HTCondor's Condor-C), read and
-refused as not built yet. ``batch_queue``, ``batch_runtime`` and ``batch_project``
+submits to; roost has tested Slurm, so only Slurm is offered) and ``condor <schedd
+name> <pool's central manager>`` (another roost pool's schedd: HTCondor's Condor-C). ``batch_queue``, ``batch_runtime`` and ``batch_project``
 become HTCondor's ``BatchQueue``/``BatchRuntime``/``BatchProject``.
 """
 
@@ -18,7 +17,7 @@ from typing import Any
 from roost.universes.base import RunsOn, SubmitBuild, Universe
 
 #: grid_resource types roost sends jobs to, each with what follows the type
-SUPPORTED = {"batch": "batch slurm"}
+SUPPORTED = {"batch": "batch slurm", "condor": "condor <schedd name> <pool's central manager>"}
 #: batch systems behind ``batch`` (HTCondor's BLAHP names more; these are tested here)
 BATCH_SYSTEMS = ("slurm",)
 _UNTESTED_BATCH = ("pbs", "sge", "lsf", "condor")
@@ -65,8 +64,7 @@ def parse_grid_resource(text: Any) -> GridResource:
     if kind == "condor":
         if len(words) != 3:
             raise GridResourceError(f"grid_resource = {text}: expected 'condor <schedd name> <pool's central manager>'")
-        raise GridResourceError(f"grid_resource = {text}: handing jobs to another pool's schedd (Condor-C) is "
-                                f"not supported yet; supported: {supported_text()}")
+        return GridResource("condor", schedd=words[1], pool=words[2])
     raise GridResourceError(f"grid_resource = {text}: type {words[0]!r} is not supported; supported: {supported_text()}")
 
 
@@ -105,7 +103,8 @@ def _early(b: SubmitBuild, universe: str) -> None:
 
 UNIVERSE = Universe(
     name="grid", number=9, runs_on=RunsOn.GRID, execute="roost.daemons.schedd.gridmanager",
-    summary="the job handed to another batch system (grid_resource = batch slurm) and mirrored here",
+    summary="the job handed to another batch system (grid_resource = batch slurm) or another pool's schedd "
+            "(grid_resource = condor <schedd> <pool>) and mirrored here",
     keys=frozenset("grid_resource batch_queue batch_runtime batch_project".split()), early=_early,
     matchmaking=False, checks_executable=False, lease=False, deferral_needs_startd=False,
 )

@@ -1,6 +1,7 @@
 """``roost q``'s option spellings: condor_q's abbreviations keep working next to -better-analyze."""
 
 import io
+import time
 
 import pytest
 
@@ -64,3 +65,23 @@ def test_an_expression_that_does_not_parse_is_refused(argv: list[str], capsys: p
     err = capsys.readouterr().err
     assert err.startswith("roost q: -") and "is not a ClassAd expression: 1:" in err
     assert repr(argv[-1]) in err
+
+
+def _running(proc: int, host: str, pool: str | None = None) -> dict:
+    now = int(time.time())
+    j = {"ClusterId": 7, "ProcId": proc, "Owner": "alice", "QDate": now - 600, "JobStatus": 2,
+         "JobUniverse": 5, "RemoteHost": host, "JobCurrentStartDate": now - 60}
+    return {**j, "RemotePool": pool} if pool is not None else j
+
+
+def test_q_run_names_the_pool_of_a_flocked_job_and_keeps_condor_q_s_layout_otherwise() -> None:
+    out = io.StringIO()
+    q_cmd._run_view([_running(0, "slot1@exa"), _running(1, "slot1_1@exb", "b")], out, display=None)
+    head, home, there = out.getvalue().splitlines()
+    assert head.split() == ["ID", "OWNER", "SUBMITTED", "RUN_TIME", "POOL", "HOST(S)"]
+    assert home.split()[-2:] == ["home", "slot1@exa"] and there.split()[-2:] == ["b", "slot1_1@exb"]
+    assert head.index("POOL") == there.index(" b ") + 1 == home.index(" home ") + 1  # the column lines up
+    out = io.StringIO()
+    q_cmd._run_view([_running(0, "slot1@exa")], out, display=None)
+    head, row = out.getvalue().splitlines()
+    assert head.split() == ["ID", "OWNER", "SUBMITTED", "RUN_TIME", "HOST(S)"] and row.split()[-1] == "slot1@exa"

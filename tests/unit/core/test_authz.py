@@ -441,3 +441,27 @@ def test_the_protocol_doc_shows_the_table_of_the_code() -> None:
     start = text.index("\n", start) + 1
     end = text.index("<!-- end of the generated table -->", start)
     assert text[start:end] == markdown_table(), "regenerate with: python -m roost.core.authz"
+
+
+def test_a_glidein_token_opens_what_a_startd_needs_and_nothing_else() -> None:
+    """roost annex's token: condor@domain limited to ADVERTISE_STARTD and READ (docs/annex.md)."""
+    daemons = "condor@pool.org"
+    p = policy(ALLOW_DAEMON=daemons, ALLOW_ADVERTISE_STARTD=daemons, ALLOW_ADVERTISE_SCHEDD=daemons,
+               ALLOW_NEGOTIATOR=daemons, ALLOW_ADMINISTRATOR=daemons, ALLOW_WRITE="*", ALLOW_READ="*")
+    scopes = ["condor:/ADVERTISE_STARTD", "condor:/READ"]
+
+    def allowed(cmd: str, daemon: str, **args: object) -> bool:
+        return p.decide(daemons, "10.0.0.9", cmd, daemon, args, scopes=scopes).allowed
+
+    assert allowed("UPDATE_ADS", "COLLECTOR", type="Machine") and allowed("TOKEN_CHALLENGE", "COLLECTOR")
+    assert allowed("QUERY", "COLLECTOR", type="Machine") and allowed("RESCHEDULE", "NEGOTIATOR")
+    for cmd in ("JOB_UPDATE", "GET_FILES", "PUT_FILES", "PUT_CHECKPOINT", "STREAM_OUTPUT", "CHIRP_ATTR", "CHIRP_IO"):
+        assert allowed(cmd, "SCHEDD"), cmd  # each names its claim id, which the schedd checks
+    assert not allowed("QUERY", "COLLECTOR", type="Machine", private=True)  # claim ids
+    assert not allowed("UPDATE_AD", "COLLECTOR", type="Scheduler")
+    assert not allowed("UPDATE_AD", "COLLECTOR", type="Negotiator")
+    assert not allowed("SUBMIT", "SCHEDD") and not allowed("ACT", "SCHEDD")
+    assert not allowed("GET_REQUESTS", "SCHEDD") and not allowed("REQUEST_CLAIM", "STARTD")
+    assert not allowed("SET_FACTOR", "NEGOTIATOR") and not allowed("SHUTDOWN", "MASTER")
+    # the same commands without a scope still need DAEMON for anyone else
+    assert not p.decide("bob@pool.org", "10.0.0.9", "JOB_UPDATE", "SCHEDD").allowed

@@ -8,6 +8,7 @@ import json
 
 import pytest
 
+from roost.classad import ClassAd
 from roost.core.flock import (
     Agreement,
     FlockConfigError,
@@ -17,6 +18,7 @@ from roost.core.flock import (
     Waiting,
     admission,
     agreement_for,
+    never_home,
     outbound_plan,
     parse_agreement,
     parse_agreements,
@@ -110,7 +112,38 @@ def test_home_first_until_flock_after_then_one_pool_more_each_interval() -> None
 
 def test_a_job_no_home_machine_could_run_flocks_at_once() -> None:
     plan = outbound_plan([w(waited=0, never_home=True)], [B], FlockLevel(), now=0, after=600)
+    assert plan.targets == {"b": ["1"]} and plan.at_once == {"1"}
+    # even while other pools' jobs hold our slots: taking them back would not help it
+    plan = outbound_plan([w(waited=0, never_home=True)], [B], FlockLevel(), now=0, after=600, foreign_here=3)
     assert plan.targets == {"b": ["1"]}
+    only_alice = Agreement(name="p", collector="cm.p", users=frozenset({"alice"}))
+    plan = outbound_plan([w(waited=0, never_home=True, user="bob@a.example")], [only_alice], FlockLevel(),
+                         now=0, after=600)
+    assert plan.home["1"] == ("no agreement with p lets bob@a.example's jobs go (and no machine at home "
+                              "could ever run it)")
+
+
+def _job(cpus: int = 1, memory: int = 100, extra: str = "") -> ClassAd:
+    return ClassAd(f'[ClusterId = 1; ProcId = 0; User = "u@a"; RequestCpus = {cpus}; RequestMemory = {memory}; '
+                   f"Requirements = TARGET.Cpus >= RequestCpus && TARGET.Memory >= RequestMemory{extra}]")
+
+
+def _pslot(machine: str, cpus_left: int, total: int = 8, start: str = "true") -> ClassAd:
+    return ClassAd(f'[Name = "slot1@{machine}"; Machine = "{machine}"; PartitionableSlot = true; '
+                   f"Cpus = {cpus_left}; TotalSlotCpus = {total}; Memory = 1000; TotalSlotMemory = 1000; "
+                   f"Requirements = START; START = {start}]")
+
+
+def test_never_home_is_q_analyzes_verdict_over_the_home_slots() -> None:
+    full = _pslot("exa", 0)  # busy now, but empty it would run 8 cpus
+    assert not never_home(_job(cpus=4), [full]), "busy is not never: the slot's whole size counts"
+    assert never_home(_job(cpus=16), [full, _pslot("exa2", 8)]), "no machine has 16 cpus"
+    assert never_home(_job(extra=' && TARGET.HasGPU =?= true'), [full]), "the job's requirements reject all"
+    assert never_home(_job(), [_pslot("exa", 8, start='TARGET.User == "someone@else"')]), "the slots refuse it"
+    dynamic = ClassAd('[Name = "slot1_1@exa"; DynamicSlot = true; Cpus = 32; Memory = 9999; '
+                      "Requirements = true]")
+    assert never_home(_job(cpus=16), [dynamic]), "a dynamic slot is its partitionable slot's, not a machine"
+    assert not never_home(_job(cpus=16), []), "no slots seen: no verdict, the job waits as any other"
 
 
 def test_who_may_leave_users_and_want_flocking() -> None:

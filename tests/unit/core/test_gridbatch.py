@@ -29,11 +29,12 @@ def line(job_id: int, state: str, reason: str, exit_code: str) -> str:
 def test_grid_resource_types_and_refusals_that_name_what_is_supported() -> None:
     assert parse_grid_resource("batch slurm") == GridResource("batch", system="slurm")
     assert str(parse_grid_resource("batch  SLURM")) == "batch slurm"
+    assert parse_grid_resource("condor schedd@b cm.b.example") == GridResource("condor", schedd="schedd@b",
+                                                                               pool="cm.b.example")
     for text, why in [("", "needs grid_resource"), ("batch", "names its system"),
                       ("batch pbs", "'pbs' is not supported (not tested here"),
                       ("batch slurm alice@login.example", "remote batch hosts"),
                       ("condor onlyschedd", "expected 'condor <schedd name>"),
-                      ("condor schedd@b cm.b.example", "(Condor-C) is not supported yet; supported: 'batch slurm'"),
                       ("arc ce.example", "type 'arc' is not supported; supported: 'batch slurm'")]:
         with pytest.raises(GridResourceError) as err:
             parse_grid_resource(text)

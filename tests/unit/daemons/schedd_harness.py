@@ -146,6 +146,10 @@ class FakeStartd:
         self.hold_running = False
         self.deny_activations = False  # START false at activation (claims are granted)
         self.hang = False  # don't report exits (for vacate/lease tests)
+        #: job id -> RECONNECT's answer for its claim: it ended while the schedd was away
+        #: (the others answer "running")
+        self.ended_away: dict[str, dict[str, Any]] = {}
+        self.job_of: dict[str, str] = {}  # claim id -> the job last activated on it
         #: the next activation's input transfer is cut (as a starter reports it): "failed" + retry
         self.cut_transfer_once: str | None = None
         self.cut_transfer_always = False  # every activation's transfer is cut
@@ -209,6 +213,7 @@ class FakeStartd:
                 raise RequestError("DENIED", "START is false at activation")
             job = req["job_ad"]
             jid = f"{job['ClusterId']}.{job['ProcId']}"
+            self.job_of[req["claim_id"]] = jid
             self.running[jid] = asyncio.ensure_future(self._starter(req["claim_id"], jid, job))
             return {}
 
@@ -236,6 +241,9 @@ class FakeStartd:
 
                 raise RequestError("NOT_FOUND", "no such claim")
             self.claims[req["claim_id"]] = req["schedd_address"]
+            jid = self.job_of.get(req["claim_id"], "?")
+            if jid in self.ended_away:
+                return {"job": jid, **self.ended_away[jid]}
             return {"job": "?", "state": "running"}
 
         return {

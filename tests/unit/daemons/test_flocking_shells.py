@@ -264,3 +264,51 @@ def test_a_claim_taken_back_after_a_restart_is_known_by_its_slot_s_domain(tmp_pa
     assert not fl.reuse_guard(stays, Claim("b.example").fits)
     assert fl.reuse_guard(stays, Claim("a.example").fits)
     q.store.close()
+
+
+def test_work_no_home_machine_can_run_flocks_at_once_and_says_why(tmp_path: Path) -> None:
+    q = JobQueue(Store(str(tmp_path / "q.db"), fsync=False))
+    q.load()
+    big = {**AD, "RequestCpus": 16, "Requirements": "/Expr(TARGET.Cpus >= RequestCpus)/"}
+    small = {**AD, "RequestCpus": 1, "Requirements": "/Expr(TARGET.Cpus >= RequestCpus)/"}
+    for cid, ad in ((1, big), (2, small)):
+        asyncio.run(q.store.commit(q.add_cluster(cid, "alice", ad, [{"ProcId": 0}], (f"h#{cid}.", "#1"))))
+    asked: list[str] = []
+
+    async def home_query(command: str, **kw: object) -> dict:
+        asked.append(str(kw.get("constraint")))
+        if kw.get("constraint") == "DynamicSlot =!= true":  # the never-home analysis: every machine
+            return {"ads": [{"Name": "slot1@exa", "Machine": "exa", "PartitionableSlot": True, "Cpus": 0,
+                             "TotalSlotCpus": 8, "Memory": 0, "TotalSlotMemory": 4000,
+                             "Requirements": "/Expr(START)/", "START": True}]}
+        return {"ads": []}  # nobody else's jobs hold our slots
+
+    fl = Flocking(Config.from_text(A_CONF.replace("FLOCK_AFTER = 30", "FLOCK_AFTER = 3600")), queue=q,
+                  autoclusters=AutoClusters(q, _name, lambda: None), submitter_of=_name, base_ads=lambda: [],
+                  connect=lambda address, timeout: None, home_query=home_query,
+                  uid_domain="a.example", schedd_name="suba")
+    plan = asyncio.run(fl.round(now=1010.0))
+    big_key = str(fl.autoclusters.autocluster_of(q.job(1, 0), fl.autoclusters.signature(q.job(1, 0))))
+    assert plan.targets == {"b": [big_key]} and plan.at_once == {big_key}
+    assert fl.why(q.job(1, 0))["why"] == ("offered to pool b (flock level 1 of 1): no machine at home could "
+                                          "ever run it, so it did not wait FLOCK_AFTER")
+    assert fl.why(q.job(2, 0))["why"] == "home first: waited 10 s of FLOCK_AFTER 3600 s"
+    n = asked.count("DynamicSlot =!= true")
+    asyncio.run(fl.round(now=1011.0))
+    assert asked.count("DynamicSlot =!= true") == n, "verdicts are kept: the home slots are not asked each round"
+    q.store.close()
+
+
+def test_a_flocked_start_names_its_pool_even_after_a_round_dropped_the_match(tmp_path: Path) -> None:
+    q = _queue(tmp_path)
+    fl = Flocking(Config.from_text(A_CONF), queue=q, autoclusters=AutoClusters(q, _name, lambda: None),
+                  submitter_of=_name, base_ads=lambda: [],
+                  connect=lambda address, timeout: SimpleNamespace(address=address), home_query=None,
+                  uid_domain="a.example", schedd_name="suba")
+    job = q.job(1, 0)
+    fl.matched("b", job)
+    fl.where = {}  # a decision round ran between the match and the start (it keeps running jobs only)
+    assert fl.pool_of_run(job, SimpleNamespace(slot_obj={"UidDomain": "b.example"})) == "b"
+    assert fl.where[job.key] == "b"
+    assert fl.pool_of_run(q.job(1, 1), SimpleNamespace(slot_obj={"UidDomain": "a.example"})) is None
+    q.store.close()

@@ -11,7 +11,7 @@ import time
 import pytest
 
 from roost.daemons.startd import launch, procstat
-from roost.daemons.startd.leftovers import JOBS_DIR, read_records, remove_sandboxes
+from roost.daemons.startd.leftovers import JOBS_DIR, read_records, remove_sandboxes, remove_strays
 
 
 @pytest.fixture
@@ -55,6 +55,7 @@ def test_running_and_ended_jobs_are_adoptable_the_rest_is_killed(tmp_path, launc
     ended.keeper.wait()
     (tmp_path / JOBS_DIR / "dir_1_3").write_text("not json and not a line")
     (tmp_path / JOBS_DIR / "dir_1_4.exit").write_text("")  # its record is gone
+    (tmp_path / JOBS_DIR / "dir_1_1.new").write_text("{")  # a rewrite cut short
     (tmp_path / JOBS_DIR / ".port").write_text("1234\n")
     for d in ("dir_1_1", "dir_1_2", "dir_1_3"):
         (tmp_path / d).mkdir()
@@ -66,7 +67,12 @@ def test_running_and_ended_jobs_are_adoptable_the_rest_is_killed(tmp_path, launc
         status, usage = launch.read_exit(os.open(recs["dir_1_2"].exit_path, os.O_RDONLY))
         assert os.waitstatus_to_exitcode(status) == 7 and usage.ru_maxrss > 0
         assert not recs["dir_1_3"].adoptable()
+        # reading changes nothing (a running startd's exit file may precede its record)
+        assert (tmp_path / JOBS_DIR / "dir_1_4.exit").exists() and (tmp_path / JOBS_DIR / "dir_1_1.new").exists()
+        remove_strays(str(tmp_path))
         assert not (tmp_path / JOBS_DIR / "dir_1_4.exit").exists()
+        assert not (tmp_path / JOBS_DIR / "dir_1_1.new").exists()
+        assert (tmp_path / JOBS_DIR / "dir_1_1").exists() and (tmp_path / JOBS_DIR / "dir_1_2.exit").exists()
         assert (tmp_path / JOBS_DIR / ".port").exists()
         # a record whose keeper is someone else now (start time differs) is not alive
         recs["dir_1_1"].keeper_ticks += 1

@@ -178,6 +178,37 @@ def test_restarted_schedd_reconnects_to_running_job(pool, tmp_path, how):
     assert kinds_when(tmp_path / "job.log", want) == want
 
 
+def test_a_job_that_ended_while_the_schedd_was_away_stays_done_across_the_next_restart(pool, tmp_path):
+    """RECONNECT answers with one job's exit: it completes at once, its cluster's other
+    job runs on, and a schedd killed right after finds the first done. The chaos test
+    once saw it Running again (and run twice): the reconnect's own bookkeeping commit,
+    queued after the exit's, wrote the proc's row back over its GONE mark."""
+    s, peers = pool
+    startd = FakeStartd(s.home)
+    startd.hang = True
+    peers.append(startd)
+    with s.client() as c:
+        cid, _ = submit(c, "executable = /bin/sleep\nlog = job.log\nqueue 2\n", str(tmp_path))
+        match_all(s, startd, "claim-1")
+        match_all(s, startd, "claim-2")
+        wait_for(lambda: c.call("QUERY_JOBS", totals=True)["totals"]["Running"] == 2)
+    wait_for(lambda: [e.type.name for e in read_events(tmp_path / "job.log")].count("EXECUTE") == 2)
+    s.kill9()
+    startd.ended_away[f"{cid}.0"] = {"state": "exited", "exit_code": 0, "usage": {}}
+    s.start()
+    wait_for(lambda: history(s).get(f"{cid}.0"))
+    wait_for(lambda: [e.type.name for e in read_events(tmp_path / "job.log")].count("JOB_RECONNECTED") == 2)
+    with s.client() as c:
+        wait_for(lambda: c.call("QUERY_JOBS", totals=True)["totals"].get("Running") == 1)
+    s.stop()  # every commit made is durable (a kill -9 may come after any of them)
+    s.start()
+    with s.client() as c:
+        assert c.call("QUERY_JOBS", totals=True)["totals"].get("Running") == 1
+        assert sorted(query(c)) == [f"{cid}.1"]
+    terminated = [e.proc for e in read_events(tmp_path / "job.log") if e.type.name == "JOB_TERMINATED"]
+    assert terminated == [0]
+
+
 def test_reconnect_failure_requeues(pool, tmp_path):
     s, peers = pool
     startd, _ = run_one_held_open(s, peers, tmp_path)

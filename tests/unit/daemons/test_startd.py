@@ -382,6 +382,27 @@ def test_processes_that_leave_the_process_group_die_with_the_job_when_cgroups_wo
     run(main())
 
 
+def test_a_stopped_startd_kills_what_its_running_job_left_outside_the_process_group():
+    """A startd stopped (SIGTERM) with a job running abandons it: the job and what it
+    left outside its process group (setsid) die with its cgroup."""
+    async def main():
+        async with pool() as (peer, startd, client):
+            if "jobs run in cgroups" not in (startd.home / "log" / "StartLog").read_text():
+                pytest.skip("no writable cgroup v2 here")
+            script = b"#!/bin/sh\nsetsid sleep 61 &\necho $! > pid.txt\nsleep 60\n"
+            peer.jobs["1.0"] = Job(inputs=[("escape.sh", script, 0o755)])
+            ad = job_ad("executable = escape.sh\nqueue\n")
+            got = await claim(peer, client, ad)
+            await client.call("ACTIVATE_CLAIM", claim_id=got["claim_id"], job_ad=ad)
+            sandbox = await peer.wait_for(lambda: [p for p in (startd.home / "execute").glob("dir_*/pid.txt")
+                                                   if p.read_text().strip()], timeout=30)
+            escaped = int(sandbox[0].read_text())
+            assert await startd.stop() is not None
+            await _gone(escaped)
+
+    run(main())
+
+
 def test_a_restarted_startd_adopts_both_jobs_of_a_reused_claim():
     """A claim runs its next job while the first one's report still waits (the schedd
     refuses it for now); the startd is killed; the next one adopts both records: the

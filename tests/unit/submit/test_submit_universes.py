@@ -105,9 +105,16 @@ def test_universes_roost_cannot_run_are_refused(universe: str) -> None:
 
 
 def test_a_grid_resource_roost_cannot_reach_is_refused_naming_file_line_and_what_it_can() -> None:
-    with pytest.raises(SubmitError, match=r"job.sub:3: grid_resource = condor cm.example schedd: handing jobs to "
-                                          r"another pool's schedd \(Condor-C\) is not supported yet; supported: 'batch slurm'"):
-        ad("executable = /bin/true\nuniverse = grid\ngrid_resource = condor cm.example schedd")
+    with pytest.raises(SubmitError, match=r"job.sub:3: grid_resource = arc ce.example: type 'arc' is not "
+                                          r"supported; supported: 'batch slurm'; 'condor <schedd name> "):
+        ad("executable = /bin/true\nuniverse = grid\ngrid_resource = arc ce.example")
+    with pytest.raises(SubmitError, match=r"job.sub:3: grid_resource = condor cm.example: expected 'condor "):
+        ad("executable = /bin/true\nuniverse = grid\ngrid_resource = condor cm.example")
+
+
+def test_a_condor_c_grid_resource_is_taken() -> None:
+    job = ad("executable = /bin/true\nuniverse = grid\ngrid_resource = condor schedd@b cm.b.example:9618")
+    assert job["GridResource"] == "condor schedd@b cm.b.example:9618" and job["JobUniverse"] == 9
 
 
 def test_unknown_universe_lists_the_ones_there_are() -> None:

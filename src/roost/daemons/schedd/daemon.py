@@ -198,6 +198,7 @@ class Schedd(Daemon):
                 base_ads=self.submitter_ads, connect=self.client, home_query=self.collector_call,
                 uid_domain=self.uid_domain, schedd_name=self.daemon_name)
             reuse.accept = self.flocking.reuse_guard
+            jobs.pool_of_run = self.flocking.pool_of_run
         reservations = dedicated.reservations = Reservations(str(self.spool_dir / "reservations.json"), dedicated.wake)
         checkpoints = jobs.checkpoints = CheckpointStore(str(self.spool_dir))
         checkpoints.sweep_partial()

@@ -24,7 +24,7 @@ import logging
 import time
 import weakref
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from roost.config import Config
@@ -36,6 +36,7 @@ from roost.core.flock import (
     Waiting,
     collector_host,
     name_domain,
+    never_home,
     outbound_plan,
     parse_agreements,
 )
@@ -50,6 +51,8 @@ log = logging.getLogger("roost.schedd")
 
 #: how long one remote collector may take to answer before this round gives up on it
 REMOTE_TIMEOUT = 5.0
+#: flocking decisions a never-home verdict is kept for before the home slots are asked again
+VERDICT_ROUNDS = 10
 
 
 def flocking_configured(config: Config) -> bool:
@@ -80,12 +83,14 @@ class _Group:
 
 
 def waiting_entries(queue: JobQueue, autoclusters: AutoClusters, submitter_of: Callable[[Any], str],
-                    *, now: float, by_default: bool) -> tuple[list[Waiting], dict[str, int]]:
+                    *, now: float, by_default: bool, samples: dict[str, Job] | None = None
+                    ) -> tuple[list[Waiting], dict[str, int]]:
     """The idle jobs as flocking sees them: one :class:`Waiting` per autocluster (key
     ``str(id)``; waited = now - the oldest ``EnteredCurrentStatus``/``QDate``), and per
     key how many of its jobs may leave home (``WantFlocking``). A key is flockable when
     any of its jobs is; a run of one cluster's procs without differences is looked at
-    once."""
+    once. ``samples``, when given, gets one job of each key (an autocluster's jobs
+    match alike: one stands for all in the never-home analysis)."""
     groups: dict[str, _Group] = {}
     for jobs in queue.idle.values():
         # a run of one cluster's procs without differences of their own: one autocluster,
@@ -107,6 +112,8 @@ def waiting_entries(queue: JobQueue, autoclusters: AutoClusters, submitter_of: C
             g = groups.get(key)
             if g is None:
                 g = groups[key] = _Group(submitter_of(job.cluster))
+                if samples is not None:
+                    samples[key] = job
             want = 1 if wants_flocking(job, by_default) else 0
             g.idle += 1
             g.flockable += want
@@ -169,6 +176,7 @@ class Flocking:
         self.users: dict[str, str] = {}  # key -> submitter name
         self.where: dict[tuple[int, int], str] = {}  # running job -> the pool that matched it
         self._claims: weakref.WeakKeyDictionary[Any, str] = weakref.WeakKeyDictionary()  # shadow -> pool
+        self.verdicts: dict[str, tuple[bool, float]] = {}  # key -> (never home, when judged)
         self.configure(config)
 
     def configure(self, config: Config) -> None:
@@ -256,9 +264,20 @@ class Flocking:
             return None
         return self._by_domain.get(domain.lower(), domain)
 
+    def pool_of_run(self, job: Job, runner: Any) -> str | None:
+        """The connected pool a run that starts now is in (the negotiator that matched
+        it, else its slot's ``UidDomain``): the job's ``RemotePool``; None at home. Noted
+        again as where it runs: a decision round between the match and the start may
+        have dropped it (it keeps only running jobs)."""
+        pool = self.where.get(job.key) or self._slot_pool(getattr(runner, "slot_obj", None))
+        if pool is not None:
+            self.where[job.key] = pool
+        return pool
+
     def pool_of(self, job: Job) -> str | None:
         """The connected pool running ``job``, None when at home (``q -run``)."""
-        return self.where.get(job.key)
+        pool = self.where.get(job.key) or job.get("RemotePool")
+        return pool if isinstance(pool, str) and pool else None
 
     # -- each interval ---------------------------------------------------------------------
     async def loop(self) -> None:
@@ -289,12 +308,16 @@ class Flocking:
         where = {}
         for key, job in self.queue.running.items():
             pool = self.where.get(key) or self._slot_pool((job.claim or {}).get("slot_ad"))
+            if pool is None and isinstance(job.get("RemotePool"), str) and job.get("RemotePool"):
+                pool = job.get("RemotePool")  # set at its start (pool_of_run), kept with the job
             if pool is not None:
                 where[key] = pool
         self.where = where
+        samples: dict[str, Job] = {}
         waiting, flockable = waiting_entries(self.queue, self.autoclusters, self.submitter_of,
-                                             now=now, by_default=self.by_default)
+                                             now=now, by_default=self.by_default, samples=samples)
         foreign = await self._foreign_here() if any(w.idle for w in waiting) else 0
+        waiting = await self._judge_home(waiting, samples, now=now)
         plan = outbound_plan(waiting, self.senders, self.memory, now=now, after=self.after,
                              increment=self.increment, by_default=self.by_default, foreign_here=foreign)
         self.plan, self.flockable = plan, flockable
@@ -302,6 +325,33 @@ class Flocking:
         base = [ad for _t, ad, _p in self.base_ads()]
         await asyncio.gather(*(self._send(r, base, plan) for r in self.remotes.values()))
         return plan
+
+    async def _judge_home(self, waiting: list[Waiting], samples: dict[str, Job], *, now: float) -> list[Waiting]:
+        """``waiting`` with q -analyze's never-home verdict (core.flock.never_home) on each
+        flockable key. One job stands for its autocluster, and the analysis stops at the
+        first home slot that could run it, so a job that fits at home costs one
+        evaluation or a few; a verdict is kept VERDICT_ROUNDS decisions, so the home slot
+        ads are asked for only when a new autocluster needs one or the verdicts are due."""
+        ttl = VERDICT_ROUNDS * self.interval
+        self.verdicts = {k: v for k, v in self.verdicts.items() if k in samples and now - v[1] < ttl}
+        fresh = [w.key for w in waiting if w.want_flocking and w.idle > 0 and w.key not in self.verdicts]
+        if fresh and self.senders:
+            slots = await self._home_slots()
+            if slots is not None:
+                for key in fresh:
+                    self.verdicts[key] = (never_home(samples[key].classad(), slots), now)
+        return [replace(w, never_home=True) if self.verdicts.get(w.key, (False, 0.0))[0] else w for w in waiting]
+
+    async def _home_slots(self) -> list[Any] | None:
+        """The home pool's slot ads (every state, no dynamic slots: their partitionable
+        slot stands for the machine) as ClassAds; None when the collector does not answer."""
+        from roost.net.adwire import obj_to_ad  # the ClassAd form only when a verdict is due
+
+        with contextlib.suppress(ConnectionError, RequestError, RemoteError, TimeoutError):
+            got = await asyncio.wait_for(self.home_query(
+                "QUERY", type="Machine", constraint="DynamicSlot =!= true"), REMOTE_TIMEOUT)
+            return [obj_to_ad(ad) for ad in got.get("ads") or [] if isinstance(ad, dict)]
+        return None
 
     def _running_in(self, pool: str) -> dict[str, int]:
         out: dict[str, int] = {}
@@ -352,6 +402,7 @@ class Flocking:
         """Where ``job`` runs or may run, and why it does or does not flock (``q -analyze``)."""
         pool = self.where.get(job.key)
         if job.key in self.queue.running:
+            pool = pool or (job.get("RemotePool") if isinstance(job.get("RemotePool"), str) else None)
             return {"pool": pool, "why": f"runs in pool {pool}" if pool else "runs at home"}
         if job.status != jp.IDLE or not_negotiated(job):
             return {"pool": None, "why": "not idle, or not negotiated: flocking does not apply"}
@@ -361,8 +412,11 @@ class Flocking:
         key = str(self.autoclusters.autocluster_of(job, self.autoclusters.signature(job)))
         pools = self.plan.pools_of(key)
         if pools:
-            return {"pool": None, "pools": pools, "why": "offered to pool " + ", ".join(pools)
-                    + f" (flock level {self.plan.level} of {len(self.senders)})"}
+            return {"pool": None, "pools": pools, "never_home": key in self.plan.at_once,
+                    "why": "offered to pool " + ", ".join(pools)
+                    + f" (flock level {self.plan.level} of {len(self.senders)})"
+                    + (": no machine at home could ever run it, so it did not wait FLOCK_AFTER"
+                       if key in self.plan.at_once else "")}
         return {"pool": None, "why": self.plan.home.get(key, "no flocking decision for it yet "
                                                         f"(one every {self.interval:g} s)")}
 

@@ -125,6 +125,9 @@ class JobLifecycle:
     spool_busy: set[tuple[int, int]] = set()  # noqa: RUF012 (replaced per instance by the schedd)
     #: job mail (roost.daemons.schedd.notify.Notifier), set by the schedd when mail is configured
     notifier: Any = None
+    #: the connected pool a runner's slot is in, None at home (Flocking.pool_of_run), set by
+    #: a schedd that flocks: a start there sets HTCondor's RemotePool
+    pool_of_run: Callable[[Job, Any], str | None] | None = None
 
     def replay_pending_events(self) -> int:
         """At start: write what a killed predecessor committed and may not have logged
@@ -144,6 +147,17 @@ class JobLifecycle:
 
     async def commit(self, ops: list[Any]) -> None:
         await self.store.commit(ops)
+
+    def commit_soon(self, ops: list[Any], name: str) -> None:
+        """Queue ``ops`` now, in order with what follows, without waiting for the disk
+        (a failure is logged). Ops hold rows as they are when made: a commit spawned
+        for later could land after a newer change of the same job and undo it."""
+        durable = self.store.submit(ops)
+
+        async def wait() -> None:
+            await durable
+
+        self.host.spawn(wait(), name)
 
     def write_events(self, job: Job, events: list[Event]) -> None:
         self.userlogs.write(log_paths(job.get), events, job.owner, job.get)
@@ -215,6 +229,10 @@ class JobLifecycle:
             job.claim = claim
             attrs["StartdAddress"] = claim["startd_address"]
             self.runners[job.key] = runner
+            if self.pool_of_run is not None:
+                pool = self.pool_of_run(job, runner)
+                if pool is not None or job.get("RemotePool") is not None:
+                    attrs["RemotePool"] = pool  # defined only while it runs elsewhere (None: undefined)
         ops = self.set_ops(job, attrs, jp.RUNNING, now)
         await self.report(job, ops, [])
 

@@ -44,7 +44,10 @@ _PROTECTED = {a.lower() for a in ("ClusterId", "ProcId", "Owner", "User", "JobSt
                                   "ExitSignal", "RemoteHost", "ClaimId", "PublicClaimId",
                                   "DAGManJobId", "HoldReasonCode", "HoldReasonSubCode", "Scheduler",
                                   "DedicatedSchedulerReason", "StageInStart", "StageInFinish",
-                                  "StageOutStart", "StageOutFinish")}
+                                  "StageOutStart", "StageOutFinish",
+                                  # the grid manager's record of the remote job: pointed elsewhere,
+                                  # an rm would cancel (scancel runs as the schedd) another's job
+                                  "GridJobId", "GridJobSubmitName", "NumGridSubmits")}
 #: a -spool job's submitted paths (SUBMIT_Iwd, SUBMIT_Out, ...): the schedd's record of where
 #: its output goes home, so not a user's to point elsewhere after the schedd wrote it
 _PROTECTED_PREFIX = "submit_"

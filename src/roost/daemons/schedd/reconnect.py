@@ -88,8 +88,10 @@ async def resume(sh: Shadow, job: Job, state: dict[str, Any]) -> bool:
                                              startd_addr=f"<{sh.startd_address}>",
                                              starter_addr=f"<{sh.startd_address}>")])
     n = job.get("NumShadowStarts", 0)  # a new shadow took the job on, as HTCondor counts it
-    jobs.host.spawn(jobs.commit(jobs.set_ops(job, {"NumShadowStarts": (n if isinstance(n, int) else 0) + 1})),
-                    f"shadow-starts-{job.id}")
+    # queued now, before the exit this answer may carry: the row it writes is the job's
+    # as Running, and queued after the exit's it would bring a finished proc back
+    jobs.commit_soon(jobs.set_ops(job, {"NumShadowStarts": (n if isinstance(n, int) else 0) + 1}),
+                     f"shadow-starts-{job.id}")
     if state.get("state") in ("exited", "failed", "vacated") and (
         state.get("state") != "exited" or "exit_code" in state or "exit_signal" in state
     ):

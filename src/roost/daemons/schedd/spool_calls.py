@@ -33,11 +33,10 @@ from roost.core.spooling import (
     spool_edits,
     spool_name,
 )
-from roost.daemons.schedd.access import QueueRights, owner_user
+from roost.daemons.schedd.access import QueueRights, identity, owner_user
 from roost.daemons.schedd.jobqueue import Job
 from roost.daemons.schedd.lifecycle import JobLifecycle
 from roost.daemons.schedd.spool_area import Incoming, OutputTooBig, open_output, output_files
-from roost.daemons.schedd.userlog import user_ids
 from roost.net import framing
 from roost.net.errors import ProtocolError, RequestError, bad_request
 from roost.net.server import Peer
@@ -127,7 +126,10 @@ class SpoolCalls:
                                       or job.status != jp.HELD):
                     error = f"job {job.id} was removed or released while its input came"
                 if error is None:
-                    ids = user_ids(job.owner) if os.geteuid() == 0 else None
+                    # the owner's, or nobody's for an owner with no account here (whose
+                    # jobs run as nobody, access.identity): root's 0700 tree would lock them out
+                    ident = identity(job.owner)
+                    ids = (ident[0], ident[1]) if ident is not None else None
                     try:
                         await asyncio.to_thread(incoming.commit, ids)
                     except OSError as exc:

@@ -52,9 +52,16 @@ from roost.daemons.startd import criu, jobcommand, launch, resources, slotconfig
 from roost.daemons.startd.cgroups import JobCgroups
 from roost.daemons.startd.claims import Claims
 from roost.daemons.startd.cpushare import CpuShares
+from roost.daemons.startd.glidein import Glidein
 from roost.daemons.startd.jobcommand import Universes
 from roost.daemons.startd.jobshell import ShellCalls
-from roost.daemons.startd.leftovers import JOBS_DIR, Record, read_records, remove_sandboxes
+from roost.daemons.startd.leftovers import (
+    JOBS_DIR,
+    Record,
+    read_records,
+    remove_sandboxes,
+    remove_strays,
+)
 from roost.daemons.startd.memlimit import MemoryLimits
 from roost.daemons.startd.peek import PeekCalls
 from roost.daemons.startd.peers import Peers
@@ -121,6 +128,8 @@ class Startd(Daemon):
         # roost tail / ssh_to_job: a running job's files and a shell beside it (peek.py, jobshell.py)
         self.peek = PeekCalls(self.claims)
         self.shells = ShellCalls(self.claims, lambda: self.config.get_bool("ENABLE_SSH_TO_JOB", True) is not False)
+        # a glide-in's end of life (roost annex), or STARTD_NOCLAIM_SHUTDOWN (glidein.py)
+        self.glidein = Glidein(self, cfg)
 
     # -- start and stop ----------------------------------------------------------------
 
@@ -134,6 +143,7 @@ class Startd(Daemon):
         # Jobs a previous startd left running under their keepers are adopted (below, once
         # the slots exist); everything else it left is killed and removed.
         adopt: list[Record] = []
+        remove_strays(self.execute_dir)
         for rec in read_records(self.execute_dir):
             if rec.adoptable():
                 adopt.append(rec)
@@ -245,6 +255,9 @@ class Startd(Daemon):
         self.want_reschedule = True
         self.changed(*self.slots)
         self.every(self.owner_policy.polling_interval, self.owner_policy.poll, "owner-policy")
+        if self.glidein.active:
+            self.log.info("glide-in: ends at %s, idle limit %g s", self.glidein.end_time, self.glidein.policy.idle_timeout)
+            self.every(self.glidein.interval, self.glidein.poll, "glidein")
         if _profiler is not None:
             self.every(PROFILE_EVERY, _dump_profile, "profile")
 

@@ -6,7 +6,8 @@ and kept until its final report is acknowledged: one JSON object with the
 job's pid and start time (clock ticks since boot), its keeper's pid and start
 time, its claim (slot, resources, schedd, lease) and its ad. The keeper writes
 the job's end to ``<sandbox>.exit``. A restarted startd reads the records
-before it offers any slot (``read_records``): a job whose keeper still runs,
+before it offers any slot (``remove_strays``, then ``read_records``, which only
+reads, so a test may watch a running startd with it): a job whose keeper still runs,
 or whose end its keeper wrote, is adopted (the claims take their slots back,
 the starter carries on); anything else is killed and its sandbox removed.
 Separate from the starter because it runs once, at start, with no job.
@@ -113,23 +114,16 @@ def _parse(name: str, path: str, text: str) -> Record:
 
 def read_records(execute_dir: str) -> list[Record]:
     """Every job record under ``execute_dir`` (unreadable ones as empty records, to be
-    killed and removed)."""
+    killed and removed). Only reads: a running startd's half-written files (a record's
+    ``.new``, an exit file made before its record) are left alone; ``remove_strays``
+    clears what a dead startd left of them."""
     jobs = os.path.join(execute_dir, JOBS_DIR)
     out = []
     with contextlib.suppress(FileNotFoundError):
         for name in sorted(os.listdir(jobs)):
+            if name.startswith(".") or name.endswith((".new", ".exit")):
+                continue  # the startd's own notes (.port); half-written or exit files
             path = os.path.join(jobs, name)
-            if name.startswith("."):
-                continue  # the startd's own notes (.port)
-            if name.endswith(".new"):
-                with contextlib.suppress(FileNotFoundError):
-                    os.unlink(path)  # a record being rewritten: the old one stands
-                continue
-            if name.endswith(".exit"):
-                if not os.path.exists(path[: -len(".exit")]):
-                    with contextlib.suppress(FileNotFoundError):
-                        os.unlink(path)
-                continue
             try:
                 with open(path) as f:
                     text = f.read()
@@ -137,6 +131,20 @@ def read_records(execute_dir: str) -> list[Record]:
                 text = ""
             out.append(_parse(name, path, text))
     return out
+
+
+def remove_strays(execute_dir: str) -> None:
+    """What a previous startd left half-made under ``.jobs``: a record being rewritten
+    (``.new``: the old one stands) and an exit file whose record was never written or
+    is gone. Only at start, before any job of this startd: a running one's are in use."""
+    jobs = os.path.join(execute_dir, JOBS_DIR)
+    with contextlib.suppress(FileNotFoundError):
+        for name in os.listdir(jobs):
+            path = os.path.join(jobs, name)
+            stray = name.endswith(".new") or (name.endswith(".exit") and not os.path.exists(path[: -len(".exit")]))
+            if stray and not name.startswith("."):
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(path)
 
 
 def remove_sandboxes(execute_dir: str, keep: set[str]) -> list[str]:

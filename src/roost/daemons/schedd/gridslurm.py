@@ -1,0 +1,293 @@
+"""The grid manager's Slurm backend (``grid_resource = batch slurm``, issue 30).
+
+Each idle grid job gets a sandbox in the schedd's spool (``grid/<cluster>.<proc>``,
+its owner's), its executable and input files copied in with the owner's rights, and is
+submitted with ``sbatch`` run as its owner (``nobody`` for root's jobs, as every job
+here), under a name that says which job and which attempt it is. One poll asks Slurm
+(``scontrol show job -o``) for every grid job at once and hands each record to
+:func:`roost.core.gridbatch.mirror`: ``GridJobStatus`` follows Slurm's word, running
+is Running (with the execute event), an exit is staged back (stdout, stderr,
+``transfer_output_files`` or every new top-level file) and completes the job; what
+Slurm ended without the job's doing is a hold with Slurm's reason. ``roost rm`` and
+``hold`` cancel the Slurm job (``scancel``); ``release`` submits it again.
+
+Restartable at any time: the name is committed (``GridJobSubmitName``) before
+``sbatch`` runs and ``GridJobId`` after, so a schedd killed in between finds the job
+Slurm has by its name instead of submitting a second one; a job with a ``GridJobId``
+is polled again, never resubmitted.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import shlex
+import shutil
+import stat
+import time
+from typing import TYPE_CHECKING, Any
+
+from roost.core import jobpolicy as jp
+from roost.core.gridbatch import (
+    HOLD_GRID_SUBMIT_FAILED,
+    SlurmOptionError,
+    mirror,
+    parse_sbatch,
+    parse_scontrol,
+    sbatch_args,
+    slurm_job_name,
+)
+from roost.core.spooling import file_items, under_iwd
+from roost.daemons.schedd.access import owner_user
+from roost.daemons.schedd.gridjob import MISSING_POLLS, GridJob, copy_fd, text_attr
+from roost.daemons.schedd.jobqueue import Job
+from roost.daemons.schedd.localuniverse import drop_to, job_argv
+from roost.daemons.userfiles import open_as
+from roost.eventlog import GridResourceDownEvent, GridResourceUpEvent, GridSubmitEvent
+from roost.vocabulary import JobStatus
+
+if TYPE_CHECKING:
+    from roost.daemons.schedd.gridmanager import GridManager
+
+log = logging.getLogger("roost.daemons.schedd.gridmanager")
+
+_STDOUT, _STDERR, _SCRIPT = "_roost_stdout", "_roost_stderr", "_roost_job.sh"
+RESOURCE = "batch slurm"
+
+
+class SlurmBackend:
+    """Slurm on this host: ``sbatch``/``scontrol``/``scancel`` (``SLURM_CONF``)."""
+
+    def __init__(self, manager: GridManager, config: Any) -> None:
+        self.m = manager
+        self.env = dict(os.environ)
+        conf = (config.get("SLURM_CONF") or "").strip()
+        if conf:
+            self.env["SLURM_CONF"] = conf
+        self.down = False
+
+    def runner(self, job: Job) -> GridJob:
+        return SlurmJob(self.m, self, job)
+
+    async def poll(self, runners: list[GridJob]) -> None:
+        ids = {g.slurm_id: g for g in runners if isinstance(g, SlurmJob) and g.slurm_id}
+        if not ids:
+            return
+        rc, out, err = await self.run(["scontrol", "show", "job", "-o"])
+        if rc != 0 and "Invalid job id" not in err:
+            if not self.down:
+                self.down = True
+                log.warning("grid manager: Slurm does not answer: %s", err.strip()[:300])
+                for g in ids.values():
+                    self.m.jobs.write_events(g.job, [GridResourceDownEvent(g.job.cluster.id, g.job.proc, time.time(),
+                                                                           grid_resource=RESOURCE)])
+            return
+        if self.down:
+            self.down = False
+            for g in ids.values():
+                self.m.jobs.write_events(g.job, [GridResourceUpEvent(g.job.cluster.id, g.job.proc, time.time(),
+                                                                     grid_resource=RESOURCE)])
+        records = {r.get("JobId"): r for r in parse_scontrol(out)}
+        for slurm_id, g in ids.items():
+            await g.observe(records.get(slurm_id))
+
+    async def run(self, argv: list[str], ids: tuple[int, int, str, str] | None = None,
+                  cwd: str = "/") -> tuple[int, str, str]:
+        """A Slurm command (as ``ids``' user when given): exit status, stdout, stderr."""
+        kwargs: dict[str, Any] = {}
+        if ids is not None:
+            kwargs["preexec_fn"] = drop_to(ids[0], ids[1], cwd)
+        try:
+            proc = await asyncio.create_subprocess_exec(
+                *argv, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, env=self.env,
+                cwd="/", start_new_session=True, **kwargs)
+            out, err = await asyncio.wait_for(proc.communicate(), 60)
+        except (OSError, TimeoutError) as e:
+            return 127, "", f"{argv[0]}: {e}"
+        return proc.returncode or 0, out.decode(errors="replace"), err.decode(errors="replace")
+
+
+class SlurmJob(GridJob):
+    """One grid job's Slurm life: its sandbox, its Slurm id, what was last seen."""
+
+    def __init__(self, manager: GridManager, backend: SlurmBackend, job: Job) -> None:
+        super().__init__(manager, job)
+        self.b = backend
+        gid = text_attr(job, "GridJobId")
+        self.slurm_id: str | None = gid.split()[-1] if gid and gid.startswith("batch slurm ") else None
+
+    # -- submit ----------------------------------------------------------------------------
+
+    async def begin(self) -> None:
+        if self.slurm_id is None:
+            name = text_attr(self.job, "GridJobSubmitName")
+            if name:
+                self.slurm_id = await self._find(name)  # a predecessor submitted, then died
+            if self.slurm_id is None:
+                await self._submit()
+                return
+            await self._record_id(name or "")
+        self.m.wake()
+
+    async def _find(self, name: str) -> str | None:
+        rc, out, _ = await self.b.run(["scontrol", "show", "job", "-o"])
+        if rc != 0:
+            return None
+        for r in parse_scontrol(out):
+            if r.get("JobName") == name:
+                return r.get("JobId")
+        return None
+
+    async def _submit(self) -> None:
+        job = self.job
+        starts = job.get("NumGridSubmits")
+        attempt = (starts if isinstance(starts, int) else 0) + 1
+        name = slurm_job_name(self.m.schedd_name, job.cluster.id, job.proc, attempt)
+        await self.jobs.commit(self.jobs.set_ops(job, {"GridJobSubmitName": name, "NumGridSubmits": attempt}))
+        try:
+            await asyncio.to_thread(self._prepare)
+            args = sbatch_args(_numbers(job), name=name, sandbox=self.sandbox,
+                               script=os.path.join(self.sandbox, _SCRIPT))
+        except (OSError, SlurmOptionError) as e:
+            await self.hold(f"Cannot stage the job's input for Slurm: {e}", jp.HOLD_TRANSFER_INPUT_ERROR)
+            return
+        rc, out, err = await self.b.run(["sbatch", *args], self.ids, self.sandbox)
+        slurm_id = parse_sbatch(out) if rc == 0 else None
+        if slurm_id is None:
+            said = " ".join(line.strip() for line in (err or out).splitlines() if line.strip())[:1500]
+            await self.hold(f"Slurm refused the job: {said or f'sbatch exited {rc}'}", HOLD_GRID_SUBMIT_FAILED)
+            return
+        self.slurm_id = slurm_id
+        await self._record_id(name)
+        self.m.wake()
+
+    async def _record_id(self, name: str) -> None:
+        job = self.job
+        gid = f"batch slurm {self.slurm_id}"
+        await self.jobs.report(job, self.jobs.set_ops(job, {"GridJobId": gid, "GridJobStatus": "PENDING"}),
+                               [GridSubmitEvent(job.cluster.id, job.proc, time.time(), grid_resource=RESOURCE,
+                                                grid_job_id=gid)])
+        log.info("job %s: Slurm job %s (%s)", job.id, self.slurm_id, name)
+
+    def _prepare(self) -> None:
+        """The sandbox, its owner's, with the executable, the input files and the script."""
+        job, get = self.job, self.job.get
+        iwd = get("Iwd") if isinstance(get("Iwd"), str) else "/"
+        user = owner_user(job.owner)
+        uid, gid = (self.ids[0], self.ids[1]) if self.ids is not None else (os.getuid(), os.getgid())
+        shutil.rmtree(self.sandbox, ignore_errors=True)
+        os.makedirs(self.m.root, mode=0o755, exist_ok=True)
+        os.mkdir(self.sandbox, 0o700)
+        os.chown(self.sandbox, uid, gid)
+        argv = job_argv(get)
+        copies: list[tuple[str, str, int]] = []
+        if get("TransferExecutable") is not False and argv[0]:
+            copies.append((under_iwd(iwd, argv[0]), os.path.basename(argv[0]), 0o700))
+        for item in file_items(get("TransferInput")):
+            copies.append((under_iwd(iwd, item), os.path.basename(item.rstrip("/")), 0o600))
+        stdin = get("In")
+        if isinstance(stdin, str) and stdin and stdin != os.devnull:
+            copies.append((under_iwd(iwd, stdin), "_roost_stdin", 0o600))
+        for src, name, mode in copies:
+            fd = open_as(src, user)
+            try:
+                dst = os.open(os.path.join(self.sandbox, name), os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW,
+                              mode)
+                try:
+                    copy_fd(fd, dst)
+                    os.fchown(dst, uid, gid)
+                finally:
+                    os.close(dst)
+            finally:
+                os.close(fd)
+        exe = "./" + os.path.basename(argv[0]) if get("TransferExecutable") is not False else argv[0]
+        command = " ".join(shlex.quote(a) for a in [exe, *argv[1:]])
+        redirect = " < _roost_stdin" if any(n == "_roost_stdin" for _, n, _ in copies) else " < /dev/null"
+        script = os.path.join(self.sandbox, _SCRIPT)
+        with open(script, "x") as f:
+            # Slurm runs a copy of this script from its own spool: the sandbox by name
+            f.write(f"#!/bin/sh\n# roost job {job.id}\ncd {shlex.quote(self.sandbox)} && exec {command}{redirect}\n")
+        os.chmod(script, 0o700)
+        os.chown(script, uid, gid)
+
+    # -- remote state ------------------------------------------------------------------------
+
+    async def observe(self, record: dict[str, str] | None) -> None:
+        job = self.job
+        if self.gone():
+            return
+        if self.stopping():
+            await self._stop(record)
+            return
+        if record is None:
+            self.missing += 1
+            if self.missing >= MISSING_POLLS:
+                await self.hold(f"Slurm no longer knows job {self.slurm_id}", HOLD_GRID_SUBMIT_FAILED)
+            return
+        self.missing = 0
+        m = mirror(record)
+        if m.grid_status != job.get("GridJobStatus") and not m.done:
+            await self.jobs.commit(self.jobs.set_ops(job, {"GridJobStatus": m.grid_status}))
+        if m.status in (JobStatus.RUNNING, JobStatus.SUSPENDED) and job.status == JobStatus.IDLE:
+            node = record.get("NodeList") or "slurm"
+            await self.running(f"slurm/{node}", f"<slurm:{node}>", m.grid_status)
+        if not m.done:
+            return
+        if m.status == JobStatus.COMPLETED:
+            problem = await asyncio.to_thread(self._stage_out)
+            if problem:
+                await self.hold(f"Failed to transfer output files from Slurm's sandbox: {problem}",
+                                jp.HOLD_TRANSFER_OUTPUT_ERROR)
+                return
+            await self.exited(m.exit_code, m.exit_signal, m.grid_status, "slurm", "<slurm>")
+        else:
+            await self.hold(m.hold_reason or f"Slurm ended the job: {m.grid_status}", m.hold_code,
+                            grid_status=m.grid_status)
+
+    async def _stop(self, record: dict[str, str] | None) -> None:
+        """Removed or held by the user: cancel the Slurm job, then let it go."""
+        if self.slurm_id and not self.cancelled:
+            self.cancelled = True
+            await self.b.run(["scancel", self.slurm_id])
+        if record is None or mirror(record).done:
+            await self.let_go()
+
+    def _stage_out(self) -> str | None:
+        """Stdout, stderr and the output files back to Iwd, written as the owner; the
+        problem, if any."""
+        get = self.job.get
+        iwd = get("Iwd") if isinstance(get("Iwd"), str) else "/"
+        pairs: list[tuple[str, str]] = []
+        for attr, name in (("Out", _STDOUT), ("Err", _STDERR)):
+            dst = get(attr)
+            if isinstance(dst, str) and dst and dst != os.devnull:
+                pairs.append((name, under_iwd(iwd, dst)))
+        wanted = file_items(get("TransferOutput"))
+        if not wanted:  # every new top-level file, as HTCondor's file transfer does
+            skip = {_STDOUT, _STDERR, _SCRIPT, "_roost_stdin", os.path.basename(job_argv(get)[0]),
+                    *(os.path.basename(i.rstrip("/")) for i in file_items(get("TransferInput")))}
+            wanted = sorted(n for n in os.listdir(self.sandbox) if n not in skip
+                            and stat.S_ISREG(os.lstat(os.path.join(self.sandbox, n)).st_mode))
+        pairs += [(w, under_iwd(iwd, os.path.basename(w))) for w in wanted]
+        problem = self.copy_out(pairs, {_STDOUT, _STDERR})
+        if problem is None:
+            shutil.rmtree(self.sandbox, ignore_errors=True)
+        return problem
+
+
+def _numbers(job: Job) -> dict[str, Any]:
+    """The requests sbatch's options are made of, evaluated (RequestMemory is an
+    expression in most submit files)."""
+    ad = job.classad()
+    out: dict[str, Any] = {}
+    for attr in ("RequestCpus", "RequestMemory", "BatchRuntime", "BatchQueue", "BatchProject"):
+        if attr in ad:
+            with contextlib.suppress(Exception):
+                v = ad.eval(attr)
+                out[attr] = v if isinstance(v, (int, float, str)) else None
+    return out
+
+
+__all__ = ["SlurmBackend", "SlurmJob"]

@@ -1,0 +1,252 @@
+"""Condor-C between two real pools (issue 30, ``grid_resource = condor <schedd> <pool>``):
+pool A (``a.test``) hands a user's grid job to pool B's schedd (``b.test``), each pool
+with its own ROOST_HOME, TRUST_DOMAIN and signing key, on loopback. B issued the user
+a token (``alice@b.test``); A's grid manager presents it, so B runs the job as alice
+under its own policy while A's queue mirrors it. Output and exit code come home,
+the user log has 027, 001, 005; rm, hold and release pass through; a token B did not issue is a hold
+naming B's refusal; A's schedd killed with -9 mid-run leaves one remote job and one 005.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import signal
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from poolkit import PoolHandle, start_pool, stop_pool, wait_until
+
+from roost.vocabulary import JobStatus
+
+IDLE, RUNNING, REMOVED, DONE, HELD = (JobStatus.IDLE, JobStatus.RUNNING, JobStatus.REMOVED, JobStatus.COMPLETED,
+                                      JobStatus.HELD)
+
+
+def _domain(domain: str) -> str:
+    return f"UID_DOMAIN = {domain}\nTRUST_DOMAIN = {domain}\nFILESYSTEM_DOMAIN = {domain}\n"
+
+
+@pytest.fixture(scope="module")
+def pools() -> Iterator[tuple[PoolHandle, PoolHandle, Path]]:
+    base = Path(f"/tmp/roost-condorc-{os.getpid()}")
+    tokens = base / "tokens"
+    b = start_pool(base / "b", _domain("b.test"))
+    try:
+        a = start_pool(base / "a", _domain("a.test") + f"GRIDMANAGER_JOB_PROBE_INTERVAL = 0.5\n"
+                       f"GRIDMANAGER_TOKEN_DIRECTORY = {tokens}\n")
+        try:
+            # B's admin issues the user a token of B's; the user keeps it in the directory
+            # A's grid manager reads for them (one per job owner: root runs this test)
+            (tokens / "root").mkdir(parents=True, mode=0o700)
+            done = b.roost("token", "create", "-identity", "alice@b.test", "-file", str(tokens / "root" / "pool-b"))
+            assert done.returncode == 0, done.stdout + done.stderr
+            yield a, b, tokens
+        finally:
+            stop_pool(a)
+    finally:
+        stop_pool(b)
+        shutil.rmtree(base, ignore_errors=True)
+
+
+def _resource(b: PoolHandle) -> str:
+    """``condor <B's schedd> <B's collector>``."""
+    name = b.roost("status", "-schedd", "-af", "Name").stdout.split()[0]
+    collector = (b.home / "run" / "collector.address").read_text().strip()
+    return f"condor {name} {collector}"
+
+
+@pytest.fixture
+def work() -> Iterator[Path]:
+    """A job directory the job's user (nobody, for root) can reach: not pytest's 0700 tmp."""
+    d = Path(f"/tmp/roost-condorc-work-{os.getpid()}-{time.monotonic_ns()}")
+    d.mkdir()
+    yield d
+    shutil.rmtree(d, ignore_errors=True)
+
+
+JOB = """#!/bin/sh
+read n < numbers.txt
+echo "got $n as $(id -un)"
+echo "$n$n" > result.txt
+echo "to stderr" >&2
+sleep ${1:-0}
+exit 3
+"""
+
+
+def _submit(pool: PoolHandle, work: Path, body: str) -> str:
+    (work / "job.sub").write_text(body)
+    done = pool.roost("submit", "job.sub", cwd=work)
+    assert done.returncode == 0, done.stdout + done.stderr
+    m = re.search(r"submitted to cluster (\d+)", done.stdout)
+    assert m, done.stdout
+    return f"{m.group(1)}.0"
+
+
+def _job(work: Path, resource: str, secs: float = 0, extra: str = "") -> str:
+    (work / "job.sh").write_text(JOB)
+    (work / "job.sh").chmod(0o755)
+    (work / "numbers.txt").write_text("21\n")
+    return f"""universe = grid
+grid_resource = {resource}
+executable = job.sh
+arguments = {secs}
+transfer_input_files = numbers.txt
+transfer_output_files = result.txt
+output = out.txt
+error = err.txt
+log = job.log
+request_memory = 64
+{extra}queue
+"""
+
+
+def _remote_jobs(b: PoolHandle, tag_part: str, history: bool = False) -> list[dict]:
+    with b.schedd() as s:
+        ads = s.query_objs("true", ["ClusterId", "ProcId", "Owner", "JobStatus", "RoostSubmitTag"])
+        if history:
+            ads += list(s.history("true", ["ClusterId", "ProcId", "Owner", "JobStatus", "RoostSubmitTag"]))
+    unique = {(a["ClusterId"], a["ProcId"]): a for a in ads if tag_part in str(a.get("RoostSubmitTag", ""))}
+    return list(unique.values())
+
+
+def _events(work: Path) -> list[str]:
+    return re.findall(r"^(\d{3}) \(", (work / "job.log").read_text(), re.M)
+
+
+def test_a_job_runs_in_the_other_pool_and_its_files_exit_code_and_events_come_home(
+        pools: tuple[PoolHandle, PoolHandle, Path], work: Path) -> None:
+    a, b, _ = pools
+    resource = _resource(b)
+    jid = _submit(a, work, _job(work, resource))
+    done = a.wait_for(jid, lambda j: j.get("JobStatus") == DONE, timeout=90, what="completed")
+    assert done["ExitCode"] == 3 and done["GridJobStatus"] == "COMPLETED"
+    assert re.fullmatch(rf"{re.escape(resource)} \d+\.0", done["GridJobId"]), done["GridJobId"]
+    # B ran it as the user its token maps to (alice, no account here: nobody)
+    assert (work / "out.txt").read_text() == "got 21 as nobody\n"
+    assert (work / "err.txt").read_text() == "to stderr\n"
+    assert (work / "result.txt").read_text() == "2121\n"
+    numbers = _events(work)
+    assert numbers[:2] == ["000", "027"] and numbers[-1] == "005" and "001" in numbers, numbers
+    log = (work / "job.log").read_text()
+    assert f"GridJobId: {done['GridJobId']}" in log and "return value 3" in log
+    # the remote job was alice's, and left B's queue once its output was fetched
+    cluster = jid.split(".")[0]
+    wait_until(lambda: not _remote_jobs(b, f"#{cluster}.0#"), 30, "the remote job gone from B's queue")
+    remote = _remote_jobs(b, f"#{cluster}.0#", history=True)
+    assert [r["Owner"] for r in remote] == ["alice"], remote
+
+
+def test_rm_passes_through_to_the_remote_schedd(pools: tuple[PoolHandle, PoolHandle, Path], work: Path) -> None:
+    a, b, _ = pools
+    jid = _submit(a, work, _job(work, _resource(b), secs=300))
+    running = a.wait_for(jid, lambda j: j.get("JobStatus") == RUNNING, timeout=90, what="running in pool B")
+    rid = running["GridJobId"].split()[-1]
+    cluster = jid.split(".")[0]
+    assert [f"{r['ClusterId']}.{r['ProcId']}" for r in _remote_jobs(b, f"#{cluster}.0#")] == [rid]
+    # the record of the remote job is the schedd's: not a user's to point at another job
+    edit = a.roost("qedit", jid, "GridJobId", '"condor x y 1.0"')
+    assert edit.returncode != 0 and "GridJobId" in edit.stderr + edit.stdout, edit.stdout + edit.stderr
+    assert a.roost("rm", jid).returncode == 0
+    wait_until(lambda: not _remote_jobs(b, f"#{cluster}.0#"), 30, "the remote job removed by roost rm")
+    wait_until(lambda: a.job(jid) is None or a.job(jid).get("JobStatus") == REMOVED, 30, "removed here")
+
+
+def test_hold_removes_the_remote_job_and_release_submits_it_anew(
+        pools: tuple[PoolHandle, PoolHandle, Path], work: Path) -> None:
+    a, b, _ = pools
+    jid = _submit(a, work, _job(work, _resource(b), secs=1))
+    first = a.wait_for(jid, lambda j: isinstance(j.get("GridJobId"), str) and not j["GridJobId"].startswith("/Expr"),
+                       timeout=90, what="at pool B")
+    cluster = jid.split(".")[0]
+    assert a.roost("hold", jid).returncode == 0
+    wait_until(lambda: not _remote_jobs(b, f"#{cluster}.0#1"), 30, "the remote job removed by roost hold")
+    assert a.roost("release", jid).returncode == 0
+    done = a.wait_for(jid, lambda j: j.get("JobStatus") == DONE, timeout=90, what="completed after release")
+    assert done["NumGridSubmits"] == 2 and done["GridJobId"] != first["GridJobId"]
+    assert (work / "result.txt").read_text() == "2121\n"
+
+
+def test_a_token_the_other_pool_did_not_issue_is_a_hold_naming_its_refusal(
+        pools: tuple[PoolHandle, PoolHandle, Path], work: Path) -> None:
+    a, b, tokens = pools
+    stranger = tokens / "root" / "pool-b"
+    kept = stranger.read_text()
+    try:
+        # a token of pool A's own, which B has no key for
+        done = a.roost("token", "create", "-identity", "alice@b.test", "-file", str(work / "a.token"))
+        assert done.returncode == 0, done.stderr
+        stranger.write_text((work / "a.token").read_text())
+        jid = _submit(a, work, _job(work, _resource(b)))
+        held = a.wait_for(jid, lambda j: j.get("JobStatus") == HELD, timeout=60, what="held")
+    finally:
+        stranger.write_text(kept)
+    reason = held["HoldReason"]
+    assert reason.startswith("The remote schedd ") and "refused the job:" in reason, reason
+    assert "IDTOKENS" in reason or "token" in reason.lower(), reason
+    assert not _remote_jobs(b, f"#{jid.split('.')[0]}.0#")
+
+
+def test_a_schedd_killed_mid_run_keeps_exactly_one_remote_job_and_one_exit(
+        pools: tuple[PoolHandle, PoolHandle, Path], work: Path) -> None:
+    a, b, _ = pools
+    jid = _submit(a, work, _job(work, _resource(b), secs=4))
+    a.wait_for(jid, lambda j: j.get("JobStatus") == RUNNING, timeout=90, what="running in pool B")
+    old = a.daemon_pid("schedd")
+    os.kill(old, signal.SIGKILL)
+    a.wait_daemon_back("schedd", old, timeout=30)
+    done = a.wait_for(jid, lambda j: j.get("JobStatus") == DONE, timeout=90, what="completed after the kill")
+    assert done["ExitCode"] == 3 and done["NumGridSubmits"] == 1
+    assert (work / "result.txt").read_text() == "2121\n"
+    remote = _remote_jobs(b, f"#{jid.split('.')[0]}.0#", history=True)
+    assert len(remote) == 1, remote
+    numbers = _events(work)
+    assert numbers.count("005") == 1 and numbers.count("027") == 1, numbers
+
+
+def test_a_remote_job_submitted_but_not_recorded_is_found_by_its_tag_not_submitted_again(
+        pools: tuple[PoolHandle, PoolHandle, Path], work: Path) -> None:
+    """The window a kill -9 can fall in: the remote schedd has the tagged job (its input
+    not yet sent), the local queue has no GridJobId. The grid manager must adopt it."""
+    from roost.api.schedd import Schedd
+    from roost.core.condorc import remote_ad, submit_tag
+
+    a, b, tokens = pools
+    resource = _resource(b)
+    jid = _submit(a, work, _job(work, resource, extra="hold = true\n"))
+    local = a.job(jid)
+    assert local is not None and local["JobStatus"] == HELD
+    tag = submit_tag(a.roost("status", "-schedd", "-af", "Name").stdout.split()[0], int(jid.split(".")[0]), 0, 1)
+    # the predecessor's submit, as alice with B's token (what the killed grid manager sent)
+    token = (tokens / "root" / "pool-b").read_text().strip()
+    address = (b.home / "run" / "schedd.address").read_text().strip()
+    with Schedd(a.home, address=address, token=token) as s:
+        cid = int(s.call("NEW_CLUSTER")["cluster"])
+        s.call("SUBMIT", cluster=cid, cluster_ad=remote_ad(local, tag), procs=[{}])
+    assert a.roost("release", jid).returncode == 0
+    done = a.wait_for(jid, lambda j: j.get("JobStatus") == DONE, timeout=90, what="completed")
+    assert done["GridJobId"].split()[-1] == f"{cid}.0" and done["NumGridSubmits"] == 1
+    assert (work / "result.txt").read_text() == "2121\n"
+    assert len(_remote_jobs(b, tag, history=True)) == 1
+
+
+def test_a_remote_schedd_that_stops_answering_is_026_then_025_and_the_job_still_completes(
+        pools: tuple[PoolHandle, PoolHandle, Path], work: Path) -> None:
+    a, b, _ = pools
+    jid = _submit(a, work, _job(work, _resource(b), secs=2))
+    a.wait_for(jid, lambda j: j.get("GridJobStatus") in ("RUNNING", "COMPLETED"), timeout=90, what="at pool B")
+    off = b.roost("off", "-daemon", "schedd")
+    assert off.returncode == 0, off.stdout + off.stderr
+    try:
+        wait_until(lambda: "026" in _events(work), 30, "event 026 (grid resource down)")
+    finally:
+        on = b.roost("on", "-daemon", "schedd")
+        assert on.returncode == 0, on.stdout + on.stderr
+    done = a.wait_for(jid, lambda j: j.get("JobStatus") == DONE, timeout=120, what="completed once B answers")
+    assert done["ExitCode"] == 3 and (work / "result.txt").read_text() == "2121\n"
+    numbers = _events(work)
+    assert numbers.index("026") < numbers.index("025") and numbers.count("005") == 1, numbers
