@@ -77,13 +77,13 @@ class StarterCalls:
         try:
             return await self._send_inputs(job, files, peer)
         finally:
-            if not hasattr(job, "of") and job.cluster.procs.get(job.proc) is job:
+            if not hasattr(job, "of") and job.cluster.holds(job):
                 sh.input_finished(job)
 
     def _transfer_event(self, sh: Any, job: Any, kind: FileTransferType) -> None:
         """A 040 event, as HTCondor's shadow writes around each sandbox transfer (the
         started-input one names the execute side it goes to)."""
-        if hasattr(job, "of") or job.cluster.procs.get(job.proc) is not job:
+        if hasattr(job, "of") or not job.cluster.holds(job):
             return  # a parallel job's node (its job logs its own start and end), or gone
         if kind == FileTransferType.OUT_STARTED:
             sh.output_started(job)
@@ -128,7 +128,7 @@ class StarterCalls:
         """``roost q -io``'s transfer state (TransferringInput/TransferringOutput), kept
         only for transfers big enough to be seen: a small sandbox moves in milliseconds,
         and a queue write for it would cost more than the move."""
-        if job.cluster.procs.get(job.proc) is not job or bool(job.get(attr)) == on:
+        if not job.cluster.holds(job) or bool(job.get(attr)) == on:
             return
         jobs = self.shadows.jobs
         try:
