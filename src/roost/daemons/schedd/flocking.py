@@ -249,6 +249,7 @@ class Flocking:
         if pool is None:
             pool = self._slot_pool(getattr(shadow, "slot_obj", None))
             if pool is None:
+                self.where.pop(job.key, None)  # a home claim: an earlier run's pool is stale
                 return True
             self._claims[shadow] = pool  # (a claim taken back after a schedd restart)
         if not self.accepts(job):
