@@ -16,7 +16,7 @@ import time
 from typing import Any
 
 from roost.core import jobpolicy as jp
-from roost.daemons.schedd.access import owner_user
+from roost.daemons.schedd.access import open_read, owner_user
 from roost.daemons.schedd.checkpoints import CheckpointError, CheckpointStore
 from roost.daemons.schedd.ckpt_admission import CheckpointAdmission
 from roost.daemons.schedd.shadow import Shadows
@@ -96,7 +96,7 @@ class StarterCalls:
             # Small sandboxes (the common case) go out as one write: answer and bytes.
             parts = [framing.encode({"ok": True, "files": [f.entry() for f in files]})]
             for f in files:
-                parts.append(_read_exactly(f.path, f.size))
+                parts.append(_read_exactly(job.owner, f.path, f.size))
             peer.responded = True
             peer.writer.write(b"".join(parts))
             await peer.writer.drain()
@@ -107,7 +107,7 @@ class StarterCalls:
             for f in files:
                 remaining = f.size
                 try:
-                    with open(f.path, "rb") as fh:
+                    with open_read(job.owner, f.path) as fh:
                         while remaining > 0:
                             data = fh.read(min(CHUNK, remaining))
                             if not data:
@@ -365,10 +365,11 @@ def _write_all(fd: int, data: bytes) -> None:
         view = view[n:]
 
 
-def _read_exactly(path: str, size: int) -> bytes:
-    """A file's first ``size`` bytes, zero-padded if it shrank (the listing promised size)."""
+def _read_exactly(owner: str, path: str, size: int) -> bytes:
+    """A file's first ``size`` bytes, read for ``owner``, zero-padded if it shrank (the
+    listing promised size)."""
     try:
-        with open(path, "rb") as fh:
+        with open_read(owner, path) as fh:
             data = fh.read(size)
     except OSError as e:
         log.warning("reading input %s: %s", path, e)
