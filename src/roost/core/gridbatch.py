@@ -181,6 +181,19 @@ def mirror(fields: dict[str, str], submits: int = 1) -> Mirror:
                   hold_reason=f"Slurm: {why}: {state}{said}", hold_code=hold_code, done=True)
 
 
+def next_probe_delay(previous: float, changed: bool, shortest: float, longest: float) -> float:
+    """Seconds until the grid manager's next poll. A poll that saw something change (or
+    a wake: a job just submitted) is followed by another after ``shortest``
+    (GRIDMANAGER_JOB_PROBE_MIN_INTERVAL); each quiet poll doubles the wait, up to
+    ``longest`` (GRIDMANAGER_JOB_PROBE_INTERVAL). Short jobs end one after another while
+    some are changing, so their ends are seen within about ``shortest`` instead of up
+    to ``longest`` late; a quiet queue costs one poll per ``longest``."""
+    shortest = min(shortest, longest)
+    if changed:
+        return shortest
+    return min(longest, max(shortest, previous * 2))
+
+
 def slurm_reason(fields: dict[str, str]) -> str:
     """Slurm's reason for a job's state (``Resources``, ``Priority``, ``NodeDown``), or ""."""
     reason = fields.get("Reason", "")
@@ -215,6 +228,6 @@ def where_text(ad: dict[str, Any]) -> str:
 
 
 __all__ = [
-    "NODE_FAILURE_SUBMITS", "Mirror", "SlurmOptionError", "mirror", "parse_sbatch", "parse_scontrol", "sbatch_args",
+    "NODE_FAILURE_SUBMITS", "Mirror", "SlurmOptionError", "mirror", "next_probe_delay", "parse_sbatch", "parse_scontrol", "sbatch_args",
     "slurm_job_name", "slurm_reason", "where_text",
 ]

@@ -11,6 +11,7 @@ from roost.core.gridbatch import (
     NODE_FAILURE_SUBMITS,
     SlurmOptionError,
     mirror,
+    next_probe_delay,
     parse_sbatch,
     parse_scontrol,
     sbatch_args,
@@ -120,3 +121,12 @@ def test_where_a_grid_job_is_for_analyze() -> None:
                    GridJobStatus="IDLE")
     assert where_text(condorc) == "idle in condor s@b cm.b as job 3.0"
     assert grid_text({"JobUniverse": 5}) == "" and grid_text(dict(base, GridResource="condor $$(Name) x")) == ""
+
+
+def test_polls_come_soon_after_a_change_and_seldom_while_quiet() -> None:
+    assert next_probe_delay(10, True, 1, 10) == 1, "a change: look again soon"
+    waits = [1.0]
+    for _ in range(6):
+        waits.append(next_probe_delay(waits[-1], False, 1, 10))
+    assert waits == [1, 2, 4, 8, 10, 10, 10], "doubling while quiet, up to the probe interval"
+    assert next_probe_delay(10, True, 30, 10) == 10, "a minimum above the interval is the interval"
