@@ -206,6 +206,7 @@ NodeName={self.node} NodeHostname=localhost NodeAddr=127.0.0.1 CPUs={self.cpus} 
             return self.start()
         except BaseException:
             self.stop()
+            shutil.rmtree(self.dir, ignore_errors=True)
             raise
 
     def __exit__(self, *exc: object) -> None:
