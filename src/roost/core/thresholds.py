@@ -21,7 +21,7 @@ from typing import Any
 from roost.classad import ClassAd
 from roost.classad.ast import AttrRef, BinaryOp, Literal, Node
 from roost.core.conjuncts import conjuncts, unparen
-from roost.core.matchvalues import eval_number, rank_number
+from roost.core.matchvalues import rank_number
 from roost.core.slotclasses import RESOURCE_KEYS, RESOURCE_NAMES, SlotClasses
 
 _CMP_OPS: dict[str, Callable[[Any, Any], bool]] = {
