@@ -203,6 +203,11 @@ def _fits(view: SlotView, amounts: dict[str, float]) -> bool:
 class SlotPool:
     """The slots of one cycle and what has been promised of them so far."""
 
+    # False: every offer goes through the heap and every job is one pop (the ``ahead``
+    # entry and the same-slot runs of :meth:`match_request` off): the plain path the
+    # differential tests compare with (tests/unit/core/test_matchmaker_shortcuts.py)
+    shortcuts = True
+
     def __init__(
         self,
         slots: Iterable[Slot],
@@ -398,6 +403,8 @@ class SlotPool:
             for attr, cmp, number in checks:
                 if not cmp(rem[attr], number):
                     return serial, used
+            # ``view`` came out as the heap's least entry and its key does not change, so
+            # the top stays above it (unless another entry of this slot were queued)
             if used + weight > budget or (top is not None and not (key, index, serial + 1) < top):
                 break
             serial += 1
@@ -481,6 +488,7 @@ class SlotPool:
         serial = 0
         used_weight = 0.0
         ahead: tuple[Any, ...] | None = None  # an entry better than all the heap's (see push)
+        shortcuts = self.shortcuts
 
         def push(entry: tuple[Any, ...]) -> None:
             """Into the heap; but an entry better than all of it is kept aside as ``ahead``,
@@ -489,6 +497,8 @@ class SlotPool:
             nonlocal ahead
             if filling:
                 heap.append(entry)
+            elif not shortcuts:
+                heapq.heappush(heap, entry)
             elif ahead is None:
                 if heap and heap[0] < entry:
                     heapq.heappush(heap, entry)
@@ -688,7 +698,7 @@ class SlotPool:
             self.classes.changes.append(view)
             if type(obj) is BaseRef:
                 based[view.index] = view  # its class is brought up to date below
-                if not ranked_by:
+                if shortcuts and not ranked_by:
                     serial, used_weight = self._run(
                         out, want, request, view, res, checks, skip_spent, heap, serial,
                         used_weight, budget,
