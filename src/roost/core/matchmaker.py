@@ -416,6 +416,38 @@ class SlotPool:
             changes.append(view)
         return serial, used
 
+    def _ranked_run(
+        self, out: list[Match], want: int, request: Request, part: Partition, bid: int,
+        rc: RankedChecks, res: Any, heap: list[tuple[Any, ...]], serial: int, used: float,
+        budget: float, based: dict[int, SlotView],
+    ) -> tuple[int, float]:
+        """More jobs of ``request`` from base ``bid``, right after one went there, for a
+        split job ranked by what is left of ``rc.attr``: each the base's best member
+        (:func:`~roost.core.rankheaps.best`), taken at once while it beats the heap's top,
+        which is what offering it and popping the heap would do."""
+        _, (r1, _, r3), amounts, weight, preempts = res  # r1, r3: pre- and post-job ranks
+        attr, changes = rc.attr, self.classes.changes
+        top = heap[0] if heap else None
+        while len(out) < want:
+            view = best(part, bid, rc)
+            if view is None or used + weight > budget:
+                break
+            rem = view.remaining
+            left = rem[attr]
+            if top is not None and not (
+                (NO_PREEMPTION, -r1, -left, -r3, 0.0), view.index, serial + 1
+            ) < top:
+                break
+            serial += 1
+            used += weight
+            out.append(Match(request, view.slot, (r1, left, r3), amounts, weight, preempts))
+            was = rem["Cpus"] > 0 or rem["Memory"] > 0
+            view.take(amounts)
+            self._free -= was - (rem["Cpus"] > 0 or rem["Memory"] > 0)
+            changes.append(view)
+            based[view.index] = view
+        return serial, used
+
     def match_request(
         self,
         request: Request,
@@ -698,7 +730,14 @@ class SlotPool:
             self.classes.changes.append(view)
             if type(obj) is BaseRef:
                 based[view.index] = view  # its class is brought up to date below
-                if shortcuts and not ranked_by:
+                if not shortcuts:
+                    pass
+                elif ranked_by:
+                    serial, used_weight = self._ranked_run(
+                        out, want, request, part, obj.bid, rchecks, res, heap, serial,
+                        used_weight, budget, based,
+                    )
+                else:
                     serial, used_weight = self._run(
                         out, want, request, view, res, checks, skip_spent, heap, serial,
                         used_weight, budget,

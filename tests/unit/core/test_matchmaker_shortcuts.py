@@ -19,8 +19,8 @@ from roost.core.preemption import PreemptionPolicy
 
 from .test_matchmaker import _reference, job, req
 
-_STARTS = ["true", 'TARGET.Owner =!= "mallory"', "TARGET.Big =?= true || MY.Kind != 1",
-           "TARGET.RequestMemory <= MY.Memory / 2"]
+_STARTS = ["true", 'TARGET.Owner =!= "mallory"', "TARGET.Big =?= true || MY.Kind != 1"]
+_READS_MEMORY = "TARGET.RequestMemory <= MY.Memory / 2"  # no job is split in such a pool
 _REQS = [
     "TARGET.Memory >= MY.RequestMemory && TARGET.Cpus >= RequestCpus",
     "TARGET.Memory >= RequestMemory && TARGET.Cpus >= RequestCpus && TARGET.Disk >= RequestDisk",
@@ -30,8 +30,8 @@ _REQS = [
     "TARGET.Kind >= 1",
     "TARGET.Memory * 2 >= RequestMemory",  # not a threshold
 ]
-_RANKS = [None, "0", "3", "TARGET.Memory", "TARGET.Cpus", "TARGET.Kind", "-TARGET.Cpus",
-          "TARGET.Memory - TARGET.Cpus * 100"]
+_RANKS = [None, "0", "3", "TARGET.Memory", "TARGET.Memory", "TARGET.Cpus", "TARGET.Cpus",
+          "TARGET.Kind", "-TARGET.Cpus", "TARGET.Memory - TARGET.Cpus * 100"]
 _NEG_RANKS = [None, None, None, "MY.Kind", "0"]
 
 SETTINGS = settings(max_examples=150, deadline=None, derandomize=True,
@@ -42,12 +42,13 @@ SETTINGS = settings(max_examples=150, deadline=None, derandomize=True,
 def pools(draw, claimed: bool = False):
     """(slots, requests by submitter, submitter names, limits or None, pre, post)."""
     slots = []
+    starts = _STARTS + [_READS_MEMORY] if draw(st.integers(0, 4)) == 0 else _STARTS
     for i in range(draw(st.integers(1, 14))):
         kind = draw(st.integers(0, 2))
         part = draw(st.booleans())
-        cpus = draw(st.integers(1, 12)) if part else draw(st.integers(1, 2))
+        cpus = draw(st.integers(1, 16)) if part else draw(st.integers(1, 2))
         ad = ClassAd({"Name": f"s{i}", "Kind": kind, "Cpus": cpus,
-                      "Memory": draw(st.sampled_from([1024, 2048, 4096, 16384])),
+                      "Memory": draw(st.sampled_from([1024, 4096, 16384, 32768])),
                       "Disk": draw(st.sampled_from([1000, 100000])),
                       "GPUs": draw(st.sampled_from([0, 0, 1, 2])),
                       "State": "Unclaimed", "PartitionableSlot": part})
@@ -57,7 +58,7 @@ def pools(draw, claimed: bool = False):
             ad["RemoteUserPrio"] = draw(st.sampled_from([0.5, 10.0, 500.0]))
         if draw(st.integers(0, 5)) == 0:
             ad["SlotWeight"] = draw(st.sampled_from([0.5, 2, 3]))
-        ad["START"] = ExprTree(draw(st.sampled_from(_STARTS))).node
+        ad["START"] = ExprTree(draw(st.sampled_from(starts))).node
         ad["Requirements"] = ExprTree("START").node
         slots.append(Slot(f"s{i}", ad))
     subs = [f"u{k}" for k in range(draw(st.integers(1, 3)))]
