@@ -397,23 +397,35 @@ class SlotPool:
         index, rem, slot = view.index, view.remaining, view.slot
         changes = self.classes.changes
         top = heap[0] if heap else None
+        lowered = [(a, x) for a, x in amounts.items() if x != 0]  # ``view.take``, inlined
+        was = rem["Cpus"] > 0 or rem["Memory"] > 0
+        taken = 0
         while len(out) < want:
             if skip_spent and rem["Cpus"] <= 0:
                 break
             for attr, cmp, number in checks:
                 if not cmp(rem[attr], number):
-                    return serial, used
-            # ``view`` came out as the heap's least entry and its key does not change, so
-            # the top stays above it (unless another entry of this slot were queued)
-            if used + weight > budget or (top is not None and not (key, index, serial + 1) < top):
-                break
-            serial += 1
-            used += weight
-            out.append(Match(request, slot, ranks, amounts, weight, preempts))
-            was = rem["Cpus"] > 0 or rem["Memory"] > 0
-            view.take(amounts)
-            self._free -= was - (rem["Cpus"] > 0 or rem["Memory"] > 0)
-            changes.append(view)
+                    break
+            else:
+                # ``view`` came out as the heap's least entry and its key does not change,
+                # so the top stays above it (unless another entry of this slot were queued)
+                if used + weight > budget or (
+                    top is not None and not (key, index, serial + 1) < top
+                ):
+                    break
+                serial += 1
+                used += weight
+                out.append(Match(request, slot, ranks, amounts, weight, preempts))
+                for a, x in lowered:
+                    rem[a] -= x
+                changes.append(view)
+                taken += 1
+                continue
+            break
+        if taken and lowered:
+            view.touched.update(a for a, _ in lowered)
+            view.carved = view.stale = True
+        self._free -= was - (rem["Cpus"] > 0 or rem["Memory"] > 0)  # the takes' sum
         return serial, used
 
     def _ranked_run(
@@ -428,6 +440,8 @@ class SlotPool:
         _, (r1, _, r3), amounts, weight, preempts = res  # r1, r3: pre- and post-job ranks
         attr, changes = rc.attr, self.classes.changes
         top = heap[0] if heap else None
+        lowered = [(a, x) for a, x in amounts.items() if x != 0]
+        names = [a for a, _ in lowered]
         while len(out) < want:
             view = best(part, bid, rc)
             if view is None or used + weight > budget:
@@ -442,7 +456,11 @@ class SlotPool:
             used += weight
             out.append(Match(request, view.slot, (r1, left, r3), amounts, weight, preempts))
             was = rem["Cpus"] > 0 or rem["Memory"] > 0
-            view.take(amounts)
+            if lowered:  # ``view.take``, inlined
+                for a, x in lowered:
+                    rem[a] -= x
+                view.touched.update(names)
+                view.carved = view.stale = True
             self._free -= was - (rem["Cpus"] > 0 or rem["Memory"] > 0)
             changes.append(view)
             based[view.index] = view
