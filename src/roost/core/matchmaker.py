@@ -39,7 +39,12 @@ and compares numbers for each carved slot, and when its ranks are constant per
 base each base is scanned in input order instead of offering every carved
 class (``offer_base`` in :meth:`SlotPool.match_request`); when its Rank is what is
 left of one resource (``TARGET.Memory``), each base is read off a heap of its
-members by that resource (:mod:`roost.core.rankheaps`).
+members by that resource (:mod:`roost.core.rankheaps`). A request that keeps
+taking jobs from one slot, or from one such base, takes them in a run
+(``_run``, ``_ranked_run``) while nothing in its heap is better, and an offer
+better than the whole heap waits beside it (``ahead``): the order of pushing
+and popping each, without doing so (``SlotPool.shortcuts``). Non-numeric and NaN
+ranks count as 0, as in HTCondor, so sort keys are totally ordered.
 
 Pure: ads in, :class:`Plan` out; no clock (``now`` is passed in), no I/O.
 :class:`SlotPool` keeps the per-cycle view so a caller can spin the pie
