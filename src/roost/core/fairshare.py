@@ -413,9 +413,8 @@ def negotiate_fair(
         # the one-match rounds need only the slices, not the limits; without a spin the
         # set of submitters is the last round's, and so are its slices
         got = False
-        gheld = _held_by_group(cyc)  # nothing is held anew until the round's one match
         for n in sorted(active, key=lambda n: (-(shares[n] - cyc.held[n]), _eff(cyc.subs[n]), cyc.subs[n].usage, n)):
-            if not _room(cyc, n, quota, gheld):
+            if not _room(cyc, n, quota):
                 continue
             reqs, orig = cyc.remaining_requests([n])
             for r in reqs[n]:
@@ -456,16 +455,11 @@ def _group_held(cyc: _Cycle, g: str) -> float:
     return sum(h for n, h in cyc.held.items() if cyc.group[n] == g)
 
 
-def _room(cyc: _Cycle, n: str, quota: Mapping[str, float],
-          held: Mapping[str, float] | None = None) -> bool:
-    """``n`` may take more: below its ceiling, its group below its quota. ``held``:
-    what :func:`_held_by_group` says now, when the caller has it."""
+def _room(cyc: _Cycle, n: str, quota: Mapping[str, float]) -> bool:
     s = cyc.subs[n]
     if s.ceiling is not None and cyc.held[n] >= s.ceiling - _EPS:
         return False
-    g = cyc.group[n]
-    gh = _group_held(cyc, g) if held is None else held.get(g, 0.0)
-    return gh < quota.get(g, 0.0) - _EPS
+    return _group_held(cyc, cyc.group[n]) < quota.get(cyc.group[n], 0.0) - _EPS
 
 
 def _service_key(cyc: _Cycle, n: str, quota: Mapping[str, float],
