@@ -51,8 +51,10 @@ _OWNER = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.@-]{0,63}")
 def owners_start(owners: list[str]) -> str:
     """The glide-ins' START: only these owners' jobs. A glide-in runs every job as its
     own (unprivileged) user, beside its token and its claims' records, so a job of
-    anyone else could take them; condor_annex's -owners defaults to its user too."""
-    return " || ".join(f'(TARGET.Owner =?= "{o}")' for o in owners)
+    anyone else could take them; condor_annex's -owners defaults to its user too.
+    ``==``, not ``=?=``: with no job to look at it is undefined, so the slot is not put
+    in the Owner state (START false on its own is the machine's owner saying no)."""
+    return " || ".join(f'(TARGET.Owner == "{o}")' for o in owners)
 
 
 def _owners(text: object) -> list[str]:

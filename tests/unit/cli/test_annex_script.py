@@ -130,6 +130,7 @@ def test_glideins_run_only_their_owners_jobs() -> None:
     from roost.classad import ClassAd
     from roost.classad.evaluate import evaluate
     from roost.classad.parser import parse_expr
+    from roost.classad.values import Value
     from roost.cli.annex_cmd import owners_start
 
     start = parse_expr(owners_start(["alice", "bob"]))
@@ -137,3 +138,5 @@ def test_glideins_run_only_their_owners_jobs() -> None:
     for owner, want in (("alice", True), ("bob", True), ("mallory", False)):
         job = ClassAd({"Owner": owner})
         assert evaluate(start, slot, job) is want
+    # with no job it is undefined, not false: the slot is not in the Owner state
+    assert evaluate(start, slot, None) is Value.Undefined
