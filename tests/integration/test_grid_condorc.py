@@ -114,6 +114,13 @@ def _remote_jobs(b: PoolHandle, tag_part: str, history: bool = False) -> list[di
     return list(unique.values())
 
 
+def _answers(pool: PoolHandle, jid: str) -> bool:
+    try:
+        return pool.job(jid) is not None
+    except Exception:  # noqa: BLE001 - not back yet
+        return False
+
+
 def _events(work: Path) -> list[str]:
     return re.findall(r"^(\d{3}) \(", (work / "job.log").read_text(), re.M)
 
@@ -154,6 +161,23 @@ def test_rm_passes_through_to_the_remote_schedd(pools: tuple[PoolHandle, PoolHan
     assert a.roost("rm", jid).returncode == 0
     wait_until(lambda: not _remote_jobs(b, f"#{cluster}.0#"), 30, "the remote job removed by roost rm")
     wait_until(lambda: a.job(jid) is None or a.job(jid).get("JobStatus") == REMOVED, 30, "removed here")
+
+
+def test_rm_of_a_job_still_idle_in_the_other_pool_removes_the_remote_job(
+        pools: tuple[PoolHandle, PoolHandle, Path], work: Path) -> None:
+    """Idle here (the remote job queued at B, no slot there matches it): ``roost rm``
+    moves it straight to history; the remote job must still leave B's queue."""
+    a, b, _ = pools
+    jid = _submit(a, work, _job(work, _resource(b), extra="requirements = (Memory > 100000000)\n"))
+    idle = a.wait_for(jid, lambda j: j.get("GridJobStatus") == "IDLE" and isinstance(j.get("GridJobId"), str),
+                      timeout=90, what="idle at pool B")
+    cluster = jid.split(".")[0]
+    wait_until(lambda: [r["JobStatus"] for r in _remote_jobs(b, f"#{cluster}.0#")] == [IDLE], 30, "idle in B")
+    assert idle["JobStatus"] == IDLE
+    assert a.roost("rm", jid).returncode == 0
+    wait_until(lambda: not _remote_jobs(b, f"#{cluster}.0#"), 30, "the idle remote job removed by roost rm")
+    gone = a.job(jid)
+    assert gone is not None and gone["JobStatus"] == REMOVED
 
 
 def test_hold_removes_the_remote_job_and_release_submits_it_anew(
@@ -210,24 +234,46 @@ def test_a_schedd_killed_mid_run_keeps_exactly_one_remote_job_and_one_exit(
 
 def test_a_remote_job_submitted_but_not_recorded_is_found_by_its_tag_not_submitted_again(
         pools: tuple[PoolHandle, PoolHandle, Path], work: Path) -> None:
-    """The window a kill -9 can fall in: the remote schedd has the tagged job (its input
-    not yet sent), the local queue has no GridJobId. The grid manager must adopt it."""
+    """The window a kill -9 can fall in: the tag (with its random nonce) committed here,
+    the remote schedd has the tagged job (its input not yet sent), the local queue has
+    no GridJobId. The grid manager must adopt it."""
     from roost.api.schedd import Schedd
-    from roost.core.condorc import remote_ad, submit_tag
+    from roost.core.condorc import remote_ad
 
     a, b, tokens = pools
     resource = _resource(b)
-    jid = _submit(a, work, _job(work, resource, extra="hold = true\n"))
-    local = a.job(jid)
-    assert local is not None and local["JobStatus"] == HELD
-    tag = submit_tag(a.roost("status", "-schedd", "-af", "Name").stdout.split()[0], int(jid.split(".")[0]), 0, 1)
-    # the predecessor's submit, as alice with B's token (what the killed grid manager sent)
-    token = (tokens / "root" / "pool-b").read_text().strip()
-    address = (b.home / "run" / "schedd.address").read_text().strip()
-    with Schedd(a.home, address=address, token=token) as s:
-        cid = int(s.call("NEW_CLUSTER")["cluster"])
-        s.call("SUBMIT", cluster=cid, cluster_ad=remote_ad(local, tag), procs=[{}])
-    assert a.roost("release", jid).returncode == 0
+    assert b.roost("off", "-daemon", "schedd").returncode == 0
+    try:
+        jid = _submit(a, work, _job(work, resource))
+        local = a.wait_for(jid, lambda j: str(j.get("GridJobSubmitName", "")).startswith("roost-condorc:"),
+                           timeout=60, what="the tag committed")
+        tag = local["GridJobSubmitName"]
+        assert a.roost("off", "-daemon", "schedd").returncode == 0
+    finally:
+        assert b.roost("on", "-daemon", "schedd").returncode == 0
+    try:
+        # the predecessor's submit, as alice with B's token (what the killed grid manager sent)
+        token = (tokens / "root" / "pool-b").read_text().strip()
+
+        def plant() -> int:
+            address = (b.home / "run" / "schedd.address").read_text().strip()
+            with Schedd(a.home, address=address, token=token) as s:
+                cid = int(s.call("NEW_CLUSTER")["cluster"])
+                s.call("SUBMIT", cluster=cid, cluster_ad=remote_ad(local, tag), procs=[{}])
+            return cid
+
+        cid = None
+        deadline = time.monotonic() + 30
+        while cid is None:
+            try:
+                cid = plant()
+            except Exception:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.5)
+    finally:
+        assert a.roost("on", "-daemon", "schedd").returncode == 0
+    wait_until(lambda: _answers(a, jid), 30, "A's schedd back")
     done = a.wait_for(jid, lambda j: j.get("JobStatus") == DONE, timeout=90, what="completed")
     assert done["GridJobId"].split()[-1] == f"{cid}.0" and done["NumGridSubmits"] == 1
     assert (work / "result.txt").read_text() == "2121\n"
@@ -250,3 +296,79 @@ def test_a_remote_schedd_that_stops_answering_is_026_then_025_and_the_job_still_
     assert done["ExitCode"] == 3 and (work / "result.txt").read_text() == "2121\n"
     numbers = _events(work)
     assert numbers.index("026") < numbers.index("025") and numbers.count("005") == 1, numbers
+
+
+# -- the grid manager's pieces, on real sockets and files (no pools needed) ------------------
+
+
+def test_a_transfer_that_stalls_fails_after_the_idle_timeout_not_never() -> None:
+    """A remote schedd that accepts and then sends nothing: each read of a transfer is
+    bounded (GRIDMANAGER_TRANSFER_IDLE_TIMEOUT), so the Remote's lock is not held for ever."""
+    import asyncio
+
+    from roost.daemons.schedd.gridcondorc import _Idle
+    from roost.net.client import Connection
+
+    async def main() -> float:
+        held: list[asyncio.StreamWriter] = []
+
+        async def stall(_r: asyncio.StreamReader, w: asyncio.StreamWriter) -> None:
+            held.append(w)  # never answers
+
+        server = await asyncio.start_server(stall, "127.0.0.1", 0)
+        port = server.sockets[0].getsockname()[1]
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        conn = _Idle(Connection(reader, writer, f"127.0.0.1:{port}"), 0.3)
+        t0 = time.monotonic()
+        with pytest.raises(ConnectionError, match="no progress in 0.3 s"):
+            await asyncio.wait_for(conn.read_exactly(10), 20)
+        with pytest.raises(ConnectionError, match="no progress"):
+            await asyncio.wait_for(conn.request("TRANSFER_DATA", job="1.0"), 20)
+        took = time.monotonic() - t0
+        writer.close()
+        for w in held:
+            w.close()
+        server.close()
+        return took
+
+    assert asyncio.run(main()) < 15
+
+
+def test_one_stalled_backend_does_not_stop_the_others_poll() -> None:
+    import asyncio
+
+    from roost.daemons.schedd.gridmanager import GridManager
+
+    polled: list[str] = []
+
+    class Stalled:
+        async def poll(self, runners: list) -> None:
+            await asyncio.sleep(3600)
+
+    class Quick:
+        async def poll(self, runners: list) -> None:
+            polled.append("quick")
+
+    async def main() -> None:
+        gm = GridManager.__new__(GridManager)
+        gm.active, gm.backends = {}, {"condor": Stalled(), "batch": Quick()}
+        task = asyncio.ensure_future(gm.poll())
+        for _ in range(100):
+            if polled:
+                break
+            await asyncio.sleep(0.01)
+        task.cancel()
+        assert polled == ["quick"]
+
+    asyncio.run(main())
+
+
+def test_a_fetched_mark_cut_short_reads_as_not_fetched(tmp_path: Path) -> None:
+    from roost.daemons.schedd.gridcondorc import _FETCHED, read_mark, write_mark
+
+    assert read_mark(str(tmp_path)) is None
+    write_mark(str(tmp_path), b'{"code": 3, "files": ["result.txt"]}')
+    assert read_mark(str(tmp_path)) == {"code": 3, "files": ["result.txt"]}
+    assert sorted(os.listdir(tmp_path)) == [_FETCHED]  # renamed into place: no temporary left
+    (tmp_path / _FETCHED).write_bytes(b'{"code": 3, "fi')  # what a kill -9 mid-write left before
+    assert read_mark(str(tmp_path)) is None
