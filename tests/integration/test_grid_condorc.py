@@ -232,15 +232,14 @@ def test_a_schedd_killed_mid_run_keeps_exactly_one_remote_job_and_one_exit(
     assert numbers.count("005") == 1 and numbers.count("027") == 1, numbers
 
 
-def test_a_remote_job_submitted_but_not_recorded_is_found_by_its_tag_not_submitted_again(
-        pools: tuple[PoolHandle, PoolHandle, Path], work: Path) -> None:
-    """The window a kill -9 can fall in: the tag (with its random nonce) committed here,
-    the remote schedd has the tagged job (its input not yet sent), the local queue has
-    no GridJobId. The grid manager must adopt it."""
+def _planted_while_a_is_off(a: PoolHandle, b: PoolHandle, work: Path, token: str) -> tuple[str, str, int]:
+    """The window a kill -9 can fall in: B's schedd off, a job submitted at A whose tag
+    (with its random nonce) is committed but cannot be sent; A's schedd off, B's on,
+    a job with that tag submitted to B with ``token``, then A's schedd on.
+    (A's job id, its tag, the planted job's cluster)."""
     from roost.api.schedd import Schedd
     from roost.core.condorc import remote_ad
 
-    a, b, tokens = pools
     resource = _resource(b)
     assert b.roost("off", "-daemon", "schedd").returncode == 0
     try:
@@ -252,21 +251,14 @@ def test_a_remote_job_submitted_but_not_recorded_is_found_by_its_tag_not_submitt
     finally:
         assert b.roost("on", "-daemon", "schedd").returncode == 0
     try:
-        # the predecessor's submit, as alice with B's token (what the killed grid manager sent)
-        token = (tokens / "root" / "pool-b").read_text().strip()
-
-        def plant() -> int:
-            address = (b.home / "run" / "schedd.address").read_text().strip()
-            with Schedd(a.home, address=address, token=token) as s:
-                cid = int(s.call("NEW_CLUSTER")["cluster"])
-                s.call("SUBMIT", cluster=cid, cluster_ad=remote_ad(local, tag), procs=[{}])
-            return cid
-
         cid = None
         deadline = time.monotonic() + 30
         while cid is None:
             try:
-                cid = plant()
+                address = (b.home / "run" / "schedd.address").read_text().strip()
+                with Schedd(a.home, address=address, token=token) as s:
+                    cid = int(s.call("NEW_CLUSTER")["cluster"])
+                    s.call("SUBMIT", cluster=cid, cluster_ad=remote_ad(local, tag), procs=[{}])
             except Exception:
                 if time.monotonic() > deadline:
                     raise
@@ -274,10 +266,34 @@ def test_a_remote_job_submitted_but_not_recorded_is_found_by_its_tag_not_submitt
     finally:
         assert a.roost("on", "-daemon", "schedd").returncode == 0
     wait_until(lambda: _answers(a, jid), 30, "A's schedd back")
+    return jid, tag, cid
+
+
+def test_a_remote_job_submitted_but_not_recorded_is_found_by_its_tag_not_submitted_again(
+        pools: tuple[PoolHandle, PoolHandle, Path], work: Path) -> None:
+    """The predecessor's submit (as alice, with B's token) not recorded: adopted."""
+    a, b, tokens = pools
+    jid, tag, cid = _planted_while_a_is_off(a, b, work, (tokens / "root" / "pool-b").read_text().strip())
     done = a.wait_for(jid, lambda j: j.get("JobStatus") == DONE, timeout=90, what="completed")
     assert done["GridJobId"].split()[-1] == f"{cid}.0" and done["NumGridSubmits"] == 1
     assert (work / "result.txt").read_text() == "2121\n"
     assert len(_remote_jobs(b, tag, history=True)) == 1
+
+
+def test_another_users_job_carrying_our_tag_is_not_adopted(
+        pools: tuple[PoolHandle, PoolHandle, Path], work: Path) -> None:
+    """Bob, another user of pool B, plants a job under the tag: the lookup asks for
+    alice's own jobs only, so A submits its own."""
+    a, b, _ = pools
+    made = b.roost("token", "create", "-identity", "bob@b.test", "-file", str(work / "bob.token"))
+    assert made.returncode == 0, made.stdout + made.stderr
+    jid, tag, cid = _planted_while_a_is_off(a, b, work, (work / "bob.token").read_text().strip())
+    done = a.wait_for(jid, lambda j: j.get("JobStatus") == DONE, timeout=90, what="completed")
+    assert done["GridJobId"].split()[-1] != f"{cid}.0" and (work / "result.txt").read_text() == "2121\n"
+    owners = sorted(r["Owner"] for r in _remote_jobs(b, tag, history=True))
+    assert owners == ["alice", "bob"], owners
+    with b.schedd() as s:
+        s.call("ACT", action="remove", ids=[f"{cid}.0"], reason="test cleanup")
 
 
 def test_a_remote_schedd_that_stops_answering_is_026_then_025_and_the_job_still_completes(

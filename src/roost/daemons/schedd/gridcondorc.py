@@ -352,7 +352,10 @@ class CondorCJob(GridJob):
 
     async def begin(self) -> None:
         if await asyncio.to_thread(self._mark) is not None:
-            await self._finish_fetched()  # a predecessor fetched the output, then died
+            try:
+                await self._finish_fetched()  # a predecessor fetched the output, then died
+            finally:
+                self.busy = False
             return
         if self.rid is None:
             await self.submit_step()
