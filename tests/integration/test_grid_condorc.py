@@ -388,3 +388,79 @@ def test_a_fetched_mark_cut_short_reads_as_not_fetched(tmp_path: Path) -> None:
     assert sorted(os.listdir(tmp_path)) == [_FETCHED]  # renamed into place: no temporary left
     (tmp_path / _FETCHED).write_bytes(b'{"code": 3, "fi')  # what a kill -9 mid-write left before
     assert read_mark(str(tmp_path)) is None
+
+
+def _fake_transfer(tmp_path: Path, files: dict[str, bytes], transfer_output: str | None,
+                   max_output: int) -> tuple[list[str], bool]:
+    """CondorCJob._transfer against a remote schedd played on a real loopback socket
+    that offers ``files``: the names kept in the sandbox, and whether the remote was
+    told the output was received."""
+    import asyncio
+    import contextlib
+    from types import SimpleNamespace
+
+    from roost.daemons.schedd.gridcondorc import CondorCJob
+    from roost.net import framing
+    from roost.net.client import Connection
+
+    acked: list[bool] = []
+
+    async def serve(r: asyncio.StreamReader, w: asyncio.StreamWriter) -> None:
+        async def recv() -> dict:
+            header = await r.readexactly(framing.HEADER_SIZE)
+            return framing.decode_body(await r.readexactly(framing.body_length(header)))
+
+        await recv()  # TRANSFER_DATA
+        w.write(framing.encode({"ok": True, "files": [{"name": n, "size": len(d)} for n, d in files.items()]}))
+        for d in files.values():
+            w.write(d)
+        await w.drain()
+        with contextlib.suppress(asyncio.IncompleteReadError, ConnectionError):
+            acked.append((await recv()).get("received") is True)
+            w.write(framing.encode({"ok": True}))
+            await w.drain()
+        w.close()
+
+    async def main() -> None:
+        server = await asyncio.start_server(serve, "127.0.0.1", 0)
+        port = server.sockets[0].getsockname()[1]
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        conn = Connection(reader, writer, f"127.0.0.1:{port}")
+
+        class Client:
+            @contextlib.asynccontextmanager
+            async def stream(self):  # noqa: ANN202 - AsyncClient.stream's shape
+                yield conn
+
+        job = CondorCJob.__new__(CondorCJob)
+        ad = {} if transfer_output is None else {"TransferOutput": transfer_output}
+        job.job = SimpleNamespace(get=ad.get)
+        job.b = SimpleNamespace(idle=10.0, max_output=max_output)
+        job.sandbox = str(tmp_path)
+        try:
+            await job._transfer(Client(), "1.0", {"code": 0, "signal": None})  # type: ignore[arg-type]
+        finally:
+            writer.close()
+            server.close()
+
+    asyncio.run(main())
+    return sorted(os.listdir(tmp_path)), bool(acked and acked[0])
+
+
+def test_only_the_output_files_the_job_named_are_written_and_the_total_is_capped(tmp_path: Path) -> None:
+    from roost.daemons.schedd.gridcondorc import _FETCHED, Refused, read_mark
+
+    offered = {"_condorc_stdout": b"out\n", "result.txt": b"2121\n", "evil.sh": b"rm -rf ~\n", ".bashrc": b"x"}
+    (tmp_path / "a").mkdir()
+    kept, acked = _fake_transfer(tmp_path / "a", offered, "result.txt", 1 << 20)
+    assert kept == sorted([_FETCHED, "_condorc_stdout", "result.txt"]) and acked
+    assert read_mark(str(tmp_path / "a"))["files"] == ["_condorc_stdout", "result.txt"]
+    # no transfer_output_files: every new top-level file (not a dot file)
+    (tmp_path / "b").mkdir()
+    kept, _ = _fake_transfer(tmp_path / "b", offered, None, 1 << 20)
+    assert kept == sorted([_FETCHED, "_condorc_stdout", "result.txt", "evil.sh"])
+    # more than GRIDMANAGER_MAX_OUTPUT_BYTES: refused (a hold), nothing acknowledged
+    (tmp_path / "c").mkdir()
+    with pytest.raises(Refused, match="GRIDMANAGER_MAX_OUTPUT_BYTES"):
+        _fake_transfer(tmp_path / "c", {"result.txt": b"x" * 100}, "result.txt", 50)
+    assert read_mark(str(tmp_path / "c")) is None
