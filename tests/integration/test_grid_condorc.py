@@ -114,6 +114,11 @@ def _remote_jobs(b: PoolHandle, tag_part: str, history: bool = False) -> list[di
     return list(unique.values())
 
 
+def _queued(pool: PoolHandle, jid: str) -> bool:
+    with pool.schedd() as s:
+        return bool(s.query_objs(f"ClusterId == {jid.split('.')[0]}", ["ClusterId"]))
+
+
 def _answers(pool: PoolHandle, jid: str) -> bool:
     try:
         return pool.job(jid) is not None
@@ -160,7 +165,8 @@ def test_rm_passes_through_to_the_remote_schedd(pools: tuple[PoolHandle, PoolHan
     assert edit.returncode != 0 and "GridJobId" in edit.stderr + edit.stdout, edit.stdout + edit.stderr
     assert a.roost("rm", jid).returncode == 0
     wait_until(lambda: not _remote_jobs(b, f"#{cluster}.0#"), 30, "the remote job removed by roost rm")
-    wait_until(lambda: a.job(jid) is None or a.job(jid).get("JobStatus") == REMOVED, 30, "removed here")
+    wait_until(lambda: not _queued(a, jid), 30, "removed here, and out of the queue into history")
+    assert a.job(jid)["JobStatus"] == REMOVED
 
 
 def test_rm_of_a_job_still_idle_in_the_other_pool_removes_the_remote_job(
@@ -464,3 +470,87 @@ def test_only_the_output_files_the_job_named_are_written_and_the_total_is_capped
     with pytest.raises(Refused, match="GRIDMANAGER_MAX_OUTPUT_BYTES"):
         _fake_transfer(tmp_path / "c", {"result.txt": b"x" * 100}, "result.txt", 50)
     assert read_mark(str(tmp_path / "c")) is None
+
+
+def _grid_life(tmp_path: Path):  # noqa: ANN202 - (lifecycle, manager, job) on a real SQLite queue
+    import asyncio
+    import getpass
+
+    from roost.daemons.schedd.jobqueue import JobQueue
+    from roost.daemons.schedd.lifecycle import JobLifecycle
+    from roost.daemons.schedd.store import Store
+    from roost.daemons.schedd.userlog import UserLogs
+
+    class Host:
+        def spawn(self, coro, name):  # noqa: ANN001, ANN202
+            return asyncio.ensure_future(coro)
+
+    store = Store(str(tmp_path / "job_queue.db"), fsync=False)
+    queue = JobQueue(store)
+    queue.load()
+    life = JobLifecycle(Host(), store, queue, UserLogs(), on_idle=lambda j: None, on_change=lambda: None)  # type: ignore[arg-type]
+
+    class Manager:
+        jobs, root, active, woken = life, str(tmp_path / "grid"), {}, 0
+
+        def wake(self) -> None:
+            self.woken += 1
+
+        def forget(self, g) -> None:  # noqa: ANN001
+            self.active.pop(g.job.key, None)
+            life.runners.pop(g.job.key, None)
+
+    cid = queue.new_cluster_id()
+    ad = {"Cmd": "/bin/true", "JobStatus": IDLE, "JobUniverse": 9, "Iwd": str(tmp_path),
+          "GridResource": "condor s p:9618"}
+    asyncio.run(store.commit(queue.add_cluster(cid, getpass.getuser(), ad, [{"ProcId": 0}])))
+    return life, Manager(), next(iter(queue.select()))
+
+
+def test_a_job_removed_while_its_output_came_home_is_let_go_not_completed(tmp_path: Path) -> None:
+    """The decision to complete is made before awaits (the fetch, the copy): a remove
+    in between must win (no IllegalMove Removed -> Completed, no job left Removed)."""
+    import asyncio
+
+    from roost.daemons.schedd.gridjob import GridJob
+
+    life, m, job = _grid_life(tmp_path)
+
+    async def main() -> None:
+        g = GridJob(m, job)  # type: ignore[arg-type]
+        m.active[job.key] = life.runners[job.key] = g
+        life.queue.take_idle(job)
+        await g.running("condor/s", "<condor:s>", "RUNNING")
+        assert job.status == RUNNING
+        assert await life.remove(job, "by the user")  # while the output was being copied
+        await g.exited(0, None, "COMPLETED", "condor/s", "<condor:s>")
+        assert job.status == REMOVED and m.active.get(job.key) is g  # the next poll lets it go
+        await g.let_go()
+        assert not job.cluster.holds(job) and job.key not in m.active
+
+    asyncio.run(main())
+
+
+def test_rm_of_an_idle_grid_job_with_a_remote_job_keeps_its_runner_until_the_remote_job_goes(
+        tmp_path: Path) -> None:
+    import asyncio
+
+    from roost.daemons.schedd.gridjob import GridJob
+
+    life, m, job = _grid_life(tmp_path)
+
+    class Known(GridJob):
+        def owes_remote(self) -> bool:
+            return True
+
+    async def main() -> None:
+        g = Known(m, job)  # type: ignore[arg-type]
+        m.active[job.key] = life.runners[job.key] = g
+        life.queue.take_idle(job)
+        assert await life.remove(job, "by the user")
+        assert not job.cluster.holds(job)  # straight to history: it was Idle here
+        assert not g.gone() and g.stopping() and m.active.get(job.key) is g
+        await g.running("condor/s", "<condor:s>", "RUNNING")  # a poll that saw it start: ignored
+        assert job.status == REMOVED
+
+    asyncio.run(main())

@@ -101,7 +101,8 @@ class GridJob:
         job = self.job
         self.m.forget(self)
         await asyncio.to_thread(shutil.rmtree, self.sandbox, True)
-        if job.status == JobStatus.REMOVED and job.key in self.jobs.queue.running:
+        if job.status == JobStatus.REMOVED and job.cluster.holds(job):
+            # removed while Running here (queue.running no longer has it: it is Removed)
             await self.jobs.finish_removed(job)
         elif job.status == JobStatus.HELD:  # a release submits it anew
             await self.jobs.commit(self.jobs.set_ops(job, dict.fromkeys(REMOTE_ATTRS, UNDEFINED)))
