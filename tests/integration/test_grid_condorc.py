@@ -554,3 +554,42 @@ def test_rm_of_an_idle_grid_job_with_a_remote_job_keeps_its_runner_until_the_rem
         assert job.status == REMOVED
 
     asyncio.run(main())
+
+
+def test_a_fetched_mark_completes_the_job_when_the_remote_job_is_gone_and_a_broken_one_does_not(
+        tmp_path: Path) -> None:
+    """B took the acknowledgement but its answer was lost: the next poll finds the
+    remote job gone, and the mark (not a missing count, not a hold) completes it. A mark
+    a kill cut short is "not fetched": begin() leaves the job to the polls, not busy."""
+    import asyncio
+    from types import SimpleNamespace
+
+    from roost.daemons.schedd.gridcondorc import _FETCHED, CondorCJob, write_mark
+
+    life, m, job = _grid_life(tmp_path)
+    m.schedd_name = "a"
+    asyncio.run(life.store.commit(life.set_ops(job, {"GridJobId": "condor s p:9618 4.0", "Out": os.devnull,
+                                                     "Err": os.devnull})))
+    backend = SimpleNamespace(remote=lambda *a: None)
+
+    async def main() -> None:
+        g = CondorCJob(m, backend, job)  # type: ignore[arg-type]
+        m.active[job.key] = life.runners[job.key] = g
+        life.queue.take_idle(job)
+        os.makedirs(g.sandbox)
+        (Path(g.sandbox) / _FETCHED).write_bytes(b'{"code": 7, "fi')  # cut short by a kill
+        await g.begin()
+        assert not g.busy and job.status == IDLE
+        await g.observe(None)
+        assert g.missing == 1 and job.status == IDLE  # counted missing, as nothing came home
+        os.unlink(Path(g.sandbox) / _FETCHED)
+        write_mark(g.sandbox, b'{"code": 7, "signal": null, "files": []}')
+        await g.observe(None)
+        for _ in range(200):
+            if job.status == DONE:
+                break
+            await asyncio.sleep(0.01)
+        assert job.status == DONE and job.get("ExitCode") == 7 and g.missing == 1
+        assert not os.path.exists(g.sandbox)
+
+    asyncio.run(main())
