@@ -22,8 +22,12 @@ never none. One QUERY_JOBS per remote schedd (and job owner) per
 Running with event 001). A completed remote job's output comes back with TRANSFER_DATA into the local sandbox, is marked
 fetched, then acknowledged (the remote job leaves its queue) and copied to the job's
 ``output``/``error``/``initialdir`` as its owner before the job completes here (005).
-``roost rm`` and ``hold`` remove the remote job; ``release`` submits it anew. A remote
-schedd that stops answering writes 026 (and 025 when it is back); the jobs wait.
+``roost rm`` and ``hold`` remove the remote job (also of a job Idle here, which rm
+moves straight to history); ``release`` submits it anew. A remote schedd that stops
+answering writes 026 (and 025 when it is back); the jobs wait. Each remote schedd is
+polled, and each fetch runs, as a task of its own; every read and write of a transfer
+must progress within ``GRIDMANAGER_TRANSFER_IDLE_TIMEOUT``; only the output the job
+names comes back, at most ``GRIDMANAGER_MAX_OUTPUT_BYTES``.
 """
 
 from __future__ import annotations
