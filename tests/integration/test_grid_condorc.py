@@ -114,6 +114,18 @@ def _remote_jobs(b: PoolHandle, tag_part: str, history: bool = False) -> list[di
     return list(unique.values())
 
 
+def _queued(pool: PoolHandle, jid: str) -> bool:
+    with pool.schedd() as s:
+        return bool(s.query_objs(f"ClusterId == {jid.split('.')[0]}", ["ClusterId"]))
+
+
+def _answers(pool: PoolHandle, jid: str) -> bool:
+    try:
+        return pool.job(jid) is not None
+    except Exception:  # noqa: BLE001 - not back yet
+        return False
+
+
 def _events(work: Path) -> list[str]:
     return re.findall(r"^(\d{3}) \(", (work / "job.log").read_text(), re.M)
 
@@ -153,7 +165,25 @@ def test_rm_passes_through_to_the_remote_schedd(pools: tuple[PoolHandle, PoolHan
     assert edit.returncode != 0 and "GridJobId" in edit.stderr + edit.stdout, edit.stdout + edit.stderr
     assert a.roost("rm", jid).returncode == 0
     wait_until(lambda: not _remote_jobs(b, f"#{cluster}.0#"), 30, "the remote job removed by roost rm")
-    wait_until(lambda: a.job(jid) is None or a.job(jid).get("JobStatus") == REMOVED, 30, "removed here")
+    wait_until(lambda: not _queued(a, jid), 30, "removed here, and out of the queue into history")
+    assert a.job(jid)["JobStatus"] == REMOVED
+
+
+def test_rm_of_a_job_still_idle_in_the_other_pool_removes_the_remote_job(
+        pools: tuple[PoolHandle, PoolHandle, Path], work: Path) -> None:
+    """Idle here (the remote job queued at B, no slot there matches it): ``roost rm``
+    moves it straight to history; the remote job must still leave B's queue."""
+    a, b, _ = pools
+    jid = _submit(a, work, _job(work, _resource(b), extra="requirements = (Memory > 100000000)\n"))
+    idle = a.wait_for(jid, lambda j: j.get("GridJobStatus") == "IDLE" and isinstance(j.get("GridJobId"), str),
+                      timeout=90, what="idle at pool B")
+    cluster = jid.split(".")[0]
+    wait_until(lambda: [r["JobStatus"] for r in _remote_jobs(b, f"#{cluster}.0#")] == [IDLE], 30, "idle in B")
+    assert idle["JobStatus"] == IDLE
+    assert a.roost("rm", jid).returncode == 0
+    wait_until(lambda: not _remote_jobs(b, f"#{cluster}.0#"), 30, "the idle remote job removed by roost rm")
+    gone = a.job(jid)
+    assert gone is not None and gone["JobStatus"] == REMOVED
 
 
 def test_hold_removes_the_remote_job_and_release_submits_it_anew(
@@ -208,30 +238,68 @@ def test_a_schedd_killed_mid_run_keeps_exactly_one_remote_job_and_one_exit(
     assert numbers.count("005") == 1 and numbers.count("027") == 1, numbers
 
 
+def _planted_while_a_is_off(a: PoolHandle, b: PoolHandle, work: Path, token: str) -> tuple[str, str, int]:
+    """The window a kill -9 can fall in: B's schedd off, a job submitted at A whose tag
+    (with its random nonce) is committed but cannot be sent; A's schedd off, B's on,
+    a job with that tag submitted to B with ``token``, then A's schedd on.
+    (A's job id, its tag, the planted job's cluster)."""
+    from roost.api.schedd import Schedd
+    from roost.core.condorc import remote_ad
+
+    resource = _resource(b)
+    assert b.roost("off", "-daemon", "schedd").returncode == 0
+    try:
+        jid = _submit(a, work, _job(work, resource))
+        local = a.wait_for(jid, lambda j: str(j.get("GridJobSubmitName", "")).startswith("roost-condorc:"),
+                           timeout=60, what="the tag committed")
+        tag = local["GridJobSubmitName"]
+        assert a.roost("off", "-daemon", "schedd").returncode == 0
+    finally:
+        assert b.roost("on", "-daemon", "schedd").returncode == 0
+    try:
+        cid = None
+        deadline = time.monotonic() + 30
+        while cid is None:
+            try:
+                address = (b.home / "run" / "schedd.address").read_text().strip()
+                with Schedd(a.home, address=address, token=token) as s:
+                    cid = int(s.call("NEW_CLUSTER")["cluster"])
+                    s.call("SUBMIT", cluster=cid, cluster_ad=remote_ad(local, tag), procs=[{}])
+            except Exception:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.5)
+    finally:
+        assert a.roost("on", "-daemon", "schedd").returncode == 0
+    wait_until(lambda: _answers(a, jid), 30, "A's schedd back")
+    return jid, tag, cid
+
+
 def test_a_remote_job_submitted_but_not_recorded_is_found_by_its_tag_not_submitted_again(
         pools: tuple[PoolHandle, PoolHandle, Path], work: Path) -> None:
-    """The window a kill -9 can fall in: the remote schedd has the tagged job (its input
-    not yet sent), the local queue has no GridJobId. The grid manager must adopt it."""
-    from roost.api.schedd import Schedd
-    from roost.core.condorc import remote_ad, submit_tag
-
+    """The predecessor's submit (as alice, with B's token) not recorded: adopted."""
     a, b, tokens = pools
-    resource = _resource(b)
-    jid = _submit(a, work, _job(work, resource, extra="hold = true\n"))
-    local = a.job(jid)
-    assert local is not None and local["JobStatus"] == HELD
-    tag = submit_tag(a.roost("status", "-schedd", "-af", "Name").stdout.split()[0], int(jid.split(".")[0]), 0, 1)
-    # the predecessor's submit, as alice with B's token (what the killed grid manager sent)
-    token = (tokens / "root" / "pool-b").read_text().strip()
-    address = (b.home / "run" / "schedd.address").read_text().strip()
-    with Schedd(a.home, address=address, token=token) as s:
-        cid = int(s.call("NEW_CLUSTER")["cluster"])
-        s.call("SUBMIT", cluster=cid, cluster_ad=remote_ad(local, tag), procs=[{}])
-    assert a.roost("release", jid).returncode == 0
+    jid, tag, cid = _planted_while_a_is_off(a, b, work, (tokens / "root" / "pool-b").read_text().strip())
     done = a.wait_for(jid, lambda j: j.get("JobStatus") == DONE, timeout=90, what="completed")
     assert done["GridJobId"].split()[-1] == f"{cid}.0" and done["NumGridSubmits"] == 1
     assert (work / "result.txt").read_text() == "2121\n"
     assert len(_remote_jobs(b, tag, history=True)) == 1
+
+
+def test_another_users_job_carrying_our_tag_is_not_adopted(
+        pools: tuple[PoolHandle, PoolHandle, Path], work: Path) -> None:
+    """Bob, another user of pool B, plants a job under the tag: the lookup asks for
+    alice's own jobs only, so A submits its own."""
+    a, b, _ = pools
+    made = b.roost("token", "create", "-identity", "bob@b.test", "-file", str(work / "bob.token"))
+    assert made.returncode == 0, made.stdout + made.stderr
+    jid, tag, cid = _planted_while_a_is_off(a, b, work, (work / "bob.token").read_text().strip())
+    done = a.wait_for(jid, lambda j: j.get("JobStatus") == DONE, timeout=90, what="completed")
+    assert done["GridJobId"].split()[-1] != f"{cid}.0" and (work / "result.txt").read_text() == "2121\n"
+    owners = sorted(r["Owner"] for r in _remote_jobs(b, tag, history=True))
+    assert owners == ["alice", "bob"], owners
+    with b.schedd() as s:
+        s.call("ACT", action="remove", ids=[f"{cid}.0"], reason="test cleanup")
 
 
 def test_a_remote_schedd_that_stops_answering_is_026_then_025_and_the_job_still_completes(
@@ -250,3 +318,278 @@ def test_a_remote_schedd_that_stops_answering_is_026_then_025_and_the_job_still_
     assert done["ExitCode"] == 3 and (work / "result.txt").read_text() == "2121\n"
     numbers = _events(work)
     assert numbers.index("026") < numbers.index("025") and numbers.count("005") == 1, numbers
+
+
+# -- the grid manager's pieces, on real sockets and files (no pools needed) ------------------
+
+
+def test_a_transfer_that_stalls_fails_after_the_idle_timeout_not_never() -> None:
+    """A remote schedd that accepts and then sends nothing: each read of a transfer is
+    bounded (GRIDMANAGER_TRANSFER_IDLE_TIMEOUT), so the Remote's lock is not held for ever."""
+    import asyncio
+
+    from roost.daemons.schedd.gridcondorc import _Idle
+    from roost.net.client import Connection
+
+    async def main() -> float:
+        held: list[asyncio.StreamWriter] = []
+
+        async def stall(_r: asyncio.StreamReader, w: asyncio.StreamWriter) -> None:
+            held.append(w)  # never answers
+
+        server = await asyncio.start_server(stall, "127.0.0.1", 0)
+        port = server.sockets[0].getsockname()[1]
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        conn = _Idle(Connection(reader, writer, f"127.0.0.1:{port}"), 0.3)
+        t0 = time.monotonic()
+        with pytest.raises(ConnectionError, match="no progress in 0.3 s"):
+            await asyncio.wait_for(conn.read_exactly(10), 20)
+        with pytest.raises(ConnectionError, match="no progress"):
+            await asyncio.wait_for(conn.request("TRANSFER_DATA", job="1.0"), 20)
+        took = time.monotonic() - t0
+        writer.close()
+        for w in held:
+            w.close()
+        server.close()
+        return took
+
+    assert asyncio.run(main()) < 15
+
+
+def test_one_stalled_backend_does_not_stop_the_others_poll() -> None:
+    import asyncio
+
+    from roost.daemons.schedd.gridmanager import GridManager
+
+    polled: list[str] = []
+
+    class Stalled:
+        async def poll(self, runners: list) -> None:
+            await asyncio.sleep(3600)
+
+    class Quick:
+        async def poll(self, runners: list) -> None:
+            polled.append("quick")
+
+    async def main() -> None:
+        gm = GridManager.__new__(GridManager)
+        gm.active, gm.backends = {}, {"condor": Stalled(), "batch": Quick()}
+        task = asyncio.ensure_future(gm.poll())
+        for _ in range(100):
+            if polled:
+                break
+            await asyncio.sleep(0.01)
+        task.cancel()
+        assert polled == ["quick"]
+
+    asyncio.run(main())
+
+
+def test_a_fetched_mark_cut_short_reads_as_not_fetched(tmp_path: Path) -> None:
+    from roost.daemons.schedd.gridcondorc import _FETCHED, read_mark, write_mark
+
+    assert read_mark(str(tmp_path)) is None
+    write_mark(str(tmp_path), b'{"code": 3, "files": ["result.txt"]}')
+    assert read_mark(str(tmp_path)) == {"code": 3, "files": ["result.txt"]}
+    assert sorted(os.listdir(tmp_path)) == [_FETCHED]  # renamed into place: no temporary left
+    (tmp_path / _FETCHED).write_bytes(b'{"code": 3, "fi')  # what a kill -9 mid-write left before
+    assert read_mark(str(tmp_path)) is None
+
+
+def _fake_transfer(tmp_path: Path, files: dict[str, bytes], transfer_output: str | None,
+                   max_output: int) -> tuple[list[str], bool]:
+    """CondorCJob._transfer against a remote schedd played on a real loopback socket
+    that offers ``files``: the names kept in the sandbox, and whether the remote was
+    told the output was received."""
+    import asyncio
+    import contextlib
+    from types import SimpleNamespace
+
+    from roost.daemons.schedd.gridcondorc import CondorCJob
+    from roost.net import framing
+    from roost.net.client import Connection
+
+    acked: list[bool] = []
+
+    async def serve(r: asyncio.StreamReader, w: asyncio.StreamWriter) -> None:
+        async def recv() -> dict:
+            header = await r.readexactly(framing.HEADER_SIZE)
+            return framing.decode_body(await r.readexactly(framing.body_length(header)))
+
+        await recv()  # TRANSFER_DATA
+        w.write(framing.encode({"ok": True, "files": [{"name": n, "size": len(d)} for n, d in files.items()]}))
+        for d in files.values():
+            w.write(d)
+        await w.drain()
+        with contextlib.suppress(asyncio.IncompleteReadError, ConnectionError):
+            acked.append((await recv()).get("received") is True)
+            w.write(framing.encode({"ok": True}))
+            await w.drain()
+        w.close()
+
+    async def main() -> None:
+        server = await asyncio.start_server(serve, "127.0.0.1", 0)
+        port = server.sockets[0].getsockname()[1]
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        conn = Connection(reader, writer, f"127.0.0.1:{port}")
+
+        class Client:
+            @contextlib.asynccontextmanager
+            async def stream(self):  # noqa: ANN202 - AsyncClient.stream's shape
+                yield conn
+
+        job = CondorCJob.__new__(CondorCJob)
+        ad = {} if transfer_output is None else {"TransferOutput": transfer_output}
+        job.job = SimpleNamespace(get=ad.get)
+        job.b = SimpleNamespace(idle=10.0, max_output=max_output)
+        job.sandbox = str(tmp_path)
+        try:
+            await job._transfer(Client(), "1.0", {"code": 0, "signal": None})  # type: ignore[arg-type]
+        finally:
+            writer.close()
+            server.close()
+
+    asyncio.run(main())
+    return sorted(os.listdir(tmp_path)), bool(acked and acked[0])
+
+
+def test_only_the_output_files_the_job_named_are_written_and_the_total_is_capped(tmp_path: Path) -> None:
+    from roost.daemons.schedd.gridcondorc import _FETCHED, Refused, read_mark
+
+    offered = {"_condorc_stdout": b"out\n", "result.txt": b"2121\n", "evil.sh": b"rm -rf ~\n", ".bashrc": b"x"}
+    (tmp_path / "a").mkdir()
+    kept, acked = _fake_transfer(tmp_path / "a", offered, "result.txt", 1 << 20)
+    assert kept == sorted([_FETCHED, "_condorc_stdout", "result.txt"]) and acked
+    assert read_mark(str(tmp_path / "a"))["files"] == ["_condorc_stdout", "result.txt"]
+    # no transfer_output_files: every new top-level file (not a dot file)
+    (tmp_path / "b").mkdir()
+    kept, _ = _fake_transfer(tmp_path / "b", offered, None, 1 << 20)
+    assert kept == sorted([_FETCHED, "_condorc_stdout", "result.txt", "evil.sh"])
+    # more than GRIDMANAGER_MAX_OUTPUT_BYTES: refused (a hold), nothing acknowledged
+    (tmp_path / "c").mkdir()
+    with pytest.raises(Refused, match="GRIDMANAGER_MAX_OUTPUT_BYTES"):
+        _fake_transfer(tmp_path / "c", {"result.txt": b"x" * 100}, "result.txt", 50)
+    assert read_mark(str(tmp_path / "c")) is None
+
+
+def _grid_life(tmp_path: Path):  # noqa: ANN202 - (lifecycle, manager, job) on a real SQLite queue
+    import asyncio
+    import getpass
+
+    from roost.daemons.schedd.jobqueue import JobQueue
+    from roost.daemons.schedd.lifecycle import JobLifecycle
+    from roost.daemons.schedd.store import Store
+    from roost.daemons.schedd.userlog import UserLogs
+
+    class Host:
+        def spawn(self, coro, name):  # noqa: ANN001, ANN202
+            return asyncio.ensure_future(coro)
+
+    store = Store(str(tmp_path / "job_queue.db"), fsync=False)
+    queue = JobQueue(store)
+    queue.load()
+    life = JobLifecycle(Host(), store, queue, UserLogs(), on_idle=lambda j: None, on_change=lambda: None)  # type: ignore[arg-type]
+
+    class Manager:
+        jobs, root, active, woken = life, str(tmp_path / "grid"), {}, 0
+
+        def wake(self) -> None:
+            self.woken += 1
+
+        def forget(self, g) -> None:  # noqa: ANN001
+            self.active.pop(g.job.key, None)
+            life.runners.pop(g.job.key, None)
+
+    cid = queue.new_cluster_id()
+    ad = {"Cmd": "/bin/true", "JobStatus": IDLE, "JobUniverse": 9, "Iwd": str(tmp_path),
+          "GridResource": "condor s p:9618"}
+    asyncio.run(store.commit(queue.add_cluster(cid, getpass.getuser(), ad, [{"ProcId": 0}])))
+    return life, Manager(), next(iter(queue.select()))
+
+
+def test_a_job_removed_while_its_output_came_home_is_let_go_not_completed(tmp_path: Path) -> None:
+    """The decision to complete is made before awaits (the fetch, the copy): a remove
+    in between must win (no IllegalMove Removed -> Completed, no job left Removed)."""
+    import asyncio
+
+    from roost.daemons.schedd.gridjob import GridJob
+
+    life, m, job = _grid_life(tmp_path)
+
+    async def main() -> None:
+        g = GridJob(m, job)  # type: ignore[arg-type]
+        m.active[job.key] = life.runners[job.key] = g
+        life.queue.take_idle(job)
+        await g.running("condor/s", "<condor:s>", "RUNNING")
+        assert job.status == RUNNING
+        assert await life.remove(job, "by the user")  # while the output was being copied
+        await g.exited(0, None, "COMPLETED", "condor/s", "<condor:s>")
+        assert job.status == REMOVED and m.active.get(job.key) is g  # the next poll lets it go
+        await g.let_go()
+        assert not job.cluster.holds(job) and job.key not in m.active
+
+    asyncio.run(main())
+
+
+def test_rm_of_an_idle_grid_job_with_a_remote_job_keeps_its_runner_until_the_remote_job_goes(
+        tmp_path: Path) -> None:
+    import asyncio
+
+    from roost.daemons.schedd.gridjob import GridJob
+
+    life, m, job = _grid_life(tmp_path)
+
+    class Known(GridJob):
+        def owes_remote(self) -> bool:
+            return True
+
+    async def main() -> None:
+        g = Known(m, job)  # type: ignore[arg-type]
+        m.active[job.key] = life.runners[job.key] = g
+        life.queue.take_idle(job)
+        assert await life.remove(job, "by the user")
+        assert not job.cluster.holds(job)  # straight to history: it was Idle here
+        assert not g.gone() and g.stopping() and m.active.get(job.key) is g
+        await g.running("condor/s", "<condor:s>", "RUNNING")  # a poll that saw it start: ignored
+        assert job.status == REMOVED
+
+    asyncio.run(main())
+
+
+def test_a_fetched_mark_completes_the_job_when_the_remote_job_is_gone_and_a_broken_one_does_not(
+        tmp_path: Path) -> None:
+    """B took the acknowledgement but its answer was lost: the next poll finds the
+    remote job gone, and the mark (not a missing count, not a hold) completes it. A mark
+    a kill cut short is "not fetched": begin() leaves the job to the polls, not busy."""
+    import asyncio
+    from types import SimpleNamespace
+
+    from roost.daemons.schedd.gridcondorc import _FETCHED, CondorCJob, write_mark
+
+    life, m, job = _grid_life(tmp_path)
+    m.schedd_name = "a"
+    asyncio.run(life.store.commit(life.set_ops(job, {"GridJobId": "condor s p:9618 4.0", "Out": os.devnull,
+                                                     "Err": os.devnull})))
+    backend = SimpleNamespace(remote=lambda *a: None)
+
+    async def main() -> None:
+        g = CondorCJob(m, backend, job)  # type: ignore[arg-type]
+        m.active[job.key] = life.runners[job.key] = g
+        life.queue.take_idle(job)
+        os.makedirs(g.sandbox)
+        (Path(g.sandbox) / _FETCHED).write_bytes(b'{"code": 7, "fi')  # cut short by a kill
+        await g.begin()
+        assert not g.busy and job.status == IDLE
+        await g.observe(None)
+        assert g.missing == 1 and job.status == IDLE  # counted missing, as nothing came home
+        os.unlink(Path(g.sandbox) / _FETCHED)
+        write_mark(g.sandbox, b'{"code": 7, "signal": null, "files": []}')
+        await g.observe(None)
+        for _ in range(200):
+            if job.status == DONE:
+                break
+            await asyncio.sleep(0.01)
+        assert job.status == DONE and job.get("ExitCode") == 7 and g.missing == 1
+        assert not os.path.exists(g.sandbox)
+
+    asyncio.run(main())

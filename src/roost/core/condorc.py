@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import os
 import re
+import secrets
 from typing import Any
 
 from roost.core.gridbatch import HOLD_REMOTE_ENDED, Mirror
@@ -58,10 +59,13 @@ class CondorCError(ValueError):
     """A job that cannot be handed to another pool as it stands (the message says why)."""
 
 
-def submit_tag(schedd: str, cluster: int, proc: int, attempt: int) -> str:
-    """The tag a submission carries: this schedd, this job, this attempt."""
+def submit_tag(schedd: str, cluster: int, proc: int, attempt: int, nonce: str | None = None) -> str:
+    """The tag a submission carries: this schedd, this job, this attempt, and a random
+    nonce (committed here before the submit), so no other user of the remote pool can
+    plant a job under the tag we will look for next."""
     safe = re.sub(r"[^A-Za-z0-9_.@-]", "_", schedd)[:80]
-    return f"roost-condorc:{safe}#{cluster}.{proc}#{attempt}"
+    nonce = secrets.token_hex(8) if nonce is None else re.sub(r"[^A-Za-z0-9]", "_", nonce)[:64]
+    return f"roost-condorc:{safe}#{cluster}.{proc}#{attempt}#{nonce}"
 
 
 def grid_job_id(schedd: str, pool: str, remote: str) -> str:
@@ -170,6 +174,24 @@ def poll_constraint(ids: list[str]) -> str:
     return " || ".join(parts) or "false"
 
 
+def wanted_outputs(get: Any) -> frozenset[str] | None:
+    """The names a completed remote job may send back: its stdout and stderr and the
+    base names of ``transfer_output_files``; None (every new top-level file, as
+    HTCondor's file transfer does) when the job names none."""
+    items = file_items(get("TransferOutput"))
+    if not items:
+        return None
+    return frozenset({STDOUT, STDERR, *(os.path.basename(i.rstrip("/")) for i in items)})
+
+
+def keep_output(name: str, wanted: frozenset[str] | None) -> bool:
+    """Whether a file the remote schedd announced is written into the sandbox: a plain
+    top-level name, and one the job asked for."""
+    if not name or "/" in name or name.startswith(".") or name in (".", ".."):
+        return False
+    return wanted is None or name in wanted
+
+
 def output_destination(get: Any, name: str) -> str | None:
     """Where a fetched file goes here: stdout/stderr to Out/Err (None when the job
     sends them nowhere), anything else into Iwd under its remapped name."""
@@ -187,5 +209,5 @@ def output_destination(get: Any, name: str) -> str | None:
     return under_iwd(iwd, remaps.get(name, name))
 
 
-__all__ = ["STDERR", "STDOUT", "TAG_ATTR", "CondorCError", "grid_job_id", "input_names", "mirror",
-           "output_destination", "poll_constraint", "remote_ad", "remote_id", "submit_tag"]
+__all__ = ["STDERR", "STDOUT", "TAG_ATTR", "CondorCError", "grid_job_id", "input_names", "keep_output", "mirror",
+           "output_destination", "poll_constraint", "remote_ad", "remote_id", "submit_tag", "wanted_outputs"]

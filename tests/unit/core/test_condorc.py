@@ -14,12 +14,14 @@ from roost.core.condorc import (
     CondorCError,
     grid_job_id,
     input_names,
+    keep_output,
     mirror,
     output_destination,
     poll_constraint,
     remote_ad,
     remote_id,
     submit_tag,
+    wanted_outputs,
 )
 from roost.core.spooling import SPOOLING_HOLD_CODE
 from roost.vocabulary import JobStatus
@@ -96,8 +98,11 @@ def test_ids_tags_and_the_poll_constraint() -> None:
     gid = grid_job_id("schedd@b", "cm.b:9618", "12.0")
     assert gid == "condor schedd@b cm.b:9618 12.0" and remote_id(gid) == "12.0"
     assert remote_id("batch slurm 12") is None and remote_id(None) is None and remote_id("condor a b c") is None
-    assert submit_tag("schedd@a x", 7, 0, 2) == "roost-condorc:schedd@a_x#7.0#2"
-    assert submit_tag("s", 7, 0, 1) != submit_tag("s", 7, 0, 2) != submit_tag("s", 17, 0, 2)
+    assert submit_tag("schedd@a x", 7, 0, 2, "n1") == "roost-condorc:schedd@a_x#7.0#2#n1"
+    assert submit_tag("s", 7, 0, 1, "n") != submit_tag("s", 7, 0, 2, "n") != submit_tag("s", 17, 0, 2, "n")
+    # a random nonce: another user of the remote pool cannot plant the next tag
+    first, second = submit_tag("s", 7, 0, 1), submit_tag("s", 7, 0, 1)
+    assert first != second and first.startswith("roost-condorc:s#7.0#1#") and len(first.split("#")[-1]) == 16
     assert poll_constraint(["3.0", "12.1", "3.0"]) == "(ClusterId == 12 && ProcId == 1) || (ClusterId == 3 && ProcId == 0)"
     assert poll_constraint([]) == "false"
 
@@ -108,3 +113,13 @@ def test_fetched_output_goes_where_the_job_said() -> None:
     assert output_destination(LOCAL.get, "result.txt") == "/home/bob/run/keep/r.txt"
     assert output_destination(LOCAL.get, "other.txt") == "/home/bob/run/other.txt"
     assert output_destination({**LOCAL, "Out": "/dev/null"}.get, STDOUT) is None
+
+
+def test_only_the_files_the_job_asked_for_come_back() -> None:
+    wanted = wanted_outputs({"TransferOutput": "result.txt, sub/deep.dat"}.get)
+    assert wanted == {STDOUT, STDERR, "result.txt", "deep.dat"}
+    assert keep_output("result.txt", wanted) and keep_output(STDOUT, wanted)
+    assert not keep_output(".bashrc", wanted) and not keep_output("evil.sh", wanted)
+    # no transfer_output_files: every new top-level file, as HTCondor's transfer does
+    assert wanted_outputs({}.get) is None and keep_output("anything.txt", None)
+    assert not keep_output("a/b", None) and not keep_output("..", None) and not keep_output("", None)

@@ -22,13 +22,18 @@ never none. One QUERY_JOBS per remote schedd (and job owner) per
 Running with event 001). A completed remote job's output comes back with TRANSFER_DATA into the local sandbox, is marked
 fetched, then acknowledged (the remote job leaves its queue) and copied to the job's
 ``output``/``error``/``initialdir`` as its owner before the job completes here (005).
-``roost rm`` and ``hold`` remove the remote job; ``release`` submits it anew. A remote
-schedd that stops answering writes 026 (and 025 when it is back); the jobs wait.
+``roost rm`` and ``hold`` remove the remote job (also of a job Idle here, which rm
+moves straight to history); ``release`` submits it anew. A remote schedd that stops
+answering writes 026 (and 025 when it is back); the jobs wait. Each remote schedd is
+polled, and each fetch runs, as a task of its own; every read and write of a transfer
+must progress within ``GRIDMANAGER_TRANSFER_IDLE_TIMEOUT``; only the output the job
+names comes back, at most ``GRIDMANAGER_MAX_OUTPUT_BYTES``.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import os
@@ -47,12 +52,14 @@ from roost.core.condorc import (
     CondorCError,
     grid_job_id,
     input_names,
+    keep_output,
     mirror,
     output_destination,
     poll_constraint,
     remote_ad,
     remote_id,
     submit_tag,
+    wanted_outputs,
 )
 from roost.core.gridbatch import HOLD_GRID_SUBMIT_FAILED
 from roost.core.spooling import SpoolError, spool_name
@@ -63,7 +70,7 @@ from roost.daemons.userfiles import open_as
 from roost.eventlog import GridResourceDownEvent, GridResourceUpEvent, GridSubmitEvent
 from roost.net.addresses import collector_address
 from roost.net.client import AsyncClient, Connection
-from roost.net.errors import RemoteError
+from roost.net.errors import CallTimeout, RemoteError
 from roost.net.tls import ClientTLS
 from roost.net.tls_settings import client_tls
 from roost.universes.grid import parse_grid_resource
@@ -76,6 +83,10 @@ log = logging.getLogger("roost.daemons.schedd.gridmanager")
 
 CHUNK = 1 << 20
 COLLECTOR_PORT = 9618
+#: a transfer with no progress (no frame, no chunk read or written) for this long fails
+IDLE_TIMEOUT = 300.0
+#: the most bytes a remote job may send back (all its output files together)
+MAX_OUTPUT = 10 << 30
 #: written into the sandbox once the output is in, before the remote schedd is told:
 #: a schedd killed after that finds the output here, not at the remote schedd
 _FETCHED = ".condorc-fetched.json"
@@ -114,6 +125,37 @@ def _jobs(resp: dict[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
+class _Idle:
+    """A stream's connection whose every read and write must make progress within
+    ``idle`` seconds: a remote schedd that stalls mid-transfer fails the transfer
+    (retried, as a lost connection is) instead of holding its Remote for ever."""
+
+    def __init__(self, conn: Connection, idle: float) -> None:
+        self.conn, self.idle = conn, idle
+
+    async def _within(self, aw: Awaitable[Any]) -> Any:
+        try:
+            async with asyncio.timeout(self.idle):
+                return await aw
+        except TimeoutError:
+            raise CallTimeout(f"{self.conn.address}: no progress in {self.idle:g} s mid-transfer") from None
+
+    async def request(self, cmd: str, **args: Any) -> dict[str, Any]:
+        return await self._within(self.conn.request(cmd, **args))
+
+    async def send(self, obj: dict[str, Any]) -> None:
+        await self._within(self.conn.send(obj))
+
+    async def recv(self) -> dict[str, Any]:
+        return await self._within(self.conn.recv())
+
+    async def send_bytes(self, data: bytes) -> None:
+        await self._within(self.conn.send_bytes(data))
+
+    async def read_exactly(self, n: int) -> bytes:
+        return await self._within(self.conn.read_exactly(n))
+
+
 class Remote:
     """One remote schedd as one local owner speaks to it: found through its pool's
     collector, both asked with the first of the owner's tokens that pool honours,
@@ -126,6 +168,7 @@ class Remote:
         self.client: AsyncClient | None = None
         self.token_used = ""
         self.lock = asyncio.Lock()
+        self.polling = False  # a poll of this schedd under way: the next round skips it
 
     async def _connect(self) -> AsyncClient:
         tokens = await asyncio.to_thread(self.tokens)  # again each time: a token withdrawn ends its connection
@@ -191,6 +234,8 @@ class CondorCBackend:
         self.token_dir = (config.get("GRIDMANAGER_TOKEN_DIRECTORY") or "").strip()
         self.remotes: dict[tuple[str, str, str], Remote] = {}
         self.down: set[tuple[str, str]] = set()
+        self.idle = float(config.get_float("GRIDMANAGER_TRANSFER_IDLE_TIMEOUT", IDLE_TIMEOUT) or IDLE_TIMEOUT)
+        self.max_output = int(config.get_int("GRIDMANAGER_MAX_OUTPUT_BYTES", MAX_OUTPUT) or MAX_OUTPUT)
 
     def runner(self, job: Job) -> GridJob:
         return CondorCJob(self.m, self, job)
@@ -240,15 +285,26 @@ class CondorCBackend:
                     continue
                 groups.setdefault(g.remote, []).append(g)
         for remote, jobs in groups.items():
-            await self._poll_one(remote, jobs)
+            # each schedd polled on its own: one that stalls (or is busy spooling or
+            # fetching for a job) delays no other, and is skipped this round
+            if remote.polling or remote.lock.locked():
+                continue
+            remote.polling = True
+            self.m.jobs.host.spawn(self._poll_one(remote, jobs), f"grid-poll-{remote.schedd}")
 
     async def _poll_one(self, remote: Remote, jobs: list[CondorCJob]) -> None:
         """One query for every job one owner has at one remote schedd (with that
         owner's token: the answer is what the other pool shows that user)."""
+        try:
+            await self._poll_remote(remote, jobs)
+        finally:
+            remote.polling = False
+
+    async def _poll_remote(self, remote: Remote, jobs: list[CondorCJob]) -> None:
         constraint = poll_constraint([g.rid for g in jobs if g.rid])
         where = (remote.schedd, remote.pool)
         try:
-            ads = await remote.call(lambda c: _query(c, constraint, _POLL_ATTRS))
+            ads = await remote.call(lambda c: _query(c, constraint, _POLL_ATTRS, mine=True))
         except (Unreachable, Refused) as e:
             if where not in self.down:
                 self.down.add(where)
@@ -265,7 +321,7 @@ class CondorCBackend:
                 g.said_down = False
                 g.event(GridResourceUpEvent)
             if not g.busy:
-                await g.observe(by_id.get(g.rid or ""))
+                await g.observe(g.ours(by_id.get(g.rid or "")))
 
 
 class CondorCJob(GridJob):
@@ -286,9 +342,24 @@ class CondorCJob(GridJob):
         job = self.job
         self.jobs.write_events(job, [cls(job.cluster.id, job.proc, time.time(), grid_resource=self.resource)])
 
+    def owes_remote(self) -> bool:
+        return self.rid is not None or self.busy  # known, or a submit in flight
+
+    def ours(self, ad: dict[str, Any] | None) -> dict[str, Any] | None:
+        """The polled ad, if it is the job we submitted (carries our tag): a job id
+        alone could be another's after the remote schedd lost ours."""
+        tag = text_attr(self.job, "GridJobSubmitName")
+        return ad if ad is not None and (tag is None or ad.get(TAG_ATTR) == tag) else None
+
+    def _mark(self) -> dict[str, Any] | None:
+        return read_mark(self.sandbox)
+
     async def begin(self) -> None:
-        if os.path.exists(os.path.join(self.sandbox, _FETCHED)):
-            await self._finish_fetched()  # a predecessor fetched the output, then died
+        if await asyncio.to_thread(self._mark) is not None:
+            try:
+                await self._finish_fetched()  # a predecessor fetched the output, then died
+            finally:
+                self.busy = False
             return
         if self.rid is None:
             await self.submit_step()
@@ -308,6 +379,8 @@ class CondorCJob(GridJob):
                 starts = job.get("NumGridSubmits")
                 attempt = (starts if isinstance(starts, int) else 0) + 1
                 tag = submit_tag(self.m.schedd_name, job.cluster.id, job.proc, attempt)
+                if not self.in_queue():
+                    return
                 await self.jobs.commit(self.jobs.set_ops(job, {"GridJobSubmitName": tag, "NumGridSubmits": attempt}))
             try:
                 files = input_names(job.get)
@@ -331,6 +404,9 @@ class CondorCJob(GridJob):
                 await self.hold(f"Cannot send the job's input to {self.resource}: {e}", jp.HOLD_TRANSFER_INPUT_ERROR)
                 return
             self.rid = rid
+            if not job.cluster.holds(job):  # removed meanwhile: the next poll removes the remote job
+                self.m.wake()
+                return
             if self.said_down:
                 self.said_down = False
                 self.event(GridResourceUpEvent)
@@ -347,7 +423,7 @@ class CondorCJob(GridJob):
         """The remote id of the job tagged ``tag``, submitted now if the remote schedd
         has none; its input spooled if it still waits for it."""
         found = await _query(c, f"{TAG_ATTR} == {json.dumps(tag)}",
-                             ["ClusterId", "ProcId", "JobStatus", "HoldReasonCode", "StageInFinish"])
+                             ["ClusterId", "ProcId", "JobStatus", "HoldReasonCode", "StageInFinish"], mine=True)
         if found:
             a = found[0]
             rid = f"{a['ClusterId']}.{a['ProcId']}"
@@ -378,7 +454,8 @@ class CondorCJob(GridJob):
                 fds.append((fd, st.st_size, st.st_mode & 0o777))
             entries = [{"name": spool_name(name), "size": size, "mode": mode}
                        for (_p, name), (_fd, size, mode) in zip(files, fds, strict=True)]
-            async with c.stream() as conn:
+            async with c.stream() as raw:
+                conn = _Idle(raw, self.b.idle)
                 await conn.request("SPOOL_FILES", job=rid, files=entries)
                 for fd, size, _mode in fds:
                     remaining = size
@@ -402,6 +479,10 @@ class CondorCJob(GridJob):
             await self._stop(ad)
             return
         if ad is None:
+            if await asyncio.to_thread(self._mark) is not None:
+                # fetched, then the acknowledgement's answer was lost: the output is here
+                self._spawn(self._finish_fetched())
+                return
             self.missing += 1
             if self.missing >= MISSING_POLLS:
                 await self.hold(f"The remote schedd {self.schedd} no longer has job {self.rid}",
@@ -416,11 +497,7 @@ class CondorCJob(GridJob):
         if not m.done:
             return
         if m.status == JobStatus.COMPLETED:
-            self.busy = True
-            try:
-                await self._fetch(m.exit_code, m.exit_signal)
-            finally:
-                self.busy = False
+            self._spawn(self._fetch(m.exit_code, m.exit_signal))  # a task of its own: the poll goes on
             return
         # held or removed over there: take it out of the remote queue, hold it here
         rid = self.rid
@@ -430,6 +507,18 @@ class CondorCJob(GridJob):
         except (Refused, Unreachable) as e:
             log.warning("job %s: could not remove remote job %s: %s", job.id, rid, e)
         await self.hold(m.hold_reason or "the remote schedd ended the job", m.hold_code, grid_status=m.grid_status)
+
+    def _spawn(self, coro: Awaitable[None]) -> None:
+        """Run a fetch as its own task, the job busy (left alone by the polls) meanwhile."""
+        self.busy = True
+
+        async def run() -> None:
+            try:
+                await coro
+            finally:
+                self.busy = False
+
+        self.m.jobs.host.spawn(run(), f"grid-fetch-{self.job.id}")
 
     def _host(self, ad: dict[str, Any]) -> str:
         host = ad.get("RemoteHost")
@@ -457,6 +546,8 @@ class CondorCJob(GridJob):
         rid = self.rid
         try:
             await asyncio.to_thread(self._make_sandbox)
+            if not self.in_queue():
+                return  # removed or held meanwhile: the next poll removes the remote job
             await self.remote.call(lambda c: self._transfer(c, rid or "", {"code": code, "signal": sig}))
         except Unreachable as e:
             log.warning("job %s: fetching the output of %s: %s; again at the next poll", self.job.id, rid, e)
@@ -472,27 +563,37 @@ class CondorCJob(GridJob):
         os.mkdir(self.sandbox, 0o700)
 
     async def _transfer(self, c: AsyncClient, rid: str, exit_info: dict[str, Any]) -> None:
-        """Every output file into the sandbox (top-level names only: deeper ones are
-        read and dropped), the mark, then the acknowledgement."""
-        async with c.stream() as conn:
+        """The output files the job asked for into the sandbox (top-level names of
+        transfer_output_files, or every one when it names none, and stdout/stderr;
+        others are read and dropped; more than GRIDMANAGER_MAX_OUTPUT_BYTES in all is
+        refused), the mark, then the acknowledgement."""
+        wanted = wanted_outputs(self.job.get)
+        async with c.stream() as raw:
+            conn = _Idle(raw, self.b.idle)
             resp = await conn.request("TRANSFER_DATA", job=rid)
-            names = []
+            names: list[str] = []
+            total = 0
             for entry in resp.get("files") or []:
                 size = entry.get("size")
                 if type(size) is not int or size < 0:
                     raise Refused(f"the remote schedd announced a bad file: {entry!r}")
                 name = spool_name(entry.get("name"))
-                keep = "/" not in name and not name.startswith(".")
+                keep = keep_output(name, wanted) and name not in names
+                if keep:
+                    total += size
+                    if total > self.b.max_output:
+                        raise Refused(f"the output is more than GRIDMANAGER_MAX_OUTPUT_BYTES "
+                                      f"({self.b.max_output} bytes)")
                 await self._receive(conn, os.path.join(self.sandbox, name) if keep else None, size)
                 if keep:
                     names.append(name)
             mark = {**exit_info, "files": names, "host": self.job.get("RemoteHost")}
-            await asyncio.to_thread(_write_new, os.path.join(self.sandbox, _FETCHED), json.dumps(mark).encode())
+            await asyncio.to_thread(_write_mark, os.path.join(self.sandbox, _FETCHED), json.dumps(mark).encode())
             await conn.send({"received": True})
             _check(await conn.recv())
 
     @staticmethod
-    async def _receive(conn: Connection, path: str | None, size: int) -> None:
+    async def _receive(conn: _Idle, path: str | None, size: int) -> None:
         fd = await asyncio.to_thread(os.open, path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW,
                                      0o600) if path else None
         try:
@@ -508,8 +609,10 @@ class CondorCJob(GridJob):
 
     async def _finish_fetched(self) -> None:
         """The fetched output copied to where the job wants it, as its owner; the exit."""
-        with open(os.path.join(self.sandbox, _FETCHED)) as f:
-            info = json.load(f)
+        info = await asyncio.to_thread(self._mark)
+        if info is None or not self.in_queue():
+            self.m.wake()  # the mark gone, or the job removed or held meanwhile: the poll decides
+            return
         get = self.job.get
         pairs = []
         for name in info.get("files") or []:
@@ -526,8 +629,11 @@ class CondorCJob(GridJob):
         await self.exited(info.get("code"), info.get("signal"), "COMPLETED", host, f"<condor:{self.schedd}>")
 
 
-async def _query(c: AsyncClient, constraint: str, projection: list[str]) -> list[dict[str, Any]]:
-    return _jobs(await c.call("QUERY_JOBS", constraint=constraint, projection=projection))
+async def _query(c: AsyncClient, constraint: str, projection: list[str], *, mine: bool = False) -> list[dict[str, Any]]:
+    """QUERY_JOBS; ``mine``: only the jobs of the user the remote pool maps our token to
+    (another user's job can carry any tag)."""
+    extra = {"my_jobs": True} if mine else {}
+    return _jobs(await c.call("QUERY_JOBS", constraint=constraint, projection=projection, **extra))
 
 
 def _write_all(fd: int, data: bytes) -> None:
@@ -536,13 +642,35 @@ def _write_all(fd: int, data: bytes) -> None:
         view = view[os.write(fd, view):]
 
 
-def _write_new(path: str, data: bytes) -> None:
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+def read_mark(sandbox: str) -> dict[str, Any] | None:
+    """The fetched mark in ``sandbox``, or None: none, or one a kill cut short (read as
+    "not fetched": the output is fetched again while the remote schedd still has it)."""
+    try:
+        with open(os.path.join(sandbox, _FETCHED), "rb") as f:
+            info = json.loads(f.read())
+    except (OSError, ValueError):
+        return None
+    return info if isinstance(info, dict) else None
+
+
+def write_mark(sandbox: str, data: bytes) -> None:
+    """The fetched mark into ``sandbox``."""
+    _write_mark(os.path.join(sandbox, _FETCHED), data)
+
+
+def _write_mark(path: str, data: bytes) -> None:
+    """Written whole or not at all (a temporary file, then renamed): a kill mid-write
+    leaves no half mark."""
+    tmp = f"{path}.tmp"
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(tmp)
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
     try:
         _write_all(fd, data)
         os.fsync(fd)
     finally:
         os.close(fd)
+    os.rename(tmp, path)
 
 
-__all__ = ["CondorCBackend", "CondorCJob"]
+__all__ = ["CondorCBackend", "CondorCJob", "read_mark", "write_mark"]

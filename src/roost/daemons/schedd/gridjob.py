@@ -68,13 +68,28 @@ class GridJob:
         """Removed or held while running: the next poll passes it on to the remote side."""
         self.m.wake()
 
+    def owes_remote(self) -> bool:
+        """A remote job exists (or may: a submit in flight) that must be removed before
+        this runner forgets the job; the backend says."""
+        return False
+
     def gone(self) -> bool:
-        """This job left the queue or another runner has it: drop it."""
+        """This job left the queue: drop it, unless it left by a remove while a remote
+        job is known (``roost rm`` of a job Idle here moves it straight to history):
+        then ``stopping()`` holds and the backend removes the remote job first."""
         job = self.job
         if not job.cluster.holds(job):
+            if job.status == JobStatus.REMOVED and self.owes_remote():
+                return False
             self.m.forget(self)
             return True
         return False
+
+    def in_queue(self) -> bool:
+        """Still this runner's job in the queue (re-checked after every await that
+        precedes a change of the job: a remove or hold may have come in between)."""
+        job = self.job
+        return job.cluster.holds(job) and not self.stopping()
 
     def stopping(self) -> bool:
         """The user removed or held it (or it was taken from us): the remote job must go."""
@@ -86,7 +101,8 @@ class GridJob:
         job = self.job
         self.m.forget(self)
         await asyncio.to_thread(shutil.rmtree, self.sandbox, True)
-        if job.status == JobStatus.REMOVED and job.key in self.jobs.queue.running:
+        if job.status == JobStatus.REMOVED and job.cluster.holds(job):
+            # removed while Running here (queue.running no longer has it: it is Removed)
             await self.jobs.finish_removed(job)
         elif job.status == JobStatus.HELD:  # a release submits it anew
             await self.jobs.commit(self.jobs.set_ops(job, dict.fromkeys(REMOTE_ATTRS, UNDEFINED)))
@@ -99,6 +115,9 @@ class GridJob:
         """The remote side started it: Running here (``host``, the queue's RemoteHost),
         with the execute event naming ``execute_host``."""
         job = self.job
+        if not self.in_queue():  # removed or held while the poll awaited: the next poll stops it
+            self.m.wake()
+            return
         await self.jobs.mark_running(job, host, extra={"GridJobStatus": grid_status})
         self.jobs.write_events(job, [ExecuteEvent(job.cluster.id, job.proc, time.time(), execute_host=execute_host)])
         self.started = time.time()
@@ -132,6 +151,9 @@ class GridJob:
     async def exited(self, code: int | None, sig: int | None, grid_status: str, host: str,
                      execute_host: str) -> None:
         job = self.job
+        if not self.in_queue():  # removed or held while its output came home: never Removed -> Completed
+            self.m.wake()
+            return
         self.m.forget(self)
         now = time.time()
         ad = job.classad()
@@ -151,6 +173,9 @@ class GridJob:
 
     async def hold(self, reason: str, code: int, *, grid_status: str | None = None) -> None:
         job = self.job
+        if not self.in_queue():  # removed or held meanwhile: the next poll lets it go
+            self.m.wake()
+            return
         self.m.forget(self)
         await asyncio.to_thread(shutil.rmtree, self.sandbox, True)
         log.info("job %s: held: %s", job.id, reason)
@@ -164,7 +189,9 @@ class GridJob:
 def copy_fd(src: int, dst: int) -> None:
     """All of ``src`` into ``dst`` (descriptors opened with the owner's rights)."""
     while chunk := os.read(src, 1 << 20):
-        os.write(dst, chunk)
+        view = memoryview(chunk)
+        while view:  # a short write (a full disk's last bytes, a signal) writes the rest next
+            view = view[os.write(dst, view):]
 
 
 __all__ = ["MISSING_POLLS", "REMOTE_ATTRS", "UNDEFINED", "Backend", "GridJob", "copy_fd", "text_attr"]

@@ -109,12 +109,17 @@ class GridManager:
         self._wake.set()
 
     async def poll(self) -> None:
+        """Every backend at once: a slow one (sbatch/squeue that hang, a remote schedd
+        that stalls) delays no other's jobs."""
         current = list(self.active.values())
-        for backend in self.backends.values():
-            try:
-                await backend.poll(current)
-            except Exception:  # noqa: BLE001 - one bad poll never ends the loop
-                log.exception("grid manager: poll failed")
+        await asyncio.gather(*(self._poll_backend(b, current) for b in self.backends.values()))
+
+    @staticmethod
+    async def _poll_backend(backend: Backend, current: list[GridJob]) -> None:
+        try:
+            await backend.poll(current)
+        except Exception:  # noqa: BLE001 - one bad poll never ends the loop
+            log.exception("grid manager: poll failed")
 
     def forget(self, g: GridJob) -> None:
         if self.active.get(g.job.key) is g:

@@ -223,6 +223,9 @@ class SlurmJob(GridJob):
         os.chmod(script, 0o700)
         os.chown(script, uid, gid)
 
+    def owes_remote(self) -> bool:
+        return self.slurm_id is not None  # a pending job left by roost rm: scancel it
+
     # -- remote state ------------------------------------------------------------------------
 
     async def observe(self, record: dict[str, str] | None) -> None:
