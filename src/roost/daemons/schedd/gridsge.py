@@ -261,7 +261,7 @@ class SgeJob(GridJob):
         job = self.job
         if self.gone():
             return
-        if self.stopping():
+        if self.stopping() or self.cancelled:  # cancelled: released again before qdel took effect
             await self._stop(record)
             return
         if record is None:
