@@ -3,7 +3,7 @@ PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test bench venv system-tools slurm
+.PHONY: demo test bench venv system-tools slurm sge
 
 $(BIN)/roost: pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -56,3 +56,9 @@ system-tools:
 # `$(BIN)/python tests/slurmkit.py stop /tmp/roost-slurm` stops it.
 slurm: venv system-tools
 	$(BIN)/python tests/slurmkit.py start /tmp/roost-slurm
+
+# A private Grid Engine cell (sge_qmaster, one sge_execd, roost.q; loopback ports), for
+# grid_resource = batch sge by hand: prints the SGE_* lines to export.
+# `$(BIN)/python tests/sgekit.py stop /tmp/roost-sge` stops it.
+sge: venv system-tools
+	$(BIN)/python tests/sgekit.py start /tmp/roost-sge

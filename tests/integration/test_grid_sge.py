@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import signal
 import sys
 import time
@@ -189,3 +190,30 @@ queue
     assert len(named) == 1 and named[0]["jobnumber"] == running["GridJobId"].split()[-1], "one job, not two"
     log = (work / "job.log").read_text()
     assert log.count("\n005 (") + log.startswith("005 (") == 1 and log.count("027 (") == 1
+
+
+def test_a_job_grid_engine_cannot_start_is_deleted_and_held_with_its_error_reason(
+        grid_pool: PoolHandle, sge: SgeCell, work: Path) -> None:
+    sge.run("qmod", "-d", "roost.q")  # kept pending while its working directory goes away
+    try:
+        jid = submit(grid_pool, work, """universe = grid
+grid_resource = batch sge
+executable = /bin/true
+transfer_executable = false
+log = job.log
+queue
+""")
+        first = grid_pool.wait_for(jid, lambda j: isinstance(j.get("GridJobId"), str), timeout=60,
+                                   what="in Grid Engine")
+        sandboxes = list(grid_pool.home.glob(f"**/grid/{jid}"))
+        assert len(sandboxes) == 1, sandboxes
+        shutil.rmtree(sandboxes[0])
+    finally:
+        sge.run("qmod", "-e", "roost.q")
+    held = grid_pool.wait_for(jid, lambda j: j.get("JobStatus") == 5, timeout=90, what="held in error state")
+    assert held["HoldReason"].startswith("Grid Engine could not run the job (Eqw): "), held["HoldReason"]
+    assert f"can't chdir to {sandboxes[0]}" in held["HoldReason"], held["HoldReason"]
+    assert held["GridJobStatus"] == "Eqw"
+    sge_id = first["GridJobId"].split()[-1]
+    wait_until(lambda: f"<JB_job_number>{sge_id}</JB_job_number>" not in sge.run("qstat", "-u", "*", "-xml").stdout,
+               30, "the job in error state deleted")
