@@ -224,6 +224,25 @@ scheduler_threads       1
         self._until(deadline, ready, "sge_execd reports in and roost.q is up")
         return self
 
+    def stop_qmaster(self) -> None:
+        """Only the qmaster: the execd keeps running its jobs and reports them when it is back."""
+        pidfile = self.spool / "qmaster" / "qmaster.pid"
+        pid = int(pidfile.read_text().split()[0])
+        os.kill(pid, signal.SIGTERM)
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            try:
+                os.kill(pid, 0)
+            except OSError:
+                return
+            time.sleep(0.1)
+        os.kill(pid, signal.SIGKILL)
+
+    def start_qmaster(self, timeout: float = 60.0) -> None:
+        self._tool("/usr/sbin/sge_qmaster")
+        self._until(time.monotonic() + timeout, lambda: self.run("qstat", "-u", "*", check=False).returncode == 0,
+                    "sge_qmaster answers again")
+
     def _tool(self, *argv: str) -> None:
         done = subprocess.run(argv, env=self.env, capture_output=True, text=True, timeout=60)
         if done.returncode != 0:

@@ -39,13 +39,15 @@ def grid_pool(sge: SgeCell) -> Iterator[PoolHandle]:
         yield pool
     finally:
         stop_pool(pool)
+        shutil.rmtree(home, ignore_errors=True)
 
 
 @pytest.fixture
-def work() -> Path:
+def work() -> Iterator[Path]:
     d = Path(f"/tmp/roost-gridsge-work-{os.getpid()}-{time.monotonic_ns()}")
     d.mkdir()
-    return d
+    yield d
+    shutil.rmtree(d, ignore_errors=True)
 
 
 JOB = """#!/bin/sh
@@ -217,3 +219,26 @@ queue
     sge_id = first["GridJobId"].split()[-1]
     wait_until(lambda: f"<JB_job_number>{sge_id}</JB_job_number>" not in sge.run("qstat", "-u", "*", "-xml").stdout,
                30, "the job in error state deleted")
+
+
+def test_a_qmaster_that_stops_answering_is_026_then_025_and_the_job_completes(
+        grid_pool: PoolHandle, sge: SgeCell, work: Path) -> None:
+    jid = submit(grid_pool, work, """universe = grid
+grid_resource = batch sge
+executable = /bin/sleep
+transfer_executable = false
+arguments = 6
+log = job.log
+queue
+""")
+    grid_pool.wait_for(jid, lambda j: j.get("JobStatus") == 2, timeout=60, what="running in Grid Engine")
+    sge.stop_qmaster()
+    try:
+        wait_until(lambda: "026 (" in (work / "job.log").read_text(), 30, "event 026: the grid resource is down")
+        assert grid_pool.job(jid)["JobStatus"] == 2, "the job waits, still running"
+    finally:
+        sge.start_qmaster()
+    done = grid_pool.wait_for(jid, lambda j: j.get("JobStatus") == 4, timeout=90, what="completed after the qmaster")
+    assert done["ExitCode"] == 0
+    numbers = re.findall(r"^(\d{3}) \(", (work / "job.log").read_text(), re.M)
+    assert numbers.index("026") < numbers.index("025") < numbers.index("005"), numbers
