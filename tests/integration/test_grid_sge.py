@@ -242,3 +242,44 @@ queue
     assert done["ExitCode"] == 0
     numbers = re.findall(r"^(\d{3}) \(", (work / "job.log").read_text(), re.M)
     assert numbers.index("026") < numbers.index("025") < numbers.index("005"), numbers
+
+
+@pytest.mark.parametrize("when", ["still running", "already ended"])
+def test_a_job_submitted_under_its_name_but_never_recorded_is_found_not_submitted_again(
+        grid_pool: PoolHandle, sge: SgeCell, work: Path, when: str) -> None:
+    """What a schedd killed between qsub and recording the id leaves behind: its sandbox,
+    a Grid Engine job under the committed name, no GridJobId. Made here by hand (a
+    held job submitted with that name), then released: the job is adopted, in qstat
+    or in qacct, never submitted a second time."""
+    name = f"roost.adopted.{os.getpid()}.{time.monotonic_ns()}"
+    jid = submit(grid_pool, work, f"""universe = grid
+grid_resource = batch sge
+executable = /bin/false
+transfer_executable = false
+output = out.txt
+log = job.log
+hold = true
++GridJobSubmitName = "{name}"
+queue
+""")
+    sandbox = grid_pool.home / "spool" / "grid" / jid
+    sandbox.mkdir(parents=True)
+    os.chown(sandbox, 65534, 65534)
+    script = sandbox / "_roost_job.sh"
+    pause = "sleep 4" if when == "still running" else ""
+    script.write_text(f"#!/bin/sh\ncd {sandbox} || exit 1\n{pause}\necho adopted\necho 0 > _roost_exit\n")
+    os.chown(script, 65534, 65534)
+    qsub = sge.run("setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "qsub", "-terse", "-N", name,
+                   "-wd", str(sandbox), "-o", f"{sandbox}/_roost_stdout", "-e", f"{sandbox}/_roost_stderr",
+                   "-S", "/bin/sh", str(script))
+    sge_id = qsub.stdout.strip()
+    if when == "already ended":
+        accounting(sge, sge_id)
+    else:
+        wait_until(lambda: f"<JB_job_number>{sge_id}</JB_job_number>" in sge.run("qstat", "-u", "*", "-xml").stdout,
+                   30, "listed")
+    assert grid_pool.roost("release", jid).returncode == 0
+    done = grid_pool.wait_for(jid, lambda j: j.get("JobStatus") == 4, timeout=60, what="completed, adopted")
+    assert done["GridJobId"] == f"batch sge {sge_id}" and done["ExitCode"] == 0
+    assert "NumGridSubmits" not in done, "roost never ran qsub for it"
+    assert (work / "out.txt").read_text() == "adopted\n"
