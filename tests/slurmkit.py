@@ -52,9 +52,10 @@ class SlurmCluster:
     against it, ``slurm.run("squeue")`` runs one."""
 
     def __init__(self, directory: str | os.PathLike[str] | None = None, *, cpus: int = 2,
-                 memory_mb: int = 2048, partitions: tuple[str, ...] = ("debug",)) -> None:
+                 memory_mb: int = 2048, partitions: tuple[str, ...] = ("debug",), extra_conf: str = "") -> None:
         self.dir = Path(directory) if directory else Path(tempfile.mkdtemp(prefix="roost-slurm-", dir="/tmp"))
         self.cpus, self.memory_mb, self.partitions = cpus, memory_mb, partitions
+        self.extra_conf = extra_conf  # more slurm.conf lines (SlurmdTimeout=... for the fault tests)
         self.node = f"roostnode{os.getpid()}"
         self.conf = self.dir / "slurm.conf"
         self.env = dict(os.environ, SLURM_CONF=str(self.conf))
@@ -103,6 +104,7 @@ ReturnToService=2
 InactiveLimit=0
 MinJobAge=600
 KillWait=3
+{self.extra_conf}
 NodeName={self.node} NodeHostname=localhost NodeAddr=127.0.0.1 CPUs={self.cpus} RealMemory={self.memory_mb} State=UNKNOWN
 {parts}
 """)
@@ -120,7 +122,8 @@ NodeName={self.node} NodeHostname=localhost NodeAddr=127.0.0.1 CPUs={self.cpus} 
         raise RuntimeError(f"Slurm did not come up in {timeout:.0f} s:\n{self.log_tails()}")
 
     def stop(self) -> None:
-        for name in ("slurmd", "slurmctld", "munge/munged"):
+        self.kill_node()  # slurmd would leave running jobs' slurmstepds behind
+        for name in ("slurmctld", "munge/munged"):
             pidfile = self.dir / f"{name}.pid"
             try:
                 pid = int(pidfile.read_text().split()[0])
@@ -133,11 +136,77 @@ NodeName={self.node} NodeHostname=localhost NodeAddr=127.0.0.1 CPUs={self.cpus} 
             except (OSError, ValueError, IndexError):
                 continue
 
+    # -- faults (tests/integration/test_grid_slurm_faults.py) -----------------------------
+
+    def _pid(self, name: str) -> int | None:
+        try:
+            return int((self.dir / f"{name}.pid").read_text().split()[0])
+        except (OSError, ValueError, IndexError):
+            return None
+
+    def stop_controller(self, timeout: float = 15.0) -> None:
+        """slurmctld stopped (SIGTERM: it saves its state); slurmd and the jobs run on."""
+        pid = self._pid("slurmctld")
+        if pid is None:
+            return
+        os.kill(pid, signal.SIGTERM)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline and Path(f"/proc/{pid}").exists():
+            time.sleep(0.05)
+
+    def start_controller(self, timeout: float = 30.0) -> None:
+        """slurmctld started again: it recovers its jobs from StateSaveLocation."""
+        subprocess.run([_tool("slurmctld")], check=True, env=self.env)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.run("scontrol", "ping", check=False).stdout.count("UP"):
+                return
+            time.sleep(0.2)
+        raise RuntimeError(f"slurmctld did not come back in {timeout:.0f} s:\n{self.log_tails()}")
+
+    def node_pids(self) -> list[int]:
+        """This cluster's slurmd and everything under it: its slurmstepds (which Slurm
+        re-parents to init, so found by the SLURM_CONF they inherit) and their jobs."""
+        mark = f"SLURM_CONF={self.conf}".encode()
+        children: dict[int, list[int]] = {}
+        roots = [p for p in (self._pid("slurmd"),) if p is not None]
+        for proc in Path("/proc").glob("[0-9]*"):
+            try:
+                fields = (proc / "stat").read_text().rsplit(")", 1)[1].split()
+                children.setdefault(int(fields[1]), []).append(int(proc.name))
+                if (proc / "comm").read_text().startswith("slurmstepd") and mark in (proc / "environ").read_bytes():
+                    roots.append(int(proc.name))
+            except (OSError, IndexError, ValueError):
+                continue
+        tree, todo = [], roots
+        while todo:
+            p = todo.pop()
+            if p not in tree:
+                tree.append(p)
+                todo += children.get(p, [])
+        return tree
+
+    def kill_node(self) -> list[int]:
+        """The node lost: slurmd, its slurmstepds and the jobs killed with SIGKILL, as a
+        machine that loses power; the pids killed."""
+        tree = self.node_pids()
+        for p in tree:
+            try:
+                os.kill(p, signal.SIGKILL)
+            except OSError:
+                continue
+        return tree
+
+    def start_node(self) -> None:
+        """slurmd started again (the node back: ReturnToService=2 makes it usable)."""
+        subprocess.run([_tool("slurmd"), "-N", self.node], check=True, env=self.env)
+
     def __enter__(self) -> SlurmCluster:
         try:
             return self.start()
         except BaseException:
             self.stop()
+            shutil.rmtree(self.dir, ignore_errors=True)
             raise
 
     def __exit__(self, *exc: object) -> None:

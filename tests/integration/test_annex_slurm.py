@@ -154,6 +154,19 @@ def test_the_annex_token_is_good_for_a_startd_only(pool: PoolHandle, slurm: Slur
         with pytest.raises(RemoteError, match="refused"):
             c.call("UPDATE_AD", type="Scheduler", ad={"MyType": "Scheduler", "Name": "evil"})
         assert isinstance(c.call("QUERY", type="Machine"), dict)
+        # advertise ADVERTISE_STARTD does not bind a machine: the collector holds the token
+        # to glide-in ads, so it cannot replace, refresh or withdraw the pool's own slots
+        own = [a for a in c.call("QUERY", type="Machine")["ads"] if a.get("IsGlidein") is not True]
+        name, state = own[0]["Name"], own[0]["State"]
+        with pytest.raises(RemoteError, match="not a glide-in"):
+            c.call("UPDATE_AD", type="Machine", ad={"Name": name, "IsGlidein": True, "AnnexName": "tok"})
+        with pytest.raises(RemoteError, match="IsGlidein"):
+            c.call("UPDATE_AD", type="Machine", ad={"Name": "slot1@pretender"})
+        with pytest.raises(RemoteError, match="not a glide-in"):
+            c.call("INVALIDATE_AD", type="Machine", name=name)
+        c.call("UPDATE_ADS", type="Machine", ads=[], refresh=[{"Name": name, "State": "Owner"}])
+        again = c.call("QUERY", type="Machine", constraint=f'Name == "{name}"')["ads"]
+        assert [a["State"] for a in again] == [state]
     finally:
         c.close()
     wait_until(lambda: all(slurm_state(slurm, j) in ("COMPLETED", "gone") for j in ids), 120, "the idle glide-in ended")

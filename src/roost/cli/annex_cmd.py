@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import pwd
 import re
 import subprocess
 import sys
@@ -40,9 +41,30 @@ SPEC = {
     "idle": (VALUE, "a glide-in with no claim this long exits (STARTD_NOCLAIM_SHUTDOWN; default 5m)"),
     "cpus": (VALUE, "CPUs per glide-in (sbatch --cpus-per-task; default 1)"),
     "memory": (VALUE, "MiB per glide-in (sbatch --mem; default 1024)"),
+    "owners": (VALUE, "whose jobs the glide-ins run, comma-separated (default: you, as condor_annex)"),
 }
-USAGE = "-slurm N [-duration D] [-partition P] [-name NAME] [-idle D] [-cpus C] [-memory MB]"
+USAGE = "-slurm N [-duration D] [-partition P] [-name NAME] [-idle D] [-cpus C] [-memory MB] [-owners U,V]"
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
+_OWNER = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.@-]{0,63}")
+
+
+def owners_start(owners: list[str]) -> str:
+    """The glide-ins' START: only these owners' jobs. A glide-in runs every job as its
+    own (unprivileged) user, beside its token and its claims' records, so a job of
+    anyone else could take them; condor_annex's -owners defaults to its user too.
+    ``==``, not ``=?=``: with no job to look at it is undefined, so the slot is not put
+    in the Owner state (START false on its own is the machine's owner saying no)."""
+    return " || ".join(f'(TARGET.Owner == "{o}")' for o in owners)
+
+
+def _owners(text: object) -> list[str]:
+    if text is None:
+        return [pwd.getpwuid(os.getuid()).pw_name]
+    owners = [o.strip() for o in str(text).split(",") if o.strip()]
+    bad = [o for o in owners if not _OWNER.fullmatch(o)]
+    if not owners or bad:
+        raise UsageError(f"-owners {text!r}: user names separated by commas")
+    return owners
 
 #: pool knobs a glide-in takes as the pool has them (security, timings, who jobs run as)
 PASSED_KNOBS = ("SEC_ENCRYPT_LOOPBACK", "SEC_DEFAULT_ENCRYPTION", "SEC_DEFAULT_INTEGRITY",
@@ -87,6 +109,7 @@ def main(argv: list[str]) -> int:
         memory = _count(opts.memory or 1024, "-memory")
         duration = parse_duration(str(opts.duration or "1h"), "-duration")
         idle = parse_duration(str(opts.idle or "5m"), "-idle")
+        owners = _owners(opts.owners)
         name = str(opts.name or f"annex-{int(time.time())}")
         if not _NAME.fullmatch(name):
             raise UsageError(f"-name {name!r}: letters, digits, '_', '.' and '-', at most 64")
@@ -94,13 +117,14 @@ def main(argv: list[str]) -> int:
         print(f"{PROG}: {e}\nusage: {PROG} {USAGE}", file=sys.stderr)
         return 2
     try:
-        return _annex(name, count, duration, idle, str(opts.partition or ""), cpus, memory)
+        return _annex(name, count, duration, idle, str(opts.partition or ""), cpus, memory, owners)
     except (_Failed, ConfigError, TokenError) as e:
         print(f"{PROG}: {e}", file=sys.stderr)
         return 1
 
 
-def _annex(name: str, count: int, duration: float, idle: float, partition: str, cpus: int, memory: int) -> int:
+def _annex(name: str, count: int, duration: float, idle: float, partition: str, cpus: int, memory: int,
+           owners: list[str]) -> int:
     home = pool_home()
     cfg = Config.load(env=os.environ, subsys="TOOL")
     directory = annex_dir(cfg, home)
@@ -128,7 +152,7 @@ def _annex(name: str, count: int, duration: float, idle: float, partition: str, 
              "UID_DOMAIN": uid_domain, "TRUST_DOMAIN": settings.trust_domain,
              "BIND_ADDRESS": cfg.get("BIND_ADDRESS") or "0.0.0.0",
              "STARTD_NOCLAIM_SHUTDOWN": str(int(idle)), "ANNEX_RETIRE_LEAD": str(retire),
-             "ANNEX_VACATE_LEAD": str(vacate)}
+             "ANNEX_VACATE_LEAD": str(vacate), "START": owners_start(owners)}
     for knob in PASSED_KNOBS:
         value = cfg.get(knob)
         if value is not None and value.strip():

@@ -412,9 +412,11 @@ def _analyze(schedd: Any, constraint: str | None, who: dict[str, Any], ids: list
         out.write(f"Analyzing the first {ANALYZE_DEFAULT} idle jobs (name job ids, or -limit N, for others).\n")
     # lazy: only -analyze asks the negotiator (the api client and its protocol code)
     from roost.api.negotiator import negotiator_view, priority_name
+    from roost.core.condor_analysis import grid_text
 
-    slots = _slot_ads(schedd)
-    users, limits, groups = negotiator_view(schedd.home_dir, schedd.pool)
+    matched = [obj for obj in jobs if not grid_text(obj)]  # a grid job is where its remote system says
+    slots = _slot_ads(schedd) if matched else []
+    users, limits, groups = negotiator_view(schedd.home_dir, schedd.pool) if matched else ({}, None, None)
     _header(schedd)
     if users is None:
         out.write("(the negotiator gave no priority table: analyzing without user priorities)\n")
@@ -424,6 +426,10 @@ def _analyze(schedd: Any, constraint: str | None, who: dict[str, Any], ids: list
         width = 80  # condor_q's width off a terminal
     flocking = _flock_why(schedd, jobs)
     for obj in jobs:
+        where = grid_text(obj)
+        if where:
+            out.write(where)
+            continue
         job = obj_to_ad(obj)
         # HTCondor's own lines first (what scripts grep), then roost's clause analysis
         out.write(condor_text(job, slots, better, width, time.time()))

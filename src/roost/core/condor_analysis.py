@@ -15,13 +15,15 @@ is busy (yours or another user's).
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from roost.classad import ClassAd
 from roost.classad.evaluate import eval_attr
 from roost.classad.unparse import unparse
 from roost.core.analyze import _short_of, _whole, show_value, truth
+from roost.core.gridbatch import where_text
 from roost.core.req_steps import numbered_clauses, pretty, reduce, table
 from roost.vocabulary import JobStatus
 
@@ -254,6 +256,17 @@ def universe_warning(job: ClassAd) -> str:
     if universe in (7, 12):
         return "\nWARNING: Analysis is not complete for Scheduler or Local universe jobs.\n"
     return "\nWARNING: Job universe unknown.  Analysis may not be meaningful.\n"
+
+
+def grid_text(job: Mapping[str, Any]) -> str:
+    """A grid job handed to another system (no ``$$`` matchmaking in its GridResource):
+    where it is there (``pending in Slurm as job 42: (Resources)``), in place of a
+    matchmaking analysis that does not apply; "" for any other job."""
+    resource = job.get("GridResource")
+    if job.get("JobUniverse") != 9 or (isinstance(resource, str) and "$$" in resource):
+        return ""
+    cl, pr = (int(job.get(a) or 0) for a in ("ClusterId", "ProcId"))
+    return f"\n{cl:03d}.{pr:03d}:  Grid job ({resource}): {where_text(dict(job))}\n"
 
 
 def condor_text(job: ClassAd, slots: Sequence[ClassAd], better: bool, width: int = 80,

@@ -233,14 +233,15 @@ class _Cycle:
     def wants(self, name: str) -> bool:
         return self.open[name] > 0
 
-    def took(self, r: Request) -> None:
-        """One job of ``r`` matched."""
-        left = self.left[id(r)] = self.left[id(r)] - 1
+    def took(self, r: Request, jobs: int = 1) -> None:
+        """``jobs`` jobs of ``r`` matched (what as many calls for one job would do)."""
+        was = self.left[id(r)]
+        left = self.left[id(r)] = was - jobs
         n = self.owner[id(r)]
         c = self.copy.get(id(r))
         if c is not None:
             c.count = left
-        if left == 0:
+        if was > 0 >= left:  # it reached 0 on the way
             self.open[n] -= 1
             if c is not None:
                 self.spent[n] = self.spent.get(n, 0) + 1
@@ -345,7 +346,27 @@ def negotiate_fair(
             matches, used = p.matches, p.concurrency_used
         left, held, took = cyc.left, cyc.held, cyc.took
         by_submitter = plan.by_submitter
-        for m in matches:
+        if preemption is None:  # nobody's weight goes down: one request's matches at once
+            i, end = 0, len(matches)
+            while i < end:
+                first = matches[i].request
+                r = orig.get(id(first), first)
+                n = r.submitter
+                h, bw = held.get(n, 0.0), by_weight.get(n, 0.0)
+                j = i
+                while j < end and (m := matches[j]).request is first:  # in order: same sums
+                    m.request = r
+                    w = float(m.weight)
+                    h += w
+                    bw += w
+                    free_w -= w
+                    j += 1
+                if id(r) in left:
+                    took(r, j - i)
+                held[n], by_weight[n] = h, bw
+                by_submitter[n] = by_submitter.get(n, 0) + j - i
+                i = j
+        for m in matches if preemption is not None else ():
             r = m.request = orig.get(id(m.request), m.request)
             w = float(m.weight)
             n = r.submitter

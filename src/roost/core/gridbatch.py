@@ -9,8 +9,13 @@ for another pool's schedd, Condor-C), ``GridJobId`` the remote job (``batch slur
 <id>``), ``GridJobStatus`` the remote system's own word for its state, and
 ``JobStatus`` follows it: pending is Idle, running is Running, done is Completed with
 the job's exit code. What the remote system ends without the job's own doing (a
-cancel from outside, its wall time, its memory, a node lost) is a hold with the remote
-system's reason, as HTCondor's gridmanager does.
+cancel from outside, its wall time, its memory) is a hold with the remote system's
+reason, as HTCondor's gridmanager does. A node lost under the job is not the job's
+doing either, but it is the one failure HTCondor reruns a job for (a vanilla job whose
+machine vanishes goes back to Idle and runs again): jobs are submitted with
+``--no-requeue`` so that roost, not Slurm's two-minute requeue delay, decides, and a
+``NODE_FAIL``/``BOOT_FAIL`` is resubmitted as a new attempt while the job has had fewer
+than :data:`NODE_FAILURE_SUBMITS` submits, then held with Slurm's reason.
 """
 
 from __future__ import annotations
@@ -28,6 +33,8 @@ HOLD_GRID_SUBMIT_FAILED = 0
 HOLD_REMOTE_ENDED = 0
 HOLD_OUT_OF_RESOURCES = 34  # JobOutOfResources
 HOLD_DURATION_EXCEEDED = 46  # JobDurationExceeded
+#: submits a job may have had (NumGridSubmits) and still be resubmitted after a node failure
+NODE_FAILURE_SUBMITS = 3
 
 
 class SlurmOptionError(ValueError):
@@ -56,7 +63,7 @@ def sbatch_args(ad: dict[str, Any], *, name: str, sandbox: str, script: str) -> 
     RequestCpus -> --cpus-per-task, RequestMemory (MB) -> --mem, BatchRuntime (s,
     HTCondor's ``batch_runtime``) -> --time in minutes, BatchQueue -> --partition,
     BatchProject -> --account; the job's stdout/stderr go to the sandbox."""
-    args = ["--parsable", f"--job-name={name}", f"--chdir={sandbox}", "--nodes=1", "--ntasks=1",
+    args = ["--parsable", f"--job-name={name}", f"--chdir={sandbox}", "--nodes=1", "--ntasks=1", "--no-requeue",
             f"--output={sandbox}/_roost_stdout", f"--error={sandbox}/_roost_stderr", "--export=NONE"]
     cpus = _positive(ad, "RequestCpus")
     if cpus:
@@ -111,6 +118,8 @@ class Mirror:
     hold_reason: str | None = None
     hold_code: int = 0
     done: bool = False  # Slurm is finished with it: stage out, then complete or hold
+    resubmit: bool = False  # its node failed: submit it again as a new attempt (``why`` says so)
+    why: str = ""
 
 
 _PENDING = {"PENDING", "CONFIGURING", "REQUEUED", "REQUEUE_FED", "REQUEUE_HOLD", "RESIZING", "SPECIAL_EXIT",
@@ -137,8 +146,12 @@ def _exit(text: str) -> tuple[int | None, int | None]:
     return (None, s) if s else (c, None)
 
 
-def mirror(fields: dict[str, str]) -> Mirror:
-    """One ``scontrol show job`` record (or the same keys from squeue/sacct) in roost's terms."""
+_NODE_FAILURES = {"NODE_FAIL", "BOOT_FAIL"}
+
+
+def mirror(fields: dict[str, str], submits: int = 1) -> Mirror:
+    """One ``scontrol show job`` record (or the same keys from squeue/sacct) in roost's
+    terms; ``submits``: the job's NumGridSubmits so far (a node failure's resubmit)."""
     state = fields.get("JobState", "").split()[0].rstrip("+") if fields.get("JobState") else ""
     reason = fields.get("Reason", "")
     if state in _PENDING or state == "":
@@ -159,10 +172,62 @@ def mirror(fields: dict[str, str]) -> Mirror:
         return Mirror(JobStatus.COMPLETED, state, exit_code=code, exit_signal=sig, done=True)
     why, hold_code = _HOLD_REASONS.get(state, (f"it ended in state {state}", HOLD_REMOTE_ENDED))
     said = f" ({reason})" if reason and reason not in ("None", "(null)") else ""
+    if state in _NODE_FAILURES and submits < NODE_FAILURE_SUBMITS:
+        return Mirror(JobStatus.IDLE, state, done=True, resubmit=True,
+                      why=f"Slurm: {why}: {state}{said}; submitted again")
+    if state in _NODE_FAILURES:
+        said += f" after {submits} submits"
     return Mirror(JobStatus.HELD, state, exit_code=code, exit_signal=sig,
                   hold_reason=f"Slurm: {why}: {state}{said}", hold_code=hold_code, done=True)
 
 
+def next_probe_delay(previous: float, changed: bool, shortest: float, longest: float) -> float:
+    """Seconds until the grid manager's next poll. A poll that saw something change (or
+    a wake: a job just submitted) is followed by another after ``shortest``
+    (GRIDMANAGER_JOB_PROBE_MIN_INTERVAL); each quiet poll doubles the wait, up to
+    ``longest`` (GRIDMANAGER_JOB_PROBE_INTERVAL). Short jobs end one after another while
+    some are changing, so their ends are seen within about ``shortest`` instead of up
+    to ``longest`` late; a quiet queue costs one poll per ``longest``."""
+    shortest = min(shortest, longest)
+    if changed:
+        return shortest
+    return min(longest, max(shortest, previous * 2))
+
+
+def slurm_reason(fields: dict[str, str]) -> str:
+    """Slurm's reason for a job's state (``Resources``, ``Priority``, ``NodeDown``), or ""."""
+    reason = fields.get("Reason", "")
+    return "" if reason in ("None", "(null)") else reason
+
+
+def where_text(ad: dict[str, Any]) -> str:
+    """Where a grid job is, for ``q -analyze``: the remote job, its state in the remote
+    system's words and why, instead of a matchmaking analysis that does not apply."""
+    resource = ad.get("GridResource") if isinstance(ad.get("GridResource"), str) else "?"
+    gid = ad.get("GridJobId") if isinstance(ad.get("GridJobId"), str) and not ad["GridJobId"].startswith("/Expr(") \
+        else None
+    state = ad.get("GridJobStatus") if isinstance(ad.get("GridJobStatus"), str) else None
+    reason = ad.get("GridJobStatusReason") if isinstance(ad.get("GridJobStatusReason"), str) else ""
+    status = ad.get("JobStatus")
+    system = "Slurm" if resource.split()[:2] == ["batch", "slurm"] else resource
+    if status == JobStatus.HELD:
+        text = f"held; not in {system}"
+        if isinstance(ad.get("HoldReason"), str):
+            text += f": {ad['HoldReason']}"
+        return text
+    if status in (JobStatus.COMPLETED, JobStatus.REMOVED):
+        return "completed" if status == JobStatus.COMPLETED else "removed"
+    if gid is None:
+        return f"not yet submitted to {system} (the grid manager submits it)"
+    remote = gid.split()[-1]
+    words = {"PENDING": "pending", "RUNNING": "running", "COMPLETING": "completing", "SUSPENDED": "suspended",
+             "CONFIGURING": "starting", "REQUEUED": "requeued"}
+    how = words.get(state or "", (state or "submitted").lower())
+    said = f": ({reason})" if reason else ""
+    return f"{how} in {system} as job {remote}{said}"
+
+
 __all__ = [
-    "Mirror", "SlurmOptionError", "mirror", "parse_sbatch", "parse_scontrol", "sbatch_args", "slurm_job_name",
+    "NODE_FAILURE_SUBMITS", "Mirror", "SlurmOptionError", "mirror", "next_probe_delay", "parse_sbatch", "parse_scontrol", "sbatch_args",
+    "slurm_job_name", "slurm_reason", "where_text",
 ]

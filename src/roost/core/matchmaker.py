@@ -39,7 +39,12 @@ and compares numbers for each carved slot, and when its ranks are constant per
 base each base is scanned in input order instead of offering every carved
 class (``offer_base`` in :meth:`SlotPool.match_request`); when its Rank is what is
 left of one resource (``TARGET.Memory``), each base is read off a heap of its
-members by that resource (:mod:`roost.core.rankheaps`).
+members by that resource (:mod:`roost.core.rankheaps`). A request that keeps
+taking jobs from one slot, or from one such base, takes them in a run
+(``_run``, ``_ranked_run``) while nothing in its heap is better, and an offer
+better than the whole heap waits beside it (``ahead``): the order of pushing
+and popping each, without doing so (``SlotPool.shortcuts``). Non-numeric and NaN
+ranks count as 0, as in HTCondor, so sort keys are totally ordered.
 
 Pure: ads in, :class:`Plan` out; no clock (``now`` is passed in), no I/O.
 :class:`SlotPool` keeps the per-cycle view so a caller can spin the pie
@@ -60,7 +65,7 @@ from roost.classad import ClassAd
 from roost.classad.ast import Literal, Node
 from roost.classad.evaluate import EvaluationFailed, evaluate, matches
 from roost.core.concurrency import ConcurrencyLimits, concurrency_room, parse_concurrency_limits
-from roost.core.matchvalues import attr_value, eval_number, truthy, value_of
+from roost.core.matchvalues import attr_value, rank_number, truthy, value_of
 from roost.core.preemption import (
     NO_PREEMPTION,
     PreemptionPolicy,
@@ -203,6 +208,11 @@ def _fits(view: SlotView, amounts: dict[str, float]) -> bool:
 class SlotPool:
     """The slots of one cycle and what has been promised of them so far."""
 
+    # False: every offer goes through the heap and every job is one pop (the ``ahead``
+    # entry and the same-slot runs of :meth:`match_request` off): the plain path the
+    # differential tests compare with (tests/unit/core/test_matchmaker_shortcuts.py)
+    shortcuts = True
+
     def __init__(
         self,
         slots: Iterable[Slot],
@@ -281,6 +291,8 @@ class SlotPool:
             else:  # the job's Rank is what is left of a resource; the others are numbers
                 r1, res, r3 = rank_of
                 r2 = rem[res]
+                if r2 != r2:  # a NaN resource ranks as 0 (``rank_number``)
+                    r2 = 0.0
                 ranks = (r1, r2, r3)
             return (NO_PREEMPTION, -r1, -r2, -r3, 0.0), ranks, known[2], known[3], False
         if fixed is not None and view.partitionable and not _fits(view, fixed):
@@ -326,9 +338,9 @@ class SlotPool:
 
     def _ranks(self, job: ClassAd, ad: ClassAd) -> tuple[float, float, float]:
         """NEGOTIATOR_PRE_JOB_RANK, the job's Rank, NEGOTIATOR_POST_JOB_RANK of ``ad``."""
-        return (eval_number(self.pre_job_rank, ad, job),
-                eval_number(job._attrs.get("rank"), job, ad),
-                eval_number(self.post_job_rank, ad, job))
+        return (rank_number(self.pre_job_rank, ad, job),
+                rank_number(job._attrs.get("rank"), job, ad),
+                rank_number(self.post_job_rank, ad, job))
 
     def _constant_key(self, job: ClassAd) -> tuple[Any, ...] | None:
         """The sort key every candidate of ``job`` has when no rank can differ between
@@ -341,9 +353,9 @@ class SlotPool:
         for node in (self.pre_job_rank, rank, self.post_job_rank):
             if node is not None and type(node) is not Literal:
                 return None
-        r1 = eval_number(self.pre_job_rank, job, None)
-        r2 = eval_number(rank, job, None)
-        r3 = eval_number(self.post_job_rank, job, None)
+        r1 = rank_number(self.pre_job_rank, job, None)
+        r2 = rank_number(rank, job, None)
+        r3 = rank_number(self.post_job_rank, job, None)
         return (NO_PREEMPTION, -r1, -r2, -r3, 0.0)
 
     def _job_info(
@@ -375,6 +387,89 @@ class SlotPool:
         while light and light[0][2].used:
             heapq.heappop(light)
         return light[0][0] if light else math.inf
+
+    def _run(
+        self, out: list[Match], want: int, request: Request, view: SlotView, res: Any,
+        checks: tuple[Any, ...], skip_spent: bool, heap: list[tuple[Any, ...]], serial: int,
+        used: float, budget: float,
+    ) -> tuple[int, float]:
+        """More jobs of ``request`` on ``view``, right after one went there, for a split job
+        with constant ranks (a base entry, input order): offering the base again would
+        offer ``view`` while it passes the checks, and the heap would hand it straight
+        back while nothing in it is better, so it takes the next job at once. Returns
+        the serial and weight used so far, as if each had been pushed and popped."""
+        key, ranks, amounts, weight, preempts = res
+        index, rem, slot = view.index, view.remaining, view.slot
+        changes = self.classes.changes
+        top = heap[0] if heap else None
+        lowered = [(a, x) for a, x in amounts.items() if x != 0]  # ``view.take``, inlined
+        was = rem["Cpus"] > 0 or rem["Memory"] > 0
+        taken = 0
+        while len(out) < want:
+            if skip_spent and rem["Cpus"] <= 0:
+                break
+            for attr, cmp, number in checks:
+                if not cmp(rem[attr], number):
+                    break
+            else:
+                # ``view`` came out as the heap's least entry and its key does not change,
+                # so the top stays above it (unless another entry of this slot were queued)
+                if used + weight > budget or (
+                    top is not None and not (key, index, serial + 1) < top
+                ):
+                    break
+                serial += 1
+                used += weight
+                out.append(Match(request, slot, ranks, amounts, weight, preempts))
+                for a, x in lowered:
+                    rem[a] -= x
+                changes.append(view)
+                taken += 1
+                continue
+            break
+        if taken and lowered:
+            view.touched.update(a for a, _ in lowered)
+            view.carved = view.stale = True
+        self._free -= was - (rem["Cpus"] > 0 or rem["Memory"] > 0)  # the takes' sum
+        return serial, used
+
+    def _ranked_run(
+        self, out: list[Match], want: int, request: Request, part: Partition, bid: int,
+        rc: RankedChecks, res: Any, heap: list[tuple[Any, ...]], serial: int, used: float,
+        budget: float, based: dict[int, SlotView],
+    ) -> tuple[int, float]:
+        """More jobs of ``request`` from base ``bid``, right after one went there, for a
+        split job ranked by what is left of ``rc.attr``: each the base's best member
+        (:func:`~roost.core.rankheaps.best`), taken at once while it beats the heap's top,
+        which is what offering it and popping the heap would do."""
+        _, (r1, _, r3), amounts, weight, preempts = res  # r1, r3: pre- and post-job ranks
+        attr, changes = rc.attr, self.classes.changes
+        top = heap[0] if heap else None
+        lowered = [(a, x) for a, x in amounts.items() if x != 0]
+        names = [a for a, _ in lowered]
+        while len(out) < want:
+            view = best(part, bid, rc)
+            if view is None or used + weight > budget:
+                break
+            rem = view.remaining
+            left = rem[attr]
+            if top is not None and not (
+                (NO_PREEMPTION, -r1, -left, -r3, 0.0), view.index, serial + 1
+            ) < top:
+                break
+            serial += 1
+            used += weight
+            out.append(Match(request, view.slot, (r1, left, r3), amounts, weight, preempts))
+            was = rem["Cpus"] > 0 or rem["Memory"] > 0
+            if lowered:  # ``view.take``, inlined
+                for a, x in lowered:
+                    rem[a] -= x
+                view.touched.update(names)
+                view.carved = view.stale = True
+            self._free -= was - (rem["Cpus"] > 0 or rem["Memory"] > 0)
+            changes.append(view)
+            based[view.index] = view
+        return serial, used
 
     def match_request(
         self,
@@ -447,6 +542,28 @@ class SlotPool:
         heap: list[tuple[Any, ...]] = []
         serial = 0
         used_weight = 0.0
+        ahead: tuple[Any, ...] | None = None  # an entry better than all the heap's (see push)
+        shortcuts = self.shortcuts
+
+        def push(entry: tuple[Any, ...]) -> None:
+            """Into the heap; but an entry better than all of it is kept aside as ``ahead``,
+            the next one out: the same order as pushing it and popping it at once (keys
+            are totally ordered, ties go by serial), without the two heap walks."""
+            nonlocal ahead
+            if filling:
+                heap.append(entry)
+            elif not shortcuts:
+                heapq.heappush(heap, entry)
+            elif ahead is None:
+                if heap and heap[0] < entry:
+                    heapq.heappush(heap, entry)
+                else:
+                    ahead = entry
+            elif entry < ahead:
+                heapq.heappush(heap, ahead)
+                ahead = entry
+            else:
+                heapq.heappush(heap, entry)
 
         def offer(cls: SlotClass) -> None:
             nonlocal serial
@@ -475,10 +592,7 @@ class SlotPool:
             queued[cls] = head.index
             serial += 1
             entry = (const if res is False else res[0], head.index, serial, cls)
-            if filling:
-                heap.append(entry)
-            else:
-                heapq.heappush(heap, entry)
+            push(entry)
 
         checks = split.checks if split is not None else ()
         # members before a base's cursor fail these checks for good: jobs alike share it
@@ -507,10 +621,7 @@ class SlotPool:
             tops[bid] = (view, ((NO_PREEMPTION, -r1, -left, -r3, 0.0), ranks, *res[2:]))
             serial += 1
             entry = (tops[bid][1][0], view.index, serial, ref)
-            if filling:
-                heap.append(entry)
-            else:
-                heapq.heappush(heap, entry)
+            push(entry)
             return True
 
         def offer_base(bid: int) -> bool:
@@ -557,10 +668,7 @@ class SlotPool:
             queued[ref] = index
             serial += 1
             entry = (res[0], index, serial, ref)
-            if filling:
-                heap.append(entry)
-            else:
-                heapq.heappush(heap, entry)
+            push(entry)
             return True
 
         filling = True  # the first offers are heapified at once
@@ -592,8 +700,13 @@ class SlotPool:
         heapq.heapify(heap)
         filling = False
         out: list[Match] = []
-        while heap and len(out) < want:
-            entry = heapq.heappop(heap)
+        while len(out) < want:
+            if ahead is not None:
+                entry, ahead = ahead, None
+            elif heap:
+                entry = heapq.heappop(heap)
+            else:
+                break
             obj = entry[-1]
             idx = entry[-3]
             if queued.get(obj) != idx:
@@ -640,6 +753,18 @@ class SlotPool:
             self.classes.changes.append(view)
             if type(obj) is BaseRef:
                 based[view.index] = view  # its class is brought up to date below
+                if not shortcuts:
+                    pass
+                elif ranked_by:
+                    serial, used_weight = self._ranked_run(
+                        out, want, request, part, obj.bid, rchecks, res, heap, serial,
+                        used_weight, budget, based,
+                    )
+                else:
+                    serial, used_weight = self._run(
+                        out, want, request, view, res, checks, skip_spent, heap, serial,
+                        used_weight, budget,
+                    )
                 offer_base(obj.bid)
                 continue
             new = self.classes.place(part, view)

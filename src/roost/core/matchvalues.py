@@ -35,6 +35,14 @@ def eval_number(node: Node | None, cur: ClassAd, tgt: ClassAd | None) -> float:
         return 0.0
 
 
+def rank_number(node: Node | None, cur: ClassAd, tgt: ClassAd | None) -> float:
+    """A rank as matchmaking sorts by it: :func:`eval_number`, with NaN counted as 0 like
+    any other non-number. A NaN key is unordered: the best slot would then depend on
+    how a heap happened to be laid out, not on the ranks."""
+    v = eval_number(node, cur, tgt)
+    return v if v == v else 0.0
+
+
 def value_of(node: Node, cur: ClassAd, tgt: ClassAd | None) -> Any:
     """``node``'s value, None when the evaluation fails."""
     try:
@@ -65,4 +73,6 @@ def is_true(ad: ClassAd, attr: str) -> bool:
     return v is True or (type(v) in (int, float) and v != 0)
 
 
-__all__ = ["attr_value", "eval_number", "is_true", "number", "truthy", "value_of"]
+__all__ = [
+    "attr_value", "eval_number", "is_true", "number", "rank_number", "truthy", "value_of",
+]

@@ -149,7 +149,7 @@ def preemption_rank(policy: PreemptionPolicy | None, slot_ad: Any, job: Any) -> 
     if policy is None:
         return 0.0
     v = _eval_number(policy.rank, slot_ad, job)
-    return 0.0 if v is None else v
+    return 0.0 if v is None or v != v else v  # NaN sorts as 0, as in the matchmaker
 
 
 def preemption_key(

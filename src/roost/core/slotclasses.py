@@ -284,7 +284,7 @@ class Partition:
     __slots__ = (
         "names", "rest", "keyed", "res_names", "classes", "groups", "of", "base", "cursor", "born", "kids",
         "bid", "bids", "bmembers", "bnumeric", "brefs", "bnext", "babsent", "bheaps",
-        "bfinite", "deferred", "bcursors",
+        "bfinite", "deferred", "bcursors", "sigs",
     )
 
     def __init__(self, names: tuple[str, ...] | None) -> None:
@@ -324,6 +324,8 @@ class Partition:
         # need only look at the ones created since (a class keeps its key, so its answer)
         self.born: list[SlotClass] = []
         self.kids: dict[tuple[Any, ...], int] = {}  # class key → its number, for ever
+        # the ids of a view's keyed nodes (and claimed, partitionable) → (its base, the nodes)
+        self.sigs: dict[tuple[Any, ...], tuple[tuple[Any, ...], tuple[Any, ...]]] = {}
 
 
 class Answers:
@@ -503,18 +505,25 @@ class SlotClasses:
         else:
             first = part.bid.get(view.index)
             if first is None:
-                attrs = view.ad._attrs
-                vk = self._vkey
-                key: list[Any] = []
-                for n in part.keyed[view.partitionable]:  # ``_vkey``, its usual cases inlined
-                    node = attrs.get(n)
-                    if node is None:
-                        key.append(_MISSING)
-                    elif type(node) is Literal and type(node.value) in _PLAIN:
-                        key.append((type(node.value), node.value))
-                    else:
-                        key.append(vk(node))
-                base = (*key, view.claimed, view.partitionable)
+                # ads of one kind share their expression trees (the parser caches them
+                # by text), so the same nodes give the same base: looked up by their ids
+                nodes = tuple(map(view.ad._attrs.get, part.keyed[view.partitionable]))
+                sig = (*map(id, nodes), view.claimed, view.partitionable)
+                hit = part.sigs.get(sig)
+                if hit is None:
+                    vk = self._vkey
+                    key: list[Any] = []
+                    for node in nodes:  # ``_vkey``, its usual cases inlined
+                        if node is None:
+                            key.append(_MISSING)
+                        elif type(node) is Literal and type(node.value) in _PLAIN:
+                            key.append((type(node.value), node.value))
+                        else:
+                            key.append(vk(node))
+                    base = (*key, view.claimed, view.partitionable)
+                    part.sigs[sig] = (base, nodes)  # the nodes held: their ids stay theirs
+                else:
+                    base = hit[0]
                 part.base[view.index] = base
                 first = part.bid[view.index] = part.bids.setdefault(base, len(part.bids))
                 if view.partitionable:

@@ -21,7 +21,7 @@ from typing import Any
 from roost.classad import ClassAd
 from roost.classad.ast import AttrRef, BinaryOp, Literal, Node
 from roost.core.conjuncts import conjuncts, unparen
-from roost.core.matchvalues import eval_number
+from roost.core.matchvalues import rank_number
 from roost.core.slotclasses import RESOURCE_KEYS, RESOURCE_NAMES, SlotClasses
 
 _CMP_OPS: dict[str, Callable[[Any, Any], bool]] = {
@@ -161,8 +161,8 @@ def _rank_of(job: ClassAd, pre_job_rank: Node | None,
     res = _slot_resource(rank, job)
     if res is None:
         return None
-    return (eval_number(pre_job_rank, job, None), RESOURCE_NAMES[res],
-            eval_number(post_job_rank, job, None))
+    return (rank_number(pre_job_rank, job, None), RESOURCE_NAMES[res],
+            rank_number(post_job_rank, job, None))
 
 
 __all__ = ["Split", "split_of"]

@@ -242,6 +242,10 @@ class AdStore:
             self._tally(t, "add", e.obj)
         return missing
 
+    def get(self, ad_type: str, name: str) -> Entry | None:
+        """The ad of that type and name (not Submitter ads, which are per schedd)."""
+        return self.tables.get(ad_type.lower(), {}).get(ad_key(ad_type, {}, name))
+
     def invalidate(self, ad_type: str, name: str, schedd_name: str | None = None) -> int:
         """Forget an ad; for Submitter ads that of ``schedd_name``, or without one every
         schedd's ad of that name. How many went."""

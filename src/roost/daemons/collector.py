@@ -33,6 +33,7 @@ from typing import Any
 from roost.classad.errors import ClassAdSyntaxError
 from roost.classad.evaluate import EvaluationFailed, evaluate
 from roost.classad.parser import parse_expr
+from roost.core import glidein_ads
 from roost.core.flock import foreign_ad_refusal
 from roost.daemons.adstore import AdStore, Entry
 from roost.daemons.base import Daemon, run
@@ -194,6 +195,8 @@ class Collector(Daemon):
             raise RequestError("BAD_REQUEST", f"UPDATE_AD: bad ad type {ad_type!r}")
         if self._flock_home is not None:
             self._check_foreign("UPDATE_AD", ad_type, req["ad"].get("Name"), peer)
+        if _glidein(peer):
+            self._check_glidein("UPDATE_AD", ad_type, req["ad"])
         entry = self.store.update(ad_type, req["ad"], req.get("private"), time.monotonic(), time.time())
         self.updates += 1
         self.log.debug("update %s %r from %s", ad_type, entry.obj.get("Name"), peer.address)
@@ -209,6 +212,7 @@ class Collector(Daemon):
         mono, wall = time.monotonic(), time.time()
         errors: list[dict[str, Any]] = []
         n = 0
+        glidein = _glidein(peer)
         for i, item in enumerate(req.get("ads") or []):
             private = item.get("private")
             try:
@@ -217,11 +221,16 @@ class Collector(Daemon):
                 if self._flock_home is not None:
                     ad = item.get("ad")
                     self._check_foreign("UPDATE_ADS", ad_type, ad.get("Name") if isinstance(ad, dict) else None, peer)
+                if glidein and isinstance(item.get("ad"), dict):
+                    self._check_glidein("UPDATE_ADS", ad_type, item["ad"])
                 self.store.update(ad_type, item.get("ad"), private, mono, wall)
                 n += 1
             except RequestError as e:
                 errors.append({"index": i, "error": e.message})
-        missing = self.store.refresh(ad_type, req.get("refresh") or [], mono, wall)
+        refresh = req.get("refresh") or []
+        if glidein:  # a glide-in refreshes its own ads only (a note may set attributes)
+            refresh = [r for r in refresh if self._glidein_may_touch(ad_type, r)]
+        missing = self.store.refresh(ad_type, refresh, mono, wall)
         self.updates += n
         self.log.debug("UPDATE_ADS: %d %s ads, %d refreshed, from %s", n, ad_type,
                        len(req.get("refresh") or []) - len(missing), peer.address)
@@ -236,9 +245,27 @@ class Collector(Daemon):
         if why is not None:
             raise RequestError("PERMISSION_DENIED", f"{cmd}: {why}")
 
+    def _check_glidein(self, cmd: str, ad_type: str, ad: dict[str, Any]) -> None:
+        """A glide-in's token (startd-only) puts and replaces glide-in ads of its annex only."""
+        name = ad.get("Name")
+        old = self.store.get(ad_type, name) if isinstance(name, str) else None
+        why = glidein_ads.update_refusal(ad_type, ad, old.obj if old is not None else None)
+        if why is not None:
+            raise RequestError("PERMISSION_DENIED", f"{cmd}: {why}")
+
+    def _glidein_may_touch(self, ad_type: str, item: Any) -> bool:
+        name = item.get("Name") if isinstance(item, dict) else item
+        if not isinstance(name, str) or ad_type.lower() != "machine":
+            return False
+        old = self.store.get(ad_type, name)
+        return old is None or glidein_ads.replace_refusal(old.obj, None) is None
+
     async def invalidate_ad(self, req: dict[str, Any], peer: Peer) -> dict[str, Any]:
         if self._flock_home is not None:
             self._check_foreign("INVALIDATE_AD", req["type"], req["name"], peer)
+        if _glidein(peer) and not self._glidein_may_touch(req["type"], req["name"]):
+            raise RequestError("PERMISSION_DENIED", "INVALIDATE_AD: a glide-in's token cannot withdraw "
+                                                    "an ad that is not a glide-in's")
         n = self.store.invalidate(req["type"], req["name"], req.get("schedd_name"))
         if n:
             self.log.info("invalidated %s ad %r (from %s)", req["type"], req["name"], peer.address)
@@ -291,6 +318,12 @@ def constraint_fn(text: str) -> Any:
         return parse_expr(text)
     except ClassAdSyntaxError as e:
         raise RequestError("BAD_REQUEST", f"QUERY: bad constraint {excerpt(text)!r}: {e}") from None
+
+
+def _glidein(peer: Peer) -> bool:
+    """The peer holds a glide-in's token (limited to advertising a startd)."""
+    ident = peer.identity
+    return ident is not None and glidein_ads.startd_only(ident.scopes)
 
 
 def _holds(node: Any, entry: Entry) -> bool:

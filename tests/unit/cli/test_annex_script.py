@@ -72,6 +72,8 @@ def test_a_token_with_spaces_is_refused() -> None:
     (["-slurm", "2", "-idle", "0"], "-idle must be more than 0"),
     (["-slurm", "2", "-name", "a b"], "-name 'a b': letters, digits"),
     (["-slurm", "2", "extra"], "unexpected argument 'extra'"),
+    (["-slurm", "2", "-owners", "a b"], "-owners 'a b': user names"),
+    (["-slurm", "2", "-owners", ","], "-owners ',': user names"),
 ])
 def test_bad_annex_command_lines_say_what_is_wrong(argv: list[str], said: str,
                                                     capsys: pytest.CaptureFixture[str]) -> None:
@@ -120,3 +122,21 @@ def test_cancelled_by_slurm_the_script_still_removes_its_home(tmp_path: Path) ->
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
     assert not list(tmp_path.glob("roost-gi-*"))
+
+
+def test_glideins_run_only_their_owners_jobs() -> None:
+    """A glide-in runs every job as its own user, beside its token: only the annex's
+    owners' jobs may start there (condor_annex's -owners, default its user)."""
+    from roost.classad import ClassAd
+    from roost.classad.evaluate import evaluate
+    from roost.classad.parser import parse_expr
+    from roost.classad.values import Value
+    from roost.cli.annex_cmd import owners_start
+
+    start = parse_expr(owners_start(["alice", "bob"]))
+    slot = ClassAd()
+    for owner, want in (("alice", True), ("bob", True), ("mallory", False)):
+        job = ClassAd({"Owner": owner})
+        assert evaluate(start, slot, job) is want
+    # with no job it is undefined, not false: the slot is not in the Owner state
+    assert evaluate(start, slot, None) is Value.Undefined

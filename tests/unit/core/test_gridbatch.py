@@ -6,13 +6,17 @@ from __future__ import annotations
 
 import pytest
 
+from roost.core.condor_analysis import grid_text
 from roost.core.gridbatch import (
+    NODE_FAILURE_SUBMITS,
     SlurmOptionError,
     mirror,
+    next_probe_delay,
     parse_sbatch,
     parse_scontrol,
     sbatch_args,
     slurm_job_name,
+    where_text,
 )
 from roost.universes.grid import GridResource, GridResourceError, parse_grid_resource
 from roost.vocabulary import JobStatus
@@ -79,7 +83,50 @@ def test_slurm_states_in_the_queue() -> None:
     assert (got[6].status, got[6].exit_code) == (JobStatus.COMPLETED, 3)
     assert got[7].hold_code == 46 and "wall time" in got[7].hold_reason and "(TimeLimit)" in got[7].hold_reason
     assert (got[8].status, got[8].exit_signal, got[8].exit_code) == (JobStatus.COMPLETED, 9, None)
-    assert "its node failed: NODE_FAIL (NodeDown)" in got[9].hold_reason
+    assert got[9].resubmit and "its node failed: NODE_FAIL (NodeDown)" in got[9].why
     assert got[10].hold_code == 34
     assert got[11].status == JobStatus.RUNNING and got[12].status == JobStatus.SUSPENDED
     assert mirror({}).status == JobStatus.IDLE
+
+
+def test_jobs_are_not_requeued_by_slurm_roost_decides() -> None:
+    assert "--no-requeue" in sbatch_args({}, name="n", sandbox="/s", script="x")
+
+
+def test_a_node_lost_is_submitted_again_then_held_with_slurms_reason() -> None:
+    lost = parse_scontrol(line(9, "NODE_FAIL", "NodeDown", "0:0"))[0]
+    again = mirror(lost, submits=1)
+    assert again.resubmit and again.done and again.status == JobStatus.IDLE and again.hold_reason is None
+    assert "its node failed: NODE_FAIL (NodeDown); submitted again" in again.why
+    assert mirror(parse_scontrol(line(9, "BOOT_FAIL", "None", "0:0"))[0], submits=2).resubmit
+    held = mirror(lost, submits=NODE_FAILURE_SUBMITS)
+    assert not held.resubmit and held.status == JobStatus.HELD
+    assert held.hold_reason == f"Slurm: its node failed: NODE_FAIL (NodeDown) after {NODE_FAILURE_SUBMITS} submits"
+    assert not mirror(parse_scontrol(line(4, "CANCELLED", "None", "0:0"))[0], submits=1).resubmit
+
+
+def test_where_a_grid_job_is_for_analyze() -> None:
+    base = {"GridResource": "batch slurm", "JobUniverse": 9, "ClusterId": 7, "ProcId": 0}
+    pending = dict(base, JobStatus=1, GridJobId="batch slurm 42", GridJobStatus="PENDING",
+                   GridJobStatusReason="Resources")
+    assert where_text(pending) == "pending in Slurm as job 42: (Resources)"
+    assert grid_text(pending) == "\n007.000:  Grid job (batch slurm): pending in Slurm as job 42: (Resources)\n"
+    assert where_text(dict(base, JobStatus=2, GridJobId="batch slurm 42", GridJobStatus="RUNNING",
+                           GridJobStatusReason="")) == "running in Slurm as job 42"
+    assert "not yet submitted to Slurm" in where_text(dict(base, JobStatus=1))
+    assert where_text(dict(base, JobStatus=1, GridJobId="/Expr(undefined)/")).startswith("not yet submitted")
+    held = where_text(dict(base, JobStatus=5, HoldReason="Slurm refused the job: sbatch: error: x"))
+    assert held == "held; not in Slurm: Slurm refused the job: sbatch: error: x"
+    condorc = dict(base, GridResource="condor s@b cm.b", JobStatus=1, GridJobId="condor s@b cm.b 3.0",
+                   GridJobStatus="IDLE")
+    assert where_text(condorc) == "idle in condor s@b cm.b as job 3.0"
+    assert grid_text({"JobUniverse": 5}) == "" and grid_text(dict(base, GridResource="condor $$(Name) x")) == ""
+
+
+def test_polls_come_soon_after_a_change_and_seldom_while_quiet() -> None:
+    assert next_probe_delay(10, True, 1, 10) == 1, "a change: look again soon"
+    waits = [1.0]
+    for _ in range(6):
+        waits.append(next_probe_delay(waits[-1], False, 1, 10))
+    assert waits == [1, 2, 4, 8, 10, 10, 10], "doubling while quiet, up to the probe interval"
+    assert next_probe_delay(10, True, 30, 10) == 10, "a minimum above the interval is the interval"

@@ -78,6 +78,27 @@ def may_read(owner: str, path: str) -> bool:
     return _allowed(st, ident, "x" if stat.S_ISDIR(st.st_mode) else "r") and _searchable(path, ident)
 
 
+def open_read(owner: str, path: str) -> Any:
+    """``path`` opened for reading on ``owner``'s behalf (a binary file object), as the
+    kernel would let the owner: links followed, as the owner's own open would, and what
+    was opened checked after the open (its mode bits and the directories above its
+    real path), so a file swapped for a link between ``may_read`` and this open (to
+    /etc/shadow, say) is refused, not read as root. OSError when not allowed."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
+    try:
+        ident = identity(owner)
+        if ident is not None:
+            st = os.fstat(fd)
+            real = os.readlink(f"/proc/self/fd/{fd}")
+            if not stat.S_ISREG(st.st_mode) or not _allowed(st, ident, "r") or not _searchable(real, ident):
+                raise PermissionError(13, f"{owner} may not read it (it is {real} now)", path)
+        os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
 def may_write(owner: str, path: str, *, replace: bool = True) -> bool:
     """Whether the owner could write ``path``: replace it (``replace``: the nearest
     existing directory above must be writable) or append to it (an existing file

@@ -206,7 +206,7 @@ class AutoClusters:
             cand = members.popleft()
             if not_negotiated(cand):
                 continue  # (qedit made it dedicated since it was offered)
-            if not cand.busy and cand.status == IDLE and cand.cluster.procs.get(cand.proc) is cand:
+            if not cand.busy and cand.status == IDLE and cand.cluster.holds(cand):
                 if accept is not None and not accept(cand):
                     skipped.append(cand)
                     continue

@@ -103,7 +103,7 @@ class BulkActions:
             for i in range(0, len(jobs), CHUNK):
                 chunk: list[Job] = []
                 for job in jobs[i : i + CHUNK]:
-                    if job.cluster.procs.get(job.proc) is not job:
+                    if not job.cluster.holds(job):
                         continue
                     if action is None:
                         chunk.append(job)

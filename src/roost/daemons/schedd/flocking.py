@@ -53,6 +53,8 @@ log = logging.getLogger("roost.schedd")
 REMOTE_TIMEOUT = 5.0
 #: flocking decisions a never-home verdict is kept for before the home slots are asked again
 VERDICT_ROUNDS = 10
+#: new never-home verdicts a round makes at most (each may scan every home slot)
+VERDICTS_PER_ROUND = 20
 
 
 def flocking_configured(config: Config) -> bool:
@@ -249,6 +251,7 @@ class Flocking:
         if pool is None:
             pool = self._slot_pool(getattr(shadow, "slot_obj", None))
             if pool is None:
+                self.where.pop(job.key, None)  # a home claim: an earlier run's pool is stale
                 return True
             self._claims[shadow] = pool  # (a claim taken back after a schedd restart)
         if not self.accepts(job):
@@ -335,11 +338,16 @@ class Flocking:
         ttl = VERDICT_ROUNDS * self.interval
         self.verdicts = {k: v for k, v in self.verdicts.items() if k in samples and now - v[1] < ttl}
         fresh = [w.key for w in waiting if w.want_flocking and w.idle > 0 and w.key not in self.verdicts]
+        fresh = fresh[:VERDICTS_PER_ROUND]  # the rest next round: a round stays short
         if fresh and self.senders:
             slots = await self._home_slots()
             if slots is not None:
-                for key in fresh:
-                    self.verdicts[key] = (never_home(samples[key].classad(), slots), now)
+                # off the event loop: a never-home job is matched against every home slot
+                # (~0.1 ms each: 10,000 slots would hold the schedd a second per job)
+                ads = {key: samples[key].classad() for key in fresh}
+                got = await asyncio.to_thread(lambda: {k: never_home(ad, slots) for k, ad in ads.items()})
+                for key, verdict in got.items():
+                    self.verdicts[key] = (verdict, now)
         return [replace(w, never_home=True) if self.verdicts.get(w.key, (False, 0.0))[0] else w for w in waiting]
 
     async def _home_slots(self) -> list[Any] | None:

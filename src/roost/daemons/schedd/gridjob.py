@@ -71,7 +71,7 @@ class GridJob:
     def gone(self) -> bool:
         """This job left the queue or another runner has it: drop it."""
         job = self.job
-        if job.cluster.procs.get(job.proc) is not job:
+        if not job.cluster.holds(job):
             self.m.forget(self)
             return True
         return False
@@ -90,7 +90,7 @@ class GridJob:
             await self.jobs.finish_removed(job)
         elif job.status == JobStatus.HELD:  # a release submits it anew
             await self.jobs.commit(self.jobs.set_ops(job, dict.fromkeys(REMOTE_ATTRS, UNDEFINED)))
-        elif job.status == JobStatus.IDLE and job.cluster.procs.get(job.proc) is job:
+        elif job.status == JobStatus.IDLE and job.cluster.holds(job):
             # released before the remote side had ended the cancelled job: submit it anew
             await self.jobs.commit(self.jobs.set_ops(job, dict.fromkeys(REMOTE_ATTRS, UNDEFINED)))
             self.m.start(job)

@@ -4,8 +4,10 @@ and mirrored in the user's queue. Each ``grid_resource`` type has a backend
 ``gridsge.py`` (Grid Engine), ``condor <schedd> <pool>``
 (another pool's schedd, HTCondor's Condor-C) -> ``gridcondorc.py``. The manager is the
 thin shell around them: it starts a runner per idle grid job (or one found at start
-with a remote job already), and one loop asks each backend to poll all its jobs
-every ``GRIDMANAGER_JOB_PROBE_INTERVAL`` seconds (sooner when woken).
+with a remote job already), and one loop asks each backend to poll all its jobs:
+``GRIDMANAGER_JOB_PROBE_MIN_INTERVAL`` seconds (1) after a poll that saw a change or a
+wake (a job submitted), the wait doubling while nothing changes, up to
+``GRIDMANAGER_JOB_PROBE_INTERVAL`` (10) for a quiet queue (core.gridbatch.next_probe_delay).
 
 Every backend is restartable at any time: a tag naming the job and the attempt is
 committed before the remote submit and the remote id after, so a schedd killed in
@@ -20,7 +22,7 @@ import logging
 import os
 from typing import Any
 
-from roost.core.gridbatch import HOLD_GRID_SUBMIT_FAILED
+from roost.core.gridbatch import HOLD_GRID_SUBMIT_FAILED, next_probe_delay
 from roost.daemons.schedd import runners
 from roost.daemons.schedd.gridcondorc import CondorCBackend
 from roost.daemons.schedd.gridjob import Backend, GridJob
@@ -58,6 +60,7 @@ class GridManager:
         self.jobs = jobs
         self.schedd_name = schedd_name
         self.interval = float(config.get_float("GRIDMANAGER_JOB_PROBE_INTERVAL", 10.0) or 10.0)
+        self.min_interval = float(config.get_float("GRIDMANAGER_JOB_PROBE_MIN_INTERVAL", 1.0) or 1.0)
         self.root = os.path.join(spool, "grid")
         self.backends: dict[str, Backend] = {"batch slurm": SlurmBackend(self, config),
                                              "batch sge": SgeBackend(self, config),
@@ -85,14 +88,26 @@ class GridManager:
         self.jobs.host.spawn(runner.begin(), f"grid-{job.id}")
 
     async def loop(self) -> None:
-        """Poll every backend's active jobs, for ever (the schedd's task)."""
+        """Poll every backend's active jobs, for ever (the schedd's task): soon after a
+        change, seldom while nothing changes."""
+        delay = self.interval
         while True:
             with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(self.interval):
+                async with asyncio.timeout(delay):
                     await self._wake.wait()
+            woken = self._wake.is_set()
             self._wake.clear()
-            if self.active:
-                await self.poll()
+            if not self.active:
+                delay = self.interval
+                continue
+            before = self._seen()
+            await self.poll()
+            delay = next_probe_delay(delay, woken or self._seen() != before, self.min_interval, self.interval)
+
+    def _seen(self) -> set[tuple[Any, ...]]:
+        """What a poll may change: which jobs are active, their status, their remote state."""
+        return {(key, g.job.status, g.job.get("GridJobStatus"), g.job.get("GridJobId"))
+                for key, g in self.active.items()}
 
     def wake(self) -> None:
         self._wake.set()

@@ -8,8 +8,11 @@ here), under a name that says which job and which attempt it is. One poll asks S
 :func:`roost.core.gridbatch.mirror`: ``GridJobStatus`` follows Slurm's word, running
 is Running (with the execute event), an exit is staged back (stdout, stderr,
 ``transfer_output_files`` or every new top-level file) and completes the job; what
-Slurm ended without the job's doing is a hold with Slurm's reason. ``roost rm`` and
-``hold`` cancel the Slurm job (``scancel``); ``release`` submits it again.
+Slurm ended without the job's doing is a hold with Slurm's reason, except a node lost
+under it, which is submitted again (core.gridbatch decides), as HTCondor reruns a job
+whose machine vanished; a job Slurm puts back to pending (a ``scontrol requeue``) is
+Idle again. ``roost rm`` and ``hold`` cancel the Slurm job (``scancel``); ``release``
+submits it again.
 
 Restartable at any time: the name is committed (``GridJobSubmitName``) before
 ``sbatch`` runs and ``GridJobId`` after, so a schedd killed in between finds the job
@@ -38,14 +41,22 @@ from roost.core.gridbatch import (
     parse_scontrol,
     sbatch_args,
     slurm_job_name,
+    slurm_reason,
 )
 from roost.core.spooling import file_items, under_iwd
 from roost.daemons.schedd.access import owner_user
-from roost.daemons.schedd.gridjob import MISSING_POLLS, GridJob, copy_fd, text_attr
+from roost.daemons.schedd.gridjob import (
+    MISSING_POLLS,
+    REMOTE_ATTRS,
+    UNDEFINED,
+    GridJob,
+    copy_fd,
+    text_attr,
+)
 from roost.daemons.schedd.jobqueue import Job
 from roost.daemons.schedd.localuniverse import drop_to, job_argv
 from roost.daemons.userfiles import open_as
-from roost.eventlog import GridResourceDownEvent, GridResourceUpEvent, GridSubmitEvent
+from roost.eventlog import EvictedEvent, GridResourceDownEvent, GridResourceUpEvent, GridSubmitEvent
 from roost.vocabulary import JobStatus
 
 if TYPE_CHECKING:
@@ -227,9 +238,19 @@ class SlurmJob(GridJob):
                 await self.hold(f"Slurm no longer knows job {self.slurm_id}", HOLD_GRID_SUBMIT_FAILED)
             return
         self.missing = 0
-        m = mirror(record)
-        if m.grid_status != job.get("GridJobStatus") and not m.done:
-            await self.jobs.commit(self.jobs.set_ops(job, {"GridJobStatus": m.grid_status}))
+        submits = job.get("NumGridSubmits")
+        m = mirror(record, submits if isinstance(submits, int) else 1)
+        if m.resubmit:
+            await self._resubmit(m.why)
+            return
+        if not m.done:
+            said = {"GridJobStatus": m.grid_status, "GridJobStatusReason": slurm_reason(record)}
+            changed = {k: v for k, v in said.items() if job.get(k, "") != v}
+            if changed:
+                await self.jobs.commit(self.jobs.set_ops(job, changed))
+        if m.status == JobStatus.IDLE and job.status in (JobStatus.RUNNING, JobStatus.SUSPENDED):
+            await self._back_to_idle(f"Slurm put job {self.slurm_id} back: {m.grid_status}")
+            return
         if m.status in (JobStatus.RUNNING, JobStatus.SUSPENDED) and job.status == JobStatus.IDLE:
             node = record.get("NodeList") or "slurm"
             await self.running(f"slurm/{node}", f"<slurm:{node}>", m.grid_status)
@@ -245,6 +266,28 @@ class SlurmJob(GridJob):
         else:
             await self.hold(m.hold_reason or f"Slurm ended the job: {m.grid_status}", m.hold_code,
                             grid_status=m.grid_status)
+
+    async def _back_to_idle(self, why: str) -> None:
+        """Running here, but no longer in Slurm: Idle again with the evicted event (004),
+        as a job that left its machine; still this runner's (the next run is Slurm's)."""
+        job = self.job
+        log.info("job %s: back to idle: %s", job.id, why)
+        ops = self.jobs.set_ops(job, {"LastRemoteHost": job.get("RemoteHost"), "LastVacateReason": why},
+                                JobStatus.IDLE)
+        await self.jobs.report(job, ops, [EvictedEvent(job.cluster.id, job.proc, time.time())])
+
+    async def _resubmit(self, why: str) -> None:
+        """Slurm lost the job's node: submit it again as a new attempt (a new name, so a
+        restart in between finds the new Slurm job, never the failed one)."""
+        job = self.job
+        if job.status in (JobStatus.RUNNING, JobStatus.SUSPENDED):
+            await self._back_to_idle(why)
+        else:
+            log.info("job %s: %s", job.id, why)
+        await self.jobs.commit(self.jobs.set_ops(job, dict.fromkeys((*REMOTE_ATTRS, "GridJobStatusReason"),
+                                                                    UNDEFINED)))
+        self.slurm_id = None
+        await self._submit()
 
     async def _stop(self, record: dict[str, str] | None) -> None:
         """Removed or held by the user: cancel the Slurm job, then let it go."""

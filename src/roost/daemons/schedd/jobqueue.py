@@ -15,6 +15,11 @@ to history (status ``GONE``, until the whole cluster goes). Submitting a million
 jobs writes one row; loading them reads one row and builds the procs from it.
 Clusters written by older versions (no layout) keep a procs row per proc.
 
+Loaded, a sparse cluster's procs without a row stay ranges (plainprocs.py) until
+touched: ``Cluster.job`` makes one proc's Job, ``Cluster.procs`` all of them, and the
+idle lists are made at their first ask, so a restart with a million idle jobs makes
+no Job at all before it answers.
+
 Every change goes through a method here that updates memory, keeps the counters
 (totals per status and per owner) exact, and returns the SQL operations that make
 it durable; the daemon commits them (group commit) before reporting the change.
@@ -30,9 +35,10 @@ from operator import attrgetter, itemgetter
 from typing import Any
 
 from roost.classad import ClassAd
-from roost.core.jobpolicy import COMPLETED, IDLE, REMOVED, RUNNING, STATUS_NAMES, SUSPENDED
+from roost.core.jobpolicy import COMPLETED, HELD, IDLE, REMOVED, RUNNING, STATUS_NAMES, SUSPENDED
 from roost.daemons.schedd.adcopies import copy_ad, set_values, small_ad
 from roost.daemons.schedd.bulkgc import no_gc
+from roost.daemons.schedd.plainprocs import Plain
 from roost.daemons.schedd.procshape import ABSENT, Shape, own_of, shape_of, shaped_value
 from roost.daemons.schedd.store import Op, Store, dumps
 from roost.net.adwire import obj_to_ad
@@ -219,6 +225,8 @@ class Job:
 _PROC_OF = attrgetter("proc")
 _DIFF_OF = attrgetter("_diff")
 _PROCID_OF = itemgetter("ProcId")
+#: the statuses a cluster's plain procs may be kept in at load (none runs: see _index)
+_PLAIN_STATUSES = (IDLE, HELD)  # (HELD: ``hold = true`` at submit)
 def spellings(ad: dict[str, Any]) -> dict[str, str]:
     """Lower-cased name -> the name as ``ad`` spells it (the first, if it has several)."""
     have: dict[str, str] = {}
@@ -227,21 +235,22 @@ def spellings(ad: dict[str, Any]) -> dict[str, str]:
     return have
 
 
-def _add_plain(cluster: Cluster, lo: int, hi: int, status: int, owns: Iterable[Any] | None = None) -> None:
+def _add_plain(cluster: Cluster, lo: int, hi: int, status: int, owns: Iterable[Any] | None = None,
+               into: dict[int, Job] | None = None) -> None:
     """Procs ``lo`` to ``hi - 1`` of one status and no differences (or ``owns``: their
     shaped values), looped over in C (a million in ~0.3 s); each ProcId is one int,
-    shared by the Job and the dict's key."""
+    shared by the Job and the dict's key. ``into``: the dict (else the cluster's procs)."""
     n = hi - lo
     jobs = list(map(Job, repeat(cluster, n), range(lo, hi), repeat(status, n),
                     repeat(None, n) if owns is None else owns))
-    cluster.procs.update(zip(map(_PROC_OF, jobs), jobs))
+    (cluster._procs if into is None else into).update(zip(map(_PROC_OF, jobs), jobs))
 
 
 class Cluster:
     """One submitted cluster: its shared ad and its procs still in the queue."""
 
-    __slots__ = ("id", "owner", "ad", "procs", "_classad", "finished", "counts", "gjid", "sparse", "_shape",
-                 "shape_names")
+    __slots__ = ("id", "owner", "ad", "_procs", "_plain", "_classad", "finished", "counts", "gjid", "sparse",
+                 "_shape", "shape_names")
 
     def __init__(self, cid: int, owner: str, ad: dict[str, Any], gjid: tuple[str, str] | None = None,
                  sparse: bool = False, shape: Shape | None = None) -> None:
@@ -254,7 +263,10 @@ class Cluster:
         self.sparse = sparse
         self.owner = owner
         self.ad = ad
-        self.procs: dict[int, Job] = {}
+        #: the procs made into a ``Job`` (all of them, unless ``_plain`` holds the rest)
+        self._procs: dict[int, Job] = {}
+        #: procs untouched since submit, not made into Jobs yet (plainprocs.py); None: none
+        self._plain: Plain | None = None
         self._classad: ClassAd | None = None
         self.finished = 0  # procs already moved to history (WAIT_JOBS counts them)
         self.counts: dict[int, int] = {}  # procs in the queue per status
@@ -268,17 +280,91 @@ class Cluster:
         self._shape = shape
         self.shape_names: tuple[str, ...] = tuple(k for k, _t in shape or ())
 
+    @property
+    def procs(self) -> dict[int, Job]:
+        """Every proc in the queue by ProcId, in proc order: the plain ones are made into
+        Jobs first (once). Looking up one proc is ``job``; counting them, ``size``."""
+        if self._plain is not None:
+            self._make_all()
+        return self._procs
+
+    def _make_all(self) -> None:
+        plain = self._plain
+        assert plain is not None
+        self._plain = None
+        made: dict[int, Job] = {}
+        status = plain.status
+        common = plain.common()
+        for lo, hi, owns in plain.runs():
+            _add_plain(self, lo, hi, status, repeat(common, hi - lo) if owns is None else owns, into=made)
+        if self._procs:  # those made one by one before: in proc order among the rest
+            made.update(self._procs)
+            made = dict(sorted(made.items()))
+        self._procs = made
+
+    def job(self, proc: int) -> Job | None:
+        """Proc ``proc`` if it is in the queue (a plain one made into its Job now)."""
+        j = self._procs.get(proc)
+        if j is None:
+            plain = self._plain
+            if plain is not None and plain.has(proc):
+                j = self._procs[proc] = Job(self, proc, plain.status, plain.own(proc))
+                plain.take(proc)
+        return j
+
+    def holds(self, job: Job) -> bool:
+        """Whether ``job`` is (still) this cluster's proc in the queue: a Job once made
+        stays the proc's until it leaves, so this looks at the made ones only."""
+        return self._procs.get(job.proc) is job
+
+    def size(self) -> int:
+        """How many procs are in the queue (none made into Jobs for it)."""
+        plain = self._plain
+        return len(self._procs) + (plain.n if plain is not None else 0)
+
+    def touched(self) -> Iterable[Job]:
+        """The procs made into Jobs (all, unless some are still plain: those have the
+        cluster's status and ad and their submitted values, and no claim)."""
+        return self._procs.values()
+
+    def with_own(self, names: frozenset[str] | set[str] | None = None) -> Iterable[Job]:
+        """The procs that may have attributes of their own (among ``names``, lower case,
+        if given): a plain proc of a cluster without a shape or submitted differences
+        naming one has none, and is not made into a Job for it."""
+        plain = self._plain
+        if plain is not None and plain.may_own(self.shape_names, names):
+            return self.procs.values()
+        return self._procs.values()
+
+    def first_proc(self) -> int:
+        """The lowest ProcId in the queue (the cluster has procs)."""
+        plain = self._plain
+        lows = [p for p in (min(self._procs, default=None), plain.first_proc() if plain else None) if p is not None]
+        return min(lows)
+
+    def last_proc(self) -> int:
+        plain = self._plain
+        highs = [p for p in (max(self._procs, default=None), plain.last_proc() if plain else None) if p is not None]
+        return max(highs)
+
+    def drop(self, job: Job) -> None:
+        """``job`` leaves the queue (to history)."""
+        del self._procs[job.proc]
+
     def any_own(self) -> bool:
         """Whether any proc may have attributes of its own (asked in C, not per proc)."""
-        return bool(self.shape_names) or any(map(_DIFF_OF, self.procs.values()))
+        plain = self._plain
+        return (bool(self.shape_names) or (plain is not None and bool(plain.sub))
+                or any(map(_DIFF_OF, self._procs.values())))
 
     def procs_naming(self, *attrs: str) -> Iterable[Job]:
         """The procs whose own attributes may name one of ``attrs`` (every other proc has
         its cluster's values there; callers check each one found), picked out in C:
-        a million procs without a difference cost ~20 ms, not a call each."""
-        procs = self.procs.values()
-        if any(a in self.shape_names for a in attrs):
-            return procs
+        a million procs without a difference cost ~20 ms, not a call each. Plain procs
+        are made into Jobs only when their submitted values may name one."""
+        if any(a in self.shape_names for a in attrs) or (self._plain is not None and self._plain.subs_name(attrs)):
+            return self.procs.values()
+        procs = self._procs.values()
         return [j for j in compress(procs, map(_DIFF_OF, procs))
                 if type(j._diff) is dict and any(a in j._diff for a in attrs)]  # type: ignore[operator]
 
@@ -309,8 +395,10 @@ class JobQueue:
         self.totals: dict[int, int] = {}
         self.owner_totals: dict[str, dict[int, int]] = {}
         # Idle jobs not yet handed to a claim, per owner, in submit order (dicts as ordered
-        # sets, keyed by the Job itself: hashed by identity, no key tuple per job to make)
-        self.idle: dict[str, dict[Job, Job]] = {}
+        # sets, keyed by the Job itself: hashed by identity, no key tuple per job to make);
+        # None until first asked for after a load (``idle``): a restart with a million idle
+        # jobs makes none of them into Jobs until a negotiation (or a query) wants them
+        self._idle: dict[str, dict[Job, Job]] | None = {}
         self.running: dict[tuple[int, int], Job] = {}
         self.next_cluster = 1
         self.reserved: set[int] = set()
@@ -321,6 +409,28 @@ class JobQueue:
         self._history_cluster: set[int] = set()
         self._shape_from: dict[int, int] = {}  # (while loading) the first shaped proc of each cluster
 
+    @property
+    def idle(self) -> dict[str, dict[Job, Job]]:
+        """Idle jobs not handed to a claim, per owner (made at the first ask after a
+        load: every cluster's procs in cluster and proc order, as a load used to)."""
+        if self._idle is None:
+            idle: dict[str, dict[Job, Job]] = {}
+            with no_gc():
+                for cluster in self.clusters.values():
+                    if cluster.counts.get(IDLE):
+                        per = idle.setdefault(cluster.owner, {})
+                        for job in cluster.procs.values():
+                            if job.status == IDLE and not job.busy:
+                                per[job] = job
+            self._idle = idle
+        return self._idle
+
+    def has_idle(self) -> bool:
+        """Whether any job waits for a claim (asked without making the idle lists)."""
+        if self._idle is None:
+            return bool(self.totals.get(IDLE))
+        return any(self._idle.values())
+
     # -- loading -------------------------------------------------------------------------
     def load(self) -> None:
         """Read the whole queue from the store (at start-up)."""
@@ -328,6 +438,7 @@ class JobQueue:
             self._load()
 
     def _load(self) -> None:
+        self._idle = None  # made when first asked for (``idle``)
         self.next_cluster = int(self.store.meta("next_cluster", "1") or 1)
         submitted: dict[int, Any] = {}  # {ProcId: diff}, or a shaped cluster's {"values": [...]}
         layouts: dict[int, list[list[int]]] = {}
@@ -370,11 +481,37 @@ class JobQueue:
         uniform: dict[int, int] = {}  # clusters whose procs all have the cluster's status
         for cid, ranges in layouts.items():
             cluster = self.clusters[cid]
+            if Plain.fits(ranges) and cluster.ad.get("JobStatus", IDLE) in _PLAIN_STATUSES:
+                self._keep_plain(cluster, ranges, submitted.get(cid) or {}, changed.get(cid) or {})
+                continue
             self._build_sparse(cluster, ranges, submitted.get(cid) or {}, changed.get(cid) or {})
             if cid not in changed:
                 uniform[cid] = cluster.ad.get("JobStatus", IDLE)
         for cluster in self.clusters.values():
             self._index(cluster, uniform.get(cluster.id))
+
+    def _keep_plain(self, cluster: Cluster, ranges: list[list[int]], sub: Any,
+                    changed: dict[int, tuple[int, str | None, str | None]]) -> None:
+        """A sparse cluster's procs as ranges (plainprocs.py): only those with a procs row
+        (changed since submit, or gone) are looked at now, the rest when touched."""
+        status = cluster.ad.get("JobStatus", IDLE)
+        shaped = cluster.shape is not None
+        first = self._shape_from.pop(cluster.id, ranges[0][0] if ranges else 0)
+        plain = Plain([(lo, hi) for lo, hi in ranges], status, shaped=shaped,
+                      owns=sub.get("values") if shaped and sub else None, sub=None if shaped else sub, first=first)
+        loads = json.loads
+        procs = cluster._procs
+        for proc, (st, diff_text, claim_text) in changed.items():
+            if not plain.covers(proc):
+                continue  # (a row of a proc never submitted: as a full build, left out)
+            own = plain.own(proc)
+            plain.take(proc)
+            if st == GONE:
+                continue
+            job = procs[proc] = Job(cluster, proc, st, (loads(diff_text) or None) if diff_text is not None else own)
+            if claim_text:
+                job.claim = loads(claim_text)
+        cluster._plain = plain
 
     def _build_sparse(self, cluster: Cluster, ranges: list[list[int]], sub: Any,
                       changed: dict[int, tuple[int, str | None, str | None]]) -> None:
@@ -441,14 +578,18 @@ class JobQueue:
 
     def _index(self, cluster: Cluster, status: int | None = None) -> None:
         """Count a cluster's procs (all at once: what ``_count`` does job by job);
-        ``status``: the one status all of them are known to have."""
+        ``status``: the one status all of them are known to have. Plain procs are
+        counted, not made into Jobs (none runs; the idle lists are made later)."""
         counts: dict[int, int] = {}
-        procs = cluster.procs
+        procs = cluster._procs
         if status is not None:
-            counts[status] = len(procs)
+            counts[status] = cluster.size()
         else:
             for job in procs.values():
                 counts[job.status] = counts.get(job.status, 0) + 1
+            plain = cluster._plain
+            if plain is not None and plain.n:
+                counts[plain.status] = counts.get(plain.status, 0) + plain.n
         owner = cluster.owner
         per = self.owner_totals.setdefault(owner, {})
         cc = cluster.counts
@@ -457,12 +598,13 @@ class JobQueue:
             per[st] = per.get(st, 0) + n
             cc[st] = cc.get(st, 0) + n
         cid = cluster.id
-        if counts.get(IDLE):
+        if counts.get(IDLE) and self._idle is not None:
             idle = self.idle.setdefault(owner, {})
-            if counts[IDLE] == len(procs):  # (new jobs: none is busy yet)
+            if counts[IDLE] == cluster.size():  # (new jobs: none is busy yet)
+                procs = cluster.procs
                 idle.update(zip(procs.values(), procs.values()))
             else:
-                for job in procs.values():
+                for job in cluster.procs.values():
                     if job.status == IDLE and not job.busy:
                         idle[job] = job
         if counts.get(RUNNING) or counts.get(SUSPENDED):
@@ -479,11 +621,11 @@ class JobQueue:
         per[status] = per.get(status, 0) + delta
         cc = job.cluster.counts
         cc[status] = cc.get(status, 0) + delta
-        if status == IDLE:
+        if status == IDLE and self._idle is not None:  # (else made later, from each job's status)
             if delta > 0 and not job.busy:
-                self.idle.setdefault(job.cluster.owner, {})[job] = job
+                self._idle.setdefault(job.cluster.owner, {})[job] = job
             elif delta < 0:
-                idle = self.idle.get(job.cluster.owner)
+                idle = self._idle.get(job.cluster.owner)
                 if idle is not None:
                     idle.pop(job, None)
         elif status == RUNNING or status == SUSPENDED:  # a suspended job still holds its claim
@@ -495,7 +637,7 @@ class JobQueue:
     # -- lookups ---------------------------------------------------------------------------
     def job(self, cid: int, proc: int) -> Job | None:
         cluster = self.clusters.get(cid)
-        return cluster.procs.get(proc) if cluster is not None else None
+        return cluster.job(proc) if cluster is not None else None
 
     def parse_id(self, text: str) -> tuple[int, int | None]:
         """``"C"`` or ``"C.P"`` as numbers; ValueError otherwise."""
@@ -511,7 +653,8 @@ class JobQueue:
                 cluster = self.clusters.get(cid)
                 if cluster is None or (owner is not None and cluster.owner != owner):
                     continue
-                jobs = cluster.procs.values() if proc is None else [cluster.procs[proc]] if proc in cluster.procs else []
+                one = cluster.job(proc) if proc is not None else None
+                jobs = cluster.procs.values() if proc is None else [one] if one is not None else []
                 for job in list(jobs):
                     if job.key not in seen:
                         seen.add(job.key)
@@ -531,15 +674,15 @@ class JobQueue:
     def take_idle(self, job: Job) -> None:
         """Mark an idle job as handed to a claim (no longer offered)."""
         job.busy = True
-        idle = self.idle.get(job.cluster.owner)
+        idle = self._idle.get(job.cluster.owner) if self._idle is not None else None
         if idle is not None:
             idle.pop(job, None)
 
     def give_back_idle(self, job: Job) -> None:
         """A claim could not take the job after all: offer it again."""
         job.busy = False
-        if job.status == IDLE and job.cluster.procs.get(job.proc) is job:
-            self.idle.setdefault(job.cluster.owner, {})[job] = job
+        if job.status == IDLE and job.cluster.holds(job) and self._idle is not None:
+            self._idle.setdefault(job.cluster.owner, {})[job] = job
 
     # -- changes (memory now, SQL operations returned) ------------------------------------
     def new_cluster_id(self) -> int:
@@ -584,16 +727,27 @@ class JobQueue:
             # proc 0 of `arguments = $(Process)` differs in nothing: its values are the cluster ad's
             skip = 1 if n > 1 and len(diffs[0]) == 1 else 0
             found = None if sum(map(len, diffs)) == n else shape_of(diffs[skip:], ids[0] + skip)
+            # while the idle lists are not made (a schedd that has not negotiated since it
+            # started), the procs stay ranges as after a load: Jobs when touched
+            lazy = self._idle is None and status in _PLAIN_STATUSES
             if found is not None:  # a million procs that differ alike
                 cluster.shape, values = found
-                if skip:
-                    procs[ids[0]] = Job(cluster, ids[0], status, None)
-                _add_plain(cluster, ids[0] + skip, ids[0] + n, status, repeat((), n - skip) if values is None else values)
+                if lazy:
+                    cluster._plain = Plain([(ids[0], ids[0] + n)], status, shaped=True, owns=values,
+                                           first=ids[0] + skip)
+                else:
+                    if skip:
+                        procs[ids[0]] = Job(cluster, ids[0], status, None)
+                    _add_plain(cluster, ids[0] + skip, ids[0] + n, status,
+                               repeat((), n - skip) if values is None else values)
                 ranges.append([ids[0], ids[0] + n])
                 shape_from = ids[0] + skip
                 diffs = []
             elif sum(map(len, diffs)) == n:  # every proc a lone ProcId: the million of a `queue N`
-                _add_plain(cluster, ids[0], ids[0] + n, status)
+                if lazy:
+                    cluster._plain = Plain([(ids[0], ids[0] + n)], status)
+                else:
+                    _add_plain(cluster, ids[0], ids[0] + n, status)
                 ranges.append([ids[0], ids[0] + n])
                 diffs = []
         for i, d in enumerate(diffs):
@@ -665,9 +819,9 @@ class JobQueue:
         for st, n in cluster.counts.items():
             self.totals[st] = self.totals.get(st, 0) - n
             per[st] = per.get(st, 0) - n
-        idle = self.idle.get(cluster.owner)
+        idle = self._idle.get(cluster.owner) if self._idle is not None else None
         if idle:
-            for job in cluster.procs.values():
+            for job in cluster.touched():
                 idle.pop(job, None)
 
     def set(self, job: Job, attrs: dict[str, Any], status: int | None = None) -> list[Op]:
@@ -698,22 +852,22 @@ class JobQueue:
         if not cluster.sparse:
             return ("UPDATE procs SET status = ?, diff = ?, claim = ? WHERE cluster = ? AND proc = ?",
                     (job.status, diff, claim, cluster.id, job.proc))
-        if cluster.procs.get(job.proc) is not job:  # gone already: its row must stay GONE
+        if not cluster.holds(job):  # gone already: its row must stay GONE
             return ("SELECT 1", ())
         return (_UPSERT_PROC, (cluster.id, job.proc, job.status, diff, claim))
 
     def to_history(self, job: Job, completion: int) -> list[Op]:
         """Move a finished job (Completed or Removed) out of the queue into history."""
         cluster = job.cluster
-        if cluster.procs.get(job.proc) is not job:
+        if not cluster.holds(job):
             return []
         ops: list[Op] = self._history_cluster_ops(cluster)
         self._count(job, job.status, -1)
-        del cluster.procs[job.proc]
+        cluster.drop(job)
         cluster.finished += 1
         ops.append(self._gone_op(cluster, job.proc))
         ops.append((_INSERT_HISTORY, (cluster.id, job.proc, cluster.owner, completion, job.status, dumps(job.own_obj()))))
-        if not cluster.procs:
+        if not cluster.size():
             ops += self._cluster_left(cluster)
         return ops
 
@@ -729,7 +883,7 @@ class JobQueue:
         left: list[Op] = []
         for job, attrs in changes:
             cluster = job.cluster
-            if cluster.procs.get(job.proc) is not job:
+            if not cluster.holds(job):
                 continue
             if cluster.id not in self._history_cluster:
                 first += self._history_cluster_ops(cluster)
@@ -741,14 +895,14 @@ class JobQueue:
                     d[k] = v
             self._count(job, job.status, -1)
             job.status = status
-            del cluster.procs[job.proc]
+            cluster.drop(job)
             cluster.finished += 1
             if cluster.sparse:
                 tombstones.setdefault(cluster.id, []).append((cluster.id, job.proc, GONE, None, None))
             else:
                 deletes.append((cluster.id, job.proc))
             rows.append((cluster.id, job.proc, cluster.owner, completion, status, dumps(job.own_obj())))
-            if not cluster.procs:
+            if not cluster.size():
                 tombstones.pop(cluster.id, None)  # its procs rows all go with it
                 left += self._cluster_left(cluster)
         if not rows:

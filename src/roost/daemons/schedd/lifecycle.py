@@ -370,7 +370,7 @@ class JobLifecycle:
         """A running job's usage now (the starter's periodic report): the ad's MemoryUsage,
         ResidentSetSize, ImageSize and CPU, so ``q`` and periodic expressions see them; a
         006 event when the image grows."""
-        if job.cluster.procs.get(job.proc) is not job or job.status not in _ON_A_SLOT:
+        if not job.cluster.holds(job) or job.status not in _ON_A_SLOT:
             return
         attrs: dict[str, Any] = {}
         for name in ("MemoryUsage", "ResidentSetSize", "ImageSize", "DiskUsage"):
@@ -395,7 +395,7 @@ class JobLifecycle:
     async def suspended(self, job: Job, suspended: bool, num_pids: int = 0) -> None:
         """The starter suspended or resumed the job (the machine owner's policy):
         JobStatus 7 and back, TotalSuspensions, LastSuspensionTime, events 010/011."""
-        if job.cluster.procs.get(job.proc) is not job:
+        if not job.cluster.holds(job):
             return
         now = time.time()
         if suspended and job.status == jp.RUNNING:
@@ -411,7 +411,7 @@ class JobLifecycle:
         """A run ended without an exit (lost claim, restart): back to Idle."""
         job.claim = None
         self.runners.pop(job.key, None)
-        if job.cluster.procs.get(job.proc) is not job:
+        if not job.cluster.holds(job):
             return
         n = job.get("NumShadowExceptions", 0)
         faults = (n if isinstance(n, int) else 0) + 1
@@ -435,7 +435,7 @@ class JobLifecycle:
     def _backoff_over(self, job: Job) -> None:
         """A requeued job's back-off ended: offer it again, unless something else
         (a hold and release, a removal) has taken it meanwhile."""
-        if (job.cluster.procs.get(job.proc) is job and job.status == jp.IDLE and job.busy
+        if (job.cluster.holds(job) and job.status == jp.IDLE and job.busy
                 and job.key not in self.runners):
             self.queue.give_back_idle(job)
             self.idle_arrived(job)
@@ -445,7 +445,7 @@ class JobLifecycle:
         (004), as HTCondor logs it, instead of requeue's shadow exception."""
         job.claim = None
         self.runners.pop(job.key, None)
-        if job.cluster.procs.get(job.proc) is not job:
+        if not job.cluster.holds(job):
             return
         usage = update.get("usage") if isinstance(update.get("usage"), dict) else {}
         run = Usage(int(usage.get("RemoteUserCpu") or 0), int(usage.get("RemoteSysCpu") or 0))
@@ -468,7 +468,7 @@ class JobLifecycle:
         await self.report(job, self.queue.set(job, {}), [])
 
     async def hold(self, job: Job, reason: str, code: int, subcode: int = 0, *, vacate: bool = True) -> bool:
-        if job.cluster.procs.get(job.proc) is not job or not status_allows("hold", job.status):
+        if not job.cluster.holds(job) or not status_allows("hold", job.status):
             return False
         was_running = job.status in _ON_A_SLOT
         if not was_running or not vacate:
@@ -484,7 +484,7 @@ class JobLifecycle:
         return True
 
     async def release(self, job: Job, reason: str) -> bool:
-        if job.cluster.procs.get(job.proc) is not job or job.status != jp.HELD:
+        if not job.cluster.holds(job) or job.status != jp.HELD:
             return False
         ops = self.set_ops(job, release_attrs(job, reason), jp.IDLE)
         await self.report(job, ops, [ReleasedEvent(job.cluster.id, job.proc, time.time(), reason=reason)])
@@ -492,7 +492,7 @@ class JobLifecycle:
         return True
 
     async def remove(self, job: Job, reason: str) -> bool:
-        if job.cluster.procs.get(job.proc) is not job or not status_allows("remove", job.status):
+        if not job.cluster.holds(job) or not status_allows("remove", job.status):
             return False
         was_running = job.status in _ON_A_SLOT
         ops = self.set_ops(job, {"RemoveReason": reason}, jp.REMOVED)

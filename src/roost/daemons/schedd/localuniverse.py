@@ -295,7 +295,7 @@ class LocalJob:
         rc = await self.proc.wait()
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
         now = time.time()
-        if job.cluster.procs.get(job.proc) is not job:
+        if not job.cluster.holds(job):
             return
         if job.status == jp.REMOVED:
             await s.finish_removed(job)

@@ -81,6 +81,8 @@ class NegotiatorCalls:
             if pool and flocking is not None:
                 flocking.matched(pool, job, runners.get(job.key))
                 log.info("job %s: matched by pool %s's negotiator to %s", job.id, pool, name)
+            elif flocking is not None:
+                flocking.where.pop(job.key, None)  # at home this time (an earlier run's pool is stale)
             started += 1
         return {"accepted": started}
 

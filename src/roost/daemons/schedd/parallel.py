@@ -282,7 +282,7 @@ class ParallelRun:
             for job in self.procs:
                 if self.jobs.runners.get(job.key) is self:
                     await self.jobs.requeue(job, "the schedd's parallel run failed")
-                elif job.cluster.procs.get(job.proc) is job and job.status == jp.IDLE and job.busy:
+                elif job.cluster.holds(job) and job.status == jp.IDLE and job.busy:
                     job.busy = False
                     self.jobs.queue.give_back_idle(job)
         finally:
@@ -317,13 +317,13 @@ class ParallelRun:
                 if any(k == i for i, _e in failed) and not sh.gone:
                     _give_up(sh)  # a claim that failed us: not used again
             for job in self.procs:
-                if job.cluster.procs.get(job.proc) is job and job.status == jp.IDLE:
+                if job.cluster.holds(job) and job.status == jp.IDLE:
                     job.busy = False
                     self.jobs.queue.give_back_idle(job)
             return
         self.started_at = now = time.time()
         for job in self.procs:
-            if job.cluster.procs.get(job.proc) is not job or job.status != jp.IDLE:
+            if not job.cluster.holds(job) or job.status != jp.IDLE:
                 continue  # removed or held while the nodes started: stopped below
             i = firsts[job.key]
             sh = self.nodes[i][1]
@@ -379,7 +379,7 @@ class ParallelRun:
         job, sh = self.nodes[i]
         log.info("parallel job %d: node %d on %s %s%s", self.cluster.id, i, sh.slot_name, update.get("state"),
                  f": {update.get('error')}" if update.get("error") else "")
-        if update.get("state") != "exited" or job.cluster.procs.get(job.proc) is not job:
+        if update.get("state") != "exited" or not job.cluster.holds(job):
             return
         code, sig = update.get("exit_code"), update.get("exit_signal")
         sig = sig if isinstance(sig, int) and not isinstance(sig, bool) and sig > 0 else None
@@ -408,7 +408,7 @@ class ParallelRun:
         for i, (job, _sh) in enumerate(self.nodes):
             firsts.setdefault(job.key, i)
         for job in self.procs:
-            if jobs.runners.get(job.key) is not self or job.cluster.procs.get(job.proc) is not job:
+            if jobs.runners.get(job.key) is not self or not job.cluster.holds(job):
                 continue
             lead = self.nodes[firsts[job.key]][1]
             if job.status == jp.REMOVED:

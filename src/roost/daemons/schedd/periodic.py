@@ -20,6 +20,8 @@ if TYPE_CHECKING:
     from roost.daemons.schedd.lifecycle import JobLifecycle
 
 log = logging.getLogger("roost.schedd")
+#: what ``jp.has_periodic`` looks for in a proc's own attributes (lower case)
+_PERIODIC_NAMES = frozenset({"periodichold", "periodicrelease", "periodicremove"})
 
 
 class PeriodicPolicy:
@@ -39,7 +41,10 @@ class PeriodicPolicy:
         seen = 0
         for cluster in list(life.queue.clusters.values()):
             cluster_has = jp.has_periodic(cluster.ad)
-            for job in list(cluster.procs.values()):
+            # a plain proc (plainprocs.py) is idle or held with its cluster's ad: looked at
+            # only where a policy may apply to it, else left a range
+            for job in list(cluster.procs.values() if system.empty is False or cluster_has
+                            else cluster.with_own(_PERIODIC_NAMES)):
                 if job.status == jp.COMPLETED and job.key not in life.spool_busy:
                     completed.append(job)  # kept by its LeaveJobInQueue: asked again, as HTCondor does
                     continue

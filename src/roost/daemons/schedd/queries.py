@@ -479,8 +479,9 @@ class QueueCalls:
             cids.add(cid)
             cluster = self.queue.clusters.get(cid)
             jobs = []
-            if cluster is not None and proc is not None and proc in cluster.procs:
-                jobs = [cluster.procs[proc]]
+            one = cluster.job(proc) if cluster is not None and proc is not None else None
+            if one is not None:
+                jobs = [one]
             if proc is None and cluster is not None:
                 for status, n in cluster.counts.items():
                     if n:
@@ -613,19 +614,18 @@ def batch_summary(queue: Any, owner: str | None, projection: list[str], jobs: An
 
     if jobs is None:
         for cluster in queue.clusters.values():
-            if (owner is not None and cluster.owner != owner) or not cluster.procs:
+            if (owner is not None and cluster.owner != owner) or not cluster.size():
                 continue
             clusters[str(cluster.id)] = project(cluster.ad)
             by_status = dict(cluster.counts)
             if every or cluster.any_own():
-                for job in cluster.procs.values():
+                for job in cluster.procs.values() if every else cluster.with_own(wanted):
                     if own(job):
                         listed.append(listed_job(job))
                         by_status[job.status] -= 1
-            procs = cluster.procs
             left = {str(st): n for st, n in by_status.items() if n > 0}
-            if left:
-                counts.append([cluster.id, left, min(procs), max(procs)])
+            if left:  # (plain procs stay ranges: first and last asked of the cluster)
+                counts.append([cluster.id, left, cluster.first_proc(), cluster.last_proc()])
         return {"clusters": clusters, "jobs": listed, "counts": counts}
     per: dict[int, list[Any]] = {}
     for job in jobs:

@@ -49,7 +49,7 @@ async def take_back(sh: Shadow, job: Job) -> None:
                 log.info("job %s: reconnect to %s: %s; trying again in %.2g s", job.id, sh.startd_address, e, delay)
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, 10.0)
-                if job.cluster.procs.get(job.proc) is not job or job.status not in (jp.RUNNING, jp.SUSPENDED):
+                if not job.cluster.holds(job) or job.status not in (jp.RUNNING, jp.SUSPENDED):
                     # removed or held meanwhile: settled here (its vacate found no
                     # exit to wait for); the startd kills the job when the lease ends
                     if sh.jobs.runners.get(job.key) is sh:

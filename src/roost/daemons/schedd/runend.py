@@ -41,7 +41,7 @@ async def settle(run: RunFacts, job: Job, update: dict[str, Any]) -> bool:
     claim may take another job."""
     s = run.jobs
     state = update.get("state")
-    if job.cluster.procs.get(job.proc) is not job:
+    if not job.cluster.holds(job):
         return True  # gone already (removed and moved to history)
     if job.status == jp.REMOVED:
         await s.finish_removed(job)

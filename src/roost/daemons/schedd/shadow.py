@@ -472,7 +472,7 @@ class Shadow:
             self._end_turn()
             self._give_back(job)
             return False
-        if job.cluster.procs.get(job.proc) is not job or job.status != jp.IDLE:
+        if not job.cluster.holds(job) or job.status != jp.IDLE:
             # Removed or held while the claim was being requested: nothing to run.
             self._end_turn()
             job.busy = False
@@ -498,7 +498,7 @@ class Shadow:
         self.jobs_run += 1
         self.shadows.autoclusters.note_started(job)
         log.debug("job %s: activated on %s", job.id, self.slot_name)
-        if job.cluster.procs.get(job.proc) is job and job.status == jp.IDLE:
+        if job.cluster.holds(job) and job.status == jp.IDLE:
             claim = {"claim_id": self.claim_id, "startd_address": self.startd_address, "slot_name": self.slot_name}
             # the account the execute host runs it as (its Owner, or a slot user): roost's ExecuteUser
             user = activated.get("user") if isinstance(activated, dict) else None

@@ -16,7 +16,7 @@ import time
 from typing import Any
 
 from roost.core import jobpolicy as jp
-from roost.daemons.schedd.access import owner_user
+from roost.daemons.schedd.access import open_read, owner_user
 from roost.daemons.schedd.checkpoints import CheckpointError, CheckpointStore
 from roost.daemons.schedd.ckpt_admission import CheckpointAdmission
 from roost.daemons.schedd.shadow import Shadows
@@ -77,13 +77,13 @@ class StarterCalls:
         try:
             return await self._send_inputs(job, files, peer)
         finally:
-            if not hasattr(job, "of") and job.cluster.procs.get(job.proc) is job:
+            if not hasattr(job, "of") and job.cluster.holds(job):
                 sh.input_finished(job)
 
     def _transfer_event(self, sh: Any, job: Any, kind: FileTransferType) -> None:
         """A 040 event, as HTCondor's shadow writes around each sandbox transfer (the
         started-input one names the execute side it goes to)."""
-        if hasattr(job, "of") or job.cluster.procs.get(job.proc) is not job:
+        if hasattr(job, "of") or not job.cluster.holds(job):
             return  # a parallel job's node (its job logs its own start and end), or gone
         if kind == FileTransferType.OUT_STARTED:
             sh.output_started(job)
@@ -96,7 +96,7 @@ class StarterCalls:
             # Small sandboxes (the common case) go out as one write: answer and bytes.
             parts = [framing.encode({"ok": True, "files": [f.entry() for f in files]})]
             for f in files:
-                parts.append(_read_exactly(f.path, f.size))
+                parts.append(_read_exactly(job.owner, f.path, f.size))
             peer.responded = True
             peer.writer.write(b"".join(parts))
             await peer.writer.drain()
@@ -107,7 +107,7 @@ class StarterCalls:
             for f in files:
                 remaining = f.size
                 try:
-                    with open(f.path, "rb") as fh:
+                    with open_read(job.owner, f.path) as fh:
                         while remaining > 0:
                             data = fh.read(min(CHUNK, remaining))
                             if not data:
@@ -128,7 +128,7 @@ class StarterCalls:
         """``roost q -io``'s transfer state (TransferringInput/TransferringOutput), kept
         only for transfers big enough to be seen: a small sandbox moves in milliseconds,
         and a queue write for it would cost more than the move."""
-        if job.cluster.procs.get(job.proc) is not job or bool(job.get(attr)) == on:
+        if not job.cluster.holds(job) or bool(job.get(attr)) == on:
             return
         jobs = self.shadows.jobs
         try:
@@ -365,10 +365,11 @@ def _write_all(fd: int, data: bytes) -> None:
         view = view[n:]
 
 
-def _read_exactly(path: str, size: int) -> bytes:
-    """A file's first ``size`` bytes, zero-padded if it shrank (the listing promised size)."""
+def _read_exactly(owner: str, path: str, size: int) -> bytes:
+    """A file's first ``size`` bytes, read for ``owner``, zero-padded if it shrank (the
+    listing promised size)."""
     try:
-        with open(path, "rb") as fh:
+        with open_read(owner, path) as fh:
             data = fh.read(size)
     except OSError as e:
         log.warning("reading input %s: %s", path, e)
