@@ -3,7 +3,7 @@ PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test bench venv system-tools slurm
+.PHONY: demo test bench venv system-tools slurm sge
 
 $(BIN)/roost: pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -32,17 +32,22 @@ bench: venv
 # Container jobs run with podman (catatonit as the container's init; runc where crun
 # refuses a hybrid cgroup host) in an image built from busybox-static; java jobs need a
 # JDK (default-jdk-headless, ~250 MB); the grid universe's tests start a private Slurm
-# (slurm-wlm, munge: tests/slurmkit.py; `make slurm` starts one to try jobs by hand).
+# (slurm-wlm, munge: tests/slurmkit.py; `make slurm` starts one to try jobs by hand)
+# and a private Grid Engine cell (gridengine-master/-exec/-client: tests/sgekit.py;
+# debconf is told not to make the package's own cell, sgekit makes its own).
 # As root on Debian, install what is missing (elsewhere those tests skip and say why).
 SYSTEM_PACKAGES := iproute2 krb5-kdc krb5-admin-server krb5-user openmpi-bin python3-mpi4py python3-venv chromium \
-	podman catatonit runc busybox-static default-jdk-headless slurm-wlm munge
+	podman catatonit runc busybox-static default-jdk-headless slurm-wlm munge \
+	gridengine-master gridengine-exec gridengine-client
 system-tools:
 	@export DEBIAN_FRONTEND=noninteractive; \
 	{ command -v ip && { command -v krb5kdc || test -x /usr/sbin/krb5kdc; } && command -v mpirun \
 	  && /usr/bin/python3 -c 'import mpi4py, ensurepip' && command -v chromium && command -v podman \
 	  && command -v runc && command -v catatonit && command -v javac && command -v busybox \
-	  && { command -v slurmctld || test -x /usr/sbin/slurmctld; } && { command -v munged || test -x /usr/sbin/munged; }; } >/dev/null 2>&1 || \
+	  && { command -v slurmctld || test -x /usr/sbin/slurmctld; } && { command -v munged || test -x /usr/sbin/munged; } \
+	  && command -v qsub && test -x /usr/sbin/sge_qmaster && test -x /usr/sbin/sge_execd; } >/dev/null 2>&1 || \
 	{ [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1 \
+	  && { echo "gridengine-common shared/gridengineconfig boolean false" | debconf-set-selections || true; } \
 	  && { apt-get install -y -q $(SYSTEM_PACKAGES) || { apt-get update -q && apt-get install -y -q $(SYSTEM_PACKAGES); }; } \
 	  >/dev/null 2>&1; } || true
 
@@ -51,3 +56,9 @@ system-tools:
 # `$(BIN)/python tests/slurmkit.py stop /tmp/roost-slurm` stops it.
 slurm: venv system-tools
 	$(BIN)/python tests/slurmkit.py start /tmp/roost-slurm
+
+# A private Grid Engine cell (sge_qmaster, one sge_execd, roost.q; loopback ports), for
+# grid_resource = batch sge by hand: prints the SGE_* lines to export.
+# `$(BIN)/python tests/sgekit.py stop /tmp/roost-sge` stops it.
+sge: venv system-tools
+	$(BIN)/python tests/sgekit.py start /tmp/roost-sge

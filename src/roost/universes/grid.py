@@ -3,8 +3,9 @@ batch system (``roost.daemons.schedd.gridmanager``) and mirrors in the user's qu
 Never negotiated: ``grid_resource`` says where it goes, and that is checked here at
 submit, an unsupported one refused naming what is supported.
 
-HTCondor's forms of ``grid_resource``: ``batch slurm`` (a batch system the submit host
-submits to; roost has tested Slurm, so only Slurm is offered) and ``condor <schedd
+HTCondor's forms of ``grid_resource``: ``batch slurm`` and ``batch sge`` (a batch
+system the submit host submits to; roost has tested Slurm and Grid Engine, so only
+those are offered: PBS/Torque has no package here to test against) and ``condor <schedd
 name> <pool's central manager>`` (another roost pool's schedd: HTCondor's Condor-C). ``batch_queue``, ``batch_runtime`` and ``batch_project``
 become HTCondor's ``BatchQueue``/``BatchRuntime``/``BatchProject``.
 """
@@ -17,10 +18,10 @@ from typing import Any
 from roost.universes.base import RunsOn, SubmitBuild, Universe
 
 #: grid_resource types roost sends jobs to, each with what follows the type
-SUPPORTED = {"batch": "batch slurm", "condor": "condor <schedd name> <pool's central manager>"}
+SUPPORTED = {"batch": "batch slurm|sge", "condor": "condor <schedd name> <pool's central manager>"}
 #: batch systems behind ``batch`` (HTCondor's BLAHP names more; these are tested here)
-BATCH_SYSTEMS = ("slurm",)
-_UNTESTED_BATCH = ("pbs", "sge", "lsf", "condor")
+BATCH_SYSTEMS = ("slurm", "sge")
+_UNTESTED_BATCH = ("pbs", "lsf", "condor")
 
 class GridResourceError(ValueError):
     """``grid_resource`` names nothing roost can send a job to; the message lists what it can."""
@@ -29,7 +30,7 @@ class GridResourceError(ValueError):
 @dataclass(frozen=True)
 class GridResource:
     kind: str  # "batch" or "condor"
-    system: str = ""  # batch: "slurm"
+    system: str = ""  # batch: "slurm" or "sge"
     schedd: str = ""  # condor: the remote schedd's name
     pool: str = ""  # condor: the remote pool's central manager
 
@@ -40,7 +41,8 @@ class GridResource:
 
 
 def supported_text() -> str:
-    return "; ".join(f"'{v}'" for v in SUPPORTED.values())
+    forms = [f"batch {s}" for s in BATCH_SYSTEMS] + [v for k, v in SUPPORTED.items() if k != "batch"]
+    return "; ".join(f"'{v}'" for v in forms)
 
 
 def parse_grid_resource(text: Any) -> GridResource:
@@ -51,12 +53,13 @@ def parse_grid_resource(text: Any) -> GridResource:
     kind = words[0].lower()
     if kind == "batch":
         if len(words) < 2:
-            raise GridResourceError(f"grid_resource = {text}: batch names its system; supported: batch slurm")
+            raise GridResourceError(f"grid_resource = {text}: batch names its system; supported: "
+                                    f"{', '.join('batch ' + s for s in BATCH_SYSTEMS)}")
         system = words[1].lower()
         if system in BATCH_SYSTEMS:
             if len(words) > 2:
                 raise GridResourceError(f"grid_resource = {text}: remote batch hosts (user@host) are not supported; "
-                                        "the schedd's host must be a Slurm submit host: batch slurm")
+                                        f"the schedd's host must be a submit host: batch {system}")
             return GridResource("batch", system=system)
         untested = " (not tested here, so not offered)" if system in _UNTESTED_BATCH else ""
         raise GridResourceError(f"grid_resource = {text}: batch system {system!r} is not supported{untested}; "
@@ -103,7 +106,7 @@ def _early(b: SubmitBuild, universe: str) -> None:
 
 UNIVERSE = Universe(
     name="grid", number=9, runs_on=RunsOn.GRID, execute="roost.daemons.schedd.gridmanager",
-    summary="the job handed to another batch system (grid_resource = batch slurm) or another pool's schedd "
+    summary="the job handed to another batch system (grid_resource = batch slurm|sge) or another pool's schedd "
             "(grid_resource = condor <schedd> <pool>) and mirrored here",
     keys=frozenset("grid_resource batch_queue batch_runtime batch_project".split()), early=_early,
     matchmaking=False, checks_executable=False, lease=False, deferral_needs_startd=False,

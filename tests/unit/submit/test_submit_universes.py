@@ -106,7 +106,7 @@ def test_universes_roost_cannot_run_are_refused(universe: str) -> None:
 
 def test_a_grid_resource_roost_cannot_reach_is_refused_naming_file_line_and_what_it_can() -> None:
     with pytest.raises(SubmitError, match=r"job.sub:3: grid_resource = arc ce.example: type 'arc' is not "
-                                          r"supported; supported: 'batch slurm'; 'condor <schedd name> "):
+                                          r"supported; supported: 'batch slurm'; 'batch sge'; 'condor <schedd name> "):
         ad("executable = /bin/true\nuniverse = grid\ngrid_resource = arc ce.example")
     with pytest.raises(SubmitError, match=r"job.sub:3: grid_resource = condor cm.example: expected 'condor "):
         ad("executable = /bin/true\nuniverse = grid\ngrid_resource = condor cm.example")

@@ -1,6 +1,7 @@
 """The schedd's grid manager (issue 30): grid-universe jobs handed to another system
 and mirrored in the user's queue. Each ``grid_resource`` type has a backend
-(``gridjob.Backend``): ``batch slurm`` -> ``gridslurm.py``, ``condor <schedd> <pool>``
+(``gridjob.Backend``): ``batch slurm`` -> ``gridslurm.py``, ``batch sge`` ->
+``gridsge.py`` (Grid Engine), ``condor <schedd> <pool>``
 (another pool's schedd, HTCondor's Condor-C) -> ``gridcondorc.py``. The manager is the
 thin shell around them: it starts a runner per idle grid job (or one found at start
 with a remote job already), and one loop asks each backend to poll all its jobs:
@@ -25,6 +26,7 @@ from roost.core.gridbatch import HOLD_GRID_SUBMIT_FAILED, next_probe_delay
 from roost.daemons.schedd import runners
 from roost.daemons.schedd.gridcondorc import CondorCBackend
 from roost.daemons.schedd.gridjob import Backend, GridJob
+from roost.daemons.schedd.gridsge import SgeBackend
 from roost.daemons.schedd.gridslurm import SlurmBackend
 from roost.daemons.schedd.jobqueue import Job
 from roost.daemons.schedd.lifecycle import JobLifecycle
@@ -60,7 +62,8 @@ class GridManager:
         self.interval = float(config.get_float("GRIDMANAGER_JOB_PROBE_INTERVAL", 10.0) or 10.0)
         self.min_interval = float(config.get_float("GRIDMANAGER_JOB_PROBE_MIN_INTERVAL", 1.0) or 1.0)
         self.root = os.path.join(spool, "grid")
-        self.backends: dict[str, Backend] = {"batch": SlurmBackend(self, config),
+        self.backends: dict[str, Backend] = {"batch slurm": SlurmBackend(self, config),
+                                             "batch sge": SgeBackend(self, config),
                                              "condor": CondorCBackend(self, config)}
         self.active: dict[tuple[int, int], GridJob] = {}
         self._wake = asyncio.Event()
@@ -73,7 +76,8 @@ class GridManager:
         if job.key in self.active or job.status not in (JobStatus.IDLE, JobStatus.RUNNING):
             return
         try:
-            kind = parse_grid_resource(job.get("GridResource")).kind
+            parsed = parse_grid_resource(job.get("GridResource"))
+            kind = f"batch {parsed.system}" if parsed.kind == "batch" else parsed.kind
             runner = self.backends[kind].runner(job)
         except (GridResourceError, KeyError) as e:
             runner = _Refused(self, job, str(e))

@@ -1,0 +1,363 @@
+"""The grid manager's Grid Engine backend (``grid_resource = batch sge``, issue 30).
+
+As the Slurm backend does: each idle grid job gets a sandbox in the schedd's spool
+(``grid/<cluster>.<proc>``, its owner's) with its executable and input files copied
+in with the owner's rights, and a job script, submitted with ``qsub`` run as its
+owner (``nobody`` for root's jobs) under a name saying which job and attempt it is.
+One ``qstat -u '*' -xml`` per poll mirrors every job (``GridJobStatus`` is Grid
+Engine's state letters; running is Running with the execute event); a job in an error
+state (``Eqw``) is deleted and held with ``qstat -j``'s error reason. Grid Engine
+forgets a job once it ends, so its end is the exit file the job script writes in the
+sandbox (staged back, completes the job) or, where there is none, its ``qacct``
+record (a hold with Grid Engine's ``failed`` words). ``roost rm``/``hold`` run
+``qdel`` (as the owner); ``release`` submits it again.
+
+Restartable at any time: the name is committed (``GridJobSubmitName``) before qsub
+runs and ``GridJobId`` after; a schedd killed in between finds the job by its name in
+qstat, or in qacct when it has already ended, instead of submitting a second one.
+
+Settings: ``SGE_ROOT``, ``SGE_CELL``, ``SGE_QMASTER_PORT``, ``SGE_EXECD_PORT`` (passed
+to Grid Engine's commands where set), ``SGE_PARALLEL_ENVIRONMENT`` (for request_cpus
+above 1), ``SGE_MEMORY_RESOURCE`` (the ``-l`` resource request_memory becomes).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import shlex
+import shutil
+import stat
+import time
+from typing import TYPE_CHECKING, Any
+
+from roost.core import jobpolicy as jp
+from roost.core.gridbatch import HOLD_GRID_SUBMIT_FAILED, HOLD_REMOTE_ENDED, slurm_job_name
+from roost.core.gridsge import (
+    QstatJob,
+    SgeOptionError,
+    ended_without_exit,
+    error_reason,
+    exit_from_file,
+    mirror_state,
+    parse_qacct,
+    parse_qstat_xml,
+    parse_qsub,
+    qsub_args,
+)
+from roost.core.spooling import file_items, under_iwd
+from roost.daemons.schedd.access import owner_user
+from roost.daemons.schedd.gridjob import GridJob, copy_fd, text_attr
+from roost.daemons.schedd.jobqueue import Job
+from roost.daemons.schedd.localuniverse import drop_to, job_argv
+from roost.daemons.userfiles import open_as
+from roost.eventlog import GridResourceDownEvent, GridResourceUpEvent, GridSubmitEvent
+from roost.vocabulary import JobStatus
+
+if TYPE_CHECKING:
+    from roost.daemons.schedd.gridmanager import GridManager
+
+log = logging.getLogger("roost.daemons.schedd.gridmanager")
+
+_STDOUT, _STDERR, _SCRIPT, _EXIT, _STDIN = "_roost_stdout", "_roost_stderr", "_roost_job.sh", "_roost_exit", \
+    "_roost_stdin"
+RESOURCE = "batch sge"
+ENV_KNOBS = ("SGE_ROOT", "SGE_CELL", "SGE_QMASTER_PORT", "SGE_EXECD_PORT")
+#: seconds a job gone from qstat with no exit file waits for its qacct record (the
+#: accounting's flush_time, 15 s by default) before it counts as lost
+ACCOUNTING_WAIT = 120.0
+
+
+class SgeBackend:
+    """Grid Engine on this host: ``qsub``/``qstat``/``qacct``/``qdel``."""
+
+    def __init__(self, manager: GridManager, config: Any) -> None:
+        self.m = manager
+        self.env = dict(os.environ)
+        for knob in ENV_KNOBS:
+            v = (config.get(knob) or "").strip()
+            if v:
+                self.env[knob] = v
+        self.pe = (config.get("SGE_PARALLEL_ENVIRONMENT") or "").strip()
+        self.memory_resource = (config.get("SGE_MEMORY_RESOURCE") or "").strip()
+        self.down = False
+
+    def runner(self, job: Job) -> GridJob:
+        return SgeJob(self.m, self, job)
+
+    async def poll(self, runners: list[GridJob]) -> None:
+        ids = {g.sge_id: g for g in runners if isinstance(g, SgeJob) and g.sge_id}
+        if not ids:
+            return
+        jobs = await self.qstat()
+        if jobs is None:
+            return
+        for sge_id, g in ids.items():
+            await g.observe(jobs.get(sge_id))
+
+    async def qstat(self) -> dict[str, QstatJob] | None:
+        """Every job Grid Engine lists, by id; None (with event 026 once) when it does not answer."""
+        rc, out, err = await self.run(["qstat", "-u", "*", "-xml"])
+        jobs: dict[str, QstatJob] | None = None
+        if rc == 0:
+            with contextlib.suppress(ValueError):
+                jobs = {j.id: j for j in parse_qstat_xml(out)}
+        active = [g for g in self.m.active.values() if isinstance(g, SgeJob)]
+        if jobs is None:
+            if not self.down:
+                self.down = True
+                log.warning("grid manager: Grid Engine does not answer: %s", (err or out).strip()[:300])
+                for g in active:
+                    self.m.jobs.write_events(g.job, [GridResourceDownEvent(g.job.cluster.id, g.job.proc, time.time(),
+                                                                           grid_resource=RESOURCE)])
+            return None
+        if self.down:
+            self.down = False
+            for g in active:
+                self.m.jobs.write_events(g.job, [GridResourceUpEvent(g.job.cluster.id, g.job.proc, time.time(),
+                                                                     grid_resource=RESOURCE)])
+        return jobs
+
+    async def qacct(self, what: str) -> dict[str, str] | None:
+        """The last accounting record of a job id or name, None when there is none (yet)."""
+        rc, out, _ = await self.run(["qacct", "-j", what])
+        records = parse_qacct(out) if rc == 0 else []
+        return records[-1] if records else None
+
+    async def run(self, argv: list[str], ids: tuple[int, int, str, str] | None = None,
+                  cwd: str = "/") -> tuple[int, str, str]:
+        """A Grid Engine command (as ``ids``' user when given): exit status, stdout, stderr."""
+        kwargs: dict[str, Any] = {}
+        if ids is not None:
+            kwargs["preexec_fn"] = drop_to(ids[0], ids[1], cwd)
+        try:
+            proc = await asyncio.create_subprocess_exec(
+                *argv, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, env=self.env,
+                cwd="/", start_new_session=True, **kwargs)
+            out, err = await asyncio.wait_for(proc.communicate(), 60)
+        except (OSError, TimeoutError) as e:
+            return 127, "", f"{argv[0]}: {e}"
+        return proc.returncode or 0, out.decode(errors="replace"), err.decode(errors="replace")
+
+
+class SgeJob(GridJob):
+    """One grid job's Grid Engine life: its sandbox, its job id, when it left qstat."""
+
+    def __init__(self, manager: GridManager, backend: SgeBackend, job: Job) -> None:
+        super().__init__(manager, job)
+        self.b = backend
+        gid = text_attr(job, "GridJobId")
+        self.sge_id: str | None = gid.split()[-1] if gid and gid.startswith(RESOURCE + " ") else None
+        self.left_qstat: float | None = None
+
+    # -- submit ----------------------------------------------------------------------------
+
+    async def begin(self) -> None:
+        if self.sge_id is None:
+            name = text_attr(self.job, "GridJobSubmitName")
+            if name:
+                self.sge_id = await self._find(name)  # a predecessor submitted, then died
+            if self.sge_id is None:
+                await self._submit()
+                return
+            await self._record_id(name or "")
+        self.m.wake()
+
+    async def _find(self, name: str) -> str | None:
+        """The job submitted under ``name``: still listed, or already in the accounting."""
+        jobs = await self.b.qstat()
+        if jobs is None:
+            return None
+        for j in jobs.values():
+            if j.name == name:
+                return j.id
+        record = await self.b.qacct(name)
+        return record.get("jobnumber") if record else None
+
+    async def _submit(self) -> None:
+        job = self.job
+        starts = job.get("NumGridSubmits")
+        attempt = (starts if isinstance(starts, int) else 0) + 1
+        name = slurm_job_name(self.m.schedd_name, job.cluster.id, job.proc, attempt)
+        await self.jobs.commit(self.jobs.set_ops(job, {"GridJobSubmitName": name, "NumGridSubmits": attempt}))
+        try:
+            args = qsub_args(_numbers(job), name=name, sandbox=self.sandbox,
+                             script=os.path.join(self.sandbox, _SCRIPT), pe=self.b.pe,
+                             memory_resource=self.b.memory_resource)
+        except SgeOptionError as e:
+            await self.hold(f"Cannot submit the job to Grid Engine: {e}", HOLD_GRID_SUBMIT_FAILED)
+            return
+        try:
+            await asyncio.to_thread(self._prepare)
+        except OSError as e:
+            await self.hold(f"Cannot stage the job's input for Grid Engine: {e}", jp.HOLD_TRANSFER_INPUT_ERROR)
+            return
+        rc, out, err = await self.b.run(["qsub", *args], self.ids, self.sandbox)
+        sge_id = parse_qsub(out) if rc == 0 else None
+        if sge_id is None:
+            said = " ".join(line.strip() for line in (err or out).splitlines() if line.strip())[:1500]
+            await self.hold(f"Grid Engine refused the job: {said or f'qsub exited {rc}'}", HOLD_GRID_SUBMIT_FAILED)
+            return
+        self.sge_id = sge_id
+        await self._record_id(name)
+        self.m.wake()
+
+    async def _record_id(self, name: str) -> None:
+        job = self.job
+        gid = f"{RESOURCE} {self.sge_id}"
+        await self.jobs.report(job, self.jobs.set_ops(job, {"GridJobId": gid, "GridJobStatus": "qw"}),
+                               [GridSubmitEvent(job.cluster.id, job.proc, time.time(), grid_resource=RESOURCE,
+                                                grid_job_id=gid)])
+        log.info("job %s: Grid Engine job %s (%s)", job.id, self.sge_id, name)
+
+    def _prepare(self) -> None:
+        """The sandbox, its owner's, with the executable, the input files and the script."""
+        job, get = self.job, self.job.get
+        iwd = get("Iwd") if isinstance(get("Iwd"), str) else "/"
+        user = owner_user(job.owner)
+        uid, gid = (self.ids[0], self.ids[1]) if self.ids is not None else (os.getuid(), os.getgid())
+        shutil.rmtree(self.sandbox, ignore_errors=True)
+        os.makedirs(self.m.root, mode=0o755, exist_ok=True)
+        os.mkdir(self.sandbox, 0o700)
+        os.chown(self.sandbox, uid, gid)
+        argv = job_argv(get)
+        copies: list[tuple[str, str, int]] = []
+        if get("TransferExecutable") is not False and argv[0]:
+            copies.append((under_iwd(iwd, argv[0]), os.path.basename(argv[0]), 0o700))
+        for item in file_items(get("TransferInput")):
+            copies.append((under_iwd(iwd, item), os.path.basename(item.rstrip("/")), 0o600))
+        stdin = get("In")
+        if isinstance(stdin, str) and stdin and stdin != os.devnull:
+            copies.append((under_iwd(iwd, stdin), _STDIN, 0o600))
+        for src, name, mode in copies:
+            fd = open_as(src, user)
+            try:
+                dst = os.open(os.path.join(self.sandbox, name), os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW,
+                              mode)
+                try:
+                    copy_fd(fd, dst)
+                    os.fchown(dst, uid, gid)
+                finally:
+                    os.close(dst)
+            finally:
+                os.close(fd)
+        exe = "./" + os.path.basename(argv[0]) if get("TransferExecutable") is not False else argv[0]
+        command = " ".join(shlex.quote(a) for a in [exe, *argv[1:]])
+        redirect = f" < {_STDIN}" if any(n == _STDIN for _, n, _ in copies) else " < /dev/null"
+        script = os.path.join(self.sandbox, _SCRIPT)
+        with open(script, "x") as f:
+            # Grid Engine runs a copy of this script from its spool: the sandbox by name;
+            # the exit file is how the end is known (qstat forgets the job at once)
+            f.write(f"#!/bin/sh\n# roost job {job.id}\ncd {shlex.quote(self.sandbox)} || exit 1\n"
+                    f"{command}{redirect}\necho $? > {_EXIT}.new && mv {_EXIT}.new {_EXIT}\n")
+        os.chmod(script, 0o700)
+        os.chown(script, uid, gid)
+
+    # -- remote state ------------------------------------------------------------------------
+
+    async def observe(self, record: QstatJob | None) -> None:
+        job = self.job
+        if self.gone():
+            return
+        if self.stopping() or self.cancelled:  # cancelled: released again before qdel took effect
+            await self._stop(record)
+            return
+        if record is None:
+            await self._left_qstat()
+            return
+        self.left_qstat = None
+        m = mirror_state(record.state)
+        if m.done:  # an error state: Grid Engine keeps it for ever unless deleted
+            _, said, _ = await self.b.run(["qstat", "-j", record.id])
+            reason = error_reason(said) or m.hold_reason
+            await self.b.run(["qdel", record.id], self.ids)
+            await self.hold(f"Grid Engine could not run the job ({record.state}): {reason}", HOLD_REMOTE_ENDED,
+                            grid_status=record.state)
+            return
+        if m.grid_status != job.get("GridJobStatus"):
+            await self.jobs.commit(self.jobs.set_ops(job, {"GridJobStatus": m.grid_status}))
+        if m.status in (JobStatus.RUNNING, JobStatus.SUSPENDED) and job.status == JobStatus.IDLE:
+            host = record.queue.partition("@")[2] or record.queue or "sge"
+            await self.running(f"sge/{host}", f"<sge:{host}>", m.grid_status)
+
+    async def _left_qstat(self) -> None:
+        """Gone from qstat: ended. The exit file says how; without one, qacct says why."""
+        text = await asyncio.to_thread(self._read_exit)
+        m = exit_from_file(text) if text is not None else None
+        if m is not None:
+            problem = await asyncio.to_thread(self._stage_out)
+            if problem:
+                await self.hold(f"Failed to transfer output files from Grid Engine's sandbox: {problem}",
+                                jp.HOLD_TRANSFER_OUTPUT_ERROR)
+                return
+            await self.exited(m.exit_code, m.exit_signal, m.grid_status, "sge", "<sge>")
+            return
+        record = await self.b.qacct(self.sge_id or "")
+        if record is not None:
+            end = ended_without_exit(record)
+            await self.hold(end.hold_reason or "Grid Engine ended the job", end.hold_code, grid_status=end.grid_status)
+            return
+        now = time.monotonic()
+        if self.left_qstat is None:
+            self.left_qstat = now
+        elif now - self.left_qstat > ACCOUNTING_WAIT:
+            await self.hold(f"Grid Engine no longer knows job {self.sge_id} (not in qstat, no accounting record)",
+                            HOLD_GRID_SUBMIT_FAILED)
+
+    def _read_exit(self) -> str | None:
+        try:
+            fd = os.open(os.path.join(self.sandbox, _EXIT), os.O_RDONLY | os.O_NOFOLLOW)
+        except OSError:
+            return None
+        try:
+            return os.read(fd, 64).decode(errors="replace")
+        finally:
+            os.close(fd)
+
+    async def _stop(self, record: QstatJob | None) -> None:
+        """Removed or held by the user: qdel the job, then let it go once qstat drops it."""
+        if self.sge_id and not self.cancelled:
+            self.cancelled = True
+            await self.b.run(["qdel", self.sge_id], self.ids)
+        if record is None:
+            await self.let_go()
+
+    def _stage_out(self) -> str | None:
+        """Stdout, stderr and the output files back to Iwd, written as the owner; the
+        problem, if any."""
+        get = self.job.get
+        iwd = get("Iwd") if isinstance(get("Iwd"), str) else "/"
+        pairs: list[tuple[str, str]] = []
+        for attr, name in (("Out", _STDOUT), ("Err", _STDERR)):
+            dst = get(attr)
+            if isinstance(dst, str) and dst and dst != os.devnull:
+                pairs.append((name, under_iwd(iwd, dst)))
+        wanted = file_items(get("TransferOutput"))
+        if not wanted:  # every new top-level file, as HTCondor's file transfer does
+            skip = {_STDOUT, _STDERR, _SCRIPT, _STDIN, _EXIT, os.path.basename(job_argv(get)[0]),
+                    *(os.path.basename(i.rstrip("/")) for i in file_items(get("TransferInput")))}
+            wanted = sorted(n for n in os.listdir(self.sandbox) if n not in skip
+                            and stat.S_ISREG(os.lstat(os.path.join(self.sandbox, n)).st_mode))
+        pairs += [(w, under_iwd(iwd, os.path.basename(w))) for w in wanted]
+        problem = self.copy_out(pairs, {_STDOUT, _STDERR})
+        if problem is None:
+            shutil.rmtree(self.sandbox, ignore_errors=True)
+        return problem
+
+
+def _numbers(job: Job) -> dict[str, Any]:
+    """The requests qsub's options are made of, evaluated (RequestMemory is an
+    expression in most submit files)."""
+    ad = job.classad()
+    out: dict[str, Any] = {}
+    for attr in ("RequestCpus", "RequestMemory", "BatchRuntime", "BatchQueue", "BatchProject"):
+        if attr in ad:
+            with contextlib.suppress(Exception):
+                v = ad.eval(attr)
+                out[attr] = v if isinstance(v, (int, float, str)) else None
+    return out
+
+
+__all__ = ["SgeBackend", "SgeJob"]
