@@ -365,7 +365,7 @@ def test_one_stalled_backend_does_not_stop_the_others_poll() -> None:
 
     class Stalled:
         async def poll(self, runners: list) -> None:
-            await asyncio.sleep(3600)
+            await asyncio.sleep(3600)  # time is the point: a backend that never answers
 
     class Quick:
         async def poll(self, runners: list) -> None:

@@ -332,7 +332,8 @@ def never_home(job: Any, slots: Sequence[Any]) -> bool:
     waiting FLOCK_AFTER. No slots at all is no verdict (a collector that just started
     lists none), so the job waits as any other. Stops at the first slot that could run
     it: a job that fits at home costs one or a few evaluations."""
-    from roost.core.condor_analysis import could_ever_run  # the matchmaking code, only when asked
+    # lazy: the matchmaking code, only when asked
+    from roost.core.condor_analysis import could_ever_run
 
     return bool(slots) and not any(could_ever_run(job, slot) for slot in slots)
 

@@ -49,6 +49,11 @@ ranks count as 0, as in HTCondor, so sort keys are totally ordered.
 Pure: ads in, :class:`Plan` out; no clock (``now`` is passed in), no I/O.
 :class:`SlotPool` keeps the per-cycle view so a caller can spin the pie
 several times (issue 5) without rebuilding it.
+
+Size: one hot loop. ``match_request`` and its runs read and write the same
+per-cycle state (the slot view, the heaps, the entry ahead of them) in the inner
+loop of every negotiation; the parts that stand alone are their own modules
+already (slot classes, thresholds, rank heaps, conjuncts, requirement steps).
 """
 
 from __future__ import annotations

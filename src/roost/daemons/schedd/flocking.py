@@ -353,7 +353,8 @@ class Flocking:
     async def _home_slots(self) -> list[Any] | None:
         """The home pool's slot ads (every state, no dynamic slots: their partitionable
         slot stands for the machine) as ClassAds; None when the collector does not answer."""
-        from roost.net.adwire import obj_to_ad  # the ClassAd form only when a verdict is due
+        # lazy: the ClassAd form only when a verdict is due
+        from roost.net.adwire import obj_to_ad
 
         with contextlib.suppress(ConnectionError, RequestError, RemoteError, TimeoutError):
             got = await asyncio.wait_for(self.home_query(

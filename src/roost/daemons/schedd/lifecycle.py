@@ -149,15 +149,9 @@ class JobLifecycle:
         await self.store.commit(ops)
 
     def commit_soon(self, ops: list[Any], name: str) -> None:
-        """Queue ``ops`` now, in order with what follows, without waiting for the disk
-        (a failure is logged). Ops hold rows as they are when made: a commit spawned
-        for later could land after a newer change of the same job and undo it."""
-        durable = self.store.submit(ops)
-
-        async def wait() -> None:
-            await durable
-
-        self.host.spawn(wait(), name)
+        """Queue ``ops`` now, in order, not waiting for the disk (a failure is logged): ops
+        hold rows as made, so spawned for later they could undo a newer change."""
+        self.host.spawn(_durable(self.store.submit(ops)), name)
 
     def write_events(self, job: Job, events: list[Event]) -> None:
         self.userlogs.write(log_paths(job.get), events, job.owner, job.get)
@@ -586,6 +580,10 @@ def shadow_exception(job: Job, why: str) -> ShadowExceptionEvent:
 
 def held_event(job: Job, reason: str, code: int, subcode: int) -> HeldEvent:
     return HeldEvent(job.cluster.id, job.proc, time.time(), reason=reason, code=code, subcode=subcode)
+
+
+async def _durable(fut: asyncio.Future[None]) -> None:
+    await fut
 
 
 __all__ = ["Host", "JobLifecycle", "Runner", "held_event", "shadow_exception"]
