@@ -156,8 +156,10 @@ queue
         return f"<JB_job_number>{sge_id}</JB_job_number>" in sge.run("qstat", "-u", "*", "-xml").stdout
 
     jid = submit(grid_pool, work, body.format(secs=300))
-    running = grid_pool.wait_for(jid, lambda j: j.get("JobStatus") == 2, timeout=60, what="running in Grid Engine")
-    assert running["GridJobStatus"] == "r" and running["RemoteHost"].startswith("sge/")
+    # Running from Grid Engine's "t" (its transfer to the execd) on; "r" once it runs there
+    running = grid_pool.wait_for(jid, lambda j: j.get("JobStatus") == 2 and j.get("GridJobStatus") == "r",
+                                 timeout=60, what="running in Grid Engine")
+    assert running["RemoteHost"].startswith("sge/")
     sge_id = running["GridJobId"].split()[-1]
     assert grid_pool.roost("rm", jid).returncode == 0
     wait_until(lambda: not listed(sge_id), 30, "the Grid Engine job deleted by roost rm")
