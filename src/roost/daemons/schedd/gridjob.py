@@ -1,6 +1,7 @@
 """What every grid job shares, whatever system it was handed to (issue 30): the
-backend interface the grid manager drives (``gridslurm.py``: Slurm, ``gridcondorc.py``:
-another pool's schedd), and a job's local end: its sandbox in the schedd's spool, its
+backend interface the grid manager drives (``gridslurm.py``: Slurm, ``gridsge.py``: Grid
+Engine, both through ``gridbatchjob.py``; ``gridcondorc.py``: another pool's schedd),
+and a job's local end: its sandbox in the schedd's spool, its
 hold with the remote system's reason, its exit, its files copied with its owner's
 rights."""
 

@@ -28,8 +28,6 @@ import contextlib
 import logging
 import os
 import shlex
-import shutil
-import stat
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -47,12 +45,10 @@ from roost.core.gridsge import (
     parse_qsub,
     qsub_args,
 )
-from roost.core.spooling import file_items, under_iwd
-from roost.daemons.schedd.access import owner_user
-from roost.daemons.schedd.gridjob import GridJob, copy_fd, text_attr
+from roost.daemons.schedd.gridbatchjob import SCRIPT, BatchJob, requests
+from roost.daemons.schedd.gridjob import GridJob, text_attr
 from roost.daemons.schedd.jobqueue import Job
-from roost.daemons.schedd.localuniverse import drop_to, job_argv
-from roost.daemons.userfiles import open_as
+from roost.daemons.schedd.localuniverse import drop_to
 from roost.eventlog import GridResourceDownEvent, GridResourceUpEvent, GridSubmitEvent
 from roost.vocabulary import JobStatus
 
@@ -61,8 +57,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("roost.daemons.schedd.gridmanager")
 
-_STDOUT, _STDERR, _SCRIPT, _EXIT, _STDIN = "_roost_stdout", "_roost_stderr", "_roost_job.sh", "_roost_exit", \
-    "_roost_stdin"
+_EXIT = "_roost_exit"  # the job script's exit status (Grid Engine forgets a finished job at once)
 RESOURCE = "batch sge"
 ENV_KNOBS = ("SGE_ROOT", "SGE_CELL", "SGE_QMASTER_PORT", "SGE_EXECD_PORT")
 #: seconds a job gone from qstat with no exit file waits for its qacct record (the
@@ -142,7 +137,7 @@ class SgeBackend:
         return proc.returncode or 0, out.decode(errors="replace"), err.decode(errors="replace")
 
 
-class SgeJob(GridJob):
+class SgeJob(BatchJob):
     """One grid job's Grid Engine life: its sandbox, its job id, when it left qstat."""
 
     def __init__(self, manager: GridManager, backend: SgeBackend, job: Job) -> None:
@@ -183,8 +178,8 @@ class SgeJob(GridJob):
         name = slurm_job_name(self.m.schedd_name, job.cluster.id, job.proc, attempt)
         await self.jobs.commit(self.jobs.set_ops(job, {"GridJobSubmitName": name, "NumGridSubmits": attempt}))
         try:
-            args = qsub_args(_numbers(job), name=name, sandbox=self.sandbox,
-                             script=os.path.join(self.sandbox, _SCRIPT), pe=self.b.pe,
+            args = qsub_args(requests(job), name=name, sandbox=self.sandbox,
+                             script=os.path.join(self.sandbox, SCRIPT), pe=self.b.pe,
                              memory_resource=self.b.memory_resource)
         except SgeOptionError as e:
             await self.hold(f"Cannot submit the job to Grid Engine: {e}", HOLD_GRID_SUBMIT_FAILED)
@@ -213,47 +208,12 @@ class SgeJob(GridJob):
         log.info("job %s: Grid Engine job %s (%s)", job.id, self.sge_id, name)
 
     def _prepare(self) -> None:
-        """The sandbox, its owner's, with the executable, the input files and the script."""
-        job, get = self.job, self.job.get
-        iwd = get("Iwd") if isinstance(get("Iwd"), str) else "/"
-        user = owner_user(job.owner)
-        uid, gid = (self.ids[0], self.ids[1]) if self.ids is not None else (os.getuid(), os.getgid())
-        shutil.rmtree(self.sandbox, ignore_errors=True)
-        os.makedirs(self.m.root, mode=0o755, exist_ok=True)
-        os.mkdir(self.sandbox, 0o700)
-        os.chown(self.sandbox, uid, gid)
-        argv = job_argv(get)
-        copies: list[tuple[str, str, int]] = []
-        if get("TransferExecutable") is not False and argv[0]:
-            copies.append((under_iwd(iwd, argv[0]), os.path.basename(argv[0]), 0o700))
-        for item in file_items(get("TransferInput")):
-            copies.append((under_iwd(iwd, item), os.path.basename(item.rstrip("/")), 0o600))
-        stdin = get("In")
-        if isinstance(stdin, str) and stdin and stdin != os.devnull:
-            copies.append((under_iwd(iwd, stdin), _STDIN, 0o600))
-        for src, name, mode in copies:
-            fd = open_as(src, user)
-            try:
-                dst = os.open(os.path.join(self.sandbox, name), os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW,
-                              mode)
-                try:
-                    copy_fd(fd, dst)
-                    os.fchown(dst, uid, gid)
-                finally:
-                    os.close(dst)
-            finally:
-                os.close(fd)
-        exe = "./" + os.path.basename(argv[0]) if get("TransferExecutable") is not False else argv[0]
-        command = " ".join(shlex.quote(a) for a in [exe, *argv[1:]])
-        redirect = f" < {_STDIN}" if any(n == _STDIN for _, n, _ in copies) else " < /dev/null"
-        script = os.path.join(self.sandbox, _SCRIPT)
-        with open(script, "x") as f:
-            # Grid Engine runs a copy of this script from its spool: the sandbox by name;
-            # the exit file is how the end is known (qstat forgets the job at once)
-            f.write(f"#!/bin/sh\n# roost job {job.id}\ncd {shlex.quote(self.sandbox)} || exit 1\n"
-                    f"{command}{redirect}\necho $? > {_EXIT}.new && mv {_EXIT}.new {_EXIT}\n")
-        os.chmod(script, 0o700)
-        os.chown(script, uid, gid)
+        """The sandbox (``stage_in``) and the script Grid Engine runs."""
+        uid, gid, command = self.stage_in()
+        # Grid Engine runs a copy of this script from its spool: the sandbox by name;
+        # the exit file is how the end is known (qstat forgets the job at once)
+        self.write_script(f"#!/bin/sh\n# roost job {self.job.id}\ncd {shlex.quote(self.sandbox)} || exit 1\n"
+                          f"{command}\necho $? > {_EXIT}.new && mv {_EXIT}.new {_EXIT}\n", uid, gid)
 
     # -- remote state ------------------------------------------------------------------------
 
@@ -325,39 +285,7 @@ class SgeJob(GridJob):
             await self.let_go()
 
     def _stage_out(self) -> str | None:
-        """Stdout, stderr and the output files back to Iwd, written as the owner; the
-        problem, if any."""
-        get = self.job.get
-        iwd = get("Iwd") if isinstance(get("Iwd"), str) else "/"
-        pairs: list[tuple[str, str]] = []
-        for attr, name in (("Out", _STDOUT), ("Err", _STDERR)):
-            dst = get(attr)
-            if isinstance(dst, str) and dst and dst != os.devnull:
-                pairs.append((name, under_iwd(iwd, dst)))
-        wanted = file_items(get("TransferOutput"))
-        if not wanted:  # every new top-level file, as HTCondor's file transfer does
-            skip = {_STDOUT, _STDERR, _SCRIPT, _STDIN, _EXIT, os.path.basename(job_argv(get)[0]),
-                    *(os.path.basename(i.rstrip("/")) for i in file_items(get("TransferInput")))}
-            wanted = sorted(n for n in os.listdir(self.sandbox) if n not in skip
-                            and stat.S_ISREG(os.lstat(os.path.join(self.sandbox, n)).st_mode))
-        pairs += [(w, under_iwd(iwd, os.path.basename(w))) for w in wanted]
-        problem = self.copy_out(pairs, {_STDOUT, _STDERR})
-        if problem is None:
-            shutil.rmtree(self.sandbox, ignore_errors=True)
-        return problem
-
-
-def _numbers(job: Job) -> dict[str, Any]:
-    """The requests qsub's options are made of, evaluated (RequestMemory is an
-    expression in most submit files)."""
-    ad = job.classad()
-    out: dict[str, Any] = {}
-    for attr in ("RequestCpus", "RequestMemory", "BatchRuntime", "BatchQueue", "BatchProject"):
-        if attr in ad:
-            with contextlib.suppress(Exception):
-                v = ad.eval(attr)
-                out[attr] = v if isinstance(v, (int, float, str)) else None
-    return out
+        return self.stage_out((_EXIT,))
 
 
 __all__ = ["SgeBackend", "SgeJob"]

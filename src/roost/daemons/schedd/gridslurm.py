@@ -23,12 +23,9 @@ is polled again, never resubmitted.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import os
 import shlex
-import shutil
-import stat
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -43,19 +40,16 @@ from roost.core.gridbatch import (
     slurm_job_name,
     slurm_reason,
 )
-from roost.core.spooling import file_items, under_iwd
-from roost.daemons.schedd.access import owner_user
+from roost.daemons.schedd.gridbatchjob import SCRIPT, BatchJob, requests
 from roost.daemons.schedd.gridjob import (
     MISSING_POLLS,
     REMOTE_ATTRS,
     UNDEFINED,
     GridJob,
-    copy_fd,
     text_attr,
 )
 from roost.daemons.schedd.jobqueue import Job
-from roost.daemons.schedd.localuniverse import drop_to, job_argv
-from roost.daemons.userfiles import open_as
+from roost.daemons.schedd.localuniverse import drop_to
 from roost.eventlog import EvictedEvent, GridResourceDownEvent, GridResourceUpEvent, GridSubmitEvent
 from roost.vocabulary import JobStatus
 
@@ -64,7 +58,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("roost.daemons.schedd.gridmanager")
 
-_STDOUT, _STDERR, _SCRIPT = "_roost_stdout", "_roost_stderr", "_roost_job.sh"
 RESOURCE = "batch slurm"
 
 
@@ -120,7 +113,7 @@ class SlurmBackend:
         return proc.returncode or 0, out.decode(errors="replace"), err.decode(errors="replace")
 
 
-class SlurmJob(GridJob):
+class SlurmJob(BatchJob):
     """One grid job's Slurm life: its sandbox, its Slurm id, what was last seen."""
 
     def __init__(self, manager: GridManager, backend: SlurmBackend, job: Job) -> None:
@@ -159,8 +152,8 @@ class SlurmJob(GridJob):
         await self.jobs.commit(self.jobs.set_ops(job, {"GridJobSubmitName": name, "NumGridSubmits": attempt}))
         try:
             await asyncio.to_thread(self._prepare)
-            args = sbatch_args(_numbers(job), name=name, sandbox=self.sandbox,
-                               script=os.path.join(self.sandbox, _SCRIPT))
+            args = sbatch_args(requests(job), name=name, sandbox=self.sandbox,
+                               script=os.path.join(self.sandbox, SCRIPT))
         except (OSError, SlurmOptionError) as e:
             await self.hold(f"Cannot stage the job's input for Slurm: {e}", jp.HOLD_TRANSFER_INPUT_ERROR)
             return
@@ -183,45 +176,11 @@ class SlurmJob(GridJob):
         log.info("job %s: Slurm job %s (%s)", job.id, self.slurm_id, name)
 
     def _prepare(self) -> None:
-        """The sandbox, its owner's, with the executable, the input files and the script."""
-        job, get = self.job, self.job.get
-        iwd = get("Iwd") if isinstance(get("Iwd"), str) else "/"
-        user = owner_user(job.owner)
-        uid, gid = (self.ids[0], self.ids[1]) if self.ids is not None else (os.getuid(), os.getgid())
-        shutil.rmtree(self.sandbox, ignore_errors=True)
-        os.makedirs(self.m.root, mode=0o755, exist_ok=True)
-        os.mkdir(self.sandbox, 0o700)
-        os.chown(self.sandbox, uid, gid)
-        argv = job_argv(get)
-        copies: list[tuple[str, str, int]] = []
-        if get("TransferExecutable") is not False and argv[0]:
-            copies.append((under_iwd(iwd, argv[0]), os.path.basename(argv[0]), 0o700))
-        for item in file_items(get("TransferInput")):
-            copies.append((under_iwd(iwd, item), os.path.basename(item.rstrip("/")), 0o600))
-        stdin = get("In")
-        if isinstance(stdin, str) and stdin and stdin != os.devnull:
-            copies.append((under_iwd(iwd, stdin), "_roost_stdin", 0o600))
-        for src, name, mode in copies:
-            fd = open_as(src, user)
-            try:
-                dst = os.open(os.path.join(self.sandbox, name), os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW,
-                              mode)
-                try:
-                    copy_fd(fd, dst)
-                    os.fchown(dst, uid, gid)
-                finally:
-                    os.close(dst)
-            finally:
-                os.close(fd)
-        exe = "./" + os.path.basename(argv[0]) if get("TransferExecutable") is not False else argv[0]
-        command = " ".join(shlex.quote(a) for a in [exe, *argv[1:]])
-        redirect = " < _roost_stdin" if any(n == "_roost_stdin" for _, n, _ in copies) else " < /dev/null"
-        script = os.path.join(self.sandbox, _SCRIPT)
-        with open(script, "x") as f:
-            # Slurm runs a copy of this script from its own spool: the sandbox by name
-            f.write(f"#!/bin/sh\n# roost job {job.id}\ncd {shlex.quote(self.sandbox)} && exec {command}{redirect}\n")
-        os.chmod(script, 0o700)
-        os.chown(script, uid, gid)
+        """The sandbox (``stage_in``) and the script Slurm runs."""
+        uid, gid, command = self.stage_in()
+        # Slurm runs a copy of this script from its own spool: the sandbox by name
+        self.write_script(f"#!/bin/sh\n# roost job {self.job.id}\ncd {shlex.quote(self.sandbox)} && exec {command}\n",
+                          uid, gid)
 
     def owes_remote(self) -> bool:
         return self.slurm_id is not None  # a pending job left by roost rm: scancel it
@@ -301,39 +260,7 @@ class SlurmJob(GridJob):
             await self.let_go()
 
     def _stage_out(self) -> str | None:
-        """Stdout, stderr and the output files back to Iwd, written as the owner; the
-        problem, if any."""
-        get = self.job.get
-        iwd = get("Iwd") if isinstance(get("Iwd"), str) else "/"
-        pairs: list[tuple[str, str]] = []
-        for attr, name in (("Out", _STDOUT), ("Err", _STDERR)):
-            dst = get(attr)
-            if isinstance(dst, str) and dst and dst != os.devnull:
-                pairs.append((name, under_iwd(iwd, dst)))
-        wanted = file_items(get("TransferOutput"))
-        if not wanted:  # every new top-level file, as HTCondor's file transfer does
-            skip = {_STDOUT, _STDERR, _SCRIPT, "_roost_stdin", os.path.basename(job_argv(get)[0]),
-                    *(os.path.basename(i.rstrip("/")) for i in file_items(get("TransferInput")))}
-            wanted = sorted(n for n in os.listdir(self.sandbox) if n not in skip
-                            and stat.S_ISREG(os.lstat(os.path.join(self.sandbox, n)).st_mode))
-        pairs += [(w, under_iwd(iwd, os.path.basename(w))) for w in wanted]
-        problem = self.copy_out(pairs, {_STDOUT, _STDERR})
-        if problem is None:
-            shutil.rmtree(self.sandbox, ignore_errors=True)
-        return problem
-
-
-def _numbers(job: Job) -> dict[str, Any]:
-    """The requests sbatch's options are made of, evaluated (RequestMemory is an
-    expression in most submit files)."""
-    ad = job.classad()
-    out: dict[str, Any] = {}
-    for attr in ("RequestCpus", "RequestMemory", "BatchRuntime", "BatchQueue", "BatchProject"):
-        if attr in ad:
-            with contextlib.suppress(Exception):
-                v = ad.eval(attr)
-                out[attr] = v if isinstance(v, (int, float, str)) else None
-    return out
+        return self.stage_out()
 
 
 __all__ = ["SlurmBackend", "SlurmJob"]
