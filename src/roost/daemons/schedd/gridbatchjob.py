@@ -7,6 +7,7 @@ gridsge.py)."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
 import shlex
@@ -18,7 +19,7 @@ from roost.core.spooling import file_items, under_iwd
 from roost.daemons.schedd.access import owner_user
 from roost.daemons.schedd.gridjob import GridJob, copy_fd
 from roost.daemons.schedd.jobqueue import Job
-from roost.daemons.schedd.localuniverse import job_argv
+from roost.daemons.schedd.localuniverse import drop_to, job_argv
 from roost.daemons.userfiles import open_as
 
 STDOUT, STDERR, STDIN, SCRIPT = "_roost_stdout", "_roost_stderr", "_roost_stdin", "_roost_job.sh"
@@ -98,6 +99,23 @@ class BatchJob(GridJob):
         return problem
 
 
+async def run_command(argv: list[str], env: dict[str, str] | None, ids: tuple[int, int, str, str] | None = None,
+                      cwd: str = "/") -> tuple[int, str, str]:
+    """A batch system's command (as ``ids``' user when given, entering ``cwd`` as that
+    user), at most 60 s: exit status, stdout, stderr (127 and why when it cannot run)."""
+    kwargs: dict[str, Any] = {}
+    if ids is not None:
+        kwargs["preexec_fn"] = drop_to(ids[0], ids[1], cwd)
+    try:
+        proc = await asyncio.create_subprocess_exec(
+            *argv, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, env=env,
+            cwd="/", start_new_session=True, **kwargs)
+        out, err = await asyncio.wait_for(proc.communicate(), 60)
+    except (OSError, TimeoutError) as e:
+        return 127, "", f"{argv[0]}: {e}"
+    return proc.returncode or 0, out.decode(errors="replace"), err.decode(errors="replace")
+
+
 def requests(job: Job) -> dict[str, Any]:
     """The requests a batch system's submit options are made of, evaluated
     (RequestMemory is an expression in most submit files)."""
@@ -111,4 +129,4 @@ def requests(job: Job) -> dict[str, Any]:
     return out
 
 
-__all__ = ["BatchJob", "STDERR", "STDIN", "STDOUT", "SCRIPT", "requests"]
+__all__ = ["BatchJob", "STDERR", "STDIN", "STDOUT", "SCRIPT", "requests", "run_command"]

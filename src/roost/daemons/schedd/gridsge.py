@@ -45,10 +45,9 @@ from roost.core.gridsge import (
     parse_qsub,
     qsub_args,
 )
-from roost.daemons.schedd.gridbatchjob import SCRIPT, BatchJob, requests
+from roost.daemons.schedd.gridbatchjob import SCRIPT, BatchJob, requests, run_command
 from roost.daemons.schedd.gridjob import GridJob, text_attr
 from roost.daemons.schedd.jobqueue import Job
-from roost.daemons.schedd.localuniverse import drop_to
 from roost.eventlog import GridResourceDownEvent, GridResourceUpEvent, GridSubmitEvent
 from roost.vocabulary import JobStatus
 
@@ -124,17 +123,7 @@ class SgeBackend:
     async def run(self, argv: list[str], ids: tuple[int, int, str, str] | None = None,
                   cwd: str = "/") -> tuple[int, str, str]:
         """A Grid Engine command (as ``ids``' user when given): exit status, stdout, stderr."""
-        kwargs: dict[str, Any] = {}
-        if ids is not None:
-            kwargs["preexec_fn"] = drop_to(ids[0], ids[1], cwd)
-        try:
-            proc = await asyncio.create_subprocess_exec(
-                *argv, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, env=self.env,
-                cwd="/", start_new_session=True, **kwargs)
-            out, err = await asyncio.wait_for(proc.communicate(), 60)
-        except (OSError, TimeoutError) as e:
-            return 127, "", f"{argv[0]}: {e}"
-        return proc.returncode or 0, out.decode(errors="replace"), err.decode(errors="replace")
+        return await run_command(argv, self.env, ids, cwd)
 
 
 class SgeJob(BatchJob):

@@ -40,7 +40,7 @@ from roost.core.gridbatch import (
     slurm_job_name,
     slurm_reason,
 )
-from roost.daemons.schedd.gridbatchjob import SCRIPT, BatchJob, requests
+from roost.daemons.schedd.gridbatchjob import SCRIPT, BatchJob, requests, run_command
 from roost.daemons.schedd.gridjob import (
     MISSING_POLLS,
     REMOTE_ATTRS,
@@ -49,7 +49,6 @@ from roost.daemons.schedd.gridjob import (
     text_attr,
 )
 from roost.daemons.schedd.jobqueue import Job
-from roost.daemons.schedd.localuniverse import drop_to
 from roost.eventlog import EvictedEvent, GridResourceDownEvent, GridResourceUpEvent, GridSubmitEvent
 from roost.vocabulary import JobStatus
 
@@ -100,17 +99,7 @@ class SlurmBackend:
     async def run(self, argv: list[str], ids: tuple[int, int, str, str] | None = None,
                   cwd: str = "/") -> tuple[int, str, str]:
         """A Slurm command (as ``ids``' user when given): exit status, stdout, stderr."""
-        kwargs: dict[str, Any] = {}
-        if ids is not None:
-            kwargs["preexec_fn"] = drop_to(ids[0], ids[1], cwd)
-        try:
-            proc = await asyncio.create_subprocess_exec(
-                *argv, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, env=self.env,
-                cwd="/", start_new_session=True, **kwargs)
-            out, err = await asyncio.wait_for(proc.communicate(), 60)
-        except (OSError, TimeoutError) as e:
-            return 127, "", f"{argv[0]}: {e}"
-        return proc.returncode or 0, out.decode(errors="replace"), err.decode(errors="replace")
+        return await run_command(argv, self.env, ids, cwd)
 
 
 class SlurmJob(BatchJob):
