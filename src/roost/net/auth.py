@@ -295,11 +295,23 @@ def _kerberos_steps(service: str, binding: str) -> AuthSteps:
 MAX_TOKENS_TRIED = 8
 
 
-def candidate_tokens(token: str | Sequence[str] | None) -> list[str]:
+def _token_key(t: str) -> tuple[str, str]:
+    """(issuer, key id) of a token; a malformed one is its own key (presented, and
+    refused with its reason)."""
+    try:
+        _, claims = decode_token(t.strip())
+    except TokenError:
+        return ("?", t)
+    return (claims.issuer, claims.key_id)
+
+
+def candidate_tokens(token: str | Sequence[str] | None, prefer: tuple[str, str] | None = None) -> list[str]:
     """The tokens to present, in order: one per (issuer, key id), at most
     :data:`MAX_TOKENS_TRIED`. A pool refuses another pool's token (unknown key or
     issuer) and the connection stays open, so the next one is tried on it; a second
-    token of the same issuer and key would be refused for the same reason."""
+    token of the same issuer and key would be refused for the same reason. The token
+    of ``prefer`` (the issuer and key this peer accepted last) goes first, so a host
+    holding several pools' tokens spends no refusal on a peer it has talked to."""
     if token is None:
         return []
     if isinstance(token, str):
@@ -307,28 +319,43 @@ def candidate_tokens(token: str | Sequence[str] | None) -> list[str]:
     seen: set[tuple[str, str]] = set()
     out: list[str] = []
     for t in token:
-        try:
-            _, claims = decode_token(t.strip())
-            key = (claims.issuer, claims.key_id)
-        except TokenError:
-            key = ("?", t)  # malformed: presented, and refused with its reason
+        key = _token_key(t)
         if key in seen:
             continue
         seen.add(key)
-        out.append(t)
+        if key == prefer:
+            out.insert(0, t)
+        else:
+            out.append(t)
         if len(out) == MAX_TOKENS_TRIED:
             break
     return out
 
 
+#: peer address -> (issuer, key id) of the token it accepted last (bounded, oldest out)
+_ACCEPTED_BY: dict[str, tuple[str, str]] = {}
+_ACCEPTED_MAX = 4096
+
+
+def _accepted(peer: str, tok: str) -> None:
+    """Remember which token ``peer`` accepted (only when there was a choice to make)."""
+    if not peer:
+        return
+    _ACCEPTED_BY.pop(peer, None)
+    _ACCEPTED_BY[peer] = _token_key(tok)
+    while len(_ACCEPTED_BY) > _ACCEPTED_MAX:
+        del _ACCEPTED_BY[next(iter(_ACCEPTED_BY))]
+
+
 def client_methods(token: str | Sequence[str] | None, *, tls: bool, has_cert: bool, binding: str = "",
                    methods: tuple[str, ...] = ("SSL", "IDTOKENS"),
-                   kerberos_service: str | None = None, refused_tls: bool = False) -> AuthSteps:
+                   kerberos_service: str | None = None, refused_tls: bool = False, peer: str = "") -> AuthSteps:
     """The client's authentication after connecting (and after STARTTLS when ``tls``):
     each method it can use, in ``methods`` order, until one succeeds. Yields requests,
     is sent each reply; returns the identity proved, or None when it had nothing to
     try (the peer stays unauthenticated). AuthError with every method's reason, on
-    one line, when all it tried failed."""
+    one line, when all it tried failed. ``peer`` (host:port) orders several tokens
+    by what that peer accepted before."""
     failures: list[str] = []
     for method in methods:
         if method == "SSL" and tls and has_cert:
@@ -342,13 +369,16 @@ def client_methods(token: str | Sequence[str] | None, *, tls: bool, has_cert: bo
             except AuthError as e:
                 failures.append(str(e))
         elif method == METHOD:
-            for one in candidate_tokens(token):
+            several = token is not None and not isinstance(token, str)
+            for one in candidate_tokens(token, _ACCEPTED_BY.get(peer) if several else None):
                 try:
                     hs = ClientHandshake(one, binding, refused_tls)
                     reply = yield hs.hello()
                     if reply.get("ok") is True:
                         reply = yield hs.answer(reply)
                         if reply.get("ok") is True:
+                            if several:
+                                _accepted(peer, one)
                             return str(reply.get("identity"))
                     failures.append(str(reply.get("error") or f"{METHOD}: refused"))
                 except AuthError as e:

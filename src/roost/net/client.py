@@ -168,7 +168,7 @@ async def _secure(conn: Connection, host: str, token: str | Sequence[str] | None
         ktarget = tls.kerberos_principal or await asyncio.to_thread(tls.kerberos_target, host)
     steps = client_methods(token, tls=on_tls, has_cert=bool(tls and tls.has_cert), binding=binding,
                            methods=tls.methods if tls is not None else ("IDTOKENS",),
-                           kerberos_service=ktarget, refused_tls=refused)
+                           kerberos_service=ktarget, refused_tls=refused, peer=conn.address)
     try:
         req = next(steps)
         while True:

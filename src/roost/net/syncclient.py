@@ -133,7 +133,7 @@ class SyncClient:
         steps = client_methods(self.token, tls=on_tls, has_cert=bool(tls and tls.has_cert), binding=binding,
                            methods=tls.methods if tls is not None else ("IDTOKENS",),
                            kerberos_service=tls.kerberos_target(host) if tls is not None else None,
-                           refused_tls=refused)
+                           refused_tls=refused, peer=self.address)
         try:
             req = next(steps)
             while True:

@@ -263,6 +263,31 @@ def test_a_host_of_two_pools_presents_each_token_until_the_pool_honours_one() ->
         assert err.value.code == "AUTH_FAILED" and str(err.value).count("not this pool's") == 1
 
 
+def test_a_peer_that_accepted_a_token_is_offered_it_first_next_time() -> None:
+    """A host of two pools talks to each pool's daemons again and again: once a peer
+    accepted one of its tokens, the next connection to that peer presents that one
+    first (no refusal and round trip spent on the other pool's), for both clients."""
+    from roost.net.auth import client_methods
+
+    theirs = create_token(OTHER, "POOL", "other.example", "alice@other.example", now=time.time())
+    ours = token("alice@example")
+
+    def first_presented(peer: str) -> str:
+        hello = next(client_methods([theirs, ours], tls=False, has_cert=False, peer=peer))
+        return str(hello["token"])
+
+    with ThreadedServer({"WHOAMI": whoami}, host="127.0.0.1", authority=authority(),
+                        authorize=authenticated_only, uid_domain="example") as s:
+        addr = s.server.address
+        assert theirs.startswith(first_presented(addr))  # never talked to it: the given order
+        with SyncClient(addr, token=[theirs, ours]) as c:
+            assert c.call("WHOAMI")["name"] == "alice@example"
+        assert ours.startswith(first_presented(addr))
+        assert theirs.startswith(first_presented("127.0.0.1:1"))  # another peer: still the given order
+        with SyncClient(addr, token=[theirs, ours]) as c:  # and it still works, with one hello
+            assert c.call("WHOAMI")["name"] == "alice@example"
+
+
 def test_candidate_tokens_one_per_issuer_and_key_in_order() -> None:
     from roost.net.auth import MAX_TOKENS_TRIED, candidate_tokens
 
