@@ -66,9 +66,12 @@ def pool_config(n: int) -> str:
 
 
 #: the netns hosts' test configuration (hostpool.FAST_CONFIG) made fit for thousands of
-#: claims: keep-alives every second for 10,000 claims would be the whole load
+#: claims: keep-alives, usage reports and periodic expressions every second for 10,000
+#: jobs would be the whole load (the defaults, as a real pool has them)
 HOSTS_CONFIG = """
 ALIVE_INTERVAL = 300
+STARTER_UPDATE_INTERVAL = 300
+PERIODIC_EXPR_INTERVAL = 60
 JOB_LEASE_DURATION = 2400
 UPDATE_INTERVAL = 60
 NEGOTIATOR_INTERVAL = 10
