@@ -1,32 +1,130 @@
 """The local end every batch system's grid job shares (``batch slurm``, ``batch sge``):
 a sandbox in the schedd's spool that the owner's rights filled (the executable, the
 input files, stdin), the command line a ``/bin/sh`` script there runs, the output
-copied back to Iwd as the owner, and the requests the submit options are made of.
-Each backend writes its own script and speaks its own commands (gridslurm.py,
-gridsge.py)."""
+copied back to Iwd as the owner, the requests the submit options are made of, and
+the restartable submission: the attempt's name committed (``GridJobSubmitName``)
+before the submit command runs and ``GridJobId`` after, so a schedd killed in between
+finds the job by its name instead of submitting a second one. Each backend writes its
+own script and speaks its own commands (gridslurm.py, gridsge.py)."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import os
 import shlex
 import shutil
 import stat
-from typing import Any
+import time
+from typing import TYPE_CHECKING, Any, ClassVar
 
+from roost.core import jobpolicy as jp
+from roost.core.gridbatch import HOLD_GRID_SUBMIT_FAILED, slurm_job_name
 from roost.core.spooling import file_items, under_iwd
 from roost.daemons.schedd.access import owner_user
-from roost.daemons.schedd.gridjob import GridJob, copy_fd
+from roost.daemons.schedd.gridjob import GridJob, copy_fd, text_attr
 from roost.daemons.schedd.jobqueue import Job
 from roost.daemons.schedd.localuniverse import drop_to, job_argv
 from roost.daemons.userfiles import open_as
+from roost.eventlog import GridSubmitEvent
+
+if TYPE_CHECKING:
+    from roost.daemons.schedd.gridmanager import GridManager
+
+log = logging.getLogger("roost.daemons.schedd.gridmanager")
 
 STDOUT, STDERR, STDIN, SCRIPT = "_roost_stdout", "_roost_stderr", "_roost_stdin", "_roost_job.sh"
 
 
 class BatchJob(GridJob):
-    """A grid job handed to a batch system through a script in its sandbox."""
+    """A grid job handed to a batch system through a script in its sandbox. A backend
+    names its system, resource and submit command and fills in :meth:`submit_args`,
+    :meth:`parse_submit`, :meth:`find` and :meth:`prepare`."""
+
+    SYSTEM: ClassVar[str]  # in messages: "Slurm", "Grid Engine"
+    RESOURCE: ClassVar[str]  # GridJobId's first words: "batch slurm"
+    FIRST_STATUS: ClassVar[str]  # GridJobStatus once submitted: "PENDING", "qw"
+    SUBMIT: ClassVar[str]  # the submit command: "sbatch", "qsub"
+    OPTION_ERRORS: ClassVar[tuple[type[Exception], ...]] = ()  # requests the system cannot take
+
+    def __init__(self, manager: GridManager, backend: Any, job: Job) -> None:
+        super().__init__(manager, job)
+        self.b = backend
+        gid = text_attr(job, "GridJobId")
+        #: the batch system's id of the job, once submitted
+        self.remote_id: str | None = gid.split()[-1] if gid and gid.startswith(self.RESOURCE + " ") else None
+
+    # -- submit ----------------------------------------------------------------------------
+
+    async def begin(self) -> None:
+        if self.remote_id is None:
+            name = text_attr(self.job, "GridJobSubmitName")
+            if name:
+                self.remote_id = await self.find(name)  # a predecessor submitted, then died
+            if self.remote_id is None:
+                await self.submit()
+                return
+            await self._record_id(name or "")
+        self.m.wake()
+
+    async def find(self, name: str) -> str | None:
+        """The batch system's id of the job submitted under ``name``, if it has one."""
+        raise NotImplementedError
+
+    def submit_args(self, name: str) -> list[str]:
+        """The submit command's arguments (one of OPTION_ERRORS when a request cannot be said)."""
+        raise NotImplementedError
+
+    def parse_submit(self, out: str) -> str | None:
+        """The id the submit command printed, None if none."""
+        raise NotImplementedError
+
+    def prepare(self) -> None:
+        """The sandbox (``stage_in``) and the script the batch system runs (blocking)."""
+        raise NotImplementedError
+
+    async def submit(self) -> None:
+        """A new attempt: its name committed first, the sandbox made, the job submitted
+        as its owner; a refusal is a hold with the system's words."""
+        job = self.job
+        starts = job.get("NumGridSubmits")
+        attempt = (starts if isinstance(starts, int) else 0) + 1
+        name = slurm_job_name(self.m.schedd_name, job.cluster.id, job.proc, attempt)
+        await self.jobs.commit(self.jobs.set_ops(job, {"GridJobSubmitName": name, "NumGridSubmits": attempt}))
+        try:
+            args = self.submit_args(name)
+        except self.OPTION_ERRORS as e:
+            await self.hold(f"Cannot submit the job to {self.SYSTEM}: {e}", HOLD_GRID_SUBMIT_FAILED)
+            return
+        try:
+            await asyncio.to_thread(self.prepare)
+        except OSError as e:
+            await self.hold(f"Cannot stage the job's input for {self.SYSTEM}: {e}", jp.HOLD_TRANSFER_INPUT_ERROR)
+            return
+        rc, out, err = await self.b.run([self.SUBMIT, *args], self.ids, self.sandbox)
+        remote_id = self.parse_submit(out) if rc == 0 else None
+        if remote_id is None:
+            said = " ".join(line.strip() for line in (err or out).splitlines() if line.strip())[:1500]
+            await self.hold(f"{self.SYSTEM} refused the job: {said or f'{self.SUBMIT} exited {rc}'}",
+                            HOLD_GRID_SUBMIT_FAILED)
+            return
+        self.remote_id = remote_id
+        await self._record_id(name)
+        self.m.wake()
+
+    async def _record_id(self, name: str) -> None:
+        job = self.job
+        gid = f"{self.RESOURCE} {self.remote_id}"
+        await self.jobs.report(job, self.jobs.set_ops(job, {"GridJobId": gid, "GridJobStatus": self.FIRST_STATUS}),
+                               [GridSubmitEvent(job.cluster.id, job.proc, time.time(), grid_resource=self.RESOURCE,
+                                                grid_job_id=gid)])
+        log.info("job %s: %s job %s (%s)", job.id, self.SYSTEM, self.remote_id, name)
+
+    def owes_remote(self) -> bool:
+        return self.remote_id is not None  # a pending job left by roost rm: cancel it
+
+    # -- the sandbox -------------------------------------------------------------------------
 
     def stage_in(self) -> tuple[int, int, str]:
         """Make the sandbox, the owner's, with the executable, the input files and stdin

@@ -32,7 +32,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from roost.core import jobpolicy as jp
-from roost.core.gridbatch import HOLD_GRID_SUBMIT_FAILED, HOLD_REMOTE_ENDED, slurm_job_name
+from roost.core.gridbatch import HOLD_GRID_SUBMIT_FAILED, HOLD_REMOTE_ENDED
 from roost.core.gridsge import (
     QstatJob,
     SgeOptionError,
@@ -46,9 +46,9 @@ from roost.core.gridsge import (
     qsub_args,
 )
 from roost.daemons.schedd.gridbatchjob import SCRIPT, BatchJob, requests, run_command
-from roost.daemons.schedd.gridjob import GridJob, text_attr
+from roost.daemons.schedd.gridjob import GridJob
 from roost.daemons.schedd.jobqueue import Job
-from roost.eventlog import GridResourceDownEvent, GridResourceUpEvent, GridSubmitEvent
+from roost.eventlog import GridResourceDownEvent, GridResourceUpEvent
 from roost.vocabulary import JobStatus
 
 if TYPE_CHECKING:
@@ -82,7 +82,7 @@ class SgeBackend:
         return SgeJob(self.m, self, job)
 
     async def poll(self, runners: list[GridJob]) -> None:
-        ids = {g.sge_id: g for g in runners if isinstance(g, SgeJob) and g.sge_id}
+        ids = {g.remote_id: g for g in runners if isinstance(g, SgeJob) and g.remote_id}
         if not ids:
             return
         jobs = await self.qstat()
@@ -129,27 +129,14 @@ class SgeBackend:
 class SgeJob(BatchJob):
     """One grid job's Grid Engine life: its sandbox, its job id, when it left qstat."""
 
+    SYSTEM, RESOURCE, FIRST_STATUS, SUBMIT = "Grid Engine", RESOURCE, "qw", "qsub"
+    OPTION_ERRORS = (SgeOptionError,)
+
     def __init__(self, manager: GridManager, backend: SgeBackend, job: Job) -> None:
-        super().__init__(manager, job)
-        self.b = backend
-        gid = text_attr(job, "GridJobId")
-        self.sge_id: str | None = gid.split()[-1] if gid and gid.startswith(RESOURCE + " ") else None
+        super().__init__(manager, backend, job)
         self.left_qstat: float | None = None
 
-    # -- submit ----------------------------------------------------------------------------
-
-    async def begin(self) -> None:
-        if self.sge_id is None:
-            name = text_attr(self.job, "GridJobSubmitName")
-            if name:
-                self.sge_id = await self._find(name)  # a predecessor submitted, then died
-            if self.sge_id is None:
-                await self._submit()
-                return
-            await self._record_id(name or "")
-        self.m.wake()
-
-    async def _find(self, name: str) -> str | None:
+    async def find(self, name: str) -> str | None:
         """The job submitted under ``name``: still listed, or already in the accounting."""
         jobs = await self.b.qstat()
         if jobs is None:
@@ -160,44 +147,15 @@ class SgeJob(BatchJob):
         record = await self.b.qacct(name)
         return record.get("jobnumber") if record else None
 
-    async def _submit(self) -> None:
-        job = self.job
-        starts = job.get("NumGridSubmits")
-        attempt = (starts if isinstance(starts, int) else 0) + 1
-        name = slurm_job_name(self.m.schedd_name, job.cluster.id, job.proc, attempt)
-        await self.jobs.commit(self.jobs.set_ops(job, {"GridJobSubmitName": name, "NumGridSubmits": attempt}))
-        try:
-            args = qsub_args(requests(job), name=name, sandbox=self.sandbox,
-                             script=os.path.join(self.sandbox, SCRIPT), pe=self.b.pe,
-                             memory_resource=self.b.memory_resource)
-        except SgeOptionError as e:
-            await self.hold(f"Cannot submit the job to Grid Engine: {e}", HOLD_GRID_SUBMIT_FAILED)
-            return
-        try:
-            await asyncio.to_thread(self._prepare)
-        except OSError as e:
-            await self.hold(f"Cannot stage the job's input for Grid Engine: {e}", jp.HOLD_TRANSFER_INPUT_ERROR)
-            return
-        rc, out, err = await self.b.run(["qsub", *args], self.ids, self.sandbox)
-        sge_id = parse_qsub(out) if rc == 0 else None
-        if sge_id is None:
-            said = " ".join(line.strip() for line in (err or out).splitlines() if line.strip())[:1500]
-            await self.hold(f"Grid Engine refused the job: {said or f'qsub exited {rc}'}", HOLD_GRID_SUBMIT_FAILED)
-            return
-        self.sge_id = sge_id
-        await self._record_id(name)
-        self.m.wake()
+    def submit_args(self, name: str) -> list[str]:
+        return qsub_args(requests(self.job), name=name, sandbox=self.sandbox,
+                         script=os.path.join(self.sandbox, SCRIPT), pe=self.b.pe,
+                         memory_resource=self.b.memory_resource)
 
-    async def _record_id(self, name: str) -> None:
-        job = self.job
-        gid = f"{RESOURCE} {self.sge_id}"
-        await self.jobs.report(job, self.jobs.set_ops(job, {"GridJobId": gid, "GridJobStatus": "qw"}),
-                               [GridSubmitEvent(job.cluster.id, job.proc, time.time(), grid_resource=RESOURCE,
-                                                grid_job_id=gid)])
-        log.info("job %s: Grid Engine job %s (%s)", job.id, self.sge_id, name)
+    def parse_submit(self, out: str) -> str | None:
+        return parse_qsub(out)
 
-    def _prepare(self) -> None:
-        """The sandbox (``stage_in``) and the script Grid Engine runs."""
+    def prepare(self) -> None:
         uid, gid, command = self.stage_in()
         # Grid Engine runs a copy of this script from its spool: the sandbox by name;
         # the exit file is how the end is known (qstat forgets the job at once)
@@ -243,7 +201,7 @@ class SgeJob(BatchJob):
                 return
             await self.exited(m.exit_code, m.exit_signal, m.grid_status, "sge", "<sge>")
             return
-        record = await self.b.qacct(self.sge_id or "")
+        record = await self.b.qacct(self.remote_id or "")
         if record is not None:
             end = ended_without_exit(record)
             await self.hold(end.hold_reason or "Grid Engine ended the job", end.hold_code, grid_status=end.grid_status)
@@ -252,7 +210,7 @@ class SgeJob(BatchJob):
         if self.left_qstat is None:
             self.left_qstat = now
         elif now - self.left_qstat > ACCOUNTING_WAIT:
-            await self.hold(f"Grid Engine no longer knows job {self.sge_id} (not in qstat, no accounting record)",
+            await self.hold(f"Grid Engine no longer knows job {self.remote_id} (not in qstat, no accounting record)",
                             HOLD_GRID_SUBMIT_FAILED)
 
     def _read_exit(self) -> str | None:
@@ -267,9 +225,9 @@ class SgeJob(BatchJob):
 
     async def _stop(self, record: QstatJob | None) -> None:
         """Removed or held by the user: qdel the job, then let it go once qstat drops it."""
-        if self.sge_id and not self.cancelled:
+        if self.remote_id and not self.cancelled:
             self.cancelled = True
-            await self.b.run(["qdel", self.sge_id], self.ids)
+            await self.b.run(["qdel", self.remote_id], self.ids)
         if record is None:
             await self.let_go()
 

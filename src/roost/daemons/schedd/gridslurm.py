@@ -37,7 +37,6 @@ from roost.core.gridbatch import (
     parse_sbatch,
     parse_scontrol,
     sbatch_args,
-    slurm_job_name,
     slurm_reason,
 )
 from roost.daemons.schedd.gridbatchjob import SCRIPT, BatchJob, requests, run_command
@@ -46,10 +45,9 @@ from roost.daemons.schedd.gridjob import (
     REMOTE_ATTRS,
     UNDEFINED,
     GridJob,
-    text_attr,
 )
 from roost.daemons.schedd.jobqueue import Job
-from roost.eventlog import EvictedEvent, GridResourceDownEvent, GridResourceUpEvent, GridSubmitEvent
+from roost.eventlog import EvictedEvent, GridResourceDownEvent, GridResourceUpEvent
 from roost.vocabulary import JobStatus
 
 if TYPE_CHECKING:
@@ -75,7 +73,7 @@ class SlurmBackend:
         return SlurmJob(self.m, self, job)
 
     async def poll(self, runners: list[GridJob]) -> None:
-        ids = {g.slurm_id: g for g in runners if isinstance(g, SlurmJob) and g.slurm_id}
+        ids = {g.remote_id: g for g in runners if isinstance(g, SlurmJob) and g.remote_id}
         if not ids:
             return
         rc, out, err = await self.run(["scontrol", "show", "job", "-o"])
@@ -105,26 +103,10 @@ class SlurmBackend:
 class SlurmJob(BatchJob):
     """One grid job's Slurm life: its sandbox, its Slurm id, what was last seen."""
 
-    def __init__(self, manager: GridManager, backend: SlurmBackend, job: Job) -> None:
-        super().__init__(manager, job)
-        self.b = backend
-        gid = text_attr(job, "GridJobId")
-        self.slurm_id: str | None = gid.split()[-1] if gid and gid.startswith("batch slurm ") else None
+    SYSTEM, RESOURCE, FIRST_STATUS, SUBMIT = "Slurm", RESOURCE, "PENDING", "sbatch"
+    OPTION_ERRORS = (SlurmOptionError,)
 
-    # -- submit ----------------------------------------------------------------------------
-
-    async def begin(self) -> None:
-        if self.slurm_id is None:
-            name = text_attr(self.job, "GridJobSubmitName")
-            if name:
-                self.slurm_id = await self._find(name)  # a predecessor submitted, then died
-            if self.slurm_id is None:
-                await self._submit()
-                return
-            await self._record_id(name or "")
-        self.m.wake()
-
-    async def _find(self, name: str) -> str | None:
+    async def find(self, name: str) -> str | None:
         rc, out, _ = await self.b.run(["scontrol", "show", "job", "-o"])
         if rc != 0:
             return None
@@ -133,46 +115,18 @@ class SlurmJob(BatchJob):
                 return r.get("JobId")
         return None
 
-    async def _submit(self) -> None:
-        job = self.job
-        starts = job.get("NumGridSubmits")
-        attempt = (starts if isinstance(starts, int) else 0) + 1
-        name = slurm_job_name(self.m.schedd_name, job.cluster.id, job.proc, attempt)
-        await self.jobs.commit(self.jobs.set_ops(job, {"GridJobSubmitName": name, "NumGridSubmits": attempt}))
-        try:
-            await asyncio.to_thread(self._prepare)
-            args = sbatch_args(requests(job), name=name, sandbox=self.sandbox,
-                               script=os.path.join(self.sandbox, SCRIPT))
-        except (OSError, SlurmOptionError) as e:
-            await self.hold(f"Cannot stage the job's input for Slurm: {e}", jp.HOLD_TRANSFER_INPUT_ERROR)
-            return
-        rc, out, err = await self.b.run(["sbatch", *args], self.ids, self.sandbox)
-        slurm_id = parse_sbatch(out) if rc == 0 else None
-        if slurm_id is None:
-            said = " ".join(line.strip() for line in (err or out).splitlines() if line.strip())[:1500]
-            await self.hold(f"Slurm refused the job: {said or f'sbatch exited {rc}'}", HOLD_GRID_SUBMIT_FAILED)
-            return
-        self.slurm_id = slurm_id
-        await self._record_id(name)
-        self.m.wake()
+    def submit_args(self, name: str) -> list[str]:
+        return sbatch_args(requests(self.job), name=name, sandbox=self.sandbox,
+                           script=os.path.join(self.sandbox, SCRIPT))
 
-    async def _record_id(self, name: str) -> None:
-        job = self.job
-        gid = f"batch slurm {self.slurm_id}"
-        await self.jobs.report(job, self.jobs.set_ops(job, {"GridJobId": gid, "GridJobStatus": "PENDING"}),
-                               [GridSubmitEvent(job.cluster.id, job.proc, time.time(), grid_resource=RESOURCE,
-                                                grid_job_id=gid)])
-        log.info("job %s: Slurm job %s (%s)", job.id, self.slurm_id, name)
+    def parse_submit(self, out: str) -> str | None:
+        return parse_sbatch(out)
 
-    def _prepare(self) -> None:
-        """The sandbox (``stage_in``) and the script Slurm runs."""
+    def prepare(self) -> None:
         uid, gid, command = self.stage_in()
         # Slurm runs a copy of this script from its own spool: the sandbox by name
         self.write_script(f"#!/bin/sh\n# roost job {self.job.id}\ncd {shlex.quote(self.sandbox)} && exec {command}\n",
                           uid, gid)
-
-    def owes_remote(self) -> bool:
-        return self.slurm_id is not None  # a pending job left by roost rm: scancel it
 
     # -- remote state ------------------------------------------------------------------------
 
@@ -186,7 +140,7 @@ class SlurmJob(BatchJob):
         if record is None:
             self.missing += 1
             if self.missing >= MISSING_POLLS:
-                await self.hold(f"Slurm no longer knows job {self.slurm_id}", HOLD_GRID_SUBMIT_FAILED)
+                await self.hold(f"Slurm no longer knows job {self.remote_id}", HOLD_GRID_SUBMIT_FAILED)
             return
         self.missing = 0
         submits = job.get("NumGridSubmits")
@@ -200,7 +154,7 @@ class SlurmJob(BatchJob):
             if changed:
                 await self.jobs.commit(self.jobs.set_ops(job, changed))
         if m.status == JobStatus.IDLE and job.status in (JobStatus.RUNNING, JobStatus.SUSPENDED):
-            await self._back_to_idle(f"Slurm put job {self.slurm_id} back: {m.grid_status}")
+            await self._back_to_idle(f"Slurm put job {self.remote_id} back: {m.grid_status}")
             return
         if m.status in (JobStatus.RUNNING, JobStatus.SUSPENDED) and job.status == JobStatus.IDLE:
             node = record.get("NodeList") or "slurm"
@@ -237,14 +191,14 @@ class SlurmJob(BatchJob):
             log.info("job %s: %s", job.id, why)
         await self.jobs.commit(self.jobs.set_ops(job, dict.fromkeys((*REMOTE_ATTRS, "GridJobStatusReason"),
                                                                     UNDEFINED)))
-        self.slurm_id = None
-        await self._submit()
+        self.remote_id = None
+        await self.submit()
 
     async def _stop(self, record: dict[str, str] | None) -> None:
         """Removed or held by the user: cancel the Slurm job, then let it go."""
-        if self.slurm_id and not self.cancelled:
+        if self.remote_id and not self.cancelled:
             self.cancelled = True
-            await self.b.run(["scancel", self.slurm_id])
+            await self.b.run(["scancel", self.remote_id])
         if record is None or mirror(record).done:
             await self.let_go()
 
