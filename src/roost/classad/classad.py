@@ -271,7 +271,12 @@ class ClassAd(MutableMapping):
         return (ClassAd, (repr(self),))
 
     def __copy__(self) -> ClassAd:
-        return ClassAd(self)
+        if type(self) is not ClassAd or self.parent is not None:
+            return ClassAd(self)
+        ad = ClassAd.__new__(ClassAd)  # nodes are immutable: the three tables copied whole
+        ad._attrs, ad._names, ad._lits = self._attrs.copy(), self._names.copy(), self._lits.copy()
+        ad.parent, ad._plain = None, self._plain
+        return ad
 
     def __deepcopy__(self, memo: dict[int, Any]) -> ClassAd:
         return ClassAd(self)  # nodes are immutable: sharing them is a deep copy

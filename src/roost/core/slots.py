@@ -356,6 +356,8 @@ _EXPRS: dict[str, ExprTree] = {}
 
 
 def _expr(text: str) -> ExprTree:
+    """One parse per expression text: every slot's ad shares it (nodes are immutable),
+    and an ad rebuilt for a new state of its slot tells an unchanged one by identity."""
     e = _EXPRS.get(text)
     if e is None:
         if len(_EXPRS) > 1000:
@@ -507,6 +509,14 @@ def slot_ad(
 
     ``load_avg`` is the host's one-minute load; each slot shows its CPU share of it.
     """
+    return ClassAd(slot_attrs(slot, machine, policy, address, now, load_avg))
+
+
+def slot_attrs(
+    slot: Slot, machine: Machine, policy: Policy, address: str, now: float, load_avg: float = 0.0
+) -> dict[str, Any]:
+    """What :func:`slot_ad` holds, as a dict (values, and shared ExprTrees for
+    expressions): the startd compares it with the last one to change only what differs."""
     have = slot.free if slot.kind == PARTITIONABLE else slot.total
     t = machine.total
     attrs: dict[str, Any] = {
@@ -551,10 +561,10 @@ def slot_ad(
         "TotalLoadAvg": round(load_avg, 2),
         "LoadAvg": round(load_avg * slot.total.cpus / t.cpus, 2) if t.cpus else 0.0,
         "MyAddress": address,
-        "Start": ExprTree(policy.start),
-        "Requirements": ExprTree("START"),
-        "Rank": ExprTree(policy.rank),
-        "SlotWeight": ExprTree("Cpus"),
+        "Start": _expr(policy.start),
+        "Requirements": _expr("START"),
+        "Rank": _expr(policy.rank),
+        "SlotWeight": _expr("Cpus"),
     }
     if have.gpus:
         attrs["AssignedGPUs"] = ",".join(have.gpus)
@@ -564,9 +574,9 @@ def slot_ad(
         names = []
         for g in have.gpus:
             name = "GPUs_" + re.sub(r"\W", "_", g)
-            attrs[name] = ExprTree(props.get(g) or f'[Id = "{g}"]')
+            attrs[name] = _expr(props.get(g) or f'[Id = "{g}"]')
             names.append(name)
-        attrs["AvailableGPUs"] = ExprTree("{ " + ", ".join(names) + " }")
+        attrs["AvailableGPUs"] = _expr("{ " + ", ".join(names) + " }")
     if machine.gpu_names:
         attrs["GPUs_DeviceName"] = machine.gpu_names[0]
     if slot.parent is not None:
@@ -582,5 +592,5 @@ def slot_ad(
         if c.concurrency_limits:
             attrs["ConcurrencyLimits"] = c.concurrency_limits
     for name, text in policy.extra.items():
-        attrs.setdefault(name, ExprTree(text))
-    return ClassAd(attrs)
+        attrs.setdefault(name, _expr(text))
+    return attrs

@@ -4,6 +4,7 @@ config, job ads as a starter reads them, and the launcher's identity switch."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import os
 import pwd
 import resource
@@ -452,3 +453,57 @@ def test_gpu_properties_let_require_gpus_match(tmp_path, monkeypatch):
         j = job(body)
         got = {ad["AssignedGPUs"] for ad in ads.values() if ad.matches(j)}  # j's Requirements vs the slot
         assert got == want, body
+
+
+def _startd_with_slots(tmp_path: Path, text: str = "") -> Startd:
+    """A startd's ad-building parts as its start makes them (no sockets, no jobs)."""
+    from roost.core import slots as core
+
+    d = Startd(config=config(f"LOCAL_DIR = {tmp_path}\nSTARTD_DETECT_GPUS = false\n" + text))
+    d.machine = resources.detect(d.config, str(tmp_path), gpus=False)
+    d.policy = slotconfig.read_policy(d.config)
+    d.owner_policy.load_policy()
+    d.slots = core.layout(slotconfig.slot_types(d.config), d.machine, d._claim_ids(), time.time())
+    d.address = "127.0.0.1:9"
+    return d
+
+
+def _shown(ad: ClassAd) -> dict[str, str]:
+    clock = {"mycurrenttime", "loadavg", "totalloadavg"}  # move on their own between two builds
+    return {k: str(ad.lookup(k)) for k in ad.keys() if k.lower() not in clock}
+
+
+def test_an_ad_built_from_the_last_one_equals_a_whole_new_ad_through_a_claims_life(tmp_path) -> None:
+    """A new state of a slot gets its ad as a copy of the last one with only what changed
+    set (issue 27: whole rebuilds were most of a job start's startd CPU). Along a claim's
+    life (claimed, busy with a job, idle again, released) each such ad holds exactly
+    what a whole new ad would, claim attributes and rank gone once the claim ends included."""
+    from roost.core import slots as core
+    from roost.vocabulary import Activity, SlotState
+
+    d = _startd_with_slots(tmp_path, "use FEATURE : StaticSlots\nNUM_CPUS = 2\nSTART = TARGET.Owner =!= \"eve\"\n")
+    name = sorted(d.slots)[0]
+    now = time.time()
+    claim = core.Claim(schedd_address="10.0.0.7:9618", user="alice@example.org", owner="alice", lease=60)
+    steps = [d.slots[name]]
+    steps.append(core.claim_static(steps[-1], claim, now + 1))
+    steps.append(core.transition(steps[-1], SlotState.CLAIMED, Activity.BUSY, now + 2))
+    steps[-1] = dataclasses.replace(steps[-1], claim=dataclasses.replace(claim, job="7.0", job_start=now + 2))
+    steps.append(core.transition(steps[-1], SlotState.CLAIMED, Activity.IDLE, now + 3))
+    steps[-1] = dataclasses.replace(steps[-1], claim=claim)
+    steps.append(core.unclaim_static(steps[-1], "new-claim-id", now + 4))
+    d.claims.current_rank[steps[1].claim_id] = 3.0  # the claim's CurrentRank comes and goes with it
+    made = []
+    for slot in steps:
+        d.slots[name] = slot
+        incremental = d.build_ad(slot)
+        assert d._built[name][2] is incremental
+        made.append(incremental)
+        d._built.clear()
+        whole = d.build_ad(slot)
+        assert _shown(incremental) == _shown(whole), slot
+        d._built[name][2] = incremental  # go on from the incremental one
+    assert made[2]["JobId"] == "7.0" and made[2]["Activity"] == "Busy" and made[2]["CurrentRank"] == 3.0
+    assert "CurrentRank" not in made[0] and "CurrentRank" not in made[4]
+    assert "RemoteUser" in made[3] and "RemoteUser" not in made[4] and "JobId" not in made[3]
+    assert made[1] is not made[0] and made[0]["State"] == "Unclaimed"  # each state its own ad object

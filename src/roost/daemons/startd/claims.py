@@ -164,6 +164,9 @@ class Claims:
         self.disk_policy = self.factory.disk_policy
         self._lease_task: asyncio.Task[None] | None = None
         self.job_ads: dict[str, ClassAd] = {}  # claim id -> its job's ad (TARGET): the claim's, then the last activated
+        #: claim id -> the job ad its REQUEST_CLAIM sent, as sent: an ACTIVATE_CLAIM that
+        #: sends the same (the schedd's usual) reuses the parsed ad instead of parsing it again
+        self.claimed_objs: dict[str, dict[str, Any]] = {}
         self.current_rank: dict[str, Any] = {}  # claim id -> RANK against its first job
         self.preempt_ids: dict[str, str] = {}  # PreemptClaimId -> slot name
         self.preempt_of: dict[str, str] = {}  # slot name -> its PreemptClaimId
@@ -238,6 +241,7 @@ class Claims:
         self.arm_leases()
         self.claimed_now(granted, job)
         self.job_ads[granted.claim_id] = job  # TARGET of the idle claim's policy (HTCondor's claim ad)
+        self.claimed_objs[granted.claim_id] = req["job_ad"]
         self.log.info("claimed %s for %s at %s", self.host.slot_name(granted.name), claim.user, schedd)
         return {"claim_id": granted.claim_id, "slot_ad": ad_to_obj(self.host.slot_ad(granted.name))}
 
@@ -257,6 +261,7 @@ class Claims:
     def _forget_claim(self, slot: Slot) -> None:
         cid = slot.claim_id
         self.job_ads.pop(cid, None)
+        self.claimed_objs.pop(cid, None)
         self.current_rank.pop(cid, None)
         self.owner_policy.forget_claim(cid)
         pid = self.preempt_of.pop(slot.name, None)
@@ -354,7 +359,10 @@ class Claims:
             why = "draining" if drain else "off" if off else (
                 "being preempted" if slot.name in self.preempting else f"in state {slot.state}/{slot.activity}")
             raise RequestError("DENIED", f"{self.host.slot_name(slot.name)} takes no new job: {why}")
-        job = obj_to_ad(req["job_ad"])
+        sent = self.claimed_objs.pop(claim_id, None)
+        job = self.job_ads.get(claim_id) if sent is not None and sent == req["job_ad"] else None
+        if job is None:
+            job = obj_to_ad(req["job_ad"])
         why = core.accepts(self.host.slot_ad(slot.name), job)
         if why is not None:
             raise RequestError("DENIED", f"{self.host.slot_name(slot.name)}: {why}")
