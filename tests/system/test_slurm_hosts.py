@@ -107,8 +107,9 @@ def site() -> Iterator[Site]:
         with SlurmCluster(net.dir / "slurm", cpus=2, memory_mb=1024, extra_conf=LOSS_CONF,
                           controller=cm.host, nodes=nodes) as slurm:
             with open(cm.home / "roost_config", "a") as f:
+                # its daemons listen on its own address only: not one a glide-in on a node can bind
                 f.write(f"SLURM_CONF = {slurm.conf}\nGRIDMANAGER_JOB_PROBE_INTERVAL = 0.5\n"
-                        "ANNEX_POLL_INTERVAL = 0.5\n")
+                        f"ANNEX_POLL_INTERVAL = 0.5\nBIND_ADDRESS = {cm.address}\n")
             (cm.home / "slurm-tmp").mkdir(mode=0o755)
             cm.env["TMPDIR"] = str(cm.home / "slurm-tmp")  # sbatch passes it on: the glide-ins' homes
             try:

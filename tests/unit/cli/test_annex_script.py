@@ -140,3 +140,16 @@ def test_glideins_run_only_their_owners_jobs() -> None:
         assert evaluate(start, slot, job) is want
     # with no job it is undefined, not false: the slot is not in the Owner state
     assert evaluate(start, slot, None) is Value.Undefined
+
+
+@pytest.mark.parametrize(("pool", "glidein"), [
+    (None, "0.0.0.0"), ("", "0.0.0.0"), ("0.0.0.0", "0.0.0.0"), ("::", "::"),
+    ("127.0.0.1", "127.0.0.1"), ("::1", "::1"), ("localhost", "localhost"),
+    # the central manager's own address: no Slurm node has it, its startd could not listen
+    ("10.213.7.1", "0.0.0.0"), ("cm.example.org", "0.0.0.0"), ("fd00::1", "::"),
+])
+def test_glideins_bind_every_interface_unless_the_pool_is_wildcard_or_loopback(pool: str | None,
+                                                                               glidein: str) -> None:
+    from roost.cli.annex_cmd import glidein_bind_address
+
+    assert glidein_bind_address(pool) == glidein
