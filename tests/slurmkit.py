@@ -44,6 +44,11 @@ from typing import Protocol
 
 TOOLS = ("munged", "slurmctld", "slurmd", "sbatch", "squeue", "scontrol", "scancel")
 
+#: ``extra_conf`` for tests that lose a node: Slurm's NODE_FAIL some 10 s after, not
+#: minutes (SlurmdTimeout is 300 s by default, and a ping of a dead slurmd waits out
+#: MessageTimeout, 10 s, twice: 25 s even with a short SlurmdTimeout)
+NODE_LOSS_CONF = "SlurmdTimeout=4\nMessageTimeout=3"
+
 
 class NetHost(Protocol):
     """What the kit needs of a ``netns.Host`` (not imported: the kit also runs alone)."""
