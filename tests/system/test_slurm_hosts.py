@@ -4,10 +4,11 @@ schedd, so the grid manager's ``sbatch`` reaches slurmctld), and a slurmd on eac
 more hosts, every host a pair of namespaces of a ``netns.Network`` (tests/slurmkit.py,
 tests/system/hostpool.py). Grid jobs land on both nodes and their output comes home; a
 node lost under a job (slurmd and the job killed with -9) is Slurm's NODE_FAIL and roost
-runs the job again on the other node, which kept running its own; slurmctld restarted
-and the schedd (the grid manager) killed with -9 mid-job leave one Slurm job that
-completes; ``roost annex -slurm 2`` starts a glide-in on each node, which join the
-pool's collector over the bridge, run the jobs that ask for them and leave when idle.
+runs the job again on the other node, which kept running its own, the schedd (the
+grid manager) killed with -9 meanwhile submitting nothing twice; slurmctld restarted
+mid-job leaves one Slurm job that completes; ``roost annex -slurm 2`` starts a
+glide-in on each node, which join the pool's collector over the bridge at their
+nodes' addresses, run the jobs that ask for them and leave when idle.
 
 One cluster and one pool for the module: the tests run in order (the node lost in one
 is back before the next)."""
@@ -153,31 +154,43 @@ def test_grid_jobs_land_on_both_nodes_and_their_output_comes_back(site: Site) ->
     assert {(work / f"out.{p}.txt").read_text() for p in (0, 1)} == {f"on {n}\n" for n in NODES}
 
 
-def test_a_node_lost_under_a_job_reruns_it_on_the_other_which_runs_on(site: Site) -> None:
+def test_a_node_lost_and_the_grid_manager_killed_rerun_the_job_on_the_other_node_and_duplicate_nothing(
+        site: Site) -> None:
+    """One slurmd host loses power under a job (everything there killed with -9) and, at
+    once, the schedd (its grid manager) is killed with -9 too: the restarted grid manager
+    sees Slurm's NODE_FAIL and submits that job once more, which runs on the other node;
+    the other node's own job, mid-run through both, completes from its one Slurm job."""
     work = _grid_work(site, "lost")
     # its first run waits to be killed with its node; the second ends at once
     (work / "lost.sh").write_text(f"#!/bin/sh\nmkdir {work}/ran 2>/dev/null && sleep 60\necho \"on $(hostname)\"\n")
     (work / "lost.sh").chmod(0o755)
     lost = site.submit(work, GRID.format(secs=0, n=1).replace("job.sh", "lost.sh"))
-    lost_node = site.node_of(f"{lost}.0")
     other = site.submit(work, GRID.format(secs=6, n=1).replace("out.$(Process)", "other").replace("job.log", "o.log"))
-    other_node = site.node_of(f"{other}.0")
+    lost_node, other_node = site.node_of(f"{lost}.0"), site.node_of(f"{other}.0")
     assert other_node != lost_node
     assert site.slurm.kill_node(lost_node), "slurmd was running"
     try:
-        again = site.wait_job(f"{lost}.0", lambda j: j.get("NumGridSubmits") == 2 and j.get("JobStatus") == 2,
-                              60, "running again after NODE_FAIL")
-        assert again["RemoteHost"] == f"slurm/{other_node}" and "NODE_FAIL" in again["LastVacateReason"], again
-        done = site.wait_job(f"{other}.0", lambda j: j.get("JobStatus") == 4, 30, "the other node's job done")
-        assert done["NumGridSubmits"] == 1 and (work / "other.txt").read_text() == f"on {other_node}\n"
-        done = site.wait_job(f"{lost}.0", lambda j: j.get("JobStatus") == 4, 30, "completed on the other node")
-        assert done["ExitCode"] == 0 and (work / "out.0.txt").read_text() == f"on {other_node}\n"
+        pidfile = site.cm.home / "run" / "schedd.pid"
+        old = int(pidfile.read_text().split()[0])
+        os.kill(old, signal.SIGKILL)
+        wait_until(lambda: pidfile.exists() and pidfile.read_text().split()[:1] not in ([], [str(old)]), 30,
+                   "the schedd (and its grid manager) back")
+        done = site.wait_job(f"{lost}.0", lambda j: j.get("JobStatus") == 4, 60, "completed after NODE_FAIL")
+        assert done["ExitCode"] == 0 and done["NumGridSubmits"] == 2, done
+        assert "NODE_FAIL" in done["LastVacateReason"] and done["LastRemoteHost"] == f"slurm/{lost_node}", done
+        assert (work / "out.0.txt").read_text() == f"on {other_node}\n"
         records = site.slurm.jobs(f".{lost}.0.")
         assert [(r["JobState"], r["NodeList"]) for r in records] == [("NODE_FAIL", lost_node),
                                                                    ("COMPLETED", other_node)], records
         seen = event_codes(work / "job.log")
         assert seen.count("027") == 2 and seen.count("001") == 2 and seen.count("004") == 1, seen
         assert seen.count("005") == 1 and seen[-1] == "005", seen
+        done = site.wait_job(f"{other}.0", lambda j: j.get("JobStatus") == 4, 30, "the other node's job done")
+        assert done["ExitCode"] == 0 and done["NumGridSubmits"] == 1, done
+        assert (work / "other.txt").read_text() == f"on {other_node}\n"
+        assert site.slurm.states_for(f"{other}.0") == ["COMPLETED"], "one Slurm job, not two"
+        seen = event_codes(work / "o.log")
+        assert seen.count("027") == 1 and seen.count("005") == 1, seen
     finally:
         site.slurm.start_node(lost_node)
     wait_until(lambda: site.slurm.node_states().get(lost_node) == "idle", 30, f"{lost_node} back")
@@ -199,22 +212,6 @@ def test_slurmctld_restarted_mid_job_the_job_completes_once(site: Site) -> None:
     assert seen.count("026") == 1 and seen.count("025") == 1 and seen.count("005") == 1, seen
     assert seen.index("026") < seen.index("025") < seen.index("005") and seen.count("027") == 1, seen
     assert site.slurm.states_for(jid) == ["COMPLETED"]
-
-
-def test_the_grid_manager_killed_mid_job_submits_nothing_twice(site: Site) -> None:
-    work = _grid_work(site, "gm")
-    jid = site.submit(work, GRID.format(secs=4, n=1)) + ".0"
-    site.node_of(jid)
-    pidfile = site.cm.home / "run" / "schedd.pid"
-    old = int(pidfile.read_text().split()[0])
-    os.kill(old, signal.SIGKILL)
-    wait_until(lambda: pidfile.exists() and pidfile.read_text().split()[:1] not in ([], [str(old)]), 30,
-               "the schedd (and its grid manager) back")
-    done = site.wait_job(jid, lambda j: j.get("JobStatus") == 4, 60, "completed after the kill")
-    assert done["ExitCode"] == 0 and done["NumGridSubmits"] == 1
-    assert site.slurm.states_for(jid) == ["COMPLETED"], "one Slurm job, not two"
-    seen = event_codes(work / "job.log")
-    assert seen.count("027") == 1 and seen.count("005") == 1, seen
 
 
 def test_annex_glideins_start_on_both_nodes_join_over_the_bridge_run_jobs_and_leave(site: Site) -> None:
