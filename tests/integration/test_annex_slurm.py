@@ -12,7 +12,6 @@ import os
 import re
 import shutil
 import signal
-import subprocess
 import sys
 import time
 from collections.abc import Iterator
@@ -66,12 +65,6 @@ def glideins(pool: PoolHandle, annex: str) -> list[dict]:
         return [a for a in c.query_objs("Machine", f'AnnexName =?= "{annex}"') if a.get("IsGlidein") is True]
     finally:
         c.close()
-
-
-def slurm_state(slurm: SlurmCluster, job: str) -> str:
-    out = slurm.run("scontrol", "show", "job", "-o", job, check=False).stdout
-    m = re.search(r"JobState=(\S+)", out)
-    return m.group(1) if m else "gone"
 
 
 def annex(pool: PoolHandle, *args: str) -> list[str]:
@@ -129,7 +122,7 @@ queue
 
     # idle: both leave the pool and end their Slurm jobs cleanly
     wait_until(lambda: not glideins(pool, "g1"), 120, "the idle glide-ins gone from the pool")
-    wait_until(lambda: all(slurm_state(slurm, j) in ("COMPLETED", "gone") for j in ids), 60, "their Slurm jobs done")
+    wait_until(lambda: all(slurm.state(j) in ("COMPLETED", "gone") for j in ids), 60, "their Slurm jobs done")
     assert annex_status(pool)["g1"]["state"] == "ended"
     assert not list((pool.home / "slurm-tmp").glob("roost-gi-*")), "each glide-in removed its home"
 
@@ -169,7 +162,7 @@ def test_the_annex_token_is_good_for_a_startd_only(pool: PoolHandle, slurm: Slur
         assert [a["State"] for a in again] == [state]
     finally:
         c.close()
-    wait_until(lambda: all(slurm_state(slurm, j) in ("COMPLETED", "gone") for j in ids), 120, "the idle glide-in ended")
+    wait_until(lambda: all(slurm.state(j) in ("COMPLETED", "gone") for j in ids), 120, "the idle glide-in ended")
 
 
 def test_near_its_end_a_glidein_evicts_its_job_which_runs_again_elsewhere(
@@ -190,7 +183,7 @@ queue
     assert done["NumJobStarts"] == 2 and "glidein" in str(done.get("LastRemoteHost")), done
     assert "glidein" not in str(done.get("RemoteHost")), "the second run is on the pool's own startd"
     assert "\n004 (" in (work / "e.log").read_text(), "evicted, not failed"
-    wait_until(lambda: all(slurm_state(slurm, j) in ("COMPLETED", "gone") for j in ids), 60,
+    wait_until(lambda: all(slurm.state(j) in ("COMPLETED", "gone") for j in ids), 60,
                "the Slurm job ended by the glide-in itself, before Slurm's limit")
 
 
@@ -205,11 +198,12 @@ log = k.log
 queue
 """)
     pool.wait_for(jid, lambda j: j.get("JobStatus") == 2, timeout=60, what="running on the glide-in")
-    pid = int((slurm.dir / "slurmd.pid").read_text().split()[0])
+    pid = slurm.slurmd_pid()
+    assert pid is not None, "slurmd was running"
     os.kill(pid, signal.SIGKILL)
     done = pool.wait_for(jid, lambda j: j.get("JobStatus") == 4, timeout=60, what="done with slurmd dead")
     assert done["ExitCode"] == 0 and done["NumJobStarts"] == 1
-    subprocess.run(["/usr/sbin/slurmd", "-N", slurm.node], env=slurm.env, check=True)
+    slurm.start_node()
     wait_until(lambda: not glideins(pool, "kill"), 90, "the idle glide-in gone from the pool")
-    wait_until(lambda: all(slurm_state(slurm, j) in ("COMPLETED", "gone") for j in ids), 90,
+    wait_until(lambda: all(slurm.state(j) in ("COMPLETED", "gone") for j in ids), 90,
                "its Slurm job ended cleanly once slurmd is back")

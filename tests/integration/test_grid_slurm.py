@@ -63,13 +63,6 @@ def submit(pool: PoolHandle, work: Path, body: str) -> str:
     return f"{m.group(1)}.0"
 
 
-def slurm_jobs(slurm: SlurmCluster, name_part: str) -> list[dict[str, str]]:
-    from roost.core.gridbatch import parse_scontrol
-
-    out = slurm.run("scontrol", "show", "job", "-o", check=False).stdout
-    return [r for r in parse_scontrol(out) if name_part in r.get("JobName", "")]
-
-
 def test_a_job_runs_in_slurm_and_its_files_and_events_come_home(grid_pool: PoolHandle, slurm: SlurmCluster,
                                                                  work: Path) -> None:
     (work / "job.sh").write_text(JOB)
@@ -164,6 +157,6 @@ queue
     done = grid_pool.wait_for(jid, lambda j: j.get("JobStatus") == 4, timeout=60, what="completed after the kill")
     assert done["ExitCode"] == 0 and done["NumGridSubmits"] == 1
     cluster = jid.split(".")[0]
-    assert len(slurm_jobs(slurm, f".{cluster}.0.")) == 1, "one Slurm job, not two"
+    assert len(slurm.jobs(f".{cluster}.0.")) == 1, "one Slurm job, not two"
     log = (work / "job.log").read_text()
     assert log.count("\n005 (") + log.startswith("005 (") == 1 and log.count("027 (") == 1

@@ -19,15 +19,14 @@ import pytest
 from poolkit import PoolHandle, start_pool, stop_pool, wait_until
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from slurmkit import SlurmCluster, missing  # noqa: E402
+from slurmkit import NODE_LOSS_CONF, SlurmCluster, event_codes, missing  # noqa: E402
 
 pytestmark = pytest.mark.skipif(missing() is not None, reason=str(missing()))
 
 
 @pytest.fixture(scope="module")
 def slurm() -> Iterator[SlurmCluster]:
-    # a lost node is noticed after SlurmdTimeout (300 s by default)
-    with SlurmCluster(cpus=2, memory_mb=1024, extra_conf="SlurmdTimeout=5") as cluster:
+    with SlurmCluster(cpus=2, memory_mb=1024, extra_conf=NODE_LOSS_CONF) as cluster:
         yield cluster
 
 
@@ -67,36 +66,22 @@ def submit(pool: PoolHandle, work: Path, secs: int) -> str:
     return f"{m.group(1)}.0"
 
 
-def events(work: Path) -> list[str]:
-    return re.findall(r"^(\d{3}) \(", (work / "job.log").read_text(), re.M)
-
-
-def slurm_states(slurm: SlurmCluster, jid: str) -> list[str]:
-    """The states of every Slurm job submitted for roost job ``jid``, oldest first."""
-    from roost.core.gridbatch import parse_scontrol
-
-    part = f".{jid.split('.')[0]}.0."
-    out = slurm.run("scontrol", "show", "job", "-o", check=False).stdout
-    got = [(int(r["JobId"]), r.get("JobState", "")) for r in parse_scontrol(out) if part in r.get("JobName", "")]
-    return [state for _, state in sorted(got)]
-
-
 def test_the_controller_restarted_mid_run_is_026_then_025_and_the_job_completes_once(
         grid_pool: PoolHandle, slurm: SlurmCluster, work: Path) -> None:
     jid = submit(grid_pool, work, 6)
     grid_pool.wait_for(jid, lambda j: j.get("JobStatus") == 2, timeout=60, what="running in Slurm")
     slurm.stop_controller()
     try:
-        wait_until(lambda: "026" in events(work), 60, "026: Slurm stopped answering")
+        wait_until(lambda: "026" in event_codes(work / "job.log"), 60, "026: Slurm stopped answering")
         assert grid_pool.job(jid)["JobStatus"] == 2, "the job runs on in slurmd: still Running here"
     finally:
         slurm.start_controller()
     done = grid_pool.wait_for(jid, lambda j: j.get("JobStatus") == 4, timeout=90, what="completed")
     assert done["ExitCode"] == 0 and done["NumGridSubmits"] == 1 and done["GridJobStatus"] == "COMPLETED"
-    seen = events(work)
+    seen = event_codes(work / "job.log")
     assert seen.count("026") == 1 and seen.count("025") == 1 and seen.count("005") == 1, seen
     assert seen.index("026") < seen.index("025") < seen.index("005") and seen.count("027") == 1, seen
-    assert slurm_states(slurm, jid) == ["COMPLETED"]
+    assert slurm.states_for(jid) == ["COMPLETED"]
 
 
 def test_a_node_lost_under_a_running_job_is_submitted_again_and_completes_once(
@@ -111,15 +96,15 @@ def test_a_node_lost_under_a_running_job_is_submitted_again_and_completes_once(
             timeout=120, what="submitted again after NODE_FAIL")
         assert again["JobStatus"] == 1, "Idle while its new Slurm job waits for a node"
         assert "NODE_FAIL" in again["LastVacateReason"], again["LastVacateReason"]
-        assert slurm_states(slurm, jid)[0] == "NODE_FAIL"
+        assert slurm.states_for(jid)[0] == "NODE_FAIL"
     finally:
         slurm.start_node()
     done = grid_pool.wait_for(jid, lambda j: j.get("JobStatus") == 4, timeout=120, what="completed on the node back")
     assert done["ExitCode"] == 0
-    seen = events(work)
+    seen = event_codes(work / "job.log")
     assert seen.count("027") == 2 and seen.count("001") == 2 and seen.count("004") == 1, seen
     assert seen.count("005") == 1 and seen[-1] == "005", seen
-    assert slurm_states(slurm, jid) == ["NODE_FAIL", "COMPLETED"]
+    assert slurm.states_for(jid) == ["NODE_FAIL", "COMPLETED"]
 
 
 def test_a_schedd_killed_while_its_job_is_pending_in_slurm_leaves_one_slurm_job(
@@ -146,6 +131,6 @@ def test_a_schedd_killed_while_its_job_is_pending_in_slurm_leaves_one_slurm_job(
         slurm.run("scancel", blocker, check=False)
     done = grid_pool.wait_for(jid, lambda j: j.get("JobStatus") == 4, timeout=90, what="completed")
     assert done["ExitCode"] == 0 and done["NumGridSubmits"] == 1
-    assert slurm_states(slurm, jid) == ["COMPLETED"], "one Slurm job, not two"
-    seen = events(work)
+    assert slurm.states_for(jid) == ["COMPLETED"], "one Slurm job, not two"
+    seen = event_codes(work / "job.log")
     assert seen.count("027") == 1 and seen.count("005") == 1, seen

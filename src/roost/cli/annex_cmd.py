@@ -13,6 +13,7 @@ The record of the annex (``$(LOCAL_DIR)/annex/NAME.json``) is what ``roost statu
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import os
 import pwd
@@ -26,7 +27,7 @@ from roost.cli.options import VALUE, Parser, UsageError
 from roost.config import Config, ConfigError
 from roost.core.annex import AnnexError, AnnexRecord, parse_duration, slurm_time_limit
 from roost.core.gridbatch import parse_sbatch
-from roost.net.addresses import collector_address, read_address
+from roost.net.addresses import WILDCARD_HOSTS, collector_address, read_address
 from roost.net.signing_key import read_key_file
 from roost.net.token_store import TokenSettings
 from roost.net.tokens import DEFAULT_KEY, TokenError, create_token, decode_token
@@ -75,6 +76,23 @@ PASSED_KNOBS = ("SEC_ENCRYPT_LOOPBACK", "SEC_DEFAULT_ENCRYPTION", "SEC_DEFAULT_I
 
 class _Failed(Exception):
     pass
+
+
+def glidein_bind_address(pool_bind: str | None) -> str:
+    """The glide-ins' BIND_ADDRESS for a pool that binds ``pool_bind``: a wildcard or
+    loopback as the pool has it (a loopback pool's collector is reachable from its own
+    host only, so its glide-ins are there too); any other address is one of this host's
+    own, which a Slurm node does not have (its startd could not listen): every interface
+    there, of the address's family, the glide-in advertising its node's own address
+    (IP_ADDRESS as detected there)."""
+    host = (pool_bind or "").strip()
+    if host in WILDCARD_HOSTS:
+        return host or "0.0.0.0"
+    try:
+        ip = ipaddress.ip_address(host.strip("[]"))
+    except ValueError:
+        return host if host == "localhost" else "0.0.0.0"
+    return host if ip.is_loopback else "::" if ip.version == 6 else "0.0.0.0"
 
 
 def annex_dir(cfg: Config, home: str) -> str:
@@ -150,7 +168,7 @@ def _annex(name: str, count: int, duration: float, idle: float, partition: str, 
     retire, vacate = leads(duration)
     knobs = {"COLLECTOR_HOST": address, "CONDOR_HOST": cfg.get("CONDOR_HOST") or address.rsplit(":", 1)[0],
              "UID_DOMAIN": uid_domain, "TRUST_DOMAIN": settings.trust_domain,
-             "BIND_ADDRESS": cfg.get("BIND_ADDRESS") or "0.0.0.0",
+             "BIND_ADDRESS": glidein_bind_address(cfg.get("BIND_ADDRESS")),
              "STARTD_NOCLAIM_SHUTDOWN": str(int(idle)), "ANNEX_RETIRE_LEAD": str(retire),
              "ANNEX_VACATE_LEAD": str(vacate), "START": owners_start(owners)}
     for knob in PASSED_KNOBS:

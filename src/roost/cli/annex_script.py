@@ -6,7 +6,11 @@ its end: the job's start plus its duration) and the annex's token (owner-only), 
 startd in the foreground, and removes the directory when the startd exits, which it
 does when idle or before Slurm's time limit (``daemons/startd/glidein.py``). The token
 travels inside the script, so a cluster with no file system shared with this host
-needs none; the script is as private as Slurm keeps its jobs' scripts.
+needs none; the script is as private as Slurm keeps its jobs' scripts. sbatch hands
+the job the environment of ``roost annex``: ``ROOST_CONFIG`` and every ``_ROOST_*``
+override are dropped before the startd starts, or the central manager's own settings
+(its ``_ROOST_NETWORK_INTERFACE``, ``_ROOST_BIND_ADDRESS``) would beat the glide-in's
+configuration on another host.
 """
 
 from __future__ import annotations
@@ -77,6 +81,7 @@ cat > "$GH/roost_config" <<'ROOST_ANNEX_CONFIG'
 ROOST_ANNEX_CONFIG
 printf '{_JOB_KNOBS}' "$GH" "$SLURM_JOB_ID" "$CPUS" "$MEM" "$END" "$SLURM_JOB_ID" >> "$GH/roost_config"
 unset ROOST_CONFIG
+for v in $(env | sed -n 's/^\\(_[Rr][Oo][Oo][Ss][Tt]_[A-Za-z0-9_]*\\)=.*/\\1/p'); do unset "$v"; done
 echo "glide-in $SLURM_JOB_ID of annex {spec.annex}: ROOST_HOME $GH, ends at $END"
 ROOST_HOME="$GH" {env}{shlex.quote(spec.python)} -m roost.daemons.startd
 echo "glide-in $SLURM_JOB_ID: the startd exited"

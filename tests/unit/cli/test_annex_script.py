@@ -21,13 +21,16 @@ def run_script(tmp_path: Path, spec: GlideinSpec) -> tuple[subprocess.CompletedP
     fake.write_text(f"""#!/bin/sh
 cp -a "$ROOST_HOME" {kept}
 echo "args: $* PYTHONPATH=$PYTHONPATH"
+env | grep -i '^_roost_' | sed 's/^/left: /'
 """)
     fake.chmod(0o755)
     path = tmp_path / "job.sh"
     path.write_text(script(GlideinSpec(spec.annex, spec.duration, spec.token, str(fake), spec.pythonpath,
                                        spec.config)))
     env = {"PATH": "/usr/bin:/bin", "SLURM_JOB_ID": "42", "SLURM_CPUS_ON_NODE": "2", "SLURM_MEM_PER_NODE": "300",
-           "TMPDIR": str(tmp_path), "ROOST_CONFIG": "/somewhere/else"}
+           "TMPDIR": str(tmp_path), "ROOST_CONFIG": "/somewhere/else",
+           # the central manager's own overrides, which sbatch passes on
+           "_ROOST_NETWORK_INTERFACE": "10.213.7.1", "_roost_BIND_ADDRESS": "10.213.7.1"}
     done = subprocess.run(["/bin/sh", str(path)], env=env, capture_output=True, text=True, timeout=30)
     return done, kept
 
@@ -39,6 +42,7 @@ def test_the_script_gives_the_startd_its_own_home_config_and_private_token(tmp_p
     done, kept = run_script(tmp_path, spec)
     assert done.returncode == 0, done.stderr
     assert "args: -m roost.daemons.startd PYTHONPATH=/src" in done.stdout
+    assert "left:" not in done.stdout, "no _ROOST_ override of the submitting host reaches the startd"
     token = kept / "tokens.d" / "annex"
     assert token.read_text() == "aaa.bbb.ccc\n"
     assert stat.S_IMODE(os.stat(token).st_mode) == 0o600 and stat.S_IMODE(os.stat(kept / "tokens.d").st_mode) == 0o700
@@ -140,3 +144,16 @@ def test_glideins_run_only_their_owners_jobs() -> None:
         assert evaluate(start, slot, job) is want
     # with no job it is undefined, not false: the slot is not in the Owner state
     assert evaluate(start, slot, None) is Value.Undefined
+
+
+@pytest.mark.parametrize(("pool", "glidein"), [
+    (None, "0.0.0.0"), ("", "0.0.0.0"), ("0.0.0.0", "0.0.0.0"), ("::", "::"),
+    ("127.0.0.1", "127.0.0.1"), ("::1", "::1"), ("localhost", "localhost"),
+    # the central manager's own address: no Slurm node has it, its startd could not listen
+    ("10.213.7.1", "0.0.0.0"), ("cm.example.org", "0.0.0.0"), ("fd00::1", "::"),
+])
+def test_glideins_bind_every_interface_unless_the_pool_is_wildcard_or_loopback(pool: str | None,
+                                                                               glidein: str) -> None:
+    from roost.cli.annex_cmd import glidein_bind_address
+
+    assert glidein_bind_address(pool) == glidein
