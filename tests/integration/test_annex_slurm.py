@@ -138,6 +138,7 @@ def test_the_annex_token_is_good_for_a_startd_only(pool: PoolHandle, slurm: Slur
     token = re.search(r"<<'ROOST_ANNEX_TOKEN'\n(\S+)\n", script).group(1)
     payload = json.loads(__import__("base64").urlsafe_b64decode(token.split(".")[1] + "=="))
     assert payload["scope"] == "condor:/ADVERTISE_STARTD condor:/READ"
+    assert payload["roost_annex"] == "tok"  # the token is this annex's alone
     assert 5 * 60 < payload["exp"] - payload["iat"] <= 5 * 60 + 3600
     address = (pool.home / "run" / "collector.address").read_text().strip()
     c = SyncClient(address, token=token)
@@ -158,6 +159,9 @@ def test_the_annex_token_is_good_for_a_startd_only(pool: PoolHandle, slurm: Slur
         with pytest.raises(RemoteError, match="not a glide-in"):
             c.call("INVALIDATE_AD", type="Machine", name=name)
         c.call("UPDATE_ADS", type="Machine", ads=[], refresh=[{"Name": name, "State": "Owner"}])
+        # nor pose as another annex's glide-ins: the token names its own
+        with pytest.raises(RemoteError, match="the token is for annex 'tok', not 'other'"):
+            c.call("UPDATE_AD", type="Machine", ad={"Name": "slot1@pretender", "IsGlidein": True, "AnnexName": "other"})
         again = c.call("QUERY", type="Machine", constraint=f'Name == "{name}"')["ads"]
         assert [a["State"] for a in again] == [state]
     finally:

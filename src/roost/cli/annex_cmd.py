@@ -164,7 +164,7 @@ def _annex(name: str, count: int, duration: float, idle: float, partition: str, 
     lifetime = int(duration + max_pending)
     now = time.time()
     token = create_token(key, DEFAULT_KEY, settings.trust_domain, f"condor@{uid_domain}", now=now,
-                         lifetime=lifetime, scopes=["ADVERTISE_STARTD", "READ"])
+                         lifetime=lifetime, scopes=["ADVERTISE_STARTD", "READ"], annex=name)
     retire, vacate = leads(duration)
     knobs = {"COLLECTOR_HOST": address, "CONDOR_HOST": cfg.get("CONDOR_HOST") or address.rsplit(":", 1)[0],
              "UID_DOMAIN": uid_domain, "TRUST_DOMAIN": settings.trust_domain,

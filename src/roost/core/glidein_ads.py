@@ -6,7 +6,10 @@ one machine (HTCondor's is not either), so without more a stolen glide-in token 
 replace or withdraw any of the pool's own Machine ads for as long as it lives. The
 collector therefore holds such a token to glide-in ads: what it sends must say
 ``IsGlidein = True`` with an ``AnnexName``, and what it replaces, refreshes or withdraws
-must be a glide-in ad of the same annex (a new name is free to take).
+must be a glide-in ad of the same annex. A token ``roost annex`` made names its annex
+(``roost_annex``): its holder may advertise, replace and withdraw that annex's ads
+only, so a token stolen from one annex's glide-ins cannot pose as another's; a
+startd-only token naming no annex (made by hand) may take a new annex name.
 """
 
 from __future__ import annotations
@@ -41,20 +44,26 @@ def annex_of(ad: Mapping[str, Any] | None) -> str | None:
     return name if isinstance(name, str) and name else None
 
 
-def update_refusal(ad_type: str, new: Mapping[str, Any], old: Mapping[str, Any] | None) -> str | None:
-    """Why a startd-only token may not put ``new`` in place of ``old`` (None: it may)."""
+def update_refusal(ad_type: str, new: Mapping[str, Any], old: Mapping[str, Any] | None,
+                   token_annex: str = "") -> str | None:
+    """Why a startd-only token (of ``token_annex`` when it names one) may not put
+    ``new`` in place of ``old`` (None: it may)."""
     if ad_type.lower() != "machine":
         return f"a glide-in's token advertises Machine ads only, not {ad_type}"
     annex = annex_of(new)
     if annex is None:
         return "a glide-in's token advertises only ads with IsGlidein = True and an AnnexName"
+    if token_annex and annex != token_annex:
+        return f"the token is for annex {token_annex!r}, not {annex!r}"
     return replace_refusal(old, annex)
 
 
-def replace_refusal(old: Mapping[str, Any] | None, annex: str | None) -> str | None:
-    """Why a startd-only token of ``annex`` may not change or withdraw ``old``."""
+def replace_refusal(old: Mapping[str, Any] | None, annex: str | None, token_annex: str = "") -> str | None:
+    """Why a startd-only token of ``annex`` (the token's own ``token_annex`` when it
+    names one) may not change or withdraw ``old``."""
     if old is None:
         return None
+    annex = token_annex or annex
     mine = annex_of(old)
     if mine is None:
         return "a glide-in's token cannot change or withdraw an ad that is not a glide-in's"

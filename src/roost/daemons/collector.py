@@ -196,7 +196,7 @@ class Collector(Daemon):
         if self._flock_home is not None:
             self._check_foreign("UPDATE_AD", ad_type, req["ad"].get("Name"), peer)
         if _glidein(peer):
-            self._check_glidein("UPDATE_AD", ad_type, req["ad"])
+            self._check_glidein("UPDATE_AD", ad_type, req["ad"], _token_annex(peer))
         entry = self.store.update(ad_type, req["ad"], req.get("private"), time.monotonic(), time.time())
         self.updates += 1
         self.log.debug("update %s %r from %s", ad_type, entry.obj.get("Name"), peer.address)
@@ -222,14 +222,14 @@ class Collector(Daemon):
                     ad = item.get("ad")
                     self._check_foreign("UPDATE_ADS", ad_type, ad.get("Name") if isinstance(ad, dict) else None, peer)
                 if glidein and isinstance(item.get("ad"), dict):
-                    self._check_glidein("UPDATE_ADS", ad_type, item["ad"])
+                    self._check_glidein("UPDATE_ADS", ad_type, item["ad"], _token_annex(peer))
                 self.store.update(ad_type, item.get("ad"), private, mono, wall)
                 n += 1
             except RequestError as e:
                 errors.append({"index": i, "error": e.message})
         refresh = req.get("refresh") or []
         if glidein:  # a glide-in refreshes its own ads only (a note may set attributes)
-            refresh = [r for r in refresh if self._glidein_may_touch(ad_type, r)]
+            refresh = [r for r in refresh if self._glidein_may_touch(ad_type, r, _token_annex(peer))]
         missing = self.store.refresh(ad_type, refresh, mono, wall)
         self.updates += n
         self.log.debug("UPDATE_ADS: %d %s ads, %d refreshed, from %s", n, ad_type,
@@ -245,25 +245,25 @@ class Collector(Daemon):
         if why is not None:
             raise RequestError("PERMISSION_DENIED", f"{cmd}: {why}")
 
-    def _check_glidein(self, cmd: str, ad_type: str, ad: dict[str, Any]) -> None:
+    def _check_glidein(self, cmd: str, ad_type: str, ad: dict[str, Any], token_annex: str) -> None:
         """A glide-in's token (startd-only) puts and replaces glide-in ads of its annex only."""
         name = ad.get("Name")
         old = self.store.get(ad_type, name) if isinstance(name, str) else None
-        why = glidein_ads.update_refusal(ad_type, ad, old.obj if old is not None else None)
+        why = glidein_ads.update_refusal(ad_type, ad, old.obj if old is not None else None, token_annex)
         if why is not None:
             raise RequestError("PERMISSION_DENIED", f"{cmd}: {why}")
 
-    def _glidein_may_touch(self, ad_type: str, item: Any) -> bool:
+    def _glidein_may_touch(self, ad_type: str, item: Any, token_annex: str) -> bool:
         name = item.get("Name") if isinstance(item, dict) else item
         if not isinstance(name, str) or ad_type.lower() != "machine":
             return False
         old = self.store.get(ad_type, name)
-        return old is None or glidein_ads.replace_refusal(old.obj, None) is None
+        return old is None or glidein_ads.replace_refusal(old.obj, None, token_annex) is None
 
     async def invalidate_ad(self, req: dict[str, Any], peer: Peer) -> dict[str, Any]:
         if self._flock_home is not None:
             self._check_foreign("INVALIDATE_AD", req["type"], req["name"], peer)
-        if _glidein(peer) and not self._glidein_may_touch(req["type"], req["name"]):
+        if _glidein(peer) and not self._glidein_may_touch(req["type"], req["name"], _token_annex(peer)):
             raise RequestError("PERMISSION_DENIED", "INVALIDATE_AD: a glide-in's token cannot withdraw "
                                                     "an ad that is not a glide-in's")
         n = self.store.invalidate(req["type"], req["name"], req.get("schedd_name"))
@@ -324,6 +324,11 @@ def _glidein(peer: Peer) -> bool:
     """The peer holds a glide-in's token (limited to advertising a startd)."""
     ident = peer.identity
     return ident is not None and glidein_ads.startd_only(ident.scopes)
+
+
+def _token_annex(peer: Peer) -> str:
+    """The annex the peer's glide-in token is for ("" when it names none)."""
+    return peer.identity.annex if peer.identity is not None else ""
 
 
 def _holds(node: Any, entry: Entry) -> bool:

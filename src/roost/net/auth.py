@@ -87,12 +87,14 @@ def _nonce() -> str:
 
 @dataclass(frozen=True)
 class Identity:
-    """Who an authenticated peer is: ``user@domain``, the method that proved it, and
-    the levels its token allows (empty: no limit beyond the pool's policy)."""
+    """Who an authenticated peer is: ``user@domain``, the method that proved it, the
+    levels its token allows (empty: no limit beyond the pool's policy), and the annex
+    a glide-in's token is for ("" otherwise)."""
 
     name: str
     method: str
     scopes: tuple[str, ...] = ()
+    annex: str = ""
 
 
 class TokenAuthority:
@@ -174,7 +176,7 @@ def server_finish(req: Mapping[str, Any], state: ServerState) -> Identity:
     if type(got) is not str or not hmac.compare_digest(want.encode(), got.encode("ascii", "replace")):
         raise AuthError(f"{METHOD}: the client could not prove it holds the token (jti {state.claims.jti})")
     levels = tuple(s.split("/", 1)[1] for s in state.claims.scopes if s.startswith("condor:/"))
-    return Identity(state.claims.subject, METHOD, levels)
+    return Identity(state.claims.subject, METHOD, levels, state.claims.annex)
 
 
 class ClientHandshake:
@@ -397,6 +399,7 @@ class DelegatedState:
     subject: str
     scopes: tuple[str, ...]
     jti: str
+    annex: str = ""
 
 
 @dataclass
@@ -478,7 +481,9 @@ class DelegatedAuthority:
         fields = ("nonce", "proof", "expect", "subject", "jti")
         if not all(type(got.get(f)) is str for f in fields) or not isinstance(got.get("scopes"), list):
             raise AuthError(f"{METHOD}: the central manager's answer is malformed")
-        state = DelegatedState(got["expect"], got["subject"], tuple(str(x) for x in got["scopes"]), got["jti"])
+        annex = got.get("annex")
+        state = DelegatedState(got["expect"], got["subject"], tuple(str(x) for x in got["scopes"]), got["jti"],
+                               annex if type(annex) is str else "")
         sealed = got.get("resume_sealed")
         resume = None
         if type(sealed) is str and self.unseal is not None:
@@ -508,7 +513,7 @@ def delegated_finish(req: Mapping[str, Any], state: DelegatedState) -> Identity:
     got = req.get("proof")
     if type(got) is not str or not hmac.compare_digest(state.expect.encode(), got.encode("ascii", "replace")):
         raise AuthError(f"{METHOD}: the client could not prove it holds the token (jti {state.jti})")
-    return Identity(state.subject, METHOD, state.scopes)
+    return Identity(state.subject, METHOD, state.scopes, state.annex)
 
 
 def challenge_for(req: Mapping[str, Any], authority: TokenAuthority,
@@ -528,6 +533,8 @@ def challenge_for(req: Mapping[str, Any], authority: TokenAuthority,
     expect = _proof(state.secret, "client", state.client_nonce, state.server_nonce, state.signing_input, binding)
     levels = [sc.split("/", 1)[1] for sc in state.claims.scopes if sc.startswith("condor:/")]
     out = {**reply, "expect": expect, "subject": state.claims.subject, "scopes": levels, "jti": state.claims.jti}
+    if state.claims.annex:
+        out["annex"] = state.claims.annex
     cert = req.get("cert")
     if seal is not None and is_tls_binding(binding) and type(cert) is str and len(cert) < 16384:
         try:

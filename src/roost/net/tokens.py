@@ -67,10 +67,20 @@ class Claims:
     payload: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     @property
+    def annex(self) -> str:
+        """The annex a glide-in's token is for ("" for any other token)."""
+        value = self.payload.get(ANNEX_CLAIM)
+        return value if isinstance(value, str) else ""
+
+    @property
     def authz(self) -> tuple[str, ...]:
         """The authorization levels the token is limited to (``condor:/X`` scopes);
         empty means no limit beyond what the identity is allowed."""
         return tuple(s[len(SCOPE_PREFIX):] for s in self.scopes if s.startswith(SCOPE_PREFIX))
+
+
+#: roost's claim naming a glide-in token's annex (create_token's ``annex``)
+ANNEX_CLAIM = "roost_annex"
 
 
 def utc(t: float) -> str:
@@ -143,11 +153,13 @@ def check_issuer(issuer: str) -> str:
 
 def create_token(key: bytes, kid: str, issuer: str, subject: str, *, now: float,
                  lifetime: int | None = None, scopes: Iterable[str] | None = None,
-                 jti: str | None = None) -> str:
+                 jti: str | None = None, annex: str | None = None) -> str:
     """A signed token for ``subject`` (``user@domain``), issued by ``issuer`` at ``now``.
 
     ``lifetime`` seconds sets ``exp``; ``scopes`` are levels (``READ``) or full
-    scopes. ``jti`` is random (128 bits, hex, as HTCondor's) unless given.
+    scopes. ``jti`` is random (128 bits, hex, as HTCondor's) unless given. ``annex``
+    names the annex whose glide-ins the token is for (``roost_annex``, roost's own
+    claim): the collector holds such a token to that annex's ads.
     """
     check_issuer(issuer)
     if not kid or "/" in kid or kid.startswith("."):
@@ -159,6 +171,8 @@ def create_token(key: bytes, kid: str, issuer: str, subject: str, *, now: float,
     scope = scope_string(scopes or ())
     if scope:
         claims["scope"] = scope
+    if annex:
+        claims[ANNEX_CLAIM] = annex
     signing_input = _b64(_json({"alg": "HS256", "kid": kid})) + "." + _b64(_json(claims))
     return signing_input + "." + signature_of(key, signing_input)
 

@@ -41,3 +41,16 @@ def test_refresh_and_withdraw() -> None:
     assert replace_refusal(GLIDE, None) is None
     assert replace_refusal(GLIDE, "a1") is None
     assert "not a glide-in" in replace_refusal({"Name": "slot1@exec"}, None)
+
+
+def test_a_token_that_names_its_annex_touches_that_annexs_ads_only() -> None:
+    """roost annex's token carries its annex's name: a glide-in of annex a1 may advertise,
+    replace and withdraw a1's ads, never take a new annex name or another annex's ads."""
+    assert update_refusal("Machine", GLIDE, None, "a1") is None
+    assert update_refusal("Machine", GLIDE, GLIDE, "a1") is None
+    posing = {**GLIDE, "Name": "slot1@g9", "AnnexName": "a9"}
+    assert "the token is for annex 'a1', not 'a9'" in update_refusal("Machine", posing, None, "a1")
+    assert update_refusal("Machine", posing, None) is None  # a hand-made token naming no annex: a new name is free
+    assert replace_refusal(GLIDE, None, "a1") is None
+    assert "annex 'a1', not 'a2'" in replace_refusal(GLIDE, None, "a2")
+    assert "not a glide-in" in replace_refusal({"Name": "slot1@exec"}, None, "a1")

@@ -297,3 +297,27 @@ def test_candidate_tokens_one_per_issuer_and_key_in_order() -> None:
     assert candidate_tokens([b, a1, a2]) == [b, a1]
     many = [create_token(KEY, "POOL", f"pool{i}.example", "a@x", now=time.time()) for i in range(20)]
     assert candidate_tokens(many) == many[:MAX_TOKENS_TRIED]
+
+
+def test_a_glidein_token_proves_its_annex_directly_and_through_the_central_manager() -> None:
+    """roost annex's token names its annex (``roost_annex``): the identity it proves
+    carries it, whether the daemon holds the pool key or asks the central manager."""
+    from roost.net.auth import DelegatedState, challenge_for, delegated_finish
+
+    async def whose(req, peer):
+        return {"scopes": list(peer.identity.scopes), "annex": peer.identity.annex}
+
+    tok = token("condor@example", scopes=["ADVERTISE_STARTD", "READ"], annex="a1")
+    with ThreadedServer({"WHOAMI": whose}, host="127.0.0.1", authority=authority(),
+                        authorize=authenticated_only, uid_domain="example") as s:
+        with SyncClient(s.server.address, token=tok) as c:
+            got = c.call("WHOAMI")
+        with SyncClient(s.server.address, token=token()) as c:
+            plain = c.call("WHOAMI")
+    assert (got["annex"], got["scopes"]) == ("a1", ["ADVERTISE_STARTD", "READ"])
+    assert plain["annex"] == ""
+    hs = ClientHandshake(tok, binding="b")
+    reply = challenge_for({**hs.hello(), "binding": "b"}, authority())
+    assert reply["annex"] == "a1"
+    state = DelegatedState(reply["expect"], reply["subject"], tuple(reply["scopes"]), reply["jti"], reply["annex"])
+    assert delegated_finish(hs.answer(reply), state).annex == "a1"
