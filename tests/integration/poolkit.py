@@ -11,10 +11,12 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -210,3 +212,26 @@ def log_tails(home: Path, lines: int = 30) -> str:
         text = f.read_text(errors="replace").splitlines()[-lines:]
         out.append(f"==== {f.name}\n" + "\n".join(text))
     return "\n".join(out)
+
+
+@contextlib.contextmanager
+def job_dir(prefix: str, mode: int = 0o755) -> Iterator[Path]:
+    """A job directory under /tmp that the job's user (nobody, for root's jobs) can
+    reach, unlike pytest's 0700 tmp_path; removed afterwards."""
+    d = Path(f"/tmp/{prefix}-{os.getpid()}-{time.monotonic_ns()}")
+    d.mkdir()
+    d.chmod(mode)
+    try:
+        yield d
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+
+
+def submit_text(pool: PoolHandle, work: Path, body: str) -> str:
+    """``roost submit`` of ``body`` (written as ``work/job.sub``): the first job's id."""
+    (work / "job.sub").write_text(body)
+    done = pool.roost("submit", "job.sub", cwd=work)
+    assert done.returncode == 0, done.stdout + done.stderr
+    m = re.search(r"submitted to cluster (\d+)", done.stdout)
+    assert m, done.stdout
+    return f"{m.group(1)}.0"

@@ -18,7 +18,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from poolkit import PoolHandle, start_pool, stop_pool, wait_until
+from poolkit import PoolHandle, job_dir, start_pool, stop_pool, wait_until
+from poolkit import submit_text as submit
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from slurmkit import SlurmCluster, missing  # noqa: E402
@@ -52,11 +53,8 @@ def pool(slurm: SlurmCluster) -> Iterator[PoolHandle]:
 
 @pytest.fixture
 def work() -> Iterator[Path]:
-    d = Path(f"/tmp/roost-annex-work-{os.getpid()}-{time.monotonic_ns()}")
-    d.mkdir()
-    d.chmod(0o777)
-    yield d
-    shutil.rmtree(d, ignore_errors=True)
+    with job_dir("roost-annex-work", 0o777) as d:
+        yield d
 
 
 def glideins(pool: PoolHandle, annex: str) -> list[dict]:
@@ -79,13 +77,6 @@ def annex_status(pool: PoolHandle) -> dict[str, dict]:
     done = pool.roost("status", "-annex", "-json")
     assert done.returncode == 0, done.stderr
     return {a["name"]: a for a in json.loads(done.stdout)}
-
-
-def submit(pool: PoolHandle, work: Path, body: str) -> str:
-    (work / "job.sub").write_text(body)
-    done = pool.roost("submit", "job.sub", cwd=work)
-    assert done.returncode == 0, done.stdout + done.stderr
-    return re.search(r"submitted to cluster (\d+)", done.stdout).group(1) + ".0"
 
 
 def test_two_glideins_join_run_the_jobs_that_ask_for_them_and_leave_when_idle(

@@ -18,7 +18,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from poolkit import PoolHandle, start_pool, stop_pool, wait_until
+from poolkit import PoolHandle, job_dir, start_pool, stop_pool, wait_until
+from poolkit import submit_text as _submit
 
 from roost.vocabulary import JobStatus
 
@@ -62,10 +63,8 @@ def _resource(b: PoolHandle) -> str:
 @pytest.fixture
 def work() -> Iterator[Path]:
     """A job directory the job's user (nobody, for root) can reach: not pytest's 0700 tmp."""
-    d = Path(f"/tmp/roost-condorc-work-{os.getpid()}-{time.monotonic_ns()}")
-    d.mkdir()
-    yield d
-    shutil.rmtree(d, ignore_errors=True)
+    with job_dir("roost-condorc-work") as d:
+        yield d
 
 
 JOB = """#!/bin/sh
@@ -76,15 +75,6 @@ echo "to stderr" >&2
 sleep ${1:-0}
 exit 3
 """
-
-
-def _submit(pool: PoolHandle, work: Path, body: str) -> str:
-    (work / "job.sub").write_text(body)
-    done = pool.roost("submit", "job.sub", cwd=work)
-    assert done.returncode == 0, done.stdout + done.stderr
-    m = re.search(r"submitted to cluster (\d+)", done.stdout)
-    assert m, done.stdout
-    return f"{m.group(1)}.0"
 
 
 def _job(work: Path, resource: str, secs: float = 0, extra: str = "") -> str:

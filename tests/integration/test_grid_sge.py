@@ -16,7 +16,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from poolkit import PoolHandle, start_pool, stop_pool, wait_until
+from poolkit import PoolHandle, job_dir, start_pool, stop_pool, wait_until
+from poolkit import submit_text as submit
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from sgekit import SgeCell, missing  # noqa: E402
@@ -44,10 +45,8 @@ def grid_pool(sge: SgeCell) -> Iterator[PoolHandle]:
 
 @pytest.fixture
 def work() -> Iterator[Path]:
-    d = Path(f"/tmp/roost-gridsge-work-{os.getpid()}-{time.monotonic_ns()}")
-    d.mkdir()
-    yield d
-    shutil.rmtree(d, ignore_errors=True)
+    with job_dir("roost-gridsge-work") as d:
+        yield d
 
 
 JOB = """#!/bin/sh
@@ -57,15 +56,6 @@ echo "$n$n" > result.txt
 echo "to stderr" >&2
 exit 3
 """
-
-
-def submit(pool: PoolHandle, work: Path, body: str) -> str:
-    (work / "job.sub").write_text(body)
-    done = pool.roost("submit", "job.sub", cwd=work)
-    assert done.returncode == 0, done.stdout + done.stderr
-    m = re.search(r"submitted to cluster (\d+)", done.stdout)
-    assert m, done.stdout
-    return f"{m.group(1)}.0"
 
 
 def accounting(sge: SgeCell, what: str) -> dict[str, str]:

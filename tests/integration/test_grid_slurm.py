@@ -9,12 +9,12 @@ import os
 import re
 import signal
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from poolkit import PoolHandle, start_pool, stop_pool, wait_until
+from poolkit import PoolHandle, job_dir, start_pool, stop_pool, wait_until
+from poolkit import submit_text as submit
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from slurmkit import SlurmCluster, missing  # noqa: E402
@@ -39,10 +39,9 @@ def grid_pool(slurm: SlurmCluster, tmp_path_factory: pytest.TempPathFactory) -> 
 
 
 @pytest.fixture
-def work(tmp_path: Path) -> Path:
-    d = Path(f"/tmp/roost-grid-work-{os.getpid()}-{time.monotonic_ns()}")
-    d.mkdir()
-    return d
+def work() -> Iterator[Path]:
+    with job_dir("roost-grid-work") as d:
+        yield d
 
 
 JOB = """#!/bin/sh
@@ -52,15 +51,6 @@ echo "$n$n" > result.txt
 echo "to stderr" >&2
 exit 3
 """
-
-
-def submit(pool: PoolHandle, work: Path, body: str) -> str:
-    (work / "job.sub").write_text(body)
-    done = pool.roost("submit", "job.sub", cwd=work)
-    assert done.returncode == 0, done.stdout + done.stderr
-    m = re.search(r"submitted to cluster (\d+)", done.stdout)
-    assert m, done.stdout
-    return f"{m.group(1)}.0"
 
 
 def test_a_job_runs_in_slurm_and_its_files_and_events_come_home(grid_pool: PoolHandle, slurm: SlurmCluster,

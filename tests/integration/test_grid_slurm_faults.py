@@ -8,15 +8,13 @@ where it waits)."""
 from __future__ import annotations
 
 import os
-import re
 import signal
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from poolkit import PoolHandle, start_pool, stop_pool, wait_until
+from poolkit import PoolHandle, job_dir, start_pool, stop_pool, submit_text, wait_until
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from slurmkit import NODE_LOSS_CONF, SlurmCluster, event_codes, missing  # noqa: E402
@@ -41,10 +39,9 @@ def grid_pool(slurm: SlurmCluster) -> Iterator[PoolHandle]:
 
 
 @pytest.fixture
-def work() -> Path:
-    d = Path(f"/tmp/roost-gridf-work-{os.getpid()}-{time.monotonic_ns()}")
-    d.mkdir()
-    return d
+def work() -> Iterator[Path]:
+    with job_dir("roost-gridf-work") as d:
+        yield d
 
 
 SLEEP = """universe = grid
@@ -58,12 +55,7 @@ queue
 
 
 def submit(pool: PoolHandle, work: Path, secs: int) -> str:
-    (work / "job.sub").write_text(SLEEP.format(secs=secs))
-    done = pool.roost("submit", "job.sub", cwd=work)
-    assert done.returncode == 0, done.stdout + done.stderr
-    m = re.search(r"submitted to cluster (\d+)", done.stdout)
-    assert m, done.stdout
-    return f"{m.group(1)}.0"
+    return submit_text(pool, work, SLEEP.format(secs=secs))
 
 
 def test_the_controller_restarted_mid_run_is_026_then_025_and_the_job_completes_once(
