@@ -780,6 +780,8 @@ class SlotPool:
         # placed as they happened, and the others wait for a caller that needs their
         # classes, so ``part`` is up to date (the next ``partition`` need not place
         # every match again).
+        if rchecks is not None:
+            rchecks.restore()
         bid_of = part.bid
         for view in based.values():
             self.classes.defer(part, bid_of[view.index], view)

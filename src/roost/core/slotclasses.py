@@ -309,8 +309,8 @@ class Partition:
         # per base, "the next member that may still have Cpus left" (a union-find with
         # path halving; a member whose Cpus ran out points past itself, for good)
         self.bnext: dict[int, list[int]] = {}
-        # (base, resource, checks) → the base's members by most of that resource left,
-        # for jobs ranked by it that have those checks (see ``by_remaining``)
+        # (base, resource, resources needed) → the base's members by most of that resource left,
+        # for jobs ranked by it that need some of those left (see ``by_remaining``)
         self.bheaps: dict[tuple[int, str, tuple[Any, ...]], list[tuple[float, int, SlotView]]] = {}
         self.bfinite: dict[int, bool] = {}  # every member's resources finite: they can be ordered
         # a split job's checks → base → members before this position fail them for good
