@@ -446,20 +446,47 @@ class SlotPool:
         """More jobs of ``request`` from base ``bid``, right after one went there, for a
         split job ranked by what is left of ``rc.attr``: each the base's best member
         (:func:`~roost.core.rankheaps.best`), taken at once while it beats the heap's top,
-        which is what offering it and popping the heap would do."""
+        which is what offering it and popping the heap would do. The member just taken
+        from is re-keyed at once, and when the base heap's top is then current and
+        passes the checks it is what ``best`` would find, without asking it."""
         _, (r1, _, r3), amounts, weight, preempts = res  # r1, r3: pre- and post-job ranks
         attr, changes = rc.attr, self.classes.changes
+        own, rest = rc.own, rc.rest
         top = heap[0] if heap else None
         lowered = [(a, x) for a, x in amounts.items() if x != 0]
         names = [a for a, _ in lowered]
+        bheap = rc.heaps.get(bid)
+        replace = heapq.heapreplace
         while len(out) < want:
-            view = best(part, bid, rc)
-            if view is None or used + weight > budget:
+            view = None
+            if bheap:  # ``best``'s first look, inlined
+                neg, index, view = bheap[0]
+                rem = view.remaining
+                left = rem[attr]
+                if -left != neg:
+                    view = None
+                else:
+                    for cmp, number in own:
+                        if not cmp(left, number):
+                            view = None
+                            break
+                    else:
+                        for a, cmp, number in rest:
+                            if not cmp(rem[a], number):
+                                view = None
+                                break
+            if view is None:
+                view = best(part, bid, rc)
+                if view is None:
+                    break
+                bheap = rc.heaps[bid]
+                rem = view.remaining
+                left = rem[attr]
+                index = view.index
+            if used + weight > budget:
                 break
-            rem = view.remaining
-            left = rem[attr]
             if top is not None and not (
-                (NO_PREEMPTION, -r1, -left, -r3, 0.0), view.index, serial + 1
+                (NO_PREEMPTION, -r1, -left, -r3, 0.0), index, serial + 1
             ) < top:
                 break
             serial += 1
@@ -471,9 +498,10 @@ class SlotPool:
                     rem[a] -= x
                 view.touched.update(names)
                 view.carved = view.stale = True
+                replace(bheap, (-rem[attr], index, view))  # it is the heap's top
             self._free -= was - (rem["Cpus"] > 0 or rem["Memory"] > 0)
             changes.append(view)
-            based[view.index] = view
+            based[index] = view
         return serial, used
 
     def match_request(

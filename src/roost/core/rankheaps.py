@@ -47,7 +47,7 @@ def _needs_some(cmp: Any, number: float) -> bool:
 class RankedChecks:
     """A job's checks as :func:`best` reads them for a heap by ``attr``."""
 
-    __slots__ = ("attr", "own", "floor", "rest", "never", "aside")
+    __slots__ = ("attr", "own", "floor", "rest", "never", "aside", "heaps")
 
     def __init__(self, attr: str, checks: tuple[Check, ...]) -> None:
         self.attr = attr
@@ -63,6 +63,7 @@ class RankedChecks:
         self.never = any(cmp not in (operator.ge, operator.gt) for _, cmp, _ in checks)
         # (heap, its entries that fail these checks), out of the heap until ``restore``
         self.aside: dict[int, tuple[list[Any], list[Any]]] = {}
+        self.heaps: dict[int, list[Any]] = {}  # base → the heap these checks read
 
     def restore(self) -> None:
         """Put back what :func:`best` set aside (call it before another job reads the heaps)."""
@@ -95,7 +96,9 @@ def best(part: Partition, bid: int, rc: RankedChecks) -> SlotView | None:
     if rc.never:
         return None
     attr, own, floor, rest = rc.attr, rc.own, rc.floor, rc.rest
-    heap = part.bheaps.get((bid, attr, floor)) or by_remaining(part, bid, attr, floor)
+    heap = rc.heaps.get(bid)
+    if heap is None:
+        heap = rc.heaps[bid] = by_remaining(part, bid, attr, floor)
     aside = None
     found = None
     replace, pop = heapq.heapreplace, heapq.heappop
