@@ -249,6 +249,7 @@ class SlotPool:
         # (job, its fixed request, its readable names, its constant sort key, the
         # least weight a partitionable slot's match of it can have, its Split)
         self._jobs: dict[int, tuple[ClassAd, dict[str, float] | None, Any, Any, float, Any]] = {}
+        self._ways: dict[int, tuple[Any, ...]] = {}  # id(job) → ``_way(job)``
         # (id(job), submitter prio) → Answers: a class key holds every value the
         # evaluation can read, so a class's answer stands for the rest of the cycle
         self._results: dict[tuple[int, float | None], Answers] = {}
@@ -504,6 +505,38 @@ class SlotPool:
             based[index] = view
         return serial, used
 
+    def _way(self, job: ClassAd, names: Any, split: Split | None) -> tuple[Any, ...]:
+        """How :meth:`match_request` reads the pool for ``job``, the same every call (a
+        partition's bases are all known once it is made): (job, its partition, its
+        Split, the bases it scans, those as a set, whether it is ranked by what is left
+        of ``rank_attr``, rank_attr, the cursors of its checks, its RankedChecks)."""
+        part = self.classes.partition(job, names, catch_up=False)
+        if part.names is None:  # no classes (maybe random()): evaluated afresh each time
+            split = None
+        # A split job with constant ranks and lower-bound checks takes, from each base
+        # whose slots all have number resources, the first slot in input order that
+        # passes its checks: the base stands in the heap for all its classes, and a
+        # per-base cursor skips the slots that failed for good (carving only lowers).
+        scan: list[int] = []
+        # A split job ranked by what is left of one resource (``Rank = TARGET.Memory``)
+        # takes, from each such base, its member with the most of it left that passes
+        # the checks (ties: input order), read off the base's heap by that resource
+        # (:mod:`roost.core.rankheaps`) instead of offering one class per carved slot.
+        ranked_by = False
+        rank_attr = ""
+        if split is not None and split.monotone and (split.ranked or split.rank_of is not None):
+            scan = [b for b, numeric in part.bnumeric.items()
+                    if numeric and split.reads.isdisjoint(part.babsent[b])]
+            if not split.ranked:
+                ranked_by = True
+                rank_attr = split.rank_of[1]  # type: ignore[index]
+                scan = [b for b in scan if part.bfinite[b]]
+        checks = split.checks if split is not None else ()
+        # members before a base's cursor fail these checks for good: jobs alike share it
+        cursors = part.bcursors.setdefault(checks, {}) if part.names is not None else None
+        rchecks = RankedChecks(rank_attr, checks) if ranked_by else None
+        return (job, part, split, scan, frozenset(scan), ranked_by, rank_attr, cursors, rchecks)
+
     def match_request(
         self,
         request: Request,
@@ -529,28 +562,10 @@ class SlotPool:
         _, fixed, names, const, _, split = self._job_info(job)
         if budget < math.inf and self._lightest(job) > budget:
             return []  # every candidate would be too heavy for the limit
-        part = self.classes.partition(job, names, catch_up=False)
-        if part.names is None:  # no classes (maybe random()): evaluated afresh each time
-            split = None
-        # A split job with constant ranks and lower-bound checks takes, from each base
-        # whose slots all have number resources, the first slot in input order that
-        # passes its checks: the base stands in the heap for all its classes, and a
-        # per-base cursor skips the slots that failed for good (carving only lowers).
-        scan: list[int] = []
-        # A split job ranked by what is left of one resource (``Rank = TARGET.Memory``)
-        # takes, from each such base, its member with the most of it left that passes
-        # the checks (ties: input order), read off the base's heap by that resource
-        # (:mod:`roost.core.rankheaps`) instead of offering one class per carved slot.
-        ranked_by = False
-        rank_attr = ""
-        if split is not None and split.monotone and (split.ranked or split.rank_of is not None):
-            scan = [b for b, numeric in part.bnumeric.items()
-                    if numeric and split.reads.isdisjoint(part.babsent[b])]
-            if not split.ranked:
-                ranked_by = True
-                rank_attr = split.rank_of[1]  # type: ignore[index]
-                scan = [b for b in scan if part.bfinite[b]]
-        scanned = frozenset(scan)
+        way = self._ways.get(id(job))
+        if way is None or way[0] is not job:
+            way = self._ways[id(job)] = self._way(job, names, split)
+        _, part, split, scan, scanned, ranked_by, rank_attr, cursors, rchecks = way
         # the classes of scanned bases are not offered: their members wait to be placed
         self.classes.catch_up(part, scanned)
         based: dict[int, SlotView] = {}  # views taken through a base's entry, not yet placed
@@ -628,12 +643,11 @@ class SlotPool:
             push(entry)
 
         checks = split.checks if split is not None else ()
-        # members before a base's cursor fail these checks for good: jobs alike share it
-        cursors = part.bcursors.setdefault(checks, {}) if answers is not None else {}
+        if answers is None:
+            cursors = {}
         bmembers, bnext = part.bmembers, part.bnext
         skip_spent = split is not None and split.cpus
         tops: dict[int, tuple[SlotView, Any]] = {}  # base → its member on offer, as a candidate
-        rchecks = RankedChecks(rank_attr, checks) if ranked_by else None
 
         def offer_best(bid: int, res: Any) -> bool:
             """Offer the base's member with the most of ``rank_attr`` left that passes the
