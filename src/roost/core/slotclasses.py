@@ -398,6 +398,7 @@ class SlotClasses:
         self._partitions: dict[Any, Partition] = {}
         self._text: dict[int, tuple[Node, Any]] = {}  # id(node) → (node, value key)
         self._node_names: dict[int, tuple[Node, frozenset[str] | None]] = {}
+        self._reach_memo: dict[tuple[Any, ...], tuple[list[Any], frozenset[str] | None]] = {}
         # attribute name → names that some slot's expression for it can read (None: unknowable)
         self._slot_refs: dict[str, set[str] | None] = {}
         # the same for the partitionable slots alone (what a Split may assume)
@@ -456,11 +457,29 @@ class SlotClasses:
               slot_refs: dict[str, set[str] | None] | None = None) -> set[str] | None:
         """Every name reading ``start`` can lead to, on a slot's ad (as ``slot_refs``
         says; default: the partitionable slots') or the job's; None when unknowable."""
-        seen: set[str] = set()
-        todo = list(start)
         jattrs = job._attrs
         if slot_refs is None:
             slot_refs = self.pslot_refs
+        if slot_refs is not self.pslot_refs and slot_refs is not self._slot_refs:
+            return self._reach(start, job, slot_refs)
+        # what it reaches depends only on ``start`` and the job's expressions by name
+        # (a literal leads nowhere), alike in the jobs of one kind (the parser shares
+        # their trees): remembered by the ids of those, the nodes held so ids stay theirs
+        exprs = [(k, node) for k, node in jattrs.items() if type(node) is not Literal]
+        memo_key = (frozenset(start), tuple((k, id(node)) for k, node in exprs),
+                    slot_refs is self.pslot_refs)
+        hit = self._reach_memo.get(memo_key)
+        if hit is not None:
+            return None if hit[1] is None else set(hit[1])
+        seen = self._reach(start, job, slot_refs)
+        self._reach_memo[memo_key] = (exprs, None if seen is None else frozenset(seen))
+        return seen
+
+    def _reach(self, start: Iterable[str], job: ClassAd,
+               slot_refs: dict[str, set[str] | None]) -> set[str] | None:
+        seen: set[str] = set()
+        todo = list(start)
+        jattrs = job._attrs
         while todo:
             k = todo.pop()
             if k in seen:
