@@ -324,8 +324,9 @@ class Partition:
         # need only look at the ones created since (a class keeps its key, so its answer)
         self.born: list[SlotClass] = []
         self.kids: dict[tuple[Any, ...], int] = {}  # class key → its number, for ever
-        # the ids of a view's keyed nodes (and claimed, partitionable) → (its base, the nodes)
-        self.sigs: dict[tuple[Any, ...], tuple[tuple[Any, ...], tuple[Any, ...]]] = {}
+        # the ids of a view's keyed nodes (and claimed, partitionable) → (its base, the
+        # nodes, the base's number)
+        self.sigs: dict[tuple[Any, ...], tuple[tuple[Any, ...], tuple[Any, ...], int]] = {}
 
 
 class Answers:
@@ -540,11 +541,12 @@ class SlotClasses:
                         else:
                             key.append(vk(node))
                     base = (*key, view.claimed, view.partitionable)
-                    part.sigs[sig] = (base, nodes)  # the nodes held: their ids stay theirs
+                    first = part.bids.setdefault(base, len(part.bids))
+                    part.sigs[sig] = (base, nodes, first)  # the nodes held: their ids stay theirs
                 else:
-                    base = hit[0]
+                    base, _, first = hit
                 part.base[view.index] = base
-                first = part.bid[view.index] = part.bids.setdefault(base, len(part.bids))
+                part.bid[view.index] = first
                 if view.partitionable:
                     part.bmembers.setdefault(first, []).append(view)
                     nxt = part.bnext.setdefault(first, [0])
