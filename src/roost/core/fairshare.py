@@ -32,7 +32,7 @@ from roost.classad import ClassAd
 from roost.classad.ast import Node
 from roost.classad.evaluate import EvaluationFailed, evaluate
 from roost.core import matchmaker
-from roost.core.matchmaker import Plan, Request, Slot, SlotPool, gc_paused
+from roost.core.matchmaker import Plan, Request, Slot, SlotPool, gc_paused, takes_nothing
 from roost.vocabulary import SlotState
 
 NONE_GROUP = "<none>"
@@ -432,9 +432,12 @@ def negotiate_fair(
             if not _room(cyc, n, quota):
                 continue
             reqs, orig = cyc.remaining_requests([n])
+            prio = prios.get(n)
             for r in reqs[n]:
                 if r.count <= 0:
                     continue
+                if concurrency is None and takes_nothing(pool, r.ad, prio):
+                    continue  # what the call would find, without making it
                 one = Request(r.submitter, r.autocluster, 1, r.ad, r.extra)
                 if call({n: [one]}, [n], None, {id(one): orig[id(r)]}):
                     got = True

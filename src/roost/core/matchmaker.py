@@ -848,6 +848,33 @@ def _way(pool: SlotPool, job: ClassAd, names: Any, split: Split | None) -> tuple
     return (job, part, split, scan, frozenset(scan), ranked_by, rank_attr, cursors, rchecks)
 
 
+def takes_nothing(pool: SlotPool, job: ClassAd, submitter_prio: float | None = None) -> bool:
+    """True when ``pool.match_request`` of a request of ``job`` (for a submitter of
+    ``submitter_prio``, no weight limit) would return no match without looking at a
+    slot: its last call found no class that could take it, none is new, and nothing
+    has changed since that its partition has not caught up with. False when that is
+    not known (the call then decides)."""
+    info = pool._jobs.get(id(job))
+    way = pool._ways.get(id(job))
+    if info is None or info[0] is not job or way is None or way[0] is not job:
+        return False
+    part, split, scanned = way[1], way[2], way[4]
+    if part.names is None or part.cursor != len(pool.classes.changes):
+        return False
+    if any(bid not in scanned for bid in part.deferred):
+        return False  # the call would place those members first (maybe new classes)
+    prio = submitter_prio
+    if prio is None and pool.preemption is not None:
+        v = attr_value(job, "submitteruserprio")
+        prio = float(v) if type(v) in (int, float) else None
+    answers = pool._results.get((id(job), prio))
+    if answers is None or answers.job is not job:
+        return False
+    return answers.maybe == [] and answers.seen == len(part.born) and (
+        answers.dry or split is None or not split.monotone
+    )
+
+
 _F = TypeVar("_F", bound=Callable[..., Any])
 
 
@@ -967,4 +994,5 @@ __all__ = [
     "SlotPool",
     "gc_paused",
     "negotiate",
+    "takes_nothing",
 ]

@@ -13,7 +13,7 @@ from roost.classad import ClassAd, ExprTree
 from roost.classad.parser import parse_expr
 from roost.core import fairshare as fs
 from roost.core.fairshare import GroupConfig, Submitter, negotiate_fair
-from roost.core.matchmaker import Plan, Request, Slot, SlotPool, negotiate
+from roost.core.matchmaker import Plan, Request, Slot, SlotPool, negotiate, takes_nothing
 from roost.core.preemption import PreemptionPolicy
 from roost.vocabulary import SlotState
 
@@ -168,3 +168,30 @@ def test_negotiate_fair_equals_the_plain_transcription_of_its_policy():
         assert _rows(got) == _rows(want), seed
         rounds += len(got.matches)
     assert rounds > 500
+
+
+def test_takes_nothing_only_while_nothing_has_changed():
+    """A job that wants at most 4096 MB left finds nothing on a fresh 8192 MB slot;
+    that stays known only until another job carves the slot, after which the call
+    must be made (and now matches): when the other job reads the same slot classes
+    and when it reads others (its partition's change is then not the small job's)."""
+    ad = ClassAd({"Name": "p", "Cpus": 8, "Memory": 8192, "Disk": 10**6, "State": "Unclaimed",
+                  "PartitionableSlot": True, "Requirements": True})
+    slots = [Slot("p", ad)]
+    small = ClassAd({"RequestCpus": 1, "RequestMemory": 512, "RequestDisk": 10})
+    small["Requirements"] = ExprTree("TARGET.Memory <= 4096 && TARGET.Cpus >= 1").node
+    big = ClassAd({"RequestCpus": 1, "RequestMemory": 4500, "RequestDisk": 10})
+    for reads in ("", " && TARGET.Kind =!= 7"):  # the same slot classes, or others
+        _changed_after_nothing(slots, small, big, reads)
+
+
+def _changed_after_nothing(slots, small, big, reads):
+    big = ClassAd(big)
+    big["Requirements"] = ExprTree("TARGET.Memory >= RequestMemory" + reads).node
+    pool = SlotPool(slots)
+    assert not takes_nothing(pool, small)  # never asked: unknown
+    assert pool.match_request(Request("u", 0, 1, small)) == []
+    assert takes_nothing(pool, small)
+    assert len(pool.match_request(Request("u", 1, 1, big))) == 1  # 3692 MB left
+    assert not takes_nothing(pool, small)
+    assert [m.slot.name for m in pool.match_request(Request("u", 0, 1, small))] == ["p"]
