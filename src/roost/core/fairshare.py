@@ -22,6 +22,7 @@ HTCondor's negotiation policy, kept pure (ads and priorities in, one
 
 from __future__ import annotations
 
+import bisect
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -31,7 +32,7 @@ from roost.classad import ClassAd
 from roost.classad.ast import Node
 from roost.classad.evaluate import EvaluationFailed, evaluate
 from roost.core import matchmaker
-from roost.core.matchmaker import Plan, Request, Slot, SlotPool, gc_paused
+from roost.core.matchmaker import Plan, Request, Slot, SlotPool, gc_paused, takes_nothing
 from roost.vocabulary import SlotState
 
 NONE_GROUP = "<none>"
@@ -391,6 +392,15 @@ def negotiate_fair(
     # until then the one-match rounds below follow each other without a spin between.
     spin = True
     still: list[str] | None = None  # who still wants, as the last one-match round left it
+    # The one-match rounds' order, (key, name) sorted, kept from round to round while
+    # the slices stand: a round changes only the key of the one who got the match
+    # (without preemption; with it, the victim's too, and the order is sorted afresh)
+    ranked: list[tuple[tuple[Any, ...], str]] | None = None
+
+    def round_key(n: str) -> tuple[Any, ...]:
+        s = cyc.subs[n]
+        return (-(shares[n] - cyc.held[n]), _eff(s), s.usage, n)
+
     for _ in range(_MAX_SPINS):
         active = still if still is not None else [
             n for n in cyc.subs if n not in cyc.rejected and cyc.wants(n)
@@ -399,6 +409,7 @@ def negotiate_fair(
         if not active or (preemption is None and (free_w <= _EPS or pool.free_slots() == 0)):
             break
         if spin:
+            ranked = None
             shares, limits = _slices(cyc, active, quota, preemption is not None)
             held = _held_by_group(cyc)
             order = sorted(active, key=lambda n: _service_key(cyc, n, quota, held))
@@ -412,25 +423,46 @@ def negotiate_fair(
             break
         # the one-match rounds need only the slices, not the limits; without a spin the
         # set of submitters is the last round's, and so are its slices
+        if ranked is None:
+            ranked = sorted((round_key(n), n) for n in active)
         got = False
-        for n in sorted(active, key=lambda n: (-(shares[n] - cyc.held[n]), _eff(cyc.subs[n]), cyc.subs[n].usage, n)):
+        rejected = False
+        winner = 0  # the place in ``ranked`` of the one who got the match
+        for place, (_, n) in enumerate(ranked):
             if not _room(cyc, n, quota):
                 continue
             reqs, orig = cyc.remaining_requests([n])
+            prio = prios.get(n)
             for r in reqs[n]:
                 if r.count <= 0:
                     continue
+                if concurrency is None and takes_nothing(pool, r.ad, prio):
+                    continue  # what the call would find, without making it
                 one = Request(r.submitter, r.autocluster, 1, r.ad, r.extra)
                 if call({n: [one]}, [n], None, {id(one): orig[id(r)]}):
                     got = True
                     break
             if got:
+                winner = place
                 break
             cyc.rejected.add(n)
+            rejected = True
         if not got:
             break
-        still = [n for n in cyc.subs if n not in cyc.rejected and cyc.wants(n)]
-        spin = still != active
+        n = ranked[winner][1]
+        if not rejected and cyc.wants(n):
+            # only ``n``'s requests took jobs: everyone else wants as before
+            still, spin = active, False
+            key = round_key(n)
+            if preemption is None and key[0] == key[0] and key[2] == key[2]:
+                del ranked[winner]  # its key only grew (it holds more): it moves down
+                bisect.insort(ranked, (key, n))
+            else:  # a victim's key changed too, or a NaN key: sorted afresh
+                ranked = None
+        else:
+            still = [n for n in cyc.subs if n not in cyc.rejected and cyc.wants(n)]
+            spin = still != active
+            ranked = None
 
     for n, rs in cyc.requests.items():
         for r in rs:

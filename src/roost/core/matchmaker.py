@@ -41,7 +41,7 @@ class (``offer_base`` in :meth:`SlotPool.match_request`); when its Rank is what 
 left of one resource (``TARGET.Memory``), each base is read off a heap of its
 members by that resource (:mod:`roost.core.rankheaps`). A request that keeps
 taking jobs from one slot, or from one such base, takes them in a run
-(``_run``, ``_ranked_run``) while nothing in its heap is better, and an offer
+(``_same_slot_run``, ``_ranked_run``) while nothing in its heap is better, and an offer
 better than the whole heap waits beside it (``ahead``): the order of pushing
 and popping each, without doing so (``SlotPool.shortcuts``). Non-numeric and NaN
 ranks count as 0, as in HTCondor, so sort keys are totally ordered.
@@ -249,6 +249,7 @@ class SlotPool:
         # (job, its fixed request, its readable names, its constant sort key, the
         # least weight a partitionable slot's match of it can have, its Split)
         self._jobs: dict[int, tuple[ClassAd, dict[str, float] | None, Any, Any, float, Any]] = {}
+        self._ways: dict[int, tuple[Any, ...]] = {}  # id(job) → ``_way(job)``
         # (id(job), submitter prio) → Answers: a class key holds every value the
         # evaluation can read, so a class's answer stands for the rest of the cycle
         self._results: dict[tuple[int, float | None], Answers] = {}
@@ -393,88 +394,9 @@ class SlotPool:
             heapq.heappop(light)
         return light[0][0] if light else math.inf
 
-    def _run(
-        self, out: list[Match], want: int, request: Request, view: SlotView, res: Any,
-        checks: tuple[Any, ...], skip_spent: bool, heap: list[tuple[Any, ...]], serial: int,
-        used: float, budget: float,
-    ) -> tuple[int, float]:
-        """More jobs of ``request`` on ``view``, right after one went there, for a split job
-        with constant ranks (a base entry, input order): offering the base again would
-        offer ``view`` while it passes the checks, and the heap would hand it straight
-        back while nothing in it is better, so it takes the next job at once. Returns
-        the serial and weight used so far, as if each had been pushed and popped."""
-        key, ranks, amounts, weight, preempts = res
-        index, rem, slot = view.index, view.remaining, view.slot
-        changes = self.classes.changes
-        top = heap[0] if heap else None
-        lowered = [(a, x) for a, x in amounts.items() if x != 0]  # ``view.take``, inlined
-        was = rem["Cpus"] > 0 or rem["Memory"] > 0
-        taken = 0
-        while len(out) < want:
-            if skip_spent and rem["Cpus"] <= 0:
-                break
-            for attr, cmp, number in checks:
-                if not cmp(rem[attr], number):
-                    break
-            else:
-                # ``view`` came out as the heap's least entry and its key does not change,
-                # so the top stays above it (unless another entry of this slot were queued)
-                if used + weight > budget or (
-                    top is not None and not (key, index, serial + 1) < top
-                ):
-                    break
-                serial += 1
-                used += weight
-                out.append(Match(request, slot, ranks, amounts, weight, preempts))
-                for a, x in lowered:
-                    rem[a] -= x
-                changes.append(view)
-                taken += 1
-                continue
-            break
-        if taken and lowered:
-            view.touched.update(a for a, _ in lowered)
-            view.carved = view.stale = True
-        self._free -= was - (rem["Cpus"] > 0 or rem["Memory"] > 0)  # the takes' sum
-        return serial, used
-
-    def _ranked_run(
-        self, out: list[Match], want: int, request: Request, part: Partition, bid: int,
-        rc: RankedChecks, res: Any, heap: list[tuple[Any, ...]], serial: int, used: float,
-        budget: float, based: dict[int, SlotView],
-    ) -> tuple[int, float]:
-        """More jobs of ``request`` from base ``bid``, right after one went there, for a
-        split job ranked by what is left of ``rc.attr``: each the base's best member
-        (:func:`~roost.core.rankheaps.best`), taken at once while it beats the heap's top,
-        which is what offering it and popping the heap would do."""
-        _, (r1, _, r3), amounts, weight, preempts = res  # r1, r3: pre- and post-job ranks
-        attr, changes = rc.attr, self.classes.changes
-        top = heap[0] if heap else None
-        lowered = [(a, x) for a, x in amounts.items() if x != 0]
-        names = [a for a, _ in lowered]
-        while len(out) < want:
-            view = best(part, bid, rc)
-            if view is None or used + weight > budget:
-                break
-            rem = view.remaining
-            left = rem[attr]
-            if top is not None and not (
-                (NO_PREEMPTION, -r1, -left, -r3, 0.0), view.index, serial + 1
-            ) < top:
-                break
-            serial += 1
-            used += weight
-            out.append(Match(request, view.slot, (r1, left, r3), amounts, weight, preempts))
-            was = rem["Cpus"] > 0 or rem["Memory"] > 0
-            if lowered:  # ``view.take``, inlined
-                for a, x in lowered:
-                    rem[a] -= x
-                view.touched.update(names)
-                view.carved = view.stale = True
-            self._free -= was - (rem["Cpus"] > 0 or rem["Memory"] > 0)
-            changes.append(view)
-            based[view.index] = view
-        return serial, used
+    def _run(self, *args: Any) -> tuple[int, float]:
+        """:func:`_same_slot_run` (a method, so a test's pool can count what it takes)."""
+        return _same_slot_run(self, *args)
 
     def match_request(
         self,
@@ -501,28 +423,10 @@ class SlotPool:
         _, fixed, names, const, _, split = self._job_info(job)
         if budget < math.inf and self._lightest(job) > budget:
             return []  # every candidate would be too heavy for the limit
-        part = self.classes.partition(job, names, catch_up=False)
-        if part.names is None:  # no classes (maybe random()): evaluated afresh each time
-            split = None
-        # A split job with constant ranks and lower-bound checks takes, from each base
-        # whose slots all have number resources, the first slot in input order that
-        # passes its checks: the base stands in the heap for all its classes, and a
-        # per-base cursor skips the slots that failed for good (carving only lowers).
-        scan: list[int] = []
-        # A split job ranked by what is left of one resource (``Rank = TARGET.Memory``)
-        # takes, from each such base, its member with the most of it left that passes
-        # the checks (ties: input order), read off the base's heap by that resource
-        # (:mod:`roost.core.rankheaps`) instead of offering one class per carved slot.
-        ranked_by = False
-        rank_attr = ""
-        if split is not None and split.monotone and (split.ranked or split.rank_of is not None):
-            scan = [b for b, numeric in part.bnumeric.items()
-                    if numeric and split.reads.isdisjoint(part.babsent[b])]
-            if not split.ranked:
-                ranked_by = True
-                rank_attr = split.rank_of[1]  # type: ignore[index]
-                scan = [b for b in scan if part.bfinite[b]]
-        scanned = frozenset(scan)
+        way = self._ways.get(id(job))
+        if way is None or way[0] is not job:
+            way = self._ways[id(job)] = _way(self, job, names, split)
+        _, part, split, scan, scanned, ranked_by, rank_attr, cursors, rchecks = way
         # the classes of scanned bases are not offered: their members wait to be placed
         self.classes.catch_up(part, scanned)
         based: dict[int, SlotView] = {}  # views taken through a base's entry, not yet placed
@@ -600,12 +504,11 @@ class SlotPool:
             push(entry)
 
         checks = split.checks if split is not None else ()
-        # members before a base's cursor fail these checks for good: jobs alike share it
-        cursors = part.bcursors.setdefault(checks, {}) if answers is not None else {}
+        if answers is None:
+            cursors = {}
         bmembers, bnext = part.bmembers, part.bnext
         skip_spent = split is not None and split.cpus
         tops: dict[int, tuple[SlotView, Any]] = {}  # base → its member on offer, as a candidate
-        rchecks = RankedChecks(rank_attr, checks) if ranked_by else None
 
         def offer_best(bid: int, res: Any) -> bool:
             """Offer the base's member with the most of ``rank_attr`` left that passes the
@@ -761,8 +664,8 @@ class SlotPool:
                 if not shortcuts:
                     pass
                 elif ranked_by:
-                    serial, used_weight = self._ranked_run(
-                        out, want, request, part, obj.bid, rchecks, res, heap, serial,
+                    serial, used_weight = _ranked_run(
+                        self, out, want, request, part, obj.bid, rchecks, res, heap, serial,
                         used_weight, budget, based,
                     )
                 else:
@@ -780,6 +683,8 @@ class SlotPool:
         # placed as they happened, and the others wait for a caller that needs their
         # classes, so ``part`` is up to date (the next ``partition`` need not place
         # every match again).
+        if rchecks is not None:
+            rchecks.restore()
         bid_of = part.bid
         for view in based.values():
             self.classes.defer(part, bid_of[view.index], view)
@@ -795,6 +700,179 @@ class SlotPool:
     def free_slots(self) -> int:
         """Unclaimed slots still on offer (partitionable ones while Cpus or Memory is left)."""
         return self._free
+
+
+def _same_slot_run(
+    pool: SlotPool, out: list[Match], want: int, request: Request, view: SlotView, res: Any,
+    checks: tuple[Any, ...], skip_spent: bool, heap: list[tuple[Any, ...]], serial: int,
+    used: float, budget: float,
+) -> tuple[int, float]:
+    """More jobs of ``request`` on ``view``, right after one went there, for a split job
+    with constant ranks (a base entry, input order): offering the base again would
+    offer ``view`` while it passes the checks, and the heap would hand it straight
+    back while nothing in it is better, so it takes the next job at once. Returns
+    the serial and weight used so far, as if each had been pushed and popped."""
+    key, ranks, amounts, weight, preempts = res
+    index, rem, slot = view.index, view.remaining, view.slot
+    changes = pool.classes.changes
+    top = heap[0] if heap else None
+    lowered = [(a, x) for a, x in amounts.items() if x != 0]  # ``view.take``, inlined
+    was = rem["Cpus"] > 0 or rem["Memory"] > 0
+    taken = 0
+    while len(out) < want:
+        if skip_spent and rem["Cpus"] <= 0:
+            break
+        for attr, cmp, number in checks:
+            if not cmp(rem[attr], number):
+                break
+        else:
+            # ``view`` came out as the heap's least entry and its key does not change,
+            # so the top stays above it (unless another entry of this slot were queued)
+            if used + weight > budget or (
+                top is not None and not (key, index, serial + 1) < top
+            ):
+                break
+            serial += 1
+            used += weight
+            out.append(Match(request, slot, ranks, amounts, weight, preempts))
+            for a, x in lowered:
+                rem[a] -= x
+            changes.append(view)
+            taken += 1
+            continue
+        break
+    if taken and lowered:
+        view.touched.update(a for a, _ in lowered)
+        view.carved = view.stale = True
+    pool._free -= was - (rem["Cpus"] > 0 or rem["Memory"] > 0)  # the takes' sum
+    return serial, used
+
+
+def _ranked_run(
+    pool: SlotPool, out: list[Match], want: int, request: Request, part: Partition, bid: int,
+    rc: RankedChecks, res: Any, heap: list[tuple[Any, ...]], serial: int, used: float,
+    budget: float, based: dict[int, SlotView],
+) -> tuple[int, float]:
+    """More jobs of ``request`` from base ``bid``, right after one went there, for a
+    split job ranked by what is left of ``rc.attr``: each the base's best member
+    (:func:`~roost.core.rankheaps.best`), taken at once while it beats the heap's top,
+    which is what offering it and popping the heap would do. The member just taken
+    from is re-keyed at once, and when the base heap's top is then current and
+    passes the checks it is what ``best`` would find, without asking it."""
+    _, (r1, _, r3), amounts, weight, preempts = res  # r1, r3: pre- and post-job ranks
+    attr, changes = rc.attr, pool.classes.changes
+    own, rest = rc.own, rc.rest
+    top = heap[0] if heap else None
+    lowered = [(a, x) for a, x in amounts.items() if x != 0]
+    names = [a for a, _ in lowered]
+    bheap = rc.heaps.get(bid)
+    replace = heapq.heapreplace
+    while len(out) < want:
+        view = None
+        if bheap:  # ``best``'s first look, inlined
+            neg, index, view = bheap[0]
+            rem = view.remaining
+            left = rem[attr]
+            if -left != neg:
+                view = None
+            else:
+                for cmp, number in own:
+                    if not cmp(left, number):
+                        view = None
+                        break
+                else:
+                    for a, cmp, number in rest:
+                        if not cmp(rem[a], number):
+                            view = None
+                            break
+        if view is None:
+            view = best(part, bid, rc)
+            if view is None:
+                break
+            bheap = rc.heaps[bid]
+            rem = view.remaining
+            left = rem[attr]
+            index = view.index
+        if used + weight > budget:
+            break
+        if top is not None and not (
+            (NO_PREEMPTION, -r1, -left, -r3, 0.0), index, serial + 1
+        ) < top:
+            break
+        serial += 1
+        used += weight
+        out.append(Match(request, view.slot, (r1, left, r3), amounts, weight, preempts))
+        was = rem["Cpus"] > 0 or rem["Memory"] > 0
+        if lowered:  # ``view.take``, inlined
+            for a, x in lowered:
+                rem[a] -= x
+            view.touched.update(names)
+            view.carved = view.stale = True
+            replace(bheap, (-rem[attr], index, view))  # it is the heap's top
+        pool._free -= was - (rem["Cpus"] > 0 or rem["Memory"] > 0)
+        changes.append(view)
+        based[index] = view
+    return serial, used
+
+
+def _way(pool: SlotPool, job: ClassAd, names: Any, split: Split | None) -> tuple[Any, ...]:
+    """How :meth:`match_request` reads the pool for ``job``, the same every call (a
+    partition's bases are all known once it is made): (job, its partition, its
+    Split, the bases it scans, those as a set, whether it is ranked by what is left
+    of ``rank_attr``, rank_attr, the cursors of its checks, its RankedChecks)."""
+    part = pool.classes.partition(job, names, catch_up=False)
+    if part.names is None:  # no classes (maybe random()): evaluated afresh each time
+        split = None
+    # A split job with constant ranks and lower-bound checks takes, from each base
+    # whose slots all have number resources, the first slot in input order that
+    # passes its checks: the base stands in the heap for all its classes, and a
+    # per-base cursor skips the slots that failed for good (carving only lowers).
+    scan: list[int] = []
+    # A split job ranked by what is left of one resource (``Rank = TARGET.Memory``)
+    # takes, from each such base, its member with the most of it left that passes
+    # the checks (ties: input order), read off the base's heap by that resource
+    # (:mod:`roost.core.rankheaps`) instead of offering one class per carved slot.
+    ranked_by = False
+    rank_attr = ""
+    if split is not None and split.monotone and (split.ranked or split.rank_of is not None):
+        scan = [b for b, numeric in part.bnumeric.items()
+                if numeric and split.reads.isdisjoint(part.babsent[b])]
+        if not split.ranked:
+            ranked_by = True
+            rank_attr = split.rank_of[1]  # type: ignore[index]
+            scan = [b for b in scan if part.bfinite[b]]
+    checks = split.checks if split is not None else ()
+    # members before a base's cursor fail these checks for good: jobs alike share it
+    cursors = part.bcursors.setdefault(checks, {}) if part.names is not None else None
+    rchecks = RankedChecks(rank_attr, checks) if ranked_by else None
+    return (job, part, split, scan, frozenset(scan), ranked_by, rank_attr, cursors, rchecks)
+
+
+def takes_nothing(pool: SlotPool, job: ClassAd, submitter_prio: float | None = None) -> bool:
+    """True when ``pool.match_request`` of a request of ``job`` (for a submitter of
+    ``submitter_prio``, no weight limit) would return no match without looking at a
+    slot: its last call found no class that could take it, none is new, and nothing
+    has changed since that its partition has not caught up with. False when that is
+    not known (the call then decides)."""
+    info = pool._jobs.get(id(job))
+    way = pool._ways.get(id(job))
+    if info is None or info[0] is not job or way is None or way[0] is not job:
+        return False
+    part, split, scanned = way[1], way[2], way[4]
+    if part.names is None or part.cursor != len(pool.classes.changes):
+        return False
+    if any(bid not in scanned for bid in part.deferred):
+        return False  # the call would place those members first (maybe new classes)
+    prio = submitter_prio
+    if prio is None and pool.preemption is not None:
+        v = attr_value(job, "submitteruserprio")
+        prio = float(v) if type(v) in (int, float) else None
+    answers = pool._results.get((id(job), prio))
+    if answers is None or answers.job is not job:
+        return False
+    return answers.maybe == [] and answers.seen == len(part.born) and (
+        answers.dry or split is None or not split.monotone
+    )
 
 
 _F = TypeVar("_F", bound=Callable[..., Any])
@@ -916,4 +994,5 @@ __all__ = [
     "SlotPool",
     "gc_paused",
     "negotiate",
+    "takes_nothing",
 ]

@@ -12,41 +12,73 @@ only lowers what is left, so an entry's key can only be too good, and a member t
 fails a lower bound fails it for good. Whoever reads the top re-keys it, or drops it,
 until the top is current and passes, so the heap stays right without hearing of each
 ``take``.
+
+Jobs share a base's heap by that resource when they need the same resources to be
+left at all (``RankedChecks.floor``: ``Cpus >= 2`` and ``Cpus >= 4`` both need some
+Cpus), whatever their numbers: a member with none left of one of those fails every
+job of the heap, and is dropped for good; one that has some, but too little for this
+job's number, is set aside until the job's call is over (``RankedChecks.restore``:
+carving only lowers, so it fails this job for the rest of the call) and then put back. Every carve leaves a stale
+entry in each heap of its base, re-keyed when it comes to the top, so fewer heaps
+(two per base here, by Memory and by Cpus, instead of one per set of numbers) is
+fewer re-keys.
 """
 
 from __future__ import annotations
 
 import heapq
+import operator
 from typing import Any
 
 from roost.core.slotclasses import Partition, SlotView
 
-# the checks a heap is kept for: a member that fails one is dropped for good; not
-# Disk, which seldom runs out first (a member that fails it is only set aside)
+# the resources whose running out (nothing left) drops a member from a heap for good;
+# not Disk, which seldom runs out first (a member that fails it is only set aside)
 _KEYED = frozenset(("Cpus", "GPUs", "Memory"))
 
 Check = tuple[str, Any, float]  # (resource, comparison, number), as in ``Split.checks``
 
 
+def _needs_some(cmp: Any, number: float) -> bool:
+    """``left cmp number`` fails whenever nothing (0 or less) is left."""
+    return (cmp is operator.ge and number > 0) or (cmp is operator.gt and number >= 0)
+
+
 class RankedChecks:
     """A job's checks as :func:`best` reads them for a heap by ``attr``."""
 
-    __slots__ = ("attr", "own", "keyed", "other")
+    __slots__ = ("attr", "own", "floor", "rest", "never", "aside", "heaps")
 
     def __init__(self, attr: str, checks: tuple[Check, ...]) -> None:
         self.attr = attr
         # on ``attr`` itself: failing at the top of the heap, they fail for every member
         self.own = tuple((cmp, number) for a, cmp, number in checks if a == attr)
-        self.keyed = tuple(c for c in checks if c[0] != attr and c[0] in _KEYED)
-        self.other = tuple(c for c in checks if c[0] != attr and c[0] not in _KEYED)
+        # the other resources this job needs some of: its heap's, shared with every job
+        # that needs some of the same (a member with none of one left is dropped)
+        self.floor = tuple(sorted({a for a, cmp, number in checks
+                                   if a != attr and a in _KEYED and _needs_some(cmp, number)}))
+        # the rest, checked against each member the heap hands out (failing: set aside)
+        self.rest = tuple(c for c in checks if c[0] != attr)
+        # a check no slot passes (``thresholds._never``: the job takes nothing)
+        self.never = any(cmp not in (operator.ge, operator.gt) for _, cmp, _ in checks)
+        # (heap, its entries that fail these checks), out of the heap until ``restore``
+        self.aside: dict[int, tuple[list[Any], list[Any]]] = {}
+        self.heaps: dict[int, list[Any]] = {}  # base → the heap these checks read
+
+    def restore(self) -> None:
+        """Put back what :func:`best` set aside (call it before another job reads the heaps)."""
+        for heap, entries in self.aside.values():
+            for e in entries:
+                heapq.heappush(heap, e)
+        self.aside.clear()
 
 
 def by_remaining(part: Partition, bid: int, attr: str,
-                 keyed: tuple[Check, ...]) -> list[tuple[float, int, SlotView]]:
+                 floor: tuple[str, ...]) -> list[tuple[float, int, SlotView]]:
     """The heap of the base's members by (-remaining ``attr``, input index) for jobs
-    whose dropping checks are ``keyed`` (jobs alike in those share it), made on first
-    use, for a base whose resources are all finite (``Partition.bfinite``)."""
-    key = (bid, attr, keyed)
+    that need some of each resource in ``floor`` (jobs alike in that share it), made on
+    first use, for a base whose resources are all finite (``Partition.bfinite``)."""
+    key = (bid, attr, floor)
     heap = part.bheaps.get(key)
     if heap is None:
         heap = part.bheaps[key] = [
@@ -58,17 +90,25 @@ def by_remaining(part: Partition, bid: int, attr: str,
 
 def best(part: Partition, bid: int, rc: RankedChecks) -> SlotView | None:
     """The base's member with the most of ``rc.attr`` left that passes the checks
-    (ties: input order), None when no member does (nor will: the checks are lower bounds)."""
-    attr, own, keyed, other = rc.attr, rc.own, rc.keyed, rc.other
-    heap = part.bheaps.get((bid, attr, keyed)) or by_remaining(part, bid, attr, keyed)
-    aside = []
+    (ties: input order), None when no member does (nor will: the checks are lower bounds).
+    Members that pass the heap's floor but not these checks are kept out of the heap
+    until ``rc.restore()``."""
+    if rc.never:
+        return None
+    attr, own, floor, rest = rc.attr, rc.own, rc.floor, rc.rest
+    heap = rc.heaps.get(bid)
+    if heap is None:
+        heap = rc.heaps[bid] = by_remaining(part, bid, attr, floor)
+    aside = None
     found = None
+    replace, pop = heapq.heapreplace, heapq.heappop
     while heap:
-        neg, index, top = heap[0]
+        entry = heap[0]
+        top = entry[2]
         rem = top.remaining
         left = rem[attr]
-        if -left != neg:  # carved since it was keyed: only ever lower
-            heapq.heapreplace(heap, (-left, index, top))
+        if -left != entry[0]:  # carved since it was keyed: only ever lower
+            replace(heap, (-left, entry[1], top))
             continue
         short = False
         for cmp, number in own:
@@ -77,20 +117,23 @@ def best(part: Partition, bid: int, rc: RankedChecks) -> SlotView | None:
                 break
         if short:
             break  # the most left of it is not enough: nobody's is
-        for a, cmp, number in keyed:
-            if not cmp(rem[a], number):
-                heapq.heappop(heap)  # fails it for good, and so for every job alike
+        for a in floor:
+            if rem[a] <= 0:
+                pop(heap)  # none left: fails it for good, for every job of this heap
                 break
         else:
-            for a, cmp, number in other:
+            for a, cmp, number in rest:
                 if not cmp(rem[a], number):
-                    aside.append(heapq.heappop(heap))  # fails it for this job only
+                    if aside is None:
+                        hit = rc.aside.get(id(heap))
+                        if hit is None:
+                            hit = rc.aside[id(heap)] = (heap, [])
+                        aside = hit[1]
+                    aside.append(pop(heap))  # fails it for this job only
                     break
             else:
                 found = top
                 break
-    for e in aside:
-        heapq.heappush(heap, e)
     return found
 
 

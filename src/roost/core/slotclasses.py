@@ -309,8 +309,8 @@ class Partition:
         # per base, "the next member that may still have Cpus left" (a union-find with
         # path halving; a member whose Cpus ran out points past itself, for good)
         self.bnext: dict[int, list[int]] = {}
-        # (base, resource, checks) → the base's members by most of that resource left,
-        # for jobs ranked by it that have those checks (see ``by_remaining``)
+        # (base, resource, resources needed) → the base's members by most of that resource left,
+        # for jobs ranked by it that need some of those left (see ``by_remaining``)
         self.bheaps: dict[tuple[int, str, tuple[Any, ...]], list[tuple[float, int, SlotView]]] = {}
         self.bfinite: dict[int, bool] = {}  # every member's resources finite: they can be ordered
         # a split job's checks → base → members before this position fail them for good
@@ -324,8 +324,9 @@ class Partition:
         # need only look at the ones created since (a class keeps its key, so its answer)
         self.born: list[SlotClass] = []
         self.kids: dict[tuple[Any, ...], int] = {}  # class key → its number, for ever
-        # the ids of a view's keyed nodes (and claimed, partitionable) → (its base, the nodes)
-        self.sigs: dict[tuple[Any, ...], tuple[tuple[Any, ...], tuple[Any, ...]]] = {}
+        # the ids of a view's keyed nodes (and claimed, partitionable) → (its base, the
+        # nodes, the base's number)
+        self.sigs: dict[tuple[Any, ...], tuple[tuple[Any, ...], tuple[Any, ...], int]] = {}
 
 
 class Answers:
@@ -398,6 +399,7 @@ class SlotClasses:
         self._partitions: dict[Any, Partition] = {}
         self._text: dict[int, tuple[Node, Any]] = {}  # id(node) → (node, value key)
         self._node_names: dict[int, tuple[Node, frozenset[str] | None]] = {}
+        self._reach_memo: dict[tuple[Any, ...], tuple[list[Any], frozenset[str] | None]] = {}
         # attribute name → names that some slot's expression for it can read (None: unknowable)
         self._slot_refs: dict[str, set[str] | None] = {}
         # the same for the partitionable slots alone (what a Split may assume)
@@ -456,11 +458,29 @@ class SlotClasses:
               slot_refs: dict[str, set[str] | None] | None = None) -> set[str] | None:
         """Every name reading ``start`` can lead to, on a slot's ad (as ``slot_refs``
         says; default: the partitionable slots') or the job's; None when unknowable."""
-        seen: set[str] = set()
-        todo = list(start)
         jattrs = job._attrs
         if slot_refs is None:
             slot_refs = self.pslot_refs
+        if slot_refs is not self.pslot_refs and slot_refs is not self._slot_refs:
+            return self._reach(start, job, slot_refs)
+        # what it reaches depends only on ``start`` and the job's expressions by name
+        # (a literal leads nowhere), alike in the jobs of one kind (the parser shares
+        # their trees): remembered by the ids of those, the nodes held so ids stay theirs
+        exprs = [(k, node) for k, node in jattrs.items() if type(node) is not Literal]
+        memo_key = (frozenset(start), tuple((k, id(node)) for k, node in exprs),
+                    slot_refs is self.pslot_refs)
+        hit = self._reach_memo.get(memo_key)
+        if hit is not None:
+            return None if hit[1] is None else set(hit[1])
+        seen = self._reach(start, job, slot_refs)
+        self._reach_memo[memo_key] = (exprs, None if seen is None else frozenset(seen))
+        return seen
+
+    def _reach(self, start: Iterable[str], job: ClassAd,
+               slot_refs: dict[str, set[str] | None]) -> set[str] | None:
+        seen: set[str] = set()
+        todo = list(start)
+        jattrs = job._attrs
         while todo:
             k = todo.pop()
             if k in seen:
@@ -521,11 +541,12 @@ class SlotClasses:
                         else:
                             key.append(vk(node))
                     base = (*key, view.claimed, view.partitionable)
-                    part.sigs[sig] = (base, nodes)  # the nodes held: their ids stay theirs
+                    first = part.bids.setdefault(base, len(part.bids))
+                    part.sigs[sig] = (base, nodes, first)  # the nodes held: their ids stay theirs
                 else:
-                    base = hit[0]
+                    base, _, first = hit
                 part.base[view.index] = base
-                first = part.bid[view.index] = part.bids.setdefault(base, len(part.bids))
+                part.bid[view.index] = first
                 if view.partitionable:
                     part.bmembers.setdefault(first, []).append(view)
                     nxt = part.bnext.setdefault(first, [0])
