@@ -333,7 +333,7 @@ class Startd(Daemon):
         (issue 27: a job's start asked for its slot's ad five times, ~2 ms each, and each
         owner-policy poll threw every ad away for its idle times). A new state of the
         slot, or a new rank, with the same ad-wide inputs gets a copy of the last ad with
-        only what changed set (:meth:`_changed_ad`)."""
+        only what changed set (:func:`changed_ad`)."""
         owner_policy = self.owner_policy
         rank = self.claims.current_rank.get(slot.claim_id, _GONE) if slot.claim is not None else _GONE
         key = (owner_policy.drain, owner_policy.drain_reason, self.has_criu, self.universes.runtime,
@@ -355,7 +355,7 @@ class Startd(Daemon):
             return ad
         attrs = self._core_attrs(slot)
         if same and hit is not None:
-            ad = self._changed_ad(hit, attrs, owner)
+            ad = changed_ad(hit, attrs, owner)
             if rank is not hit[5]:
                 if rank is _GONE:
                     ad.pop("CurrentRank", None)
@@ -372,31 +372,6 @@ class Startd(Daemon):
             self.machine, name=self.daemon_name
         )
         return core.slot_attrs(slot, machine, self.policy, self.address or "", time.time(), os.getloadavg()[0])
-
-    @staticmethod
-    def _changed_ad(hit: list[Any], attrs: dict[str, Any], owner: dict[str, Any]) -> ClassAd:
-        """A new state of a slot whose ad-wide inputs did not change: a copy of its last
-        ad with only what differs set (a claim or an activity flip changes a handful of
-        ~70 attributes; building the whole ad again was most of a job start's cost in
-        the startd, issue 27). Owner attributes win over the core's, as in a new ad."""
-        before: dict[str, Any] = hit[4]
-        ad = copy.copy(hit[2])
-        changed = []
-        for k, v in attrs.items():
-            old = before.get(k, _GONE)
-            if old is v or (type(old) is type(v) and not isinstance(v, ExprTree) and old == v):
-                continue
-            ad[k] = v
-            changed.append(k)
-        for k in before.keys() - attrs.keys():
-            del ad[k]  # a claim's attributes when it ends
-        if hit[3] != owner:
-            ad.update(owner)
-        else:
-            for k in changed:
-                if k in owner:
-                    ad[k] = owner[k]
-        return ad
 
     def _build_ad(self, attrs: dict[str, Any], slot: Slot, owner: dict[str, Any]) -> ClassAd:
         assert self.machine is not None
@@ -619,3 +594,28 @@ async def _dump_profile() -> None:
             _profiler.dump_stats(out)
         finally:
             _profiler.enable()
+
+
+def changed_ad(hit: list[Any], attrs: dict[str, Any], owner: dict[str, Any]) -> ClassAd:
+    """A new state of a slot whose ad-wide inputs did not change: a copy of its last
+    ad with only what differs set (a claim or an activity flip changes a handful of
+    ~70 attributes; building the whole ad again was most of a job start's cost in
+    the startd, issue 27). Owner attributes win over the core's, as in a new ad."""
+    before: dict[str, Any] = hit[4]
+    ad = copy.copy(hit[2])
+    changed = []
+    for k, v in attrs.items():
+        old = before.get(k, _GONE)
+        if old is v or (type(old) is type(v) and not isinstance(v, ExprTree) and old == v):
+            continue
+        ad[k] = v
+        changed.append(k)
+    for k in before.keys() - attrs.keys():
+        del ad[k]  # a claim's attributes when it ends
+    if hit[3] != owner:
+        ad.update(owner)
+    else:
+        for k in changed:
+            if k in owner:
+                ad[k] = owner[k]
+    return ad
