@@ -26,8 +26,10 @@ pytestmark = pytest.mark.skipif(missing() is not None, reason=str(missing()))
 
 @pytest.fixture(scope="module")
 def slurm() -> Iterator[SlurmCluster]:
-    # a lost node is noticed after SlurmdTimeout (300 s by default)
-    with SlurmCluster(cpus=2, memory_mb=1024, extra_conf="SlurmdTimeout=5") as cluster:
+    # a lost node is noticed after SlurmdTimeout (300 s by default), and a ping of a dead
+    # slurmd fails after MessageTimeout (10 s by default: the node was DOWN after 26 s, 12 s
+    # with 3)
+    with SlurmCluster(cpus=2, memory_mb=1024, extra_conf="SlurmdTimeout=5\nMessageTimeout=3") as cluster:
         yield cluster
 
 
