@@ -81,7 +81,7 @@ def annex_status(pool: PoolHandle) -> dict[str, dict]:
 
 def test_two_glideins_join_run_the_jobs_that_ask_for_them_and_leave_when_idle(
         pool: PoolHandle, slurm: SlurmCluster, work: Path) -> None:
-    ids = annex(pool, "-slurm", "2", "-duration", "10m", "-idle", "25s", "-name", "g1", "-memory", "256",
+    ids = annex(pool, "-slurm", "2", "-duration", "10m", "-idle", "15s", "-name", "g1", "-memory", "256",
                 "-partition", "short")
     assert len(ids) == 2
     wait_until(lambda: len({a["SlurmJobId"] for a in glideins(pool, "g1")}) == 2, 90, "two glide-ins in the pool")
@@ -162,8 +162,9 @@ def test_the_annex_token_is_good_for_a_startd_only(pool: PoolHandle, slurm: Slur
 
 def test_near_its_end_a_glidein_evicts_its_job_which_runs_again_elsewhere(
         pool: PoolHandle, slurm: SlurmCluster, work: Path) -> None:
-    # 60 s: it stops taking jobs 12 s before its end and evicts 6 s before it
-    ids = annex(pool, "-slurm", "1", "-duration", "60s", "-idle", "5m", "-name", "end")
+    # 40 s: it stops taking jobs 8 s before its end and evicts 4 s before it (a glide-in
+    # joins in a few seconds: the job starts well before the 32 s it may start in)
+    ids = annex(pool, "-slurm", "1", "-duration", "40s", "-idle", "5m", "-name", "end")
     wait_until(lambda: glideins(pool, "end"), 90, "the glide-in in the pool")
     marker = work / "started-once"
     jid = submit(pool, work, f"""executable = /bin/sh
@@ -187,7 +188,7 @@ def test_slurmd_killed_under_a_running_glidein_loses_nothing(pool: PoolHandle, s
     ids = annex(pool, "-slurm", "1", "-duration", "10m", "-idle", "10s", "-name", "kill")
     wait_until(lambda: glideins(pool, "kill"), 90, "the glide-in in the pool")
     jid = submit(pool, work, """executable = /bin/sleep
-arguments = 8
+arguments = 5
 requirements = TARGET.IsGlidein =?= True
 log = k.log
 queue

@@ -1,7 +1,9 @@
 """Events 022/023/024 around a startd the schedd cannot reach: frozen (SIGSTOP) for less
 than the job's lease, the log says disconnected then reconnected and the job runs once;
 frozen past the lease, it says reconnect failed and the job runs again elsewhere.
-(The pool's JOB_LEASE_DURATION is 6 s and ALIVE_INTERVAL 1 s: poolkit.FAST_CONFIG.)"""
+(The pool's JOB_LEASE_DURATION is 6 s and ALIVE_INTERVAL 1 s: poolkit.FAST_CONFIG.)
+Both share the module's pool: the startd is thawed before a test ends, and each test
+waits for its own job."""
 
 from __future__ import annotations
 
@@ -30,8 +32,7 @@ def _frozen_startd(pool: PoolHandle, log: Path, until: int) -> None:
         os.kill(pid, signal.SIGCONT)
 
 
-def test_short_cut_logs_disconnected_then_reconnected(fresh_pool: PoolHandle, tmp_path: Path) -> None:
-    pool = fresh_pool
+def test_short_cut_logs_disconnected_then_reconnected(pool: PoolHandle, tmp_path: Path) -> None:
     r = pool.submit("executable = /bin/sleep\narguments = 10\nlog = r.log\nqueue\n", tmp_path)
     jid = r.job_ids()[0]
     pool.wait_for(jid, lambda ad: ad.get("JobStatus") == 2, timeout=30, what="running")
@@ -51,8 +52,7 @@ def test_short_cut_logs_disconnected_then_reconnected(fresh_pool: PoolHandle, tm
     assert rec["StartdName"] == dis["StartdName"] and rec["StartdAddr"] == dis["StartdAddr"]
 
 
-def test_cut_past_the_lease_logs_reconnect_failed_and_reruns(fresh_pool: PoolHandle, tmp_path: Path) -> None:
-    pool = fresh_pool
+def test_cut_past_the_lease_logs_reconnect_failed_and_reruns(pool: PoolHandle, tmp_path: Path) -> None:
     r = pool.submit("executable = /bin/sleep\narguments = 4\nlog = f.log\nqueue\n", tmp_path)
     jid = r.job_ids()[0]
     pool.wait_for(jid, lambda ad: ad.get("JobStatus") == 2, timeout=30, what="running")

@@ -344,9 +344,23 @@ def _probe(address: str, daemon: str, owner: str, tls: bool = False) -> None:
     assert got == want, f"{daemon} no longer answers {req}: {answers}"
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
+def plain_pool() -> Iterator[PoolHandle]:
+    """One pool for the plain fuzz of every daemon: each test fuzzes another daemon and
+    checks only what changed during it (that daemon's pid and RSS, every restart count),
+    and no case may change the pool (authenticated cases send only harmless commands)."""
+    home = Path(tempfile.mkdtemp(prefix="roost-itz-", dir="/tmp"))
+    p = start_pool(home)
+    try:
+        yield p
+    finally:
+        stop_pool(p)
+
+
+@pytest.fixture(scope="module")
 def tls_pool() -> Iterator[PoolHandle]:
-    """A personal pool whose daemons take only TLS, loopback included."""
+    """A personal pool whose daemons take only TLS, loopback included (one for the module,
+    as ``plain_pool``)."""
     home = Path(tempfile.mkdtemp(prefix="roost-itt-", dir="/tmp"))
     p = start_pool(home, "\nSEC_ENCRYPT_LOOPBACK = True\n")
     try:
@@ -356,8 +370,8 @@ def tls_pool() -> Iterator[PoolHandle]:
 
 
 @pytest.mark.parametrize("daemon", DAEMONS)
-def test_fuzzed_port_stays_up_answers_and_does_not_grow(fresh_pool: PoolHandle, daemon: str) -> None:
-    fuzz(fresh_pool, daemon, tls=False)
+def test_fuzzed_port_stays_up_answers_and_does_not_grow(plain_pool: PoolHandle, daemon: str) -> None:
+    fuzz(plain_pool, daemon, tls=False)
 
 
 @pytest.mark.parametrize("daemon", DAEMONS)

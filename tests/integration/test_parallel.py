@@ -25,8 +25,11 @@ SLOT_TYPE_1_PARTITIONABLE = False
 NUM_SLOTS_TYPE_1 = 4
 use POLICY : Dedicated
 DEDICATED_SCHEDULER_INTERVAL = 0.5
-UNUSED_CLAIM_TIMEOUT = 30
+UNUSED_CLAIM_TIMEOUT = 8
 """
+# UNUSED_CLAIM_TIMEOUT: a claim no dedicated job wants goes back this long after its job
+# (an ordinary job after the parallel ones waits for it: 30 s made one test 31 s); long
+# enough that the next parallel job of a test still finds the claims its last one left
 
 RING = """from mpi4py import MPI
 c = MPI.COMM_WORLD

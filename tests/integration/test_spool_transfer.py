@@ -241,9 +241,9 @@ def test_remote_submit_spools_over_tcp_and_transfer_data_fetches_by_name(tmp_pat
 
 def test_a_completed_job_leaves_once_its_leave_in_queue_turns_false(spool_pool: PoolHandle, jobdir: Path) -> None:
     """LeaveJobInQueue is asked again while the job waits (-spool's holds it 10 days at
-    most): here one that lets it go 10 s after it completed, output never fetched."""
+    most): here one that lets it go 5 s after it completed, output never fetched."""
     (jobdir / "l.sub").write_text("executable = /bin/true\nleave_in_queue = JobStatus == 4 && "
-                                  "(time() - CompletionDate) < 10\nqueue\n")
+                                  "(time() - CompletionDate) < 5\nqueue\n")
     done = spool_pool.roost("submit", "l.sub", cwd=jobdir, check=True)
     cid = done.stdout.splitlines()[-1].split()[-1].rstrip(".")
     wait_until(lambda: spool_pool.roost("q", cid, "-af", "JobStatus", check=True).stdout.strip() == "4", 120,

@@ -27,6 +27,26 @@ def hosts(network: Network) -> Iterator[MultiHostPool]:
         yield pool
 
 
+@pytest.fixture(scope="module")
+def module_network() -> Iterator[Network]:
+    """A network for a whole module (``shared_hosts``)."""
+    reason = unavailable()
+    if reason is not None:
+        pytest.skip(reason)
+    with Network() as net:
+        yield net
+
+
+@pytest.fixture(scope="module")
+def shared_hosts(module_network: Network) -> Iterator[MultiHostPool]:
+    """The four hosts of ``hosts``, one pool for a whole module: for a module whose tests
+    each leave the pool whole (a cut mended, a stopped host started again) and use their
+    own work directories. Four hosts take 10-30 s to start on two cores, most of such a
+    test's time; a module binds it with a ``hosts`` fixture of its own that returns it."""
+    with four_hosts(module_network) as pool:
+        yield pool
+
+
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
     """On failure, the daemon logs of every host go into the report."""

@@ -10,9 +10,18 @@ import re
 import time
 from pathlib import Path
 
+import pytest
 from hostpool import MultiHostPool, RoostHost
 
-from daemon_logs import wait_log
+from daemon_logs import log_mark, wait_log
+
+
+@pytest.fixture
+def hosts(shared_hosts: MultiHostPool) -> MultiHostPool:
+    """One four-host pool for this module (conftest's ``shared_hosts``): each test mends its cut
+    and starts the central manager it stopped again, and works in its own directory."""
+    return shared_hosts
+
 
 # Appends where it ran to a file of the shared disk at its end: a run that was killed
 # never writes, one that finished twice writes twice.
@@ -106,6 +115,8 @@ def test_partition_longer_than_the_lease_reruns_elsewhere_and_kills_the_orphan(h
     where = _running_on(submit, cluster)
     other = "exec2" if where == "exec1" else "exec1"
     orphan = _started(hosts[where], cluster)
+    start_log = hosts[where].home / "log" / "StartLog"
+    mark = log_mark(start_log)  # the pool is the module's: an earlier test's expiry must not answer
     hosts.net.cut(where)
     try:
         # the lease (6 s) runs out on both sides: the schedd requeues the job and it runs
@@ -113,7 +124,7 @@ def test_partition_longer_than_the_lease_reruns_elsewhere_and_kills_the_orphan(h
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline and _running_on(submit, cluster, timeout=60) != other:
             time.sleep(0.5)
-        wait_log(hosts[where].home / "log" / "StartLog", "lease expired", timeout=30)
+        wait_log(start_log, "lease expired", after=mark, timeout=30)
         deadline = time.monotonic() + 30
         while not _gone(orphan):  # killed, long before its own end: it never writes
             assert time.monotonic() < deadline, f"the orphan (pid {orphan}) outlived its lease"
@@ -126,7 +137,7 @@ def test_partition_longer_than_the_lease_reruns_elsewhere_and_kills_the_orphan(h
     assert (work / "ran.txt").read_text().split() == [other]  # the orphan never finished
     assert _events(work, "005") == 1
     assert _events(work, "022") == 1 and _events(work, "024") == 1  # disconnected, reconnect failed
-    log = (hosts[where].home / "log" / "StartLog").read_text()
+    log = start_log.read_bytes()[mark:].decode(errors="replace")
     assert "lease expired" in log, log[-2000:]
 
 

@@ -6,7 +6,16 @@ from __future__ import annotations
 
 import re
 
+import pytest
 from hostpool import MultiHostPool
+
+
+@pytest.fixture
+def hosts(shared_hosts: MultiHostPool) -> MultiHostPool:
+    """One four-host pool for this module (conftest's ``shared_hosts``): each test leaves it whole
+    (exec2 stopped is started again) and works in its own directory."""
+    return shared_hosts
+
 
 JOB = """#!/bin/sh
 read word < input.txt

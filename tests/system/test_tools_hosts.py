@@ -6,7 +6,15 @@ from __future__ import annotations
 
 import re
 
+import pytest
 from hostpool import UID_DOMAIN, MultiHostPool
+
+
+@pytest.fixture
+def hosts(shared_hosts: MultiHostPool) -> MultiHostPool:
+    """One four-host pool for this module (conftest's ``shared_hosts``): neither test stops anything;
+    each sets the central manager's tools' token it needs."""
+    return shared_hosts
 
 
 def test_q_and_rm_of_the_submit_hosts_schedd_from_the_central_manager(hosts: MultiHostPool) -> None:
