@@ -145,7 +145,7 @@ def test_central_manager_down_running_jobs_go_on_and_claims_take_more(hosts: Mul
     submit, cm = hosts["submit"], hosts["cm"]
     hosts.wait_for_slots({"exec1", "exec2"})
     work = _work(submit, "cmdown")
-    first = _submit(submit, work, 3, n=4)
+    first = _submit(submit, work, 6, n=4)  # long enough that all four run at once, in a cycle or two
     deadline = time.monotonic() + 30
     while sum(1 for r in _ads(submit, first, "JobStatus") if r == ["2"]) < 4:
         assert time.monotonic() < deadline, _ads(submit, first, "JobStatus", "HoldReason")

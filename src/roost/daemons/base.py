@@ -396,13 +396,16 @@ class Daemon:
                 self._advertised.add((ad_type, name))
         return True
 
-    async def invalidate(self, ad_type: str, name: str) -> None:
-        """Remove one ad from the collector (a dynamic slot that went away, say)."""
+    async def invalidate(self, ad_type: str, name: str) -> bool:
+        """Remove one ad from the collector (a dynamic slot that went away, say); False
+        when the collector could not be told (the caller may try again)."""
         self._advertised.discard((ad_type, name))
         try:
             await self.collector_call("INVALIDATE_AD", type=ad_type, name=name)
         except (ConnectionError, RequestError) as e:
             self.log.info("cannot invalidate %s ad %r: %s", ad_type, name, e)
+            return False
+        return True
 
     async def _advertise_loop(self) -> None:
         """Advertise every UPDATE_INTERVAL; retry failures with back-off from 0.25 s; and

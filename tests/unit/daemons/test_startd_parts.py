@@ -9,6 +9,7 @@ import os
 import pwd
 import resource
 import shutil
+import socket
 import tempfile
 import time
 from collections.abc import Iterator
@@ -507,3 +508,34 @@ def test_an_ad_built_from_the_last_one_equals_a_whole_new_ad_through_a_claims_li
     assert "CurrentRank" not in made[0] and "CurrentRank" not in made[4]
     assert "RemoteUser" in made[3] and "RemoteUser" not in made[4] and "JobId" not in made[3]
     assert made[1] is not made[0] and made[0]["State"] == "Unclaimed"  # each state its own ad object
+
+
+def test_a_gone_slot_the_collector_could_not_be_told_of_is_withdrawn_once_it_answers(tmp_path) -> None:
+    """A dynamic slot that went away while the collector was out of reach (a partition)
+    stays on the list and is withdrawn by the next round that reaches it, instead of
+    standing there as a claimed slot until its ad expires; a name back in the table by
+    then is not withdrawn."""
+    from net.helpers import ThreadedServer  # tests/unit/net: the one threaded test server
+
+    with socket.socket() as probe:  # a port nothing listens on: a collector out of reach
+        probe.bind(("127.0.0.1", 0))
+        dead = probe.getsockname()[1]
+    d = _startd_with_slots(tmp_path, f"COLLECTOR_HOST = 127.0.0.1:{dead}\n")
+    d.daemon_name = "exec.example.org"
+    withdrawn: list[str] = []
+
+    async def invalidate_ad(req, peer):
+        withdrawn.append(req["name"])
+        return {"removed": 1}
+
+    async def go(gone: set[str]) -> set[str]:
+        d._gone = set()
+        await d._withdraw(gone)
+        return d._gone
+
+    assert asyncio.run(go({"slot1_7", "slot1_8"})) == {"slot1_7", "slot1_8"}  # refused: kept
+    with ThreadedServer({"INVALIDATE_AD": invalidate_ad}, host="127.0.0.1") as s:
+        d.config = config(f"LOCAL_DIR = {tmp_path}\nCOLLECTOR_HOST = {s.server.address}\n")
+        d.slots["slot1_8"] = next(iter(d.slots.values()))  # back meanwhile
+        assert asyncio.run(go({"slot1_7", "slot1_8"})) == set()
+    assert withdrawn == ["slot1_7@exec.example.org"]

@@ -433,7 +433,7 @@ class Schedd(Daemon):
             self._sent_counts[ad["Name"]] = (ad["IdleJobs"], ad["RunningJobs"], ad["HeldJobs"])
             self._note_sent(ad)
 
-    async def invalidate(self, ad_type: str, name: str) -> None:
+    async def invalidate(self, ad_type: str, name: str) -> bool:
         """As the base's, but a Submitter ad is this schedd's of that name: other
         schedds advertise the same user (``roost.core.submitters``)."""
         if ad_type != "Submitter":
@@ -443,6 +443,8 @@ class Schedd(Daemon):
             await self.collector_call("INVALIDATE_AD", type=ad_type, name=name, schedd_name=self.daemon_name)
         except (ConnectionError, RequestError) as e:
             log.info("cannot invalidate %s ad %r: %s", ad_type, name, e)
+            return False
+        return True
 
     def ad(self) -> dict[str, Any] | None:
         q = self.queue

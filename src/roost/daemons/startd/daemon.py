@@ -466,8 +466,7 @@ class Startd(Daemon):
                 self._urgent = False
                 gone, self._gone = self._gone, set()
                 dirty, self._dirty = self._dirty, set()
-                for name in sorted(gone):
-                    await self.invalidate("Machine", self.slot_name(name))
+                await self._withdraw(gone)
                 try:
                     await self._send_slots(sorted(dirty), [])
                 except (ConnectionError, RequestError) as e:
@@ -482,6 +481,14 @@ class Startd(Daemon):
             if self._dirty and self._delayed is None and self.address is not None:
                 # Busy/Idle flips that came in during this round wait for the next one
                 self._delayed = asyncio.get_running_loop().call_later(self.activity_delay, self._start_flush)
+
+    async def _withdraw(self, gone: set[str]) -> None:
+        """Invalidate the ads of slots that went away; one the collector could not be
+        told of (down, cut off) is kept for the next round, else it would stand there
+        as a claimed slot until it expired. A name back in the table is not withdrawn."""
+        for name in sorted(gone):
+            if name not in self.slots and not await self.invalidate("Machine", self.slot_name(name)):
+                self._gone.add(name)
 
     #: slot ads per UPDATE_ADS frame (2,000 whole ads would be a 5 MB frame)
     BATCH = 500
@@ -546,6 +553,9 @@ class Startd(Daemon):
             self._collector_failing = True
             self._current.clear()
             return False
+        if self._gone:  # what the collector could not be told of when it went
+            gone, self._gone = self._gone, set()
+            await self._withdraw(gone)
         if self._collector_failing:
             self._collector_failing = False
             self.log.info("the collector takes our ads again")
