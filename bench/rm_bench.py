@@ -14,6 +14,10 @@ asks ``roost q -totals`` again and again. Figures (medians):
   median ``q -totals`` of the same pool before it (the schedd must keep answering);
 - ``schedd_cpu``: CPU seconds the schedd spent on the removal (user + system, from
   /proc), which a loaded machine inflates far less than the wall time.
+
+``--profile FILE``: the schedd runs under cProfile (``ROOST_SCHEDD_PROFILE``) and leaves
+its statistics in FILE (of the last run: submit and removal; read them with ``python -m
+pstats FILE``); its CPU figures then include the profiler's cost.
 """
 
 from __future__ import annotations
@@ -81,7 +85,10 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--jobs", type=int, default=100_000)
     p.add_argument("--runs", type=int, default=3)
+    p.add_argument("--profile", metavar="FILE", help="cProfile statistics of the schedd into FILE")
     a = p.parse_args()
+    if a.profile:
+        os.environ["ROOST_SCHEDD_PROFILE"] = str(Path(a.profile).resolve())  # the master's children inherit it
     runs = [one_run(a.jobs) for _ in range(a.runs)]
     rm = statistics.median(r[0] for r in runs)
     before = statistics.median(r[1] for r in runs)

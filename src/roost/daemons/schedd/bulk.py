@@ -99,16 +99,25 @@ class BulkActions:
         on_slot: list[Job] = []
         landing: _Chunk | None = None
         now = time.time()
+        # per status, asked once: None (not applicable), else whether a job in it is on a slot
+        verdict: dict[int, bool | None] = {}
+
+        def judge(st: int) -> bool | None:
+            v = verdict[st] = (action is not None and st in _ON_A_SLOT) if (
+                action is None or status_allows(action, st)) else None
+            return v
+
         try:
             for i in range(0, len(jobs), CHUNK):
                 chunk: list[Job] = []
                 for job in jobs[i : i + CHUNK]:
-                    if not job.cluster.holds(job):
+                    if job.cluster._procs.get(job.proc) is not job:  # (Cluster.holds, inline)
                         continue
-                    if action is None:
-                        chunk.append(job)
-                    elif status_allows(action, job.status):
-                        (on_slot if job.status in _ON_A_SLOT else chunk).append(job)
+                    st = job.status
+                    v = verdict[st] if st in verdict else judge(st)
+                    if v is None:
+                        continue
+                    (on_slot if v else chunk).append(job)
                 if not chunk:
                     continue
                 prepared = prepare(chunk, now)
@@ -202,7 +211,7 @@ class BulkActions:
             cid, proc = job.cluster.id, job.proc
             batch.add_alike(paths(job), sample, cid, proc, job.owner, job.get,
                             lambda cid=cid, proc=proc: [AbortedEvent(cid, proc, now, reason=reason)])
-            life._leave_spool(job)
+        life._leave_spool_many(chunk)
         ops = life.queue.finish_many(changes, jp.REMOVED, int(now))
         notifier = life.notifier
 

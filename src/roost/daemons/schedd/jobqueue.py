@@ -171,6 +171,15 @@ class JobQueue:
             else:
                 self.running.pop(job.key, None)
 
+    def _count_many(self, cluster: Cluster, status: int, delta: int) -> None:
+        """The counters of ``_count`` for ``delta`` procs of ``cluster`` at once (the
+        idle and running lists are the caller's)."""
+        self.totals[status] = self.totals.get(status, 0) + delta
+        per = self.owner_totals.setdefault(cluster.owner, {})
+        per[status] = per.get(status, 0) + delta
+        cc = cluster.counts
+        cc[status] = cc.get(status, 0) + delta
+
     # -- lookups ---------------------------------------------------------------------------
     def job(self, cid: int, proc: int) -> Job | None:
         cluster = self.clusters.get(cid)
@@ -418,9 +427,12 @@ class JobQueue:
         tombstones: dict[int, list[tuple[Any, ...]]] = {}  # sparse clusters' GONE rows, per cluster
         rows: list[tuple[Any, ...]] = []
         left: list[Op] = []
+        leaving: dict[tuple[Cluster, int], int] = {}  # the counters' part of _count, per cluster and status
+        idle = self._idle
+        running = self.running
         for job, attrs in changes:
             cluster = job.cluster
-            if not cluster.holds(job):
+            if cluster._procs.get(job.proc) is not job:  # (Cluster.holds, inline)
                 continue
             if cluster.id not in self._history_cluster:
                 first += self._history_cluster_ops(cluster)
@@ -430,7 +442,16 @@ class JobQueue:
             for k, v in attrs.items():
                 if k not in _NOT_IN_DIFF:
                     d[k] = v
-            self._count(job, job.status, -1)
+            was = job.status
+            key = (cluster, was)
+            leaving[key] = leaving.get(key, 0) + 1
+            if was == IDLE:
+                if idle is not None:
+                    per = idle.get(cluster.owner)
+                    if per is not None:
+                        per.pop(job, None)
+            elif was == RUNNING or was == SUSPENDED:
+                running.pop(job.key, None)
             job.status = status
             cluster.drop(job)
             cluster.finished += 1
@@ -442,6 +463,8 @@ class JobQueue:
             if not cluster.size():
                 tombstones.pop(cluster.id, None)  # its procs rows all go with it
                 left += self._cluster_left(cluster)
+        for (cluster, was), n in leaving.items():
+            self._count_many(cluster, was, -n)
         if not rows:
             return []
         ops = first
