@@ -181,15 +181,23 @@ class BulkActions:
         of_cluster: dict[int, list[tuple[str, Formatter]]] = {}
         forms = self.life.userlogs.forms
 
+        last: list[Any] = [None, None, False]  # the cluster last asked for, its logs, whether its shape names one
+
         def logs(job: Job) -> list[tuple[str, Formatter]]:
+            cluster = job.cluster
+            if cluster is not last[0]:
+                got = of_cluster.get(cluster.id)
+                if got is None:
+                    get = cluster.ad.get
+                    got = of_cluster[cluster.id] = forms(log_paths(get), get)
+                last[:] = [cluster, got, not _LOG_NAMES.isdisjoint(cluster.shape_names)]
+            d = job._diff
+            if d is None or (type(d) is tuple and not last[2]):
+                return last[1]
             names = job.own_names()
             if names and not _LOG_NAMES.isdisjoint(names):
                 return forms(log_paths(job.get), job.get)
-            got = of_cluster.get(job.cluster.id)
-            if got is None:
-                get = job.cluster.ad.get
-                got = of_cluster[job.cluster.id] = forms(log_paths(get), get)
-            return got
+            return last[1]
 
         return logs
 

@@ -421,27 +421,38 @@ class JobQueue:
         """``set`` then ``to_history`` for many jobs (condor_rm of a big queue): each
         job's ``attrs`` and the final ``status`` set, its row deleted and its history row
         written, all as three statements however many jobs there are, and no row update
-        for a row about to go. Jobs no longer in the queue are passed over."""
+        for a row about to go. Jobs no longer in the queue are passed over. What is the
+        same for a cluster's procs (its history_clusters row, its tombstones' list, the
+        counters, whether it is left empty) is looked at once per cluster, not per job."""
         first: list[Op] = []
         deletes: list[tuple[int, int]] = []
         tombstones: dict[int, list[tuple[Any, ...]]] = {}  # sparse clusters' GONE rows, per cluster
         rows: list[tuple[Any, ...]] = []
-        left: list[Op] = []
         leaving: dict[tuple[Cluster, int], int] = {}  # the counters' part of _count, per cluster and status
+        touched: dict[int, Cluster] = {}
         idle = self._idle
         running = self.running
+        last: Cluster | None = None
+        gone: list[tuple[Any, ...]] | None = None
+        clean: dict[int, dict[str, Any]] = {}  # id(attrs) -> attrs less what a procs row keeps
         for job, attrs in changes:
             cluster = job.cluster
-            if cluster._procs.get(job.proc) is not job:  # (Cluster.holds, inline)
+            proc = job.proc
+            if cluster._procs.get(proc) is not job:  # (Cluster.holds, inline)
                 continue
-            if cluster.id not in self._history_cluster:
-                first += self._history_cluster_ops(cluster)
-            d = job.diff
-            if d is None:
-                d = job.diff = {}
-            for k, v in attrs.items():
-                if k not in _NOT_IN_DIFF:
-                    d[k] = v
+            if cluster is not last:
+                last = cluster
+                if cluster.id not in touched:
+                    touched[cluster.id] = cluster
+                    if cluster.id not in self._history_cluster:
+                        first += self._history_cluster_ops(cluster)
+                gone = tombstones.setdefault(cluster.id, []) if cluster.sparse else None
+            mine = clean.get(id(attrs))
+            if mine is None:
+                mine = clean[id(attrs)] = {k: v for k, v in attrs.items() if k not in _NOT_IN_DIFF}
+            own = job.own()
+            d = {**own, **mine} if own else dict(mine)
+            job._diff = d
             was = job.status
             key = (cluster, was)
             leaving[key] = leaving.get(key, 0) + 1
@@ -453,13 +464,21 @@ class JobQueue:
             elif was == RUNNING or was == SUSPENDED:
                 running.pop(job.key, None)
             job.status = status
-            cluster.drop(job)
+            del cluster._procs[proc]  # (Cluster.drop, inline)
             cluster.finished += 1
-            if cluster.sparse:
-                tombstones.setdefault(cluster.id, []).append((cluster.id, job.proc, GONE, None, None))
+            if gone is not None:
+                gone.append((cluster.id, proc, GONE, None, None))
             else:
-                deletes.append((cluster.id, job.proc))
-            rows.append((cluster.id, job.proc, cluster.owner, completion, status, dumps(job.own_obj())))
+                deletes.append((cluster.id, proc))
+            # own_obj's dict: ProcId, the differences, GlobalJobId from the template, JobStatus
+            obj = {"ProcId": proc, **d}
+            g = cluster.gjid
+            if g is not None and "GlobalJobId" not in obj:
+                obj["GlobalJobId"] = f"{g[0]}{proc}{g[1]}"
+            obj["JobStatus"] = status
+            rows.append((cluster.id, proc, cluster.owner, completion, status, dumps(obj)))
+        left: list[Op] = []
+        for cluster in touched.values():
             if not cluster.size():
                 tombstones.pop(cluster.id, None)  # its procs rows all go with it
                 left += self._cluster_left(cluster)
@@ -470,9 +489,9 @@ class JobQueue:
         ops = first
         if deletes:
             ops.append((_DELETE_PROC, deletes, True))
-        gone = [row for part in tombstones.values() for row in part]
-        if gone:
-            ops.append((_UPSERT_PROC, gone, True))
+        gone_rows = [row for part in tombstones.values() for row in part]
+        if gone_rows:
+            ops.append((_UPSERT_PROC, gone_rows, True))
         return [*ops, (_INSERT_HISTORY, rows, True), *left]
 
     @staticmethod

@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import logging
 import re
+from itertools import islice
 from typing import Any
 
 from roost.classad import ClassAd, ExprTree
@@ -256,6 +257,24 @@ class QueueCalls:
         takes seconds, and the schedd answers others meanwhile. (``queue.select`` copies
         each cluster's procs before it walks them, so changes meanwhile are safe.)"""
         out: list[Job] = []
+        constraint = req.get("constraint")
+        if constraint:  # a literal (`rm -all` is "true") is the same for every job: asked once
+            expr, _refs = self._constraint(constraint)
+            if isinstance(getattr(expr, "node", None), Literal):
+                try:
+                    if expr.eval(ClassAd()) is not True:
+                        return out
+                except Exception:
+                    return out
+                constraint = None
+        if not constraint:  # every job selected: taken a tick at a time, not one by one
+            jobs = self.queue.select(self._ids_arg(req.get("ids")), owner)
+            while True:
+                part = list(islice(jobs, MATCH_TICK))
+                out += part
+                if len(part) < MATCH_TICK:
+                    return out
+                await asyncio.sleep(0)
         for job in self._matching(req, owner, tick=MATCH_TICK):
             if job is None:
                 await asyncio.sleep(0)
