@@ -39,6 +39,7 @@ from typing import Any
 
 from roost.core.jobpolicy import COMPLETED, IDLE, REMOVED, RUNNING, STATUS_NAMES, SUSPENDED
 from roost.daemons.schedd.bulkgc import no_gc
+from roost.daemons.schedd.idleblocks import IdleBlock, block_of, covered
 from roost.daemons.schedd.plainprocs import Plain
 from roost.daemons.schedd.procshape import shape_of
 from roost.daemons.schedd.queuejobs import (
@@ -71,10 +72,11 @@ class JobQueue:
         self.totals: dict[int, int] = {}
         self.owner_totals: dict[str, dict[int, int]] = {}
         # Idle jobs not yet handed to a claim, per owner, in submit order (dicts as ordered
-        # sets, keyed by the Job itself: hashed by identity, no key tuple per job to make);
-        # None until first asked for after a load (``idle``): a restart with a million idle
-        # jobs makes none of them into Jobs until a negotiation (or a query) wants them
-        self._idle: dict[str, dict[Job, Job]] | None = {}
+        # sets, keyed by the Job itself: hashed by identity, no key tuple per job to make),
+        # a cluster with plain procs as one IdleBlock (idleblocks.py: its procs are made
+        # into Jobs only as they are handed out); None until first asked for after a load
+        self._idle: dict[str, dict[Any, Any]] | None = {}
+        self._blocks: dict[int, IdleBlock] = {}  # cluster id -> its block in the idle lists
         self.running: dict[tuple[int, int], Job] = {}
         self.next_cluster = 1
         self.reserved: set[int] = set()
@@ -86,20 +88,56 @@ class JobQueue:
         self._shape_from: dict[int, int] = {}  # (while loading) the first shaped proc of each cluster
 
     @property
-    def idle(self) -> dict[str, dict[Job, Job]]:
-        """Idle jobs not handed to a claim, per owner (made at the first ask after a
-        load: every cluster's procs in cluster and proc order, as a load used to)."""
+    def idle(self) -> dict[str, dict[Any, Any]]:
+        """Idle jobs not handed to a claim, per owner: Jobs and IdleBlocks (made at the
+        first ask after a load, in cluster order: a cluster with plain procs as its block,
+        another's idle jobs in proc order). ``idle_jobs`` gives the Jobs."""
         if self._idle is None:
-            idle: dict[str, dict[Job, Job]] = {}
+            idle: dict[str, dict[Any, Any]] = {}
             with no_gc():
                 for cluster in self.clusters.values():
                     if cluster.counts.get(IDLE):
                         per = idle.setdefault(cluster.owner, {})
+                        block = block_of(cluster)
+                        if block is not None:
+                            per[block] = block
+                            self._blocks[cluster.id] = block
+                            continue
                         for job in cluster.procs.values():
                             if job.status == IDLE and not job.busy:
                                 per[job] = job
             self._idle = idle
         return self._idle
+
+    def idle_jobs(self, owner: str) -> Iterator[Job]:
+        """The owner's idle jobs not handed to a claim, in the idle list's order (a
+        block's plain procs made into Jobs as they are reached: take what you need)."""
+        listed = self.idle.get(owner)
+        if not listed:
+            return
+        for entry in list(listed):
+            if type(entry) is IdleBlock:
+                if self.clusters.get(entry.cluster.id) is entry.cluster:
+                    yield from covered(entry, listed)
+            elif entry.status == IDLE and not entry.busy and entry in listed:
+                yield entry
+
+    def is_idle(self, job: Job) -> bool:
+        """Whether ``job`` is in the idle lists (on its own or in its cluster's block)."""
+        if job.status != IDLE or job.busy or not job.cluster.holds(job):
+            return False
+        listed = self.idle.get(job.cluster.owner)
+        if listed is not None and job in listed:
+            return True
+        block = self._blocks.get(job.cluster.id)
+        return block is not None and listed is not None and block in listed and block.covers(job.proc)
+
+    def _drop_block(self, cluster: Cluster) -> None:
+        block = self._blocks.pop(cluster.id, None)
+        if block is not None and self._idle is not None:
+            per = self._idle.get(cluster.owner)
+            if per is not None:
+                per.pop(block, None)
 
     def has_idle(self) -> bool:
         """Whether any job waits for a claim (asked without making the idle lists)."""
@@ -137,7 +175,11 @@ class JobQueue:
         cid = cluster.id
         if counts.get(IDLE) and self._idle is not None:
             idle = self.idle.setdefault(owner, {})
-            if counts[IDLE] == cluster.size():  # (new jobs: none is busy yet)
+            block = block_of(cluster)
+            if block is not None:  # plain procs: listed as one entry (idleblocks.py)
+                idle[block] = block
+                self._blocks[cid] = block
+            elif counts[IDLE] == cluster.size():  # (new jobs: none is busy yet)
                 procs = cluster.procs
                 idle.update(zip(procs.values(), procs.values()))
             else:
@@ -273,9 +315,9 @@ class JobQueue:
             # proc 0 of `arguments = $(Process)` differs in nothing: its values are the cluster ad's
             skip = 1 if n > 1 and len(diffs[0]) == 1 else 0
             found = None if sum(map(len, diffs)) == n else shape_of(diffs[skip:], ids[0] + skip)
-            # while the idle lists are not made (a schedd that has not negotiated since it
-            # started), the procs stay ranges as after a load: Jobs when touched
-            lazy = self._idle is None and status in _PLAIN_STATUSES
+            # the procs stay ranges as after a load, Jobs when touched (in the idle lists
+            # as one block: idleblocks.py)
+            lazy = status in _PLAIN_STATUSES
             if found is not None:  # a million procs that differ alike
                 cluster.shape, values = found
                 if lazy:
@@ -369,6 +411,7 @@ class JobQueue:
         if idle:
             for job in cluster.touched():
                 idle.pop(job, None)
+        self._drop_block(cluster)
 
     def set(self, job: Job, attrs: dict[str, Any], status: int | None = None) -> list[Op]:
         """Set attributes (and maybe the status) on a job in the queue."""
@@ -515,6 +558,7 @@ class JobQueue:
         """The last proc of ``cluster`` left the queue: the cluster goes too (its size
         kept a while for WAIT_JOBS); the operations that delete its rows."""
         del self.clusters[cluster.id]
+        self._drop_block(cluster)
         self._history_cluster.discard(cluster.id)
         self.gone[cluster.id] = cluster.finished
         if len(self.gone) > 10000:
