@@ -219,7 +219,7 @@ class BulkActions:
             cid, proc = job.cluster.id, job.proc
             batch.add_alike(paths(job), sample, cid, proc, job.owner, job.get,
                             lambda cid=cid, proc=proc: [AbortedEvent(cid, proc, now, reason=reason)])
-        life._leave_spool_many(chunk)
+        _leave_spool_many(life, chunk)
         ops = life.queue.finish_many(changes, jp.REMOVED, int(now))
         notifier = life.notifier
 
@@ -289,6 +289,24 @@ class BulkActions:
             for sql, params in life.set_ops(job, job.spelled(values, cn)):
                 rows.setdefault(sql, []).append(params)
         return self._submit(chunk, _many(rows), LogBatch(life.userlogs))
+
+
+def _leave_spool_many(life: JobLifecycle, jobs: list[Job]) -> None:
+    """``JobLifecycle._leave_spool`` of each of ``jobs``, looked at only where its
+    cluster or the proc itself has what would stay behind (not two lookups per job)."""
+    if life.spool_root is None and life.checkpoints is None:
+        return
+    cluster_has: dict[int, bool] = {}
+    for job in jobs:
+        c = job.cluster
+        has = cluster_has.get(c.id)
+        if has is None:
+            has = cluster_has[c.id] = any(c.ad.get(n) is not None for n in _SPOOL_NAMES)
+        if has or not _SPOOL_NAMES.isdisjoint(job.own_names()):
+            life._leave_spool(job)
+
+
+_SPOOL_NAMES = frozenset(("StageInStart", "LastCheckpointTime"))  # what _leave_spool reads
 
 
 def _many(rows: dict[str, list[Any]]) -> list[Any]:

@@ -208,21 +208,6 @@ class JobLifecycle:
             store, cid, proc = self.checkpoints, job.cluster.id, job.proc
             self.host.spawn(asyncio.to_thread(store.remove, cid, proc), f"checkpoints-{job.id}")
 
-    def _leave_spool_many(self, jobs: list[Job]) -> None:
-        """``_leave_spool`` of each of ``jobs``, looked at only where its cluster or the
-        proc itself has what would stay behind (not two lookups per job of 100,000)."""
-        if self.spool_root is None and self.checkpoints is None:
-            return
-        names = frozenset(("StageInStart", "LastCheckpointTime"))
-        cluster_has: dict[int, bool] = {}
-        for job in jobs:
-            c = job.cluster
-            has = cluster_has.get(c.id)
-            if has is None:
-                has = cluster_has[c.id] = any(c.ad.get(n) is not None for n in names)
-            if has or not names.isdisjoint(job.own_names()):
-                self._leave_spool(job)
-
     async def mark_running(
         self, job: Job, remote_host: str, runner: Runner | None = None, claim: dict[str, Any] | None = None,
         extra: dict[str, Any] | None = None,

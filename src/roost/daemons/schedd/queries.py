@@ -257,24 +257,14 @@ class QueueCalls:
         takes seconds, and the schedd answers others meanwhile. (``queue.select`` copies
         each cluster's procs before it walks them, so changes meanwhile are safe.)"""
         out: list[Job] = []
-        constraint = req.get("constraint")
-        if constraint:  # a literal (`rm -all` is "true") is the same for every job: asked once
-            expr, _refs = self._constraint(constraint)
-            if isinstance(getattr(expr, "node", None), Literal):
-                try:
-                    if expr.eval(ClassAd()) is not True:
-                        return out
-                except Exception:
-                    return out
-                constraint = None
-        if not constraint:  # every job selected: taken a tick at a time, not one by one
-            jobs = self.queue.select(self._ids_arg(req.get("ids")), owner)
-            while True:
-                part = list(islice(jobs, MATCH_TICK))
+        text = req.get("constraint")  # a literal (`rm -all` sends "true"): asked once, not per job
+        every = _literal(self._constraint(text)[0]) if text else True
+        if every is not None:  # every job selected (or none): taken a tick at a time
+            jobs = self.queue.select(self._ids_arg(req.get("ids")), owner) if every else iter(())
+            while len(part := list(islice(jobs, MATCH_TICK))) == MATCH_TICK:
                 out += part
-                if len(part) < MATCH_TICK:
-                    return out
                 await asyncio.sleep(0)
+            return out + part
         for job in self._matching(req, owner, tick=MATCH_TICK):
             if job is None:
                 await asyncio.sleep(0)
@@ -381,14 +371,9 @@ class QueueCalls:
         matched = await self._matching_now(req, owner)
         # another user's jobs are named back (they are in `roost q` for all to see), so
         # the tool can say "Permission denied" rather than "not found", as condor_rm does
-        # one pass, the owner and the status looked up once each (not per job: rm -all of 100,000)
-        allowed = USER_ACTIONS.get(action, ())
-        if restrict is None:
-            denied: list[str] = []
-            mine = matched
-        else:
-            denied = [job.id for job in matched if job.owner != restrict]
-            mine = [job for job in matched if job.owner == restrict] if denied else matched
+        allowed = USER_ACTIONS.get(action, ())  # (not a call per job: rm -all of 100,000)
+        denied = [job.id for job in matched if job.owner != restrict] if restrict is not None else []
+        mine = [job for job in matched if job.owner == restrict] if denied else matched
         jobs = [job for job in mine if job.status in allowed]
         # condor_rm's per-job results (HTCondor's action_result_t codes): 1 done, 2 not
         # found, 3 bad status, 4 already done, 5 permission denied
@@ -674,6 +659,16 @@ def batch_summary(queue: Any, owner: str | None, projection: list[str], jobs: An
         if job.proc > entry[3]:
             entry[3] = job.proc
     return {"clusters": clusters, "jobs": listed, "counts": counts}
+
+
+def _literal(expr: Any) -> bool | None:
+    """A constraint that is a literal: whether it holds (for every job alike); None else."""
+    if not isinstance(getattr(expr, "node", None), Literal):
+        return None
+    try:
+        return expr.eval(ClassAd()) is True
+    except Exception:
+        return False
 
 
 def _other_removals(removed: list[Job]) -> set[Any]:
