@@ -88,6 +88,8 @@ def test_a_plain_block_is_counted_not_made_and_its_jobs_made_as_taken(tmp_path):
         q.take_idle(job)
         taken.append(job.proc)
     assert taken == [0, 1, 2] and _made(q, cid) == 3
+    # a walk of the block (a reused claim's window) starts past the procs taken
+    assert next(q.idle_jobs("alice")).proc == 3 and q._blocks[cid].start == 3 and _made(q, cid) == 4
     # a proc made and changed since in what the matchmaker sees: its own autocluster;
     # one given back: offered again, once
     asyncio.run(q.store.commit(q.set(q.job(cid, 10), {"RequestMemory": 999})))

@@ -13,7 +13,10 @@ requeued, given back) is listed on its own, as any job, so it is never in both.
 
 ``covered`` walks a block in proc order and makes a plain proc into its Job only when
 it reaches it: GET_REQUESTS (autocluster_ids.py) counts a block's plain procs without
-making them and hands out its members one at a time as matches come.
+making them and hands out its members one at a time as matches come. A proc that left
+the block does not come back to it, so the block keeps where its first covered proc
+may be (``at``, ``start``): a walk does not pass again over the procs that ran or left
+before it (a cluster of a million worked through from its start).
 """
 
 from __future__ import annotations
@@ -32,19 +35,25 @@ class IdleBlock:
     ``ranges``: the cluster's submitted procs (``[lo, hi)``), kept when its plain procs
     are all made into Jobs."""
 
-    __slots__ = ("cluster", "ranges")
+    __slots__ = ("cluster", "ranges", "at", "start")
 
     def __init__(self, cluster: Cluster, ranges: list[tuple[int, int]]) -> None:
         self.cluster = cluster
         self.ranges = ranges
+        self.at = 0  # no covered proc before ranges[at], nor before proc ``start`` in it
+        self.start = ranges[0][0] if ranges else 0
 
     @property
     def owner(self) -> str:
         return self.cluster.owner
 
     def covers(self, proc: int) -> bool:
-        """Whether ``proc`` is among the block's procs (idle or not)."""
-        return any(lo <= proc < hi for lo, hi in self.ranges)
+        """Whether ``proc`` is among the block's procs still to walk (idle or not): in
+        its ranges, and not before its mark."""
+        for i, (lo, hi) in enumerate(self.ranges):
+            if lo <= proc < hi:
+                return (i, proc) >= (self.at, self.start)
+        return False
 
 
 def covered(block: IdleBlock, listed: dict[Any, Any]) -> Iterator[Job]:
@@ -52,18 +61,25 @@ def covered(block: IdleBlock, listed: dict[Any, Any]) -> Iterator[Job]:
     own entries are not the block's), a plain one made into its Job when reached."""
     cluster = block.cluster
     procs = cluster._procs
-    for lo, hi in block.ranges:
-        for p in range(lo, hi):
+    ranges = block.ranges
+    first, start = block.at, block.start
+    ahead = True  # nothing covered met yet: the block's mark may move on
+    for i in range(first, len(ranges)):
+        lo, hi = ranges[i]
+        for p in range(max(lo, start) if i == first else lo, hi):
             j = procs.get(p)
             if j is None:
                 plain = cluster._plain
-                if plain is None or plain.status != IDLE or not plain.has(p):
-                    continue  # gone, or plain in another status (submitted held)
-                j = cluster.job(p)
-                if j is None:
-                    continue
-            if j.status == IDLE and not j.busy and j not in listed:
+                if plain is not None and plain.status == IDLE and plain.has(p):
+                    j = cluster.job(p)
+            if j is not None and j.status == IDLE and not j.busy and j not in listed:
+                if ahead:
+                    ahead = False
+                    if (i, p) > (block.at, block.start):
+                        block.at, block.start = i, p
                 yield j
+            elif ahead and (i, p + 1) > (block.at, block.start):
+                block.at, block.start = i, p + 1  # gone, busy, or no longer idle
 
 
 def made_covered(block: IdleBlock, listed: dict[Any, Any]) -> list[Job]:
