@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from roost.core import jobpolicy as jp
+from roost.core import jobstates
 from roost.daemons.schedd.actions import status_allows
 from roost.daemons.schedd.jobqueue import Job, spellings
 from roost.daemons.schedd.userlog import LogBatch, log_paths
@@ -237,12 +238,22 @@ class BulkActions:
         paths = self._logs()
         rows: dict[str, list[Any]] = {}
         sample: Event = HeldEvent(0, 0, now, reason=reason, code=code, subcode=subcode)
+        # per cluster and status, what a proc without hold counts of its own gets (it
+        # reads its cluster's): built and checked against the state table once, not per job
+        alike: dict[tuple[int, int], dict[str, Any]] = {}
         for job in chunk:
             job.claim = None
             life.runners.pop(job.key, None)
             job.busy = False
-            attrs = life._hold_attrs(job, reason, code, subcode)
-            for sql, params in life.set_ops(job, attrs, jp.HELD, now):
+            names = job.own_names()
+            key = (job.cluster.id, job.status)
+            attrs = alike.get(key) if not names or _HOLD_COUNTS.isdisjoint(names) else None
+            if attrs is None:
+                attrs = life._hold_attrs(job, reason, code, subcode)
+                attrs.update(_moving(job.status, jp.HELD, now))
+                if not names or _HOLD_COUNTS.isdisjoint(names):
+                    alike[key] = attrs
+            for sql, params in life.queue.set(job, attrs, jp.HELD):
                 rows.setdefault(sql, []).append(params)
             cid, proc = job.cluster.id, job.proc
             batch.add_alike(paths(job), sample, cid, proc, job.owner, job.get,
@@ -264,8 +275,14 @@ class BulkActions:
         paths = self._logs()
         rows: dict[str, list[Any]] = {}
         sample = ReleasedEvent(0, 0, now, reason=reason)
+        moves: dict[int, dict[str, Any]] = {}  # per status: what leaving it sets (checked once)
         for job in chunk:
-            for sql, params in life.set_ops(job, release_attrs(job, reason), jp.IDLE, now):
+            attrs = release_attrs(job, reason)
+            move = moves.get(job.status)
+            if move is None:
+                move = moves[job.status] = _moving(job.status, jp.IDLE, now)
+            attrs.update(move)
+            for sql, params in life.queue.set(job, attrs, jp.IDLE):
                 rows.setdefault(sql, []).append(params)
             cid, proc = job.cluster.id, job.proc
             batch.add_alike(paths(job), sample, cid, proc, job.owner, job.get,
@@ -307,6 +324,20 @@ def _leave_spool_many(life: JobLifecycle, jobs: list[Job]) -> None:
 
 
 _SPOOL_NAMES = frozenset(("StageInStart", "LastCheckpointTime"))  # what _leave_spool reads
+
+
+def _moving(old: int, new: int, now: float) -> dict[str, Any]:
+    """What ``JobLifecycle.set_ops`` adds to a move from ``old`` to ``new`` (refused as
+    it refuses one the job state table has not); nothing when the status stays."""
+    if old == new:
+        return {}
+    if not jobstates.is_move(old, new):
+        raise jobstates.IllegalMove(f"no event moves a job from {jp.STATUS_NAMES.get(old, old)} "
+                                    f"to {jp.STATUS_NAMES.get(new, new)}")
+    return jp.transition_attrs(old, new, now)
+
+
+_HOLD_COUNTS = frozenset(("NumHolds", "NumHoldsByReason"))  # what _hold_attrs reads of the job
 
 
 def _many(rows: dict[str, list[Any]]) -> list[Any]:
