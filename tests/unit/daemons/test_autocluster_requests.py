@@ -108,3 +108,23 @@ def test_a_plain_block_is_counted_not_made_and_its_jobs_made_as_taken(tmp_path):
     assert sorted(rest) == [1] + list(range(3, 10)) + list(range(11, 5000)) and len(set(rest)) == len(rest)
     assert not list(q.idle_jobs("alice")) and ac.requests("alice", None) == []
     q.store.close()
+
+
+def test_a_run_taken_from_goes_on_when_its_cluster_is_made_whole_meanwhile(tmp_path):
+    q = JobQueue(Store(str(tmp_path / "q.db"), fsync=False))
+    q.load()
+    cid = q.new_cluster_id()
+    asyncio.run(q.store.commit(q.add_cluster(cid, "alice", dict(AD), [{"ProcId": i} for i in range(300)],
+                                             (f"h#{cid}.", "#1"))))
+    ac = AutoClusters(q, lambda c: c.owner, lambda: None)
+    a = ac.requests("alice", None)[0]["autocluster"]
+    first = ac.take(a)
+    assert first is not None and first.proc == 0
+    q.take_idle(first)
+    assert len(list(q.select())) == 300 and _made(q, cid) == 300  # a query that lists every job
+    rest = []
+    while (job := ac.take(a)) is not None:
+        q.take_idle(job)
+        rest.append(job.proc)
+    assert rest == list(range(1, 300))
+    q.store.close()

@@ -60,14 +60,13 @@ def covered(block: IdleBlock, listed: dict[Any, Any]) -> Iterator[Job]:
     """The block's idle procs in proc order (``listed``: the owner's idle list, whose
     own entries are not the block's), a plain one made into its Job when reached."""
     cluster = block.cluster
-    procs = cluster._procs
     ranges = block.ranges
     first, start = block.at, block.start
     ahead = True  # nothing covered met yet: the block's mark may move on
     for i in range(first, len(ranges)):
         lo, hi = ranges[i]
         for p in range(max(lo, start) if i == first else lo, hi):
-            j = procs.get(p)
+            j = cluster._procs.get(p)  # (looked up each time: Cluster.procs replaces the dict when it makes all)
             if j is None:
                 plain = cluster._plain
                 if plain is not None and plain.status == IDLE and plain.has(p):
