@@ -14,6 +14,11 @@ asks ``roost q -totals`` again and again. Figures (medians):
   median ``q -totals`` of the same pool before it (the schedd must keep answering);
 - ``schedd_cpu``: CPU seconds the schedd spent on the removal (user + system, from
   /proc), which a loaded machine inflates far less than the wall time.
+
+``--profile FILE``: the schedd runs under cProfile (``ROOST_SCHEDD_PROFILE``) and leaves
+its statistics in FILE (of the last run: submit and removal; read them with ``python -m
+pstats FILE``); its CPU figures then include the profiler's cost. ``--no-probe``: no
+``q -totals`` while the removal runs, so ``schedd_cpu`` is the removal's alone.
 """
 
 from __future__ import annotations
@@ -47,8 +52,10 @@ def _cpu(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def one_run(n: int) -> tuple[float, float, float, float]:
-    """(rm -all seconds, median q -totals before, slowest q -totals during, schedd CPU s)."""
+def one_run(n: int, probe: bool = True) -> tuple[float, float, float, float]:
+    """(rm -all seconds, median q -totals before, slowest q -totals during, schedd CPU s);
+    ``probe`` False: no ``q -totals`` during the removal (the CPU figure is then the
+    removal's alone, not also the answers, whose number grows with the wall time)."""
     with BenchPool(NO_STARTD) as bp:
         d = _job_dir(bp.home, "big", f"executable = /bin/true\narguments = $(Process)\nqueue {n}\n")
         done = bp.roost("submit", "job.sub", cwd=d)
@@ -66,11 +73,13 @@ def one_run(n: int) -> tuple[float, float, float, float]:
         pid = bp.schedd_pid()
         cpu0 = _cpu(pid)
         t0 = time.perf_counter()
-        t.start()
+        if probe:
+            t.start()
         rm = bp.roost("rm", "-all")
         took = time.perf_counter() - t0
         stop.set()
-        t.join()
+        if probe:
+            t.join()
         cpu = _cpu(pid) - cpu0  # includes the q -totals answers (each ~1 ms)
         if rm.returncode != 0:
             raise RuntimeError(f"roost rm -all failed: {rm.stderr.strip()}")
@@ -81,8 +90,12 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--jobs", type=int, default=100_000)
     p.add_argument("--runs", type=int, default=3)
+    p.add_argument("--profile", metavar="FILE", help="cProfile statistics of the schedd into FILE")
+    p.add_argument("--no-probe", action="store_true", help="no q -totals during the removal (CPU of the removal alone)")
     a = p.parse_args()
-    runs = [one_run(a.jobs) for _ in range(a.runs)]
+    if a.profile:
+        os.environ["ROOST_SCHEDD_PROFILE"] = str(Path(a.profile).resolve())  # the master's children inherit it
+    runs = [one_run(a.jobs, not a.no_probe) for _ in range(a.runs)]
     rm = statistics.median(r[0] for r in runs)
     before = statistics.median(r[1] for r in runs)
     during = statistics.median(r[2] for r in runs)

@@ -32,7 +32,7 @@ def _queue(tmp_path) -> JobQueue:
 def _by_signature(ac: AutoClusters, q: JobQueue) -> dict[int, list[tuple[int, int]]]:
     """The autoclusters and their members from a signature per job (the plain way)."""
     out: dict[int, list[tuple[int, int]]] = {}
-    for job in q.idle["alice"].values():
+    for job in list(q.idle_jobs("alice")):
         if not job.busy:
             out.setdefault(ac.autocluster_of(job, ac.signature(job)), []).append(job.key)
     return out
@@ -62,4 +62,69 @@ def test_a_job_priority_orders_the_members(tmp_path):
     got = ac.requests("alice", None)
     first = ac.take(got[0]["autocluster"])
     assert first is not None and first.key == (1, 250)
+    q.store.close()
+
+
+def _made(q: JobQueue, cid: int) -> int:
+    """How many of the cluster's procs are Jobs (the rest plain ranges)."""
+    return len(q.clusters[cid]._procs)
+
+
+def test_a_plain_block_is_counted_not_made_and_its_jobs_made_as_taken(tmp_path):
+    q = JobQueue(Store(str(tmp_path / "q.db"), fsync=False))
+    q.load()
+    q.idle  # noqa: B018 -- the idle lists made (a schedd that negotiated): the submit below stays ranges
+    cid = q.new_cluster_id()
+    asyncio.run(q.store.commit(q.add_cluster(cid, "alice", dict(AD), [{"ProcId": i} for i in range(5000)],
+                                             (f"h#{cid}.", "#1"))))
+    ac = AutoClusters(q, lambda c: c.owner, lambda: None)
+    got = ac.requests("alice", None)
+    assert [r["count"] for r in got] == [5000] and _made(q, cid) == 1  # the sample only
+    a = got[0]["autocluster"]
+    taken = []
+    for _ in range(3):
+        job = ac.take(a)
+        assert job is not None
+        q.take_idle(job)
+        taken.append(job.proc)
+    assert taken == [0, 1, 2] and _made(q, cid) == 3
+    # a walk of the block (a reused claim's window) starts past the procs taken
+    assert next(q.idle_jobs("alice")).proc == 3 and q._blocks[cid].start == 3 and _made(q, cid) == 4
+    # a proc made and changed since in what the matchmaker sees: its own autocluster;
+    # one given back: offered again, once
+    asyncio.run(q.store.commit(q.set(q.job(cid, 10), {"RequestMemory": 999})))
+    q.give_back_idle(q.job(cid, 1))
+    got = ac.requests("alice", None)
+    assert sorted(r["count"] for r in got) == [1, 4997]
+    assert sum(1 for _ in q.idle_jobs("alice")) == 4998 == q.totals_named()["Idle"] - 2
+    by_count = {r["count"]: r["autocluster"] for r in got}
+    changed = ac.take(by_count[1])
+    assert changed is not None and changed.proc == 10 and ac.take(by_count[1]) is None
+    q.take_idle(changed)
+    rest = []
+    while (job := ac.take(by_count[4997])) is not None:
+        q.take_idle(job)
+        rest.append(job.proc)
+    assert sorted(rest) == [1] + list(range(3, 10)) + list(range(11, 5000)) and len(set(rest)) == len(rest)
+    assert not list(q.idle_jobs("alice")) and ac.requests("alice", None) == []
+    q.store.close()
+
+
+def test_a_run_taken_from_goes_on_when_its_cluster_is_made_whole_meanwhile(tmp_path):
+    q = JobQueue(Store(str(tmp_path / "q.db"), fsync=False))
+    q.load()
+    cid = q.new_cluster_id()
+    asyncio.run(q.store.commit(q.add_cluster(cid, "alice", dict(AD), [{"ProcId": i} for i in range(300)],
+                                             (f"h#{cid}.", "#1"))))
+    ac = AutoClusters(q, lambda c: c.owner, lambda: None)
+    a = ac.requests("alice", None)[0]["autocluster"]
+    first = ac.take(a)
+    assert first is not None and first.proc == 0
+    q.take_idle(first)
+    assert len(list(q.select())) == 300 and _made(q, cid) == 300  # a query that lists every job
+    rest = []
+    while (job := ac.take(a)) is not None:
+        q.take_idle(job)
+        rest.append(job.proc)
+    assert rest == list(range(1, 300))
     q.store.close()

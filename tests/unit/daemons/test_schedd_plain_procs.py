@@ -98,9 +98,9 @@ def test_the_idle_lists_are_made_at_the_first_ask_in_submit_order(tmp_path):
     taken = again.job(b, 1)
     assert taken is not None
     again.take_idle(taken)  # handed to a claim before anyone asked for the lists
-    assert [j.key for j in again.idle["alice"]] == [(a, 0), (a, 1), (a, 3), (a, 4), (b, 0), (b, 2)]
+    assert [j.key for j in again.idle_jobs("alice")] == [(a, 0), (a, 1), (a, 3), (a, 4), (b, 0), (b, 2)]
     again.give_back_idle(taken)
-    assert (b, 1) in {j.key for j in again.idle["alice"]}
+    assert (b, 1) in {j.key for j in again.idle_jobs("alice")}
     again.store.close()
 
 
@@ -236,16 +236,19 @@ def test_the_batch_view_makes_a_shaped_clusters_jobs_only_when_it_shows_their_ow
     again.store.close()
 
 
-def test_a_submit_before_the_idle_lists_are_made_stays_ranges_and_one_after_does_not(tmp_path):
+def test_a_submit_stays_ranges_before_and_after_the_idle_lists_are_made(tmp_path):
     db = tmp_path / "q.db"
     q = _queue(db)  # a started schedd: its idle lists not asked for yet
     a = _submit(q, [{"ProcId": i} for i in range(N)])
     b = _submit(q, [{"ProcId": i, "Arguments": f"-n {i}"} for i in range(N)])
     assert _plain(q, a) == N and _plain(q, b) == N and q.totals_named()["Idle"] == 2 * N
     assert q.job(b, 7).get("Arguments") == "-n 7"
-    assert len(q.idle["alice"]) == 2 * N and _plain(q, a) == 0 and _plain(q, b) == 0
-    c = _submit(q, [{"ProcId": i} for i in range(10)])  # the lists are made now: Jobs at once
-    assert q.clusters[c]._plain is None and [j.key for j in q.idle["alice"]][-10:] == [(c, i) for i in range(10)]
+    assert len(q.idle["alice"]) == 2 and _plain(q, a) == N and _plain(q, b) == N - 1  # a block each
+    c = _submit(q, [{"ProcId": i} for i in range(10)])  # the lists are made now: still ranges
+    assert _plain(q, c) == 10 and len(q.idle["alice"]) == 3
+    keys = [j.key for j in q.idle_jobs("alice")]  # every job, in submit order, made as reached
+    assert keys == [(a, i) for i in range(N)] + [(b, i) for i in range(N)] + [(c, i) for i in range(10)]
+    assert _plain(q, a) == 0 and q.job(b, 7).get("Arguments") == "-n 7"
     before = _state(q)
     q.store.close()
     again = _queue(db)

@@ -49,7 +49,7 @@ def test_a_submitted_cluster_is_one_row_and_reloads_whole(tmp_path):
     q.store.close()
     again = _queue(db)
     assert _state(again) == before
-    assert again.totals_named()["Idle"] == 1000 and len(again.idle["alice"]) == 1000
+    assert again.totals_named()["Idle"] == 1000 and len(list(again.idle_jobs("alice"))) == 1000
     again.store.close()
 
 
@@ -77,7 +77,7 @@ def test_changes_and_departures_survive_a_reload(tmp_path):
     again = _queue(db)
     assert _state(again) == before
     assert again.totals_named() == {**again.totals_named(), "Running": 2, "Held": 1, "Idle": 2, "Total": 5}
-    assert set(again.running) == {(cid, 1), (cid, 2)} and {j.key for j in again.idle["alice"]} == {(cid, 0), (cid, 4)}
+    assert set(again.running) == {(cid, 1), (cid, 2)} and {j.key for j in again.idle_jobs("alice")} == {(cid, 0), (cid, 4)}
     assert again.clusters[cid].finished == 1
     assert again.job(cid, 0).get("Arguments") == "0" and again.job(cid, 1).get("Note") == "x"
 

@@ -15,12 +15,13 @@ import contextlib
 import logging
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from roost.core.autocluster import autocluster_key, significant_attributes
 from roost.core.jobpolicy import IDLE
 from roost.daemons.schedd import runners
+from roost.daemons.schedd.idleblocks import IdleBlock, covered, made_covered, plain_idle
 from roost.daemons.schedd.jobqueue import Cluster, Job, JobQueue
 from roost.daemons.schedd.store import dumps
 
@@ -134,66 +135,127 @@ class AutoClusters:
         ``JobPrio`` order (higher first), then submit order (QDate, cluster, proc);
         autoclusters in the order of their best job. With ``submitter`` (the Submitter
         ad's Name), only the jobs of that accounting name. The members are kept for
-        :meth:`take` when the matches come."""
+        :meth:`take` when the matches come: a cluster's block of plain procs
+        (idleblocks.py) as one lazy run, made into Jobs only as they are taken."""
         if len(self._ac_ids) > 50000:
             self._ac_ids.clear()  # signatures of long-gone clusters; ids stay stable via _ac_by_key
-        idle = list(self.queue.idle.get(owner, {}).values())
+        queue = self.queue
+        listed = queue.idle.get(owner, {})
+        entries: list[Any] = list(listed)
         if isinstance(submitter, str):
             names: dict[int, bool] = {}
             keep = []
-            for job in idle:
-                ok = names.get(job.cluster.id)
+            for e in entries:
+                ok = names.get(e.cluster.id)
                 if ok is None:
-                    ok = names[job.cluster.id] = self.submitter_of(job.cluster) == submitter
+                    ok = names[e.cluster.id] = self.submitter_of(e.cluster) == submitter
                 if ok:
-                    keep.append(job)
-            idle = keep
-        if _any_prio(idle):
+                    keep.append(e)
+            entries = keep
+        if _any_prio(entries, listed):  # a priority orders every job: each one made
+            idle = [j for e in entries for j in (covered(e, listed) if type(e) is IdleBlock else (e,))]
+
             def prio(j: Job) -> float:
                 p = j.get("JobPrio")
                 return -p if type(p) in (int, float) else 0
 
             idle.sort(key=lambda j: (prio(j), j.cluster.ad.get("QDate") or 0, j.cluster.id, j.proc))
-        groups: dict[int, deque[Job]] = {}
+            entries = idle
+        groups: dict[int, deque[Any]] = {}
+        counts: dict[int, int] = {}
+        samples: dict[int, Job] = {}
         # a run of procs of one cluster without differences shares one signature: a
         # million idle jobs of a `queue N` cost an append each, not a signature each
         run_cluster: Cluster | None = None
-        run_members: deque[Job] | None = None
-        for job in idle:
+        run_ac = 0
+
+        def one(job: Job) -> None:
+            nonlocal run_cluster, run_ac
             if job.busy:
-                continue
-            if not job.own_names() and job.cluster is run_cluster and run_members is not None:
-                run_members.append(job)
-                continue
+                return
+            if not job.own_names() and job.cluster is run_cluster:
+                groups[run_ac].append(job)
+                counts[run_ac] += 1
+                return
             sig = self.signature(job)
             ac = self._ac_ids.get(sig)
             if ac is None:
                 if not_negotiated(job):
-                    continue  # run here, or by the dedicated scheduler
+                    return  # run here, or by the dedicated scheduler
                 ac = self.autocluster_of(job, sig)
-            members = groups.get(ac)
-            if members is None:
-                members = groups[ac] = deque([job])
-            else:
-                members.append(job)
+            self._member(groups, counts, samples, ac, job, 1)
             if not job.own_names() and type(sig) is int:  # the cluster's own signature
-                run_cluster, run_members = job.cluster, members
+                run_cluster, run_ac = job.cluster, ac
             else:
-                run_cluster = run_members = None
+                run_cluster = None
+
+        for e in entries:
+            if type(e) is IdleBlock:
+                run_cluster = None
+                if queue.clusters.get(e.cluster.id) is e.cluster:
+                    self._block(e, listed, groups, counts, samples, one)
+            else:
+                one(e)
         for ac in [a for a, m in self._members.items() if m and m[0].owner == owner and a not in groups
                    and (not isinstance(submitter, str) or self.submitter_of(m[0].cluster) == submitter)]:
             del self._members[ac]
         self._members.update(groups)
         held_back = self._backing_off(time.monotonic()) if self._refused else ()
         requests = []
-        for ac, members in groups.items():
+        for ac in groups:
             if ac in held_back:
                 continue  # its last claim or activation was refused: not yet
-            ad = members[0].merged()
+            ad = samples[ac].merged()
             ad.pop("Scheduler", None)  # the dedicated scheduler's alone (a slot's RANK prefers it)
             ad["AutoClusterId"] = ac
-            requests.append({"autocluster": ac, "count": len(members), "ad": ad})
+            requests.append({"autocluster": ac, "count": counts[ac], "ad": ad})
         return requests
+
+    @staticmethod
+    def _member(groups: dict[int, deque[Any]], counts: dict[int, int], samples: dict[int, Job], ac: int,
+                member: Any, n: int, sample: Job | None = None) -> None:
+        members = groups.get(ac)
+        if members is None:
+            groups[ac] = deque([member])
+            counts[ac] = n
+            samples[ac] = sample if sample is not None else member
+        else:
+            members.append(member)
+            counts[ac] += n
+
+    def _block(self, block: IdleBlock, listed: dict[Any, Any], groups: dict[int, deque[Any]],
+               counts: dict[int, int], samples: dict[int, Job], one: Callable[[Job], None]) -> None:
+        """A cluster's block of idle procs into the autoclusters: where its plain procs
+        all have the cluster's signature (none differs in what the matchmaker sees),
+        they are counted, not made, and join as one lazy run with the procs made from
+        them since that still have that signature; otherwise each proc on its own."""
+        cluster = block.cluster
+        plain = cluster._plain
+        p0 = plain.first_proc() if plain is not None and plain.status == IDLE else None
+        first = cluster.job(p0) if p0 is not None else None  # the sample: a plain proc, made
+        sig = self.signature(first) if first is not None else None
+        reads = self._cluster_sig.get(cluster.id, frozenset()) | _NEGOTIATED_BY
+        if (first is None or plain is None or type(sig) is not int or not_negotiated(first)
+                or plain.may_own(cluster.shape_names, reads)):
+            for job in covered(block, listed):
+                one(job)
+            return
+        ac = self._ac_ids.get(sig)
+        if ac is None:
+            ac = self.autocluster_of(first, sig)
+        signature = self.signature
+
+        def alike(job: Job) -> bool:
+            return not job.own_names() or signature(job) == sig
+
+        n = plain_idle(cluster)
+        for job in made_covered(block, listed):
+            if alike(job):
+                n += 1
+            else:
+                one(job)  # a proc made and changed since (qedit): its own signature
+        self._member(groups, counts, samples, ac, _Run(cluster, (j for j in covered(block, listed) if alike(j))),
+                     n, first)
 
     def take(self, ac: Any, accept: Callable[[Job], bool] | None = None) -> Job | None:
         """The next member of autocluster ``ac`` (as offered) still idle and in the queue
@@ -203,7 +265,14 @@ class AutoClusters:
         skipped: list[Job] = []
         found = None
         while members:
-            cand = members.popleft()
+            head = members[0]
+            if type(head) is _Run:
+                cand = next(head.jobs, None)
+                if cand is None:
+                    members.popleft()
+                    continue
+            else:
+                cand = members.popleft()
             if not_negotiated(cand):
                 continue  # (qedit made it dedicated since it was offered)
             if not cand.busy and cand.status == IDLE and cand.cluster.holds(cand):
@@ -217,20 +286,46 @@ class AutoClusters:
         return found
 
 
-def _any_prio(idle: list[Job]) -> bool:
-    """Whether any job's ``JobPrio`` is set (non-zero), its cluster's looked at once."""
+class _Run:
+    """An autocluster's members from one cluster's block, made into Jobs as taken."""
+
+    __slots__ = ("cluster", "jobs")
+
+    def __init__(self, cluster: Cluster, jobs: Iterator[Job]) -> None:
+        self.cluster = cluster
+        self.jobs = jobs
+
+    @property
+    def owner(self) -> str:
+        return self.cluster.owner
+
+
+#: what decides whether the negotiator sees a job at all (``not_negotiated``), lower case
+_NEGOTIATED_BY = frozenset(("jobuniverse", "wantdedicated"))
+
+
+def _any_prio(entries: list[Any], listed: dict[Any, Any]) -> bool:
+    """Whether any job's ``JobPrio`` is set (non-zero), each cluster's ad looked at once
+    (a block's procs: those made into Jobs, and whether its plain ones may have one)."""
     clusters: dict[int, Any] = {}
-    for job in idle:
-        if "JobPrio" in job.own_names():
-            if job.get("JobPrio"):
-                return True
-            continue
-        c = job.cluster
+    for e in entries:
+        c = e.cluster
         if c.id not in clusters:
             clusters[c.id] = p = c.ad.get("JobPrio")
             if p:
                 return True
+        if type(e) is IdleBlock:
+            plain = c._plain
+            if plain is not None and plain.may_own(c.shape_names, _PRIO):
+                return True
+            if any("JobPrio" in j.own_names() and j.get("JobPrio") for j in made_covered(e, listed)):
+                return True
+        elif "JobPrio" in e.own_names() and e.get("JobPrio"):
+            return True
     return False
+
+
+_PRIO = frozenset(("jobprio",))
 
 
 __all__ = ["AutoClusters", "not_negotiated"]

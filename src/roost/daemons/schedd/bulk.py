@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from roost.core import jobpolicy as jp
+from roost.core import jobstates
 from roost.daemons.schedd.actions import status_allows
 from roost.daemons.schedd.jobqueue import Job, spellings
 from roost.daemons.schedd.userlog import LogBatch, log_paths
@@ -99,16 +100,25 @@ class BulkActions:
         on_slot: list[Job] = []
         landing: _Chunk | None = None
         now = time.time()
+        # per status, asked once: None (not applicable), else whether a job in it is on a slot
+        verdict: dict[int, bool | None] = {}
+
+        def judge(st: int) -> bool | None:
+            v = verdict[st] = (action is not None and st in _ON_A_SLOT) if (
+                action is None or status_allows(action, st)) else None
+            return v
+
         try:
             for i in range(0, len(jobs), CHUNK):
                 chunk: list[Job] = []
                 for job in jobs[i : i + CHUNK]:
-                    if not job.cluster.holds(job):
+                    if job.cluster._procs.get(job.proc) is not job:  # (Cluster.holds, inline)
                         continue
-                    if action is None:
-                        chunk.append(job)
-                    elif status_allows(action, job.status):
-                        (on_slot if job.status in _ON_A_SLOT else chunk).append(job)
+                    st = job.status
+                    v = verdict[st] if st in verdict else judge(st)
+                    if v is None:
+                        continue
+                    (on_slot if v else chunk).append(job)
                 if not chunk:
                     continue
                 prepared = prepare(chunk, now)
@@ -172,15 +182,23 @@ class BulkActions:
         of_cluster: dict[int, list[tuple[str, Formatter]]] = {}
         forms = self.life.userlogs.forms
 
+        last: list[Any] = [None, None, False]  # the cluster last asked for, its logs, whether its shape names one
+
         def logs(job: Job) -> list[tuple[str, Formatter]]:
+            cluster = job.cluster
+            if cluster is not last[0]:
+                got = of_cluster.get(cluster.id)
+                if got is None:
+                    get = cluster.ad.get
+                    got = of_cluster[cluster.id] = forms(log_paths(get), get)
+                last[:] = [cluster, got, not _LOG_NAMES.isdisjoint(cluster.shape_names)]
+            d = job._diff
+            if d is None or (type(d) is tuple and not last[2]):
+                return last[1]
             names = job.own_names()
             if names and not _LOG_NAMES.isdisjoint(names):
                 return forms(log_paths(job.get), job.get)
-            got = of_cluster.get(job.cluster.id)
-            if got is None:
-                get = job.cluster.ad.get
-                got = of_cluster[job.cluster.id] = forms(log_paths(get), get)
-            return got
+            return last[1]
 
         return logs
 
@@ -202,7 +220,7 @@ class BulkActions:
             cid, proc = job.cluster.id, job.proc
             batch.add_alike(paths(job), sample, cid, proc, job.owner, job.get,
                             lambda cid=cid, proc=proc: [AbortedEvent(cid, proc, now, reason=reason)])
-            life._leave_spool(job)
+        _leave_spool_many(life, chunk)
         ops = life.queue.finish_many(changes, jp.REMOVED, int(now))
         notifier = life.notifier
 
@@ -220,12 +238,22 @@ class BulkActions:
         paths = self._logs()
         rows: dict[str, list[Any]] = {}
         sample: Event = HeldEvent(0, 0, now, reason=reason, code=code, subcode=subcode)
+        # per cluster and status, what a proc without hold counts of its own gets (it
+        # reads its cluster's): built and checked against the state table once, not per job
+        alike: dict[tuple[int, int], dict[str, Any]] = {}
         for job in chunk:
             job.claim = None
             life.runners.pop(job.key, None)
             job.busy = False
-            attrs = life._hold_attrs(job, reason, code, subcode)
-            for sql, params in life.set_ops(job, attrs, jp.HELD, now):
+            names = job.own_names()
+            key = (job.cluster.id, job.status)
+            attrs = alike.get(key) if not names or _HOLD_COUNTS.isdisjoint(names) else None
+            if attrs is None:
+                attrs = life._hold_attrs(job, reason, code, subcode)
+                attrs.update(_moving(job.status, jp.HELD, now))
+                if not names or _HOLD_COUNTS.isdisjoint(names):
+                    alike[key] = attrs
+            for sql, params in life.queue.set(job, attrs, jp.HELD):
                 rows.setdefault(sql, []).append(params)
             cid, proc = job.cluster.id, job.proc
             batch.add_alike(paths(job), sample, cid, proc, job.owner, job.get,
@@ -247,8 +275,14 @@ class BulkActions:
         paths = self._logs()
         rows: dict[str, list[Any]] = {}
         sample = ReleasedEvent(0, 0, now, reason=reason)
+        moves: dict[int, dict[str, Any]] = {}  # per status: what leaving it sets (checked once)
         for job in chunk:
-            for sql, params in life.set_ops(job, release_attrs(job, reason), jp.IDLE, now):
+            attrs = release_attrs(job, reason)
+            move = moves.get(job.status)
+            if move is None:
+                move = moves[job.status] = _moving(job.status, jp.IDLE, now)
+            attrs.update(move)
+            for sql, params in life.queue.set(job, attrs, jp.IDLE):
                 rows.setdefault(sql, []).append(params)
             cid, proc = job.cluster.id, job.proc
             batch.add_alike(paths(job), sample, cid, proc, job.owner, job.get,
@@ -272,6 +306,38 @@ class BulkActions:
             for sql, params in life.set_ops(job, job.spelled(values, cn)):
                 rows.setdefault(sql, []).append(params)
         return self._submit(chunk, _many(rows), LogBatch(life.userlogs))
+
+
+def _leave_spool_many(life: JobLifecycle, jobs: list[Job]) -> None:
+    """``JobLifecycle._leave_spool`` of each of ``jobs``, looked at only where its
+    cluster or the proc itself has what would stay behind (not two lookups per job)."""
+    if life.spool_root is None and life.checkpoints is None:
+        return
+    cluster_has: dict[int, bool] = {}
+    for job in jobs:
+        c = job.cluster
+        has = cluster_has.get(c.id)
+        if has is None:
+            has = cluster_has[c.id] = any(c.ad.get(n) is not None for n in _SPOOL_NAMES)
+        if has or not _SPOOL_NAMES.isdisjoint(job.own_names()):
+            life._leave_spool(job)
+
+
+_SPOOL_NAMES = frozenset(("StageInStart", "LastCheckpointTime"))  # what _leave_spool reads
+
+
+def _moving(old: int, new: int, now: float) -> dict[str, Any]:
+    """What ``JobLifecycle.set_ops`` adds to a move from ``old`` to ``new`` (refused as
+    it refuses one the job state table has not); nothing when the status stays."""
+    if old == new:
+        return {}
+    if not jobstates.is_move(old, new):
+        raise jobstates.IllegalMove(f"no event moves a job from {jp.STATUS_NAMES.get(old, old)} "
+                                    f"to {jp.STATUS_NAMES.get(new, new)}")
+    return jp.transition_attrs(old, new, now)
+
+
+_HOLD_COUNTS = frozenset(("NumHolds", "NumHoldsByReason"))  # what _hold_attrs reads of the job
 
 
 def _many(rows: dict[str, list[Any]]) -> list[Any]:

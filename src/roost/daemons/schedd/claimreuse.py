@@ -45,12 +45,11 @@ class ClaimReuse:
             return None
         if owner is None:
             return None
-        idle = self.queue.idle.get(owner)
-        if not idle:
+        if not self.queue.idle.get(owner):
             return None
         signature = self.autoclusters.signature
         tried = 0
-        for job in self._candidates(owner, idle):
+        for job in self._candidates(owner):
             if job.busy or job.status != jp.IDLE or not_negotiated(job):
                 continue
             if submitter is not None and self.submitter_of(job.cluster) != submitter:
@@ -65,12 +64,13 @@ class ClaimReuse:
                 break
         return None
 
-    def _candidates(self, owner: str, idle: dict[Job, Job]) -> list[Job]:
+    def _candidates(self, owner: str) -> list[Job]:
         """The idle jobs a reused claim tries, best first: by ``JobPrio`` (higher first),
         then submit order, as GET_REQUESTS orders them. Without priorities, the first
-        64 in submit order; with them, also the first idle procs of every cluster that
-        sets ``JobPrio``, so a later, more urgent job is not left behind."""
-        window = list(itertools.islice(idle.values(), 64))
+        64 in submit order (of a block of plain procs, only those 64 made into Jobs);
+        with them, also the first idle procs of every cluster that sets ``JobPrio``, so
+        a later, more urgent job is not left behind."""
+        window = list(itertools.islice(self.queue.idle_jobs(owner), 64))
         prio_clusters = self._prio_clusters(owner)
         if not prio_clusters:
             return window
@@ -79,7 +79,7 @@ class ClaimReuse:
             cluster = self.queue.clusters.get(cid)
             if cluster is None or not cluster.counts.get(jp.IDLE):
                 continue
-            for job in itertools.islice((j for j in cluster.procs.values() if j in idle), 64):
+            for job in itertools.islice((j for j in cluster.procs.values() if self.queue.is_idle(j)), 64):
                 if job.key not in seen:
                     seen.add(job.key)
                     window.append(job)

@@ -94,13 +94,14 @@ def waiting_entries(queue: JobQueue, autoclusters: AutoClusters, submitter_of: C
     once. ``samples``, when given, gets one job of each key (an autocluster's jobs
     match alike: one stands for all in the never-home analysis)."""
     groups: dict[str, _Group] = {}
-    for jobs in queue.idle.values():
+    for owner in list(queue.idle):
         # a run of one cluster's procs without differences of their own: one autocluster,
         # one WantFlocking, one entered time (the cluster's), so each costs a count
+        # (a block's plain procs are made into Jobs here: idleblocks.py)
         run_cluster: Any = None
         run_group: _Group | None = None
         run_want = 0
-        for job in jobs.values():
+        for job in queue.idle_jobs(owner):
             if job.busy or job.status != jp.IDLE:
                 continue
             plain = not job.own_names()

@@ -39,8 +39,16 @@ from typing import Any
 
 from roost.core.jobpolicy import COMPLETED, IDLE, REMOVED, RUNNING, STATUS_NAMES, SUSPENDED
 from roost.daemons.schedd.bulkgc import no_gc
+from roost.daemons.schedd.idleblocks import IdleBlock, block_of, covered
 from roost.daemons.schedd.plainprocs import Plain
 from roost.daemons.schedd.procshape import shape_of
+from roost.daemons.schedd.queuefinish import (
+    _DELETE_PROC,
+    _INSERT_HISTORY,
+    _NOT_IN_DIFF,
+    _UPSERT_PROC,
+    finish_many,
+)
 from roost.daemons.schedd.queuejobs import (
     _PLAIN_STATUSES,
     _PROCID_OF,
@@ -53,14 +61,6 @@ from roost.daemons.schedd.queuejobs import (
 from roost.daemons.schedd.queueload import load_into
 from roost.daemons.schedd.store import Op, Store, dumps
 
-# Attributes a job keeps in its procs row columns rather than in the diff.
-_NOT_IN_DIFF = ("ProcId", "JobStatus")
-_DELETE_PROC = "DELETE FROM procs WHERE cluster = ? AND proc = ?"
-_INSERT_HISTORY = "INSERT OR REPLACE INTO history (cluster, proc, owner, completion, status, ad) VALUES (?, ?, ?, ?, ?, ?)"
-_UPSERT_PROC = ("INSERT INTO procs (cluster, proc, status, diff, claim) VALUES (?, ?, ?, ?, ?) "
-                "ON CONFLICT(cluster, proc) DO UPDATE SET status = excluded.status, diff = excluded.diff, "
-                "claim = excluded.claim")
-
 
 class JobQueue:
     """Clusters and procs in memory, mirrored durably by ``Store``."""
@@ -71,10 +71,11 @@ class JobQueue:
         self.totals: dict[int, int] = {}
         self.owner_totals: dict[str, dict[int, int]] = {}
         # Idle jobs not yet handed to a claim, per owner, in submit order (dicts as ordered
-        # sets, keyed by the Job itself: hashed by identity, no key tuple per job to make);
-        # None until first asked for after a load (``idle``): a restart with a million idle
-        # jobs makes none of them into Jobs until a negotiation (or a query) wants them
-        self._idle: dict[str, dict[Job, Job]] | None = {}
+        # sets, keyed by the Job itself: hashed by identity, no key tuple per job to make),
+        # a cluster with plain procs as one IdleBlock (idleblocks.py: its procs are made
+        # into Jobs only as they are handed out); None until first asked for after a load
+        self._idle: dict[str, dict[Any, Any]] | None = {}
+        self._blocks: dict[int, IdleBlock] = {}  # cluster id -> its block in the idle lists
         self.running: dict[tuple[int, int], Job] = {}
         self.next_cluster = 1
         self.reserved: set[int] = set()
@@ -86,20 +87,56 @@ class JobQueue:
         self._shape_from: dict[int, int] = {}  # (while loading) the first shaped proc of each cluster
 
     @property
-    def idle(self) -> dict[str, dict[Job, Job]]:
-        """Idle jobs not handed to a claim, per owner (made at the first ask after a
-        load: every cluster's procs in cluster and proc order, as a load used to)."""
+    def idle(self) -> dict[str, dict[Any, Any]]:
+        """Idle jobs not handed to a claim, per owner: Jobs and IdleBlocks (made at the
+        first ask after a load, in cluster order: a cluster with plain procs as its block,
+        another's idle jobs in proc order). ``idle_jobs`` gives the Jobs."""
         if self._idle is None:
-            idle: dict[str, dict[Job, Job]] = {}
+            idle: dict[str, dict[Any, Any]] = {}
             with no_gc():
                 for cluster in self.clusters.values():
                     if cluster.counts.get(IDLE):
                         per = idle.setdefault(cluster.owner, {})
+                        block = block_of(cluster)
+                        if block is not None:
+                            per[block] = block
+                            self._blocks[cluster.id] = block
+                            continue
                         for job in cluster.procs.values():
                             if job.status == IDLE and not job.busy:
                                 per[job] = job
             self._idle = idle
         return self._idle
+
+    def idle_jobs(self, owner: str) -> Iterator[Job]:
+        """The owner's idle jobs not handed to a claim, in the idle list's order (a
+        block's plain procs made into Jobs as they are reached: take what you need)."""
+        listed = self.idle.get(owner)
+        if not listed:
+            return
+        for entry in list(listed):
+            if type(entry) is IdleBlock:
+                if self.clusters.get(entry.cluster.id) is entry.cluster:
+                    yield from covered(entry, listed)
+            elif entry.status == IDLE and not entry.busy and entry in listed:
+                yield entry
+
+    def is_idle(self, job: Job) -> bool:
+        """Whether ``job`` is in the idle lists (on its own or in its cluster's block)."""
+        if job.status != IDLE or job.busy or not job.cluster.holds(job):
+            return False
+        listed = self.idle.get(job.cluster.owner)
+        if listed is not None and job in listed:
+            return True
+        block = self._blocks.get(job.cluster.id)
+        return block is not None and listed is not None and block in listed and block.covers(job.proc)
+
+    def _drop_block(self, cluster: Cluster) -> None:
+        block = self._blocks.pop(cluster.id, None)
+        if block is not None and self._idle is not None:
+            per = self._idle.get(cluster.owner)
+            if per is not None:
+                per.pop(block, None)
 
     def has_idle(self) -> bool:
         """Whether any job waits for a claim (asked without making the idle lists)."""
@@ -137,7 +174,11 @@ class JobQueue:
         cid = cluster.id
         if counts.get(IDLE) and self._idle is not None:
             idle = self.idle.setdefault(owner, {})
-            if counts[IDLE] == cluster.size():  # (new jobs: none is busy yet)
+            block = block_of(cluster)
+            if block is not None:  # plain procs: listed as one entry (idleblocks.py)
+                idle[block] = block
+                self._blocks[cid] = block
+            elif counts[IDLE] == cluster.size():  # (new jobs: none is busy yet)
                 procs = cluster.procs
                 idle.update(zip(procs.values(), procs.values()))
             else:
@@ -170,6 +211,15 @@ class JobQueue:
                 self.running[job.key] = job
             else:
                 self.running.pop(job.key, None)
+
+    def _count_many(self, cluster: Cluster, status: int, delta: int) -> None:
+        """The counters of ``_count`` for ``delta`` procs of ``cluster`` at once (the
+        idle and running lists are the caller's)."""
+        self.totals[status] = self.totals.get(status, 0) + delta
+        per = self.owner_totals.setdefault(cluster.owner, {})
+        per[status] = per.get(status, 0) + delta
+        cc = cluster.counts
+        cc[status] = cc.get(status, 0) + delta
 
     # -- lookups ---------------------------------------------------------------------------
     def job(self, cid: int, proc: int) -> Job | None:
@@ -264,9 +314,9 @@ class JobQueue:
             # proc 0 of `arguments = $(Process)` differs in nothing: its values are the cluster ad's
             skip = 1 if n > 1 and len(diffs[0]) == 1 else 0
             found = None if sum(map(len, diffs)) == n else shape_of(diffs[skip:], ids[0] + skip)
-            # while the idle lists are not made (a schedd that has not negotiated since it
-            # started), the procs stay ranges as after a load: Jobs when touched
-            lazy = self._idle is None and status in _PLAIN_STATUSES
+            # the procs stay ranges as after a load, Jobs when touched (in the idle lists
+            # as one block: idleblocks.py)
+            lazy = status in _PLAIN_STATUSES
             if found is not None:  # a million procs that differ alike
                 cluster.shape, values = found
                 if lazy:
@@ -360,6 +410,7 @@ class JobQueue:
         if idle:
             for job in cluster.touched():
                 idle.pop(job, None)
+        self._drop_block(cluster)
 
     def set(self, job: Job, attrs: dict[str, Any], status: int | None = None) -> list[Op]:
         """Set attributes (and maybe the status) on a job in the queue."""
@@ -409,48 +460,9 @@ class JobQueue:
         return ops
 
     def finish_many(self, changes: Iterable[tuple[Job, dict[str, Any]]], status: int, completion: int) -> list[Op]:
-        """``set`` then ``to_history`` for many jobs (condor_rm of a big queue): each
-        job's ``attrs`` and the final ``status`` set, its row deleted and its history row
-        written, all as three statements however many jobs there are, and no row update
-        for a row about to go. Jobs no longer in the queue are passed over."""
-        first: list[Op] = []
-        deletes: list[tuple[int, int]] = []
-        tombstones: dict[int, list[tuple[Any, ...]]] = {}  # sparse clusters' GONE rows, per cluster
-        rows: list[tuple[Any, ...]] = []
-        left: list[Op] = []
-        for job, attrs in changes:
-            cluster = job.cluster
-            if not cluster.holds(job):
-                continue
-            if cluster.id not in self._history_cluster:
-                first += self._history_cluster_ops(cluster)
-            d = job.diff
-            if d is None:
-                d = job.diff = {}
-            for k, v in attrs.items():
-                if k not in _NOT_IN_DIFF:
-                    d[k] = v
-            self._count(job, job.status, -1)
-            job.status = status
-            cluster.drop(job)
-            cluster.finished += 1
-            if cluster.sparse:
-                tombstones.setdefault(cluster.id, []).append((cluster.id, job.proc, GONE, None, None))
-            else:
-                deletes.append((cluster.id, job.proc))
-            rows.append((cluster.id, job.proc, cluster.owner, completion, status, dumps(job.own_obj())))
-            if not cluster.size():
-                tombstones.pop(cluster.id, None)  # its procs rows all go with it
-                left += self._cluster_left(cluster)
-        if not rows:
-            return []
-        ops = first
-        if deletes:
-            ops.append((_DELETE_PROC, deletes, True))
-        gone = [row for part in tombstones.values() for row in part]
-        if gone:
-            ops.append((_UPSERT_PROC, gone, True))
-        return [*ops, (_INSERT_HISTORY, rows, True), *left]
+        """``set`` then ``to_history`` for many jobs (condor_rm of a big queue), as three
+        statements however many jobs there are (queuefinish.py)."""
+        return finish_many(self, changes, status, completion)
 
     @staticmethod
     def _gone_op(cluster: Cluster, proc: int) -> Op:
@@ -473,6 +485,7 @@ class JobQueue:
         """The last proc of ``cluster`` left the queue: the cluster goes too (its size
         kept a while for WAIT_JOBS); the operations that delete its rows."""
         del self.clusters[cluster.id]
+        self._drop_block(cluster)
         self._history_cluster.discard(cluster.id)
         self.gone[cluster.id] = cluster.finished
         if len(self.gone) > 10000:

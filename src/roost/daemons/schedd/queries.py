@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import logging
 import re
+from itertools import islice
 from typing import Any
 
 from roost.classad import ClassAd, ExprTree
@@ -23,8 +24,9 @@ from roost.classad.unparse import unparse
 from roost.core import jobpolicy as jp
 from roost.core.accounting_user import ATTRS_LOWER as ACCOUNTING_ATTRS
 from roost.core.accounting_user import with_edits
+from roost.core.jobstates import USER_ACTIONS
 from roost.daemons.schedd.access import QueueRights
-from roost.daemons.schedd.actions import ACT_ACTIONS, status_allows
+from roost.daemons.schedd.actions import ACT_ACTIONS
 from roost.daemons.schedd.jobqueue import Job
 from roost.daemons.schedd.lifecycle import JobLifecycle
 from roost.daemons.security import peer_user
@@ -255,6 +257,14 @@ class QueueCalls:
         takes seconds, and the schedd answers others meanwhile. (``queue.select`` copies
         each cluster's procs before it walks them, so changes meanwhile are safe.)"""
         out: list[Job] = []
+        text = req.get("constraint")  # a literal (`rm -all` sends "true"): asked once, not per job
+        every = _literal(self._constraint(text)[0]) if text else True
+        if every is not None:  # every job selected (or none): taken a tick at a time
+            jobs = self.queue.select(self._ids_arg(req.get("ids")), owner) if every else iter(())
+            while len(part := list(islice(jobs, MATCH_TICK))) == MATCH_TICK:
+                out += part
+                await asyncio.sleep(0)
+            return out + part
         for job in self._matching(req, owner, tick=MATCH_TICK):
             if job is None:
                 await asyncio.sleep(0)
@@ -361,15 +371,17 @@ class QueueCalls:
         matched = await self._matching_now(req, owner)
         # another user's jobs are named back (they are in `roost q` for all to see), so
         # the tool can say "Permission denied" rather than "not found", as condor_rm does
-        denied = [job.id for job in matched if restrict is not None and job.owner != restrict]
-        mine = [job for job in matched if restrict is None or job.owner == restrict]
-        jobs = [job for job in mine if status_allows(action, job.status)]
+        allowed = USER_ACTIONS.get(action, ())  # (not a call per job: rm -all of 100,000)
+        denied = [job.id for job in matched if job.owner != restrict] if restrict is not None else []
+        mine = [job for job in matched if job.owner == restrict] if denied else matched
+        jobs = [job for job in mine if job.status in allowed]
         # condor_rm's per-job results (HTCondor's action_result_t codes): 1 done, 2 not
         # found, 3 bad status, 4 already done, 5 permission denied
-        results: dict[str, int] = {j: AR_DENIED for j in denied}
-        for job in mine:
-            if not status_allows(action, job.status):
-                results[job.id] = _refusal(action, job.status)
+        results: dict[str, int] = dict.fromkeys(denied, AR_DENIED)
+        if len(jobs) < len(mine):
+            for job in mine:
+                if job.status not in allowed:
+                    results[job.id] = _refusal(action, job.status)
         for t in req.get("ids") or ():
             if "." in t:
                 c, p = self.queue.parse_id(t)
@@ -402,7 +414,7 @@ class QueueCalls:
             # when its manager is not there to remove them (held, or killed meanwhile)
             # (a set beside the list: `in` over the list made rm -all of 100,000 jobs quadratic)
             seen = set(done)
-            others = {job.get("OtherJobRemoveRequirements") for job in removed}
+            others = _other_removals(removed)
             for text in others:
                 if isinstance(text, str) and text.strip():
                     try:
@@ -647,6 +659,30 @@ def batch_summary(queue: Any, owner: str | None, projection: list[str], jobs: An
         if job.proc > entry[3]:
             entry[3] = job.proc
     return {"clusters": clusters, "jobs": listed, "counts": counts}
+
+
+def _literal(expr: Any) -> bool | None:
+    """A constraint that is a literal: whether it holds (for every job alike); None else."""
+    if not isinstance(getattr(expr, "node", None), Literal):
+        return None
+    try:
+        return expr.eval(ClassAd()) is True
+    except Exception:
+        return False
+
+
+def _other_removals(removed: list[Job]) -> set[Any]:
+    """The ``OtherJobRemoveRequirements`` of ``removed``: each cluster's read once, a
+    proc's own only where it has one (not a lookup per job of 100,000)."""
+    out: set[Any] = set()
+    clusters: set[int] = set()
+    for job in removed:
+        if "OtherJobRemoveRequirements" in job.own_names():
+            out.add(job.get("OtherJobRemoveRequirements"))
+        elif job.cluster.id not in clusters:
+            clusters.add(job.cluster.id)
+            out.add(job.cluster.ad.get("OtherJobRemoveRequirements"))
+    return out
 
 
 def _accepts(expr: Any, refs: set[str] | None, ad: dict[str, Any]) -> bool:
