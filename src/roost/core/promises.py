@@ -48,6 +48,7 @@ class Promise:
     pending: deque[dict[str, float]] = field(default_factory=deque)  # oldest first; {} for a static slot
     static: bool = True
     charges: deque[Charge | None] = field(default_factory=deque)  # one per pending entry
+    lapses: deque[float] = field(default_factory=deque)  # when each pending entry lapses (oldest first)
 
 
 # What to do with a slot this cycle: offer it as is, withhold it, or offer it
@@ -71,23 +72,34 @@ class PromiseBook:
         p = self.promises.get(slot)
         if p is None:
             p = self.promises[slot] = Promise(answered, now + self.hold)
-        self._settle(p, answered)
+        self._settle(p, answered, now)
         p.expires = now + self.hold
         p.pending.append(dict(taken))
         p.charges.append(charge)
+        p.lapses.append(now + self.hold)
         if taken:
             p.static = False
 
     @staticmethod
-    def _settle(p: Promise, answered: int) -> None:
+    def _settle(p: Promise, answered: int, now: float) -> None:
+        """Entries that lapsed go first (each its own: a match whose claim request never
+        reached the startd must not live on with a later match's time, and then be
+        settled by that match's request, leaving the kept one withheld for a whole
+        hold); then each step of the startd's count settles the oldest left."""
+        while p.lapses and p.lapses[0] <= now:
+            p.lapses.popleft()
+            p.pending.popleft()
+            p.charges.popleft()
         if answered > p.seen:
             for _ in range(min(answered - p.seen, len(p.pending))):
                 p.pending.popleft()
                 p.charges.popleft()
+                p.lapses.popleft()
             p.seen = answered
         elif answered < p.seen:  # the startd restarted: its old promises mean nothing now
             p.pending.clear()
             p.charges.clear()
+            p.lapses.clear()
             p.seen = answered
 
     def charges(self, answered: Mapping[str, int], now: float) -> list[Charge]:
@@ -98,7 +110,7 @@ class PromiseBook:
         for slot, p in self.promises.items():
             if p.expires <= now or slot not in answered:
                 continue
-            self._settle(p, answered[slot])
+            self._settle(p, answered[slot], now)
             out += [c for c in p.charges if c is not None]
         return out
 
@@ -110,7 +122,7 @@ class PromiseBook:
         if p.expires <= now:
             del self.promises[slot]
             return OFFER
-        self._settle(p, answered)
+        self._settle(p, answered, now)
         if not p.pending:
             del self.promises[slot]
             return OFFER

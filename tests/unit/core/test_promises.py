@@ -89,3 +89,17 @@ def test_lapsed_promises_on_slots_no_cycle_checks_are_dropped():
     assert book.check("fresh", 0, now=12) == WITHHOLD
     book.drop_lapsed(now=18)
     assert book.next_expiry() is None
+
+
+def test_a_match_whose_request_never_came_lapses_on_its_own_time_not_a_later_ones():
+    """A schedd cut off from the startd never sends the claim request: that promise lapses
+    after its own hold. A later match on the slot must not extend it, and the later
+    match's answered request must settle the later match, not the lapsed one (issue 27's
+    four-host faults test: the slot was withheld 20 s more and a job waited for nothing)."""
+    book = PromiseBook(hold=20)
+    book.note("p", 3, ONE, now=0)  # its schedd never reaches the startd
+    assert book.check("p", 3, now=19.8) == ONE  # still promised: one CPU of two left
+    book.note("p", 3, ONE, now=19.8)  # the one CPU left, to another job
+    assert book.check("p", 3, now=20.1) == ONE  # the first lapsed; the second is outstanding
+    assert book.check("p", 4, now=22) == OFFER  # the second's request answered: nothing promised
+    assert book.charges({"p": 4}, now=22) == []
