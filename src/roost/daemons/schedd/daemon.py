@@ -19,13 +19,13 @@ import logging
 import os
 import pwd
 import sys
-import time
 from typing import Any
 
 from roost.classad.unparse import quote
 from roost.core import jobpolicy as jp
 from roost.core.accounting_user import ALLOW_OTHER_KNOB
 from roost.daemons.base import Daemon, local_name_arg
+from roost.daemons.profiling import Profiled
 from roost.daemons.schedd import runners
 from roost.daemons.schedd.access import QueueRights
 from roost.daemons.schedd.autocluster_ids import AutoClusters
@@ -62,13 +62,11 @@ from roost.vocabulary import JobStatus
 
 log = logging.getLogger("roost.schedd")
 
-#: a file name: the schedd runs under cProfile (the event loop thread's CPU time) and
-#: writes its statistics there every PROFILE_EVERY seconds and when it stops
-#: (bench/rm_bench.py --profile: where the CPU of ``rm -all`` goes), as the startd's
-#: ROOST_STARTD_PROFILE
+#: ROOST_SCHEDD_PROFILE names a file: the schedd runs under cProfile and writes its
+#: statistics there every 5 s and when it stops (bench/rm_bench.py --profile: where the
+#: CPU of ``rm -all`` goes), as the startd's ROOST_STARTD_PROFILE
 PROFILE_ENV = "ROOST_SCHEDD_PROFILE"
-PROFILE_EVERY = 5.0
-_profiler: Any = None  # the cProfile.Profile of a profiled run
+_profiled = Profiled(PROFILE_ENV, 5.0)
 
 
 class Schedd(Daemon):
@@ -305,8 +303,8 @@ class Schedd(Daemon):
             self.spawn(self.flocking.loop(), "flocking")
         if jobs.queue.has_idle():  # (the idle lists are made when the negotiator asks)
             self.reschedule()
-        if _profiler is not None:
-            self.every(PROFILE_EVERY, _dump_profile, "profile")
+        if _profiled.on:
+            self.every(_profiled.every, _profiled.dump, "profile")
 
     async def stop(self) -> None:
         if self.dedicated is not None:
@@ -493,20 +491,8 @@ def main() -> None:
     """Run the schedd. One that stopped cleanly (queue file closed and synced, logs
     written, helper threads joined) leaves at once: freeing a million jobs object by
     object at interpreter exit took ~0.35 s of every restart."""
-    global _profiler
     local = local_name_arg(sys.argv[1:])
-    out = os.environ.get(PROFILE_ENV)
-    if out:
-        # lazy: only a profiled run (a bench) pays for the profiler's import
-        import cProfile
-
-        _profiler = cProfile.Profile(time.thread_time)  # CPU, not wall time on a busy host
-        try:
-            status = _profiler.runcall((Schedd(local_name=local) if local else Schedd()).run)
-        finally:
-            _profiler.dump_stats(out)
-    else:
-        status = (Schedd(local_name=local) if local else Schedd()).run()
+    status = _profiled.run((Schedd(local_name=local) if local else Schedd()).run)
     if status != 0:
         sys.exit(status)
     logging.shutdown()
@@ -514,16 +500,6 @@ def main() -> None:
     sys.stderr.flush()
     os._exit(0)
 
-
-async def _dump_profile() -> None:
-    """Write the statistics so far (a schedd stopped with SIGKILL writes nothing at its end)."""
-    out = os.environ.get(PROFILE_ENV)
-    if _profiler is not None and out:
-        _profiler.disable()
-        try:
-            _profiler.dump_stats(out)
-        finally:
-            _profiler.enable()
 
 
 __all__ = ["Schedd", "main"]

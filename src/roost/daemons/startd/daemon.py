@@ -49,6 +49,7 @@ from roost.core import ownerpolicy as op
 from roost.core import slots as core
 from roost.core.slots import Slot, SlotConfigError
 from roost.daemons.base import AdvertisedAd, CannotStart, Daemon, run
+from roost.daemons.profiling import Profiled
 from roost.daemons.startd import criu, jobcommand, launch, resources, slotconfig
 from roost.daemons.startd.cgroups import JobCgroups
 from roost.daemons.startd.claims import Claims
@@ -71,12 +72,11 @@ from roost.net.client import AsyncClient
 from roost.net.errors import RequestError
 from roost.net.server import Handler
 
-#: a file name: the startd runs under cProfile and writes its statistics there every
-#: PROFILE_EVERY seconds and when it stops (bench/running_bench.py --profile: where the
-#: startd's CPU per job start goes)
+#: ROOST_STARTD_PROFILE names a file: the startd runs under cProfile and writes its
+#: statistics there every 15 s and when it stops (bench/running_bench.py --profile: where
+#: the startd's CPU per job start goes)
 PROFILE_ENV = "ROOST_STARTD_PROFILE"
-PROFILE_EVERY = 15.0
-_profiler: Any = None  # the cProfile.Profile of a profiled run
+_profiled = Profiled(PROFILE_ENV, 15.0)
 # HTCondor's Requirements written by condor_submit test split(TARGET.CondorVersion)[1].
 CONDOR_VERSION = "$CondorVersion: 25.12.0 2026-01-01 BuildID: roost $"
 _GONE = object()  # not in the last ad
@@ -260,8 +260,8 @@ class Startd(Daemon):
         if self.glidein.active:
             self.log.info("glide-in: ends at %s, idle limit %g s", self.glidein.end_time, self.glidein.policy.idle_timeout)
             self.every(self.glidein.interval, self.glidein.poll, "glidein")
-        if _profiler is not None:
-            self.every(PROFILE_EVERY, _dump_profile, "profile")
+        if _profiled.on:
+            self.every(_profiled.every, _profiled.dump, "profile")
 
     async def stop(self) -> None:
         claims = self.claims
@@ -580,30 +580,7 @@ class Startd(Daemon):
 
 
 def main() -> None:
-    global _profiler
-    out = os.environ.get(PROFILE_ENV)
-    if not out:
-        run(Startd)
-        return
-    # lazy: only a profiled run (a bench) pays for the profiler's import
-    import cProfile
-
-    _profiler = cProfile.Profile(time.thread_time)  # the event loop thread's CPU, not wall time on a busy host
-    try:
-        _profiler.runcall(run, Startd)
-    finally:
-        _profiler.dump_stats(out)
-
-
-async def _dump_profile() -> None:
-    """Write the statistics so far (a startd stopped with SIGKILL writes nothing at its end)."""
-    out = os.environ.get(PROFILE_ENV)
-    if _profiler is not None and out:
-        _profiler.disable()
-        try:
-            _profiler.dump_stats(out)
-        finally:
-            _profiler.enable()
+    _profiled.run(lambda: run(Startd))
 
 
 def changed_ad(hit: list[Any], attrs: dict[str, Any], owner: dict[str, Any]) -> ClassAd:
