@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from roost.classad import ClassAd, ExprTree, Value
+from roost.core import jobstates
 from roost.vocabulary import JobStatus
 
 # the job statuses under the names the schedd's modules use (roost.vocabulary defines them)
@@ -234,6 +235,18 @@ def has_periodic(ad_obj: dict[str, Any]) -> bool:
 def transition_attrs(old_status: int, new_status: int, now: float) -> dict[str, Any]:
     """Attributes every status change sets (HTCondor keeps both on the job)."""
     return {"LastJobStatus": old_status, "JobStatus": new_status, "EnteredCurrentStatus": int(now)}
+
+
+def move_attrs(old: int, new: int, now: float, who: str = "") -> dict[str, Any]:
+    """What a move from status ``old`` to ``new`` sets (:func:`transition_attrs`);
+    nothing when the status stays. IllegalMove (its message led by ``who``) for a move
+    the job state table has not."""
+    if old == new:
+        return {}
+    if not jobstates.is_move(old, new):
+        raise jobstates.IllegalMove(f"{who}no event moves a job from {STATUS_NAMES.get(old, old)} "
+                                    f"to {STATUS_NAMES.get(new, new)}")
+    return transition_attrs(old, new, now)
 
 
 def hold_attrs(reason: str, code: int, subcode: int = 0) -> dict[str, Any]:

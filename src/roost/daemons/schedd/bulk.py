@@ -24,7 +24,6 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from roost.core import jobpolicy as jp
-from roost.core import jobstates
 from roost.daemons.schedd.actions import status_allows
 from roost.daemons.schedd.jobqueue import Job, spellings
 from roost.daemons.schedd.userlog import LogBatch, log_paths
@@ -250,7 +249,7 @@ class BulkActions:
             attrs = alike.get(key) if not names or _HOLD_COUNTS.isdisjoint(names) else None
             if attrs is None:
                 attrs = life._hold_attrs(job, reason, code, subcode)
-                attrs.update(_moving(job.status, jp.HELD, now))
+                attrs.update(jp.move_attrs(job.status, jp.HELD, now))
                 if not names or _HOLD_COUNTS.isdisjoint(names):
                     alike[key] = attrs
             for sql, params in life.queue.set(job, attrs, jp.HELD):
@@ -280,7 +279,7 @@ class BulkActions:
             attrs = release_attrs(job, reason)
             move = moves.get(job.status)
             if move is None:
-                move = moves[job.status] = _moving(job.status, jp.IDLE, now)
+                move = moves[job.status] = jp.move_attrs(job.status, jp.IDLE, now)
             attrs.update(move)
             for sql, params in life.queue.set(job, attrs, jp.IDLE):
                 rows.setdefault(sql, []).append(params)
@@ -324,17 +323,6 @@ def _leave_spool_many(life: JobLifecycle, jobs: list[Job]) -> None:
 
 
 _SPOOL_NAMES = frozenset(("StageInStart", "LastCheckpointTime"))  # what _leave_spool reads
-
-
-def _moving(old: int, new: int, now: float) -> dict[str, Any]:
-    """What ``JobLifecycle.set_ops`` adds to a move from ``old`` to ``new`` (refused as
-    it refuses one the job state table has not); nothing when the status stays."""
-    if old == new:
-        return {}
-    if not jobstates.is_move(old, new):
-        raise jobstates.IllegalMove(f"no event moves a job from {jp.STATUS_NAMES.get(old, old)} "
-                                    f"to {jp.STATUS_NAMES.get(new, new)}")
-    return jp.transition_attrs(old, new, now)
 
 
 _HOLD_COUNTS = frozenset(("NumHolds", "NumHoldsByReason"))  # what _hold_attrs reads of the job

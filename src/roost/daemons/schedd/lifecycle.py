@@ -21,7 +21,6 @@ from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
 from roost.core import jobpolicy as jp
-from roost.core import jobstates
 from roost.core.spooling import job_spool_dir
 from roost.daemons.schedd.actions import status_allows
 from roost.daemons.schedd.bulk import BulkActions, release_attrs
@@ -170,12 +169,7 @@ class JobLifecycle:
 
     def set_ops(self, job: Job, attrs: dict[str, Any], status: int | None = None, now: float | None = None) -> list[Any]:
         if status is not None and status != job.status:
-            if not jobstates.is_move(job.status, status):  # the job state table's moves only
-                raise jobstates.IllegalMove(
-                    f"job {job.id}: no event moves a job from {jp.STATUS_NAMES.get(job.status, job.status)} "
-                    f"to {jp.STATUS_NAMES.get(status, status)}")
-            attrs = dict(attrs)
-            attrs.update(jp.transition_attrs(job.status, status, now or time.time()))
+            attrs = {**attrs, **jp.move_attrs(job.status, status, now or time.time(), f"job {job.id}: ")}
         return self.queue.set(job, attrs, status)
 
     @staticmethod
