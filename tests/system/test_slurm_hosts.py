@@ -168,6 +168,9 @@ def test_a_node_lost_and_the_grid_manager_killed_rerun_the_job_on_the_other_node
     other = site.submit(work, GRID.format(secs=6, n=1).replace("out.$(Process)", "other").replace("job.log", "o.log"))
     lost_node, other_node = site.node_of(f"{lost}.0"), site.node_of(f"{other}.0")
     assert other_node != lost_node
+    # allocated is not yet started: the power must go once the first run has begun (a
+    # slurmd under load took over 0.5 s, and the rerun then was the first, sleeping 60 s)
+    wait_until(lambda: (work / "ran").is_dir(), 30, "the first run started on its node")
     assert site.slurm.kill_node(lost_node), "slurmd was running"
     try:
         pidfile = site.cm.home / "run" / "schedd.pid"
@@ -217,10 +220,11 @@ def test_slurmctld_restarted_mid_job_the_job_completes_once(site: Site) -> None:
 def test_annex_glideins_start_on_both_nodes_join_over_the_bridge_run_jobs_and_leave(site: Site) -> None:
     slurm, cm = site.slurm, site.cm
     work = site.work("annex")
-    # waiting for glide-ins: two CPUs each, a glide-in's all, so one job per glide-in
+    # waiting for glide-ins, one job per node: a glide-in that joins first must not take
+    # both in turn while the other is still starting
     cluster = site.submit(work, """executable = /bin/sh
 arguments = "-c 'sleep 3; hostname'"
-requirements = TARGET.IsGlidein =?= True
+requirements = TARGET.IsGlidein =?= True && TARGET.Machine == ifThenElse(MY.ProcId == 0, "n1", "n2")
 request_cpus = 2
 should_transfer_files = YES
 output = g.$(Process).out

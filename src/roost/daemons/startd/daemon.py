@@ -173,10 +173,11 @@ class Startd(Daemon):
         for line in remove_sandboxes(self.execute_dir, kept):
             self.log.info("leftover from a previous startd: %s", line)
         if os.geteuid() == 0 and self.config.get_bool("STARTD_BUILD_LAUNCHER", True):
-            # Until the helper is built, jobs start without it (see launch.py).
+            # Spawns wait for the helper while it is built (see launch.spawn).
             self._launcher_build = asyncio.get_running_loop().run_in_executor(
                 None, launch.build_launcher, os.path.join(self.execute_dir, ".launcher"))
             self._launcher_build.add_done_callback(self._launcher_built)
+            launch.building(self._launcher_build)
         if self.config.get_bool("STARTD_DETECT_CRIU", True):
             self.spawn(self._detect_criu(), "criu check")
         for what, check in jobcommand.detect_all(self):  # each universe's runtime: a container's, a JVM

@@ -14,8 +14,10 @@ The helper runs as root and is dynamically linked, so the loader reads its
 environment: it is started with ``HELPER_ENV`` in ``/``, and the job's environment,
 directory and core limit travel as data that the helper applies to the job's own exec
 only, after the switch (issue 25: ``LD_PRELOAD`` in a job's environment used to run
-as root here). Until the helper is built (~0.2 s after the startd starts, longer on a
-busy host) or without a compiler, jobs go through ``Popen(user=...)``: CPython's child switches ids before it execs anything, then a
+as root here). A spawn waits while the helper is built (~0.2 s after the startd
+starts, longer on a busy host; a job started before it once ran outside its cgroup,
+its shim's wait for the move outlasted). Without a compiler, jobs go through
+``Popen(user=...)``: CPython's child switches ids before it execs anything, then a
 shell running as the job's user enters the job's directory and execs the job. That
 path costs ~2 ms more (CPython forks rather than vforks when ids change, and the
 shell, which also waits until the spawner has moved it into the job's cgroup before
@@ -63,13 +65,15 @@ _SH = shutil.which("sh", path="/bin:/usr/bin")
 # closed to the job's environment: a library the job preloads runs in the shell (as
 # the job's user) and could fork before the move.
 _ENTER_DIR = ('cd -- "$0" || exit 126; if [ "$1" != - ]; then n=0; in=; '
-              'while [ -z "$in" ] && [ $n -lt 2000 ]; do n=$((n + 1)); '
+              'while [ -z "$in" ] && [ $n -lt 100000 ]; do n=$((n + 1)); '
               'while read -r p; do [ "$p" = $$ ] && in=1; done < "$1"; done; fi; '
               '[ "$2" = - ] || ulimit -S -n "$2" 2>/dev/null; shift 2; exec "$@"')
 #: what the helper itself runs with (as root): nothing of the job's
 HELPER_ENV = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin"}
 _spawner: ThreadPoolExecutor | None = None
 _launcher: str | None = None  # the built helper, once it is ready
+_building: asyncio.Future[str | None] | None = None  # its build, while it runs
+BUILD_WAIT = 60.0  # seconds a spawn waits for the helper's build (cc's own limit)
 
 # argv: helper CGROUP_DIR|- UID|- GID|- init|clear PID_FD EXIT_FD ENV_FD CORE|- NOFILE|- CWD -- PROGRAM ARGS...
 # Starts PROGRAM in its own session, in the job's cgroup, with the job's ids, writes its
@@ -419,6 +423,12 @@ def build_launcher(directory: str) -> str | None:
     return path
 
 
+def building(build: asyncio.Future[str | None]) -> None:
+    """The helper's build, started by the startd: spawns wait for it (see ``spawn``)."""
+    global _building
+    _building = build
+
+
 def _env_data(env: dict[str, str]) -> bytes:
     """The job's environment as the helper reads it: ``NAME=VALUE\\0`` each (what Popen
     would refuse, it refuses too)."""
@@ -653,6 +663,13 @@ async def spawn(
         if e.errno not in EXEC_ERRNOS:
             raise
         raise ExecError(e.errno, launch.executable, launch.argv) from None
+
+    if _building is not None and not _building.done():
+        # A job started before the helper is built would enter its cgroup through the sh
+        # shim, whose wait for the spawner thread's move a loaded machine outlasted: the
+        # job then ran outside its cgroup, and what it left behind outlived it.
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(asyncio.shield(_building), BUILD_WAIT)
 
     def run() -> subprocess.Popen[bytes] | Kept:
         try:
