@@ -312,3 +312,44 @@ def test_a_flocked_start_names_its_pool_even_after_a_round_dropped_the_match(tmp
     assert fl.where[job.key] == "b"
     assert fl.pool_of_run(q.job(1, 1), SimpleNamespace(slot_obj={"UidDomain": "a.example"})) is None
     q.store.close()
+
+
+def _plain_queue(tmp_path: Path, n: int) -> tuple[JobQueue, int]:
+    """A queue whose idle lists exist (a schedd that negotiated) and then one ``queue n``
+    cluster: its procs stay plain ranges, one block in the idle list."""
+    q = JobQueue(Store(str(tmp_path / "q.db"), fsync=False))
+    q.load()
+    q.idle  # noqa: B018 -- the idle lists made before the submit
+    cid = q.new_cluster_id()
+    asyncio.run(q.store.commit(q.add_cluster(cid, "alice", dict(AD), [{"ProcId": i} for i in range(n)],
+                                             (f"h#{cid}.", "#1"))))
+    return q, cid
+
+
+def test_a_plain_block_is_counted_for_flocking_not_made_into_jobs(tmp_path: Path) -> None:
+    """A million-job ``queue N`` waiting to flock is looked at every FLOCK_INTERVAL: its
+    untouched procs are counted, one made as the sample, and the answer is what looking
+    at every job gives, also once some procs were made and changed since."""
+    q, cid = _plain_queue(tmp_path, 20000)
+    ac = AutoClusters(q, _name, lambda: None)
+    waiting, flockable = waiting_entries(q, ac, _name, now=1100.0, by_default=True)
+    assert [(w.idle, flockable[w.key], w.waited) for w in waiting] == [(20000, 20000, 100.0)]
+    assert len(q.clusters[cid]._procs) == 1  # the sample only
+    # procs made since: one changed in what the matchmaker reads, one that may not flock,
+    # one taken by a claim (busy), one removed
+    asyncio.run(q.store.commit(q.set(q.job(cid, 10), {"RequestMemory": 999})))
+    asyncio.run(q.store.commit(q.set(q.job(cid, 11), {"WantFlocking": False})))
+    q.take_idle(q.job(cid, 12))
+    asyncio.run(q.store.commit(q.finish_many([(q.job(cid, 13), {"RemoveReason": "gone"})], 3, 1100)))
+    waiting, flockable = waiting_entries(q, ac, _name, now=1100.0, by_default=True)
+    got = sorted((w.idle, flockable[w.key]) for w in waiting)
+    # the same from every job, made (the per-job path over the whole cluster)
+    per_job: dict[int, list[int]] = {}
+    for job in list(q.idle_jobs("alice")):
+        if not job.busy:
+            e = per_job.setdefault(ac.autocluster_of(job, ac.signature(job)), [0, 0])
+            e[0] += 1
+            e[1] += job.get("WantFlocking") is not False
+    assert got == sorted((a, b) for a, b in per_job.values())
+    assert got == [(1, 1), (19997, 19996)]  # 10 on its own; 11 stays home; 12 busy; 13 gone
+    q.store.close()

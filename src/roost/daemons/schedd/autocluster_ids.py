@@ -230,19 +230,12 @@ class AutoClusters:
         they are counted, not made, and join as one lazy run with the procs made from
         them since that still have that signature; otherwise each proc on its own."""
         cluster = block.cluster
-        plain = cluster._plain
-        p0 = plain.first_proc() if plain is not None and plain.status == IDLE else None
-        first = cluster.job(p0) if p0 is not None else None  # the sample: a plain proc, made
-        sig = self.signature(first) if first is not None else None
-        reads = self._cluster_sig.get(cluster.id, frozenset()) | _NEGOTIATED_BY
-        if (first is None or plain is None or type(sig) is not int or not_negotiated(first)
-                or plain.may_own(cluster.shape_names, reads)):
+        run = self.plain_run(block)
+        if run is None:
             for job in covered(block, listed):
                 one(job)
             return
-        ac = self._ac_ids.get(sig)
-        if ac is None:
-            ac = self.autocluster_of(first, sig)
+        first, sig, ac = run
         signature = self.signature
 
         def alike(job: Job) -> bool:
@@ -256,6 +249,25 @@ class AutoClusters:
                 one(job)  # a proc made and changed since (qedit): its own signature
         self._member(groups, counts, samples, ac, _Run(cluster, (j for j in covered(block, listed) if alike(j))),
                      n, first)
+
+    def plain_run(self, block: IdleBlock, reads: frozenset[str] = frozenset()) -> tuple[Job, Any, int] | None:
+        """(sample, signature, autocluster) of a block's plain idle procs when they all
+        have the cluster's signature and none may own an attribute ``reads`` names
+        (lower case): then one proc, made into its Job, stands for them all and the rest
+        are counted, not made (``plain_idle``). None: each proc must be looked at."""
+        cluster = block.cluster
+        plain = cluster._plain
+        p0 = plain.first_proc() if plain is not None and plain.status == IDLE else None
+        first = cluster.job(p0) if p0 is not None else None  # the sample: a plain proc, made
+        sig = self.signature(first) if first is not None else None
+        if first is None or plain is None or type(sig) is not int or not_negotiated(first):
+            return None
+        if plain.may_own(cluster.shape_names, self._cluster_sig.get(cluster.id, frozenset()) | _NEGOTIATED_BY | reads):
+            return None
+        ac = self._ac_ids.get(sig)
+        if ac is None:
+            ac = self.autocluster_of(first, sig)
+        return first, sig, ac
 
     def take(self, ac: Any, accept: Callable[[Job], bool] | None = None) -> Job | None:
         """The next member of autocluster ``ac`` (as offered) still idle and in the queue

@@ -41,6 +41,7 @@ from roost.core.flock import (
     parse_agreements,
 )
 from roost.daemons.schedd.autocluster_ids import AutoClusters, not_negotiated
+from roost.daemons.schedd.idleblocks import IdleBlock, covered, made_covered, plain_idle
 from roost.daemons.schedd.jobqueue import Job, JobQueue
 from roost.net.addresses import collector_address
 from roost.net.client import AsyncClient
@@ -55,6 +56,9 @@ REMOTE_TIMEOUT = 5.0
 VERDICT_ROUNDS = 10
 #: new never-home verdicts a round makes at most (each may scan every home slot)
 VERDICTS_PER_ROUND = 20
+#: what flocking reads of a job besides its autocluster (lower case): a block's plain
+#: procs that may own none of these are counted, not made into Jobs
+_FLOCK_READS = frozenset(("wantflocking", "enteredcurrentstatus", "qdate"))
 
 
 def flocking_configured(config: Config) -> bool:
@@ -91,42 +95,70 @@ def waiting_entries(queue: JobQueue, autoclusters: AutoClusters, submitter_of: C
     ``str(id)``; waited = now - the oldest ``EnteredCurrentStatus``/``QDate``), and per
     key how many of its jobs may leave home (``WantFlocking``). A key is flockable when
     any of its jobs is; a run of one cluster's procs without differences is looked at
-    once. ``samples``, when given, gets one job of each key (an autocluster's jobs
-    match alike: one stands for all in the never-home analysis)."""
+    once, and a block's plain procs alike in all of it are counted, not made into Jobs.
+    ``samples``, when given, gets one job of each key (an autocluster's jobs match
+    alike: one stands for all in the never-home analysis)."""
     groups: dict[str, _Group] = {}
+    # a run of one cluster's procs without differences of their own: one autocluster,
+    # one WantFlocking, one entered time (the cluster's), so each costs a count
+    run_cluster: Any = None
+    run_group: _Group | None = None
+    run_want = 0
+
+    def one(job: Job) -> None:
+        nonlocal run_cluster, run_group, run_want
+        if job.busy or job.status != jp.IDLE:
+            return
+        plain = not job.own_names()
+        if plain and job.cluster is run_cluster and run_group is not None:
+            run_group.idle += 1
+            run_group.flockable += run_want
+            return
+        if not_negotiated(job):
+            return
+        key = str(autoclusters.autocluster_of(job, autoclusters.signature(job)))
+        g = groups.get(key)
+        if g is None:
+            g = groups[key] = _Group(submitter_of(job.cluster))
+            if samples is not None:
+                samples[key] = job
+        want = 1 if wants_flocking(job, by_default) else 0
+        g.idle += 1
+        g.flockable += want
+        t = job.get("EnteredCurrentStatus") or job.cluster.ad.get("QDate")
+        if type(t) in (int, float) and (g.oldest is None or t < g.oldest):
+            g.oldest = float(t)
+        if plain:
+            run_cluster, run_group, run_want = job.cluster, g, want
+        else:
+            run_cluster = run_group = None
+
     for owner in list(queue.idle):
-        # a run of one cluster's procs without differences of their own: one autocluster,
-        # one WantFlocking, one entered time (the cluster's), so each costs a count
-        # (a block's plain procs are made into Jobs here: idleblocks.py)
-        run_cluster: Any = None
-        run_group: _Group | None = None
-        run_want = 0
-        for job in queue.idle_jobs(owner):
-            if job.busy or job.status != jp.IDLE:
+        listed = queue.idle.get(owner) or {}
+        for entry in list(listed):
+            if type(entry) is not IdleBlock:
+                if entry in listed:
+                    one(entry)
                 continue
-            plain = not job.own_names()
-            if plain and job.cluster is run_cluster and run_group is not None:
-                run_group.idle += 1
-                run_group.flockable += run_want
+            run_cluster = run_group = None
+            if queue.clusters.get(entry.cluster.id) is not entry.cluster:
                 continue
-            if not_negotiated(job):
+            # a block's plain procs alike in all flocking reads: one made, the rest
+            # counted (a million-proc cluster is not made into a million Jobs each round)
+            run = autoclusters.plain_run(entry, _FLOCK_READS)
+            if run is None:
+                for job in covered(entry, listed):
+                    one(job)
                 continue
-            key = str(autoclusters.autocluster_of(job, autoclusters.signature(job)))
-            g = groups.get(key)
-            if g is None:
-                g = groups[key] = _Group(submitter_of(job.cluster))
-                if samples is not None:
-                    samples[key] = job
-            want = 1 if wants_flocking(job, by_default) else 0
-            g.idle += 1
-            g.flockable += want
-            t = job.get("EnteredCurrentStatus") or job.cluster.ad.get("QDate")
-            if type(t) in (int, float) and (g.oldest is None or t < g.oldest):
-                g.oldest = float(t)
-            if plain:
-                run_cluster, run_group, run_want = job.cluster, g, want
-            else:
-                run_cluster = run_group = None
+            first, _sig, ac = run
+            for job in made_covered(entry, listed):
+                one(job)
+            n = plain_idle(entry.cluster)
+            g = groups.get(str(ac))
+            if n and g is not None:
+                g.idle += n
+                g.flockable += n if wants_flocking(first, by_default) else 0
+            run_cluster = run_group = None
     out = [Waiting(key=k, user=g.user, idle=g.idle, waited=max(0.0, now - (g.oldest or now)),
                    groups=accounting_groups(g.user), want_flocking=g.flockable > 0) for k, g in groups.items()]
     return out, {k: g.flockable for k, g in groups.items()}
