@@ -128,3 +128,34 @@ def test_a_run_taken_from_goes_on_when_its_cluster_is_made_whole_meanwhile(tmp_p
         rest.append(job.proc)
     assert rest == list(range(1, 300))
     q.store.close()
+
+
+def test_a_raised_job_of_a_plain_block_comes_first_without_making_the_block(tmp_path):
+    """condor_prio on one job of a big ``queue N``: that job is offered first, the rest
+    follow in order once each, and the block's other procs are not all made into Jobs."""
+    q = JobQueue(Store(str(tmp_path / "q.db"), fsync=False))
+    q.load()
+    q.idle  # noqa: B018 -- the idle lists made: the submits below stay ranges
+    cids = []
+    for qdate in (1, 2):
+        cid = q.new_cluster_id()
+        cids.append(cid)
+        asyncio.run(q.store.commit(q.add_cluster(cid, "alice", {**AD, "QDate": qdate},
+                                                 [{"ProcId": i} for i in range(3000)], (f"h#{cid}.", "#1"))))
+    first, second = cids
+    asyncio.run(q.store.commit(q.set(q.job(second, 2500), {"JobPrio": 7})))
+    asyncio.run(q.store.commit(q.set(q.job(first, 1000), {"JobPrio": -3})))
+    ac = AutoClusters(q, lambda c: c.owner, lambda: None)
+    got = ac.requests("alice", None)
+    assert [r["count"] for r in got] == [6000]
+    assert _made(q, first) + _made(q, second) <= 6  # the two raised or lowered, and samples
+    a = got[0]["autocluster"]
+    order = []
+    while (job := ac.take(a)) is not None:
+        q.take_idle(job)
+        order.append(job.key)
+    assert order[0] == (second, 2500)  # raised: first of all
+    assert order[-1] == (first, 1000)  # lowered: after every job at priority 0
+    rest = order[1:-1]
+    assert rest == [(first, p) for p in range(3000) if p != 1000] + [(second, p) for p in range(3000) if p != 2500]
+    q.store.close()

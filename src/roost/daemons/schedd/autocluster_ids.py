@@ -152,15 +152,9 @@ class AutoClusters:
                 if ok:
                     keep.append(e)
             entries = keep
-        if _any_prio(entries, listed):  # a priority orders every job: each one made
-            idle = [j for e in entries for j in (covered(e, listed) if type(e) is IdleBlock else (e,))]
-
-            def prio(j: Job) -> float:
-                p = j.get("JobPrio")
-                return -p if type(p) in (int, float) else 0
-
-            idle.sort(key=lambda j: (prio(j), j.cluster.ad.get("QDate") or 0, j.cluster.id, j.proc))
-            entries = idle
+        apart: set[Job] = set()  # a block's procs made with a JobPrio of their own: listed apart
+        if _any_prio(entries, listed):  # a priority orders the jobs
+            entries, apart = _by_priority(entries, listed)
         groups: dict[int, deque[Any]] = {}
         counts: dict[int, int] = {}
         samples: dict[int, Job] = {}
@@ -193,7 +187,7 @@ class AutoClusters:
             if type(e) is IdleBlock:
                 run_cluster = None
                 if queue.clusters.get(e.cluster.id) is e.cluster:
-                    self._block(e, listed, groups, counts, samples, one)
+                    self._block(e, listed, groups, counts, samples, one, apart)
             else:
                 one(e)
         for ac in [a for a, m in self._members.items() if m and m[0].owner == owner and a not in groups
@@ -224,25 +218,30 @@ class AutoClusters:
             counts[ac] += n
 
     def _block(self, block: IdleBlock, listed: dict[Any, Any], groups: dict[int, deque[Any]],
-               counts: dict[int, int], samples: dict[int, Job], one: Callable[[Job], None]) -> None:
+               counts: dict[int, int], samples: dict[int, Job], one: Callable[[Job], None],
+               apart: set[Job]) -> None:
         """A cluster's block of idle procs into the autoclusters: where its plain procs
         all have the cluster's signature (none differs in what the matchmaker sees),
         they are counted, not made, and join as one lazy run with the procs made from
-        them since that still have that signature; otherwise each proc on its own."""
+        them since that still have that signature; otherwise each proc on its own.
+        ``apart``: procs of the block listed on their own (by their priority), left out."""
         cluster = block.cluster
         run = self.plain_run(block)
         if run is None:
             for job in covered(block, listed):
-                one(job)
+                if job not in apart:
+                    one(job)
             return
         first, sig, ac = run
         signature = self.signature
 
         def alike(job: Job) -> bool:
-            return not job.own_names() or signature(job) == sig
+            return not job.own_names() or (job not in apart and signature(job) == sig)
 
         n = plain_idle(cluster)
         for job in made_covered(block, listed):
+            if job in apart:
+                continue
             if alike(job):
                 n += 1
             else:
@@ -314,6 +313,41 @@ class _Run:
 
 #: what decides whether the negotiator sees a job at all (``not_negotiated``), lower case
 _NEGOTIATED_BY = frozenset(("jobuniverse", "wantdedicated"))
+
+
+def _prio_key(job: Job) -> tuple[Any, ...]:
+    """Where a job comes among its owner's: higher ``JobPrio`` first, then older."""
+    p = job.get("JobPrio")
+    return (-p if type(p) in (int, float) else 0, job.cluster.ad.get("QDate") or 0, job.cluster.id, job.proc)
+
+
+def _by_priority(entries: list[Any], listed: dict[Any, Any]) -> tuple[list[Any], set[Job]]:
+    """The owner's idle list in priority order, and the procs of blocks taken out to be
+    listed on their own. A block whose plain procs share the cluster's priority stays one
+    entry, where its first proc would be (its procs are alike in priority, QDate and
+    cluster: nothing of another cluster comes between them), and only its procs made
+    with a JobPrio of their own (condor_prio on one job) are taken out: a raised job of
+    a million-job cluster no longer makes the million into Jobs. A block whose plain
+    procs may each have their own priority is made, every proc on its own."""
+    keyed: list[tuple[tuple[Any, ...], int, Any]] = []
+    apart: set[Job] = set()
+    for e in entries:
+        if type(e) is not IdleBlock:
+            keyed.append((_prio_key(e), len(keyed), e))
+            continue
+        c = e.cluster
+        plain = c._plain
+        if plain is not None and plain.may_own(c.shape_names, _PRIO):
+            keyed += [(_prio_key(j), len(keyed) + i, j) for i, j in enumerate(covered(e, listed))]
+            continue
+        for j in made_covered(e, listed):
+            if "JobPrio" in j.own_names():
+                apart.add(j)
+                keyed.append((_prio_key(j), len(keyed), j))
+        p = c.ad.get("JobPrio")
+        keyed.append(((-p if type(p) in (int, float) else 0, c.ad.get("QDate") or 0, c.id, e.start), len(keyed), e))
+    keyed.sort(key=lambda k: (k[0], k[1]))
+    return [e for _k, _i, e in keyed], apart
 
 
 def _any_prio(entries: list[Any], listed: dict[Any, Any]) -> bool:
