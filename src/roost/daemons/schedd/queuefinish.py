@@ -1,5 +1,12 @@
 """condor_rm of a big queue in memory: ``JobQueue.finish_many`` (issue 27), in a module
-of its own beside jobqueue.py, with the procs and history statements it writes."""
+of its own beside jobqueue.py, with the procs and history statements it writes.
+
+A sparse cluster's procs that leave together are written as ranges (``gone_ranges``:
+cluster, lo, hi), not as a GONE row per proc: removing 100,000 procs of one cluster
+writes ~50 rows there, not 100,000 procs rows (~0.15 s of SQLite). A proc in such a
+range is gone whatever its procs row says (the load and salvage read it so), and the
+rows of procs changed before they left are deleted by range in the same transaction.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +14,8 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from roost.core.jobpolicy import IDLE, RUNNING, SUSPENDED
-from roost.daemons.schedd.queuejobs import GONE, Cluster, Job
+from roost.daemons.schedd.plainprocs import runs
+from roost.daemons.schedd.queuejobs import Cluster, Job
 from roost.daemons.schedd.store import Op, dumps
 
 if TYPE_CHECKING:
@@ -17,6 +25,8 @@ if TYPE_CHECKING:
 _NOT_IN_DIFF = ("ProcId", "JobStatus")
 _DELETE_PROC = "DELETE FROM procs WHERE cluster = ? AND proc = ?"
 _INSERT_HISTORY = "INSERT OR REPLACE INTO history (cluster, proc, owner, completion, status, ad) VALUES (?, ?, ?, ?, ?, ?)"
+_INSERT_GONE = "INSERT OR REPLACE INTO gone_ranges (cluster, lo, hi) VALUES (?, ?, ?)"
+_DELETE_PROCS_IN = "DELETE FROM procs WHERE cluster = ? AND proc >= ? AND proc < ?"
 _UPSERT_PROC = ("INSERT INTO procs (cluster, proc, status, diff, claim) VALUES (?, ?, ?, ?, ?) "
                 "ON CONFLICT(cluster, proc) DO UPDATE SET status = excluded.status, diff = excluded.diff, "
                 "claim = excluded.claim")
@@ -31,14 +41,14 @@ def finish_many(q: JobQueue, changes: Iterable[tuple[Job, dict[str, Any]]], stat
     counters, whether it is left empty) is looked at once per cluster, not per job."""
     first: list[Op] = []
     deletes: list[tuple[int, int]] = []
-    tombstones: dict[int, list[tuple[Any, ...]]] = {}  # sparse clusters' GONE rows, per cluster
+    leaving_sparse: dict[int, list[int]] = {}  # sparse clusters' procs leaving, per cluster
     rows: list[tuple[Any, ...]] = []
     leaving: dict[tuple[Cluster, int], int] = {}  # the counters' part of _count, per cluster and status
     touched: dict[int, Cluster] = {}
     idle = q._idle
     running = q.running
     last: Cluster | None = None
-    gone: list[tuple[Any, ...]] | None = None
+    gone: list[int] | None = None
     clean: dict[int, dict[str, Any]] = {}  # id(attrs) -> attrs less what a procs row keeps
     for job, attrs in changes:
         cluster = job.cluster
@@ -51,7 +61,7 @@ def finish_many(q: JobQueue, changes: Iterable[tuple[Job, dict[str, Any]]], stat
                 touched[cluster.id] = cluster
                 if cluster.id not in q._history_cluster:
                     first += q._history_cluster_ops(cluster)
-            gone = tombstones.setdefault(cluster.id, []) if cluster.sparse else None
+            gone = leaving_sparse.setdefault(cluster.id, []) if cluster.sparse else None
         mine = clean.get(id(attrs))
         if mine is None:
             mine = clean[id(attrs)] = {k: v for k, v in attrs.items() if k not in _NOT_IN_DIFF}
@@ -72,7 +82,7 @@ def finish_many(q: JobQueue, changes: Iterable[tuple[Job, dict[str, Any]]], stat
         del cluster._procs[proc]  # (Cluster.drop, inline)
         cluster.finished += 1
         if gone is not None:
-            gone.append((cluster.id, proc, GONE, None, None))
+            gone.append(proc)
         else:
             deletes.append((cluster.id, proc))
         # own_obj's dict: ProcId, the differences, GlobalJobId from the template, JobStatus
@@ -85,7 +95,7 @@ def finish_many(q: JobQueue, changes: Iterable[tuple[Job, dict[str, Any]]], stat
     left: list[Op] = []
     for cluster in touched.values():
         if not cluster.size():
-            tombstones.pop(cluster.id, None)  # its procs rows all go with it
+            leaving_sparse.pop(cluster.id, None)  # its rows all go with it
             left += q._cluster_left(cluster)
     for (cluster, was), n in leaving.items():
         q._count_many(cluster, was, -n)
@@ -94,9 +104,10 @@ def finish_many(q: JobQueue, changes: Iterable[tuple[Job, dict[str, Any]]], stat
     ops = first
     if deletes:
         ops.append((_DELETE_PROC, deletes, True))
-    gone_rows = [row for part in tombstones.values() for row in part]
-    if gone_rows:
-        ops.append((_UPSERT_PROC, gone_rows, True))
+    ranges = [(cid, lo, hi) for cid, procs in leaving_sparse.items() for lo, hi in runs(procs)]
+    if ranges:
+        ops.append((_INSERT_GONE, ranges, True))
+        ops.append((_DELETE_PROCS_IN, ranges, True))  # rows of procs changed before they left
     return [*ops, (_INSERT_HISTORY, rows, True), *left]
 
 

@@ -32,6 +32,8 @@ CREATE TABLE IF NOT EXISTS clusters (
 CREATE TABLE IF NOT EXISTS procs (
     cluster INTEGER NOT NULL, proc INTEGER NOT NULL, status INTEGER NOT NULL,
     diff TEXT, claim TEXT, PRIMARY KEY (cluster, proc)) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS gone_ranges (
+    cluster INTEGER NOT NULL, lo INTEGER NOT NULL, hi INTEGER NOT NULL, PRIMARY KEY (cluster, lo)) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS history (
     cluster INTEGER NOT NULL, proc INTEGER NOT NULL, owner TEXT NOT NULL,
     completion INTEGER NOT NULL, status INTEGER NOT NULL, ad TEXT NOT NULL,
@@ -153,6 +155,11 @@ class Store:
 
     def load_procs(self) -> Iterable[tuple[int, int, int, str | None, str | None]]:
         return self.conn.execute("SELECT cluster, proc, status, diff, claim FROM procs ORDER BY cluster, proc")
+
+    def load_gone(self) -> Iterable[tuple[int, int, int]]:
+        """(cluster, lo, hi): a sparse cluster's procs ``lo`` to ``hi - 1`` have left the
+        queue (a bulk removal's; queuefinish.py), whatever procs rows say of them."""
+        return self.conn.execute("SELECT cluster, lo, hi FROM gone_ranges ORDER BY cluster, lo")
 
     def pending_events(self) -> list[tuple[int, str, str | None, str]]:
         """(id, log path, owner, event text) of events committed with a job's end and
