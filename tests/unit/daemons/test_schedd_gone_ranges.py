@@ -8,6 +8,7 @@ own values; never a removed one."""
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import signal
 import sqlite3
@@ -223,3 +224,32 @@ INSERT INTO history VALUES (3, 1, 'bob', 5, 3, '{"ProcId":1,"JobStatus":3}');
     q = _queue(db)
     assert sorted(q.clusters[3].procs) == [0, 2]
     q.store.close()
+
+
+def test_a_history_row_holds_the_text_of_the_procs_own_ad(tmp_path):
+    """The history text is made of parts (queuefinish.py): it must read exactly as the
+    proc's own ad written whole, in the same order, whatever overlaps (a proc's own
+    RemoveReason or GlobalJobId, a cluster without a template, quotes and accents)."""
+    db = tmp_path / "q.db"
+    q = _queue(db)
+    cid = q.new_cluster_id()
+    ad = {"Cmd": "/bin/true", "JobStatus": IDLE, "Owner": "alice"}
+    diffs = [{"ProcId": 0}, {"ProcId": 1, "Arguments": 'say "hé"'}, {"ProcId": 2, "RemoveReason": "old", "X": 1},
+             {"ProcId": 3, "GlobalJobId": "own#3"}, {"ProcId": 4}]
+    _commit(q, q.add_cluster(cid, "alice", ad, diffs, ('h"ost#é.', "#1700000000")))
+    plain = q.new_cluster_id()  # no GlobalJobId template
+    _commit(q, q.add_cluster(plain, "alice", dict(ad), [{"ProcId": 0}, {"ProcId": 1, "Y": [1, 2]}]))
+    _commit(q, q.set(q.job(cid, 4), {"EnteredCurrentStatus": 7}))  # own overlaps what the removal sets
+    attrs = {"RemoveReason": "via condor_rm", "EnteredCurrentStatus": 1700000100, "LastJobStatus": IDLE}
+    jobs = [q.job(cid, p) for p in range(5)] + [q.job(plain, p) for p in range(2)]
+    want = {}
+    for j in jobs:
+        obj = {"ProcId": j.proc, **(j.own() or {}), **attrs}
+        if j.cluster.gjid is not None and "GlobalJobId" not in obj:
+            obj["GlobalJobId"] = j.global_job_id()
+        obj["JobStatus"] = REMOVED
+        want[j.key] = json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
+    _commit(q, q.finish_many([(j, attrs) for j in jobs], REMOVED, 1700000100))
+    q.store.close()
+    got = {(c, p): text for c, p, text in _rows(db, "SELECT cluster, proc, ad FROM history")}
+    assert got == want

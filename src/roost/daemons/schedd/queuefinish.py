@@ -11,10 +11,12 @@ rows of procs changed before they left are deleted by range in the same transact
 from __future__ import annotations
 
 from collections.abc import Iterable
+from json.encoder import encode_basestring
 from typing import TYPE_CHECKING, Any
 
 from roost.core.jobpolicy import IDLE, RUNNING, SUSPENDED
 from roost.daemons.schedd.plainprocs import runs
+from roost.daemons.schedd.procshape import own_of
 from roost.daemons.schedd.queuejobs import Cluster, Job
 from roost.daemons.schedd.store import Op, dumps
 
@@ -43,13 +45,25 @@ def finish_many(q: JobQueue, changes: Iterable[tuple[Job, dict[str, Any]]], stat
     deletes: list[tuple[int, int]] = []
     leaving_sparse: dict[int, list[int]] = {}  # sparse clusters' procs leaving, per cluster
     rows: list[tuple[Any, ...]] = []
-    leaving: dict[tuple[Cluster, int], int] = {}  # the counters' part of _count, per cluster and status
-    touched: dict[int, Cluster] = {}
+    # the counters' part of _count, per cluster and status
+    leaving: dict[int, tuple[Cluster, dict[int, int]]] = {}
     idle = q._idle
     running = q.running
     last: Cluster | None = None
     gone: list[int] | None = None
-    clean: dict[int, dict[str, Any]] = {}  # id(attrs) -> attrs less what a procs row keeps
+    counts: dict[int, int] = {}
+    cid = 0
+    owner = ""
+    idle_of: dict[Any, Any] | None = None  # the cluster's owner's idle list
+    shape = None
+    last_attrs: dict[str, Any] | None = None
+    mine: dict[str, Any] = {}  # attrs less what a procs row keeps
+    frag = ""  # mine's part of a history text
+    taken: frozenset[str] = frozenset()  # the keys a proc's own must not have for the text's parts
+    mine_gid = False
+    tail = f',"JobStatus":{int(status)}}}'
+    gid = ""  # the cluster's GlobalJobId template as JSON text around the ProcId
+    gend = ""
     for job, attrs in changes:
         cluster = job.cluster
         proc = job.proc
@@ -57,48 +71,64 @@ def finish_many(q: JobQueue, changes: Iterable[tuple[Job, dict[str, Any]]], stat
             continue
         if cluster is not last:
             last = cluster
-            if cluster.id not in touched:
-                touched[cluster.id] = cluster
-                if cluster.id not in q._history_cluster:
+            cid, owner, shape = cluster.id, cluster.owner, cluster.shape
+            if cid not in leaving:
+                leaving[cid] = (cluster, {})
+                if cid not in q._history_cluster:
                     first += q._history_cluster_ops(cluster)
-            gone = leaving_sparse.setdefault(cluster.id, []) if cluster.sparse else None
-        mine = clean.get(id(attrs))
-        if mine is None:
-            mine = clean[id(attrs)] = {k: v for k, v in attrs.items() if k not in _NOT_IN_DIFF}
-        own = job.own()
+            counts = leaving[cid][1]
+            gone = leaving_sparse.setdefault(cid, []) if cluster.sparse else None
+            g = cluster.gjid
+            gid, gend = (f',"GlobalJobId":"{_inside(g[0])}', f'{_inside(g[1])}"') if g is not None else ("", "")
+            idle_of = idle.get(owner) if idle is not None else None
+        if attrs is not last_attrs:
+            last_attrs = attrs
+            mine = {k: v for k, v in attrs.items() if k not in _NOT_IN_DIFF}
+            frag = "," + dumps(mine)[1:-1] if mine else ""
+            taken = frozenset(mine).union(_NOT_IN_DIFF)
+            mine_gid = "GlobalJobId" in mine
+        own = job._diff  # (Job.own, inline)
+        if type(own) is tuple:
+            own = own_of(shape, proc, own)  # type: ignore[arg-type]
         d = {**own, **mine} if own else dict(mine)
         job._diff = d
         was = job.status
-        key = (cluster, was)
-        leaving[key] = leaving.get(key, 0) + 1
+        counts[was] = counts.get(was, 0) + 1
         if was == IDLE:
-            if idle is not None:
-                per = idle.get(cluster.owner)
-                if per is not None:
-                    per.pop(job, None)
+            if idle_of is not None:
+                idle_of.pop(job, None)
         elif was == RUNNING or was == SUSPENDED:
-            running.pop(job.key, None)
+            running.pop((cid, proc), None)
         job.status = status
         del cluster._procs[proc]  # (Cluster.drop, inline)
         cluster.finished += 1
         if gone is not None:
             gone.append(proc)
         else:
-            deletes.append((cluster.id, proc))
-        # own_obj's dict: ProcId, the differences, GlobalJobId from the template, JobStatus
-        obj = {"ProcId": proc, **d}
-        g = cluster.gjid
-        if g is not None and "GlobalJobId" not in obj:
-            obj["GlobalJobId"] = f"{g[0]}{proc}{g[1]}"
-        obj["JobStatus"] = status
-        rows.append((cluster.id, proc, cluster.owner, completion, status, dumps(obj)))
+            deletes.append((cid, proc))
+        # own_obj's dict as text: ProcId, the differences, GlobalJobId from the template,
+        # JobStatus; made of parts (mine's once per attrs) where no key is in two of them
+        if not own:
+            text = f'{{"ProcId":{proc}{frag}{"" if mine_gid or not gid else f"{gid}{proc}{gend}"}{tail}'
+        elif taken.isdisjoint(own):
+            no_gid = mine_gid or not gid or "GlobalJobId" in own
+            text = f'{{"ProcId":{proc},{dumps(own)[1:-1]}{frag}{"" if no_gid else f"{gid}{proc}{gend}"}{tail}'
+        else:
+            obj = {"ProcId": proc, **d}
+            g = cluster.gjid
+            if g is not None and "GlobalJobId" not in obj:
+                obj["GlobalJobId"] = f"{g[0]}{proc}{g[1]}"
+            obj["JobStatus"] = status
+            text = dumps(obj)
+        rows.append((cid, proc, owner, completion, status, text))
     left: list[Op] = []
-    for cluster in touched.values():
+    for cluster, _n in leaving.values():
         if not cluster.size():
             leaving_sparse.pop(cluster.id, None)  # its rows all go with it
             left += q._cluster_left(cluster)
-    for (cluster, was), n in leaving.items():
-        q._count_many(cluster, was, -n)
+    for cluster, by_status in leaving.values():
+        for was, n in by_status.items():
+            q._count_many(cluster, was, -n)
     if not rows:
         return []
     ops = first
@@ -109,6 +139,11 @@ def finish_many(q: JobQueue, changes: Iterable[tuple[Job, dict[str, Any]]], stat
         ops.append((_INSERT_GONE, ranges, True))
         ops.append((_DELETE_PROCS_IN, ranges, True))  # rows of procs changed before they left
     return [*ops, (_INSERT_HISTORY, rows, True), *left]
+
+
+def _inside(text: str) -> str:
+    """``text`` as it reads inside a JSON string (what ``dumps`` writes between the quotes)."""
+    return encode_basestring(text)[1:-1]
 
 
 __all__ = ["finish_many"]
