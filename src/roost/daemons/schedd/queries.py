@@ -405,9 +405,11 @@ class QueueCalls:
                             seen.add(j)
                             done.append(j)
         results, totals = _act_results(results, done, jobs, len(changed), req)
-        out: dict[str, Any] = {"count": len(done), "ids": done, "denied": denied, "totals": totals,
+        out: dict[str, Any] = {"count": len(done), "denied": denied, "totals": totals,
                                "queue_size": self.queue.totals_named(None).get("Total", 0),
                                "super": restrict is None}
+        if req.get("list_ids") is not False:  # (a tool that prints a count asks for none: rm -all of 100,000)
+            out["ids"] = done
         if req.get("results") or any("." in t for t in req.get("ids") or ()):
             out["results"] = results  # per job only when asked, or for job ids (a cluster may be huge)
         # jobs named by id that the action left as they were (the peer's own), with their
