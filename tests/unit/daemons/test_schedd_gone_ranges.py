@@ -253,3 +253,23 @@ def test_a_history_row_holds_the_text_of_the_procs_own_ad(tmp_path):
     q.store.close()
     got = {(c, p): text for c, p, text in _rows(db, "SELECT cluster, proc, ad FROM history")}
     assert got == want
+
+
+def test_salvage_drops_a_cluster_whose_every_job_the_history_holds(tmp_path):
+    """Damage that kept a cluster's row but lost what said its jobs had gone: the history
+    holds them all, so the cluster is not brought back empty (nor with its jobs)."""
+    db = tmp_path / "q.db"
+    q = _queue(db)
+    cid = _submit(q, [{"ProcId": i} for i in range(10)])
+    kept = _submit(q, [{"ProcId": i} for i in range(10)])
+    _remove(q, cid, range(0, 6))
+    _remove(q, kept, range(0, 4))
+    q.store.close()
+    with sqlite3.connect(db) as c:  # the last four of cid "removed" by history alone
+        c.execute("DELETE FROM gone_ranges")
+        c.executemany("INSERT INTO history VALUES (?, ?, 'alice', 5, 3, '{}')", [(cid, p) for p in range(6, 10)])
+    line = salvage.salvage(str(db), "test", SCHEMA)
+    assert "1 clusters, 6 jobs in the queue, 14 in the history" in line and "unreadable" not in line
+    again = _queue(db)
+    assert list(again.clusters) == [kept] and sorted(again.clusters[kept].procs) == list(range(4, 10))
+    again.store.close()

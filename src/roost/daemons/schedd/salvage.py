@@ -182,7 +182,8 @@ def _history_is_gone(kept: dict[str, list[tuple[Any, ...]]]) -> None:
         finished.setdefault(row[0], []).append(row[1])
     gone = _gone_by_cluster(kept.get("gone_ranges", []))
     out: list[tuple[Any, ...]] = []  # (those of a cluster lost, or not sparse, are dropped)
-    for cid in submitted:
+    emptied: set[int] = set()
+    for cid, sub in submitted.items():
         ranges = gone.get(cid, []) + runs(finished.get(cid, []))
         merged: list[tuple[int, int]] = []
         for lo, hi in sorted(ranges):  # disjoint again: rows keyed by (cluster, lo) must not replace each other
@@ -190,8 +191,14 @@ def _history_is_gone(kept: dict[str, list[tuple[Any, ...]]]) -> None:
                 merged[-1] = (merged[-1][0], max(merged[-1][1], hi))
             else:
                 merged.append((lo, hi))
+        if sub and not ranges_less(sub, merged, 0)[0]:
+            emptied.add(cid)  # every job of it left: the cluster went with the last one
+            continue
         out += [(cid, lo, hi) for lo, hi in merged]
     kept["gone_ranges"] = out
+    if emptied:
+        kept["clusters"] = [r for r in kept.get("clusters", []) if r[0] not in emptied]
+        kept["procs"] = [r for r in kept.get("procs", []) if r[0] not in emptied]
     done = {(cid, p) for cid, procs in finished.items() if cid not in submitted for p in procs}
     if "procs" in kept and done:
         kept["procs"] = [r for r in kept["procs"] if r[0] in submitted or (r[0], r[1]) not in done]
