@@ -350,7 +350,8 @@ class Store:
         transaction: what the statements do is what executemany did."""
         if not isinstance(rows, list | tuple):
             rows = list(rows)
-        form = _multi_form(sql) if len(rows) >= MULTI_ROWS_FROM else None
+        form = (_multi_form(sql) if len(rows) >= MULTI_ROWS_FROM and isinstance(rows[0], tuple | list)
+                else None)
         if form is None:
             self.conn.executemany(sql, rows)
             return
