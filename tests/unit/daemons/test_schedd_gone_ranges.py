@@ -240,8 +240,14 @@ def test_a_history_row_holds_the_text_of_the_procs_own_ad(tmp_path):
     plain = q.new_cluster_id()  # no GlobalJobId template
     _commit(q, q.add_cluster(plain, "alice", dict(ad), [{"ProcId": 0}, {"ProcId": 1, "Y": [1, 2]}]))
     _commit(q, q.set(q.job(cid, 4), {"EnteredCurrentStatus": 7}))  # own overlaps what the removal sets
+    shaped = q.new_cluster_id()  # a template and values of each proc's own (procshape.py)
+    _commit(q, q.add_cluster(shaped, "alice", dict(ad), [{"ProcId": 0}] + [
+        {"ProcId": i, "Arguments": f"-n {i} \"q\"", "Seed": [i, "é"] if i % 2 else i * 1.5} for i in range(1, 6)],
+        (f"h#{shaped}.", "#1")))
+    assert q.clusters[shaped].shape is not None
     attrs = {"RemoveReason": "via condor_rm", "EnteredCurrentStatus": 1700000100, "LastJobStatus": IDLE}
-    jobs = [q.job(cid, p) for p in range(5)] + [q.job(plain, p) for p in range(2)]
+    jobs = ([q.job(cid, p) for p in range(5)] + [q.job(plain, p) for p in range(2)]
+            + [q.job(shaped, p) for p in range(6)])
     want = {}
     for j in jobs:
         obj = {"ProcId": j.proc, **(j.own() or {}), **attrs}
