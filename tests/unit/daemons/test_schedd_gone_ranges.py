@@ -16,6 +16,8 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
+
 from roost.core.jobpolicy import HELD, IDLE, REMOVED
 from roost.daemons.schedd import salvage
 from roost.daemons.schedd.jobqueue import GONE, JobQueue
@@ -226,7 +228,8 @@ INSERT INTO history VALUES (3, 1, 'bob', 5, 3, '{"ProcId":1,"JobStatus":3}');
     q.store.close()
 
 
-def test_a_history_row_holds_the_text_of_the_procs_own_ad(tmp_path):
+@pytest.mark.parametrize("keep_ads", [True, False])
+def test_a_history_row_holds_the_text_of_the_procs_own_ad(tmp_path, keep_ads):
     """The history text is made of parts (queuefinish.py): it must read exactly as the
     proc's own ad written whole, in the same order, whatever overlaps (a proc's own
     RemoveReason or GlobalJobId, a cluster without a template, quotes and accents)."""
@@ -245,9 +248,17 @@ def test_a_history_row_holds_the_text_of_the_procs_own_ad(tmp_path):
         {"ProcId": i, "Arguments": f"-n {i} \"q\"", "Seed": [i, "é"] if i % 2 else i * 1.5} for i in range(1, 6)],
         (f"h#{shaped}.", "#1")))
     assert q.clusters[shaped].shape is not None
+    templated = q.new_cluster_id()  # templates only (arguments = -n $(Process) "q"), GlobalJobId among them
+    _commit(q, q.add_cluster(templated, "alice", dict(ad), [{"ProcId": 0}] + [
+        {"ProcId": i, "Arguments": f'-n {i} "é"', "GlobalJobId": f"own#{i}"} for i in range(1, 6)],
+        (f"h#{templated}.", "#1")))
+    assert all(t is not None for _k, t in q.clusters[templated].shape)
+    bare = q.new_cluster_id()
+    _commit(q, q.add_cluster(bare, "alice", dict(ad), [{"ProcId": 0}] + [
+        {"ProcId": i, "Arguments": f"{i}"} for i in range(1, 6)], (f"h#{bare}.", "#1")))
     attrs = {"RemoveReason": "via condor_rm", "EnteredCurrentStatus": 1700000100, "LastJobStatus": IDLE}
     jobs = ([q.job(cid, p) for p in range(5)] + [q.job(plain, p) for p in range(2)]
-            + [q.job(shaped, p) for p in range(6)])
+            + [q.job(c, p) for c in (shaped, templated, bare) for p in range(6)])
     want = {}
     for j in jobs:
         obj = {"ProcId": j.proc, **(j.own() or {}), **attrs}
@@ -255,10 +266,12 @@ def test_a_history_row_holds_the_text_of_the_procs_own_ad(tmp_path):
             obj["GlobalJobId"] = j.global_job_id()
         obj["JobStatus"] = REMOVED
         want[j.key] = json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
-    _commit(q, q.finish_many([(j, attrs) for j in jobs], REMOVED, 1700000100))
+    _commit(q, q.finish_many([(j, attrs) for j in jobs], REMOVED, 1700000100, keep_ads=keep_ads))
     q.store.close()
     got = {(c, p): text for c, p, text in _rows(db, "SELECT cluster, proc, ad FROM history")}
     assert got == want
+    # kept: the job read after it left has what the removal set (the pool log's 028 reads it)
+    assert (jobs[-1].get("RemoveReason") == "via condor_rm") is keep_ads and jobs[-1].get("Arguments") == "5"
 
 
 def test_salvage_drops_a_cluster_whose_every_job_the_history_holds(tmp_path):

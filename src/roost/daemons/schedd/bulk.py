@@ -224,7 +224,10 @@ class BulkActions:
                 batch.add_alike(logs, sample, cid, proc, job.owner, job.get,
                                 lambda cid=cid, proc=proc: [AbortedEvent(cid, proc, now, reason=reason)])
         _leave_spool_many(life, chunk)
-        ops = life.queue.finish_many(changes, jp.REMOVED, int(now))
+        # what the removal sets is read back from a removed job only by the pool log's job
+        # ad events (the mail reads what the job was submitted with, and ``reason``):
+        # without that log, a compact proc stays compact (queuefinish.py)
+        ops = life.queue.finish_many(changes, jp.REMOVED, int(now), keep_ads=pool)
         notifier = life.notifier
 
         def after(jobs: list[Job]) -> None:

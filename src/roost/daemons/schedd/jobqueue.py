@@ -461,10 +461,11 @@ class JobQueue:
             ops += self._cluster_left(cluster)
         return ops
 
-    def finish_many(self, changes: Iterable[tuple[Job, dict[str, Any]]], status: int, completion: int) -> list[Op]:
+    def finish_many(self, changes: Iterable[tuple[Job, dict[str, Any]]], status: int, completion: int,
+                    keep_ads: bool = True) -> list[Op]:
         """``set`` then ``to_history`` for many jobs (condor_rm of a big queue), as three
         statements however many jobs there are (queuefinish.py)."""
-        return finish_many(self, changes, status, completion)
+        return finish_many(self, changes, status, completion, keep_ads)
 
     @staticmethod
     def _gone_op(cluster: Cluster, proc: int) -> Op:
