@@ -155,3 +155,18 @@ def test_rm_of_a_big_mixed_cluster_removes_each_job_once_with_its_event(pool: Po
     assert ads[1234]["Args"] == "300 1234"  # the proc's own Args over the cluster's
     assert all(ads[int(j.split(".")[1])]["HoldReason"].startswith("via condor_hold") for j in held)
     assert ads[0].get("RemoteHost") or ads[0].get("LastRemoteHost")  # it ran: a slot's name stays
+
+
+def test_an_act_answer_lists_the_jobs_done_unless_told_not_to(pool: PoolHandle, tmp_path: Path) -> None:
+    """``roost rm -all`` prints a count: it asks for no list of the jobs (``list_ids``
+    false), and gets the same count and totals; other callers still get the list."""
+    r = pool.submit("executable = /bin/sleep\narguments = 300\nhold = true\nqueue 3\n", tmp_path)
+    s = pool.schedd()
+    try:
+        quiet = s.call("ACT", action="release", constraint=f"ClusterId == {r.cluster}", list_ids=False)
+        listed = s.call("ACT", action="remove", constraint=f"ClusterId == {r.cluster}")
+    finally:
+        s.close()
+    assert "ids" not in quiet and quiet["count"] == 3 and quiet["totals"] == {"1": 3}
+    assert sorted(listed["ids"]) == [f"{r.cluster}.{p}" for p in range(3)] and listed["totals"] == {"1": 3}
+    pool.wait(r.job_ids(), timeout=30)

@@ -160,7 +160,8 @@ def run(action: str, argv: list[str]) -> int:
         if constraint is not None:
             # one cluster is ClusterId == C: asked by id, which the schedd finds without a scan
             select: dict[str, Any] = {"ids": [others[0]]} if kind == "cluster" else {"constraint": constraint}
-            got = schedd.call("ACT", results=bool(ns.long and not ns.totals), **select, **base)
+            # the answer's count and totals are what is printed: no list of the jobs done
+            got = schedd.call("ACT", results=bool(ns.long and not ns.totals), list_ids=False, **select, **base)
             if ns.long and not ns.totals:
                 sys.stdout.write(result_ad(action, got, True))
             elif ns.totals:

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from roost.config import Config
 from roost.daemons.schedd import bulk
 from roost.daemons.schedd.jobqueue import JobQueue
 from roost.daemons.schedd.lifecycle import JobLifecycle
@@ -150,3 +151,31 @@ def test_a_bulk_event_text_is_the_events_own_text():
             head, tail = form.alike(make(0, 0))
             for c, p in ((1, 0), (12, 7), (12345, 100000)):
                 assert "%s%03d.%03d%s" % (head, c, p, tail) == form.format(make(c, p))  # noqa: UP031
+
+
+def test_a_bulk_removal_of_jobs_without_a_log_still_writes_the_pool_event_log(tmp_path):
+    """Jobs with no user log get no event of their own (none is made for them), but the
+    pool's event log (EVENT_LOG) has every job's 009, each once."""
+    cfg_path = tmp_path / "roost_config"
+    cfg_path.write_text(f"EVENT_LOG = {tmp_path}/EventLog\nEVENT_LOG_MAX_SIZE = 0\n")
+    cfg = Config.load(cfg_path, env={}, facts={"FULL_HOSTNAME": "ap.example.org"})
+    store = Store(str(tmp_path / "job_queue.db"), fsync=False)
+    queue = JobQueue(store)
+    queue.load()
+    life = JobLifecycle(None, store, queue, UserLogs(config=cfg), on_idle=lambda j: None,  # type: ignore[arg-type]
+                        on_change=lambda: None)
+    n = bulk.CHUNK + 7
+    cid = queue.new_cluster_id()
+    asyncio.run(store.commit(queue.add_cluster(cid, getpass.getuser(), {"Cmd": "/bin/true", "JobStatus": 1},
+                                               [{"ProcId": i} for i in range(n)])))
+
+    async def remove() -> None:
+        assert len(await life.remove_many(list(queue.select()), "no log")) == n
+        await store.barrier()
+
+    asyncio.run(remove())
+    life.userlogs.close()
+    aborted = _events(tmp_path / "EventLog", JobEventType.JOB_ABORTED)
+    assert aborted == Counter({(cid, p): 1 for p in range(n)})
+    assert len(store.history_rows()) == n and store.pending_events() == []
+    store.close()

@@ -169,7 +169,8 @@ def test_salvage_keeps_sparse_clusters(tmp_path):
 
 def test_a_bulk_removal_of_part_of_a_sparse_cluster_stays_removed_after_a_reload(tmp_path):
     """``finish_many`` (condor_rm of a big queue) on a sparse cluster: the removed procs
-    leave GONE rows while the cluster stays, nothing when the whole cluster goes, and
+    leave one gone range while the cluster stays (no procs row), nothing when the whole
+    cluster goes, and
     their history rows read back as their whole ads (GlobalJobId from the template)."""
     db = tmp_path / "q.db"
     q = _queue(db)
@@ -182,7 +183,8 @@ def test_a_bulk_removal_of_part_of_a_sparse_cluster_stays_removed_after_a_reload
     asyncio.run(q.store.commit(q.finish_many([(j, now) for j in q.select([str(other)])], 3, 6)))
     with sqlite3.connect(db) as c:
         rows = dict(c.execute("SELECT cluster, COUNT(*) FROM procs GROUP BY cluster").fetchall())
-    assert rows == {cid: 600}  # the gone procs' tombstones; the other cluster left whole
+        gone = c.execute("SELECT cluster, lo, hi FROM gone_ranges").fetchall()
+    assert rows == {} and gone == [(cid, 0, 600)]  # the other cluster left whole: nothing of it
     q.store.close()
     again = _queue(db)
     assert sorted(j.proc for j in again.select()) == list(range(600, 1000))

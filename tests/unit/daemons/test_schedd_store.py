@@ -247,3 +247,48 @@ def test_a_constraint_reads_the_same_in_the_small_ad_as_in_the_whole_one():
             whole = expr.eval(job.classad())
             got = expr.eval(small)
             assert repr(got) == repr(whole), (text, diff, got, whole)
+
+
+def test_an_insert_of_many_rows_writes_what_one_insert_a_row_writes(tmp_path):
+    """Store._many sends an INSERT of many rows as statements of several rows each: the
+    table ends as a row at a time leaves it (a key twice in a batch: the later row, as
+    OR REPLACE or an upsert has it), whatever the batch's size or the statement's limit
+    of parameters, and a row that breaks a constraint fails the whole transaction."""
+    from roost.daemons.schedd.queuefinish import _INSERT_HISTORY, _UPSERT_PROC
+
+    def rows(n: int) -> tuple[list, list]:
+        hist = [(1, p % (n - 3 if n > 3 else n), "alice", p, 3, json.dumps({"P": p})) for p in range(n)]
+        procs = [(1, p % (n // 2 or 1), p, json.dumps({"X": p}), None) for p in range(n)]
+        return hist, procs
+
+    def tables(store: Store) -> tuple[list, list]:
+        c = store.conn
+        return (c.execute("SELECT * FROM history ORDER BY cluster, proc").fetchall(),
+                c.execute("SELECT * FROM procs ORDER BY cluster, proc").fetchall())
+
+    for n in (1, 15, 16, 17, 499, 500, 501, 1234):
+        for limit in (None, 20):
+            hist, procs = rows(n)
+            one = Store(str(tmp_path / f"one-{n}-{limit}.db"), fsync=False)
+            for h in hist:
+                one.conn.execute(_INSERT_HISTORY, h)
+            for p in procs:
+                one.conn.execute(_UPSERT_PROC, p)
+            many = Store(str(tmp_path / f"many-{n}-{limit}.db"), fsync=False)
+            if limit is not None:
+                many.conn.setlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER, limit)
+                many._max_vars = limit
+            asyncio.run(many.commit([(_INSERT_HISTORY, hist, True), (_UPSERT_PROC, procs, True)]))
+            assert tables(many) == tables(one) and len(tables(many)[0]) == len({(h[0], h[1]) for h in hist})
+            one.close()
+            many.close()
+    store = Store(str(tmp_path / "fails.db"), fsync=False)
+    twice = [(i, "p", None, "t") for i in range(40)] + [(3, "p", None, "again")]
+    try:
+        asyncio.run(store.commit([(_INSERT_HISTORY, rows(100)[0], True),
+                                  ("INSERT INTO pending_events (id, path, owner, text) VALUES (?, ?, ?, ?)", twice, True)]))
+        raise AssertionError("a duplicate key must fail the batch")
+    except sqlite3.IntegrityError:
+        pass
+    assert tables(store)[0] == [] and store.pending_events() == []
+    store.close()

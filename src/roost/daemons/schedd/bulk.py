@@ -21,11 +21,12 @@ import asyncio
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from operator import attrgetter
 from typing import TYPE_CHECKING, Any
 
 from roost.core import jobpolicy as jp
 from roost.daemons.schedd.actions import status_allows
-from roost.daemons.schedd.jobqueue import Job, spellings
+from roost.daemons.schedd.jobqueue import Cluster, Job, spellings
 from roost.daemons.schedd.userlog import LogBatch, log_paths
 from roost.eventlog import AbortedEvent, HeldEvent, ReleasedEvent
 from roost.eventlog.events import Event
@@ -55,6 +56,7 @@ class _Chunk:
     texts: list[tuple[int, str, str | None, str]]  # pending_events rows: id, path, owner, text
     batch: LogBatch
     done: bool  # the jobs became done (hidden from WAIT_JOBS until logged)
+    keys: list[tuple[int, int]]  # theirs, when done
     after: Callable[[list[Job]], None] = field(default=lambda jobs: None)
 
 
@@ -145,12 +147,11 @@ class BulkActions:
         texts = [(next(life._event_ids), path, owner, text) for path, owner, text in batch.texts() if text]
         if texts:
             ops.append((_INSERT_PENDING, texts, True))
-        clusters = {job.cluster.id for job in chunk}
+        clusters = set(map(_CLUSTER_ID, chunk))
         for cid in clusters:
             life._mark_unsettled(cid)
-        if done:
-            life._hide_done_many(chunk)
-        return _Chunk(chunk, clusters, life.store.submit(ops), texts, batch, done,
+        keys = life._hide_done_many(chunk) if done else []
+        return _Chunk(chunk, clusters, life.store.submit(ops), texts, batch, done, keys,
                       after if after is not None else (lambda jobs: None))
 
     async def _land(self, c: _Chunk) -> None:
@@ -167,7 +168,7 @@ class BulkActions:
             for cid in c.clusters:
                 life._mark_settled(cid)
             if c.done:
-                life._show_done_many(c.jobs)
+                life._show_done_many(c.keys)
         for cid in c.clusters:
             for w in list(life.waiters.get(cid, ())):
                 if not w.done():
@@ -210,17 +211,23 @@ class BulkActions:
         batch = LogBatch(life.userlogs)
         paths = self._logs()
         sample = AbortedEvent(0, 0, now, reason=reason)
+        pool = life.userlogs.pool is not None
         for job in chunk:
             attrs = by_status.get(job.status)
             if attrs is None:
                 attrs = by_status[job.status] = {"RemoveReason": reason,
                                                  **jp.transition_attrs(job.status, jp.REMOVED, now)}
             changes.append((job, attrs))
-            cid, proc = job.cluster.id, job.proc
-            batch.add_alike(paths(job), sample, cid, proc, job.owner, job.get,
-                            lambda cid=cid, proc=proc: [AbortedEvent(cid, proc, now, reason=reason)])
+            logs = paths(job)
+            if logs or pool:  # (a job with no log and no pool log: no event to make)
+                cid, proc = job.cluster.id, job.proc
+                batch.add_alike(logs, sample, cid, proc, job.owner, job.get,
+                                lambda cid=cid, proc=proc: [AbortedEvent(cid, proc, now, reason=reason)])
         _leave_spool_many(life, chunk)
-        ops = life.queue.finish_many(changes, jp.REMOVED, int(now))
+        # what the removal sets is read back from a removed job only by the pool log's job
+        # ad events (the mail reads what the job was submitted with, and ``reason``):
+        # without that log, a compact proc stays compact (queuefinish.py)
+        ops = life.queue.finish_many(changes, jp.REMOVED, int(now), keep_ads=pool)
         notifier = life.notifier
 
         def after(jobs: list[Job]) -> None:
@@ -312,17 +319,22 @@ def _leave_spool_many(life: JobLifecycle, jobs: list[Job]) -> None:
     cluster or the proc itself has what would stay behind (not two lookups per job)."""
     if life.spool_root is None and life.checkpoints is None:
         return
-    cluster_has: dict[int, bool] = {}
+    last: Cluster | None = None
+    has = shaped = False  # the cluster's ad has what would stay; its shape names it
     for job in jobs:
         c = job.cluster
-        has = cluster_has.get(c.id)
-        if has is None:
-            has = cluster_has[c.id] = any(c.ad.get(n) is not None for n in _SPOOL_NAMES)
-        if has or not _SPOOL_NAMES.isdisjoint(job.own_names()):
+        if c is not last:
+            last = c
+            has = any(c.ad.get(n) is not None for n in _SPOOL_NAMES)
+            shaped = not _SPOOL_NAMES.isdisjoint(c.shape_names)
+        d = job._diff
+        # (a compact proc names what its cluster's shape names: asked once; see Job.own_names)
+        if has or (d is not None and (shaped if type(d) is tuple else not _SPOOL_NAMES.isdisjoint(d))):
             life._leave_spool(job)
 
 
 _SPOOL_NAMES = frozenset(("StageInStart", "LastCheckpointTime"))  # what _leave_spool reads
+_CLUSTER_ID = attrgetter("cluster.id")
 
 
 _HOLD_COUNTS = frozenset(("NumHolds", "NumHoldsByReason"))  # what _hold_attrs reads of the job

@@ -11,7 +11,8 @@ Full ads are built on demand (``merged``/``classad``) for policy evaluation and 
 Durably (``Store``), a cluster submitted by this version is *sparse*: its row holds
 the ad, the procs' differences as submitted and the proc ids (ranges); the procs
 table holds a row only for a proc changed since (status, attributes, claim) or gone
-to history (status ``GONE``, until the whole cluster goes). Submitting a million
+to history (status ``GONE``, until the whole cluster goes); procs gone together (a
+bulk removal: queuefinish.py) are ranges in ``gone_ranges`` instead. Submitting a million
 jobs writes one row; loading them reads one row and builds the procs from it.
 Clusters written by older versions (no layout) keep a procs row per proc.
 
@@ -387,6 +388,7 @@ class JobQueue:
                 (cid, owner, dumps(cluster_ad), dumps({"values": values} if values is not None else submitted), dumps(layout)),
             ),
             ("DELETE FROM procs WHERE cluster = ?", (cid,)),  # (none: a cluster id is never reused)
+            ("DELETE FROM gone_ranges WHERE cluster = ?", (cid,)),
         ]
         if rows:
             ops.append(("INSERT OR REPLACE INTO procs (cluster, proc, status) VALUES (?, ?, ?)", rows, True))
@@ -459,10 +461,11 @@ class JobQueue:
             ops += self._cluster_left(cluster)
         return ops
 
-    def finish_many(self, changes: Iterable[tuple[Job, dict[str, Any]]], status: int, completion: int) -> list[Op]:
+    def finish_many(self, changes: Iterable[tuple[Job, dict[str, Any]]], status: int, completion: int,
+                    keep_ads: bool = True) -> list[Op]:
         """``set`` then ``to_history`` for many jobs (condor_rm of a big queue), as three
         statements however many jobs there are (queuefinish.py)."""
-        return finish_many(self, changes, status, completion)
+        return finish_many(self, changes, status, completion, keep_ads)
 
     @staticmethod
     def _gone_op(cluster: Cluster, proc: int) -> Op:
@@ -493,6 +496,7 @@ class JobQueue:
         ops: list[Op] = [("DELETE FROM clusters WHERE cluster = ?", (cluster.id,))]
         if cluster.sparse:
             ops.append(("DELETE FROM procs WHERE cluster = ?", (cluster.id,)))
+            ops.append(("DELETE FROM gone_ranges WHERE cluster = ?", (cluster.id,)))
         return ops
 
     def finished(self, job: Job) -> bool:

@@ -30,22 +30,19 @@ class Plain:
     __slots__ = ("ranges", "_los", "_starts", "status", "shaped", "owns", "sub", "first", "taken", "n")
 
     def __init__(self, ranges: list[tuple[int, int]], status: int, *, shaped: bool = False,
-                 owns: list[Any] | None = None, sub: dict[str, Any] | None = None, first: int = 0) -> None:
-        self.ranges = ranges
-        self._los = [lo for lo, _hi in ranges]
-        starts: list[int] = []
-        at = 0
-        for lo, hi in ranges:  # index into owns of each range's first shaped proc
-            starts.append(at)
-            at += max(0, hi - max(lo, first))
-        self._starts = starts
+                 owns: list[Any] | None = None, sub: dict[str, Any] | None = None, first: int = 0,
+                 gone: list[tuple[int, int]] | None = None) -> None:
+        # ``gone``: ranges of procs that left the queue (``gone_ranges``), cut out of
+        # ``ranges``; ``owns`` stays indexed by the submitted ranges
+        self.ranges, self._starts = ranges_less(ranges, gone or [], first)
+        self._los = [lo for lo, _hi in self.ranges]
         self.status = status
         self.shaped = shaped
         self.owns = owns
         self.sub = sub or None
         self.first = first
         self.taken: set[int] = set()
-        self.n = sum(hi - lo for lo, hi in ranges)
+        self.n = sum(hi - lo for lo, hi in self.ranges)
 
     @staticmethod
     def fits(ranges: list[list[int]]) -> bool:
@@ -58,7 +55,8 @@ class Plain:
         return i if i >= 0 and proc < self.ranges[i][1] else -1
 
     def covers(self, proc: int) -> bool:
-        """Whether ``proc`` was submitted in this cluster (plain or not)."""
+        """Whether ``proc`` was submitted in this cluster and is not in a gone range
+        (plain or not)."""
         return self._range(proc) >= 0
 
     def has(self, proc: int) -> bool:
@@ -143,4 +141,58 @@ class Plain:
         return None
 
 
-__all__ = ["Plain"]
+def ranges_less(ranges: list[tuple[int, int]], gone: list[tuple[int, int]],
+                first: int) -> tuple[list[tuple[int, int]], list[int]]:
+    """``ranges`` (submitted: ascending, disjoint) less the procs in ``gone`` (any order,
+    may overlap), and for each range left the index into ``owns`` its first shaped proc
+    would have (``own``: owns[start + proc - max(lo, first)])."""
+    merged: list[tuple[int, int]] = []
+    for glo, ghi in sorted(gone):
+        if glo >= ghi:
+            continue
+        if merged and glo <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(merged[-1][1], ghi))
+        else:
+            merged.append((glo, ghi))
+    gone = merged
+    glos = [lo for lo, _hi in gone]
+    out: list[tuple[int, int]] = []
+    starts: list[int] = []
+    at = 0  # index into owns of the submitted range's first shaped proc
+    for lo, hi in ranges:
+        base = max(lo, first)
+        p = lo
+        # the gone ranges that may reach into [lo, hi): from the last one starting at or before lo
+        for glo, ghi in gone[max(0, bisect_right(glos, lo) - 1):bisect_left(glos, hi)]:
+            if ghi <= p:
+                continue
+            if glo > p:
+                out.append((p, glo))
+                starts.append(at + max(p, first) - base)
+            p = ghi
+            if p >= hi:
+                break
+        if p < hi:
+            out.append((p, hi))
+            starts.append(at + max(p, first) - base)
+        at += max(0, hi - base)
+    return out, starts
+
+
+def runs(procs: list[int]) -> list[tuple[int, int]]:
+    """``procs`` (distinct, any order) as ascending ``[lo, hi)`` runs of consecutive ids."""
+    out: list[tuple[int, int]] = []
+    if not procs:
+        return out
+    ordered = sorted(procs)
+    lo = hi = ordered[0]
+    for p in ordered:
+        if p != hi:
+            out.append((lo, hi))
+            lo = p
+        hi = p + 1
+    out.append((lo, hi))
+    return out
+
+
+__all__ = ["Plain", "ranges_less", "runs"]

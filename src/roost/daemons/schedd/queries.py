@@ -14,6 +14,7 @@ import contextlib
 import logging
 import re
 from itertools import islice
+from operator import attrgetter
 from typing import Any
 
 from roost.classad import ClassAd, ExprTree
@@ -27,6 +28,7 @@ from roost.core.accounting_user import with_edits
 from roost.core.jobstates import USER_ACTIONS
 from roost.daemons.schedd.access import QueueRights
 from roost.daemons.schedd.actions import ACT_ACTIONS
+from roost.daemons.schedd.constraintmatch import matching, matching_clusters
 from roost.daemons.schedd.jobqueue import Job
 from roost.daemons.schedd.lifecycle import JobLifecycle
 from roost.daemons.security import peer_user
@@ -265,6 +267,15 @@ class QueueCalls:
                 out += part
                 await asyncio.sleep(0)
             return out + part
+        if text and req.get("ids") is None:  # cluster by cluster (constraintmatch.py)
+            expr, refs = self._constraint(text)
+            clusters = [c for c in self.queue.clusters.values() if owner is None or c.owner == owner]
+            for part in matching_clusters(clusters, expr, refs, tick=MATCH_TICK):
+                if part is None:
+                    await asyncio.sleep(0)
+                else:
+                    out += part
+            return out
         for job in self._matching(req, owner, tick=MATCH_TICK):
             if job is None:
                 await asyncio.sleep(0)
@@ -277,8 +288,8 @@ class QueueCalls:
         ``tick`` jobs looked at (a moment for ``_matching_now`` to let others in)."""
         ids = self._ids_arg(req.get("ids"))
         constraint = req.get("constraint")
-        looked = 0
         if not constraint:
+            looked = 0
             for job in self.queue.select(ids, owner):
                 looked += 1
                 if tick and looked % tick == 0:
@@ -286,43 +297,7 @@ class QueueCalls:
                 yield job
             return
         expr, refs = self._constraint(constraint)
-        cache: dict[Any, bool] = {}
-        lowered: dict[str, str] = {}
-        reach: dict[int, frozenset[str]] = {}  # per cluster: the names the constraint can read
-        per_proc = refs is None or "procid" in refs or "globaljobid" in refs  # (GlobalJobId: from ProcId)
-        for job in self.queue.select(ids, owner):
-            looked += 1
-            if tick and looked % tick == 0:
-                yield None
-            d = job.own_names()
-            varying = per_proc
-            if not varying and d:
-                for k in d:
-                    lk = lowered.get(k)
-                    if lk is None:
-                        lk = lowered[k] = k.lower()
-                    if lk in refs:
-                        varying = True
-                        break
-            key = None if varying else (job.cluster.id, job.status)
-            if key is not None and key in cache:
-                ok = cache[key]
-            else:
-                try:
-                    # only the attributes the constraint can reach, when that is known
-                    ad = None
-                    if refs is not None:
-                        names = reach.get(job.cluster.id)
-                        if names is None:
-                            names = reach[job.cluster.id] = job.cluster.reach(expr, refs)
-                        ad = job.classad_for(names)
-                    ok = expr.eval(ad if ad is not None else job.classad()) is True
-                except Exception:
-                    ok = False
-                if key is not None:
-                    cache[key] = ok
-            if ok:
-                yield job
+        yield from matching(self.queue.select(ids, owner), expr, refs, tick)
 
     async def _add_history(
         self, req: dict[str, Any], owner: str | None, jobs: list[list[Any]], limit: int | None, projection: list[str] | None
@@ -407,13 +382,14 @@ class QueueCalls:
             for i in range(0, len(jobs), 1000):
                 chunk = jobs[i : i + 1000]
                 changed += [job for job, ok in zip(chunk, await asyncio.gather(*(act(j) for j in chunk))) if ok]
-        done = [job.id for job in changed]
+        # the ids made in C, not a property call each (rm -all of 100,000)
+        done = list(map(_JOB_ID.format, map(_CLUSTER_ID, changed), map(_PROC, changed)))
         removed = changed if action == "remove" else []
         if action == "remove":
             # OtherJobRemoveRequirements (a DAGMan job's: its node jobs) go with it, even
             # when its manager is not there to remove them (held, or killed meanwhile)
             # (a set beside the list: `in` over the list made rm -all of 100,000 jobs quadratic)
-            seen = set(done)
+            seen: set[str] | None = None
             others = _other_removals(removed)
             for text in others:
                 if isinstance(text, str) and text.strip():
@@ -422,21 +398,18 @@ class QueueCalls:
                     except RequestError as e:
                         log.warning("OtherJobRemoveRequirements %r: %s", text, e)
                         continue
+                    if seen is None:
+                        seen = set(done)
                     for j in got["ids"]:
                         if j not in seen:
                             seen.add(j)
                             done.append(j)
-        for j in done:
-            results[j] = AR_SUCCESS
-        if len(changed) < len(jobs):  # the action failed on some of ``jobs``
-            for job in jobs:
-                results.setdefault(job.id, AR_DENIED)  # HTCondor's word for that too
-        totals: dict[str, int] = {}
-        for code in results.values():
-            totals[str(code)] = totals.get(str(code), 0) + 1
-        out: dict[str, Any] = {"count": len(done), "ids": done, "denied": denied, "totals": totals,
+        results, totals = _act_results(results, done, jobs, len(changed), req)
+        out: dict[str, Any] = {"count": len(done), "denied": denied, "totals": totals,
                                "queue_size": self.queue.totals_named(None).get("Total", 0),
                                "super": restrict is None}
+        if req.get("list_ids") is not False:  # (a tool that prints a count asks for none: rm -all of 100,000)
+            out["ids"] = done
         if req.get("results") or any("." in t for t in req.get("ids") or ()):
             out["results"] = results  # per job only when asked, or for job ids (a cluster may be huge)
         # jobs named by id that the action left as they were (the peer's own), with their
@@ -661,6 +634,26 @@ def batch_summary(queue: Any, owner: str | None, projection: list[str], jobs: An
     return {"clusters": clusters, "jobs": listed, "counts": counts}
 
 
+def _act_results(results: dict[str, int], done: list[str], jobs: list[Job], changed: int,
+                 req: dict[str, Any]) -> tuple[dict[str, int], dict[str, int]]:
+    """An ACT's per-job results (``results``: those not done, so far) and their totals;
+    when every job named was done (``done`` holds each once) and no one asked for the
+    per-job results, no dict of 100,000 entries is made to count them."""
+    totals: dict[str, int] = {}
+    if results or changed < len(jobs) or req.get("results"):
+        for j in done:
+            results[j] = AR_SUCCESS
+        if changed < len(jobs):  # the action failed on some of ``jobs``
+            for job in jobs:
+                results.setdefault(job.id, AR_DENIED)  # HTCondor's word for that too
+        for code in results.values():
+            totals[str(code)] = totals.get(str(code), 0) + 1
+    elif done:
+        results = dict.fromkeys(done, AR_SUCCESS) if any("." in t for t in req.get("ids") or ()) else {}
+        totals[str(AR_SUCCESS)] = len(done)
+    return results, totals
+
+
 def _literal(expr: Any) -> bool | None:
     """A constraint that is a literal: whether it holds (for every job alike); None else."""
     if not isinstance(getattr(expr, "node", None), Literal):
@@ -676,12 +669,14 @@ def _other_removals(removed: list[Job]) -> set[Any]:
     proc's own only where it has one (not a lookup per job of 100,000)."""
     out: set[Any] = set()
     clusters: set[int] = set()
+    name = "OtherJobRemoveRequirements"
     for job in removed:
-        if "OtherJobRemoveRequirements" in job.own_names():
-            out.add(job.get("OtherJobRemoveRequirements"))
+        d = job._diff  # (Job.own_names, inline: a compact proc's are its cluster's shape's)
+        if d is not None and name in (job.cluster.shape_names if type(d) is tuple else d):
+            out.add(job.get(name))
         elif job.cluster.id not in clusters:
             clusters.add(job.cluster.id)
-            out.add(job.cluster.ad.get("OtherJobRemoveRequirements"))
+            out.add(job.cluster.ad.get(name))
     return out
 
 
@@ -717,6 +712,9 @@ __all__ = ["QueueCalls"]
 
 
 AR_SUCCESS, AR_NOT_FOUND, AR_BAD_STATUS, AR_ALREADY_DONE, AR_DENIED = 1, 2, 3, 4, 5
+_JOB_ID = "{0}.{1}"  # Job.id
+_CLUSTER_ID = attrgetter("cluster.id")
+_PROC = attrgetter("proc")
 _IDLE_WORD = JobStatus.WORDS[JobStatus.IDLE]  # where a job has a status of no name
 
 

@@ -63,33 +63,42 @@ def load_into(q: JobQueue) -> None:
         if claim_text:
             job.claim = loads(claim_text)
         cluster.procs[proc] = job
+    gone: dict[int, list[tuple[int, int]]] = {}  # sparse clusters' procs gone by range (queuefinish.py)
+    for cid, lo, hi in q.store.load_gone():
+        gone.setdefault(cid, []).append((lo, hi))
     uniform: dict[int, int] = {}  # clusters whose procs all have the cluster's status
     for cid, ranges in layouts.items():
         cluster = q.clusters[cid]
         if Plain.fits(ranges) and cluster.ad.get("JobStatus", IDLE) in _PLAIN_STATUSES:
-            _keep_plain(q, cluster, ranges, submitted.get(cid) or {}, changed.get(cid) or {})
+            _keep_plain(q, cluster, ranges, submitted.get(cid) or {}, changed.get(cid) or {}, gone.get(cid))
             continue
-        _build_sparse(q, cluster, ranges, submitted.get(cid) or {}, changed.get(cid) or {})
-        if cid not in changed:
+        rows = changed.get(cid) or {}
+        if cid in gone:  # a proc in a gone range is gone, whatever its row says
+            rows = {**rows, **{p: (GONE, None, None) for lo, hi in gone[cid] for p in range(lo, hi)}}
+        _build_sparse(q, cluster, ranges, submitted.get(cid) or {}, rows)
+        if not rows:
             uniform[cid] = cluster.ad.get("JobStatus", IDLE)
     for cluster in q.clusters.values():
         q._index(cluster, uniform.get(cluster.id))
 
 
 def _keep_plain(q: JobQueue, cluster: Cluster, ranges: list[list[int]], sub: Any,
-                changed: dict[int, tuple[int, str | None, str | None]]) -> None:
-    """A sparse cluster's procs as ranges (plainprocs.py): only those with a procs row
-    (changed since submit, or gone) are looked at now, the rest when touched."""
+                changed: dict[int, tuple[int, str | None, str | None]],
+                gone: list[tuple[int, int]] | None) -> None:
+    """A sparse cluster's procs as ranges (plainprocs.py), less its ``gone`` ranges:
+    only those with a procs row (changed since submit, or gone) are looked at now, the
+    rest when touched."""
     status = cluster.ad.get("JobStatus", IDLE)
     shaped = cluster.shape is not None
     first = q._shape_from.pop(cluster.id, ranges[0][0] if ranges else 0)
     plain = Plain([(lo, hi) for lo, hi in ranges], status, shaped=shaped,
-                  owns=sub.get("values") if shaped and sub else None, sub=None if shaped else sub, first=first)
+                  owns=sub.get("values") if shaped and sub else None, sub=None if shaped else sub, first=first,
+                  gone=gone)
     loads = json.loads
     procs = cluster._procs
     for proc, (st, diff_text, claim_text) in changed.items():
         if not plain.covers(proc):
-            continue  # (a row of a proc never submitted: as a full build, left out)
+            continue  # (a row of a proc never submitted, or in a gone range: left out)
         own = plain.own(proc)
         plain.take(proc)
         if st == GONE:

@@ -24,9 +24,11 @@ import shutil
 import sqlite3
 import struct
 import time
+from bisect import bisect_right
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from roost.daemons.schedd.plainprocs import ranges_less, runs
 from roost.net.private_files import create_private
 
 # table -> (columns, key columns, a check of each row beyond being readable)
@@ -38,6 +40,8 @@ _TABLES: dict[str, tuple[str, str, Callable[[tuple[Any, ...]], bool]]] = {
     "procs": ("cluster, proc, status, diff, claim", "cluster, proc",
               lambda r: type(r[0]) is int and type(r[1]) is int and type(r[2]) is int
               and (r[3] is None or _is_json_object(r[3])) and (r[4] is None or _is_json_object(r[4]))),
+    "gone_ranges": ("cluster, lo, hi", "cluster, lo",
+                    lambda r: type(r[0]) is int and type(r[1]) is int and type(r[2]) is int and r[1] < r[2]),
     "history": ("cluster, proc, owner, completion, status, ad", "cluster, proc",
                 lambda r: type(r[0]) is int and type(r[1]) is int and _is_json_object(r[5])),
     "history_clusters": ("cluster, ad", "cluster", lambda r: type(r[0]) is int and _is_json_object(r[1])),
@@ -45,7 +49,7 @@ _TABLES: dict[str, tuple[str, str, Callable[[tuple[Any, ...]], bool]]] = {
                        lambda r: type(r[0]) is int and isinstance(r[1], str) and isinstance(r[3], str)),
 }
 #: the tables checked at every start: the queue's (what the schedd loads), not the history
-_CHECKED = ("meta", "clusters", "procs", "pending_events")
+_CHECKED = ("meta", "clusters", "procs", "gone_ranges", "pending_events")
 #: what SQLite says of a damaged file (anything else, "database is locked" or an I/O
 #: error, is no reason to move a queue aside)
 _DAMAGED = ("malformed", "not a database", "corrupt", "encrypted")
@@ -132,21 +136,72 @@ def _readable_rows(conn: sqlite3.Connection, table: str) -> tuple[list[tuple[Any
     return kept, len(got) - len(kept)
 
 
-def _jobs_kept(clusters: list[tuple[Any, ...]], procs: list[tuple[Any, ...]]) -> int:
-    """Jobs in the queue: a sparse cluster's (jobqueue's docstring) are its submitted
-    ProcId ranges less its GONE rows; an older cluster's are its procs rows."""
-    sparse: dict[int, int] = {}
+def _submitted(clusters: list[tuple[Any, ...]]) -> dict[int, list[tuple[int, int]]]:
+    """A sparse cluster's submitted ProcId ranges (its layout), by cluster."""
+    out: dict[int, list[tuple[int, int]]] = {}
     for row in clusters:
         if row[4] is not None:
             with contextlib.suppress(ValueError, TypeError, AttributeError):
-                sparse[row[0]] = sum(hi - lo for lo, hi in json.loads(row[4]).get("ranges") or ())
-    n = sum(sparse.values())
+                out[row[0]] = [(int(lo), int(hi)) for lo, hi in json.loads(row[4]).get("ranges") or ()]
+    return out
+
+
+def _gone_by_cluster(rows: list[tuple[Any, ...]]) -> dict[int, list[tuple[int, int]]]:
+    out: dict[int, list[tuple[int, int]]] = {}
+    for cid, lo, hi in rows:
+        out.setdefault(cid, []).append((lo, hi))
+    return out
+
+
+def _jobs_kept(clusters: list[tuple[Any, ...]], procs: list[tuple[Any, ...]], gone: list[tuple[Any, ...]]) -> int:
+    """Jobs in the queue: a sparse cluster's (jobqueue's docstring) are its submitted
+    ProcId ranges less its gone ranges and GONE rows; an older cluster's are its procs rows."""
+    gone_of = _gone_by_cluster(gone)
+    left = {cid: ranges_less(ranges, gone_of.get(cid, []), 0)[0] for cid, ranges in _submitted(clusters).items()}
+    n = sum(hi - lo for ranges in left.values() for lo, hi in ranges)
     for row in procs:
-        if row[0] not in sparse:
+        if row[0] not in left:
             n += 1
-        elif row[2] == -1:  # jobqueue.GONE
+        elif row[2] == -1 and _within(left[row[0]], row[1]):  # jobqueue.GONE
             n -= 1
     return n
+
+
+def _within(ranges: list[tuple[int, int]], proc: int) -> bool:
+    i = bisect_right(ranges, (proc, float("inf"))) - 1
+    return i >= 0 and ranges[i][0] <= proc < ranges[i][1]
+
+
+def _history_is_gone(kept: dict[str, list[tuple[Any, ...]]]) -> None:
+    """A job with a history row has left the queue: whatever the damage took of the
+    queue's own marks (a page of GONE rows or gone ranges), it must not come back. Its
+    sparse cluster gains a gone range, an older cluster's procs row goes."""
+    submitted = _submitted(kept.get("clusters", []))
+    finished: dict[int, list[int]] = {}
+    for row in kept.get("history", []):
+        finished.setdefault(row[0], []).append(row[1])
+    gone = _gone_by_cluster(kept.get("gone_ranges", []))
+    out: list[tuple[Any, ...]] = []  # (those of a cluster lost, or not sparse, are dropped)
+    emptied: set[int] = set()
+    for cid, sub in submitted.items():
+        ranges = gone.get(cid, []) + runs(finished.get(cid, []))
+        merged: list[tuple[int, int]] = []
+        for lo, hi in sorted(ranges):  # disjoint again: rows keyed by (cluster, lo) must not replace each other
+            if merged and lo <= merged[-1][1]:
+                merged[-1] = (merged[-1][0], max(merged[-1][1], hi))
+            else:
+                merged.append((lo, hi))
+        if sub and not ranges_less(sub, merged, 0)[0]:
+            emptied.add(cid)  # every job of it left: the cluster went with the last one
+            continue
+        out += [(cid, lo, hi) for lo, hi in merged]
+    kept["gone_ranges"] = out
+    if emptied:
+        kept["clusters"] = [r for r in kept.get("clusters", []) if r[0] not in emptied]
+        kept["procs"] = [r for r in kept.get("procs", []) if r[0] not in emptied]
+    done = {(cid, p) for cid, procs in finished.items() if cid not in submitted for p in procs}
+    if "procs" in kept and done:
+        kept["procs"] = [r for r in kept["procs"] if r[0] in submitted or (r[0], r[1]) not in done]
 
 
 def _fit_header(path: str) -> None:
@@ -198,6 +253,7 @@ def salvage(path: str, why: str, schema: str) -> str:
         for side in ("", *_SIDE_FILES):
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(scratch + side)
+    _history_is_gone(kept)
     clusters_kept = {r[0] for r in kept.get("clusters", [])}
     procs = kept.get("procs", [])
     orphans = [r for r in procs if r[0] not in clusters_kept]  # a job is nothing without its cluster's ad
@@ -222,7 +278,7 @@ def salvage(path: str, why: str, schema: str) -> str:
         new.execute("COMMIT")
     finally:
         new.close()
-    jobs = _jobs_kept(kept.get("clusters", []), kept.get("procs", []))
+    jobs = _jobs_kept(kept.get("clusters", []), kept.get("procs", []), kept.get("gone_ranges", []))
     clusters = len(kept.get("clusters", []))
     history = len(kept.get("history", []))
     line = (f"job queue {path} is damaged ({why}): moved to {aside}; kept what could be read: "
