@@ -8,8 +8,10 @@ import json
 import os
 import sqlite3
 
+import pytest
+
 from roost.daemons.schedd.jobqueue import JobQueue
-from roost.daemons.schedd.store import Store
+from roost.daemons.schedd.store import FORMAT, NewerFormat, Store
 
 
 def _queue(path) -> JobQueue:
@@ -292,3 +294,20 @@ def test_an_insert_of_many_rows_writes_what_one_insert_a_row_writes(tmp_path):
         pass
     assert tables(store)[0] == [] and store.pending_events() == []
     store.close()
+
+
+def test_a_queue_file_of_a_newer_format_is_refused_and_left_as_it_is(tmp_path):
+    """A downgrade must not bring removed jobs back: a file that says it is of a newer
+    format than this roost knows (its removed procs may be kept where this roost does not
+    look) is refused with a clear reason, and not touched."""
+    path = str(tmp_path / "q.db")
+    s = Store(path, fsync=False)
+    s.close()
+    conn = sqlite3.connect(path)
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == FORMAT
+    conn.execute(f"PRAGMA user_version = {FORMAT + 1}")
+    conn.close()
+    before = open(path, "rb").read()
+    with pytest.raises(NewerFormat, match=rf"newer roost \(queue format {FORMAT + 1}; this roost reads up to {FORMAT}\)"):
+        Store(path, fsync=False)
+    assert open(path, "rb").read() == before

@@ -24,7 +24,7 @@ from typing import Any
 from roost.classad.unparse import quote
 from roost.core import jobpolicy as jp
 from roost.core.accounting_user import ALLOW_OTHER_KNOB
-from roost.daemons.base import Daemon, local_name_arg
+from roost.daemons.base import CannotStart, Daemon, local_name_arg
 from roost.daemons.profiling import Profiled
 from roost.daemons.schedd import runners
 from roost.daemons.schedd.access import QueueRights
@@ -49,7 +49,7 @@ from roost.daemons.schedd.shadow import DEFAULT_MAX_STARTING, Shadows
 from roost.daemons.schedd.spool_area import sweep_partial
 from roost.daemons.schedd.spool_calls import SpoolCalls
 from roost.daemons.schedd.starter_calls import StarterCalls
-from roost.daemons.schedd.store import Store
+from roost.daemons.schedd.store import NewerFormat, Store
 from roost.daemons.schedd.submission import SubmitCalls
 from roost.daemons.schedd.submitters import submitter_ads, submitter_name
 from roost.daemons.schedd.userlog import UserLogs
@@ -157,7 +157,10 @@ class Schedd(Daemon):
     async def start(self) -> None:
         self._open_path_to_socket()
         self.spool_dir.mkdir(parents=True, exist_ok=True)
-        store = self.store = Store(str(self.spool_dir / "job_queue.db"), fsync=self.fsync)
+        try:
+            store = self.store = Store(str(self.spool_dir / "job_queue.db"), fsync=self.fsync)
+        except NewerFormat as e:  # the same file would be refused on every restart
+            raise CannotStart(str(e)) from None
         if store.closed_files:
             log.warning("closed to group and others (they hold claim ids and job ads): %s",
                         ", ".join(store.closed_files))

@@ -27,6 +27,31 @@ from roost.net.private_files import close_to_others, create_private
 
 log = logging.getLogger(__name__)
 
+#: the queue file's format (SQLite's ``user_version``): 2 has removed procs as ranges
+#: (``gone_ranges``), which a roost reading format 0 or 1 would not see: it would bring
+#: those jobs back, so a file of a newer format than this roost's is refused
+FORMAT = 2
+
+
+class NewerFormat(Exception):  # noqa: N818 -- says what the file is
+    """The queue file was written by a newer roost, in a format this one cannot read."""
+
+
+def _format_of(path: str) -> int | None:
+    """The file's ``user_version``; None where there is no file or it cannot be read
+    (then salvage decides)."""
+    if not os.path.exists(path):
+        return None
+    try:
+        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        try:
+            return int(conn.execute("PRAGMA user_version").fetchone()[0])
+        finally:
+            conn.close()
+    except sqlite3.Error:
+        return None
+
+
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS clusters (
@@ -125,6 +150,10 @@ class Store:
         os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
         #: the files an older roost left open to others, now closed (the schedd logs them)
         self.closed_files = secure_queue_files(path)
+        version = _format_of(path)
+        if version is not None and version > FORMAT:
+            raise NewerFormat(f"{path} was written by a newer roost (queue format {version}; this roost reads "
+                              f"up to {FORMAT}): run that roost, or move the file aside to start empty")
         why = salvage.damage(path)
         #: what was done about a damaged file (the schedd logs it), else None
         self.repaired = salvage.salvage(path, why, SCHEMA) if why is not None else None
@@ -134,6 +163,7 @@ class Store:
         self.conn.execute("PRAGMA synchronous=NORMAL")
         self.conn.executescript(SCHEMA)
         self._add_layout_column()
+        self.conn.execute(f"PRAGMA user_version = {FORMAT}")
         #: how many parameters one statement may have (SQLite's limit: 999 before 3.32)
         self._max_vars = self.conn.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER)
         self._wal_fd: int | None = None
