@@ -428,8 +428,12 @@ def negotiate_fair(
         got = False
         rejected = False
         winner = 0  # the place in ``ranked`` of the one who got the match
+        # what each group holds: the same until a call matches (and the round ends)
+        group_held: dict[str, float] | None = None
         for place, (_, n) in enumerate(ranked):
-            if not _room(cyc, n, quota):
+            if group_held is None:
+                group_held = _held_by_group(cyc)
+            if not _room(cyc, n, quota, group_held):
                 continue
             reqs, orig = cyc.remaining_requests([n])
             prio = prios.get(n)
@@ -487,11 +491,16 @@ def _group_held(cyc: _Cycle, g: str) -> float:
     return sum(h for n, h in cyc.held.items() if cyc.group[n] == g)
 
 
-def _room(cyc: _Cycle, n: str, quota: Mapping[str, float]) -> bool:
+def _room(cyc: _Cycle, n: str, quota: Mapping[str, float],
+          held: Mapping[str, float] | None = None) -> bool:
+    """``n`` is below its ceiling and its group below its quota. ``held``: what
+    :func:`_held_by_group` says now, when the caller has it."""
     s = cyc.subs[n]
     if s.ceiling is not None and cyc.held[n] >= s.ceiling - _EPS:
         return False
-    return _group_held(cyc, cyc.group[n]) < quota.get(cyc.group[n], 0.0) - _EPS
+    g = cyc.group[n]
+    gh = _group_held(cyc, g) if held is None else held.get(g, 0)
+    return gh < quota.get(g, 0.0) - _EPS
 
 
 def _service_key(cyc: _Cycle, n: str, quota: Mapping[str, float],

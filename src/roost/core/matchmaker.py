@@ -91,10 +91,15 @@ from roost.core.slotclasses import (
     first_free,
     on_offer,
 )
-from roost.core.thresholds import Split, split_of
+from roost.core.thresholds import Split, passes_all, split_of
 from roost.vocabulary import SlotState
 
 _EPS = 1e-9
+
+
+def _no_checks(rem: Mapping[str, float]) -> bool:
+    """The checks of a job without a :class:`Split`: none."""
+    return True
 
 
 @dataclass(slots=True)
@@ -283,9 +288,8 @@ class SlotPool:
             if known is None:
                 return None  # the base cannot take the job, whatever is left of the slot
             rem = view.remaining
-            for attr, cmp, number in split.checks:
-                if not cmp(rem[attr], number):
-                    return None
+            if not split.passes(rem):
+                return None
             if known is False:
                 known = by_base[bid] = self._base_answer(job, view.ad, split, fixed)  # type: ignore[index,arg-type]
             if known is None or split.ranked:
@@ -504,6 +508,7 @@ class SlotPool:
             push(entry)
 
         checks = split.checks if split is not None else ()
+        passes = split.passes if split is not None else _no_checks
         if answers is None:
             cursors = {}
         bmembers, bnext = part.bmembers, part.bnext
@@ -558,10 +563,7 @@ class SlotPool:
                 if nxt is not None and rem["Cpus"] <= 0:
                     nxt[pos] = pos + 1  # spent: every job that asks for Cpus skips it
                     continue
-                for attr, cmp, number in checks:
-                    if not cmp(rem[attr], number):
-                        break
-                else:
+                if passes(rem):
                     break
                 pos += 1
             cursors[bid] = pos
@@ -716,20 +718,25 @@ def _same_slot_run(
     index, rem, slot = view.index, view.remaining, view.slot
     changes = pool.classes.changes
     top = heap[0] if heap else None
+    # whether (key, index, serial) beats the top: decided by (key, index) alone unless
+    # those equal the top's (None: compare in full each time)
+    beats: bool | None = True
+    if top is not None:
+        head = (key, index)
+        tail = (top[0], top[1])
+        beats = True if head < tail else False if head > tail else None
     lowered = [(a, x) for a, x in amounts.items() if x != 0]  # ``view.take``, inlined
+    passes = passes_all(checks)
     was = rem["Cpus"] > 0 or rem["Memory"] > 0
     taken = 0
     while len(out) < want:
         if skip_spent and rem["Cpus"] <= 0:
             break
-        for attr, cmp, number in checks:
-            if not cmp(rem[attr], number):
-                break
-        else:
+        if passes(rem):
             # ``view`` came out as the heap's least entry and its key does not change,
             # so the top stays above it (unless another entry of this slot were queued)
-            if used + weight > budget or (
-                top is not None and not (key, index, serial + 1) < top
+            if used + weight > budget or not (
+                beats if beats is not None else (key, index, serial + 1) < top  # type: ignore[operator]
             ):
                 break
             serial += 1
@@ -761,8 +768,13 @@ def _ranked_run(
     passes the checks it is what ``best`` would find, without asking it."""
     _, (r1, _, r3), amounts, weight, preempts = res  # r1, r3: pre- and post-job ranks
     attr, changes = rc.attr, pool.classes.changes
-    own, rest = rc.own, rc.rest
+    passes = rc.passes  # ``own`` and ``rest`` in one call
     top = heap[0] if heap else None
+    # the top's key, when its preemption level and pre-job rank are this job's: then
+    # the job's Rank alone (``-left``) decides against it, unless the two are equal
+    rank_top = None
+    if top is not None and top[0][0] == NO_PREEMPTION and top[0][1] == -r1:
+        rank_top = top[0][2]
     lowered = [(a, x) for a, x in amounts.items() if x != 0]
     names = [a for a, _ in lowered]
     bheap = rc.heaps.get(bid)
@@ -773,18 +785,8 @@ def _ranked_run(
             neg, index, view = bheap[0]
             rem = view.remaining
             left = rem[attr]
-            if -left != neg:
+            if -left != neg or not passes(rem):
                 view = None
-            else:
-                for cmp, number in own:
-                    if not cmp(left, number):
-                        view = None
-                        break
-                else:
-                    for a, cmp, number in rest:
-                        if not cmp(rem[a], number):
-                            view = None
-                            break
         if view is None:
             view = best(part, bid, rc)
             if view is None:
@@ -795,10 +797,13 @@ def _ranked_run(
             index = view.index
         if used + weight > budget:
             break
-        if top is not None and not (
-            (NO_PREEMPTION, -r1, -left, -r3, 0.0), index, serial + 1
-        ) < top:
-            break
+        if top is not None:
+            if rank_top is not None and -left < rank_top:
+                pass
+            elif rank_top is not None and -left > rank_top:
+                break
+            elif not ((NO_PREEMPTION, -r1, -left, -r3, 0.0), index, serial + 1) < top:
+                break
         serial += 1
         used += weight
         out.append(Match(request, view.slot, (r1, left, r3), amounts, weight, preempts))

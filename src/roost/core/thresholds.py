@@ -15,7 +15,7 @@ says whether a job is such a job, and how), apart from the matching that uses it
 from __future__ import annotations
 
 import operator
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from roost.classad import ClassAd
@@ -31,10 +31,46 @@ _FLIPPED = {">=": "<=", ">": "<", "<=": ">=", "<": ">"}
 _SPLIT_BLOCKERS = RESOURCE_KEYS | {"requirements"}
 
 
+Check = tuple[str, Callable[[Any, Any], bool], float]  # (resource, comparison, number)
+
+_OP_TEXT: dict[Any, str] = {
+    operator.ge: ">=", operator.gt: ">", operator.le: "<=", operator.lt: "<",
+}
+_COMPILED: dict[tuple[Check, ...], Callable[[Mapping[str, float]], bool]] = {}
+
+
+def passes_all(checks: tuple[Check, ...]) -> Callable[[Mapping[str, float]], bool]:
+    """``checks`` as one function of what is left of a slot: true when each
+    ``cmp(left[resource], number)`` holds (as ``all`` of them would say).
+
+    The hot loops test every slot they look at against a job's checks; a loop over
+    the checks costs a call of the comparison per check, this one call. Its code is
+    generated (``rem["Memory"] >= _n0 and ...``, the numbers bound as they are; a
+    comparison other than the four operators is called), once per checks."""
+    fn = _COMPILED.get(checks)
+    if fn is None:
+        terms: list[str] = []
+        bound: dict[str, Any] = {}
+        for i, (attr, cmp, number) in enumerate(checks):
+            bound[f"_n{i}"] = number
+            op = _OP_TEXT.get(cmp)
+            if op is None:
+                bound[f"_c{i}"] = cmp
+                terms.append(f"_c{i}(rem[{str(attr)!r}], _n{i})")
+            else:
+                terms.append(f"rem[{str(attr)!r}] {op} _n{i}")
+        params = "".join(f", {k}={k}" for k in bound)
+        fn = eval(f"lambda rem{params}: {' and '.join(terms) or 'True'}", {}, bound)
+        if len(_COMPILED) > 1000:
+            _COMPILED.clear()
+        _COMPILED[checks] = fn
+    return fn
+
+
 class Split:
     """How a job reads a partitionable slot's resources: only as thresholds."""
 
-    __slots__ = ("checks", "rest", "ranked", "monotone", "cpus", "reads", "rank_of")
+    __slots__ = ("checks", "passes", "rest", "ranked", "monotone", "cpus", "reads", "rank_of")
 
     def __init__(self, checks: tuple[tuple[str, Callable[[Any, Any], bool], float], ...],
                  rest: tuple[Node, ...] | None, ranked: bool, cpus: bool,
@@ -43,6 +79,7 @@ class Split:
         # (resource, comparison, number): what is left must pass ``left cmp number``,
         # for the thresholds and for the request to fit (``matchmaker._fits``)
         self.checks = checks
+        self.passes = passes_all(checks)  # the checks as one call
         self.rest = rest  # the other conjuncts; None: Requirements reads no resource at all
         self.ranked = ranked  # the ranks read no resource: one answer per base too
         # every check only ever fails more as a slot is carved (lower bounds)
@@ -165,4 +202,4 @@ def _rank_of(job: ClassAd, pre_job_rank: Node | None,
             rank_number(post_job_rank, job, None))
 
 
-__all__ = ["Split", "split_of"]
+__all__ = ["Check", "Split", "passes_all", "split_of"]
