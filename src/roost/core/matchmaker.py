@@ -687,9 +687,13 @@ class SlotPool:
         # every match again).
         if rchecks is not None:
             rchecks.restore()
-        bid_of = part.bid
-        for view in based.values():
-            self.classes.defer(part, bid_of[view.index], view)
+        bid_of, deferred = part.bid, part.deferred
+        for index, view in based.items():  # ``SlotClasses.defer``, inlined
+            bid = bid_of[index]
+            waiting = deferred.get(bid)
+            if waiting is None:
+                waiting = deferred[bid] = {}
+            waiting[index] = view
         part.cursor = len(self.classes.changes)
         if answers is not None:
             answers.maybe = [  # dead classes are dropped when next met
@@ -769,6 +773,9 @@ def _ranked_run(
     _, (r1, _, r3), amounts, weight, preempts = res  # r1, r3: pre- and post-job ranks
     attr, changes = rc.attr, pool.classes.changes
     passes = rc.passes  # ``own`` and ``rest`` in one call
+    append, change = out.append, changes.append
+    room = want - len(out)  # jobs still to place
+    freed = 0  # views that went off offer (``pool._free``)
     top = heap[0] if heap else None
     # the top's key, when its preemption level and pre-job rank are this job's: then
     # the job's Rank alone (``-left``) decides against it, unless the two are equal
@@ -779,7 +786,7 @@ def _ranked_run(
     names = [a for a, _ in lowered]
     bheap = rc.heaps.get(bid)
     replace = heapq.heapreplace
-    while len(out) < want:
+    while room > 0:
         view = None
         if bheap:  # ``best``'s first look, inlined
             neg, index, view = bheap[0]
@@ -806,7 +813,8 @@ def _ranked_run(
                 break
         serial += 1
         used += weight
-        out.append(Match(request, view.slot, (r1, left, r3), amounts, weight, preempts))
+        room -= 1
+        append(Match(request, view.slot, (r1, left, r3), amounts, weight, preempts))
         was = rem["Cpus"] > 0 or rem["Memory"] > 0
         if lowered:  # ``view.take``, inlined
             for a, x in lowered:
@@ -814,9 +822,10 @@ def _ranked_run(
             view.touched.update(names)
             view.carved = view.stale = True
             replace(bheap, (-rem[attr], index, view))  # it is the heap's top
-        pool._free -= was - (rem["Cpus"] > 0 or rem["Memory"] > 0)
-        changes.append(view)
+        freed += was - (rem["Cpus"] > 0 or rem["Memory"] > 0)
+        change(view)
         based[index] = view
+    pool._free -= freed
     return serial, used
 
 

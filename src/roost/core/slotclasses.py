@@ -43,8 +43,9 @@ from roost.classad.ast import (
     Subscript,
     UnaryOp,
 )
+from roost.classad.evaluate import EvaluationFailed, evaluate
 from roost.classad.unparse import unparse
-from roost.core.matchvalues import eval_number, is_true
+from roost.core.matchvalues import eval_number, is_true, number
 
 # (slot attribute, job attribute, default request when the job does not say)
 RESOURCES: tuple[tuple[str, str, float], ...] = (
@@ -162,7 +163,7 @@ class SlotView:
 
     __slots__ = (
         "slot", "ad", "index", "partitionable", "claimed", "remaining", "used", "copied",
-        "weight", "carved", "stale", "numeric", "touched", "absent",
+        "weight", "carved", "stale", "numeric", "touched", "absent", "weight_value",
     )
 
     def __init__(self, slot: Any, index: int, claimed: bool) -> None:
@@ -207,12 +208,20 @@ class SlotView:
         node = attrs.get("slotweight")
         if node is None:
             node = attrs.get("cpus")
+        # the value ``weight`` is made of (None: no SlotWeight nor Cpus, or a failed
+        # evaluation), for callers that read SlotWeight their own way (fair share)
+        self.weight_value: Any = None
         if node is None:
             self.weight = 1.0
         elif type(node) is Literal and type(node.value) in (int, float):
+            self.weight_value = node.value
             self.weight = float(node.value)
         else:
-            self.weight = eval_number(node, ad, None)
+            try:
+                self.weight_value = v = evaluate(node, ad, None)
+            except EvaluationFailed:
+                v = None
+            self.weight = number(v)
 
     def take(self, amounts: dict[str, float]) -> None:
         """Lower what is left; the ad follows only when an evaluation needs it."""

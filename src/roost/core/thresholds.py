@@ -36,6 +36,7 @@ Check = tuple[str, Callable[[Any, Any], bool], float]  # (resource, comparison, 
 _OP_TEXT: dict[Any, str] = {
     operator.ge: ">=", operator.gt: ">", operator.le: "<=", operator.lt: "<",
 }
+_MAKERS: dict[tuple[Any, ...], Callable[..., Callable[[Mapping[str, float]], bool]]] = {}
 _COMPILED: dict[tuple[Check, ...], Callable[[Mapping[str, float]], bool]] = {}
 
 
@@ -45,23 +46,35 @@ def passes_all(checks: tuple[Check, ...]) -> Callable[[Mapping[str, float]], boo
 
     The hot loops test every slot they look at against a job's checks; a loop over
     the checks costs a call of the comparison per check, this one call. Its code is
-    generated (``rem["Memory"] >= _n0 and ...``, the numbers bound as they are; a
-    comparison other than the four operators is called), once per checks."""
+    generated once per shape of checks (resources and operators:
+    ``rem["Memory"] >= _n0 and ...``; a comparison other than the four operators is
+    called), and each job's numbers are bound to it as they are."""
     fn = _COMPILED.get(checks)
     if fn is None:
-        terms: list[str] = []
-        bound: dict[str, Any] = {}
-        for i, (attr, cmp, number) in enumerate(checks):
-            bound[f"_n{i}"] = number
-            op = _OP_TEXT.get(cmp)
+        shape = tuple((attr, _OP_TEXT.get(cmp)) for attr, cmp, _ in checks)
+        make = _MAKERS.get(shape)
+        if make is None:
+            terms, params = [], []
+            for i, (attr, op) in enumerate(shape):
+                params.append(f"_n{i}")
+                if op is None:
+                    params.append(f"_c{i}")
+                    terms.append(f"_c{i}(rem[{str(attr)!r}], _n{i})")
+                else:
+                    terms.append(f"rem[{str(attr)!r}] {op} _n{i}")
+            bind = "".join(f", {p}={p}" for p in params)
+            make = eval(  # the maker: binds the numbers (and odd comparisons) to the test
+                f"lambda {', '.join(params)}: lambda rem{bind}: {' and '.join(terms) or 'True'}",
+                {},
+            )
+            _MAKERS[shape] = make
+        args: list[Any] = []
+        for (_, cmp, number), (_, op) in zip(checks, shape):
+            args.append(number)
             if op is None:
-                bound[f"_c{i}"] = cmp
-                terms.append(f"_c{i}(rem[{str(attr)!r}], _n{i})")
-            else:
-                terms.append(f"rem[{str(attr)!r}] {op} _n{i}")
-        params = "".join(f", {k}={k}" for k in bound)
-        fn = eval(f"lambda rem{params}: {' and '.join(terms) or 'True'}", {}, bound)
-        if len(_COMPILED) > 1000:
+                args.append(cmp)
+        fn = make(*args)
+        if len(_COMPILED) > 10000:
             _COMPILED.clear()
         _COMPILED[checks] = fn
     return fn
