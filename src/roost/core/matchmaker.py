@@ -663,6 +663,11 @@ class SlotPool:
             self.classes.changes.append(view)
             if type(obj) is BaseRef:
                 based[view.index] = view  # its class is brought up to date below
+                if len(out) >= want:
+                    # served: a run would take nothing, and the base's next entry would
+                    # never come out (offering it again only moves its cursor, or sorts
+                    # its heap, which the next call that reads it does as well)
+                    break
                 if not shortcuts:
                     pass
                 elif ranked_by:
