@@ -216,6 +216,10 @@ class SlotView:
         elif type(node) is Literal and type(node.value) in (int, float):
             self.weight_value = node.value
             self.weight = float(node.value)
+        elif (type(node) is AttrRef and node.base is None and not node.absolute
+              and node.lname in lits):  # ``SlotWeight = Cpus``: the literal it names
+            self.weight_value = v = lits[node.lname]
+            self.weight = number(v)
         else:
             try:
                 self.weight_value = v = evaluate(node, ad, None)
@@ -588,18 +592,30 @@ class SlotClasses:
                     nxt = part.bnext.setdefault(first, [0])
                     nxt.append(len(nxt))  # the new member is its own; the last is the end
                     part.bnumeric[first] = part.bnumeric.get(first, True) and view.numeric
-                    part.babsent[first] = part.babsent.get(first, frozenset()) | view.absent
-                    part.bfinite[first] = part.bfinite.get(first, True) and all(
-                        math.isfinite(v) for v in view.remaining.values()
-                    )
+                    absent = part.babsent.get(first)
+                    if absent is None or view.absent:
+                        part.babsent[first] = (absent or frozenset()) | view.absent
+                    if part.bfinite.get(first, True):
+                        part.bfinite[first] = all(map(math.isfinite, view.remaining.values()))
                     if first not in part.brefs:
                         part.brefs[first] = BaseRef(first)
             if not view.partitionable:
                 return part.base[view.index]
         # once carved, the resources are the numbers in ``remaining``
-        res = _CARVED if view.carved else tuple(
-            self._vkey(view.ad._attrs.get(n)) for n in part.res_names
-        )
+        if view.carved:
+            res: Any = _CARVED
+        else:
+            get = view.ad._attrs.get
+            vals = []
+            for n in part.res_names:  # ``_vkey``, its usual cases inlined
+                node = get(n)
+                if node is None:
+                    vals.append(_MISSING)
+                elif type(node) is Literal and type(node.value) in _PLAIN:
+                    vals.append((type(node.value), node.value))
+                else:
+                    vals.append(self._vkey(node))
+            res = tuple(vals)
         return (first, tuple(view.remaining.values()), res)
 
     def place(self, part: Partition, view: SlotView) -> SlotClass | None:
