@@ -67,6 +67,8 @@ def passes_all(checks: tuple[Check, ...]) -> Callable[[Mapping[str, float]], boo
                 f"lambda {', '.join(params)}: lambda rem{bind}: {' and '.join(terms) or 'True'}",
                 {},
             )
+            if len(_MAKERS) > 1000:
+                _MAKERS.clear()
             _MAKERS[shape] = make
         args: list[Any] = []
         for (_, cmp, number), (_, op) in zip(checks, shape):
