@@ -217,7 +217,8 @@ class SlotView:
             self.weight_value = node.value
             self.weight = float(node.value)
         elif (type(node) is AttrRef and node.base is None and not node.absolute
-              and node.lname in lits):  # ``SlotWeight = Cpus``: the literal it names
+              and node.lname in lits and node.lname not in _SCOPE_NAMES):
+            # ``SlotWeight = Cpus``: the literal it names
             self.weight_value = v = lits[node.lname]
             self.weight = number(v)
         else:
