@@ -230,6 +230,9 @@ class _Cycle:
         configured = {g.name.lower() for g in groups}
         self.group = {n: (s.group.lower() if s.group and s.group.lower() in configured else NONE_GROUP)
                       for n, s in self.subs.items()}
+        # the group every submitter is in, when they are all in one (no groups configured)
+        in_groups = set(self.group.values())
+        self.only_group = next(iter(in_groups)) if len(in_groups) == 1 else None
 
     def wants(self, name: str) -> bool:
         return self.open[name] > 0
@@ -502,6 +505,8 @@ def _held_by_group(cyc: _Cycle) -> dict[str, float]:
 
 
 def _group_held(cyc: _Cycle, g: str) -> float:
+    if g == cyc.only_group and len(cyc.held) == len(cyc.group):
+        return sum(cyc.held.values())  # everyone's: the same sum, in the same order
     return sum(h for n, h in cyc.held.items() if cyc.group[n] == g)
 
 
