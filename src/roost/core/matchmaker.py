@@ -233,23 +233,35 @@ class SlotPool:
     ) -> None:
         consider = preemption is not None and preemption.consider
         self.views: list[SlotView] = []
-        for i, s in enumerate(slots):
+        # the lightest one-job slot: a limit below it (and below the job's Cpus on a
+        # partitionable slot) can match nothing, so such a request is not evaluated
+        self._light: list[tuple[float, int, SlotView]] = []
+        has_claimed = has_partitionable = nan_weight = False
+        free = 0
+        for i, s in enumerate(slots):  # the views, and what the pool says of them
             state = attr_value(s.ad, "state")
             if state == SlotState.UNCLAIMED:
-                self.views.append(SlotView(s, i, False))
+                v = SlotView(s, i, False)
             elif consider and state == SlotState.CLAIMED:
-                self.views.append(SlotView(s, i, True))
+                v = SlotView(s, i, True)
+                has_claimed = True
+            else:
+                continue
+            self.views.append(v)
+            if v.partitionable:
+                has_partitionable = True
+            else:
+                self._light.append((v.weight, i, v))
+                nan_weight = nan_weight or math.isnan(v.weight)
+            free += on_offer(v)
         self.pre_job_rank = pre_job_rank
         self.post_job_rank = post_job_rank
         self.preemption = preemption
-        self._has_claimed = any(v.claimed for v in self.views)
-        self._has_partitionable = any(v.partitionable for v in self.views)
-        # the lightest one-job slot: a limit below it (and below the job's Cpus on a
-        # partitionable slot) can match nothing, so such a request is not evaluated
-        self._light = [(v.weight, v.index, v) for v in self.views if not v.partitionable]
+        self._has_claimed = has_claimed
+        self._has_partitionable = has_partitionable
         heapq.heapify(self._light)  # lazily pruned of used views
-        self._nan_weight = any(math.isnan(w) for w, _, _ in self._light)
-        self._free = sum(1 for v in self.views if on_offer(v))
+        self._nan_weight = nan_weight
+        self._free = free
         # Per request ad (ads must not change while the pool is in use): id(job) →
         # (job, its fixed request, its readable names, its constant sort key, the
         # least weight a partitionable slot's match of it can have, its Split)

@@ -217,9 +217,9 @@ class SlotView:
             self.weight_value = node.value
             self.weight = float(node.value)
         elif (type(node) is AttrRef and node.base is None and not node.absolute
-              and node.lname in lits and node.lname not in _SCOPE_NAMES):
+              and (name := node.lname) in lits and name not in _SCOPE_NAMES):
             # ``SlotWeight = Cpus``: the literal it names
-            self.weight_value = v = lits[node.lname]
+            self.weight_value = v = lits[name]
             self.weight = number(v)
         else:
             try:
