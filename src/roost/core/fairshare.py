@@ -230,6 +230,9 @@ class _Cycle:
         configured = {g.name.lower() for g in groups}
         self.group = {n: (s.group.lower() if s.group and s.group.lower() in configured else NONE_GROUP)
                       for n, s in self.subs.items()}
+        # the group every submitter is in, when they are all in one (no groups configured)
+        in_groups = set(self.group.values())
+        self.only_group = next(iter(in_groups)) if len(in_groups) == 1 else None
 
     def wants(self, name: str) -> bool:
         return self.open[name] > 0
@@ -306,7 +309,22 @@ def negotiate_fair(
     cyc = _Cycle(requests_by_submitter, submitters, groups)
     prios = {n: s.eff_prio for n, s in cyc.subs.items()}  # priority preemption compares these
     free_w = pool_w = 0.0
-    for s in slots:
+    # the pool's views of the unclaimed slots, by input index: their State is known, and
+    # their SlotWeight's value when it is a number
+    views = iter(pool.views)
+    view = next(views, None)
+    for i, s in enumerate(slots):
+        if view is not None and view.index == i:
+            v, view = view, next(views, None)
+            if not v.claimed:
+                w = v.weight_value
+                if type(w) in (int, float) and math.isfinite(w):
+                    w = max(0.0, float(w))
+                else:
+                    w = slot_weight(s.ad)
+                pool_w += w
+                free_w += w
+                continue
         state = _state(s.ad)
         if state == SlotState.UNCLAIMED or state == SlotState.CLAIMED:
             w = slot_weight(s.ad)
@@ -428,8 +446,11 @@ def negotiate_fair(
         got = False
         rejected = False
         winner = 0  # the place in ``ranked`` of the one who got the match
+        # what each group holds, summed when first asked: the same until a call
+        # matches (and the round ends)
+        group_held: dict[str, float] = {}
         for place, (_, n) in enumerate(ranked):
-            if not _room(cyc, n, quota):
+            if not _room(cyc, n, quota, group_held):
                 continue
             reqs, orig = cyc.remaining_requests([n])
             prio = prios.get(n)
@@ -484,14 +505,25 @@ def _held_by_group(cyc: _Cycle) -> dict[str, float]:
 
 
 def _group_held(cyc: _Cycle, g: str) -> float:
+    if g == cyc.only_group and len(cyc.held) == len(cyc.group):
+        return sum(cyc.held.values())  # everyone's: the same sum, in the same order
     return sum(h for n, h in cyc.held.items() if cyc.group[n] == g)
 
 
-def _room(cyc: _Cycle, n: str, quota: Mapping[str, float]) -> bool:
+def _room(cyc: _Cycle, n: str, quota: Mapping[str, float],
+          held: dict[str, float] | None = None) -> bool:
+    """``n`` is below its ceiling and its group below its quota. ``held``: the groups'
+    :func:`_group_held` so far, while nobody's weight changes (filled in here)."""
     s = cyc.subs[n]
     if s.ceiling is not None and cyc.held[n] >= s.ceiling - _EPS:
         return False
-    return _group_held(cyc, cyc.group[n]) < quota.get(cyc.group[n], 0.0) - _EPS
+    g = cyc.group[n]
+    gh = None if held is None else held.get(g)
+    if gh is None:
+        gh = _group_held(cyc, g)
+        if held is not None:
+            held[g] = gh
+    return gh < quota.get(g, 0.0) - _EPS
 
 
 def _service_key(cyc: _Cycle, n: str, quota: Mapping[str, float],

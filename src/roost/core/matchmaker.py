@@ -91,10 +91,15 @@ from roost.core.slotclasses import (
     first_free,
     on_offer,
 )
-from roost.core.thresholds import Split, split_of
+from roost.core.thresholds import Split, passes_all, split_of
 from roost.vocabulary import SlotState
 
 _EPS = 1e-9
+
+
+def _no_checks(rem: Mapping[str, float]) -> bool:
+    """The checks of a job without a :class:`Split`: none."""
+    return True
 
 
 @dataclass(slots=True)
@@ -228,23 +233,35 @@ class SlotPool:
     ) -> None:
         consider = preemption is not None and preemption.consider
         self.views: list[SlotView] = []
-        for i, s in enumerate(slots):
+        # the lightest one-job slot: a limit below it (and below the job's Cpus on a
+        # partitionable slot) can match nothing, so such a request is not evaluated
+        self._light: list[tuple[float, int, SlotView]] = []
+        has_claimed = has_partitionable = nan_weight = False
+        free = 0
+        for i, s in enumerate(slots):  # the views, and what the pool says of them
             state = attr_value(s.ad, "state")
             if state == SlotState.UNCLAIMED:
-                self.views.append(SlotView(s, i, False))
+                v = SlotView(s, i, False)
             elif consider and state == SlotState.CLAIMED:
-                self.views.append(SlotView(s, i, True))
+                v = SlotView(s, i, True)
+                has_claimed = True
+            else:
+                continue
+            self.views.append(v)
+            if v.partitionable:
+                has_partitionable = True
+            else:
+                self._light.append((v.weight, i, v))
+                nan_weight = nan_weight or math.isnan(v.weight)
+            free += on_offer(v)
         self.pre_job_rank = pre_job_rank
         self.post_job_rank = post_job_rank
         self.preemption = preemption
-        self._has_claimed = any(v.claimed for v in self.views)
-        self._has_partitionable = any(v.partitionable for v in self.views)
-        # the lightest one-job slot: a limit below it (and below the job's Cpus on a
-        # partitionable slot) can match nothing, so such a request is not evaluated
-        self._light = [(v.weight, v.index, v) for v in self.views if not v.partitionable]
+        self._has_claimed = has_claimed
+        self._has_partitionable = has_partitionable
         heapq.heapify(self._light)  # lazily pruned of used views
-        self._nan_weight = any(math.isnan(w) for w, _, _ in self._light)
-        self._free = sum(1 for v in self.views if on_offer(v))
+        self._nan_weight = nan_weight
+        self._free = free
         # Per request ad (ads must not change while the pool is in use): id(job) →
         # (job, its fixed request, its readable names, its constant sort key, the
         # least weight a partitionable slot's match of it can have, its Split)
@@ -283,9 +300,8 @@ class SlotPool:
             if known is None:
                 return None  # the base cannot take the job, whatever is left of the slot
             rem = view.remaining
-            for attr, cmp, number in split.checks:
-                if not cmp(rem[attr], number):
-                    return None
+            if not split.passes(rem):
+                return None
             if known is False:
                 known = by_base[bid] = self._base_answer(job, view.ad, split, fixed)  # type: ignore[index,arg-type]
             if known is None or split.ranked:
@@ -504,6 +520,7 @@ class SlotPool:
             push(entry)
 
         checks = split.checks if split is not None else ()
+        passes = split.passes if split is not None else _no_checks
         if answers is None:
             cursors = {}
         bmembers, bnext = part.bmembers, part.bnext
@@ -558,10 +575,7 @@ class SlotPool:
                 if nxt is not None and rem["Cpus"] <= 0:
                     nxt[pos] = pos + 1  # spent: every job that asks for Cpus skips it
                     continue
-                for attr, cmp, number in checks:
-                    if not cmp(rem[attr], number):
-                        break
-                else:
+                if passes(rem):
                     break
                 pos += 1
             cursors[bid] = pos
@@ -661,6 +675,11 @@ class SlotPool:
             self.classes.changes.append(view)
             if type(obj) is BaseRef:
                 based[view.index] = view  # its class is brought up to date below
+                if len(out) >= want:
+                    # served: a run would take nothing, and the base's next entry would
+                    # never come out (offering it again only moves its cursor, or sorts
+                    # its heap, which the next call that reads it does as well)
+                    break
                 if not shortcuts:
                     pass
                 elif ranked_by:
@@ -685,9 +704,13 @@ class SlotPool:
         # every match again).
         if rchecks is not None:
             rchecks.restore()
-        bid_of = part.bid
-        for view in based.values():
-            self.classes.defer(part, bid_of[view.index], view)
+        bid_of, deferred = part.bid, part.deferred
+        for index, view in based.items():  # ``SlotClasses.defer``, inlined
+            bid = bid_of[index]
+            waiting = deferred.get(bid)
+            if waiting is None:
+                waiting = deferred[bid] = {}
+            waiting[index] = view
         part.cursor = len(self.classes.changes)
         if answers is not None:
             answers.maybe = [  # dead classes are dropped when next met
@@ -716,20 +739,25 @@ def _same_slot_run(
     index, rem, slot = view.index, view.remaining, view.slot
     changes = pool.classes.changes
     top = heap[0] if heap else None
+    # whether (key, index, serial) beats the top: decided by (key, index) alone unless
+    # those equal the top's (None: compare in full each time)
+    beats: bool | None = True
+    if top is not None:
+        head = (key, index)
+        tail = (top[0], top[1])
+        beats = True if head < tail else False if head > tail else None
     lowered = [(a, x) for a, x in amounts.items() if x != 0]  # ``view.take``, inlined
+    passes = passes_all(checks)
     was = rem["Cpus"] > 0 or rem["Memory"] > 0
     taken = 0
     while len(out) < want:
         if skip_spent and rem["Cpus"] <= 0:
             break
-        for attr, cmp, number in checks:
-            if not cmp(rem[attr], number):
-                break
-        else:
+        if passes(rem):
             # ``view`` came out as the heap's least entry and its key does not change,
             # so the top stays above it (unless another entry of this slot were queued)
-            if used + weight > budget or (
-                top is not None and not (key, index, serial + 1) < top
+            if used + weight > budget or not (
+                beats if beats is not None else (key, index, serial + 1) < top  # type: ignore[operator]
             ):
                 break
             serial += 1
@@ -761,30 +789,28 @@ def _ranked_run(
     passes the checks it is what ``best`` would find, without asking it."""
     _, (r1, _, r3), amounts, weight, preempts = res  # r1, r3: pre- and post-job ranks
     attr, changes = rc.attr, pool.classes.changes
-    own, rest = rc.own, rc.rest
+    passes = rc.passes  # ``own`` and ``rest`` in one call
+    append, change = out.append, changes.append
+    room = want - len(out)  # jobs still to place
+    freed = 0  # views that went off offer (``pool._free``)
     top = heap[0] if heap else None
+    # the top's key, when its preemption level and pre-job rank are this job's: then
+    # the job's Rank alone (``-left``) decides against it, unless the two are equal
+    rank_top = None
+    if top is not None and top[0][0] == NO_PREEMPTION and top[0][1] == -r1:
+        rank_top = top[0][2]
     lowered = [(a, x) for a, x in amounts.items() if x != 0]
     names = [a for a, _ in lowered]
     bheap = rc.heaps.get(bid)
     replace = heapq.heapreplace
-    while len(out) < want:
+    while room > 0:
         view = None
         if bheap:  # ``best``'s first look, inlined
             neg, index, view = bheap[0]
             rem = view.remaining
             left = rem[attr]
-            if -left != neg:
+            if -left != neg or not passes(rem):
                 view = None
-            else:
-                for cmp, number in own:
-                    if not cmp(left, number):
-                        view = None
-                        break
-                else:
-                    for a, cmp, number in rest:
-                        if not cmp(rem[a], number):
-                            view = None
-                            break
         if view is None:
             view = best(part, bid, rc)
             if view is None:
@@ -795,13 +821,17 @@ def _ranked_run(
             index = view.index
         if used + weight > budget:
             break
-        if top is not None and not (
-            (NO_PREEMPTION, -r1, -left, -r3, 0.0), index, serial + 1
-        ) < top:
-            break
+        if top is not None:
+            if rank_top is not None and -left < rank_top:
+                pass
+            elif rank_top is not None and -left > rank_top:
+                break
+            elif not ((NO_PREEMPTION, -r1, -left, -r3, 0.0), index, serial + 1) < top:
+                break
         serial += 1
         used += weight
-        out.append(Match(request, view.slot, (r1, left, r3), amounts, weight, preempts))
+        room -= 1
+        append(Match(request, view.slot, (r1, left, r3), amounts, weight, preempts))
         was = rem["Cpus"] > 0 or rem["Memory"] > 0
         if lowered:  # ``view.take``, inlined
             for a, x in lowered:
@@ -809,9 +839,10 @@ def _ranked_run(
             view.touched.update(names)
             view.carved = view.stale = True
             replace(bheap, (-rem[attr], index, view))  # it is the heap's top
-        pool._free -= was - (rem["Cpus"] > 0 or rem["Memory"] > 0)
-        changes.append(view)
+        freed += was - (rem["Cpus"] > 0 or rem["Memory"] > 0)
+        change(view)
         based[index] = view
+    pool._free -= freed
     return serial, used
 
 

@@ -31,12 +31,11 @@ import operator
 from typing import Any
 
 from roost.core.slotclasses import Partition, SlotView
+from roost.core.thresholds import Check, passes_all
 
 # the resources whose running out (nothing left) drops a member from a heap for good;
 # not Disk, which seldom runs out first (a member that fails it is only set aside)
 _KEYED = frozenset(("Cpus", "GPUs", "Memory"))
-
-Check = tuple[str, Any, float]  # (resource, comparison, number), as in ``Split.checks``
 
 
 def _needs_some(cmp: Any, number: float) -> bool:
@@ -47,7 +46,8 @@ def _needs_some(cmp: Any, number: float) -> bool:
 class RankedChecks:
     """A job's checks as :func:`best` reads them for a heap by ``attr``."""
 
-    __slots__ = ("attr", "own", "floor", "rest", "never", "aside", "heaps")
+    __slots__ = ("attr", "own", "floor", "rest", "never", "aside", "heaps", "own_ok", "rest_ok",
+                 "passes")
 
     def __init__(self, attr: str, checks: tuple[Check, ...]) -> None:
         self.attr = attr
@@ -59,6 +59,12 @@ class RankedChecks:
                                    if a != attr and a in _KEYED and _needs_some(cmp, number)}))
         # the rest, checked against each member the heap hands out (failing: set aside)
         self.rest = tuple(c for c in checks if c[0] != attr)
+        # the same as one call each (:func:`~roost.core.thresholds.passes_all`) of what
+        # is left: ``own``, ``rest``, and both
+        own_checks = tuple(c for c in checks if c[0] == attr)
+        self.own_ok = passes_all(own_checks)
+        self.rest_ok = passes_all(self.rest)
+        self.passes = passes_all(own_checks + self.rest)
         # a check no slot passes (``thresholds._never``: the job takes nothing)
         self.never = any(cmp not in (operator.ge, operator.gt) for _, cmp, _ in checks)
         # (heap, its entries that fail these checks), out of the heap until ``restore``
@@ -95,7 +101,7 @@ def best(part: Partition, bid: int, rc: RankedChecks) -> SlotView | None:
     until ``rc.restore()``."""
     if rc.never:
         return None
-    attr, own, floor, rest = rc.attr, rc.own, rc.floor, rc.rest
+    attr, own_ok, floor, rest_ok = rc.attr, rc.own_ok, rc.floor, rc.rest_ok
     heap = rc.heaps.get(bid)
     if heap is None:
         heap = rc.heaps[bid] = by_remaining(part, bid, attr, floor)
@@ -110,30 +116,22 @@ def best(part: Partition, bid: int, rc: RankedChecks) -> SlotView | None:
         if -left != entry[0]:  # carved since it was keyed: only ever lower
             replace(heap, (-left, entry[1], top))
             continue
-        short = False
-        for cmp, number in own:
-            if not cmp(left, number):
-                short = True
-                break
-        if short:
+        if not own_ok(rem):
             break  # the most left of it is not enough: nobody's is
         for a in floor:
             if rem[a] <= 0:
                 pop(heap)  # none left: fails it for good, for every job of this heap
                 break
         else:
-            for a, cmp, number in rest:
-                if not cmp(rem[a], number):
-                    if aside is None:
-                        hit = rc.aside.get(id(heap))
-                        if hit is None:
-                            hit = rc.aside[id(heap)] = (heap, [])
-                        aside = hit[1]
-                    aside.append(pop(heap))  # fails it for this job only
-                    break
-            else:
+            if rest_ok(rem):
                 found = top
                 break
+            if aside is None:
+                hit = rc.aside.get(id(heap))
+                if hit is None:
+                    hit = rc.aside[id(heap)] = (heap, [])
+                aside = hit[1]
+            aside.append(pop(heap))  # fails it for this job only
     return found
 
 

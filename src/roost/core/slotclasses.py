@@ -43,8 +43,9 @@ from roost.classad.ast import (
     Subscript,
     UnaryOp,
 )
+from roost.classad.evaluate import EvaluationFailed, evaluate
 from roost.classad.unparse import unparse
-from roost.core.matchvalues import eval_number, is_true
+from roost.core.matchvalues import eval_number, is_true, number
 
 # (slot attribute, job attribute, default request when the job does not say)
 RESOURCES: tuple[tuple[str, str, float], ...] = (
@@ -56,6 +57,7 @@ RESOURCES: tuple[tuple[str, str, float], ...] = (
 LOWER_RESOURCES = tuple((a.lower(), r.lower(), d) for a, r, d in RESOURCES)
 RESOURCE_KEYS = frozenset(a for a, _, _ in LOWER_RESOURCES)  # the slot's, lower case
 RESOURCE_NAMES = {a.lower(): a for a, _, _ in RESOURCES}
+_RESOURCE_KEYS = tuple((a, a.lower()) for a, _, _ in RESOURCES)  # (slot attribute, its key)
 
 # Names every match may read on the slot side besides expressions' references.
 _SLOT_ROOTS = (
@@ -161,27 +163,41 @@ class SlotView:
 
     __slots__ = (
         "slot", "ad", "index", "partitionable", "claimed", "remaining", "used", "copied",
-        "weight", "carved", "stale", "numeric", "touched", "absent",
+        "weight", "carved", "stale", "numeric", "touched", "absent", "weight_value",
     )
 
     def __init__(self, slot: Any, index: int, claimed: bool) -> None:
+        ad = slot.ad
         self.slot = slot  # the caller's slot (a matchmaker.Slot): its ``ad`` is read here
-        self.ad = slot.ad
+        self.ad = ad
         self.index = index
         self.claimed = claimed
-        self.partitionable = not claimed and is_true(slot.ad, "partitionableslot")
+        # a literal's value is in ``_lits`` (what evaluating it gives): read there first,
+        # one view per slot of the pool
+        attrs, lits = ad._attrs, ad._lits
+        if claimed:
+            partitionable = False
+        else:
+            v = lits.get("partitionableslot")
+            partitionable = (is_true(ad, "partitionableslot") if v is None
+                             else v is True or (type(v) in (int, float) and v != 0))
+        self.partitionable = partitionable
         self.remaining: dict[str, float] = {}
         # every resource a number literal or absent: ``remaining`` is then exactly what
         # the ad says of the ones present
         self.numeric = True
         absent = []
-        if self.partitionable:
-            for attr, _, _ in RESOURCES:
-                node = slot.ad._attrs.get(attr.lower())
-                self.remaining[attr] = eval_number(node, slot.ad, None)
+        if partitionable:
+            rem = self.remaining
+            for attr, k in _RESOURCE_KEYS:
+                node = attrs.get(k)
                 if node is None:
+                    rem[attr] = 0.0
                     absent.append(attr)
-                elif type(node) is not Literal or type(node.value) not in (int, float):
+                elif type(node) is Literal and type(node.value) in (int, float):
+                    rem[attr] = float(node.value)
+                else:
+                    rem[attr] = eval_number(node, ad, None)
                     self.numeric = False
         self.absent = frozenset(absent)
         self.used = False
@@ -189,10 +205,28 @@ class SlotView:
         self.carved = False  # ``remaining`` has been lowered
         self.stale = False  # ``ad`` does not show ``remaining`` yet (see ``fresh_ad``)
         self.touched: set[str] = set()  # resources lowered at least once
-        node = slot.ad._attrs.get("slotweight")
+        node = attrs.get("slotweight")
         if node is None:
-            node = slot.ad._attrs.get("cpus")
-        self.weight = eval_number(node, slot.ad, None) if node is not None else 1.0
+            node = attrs.get("cpus")
+        # the value ``weight`` is made of (None: no SlotWeight nor Cpus, or a failed
+        # evaluation), for callers that read SlotWeight their own way (fair share)
+        self.weight_value: Any = None
+        if node is None:
+            self.weight = 1.0
+        elif type(node) is Literal and type(node.value) in (int, float):
+            self.weight_value = node.value
+            self.weight = float(node.value)
+        elif (type(node) is AttrRef and node.base is None and not node.absolute
+              and (name := node.lname) in lits and name not in _SCOPE_NAMES):
+            # ``SlotWeight = Cpus``: the literal it names
+            self.weight_value = v = lits[name]
+            self.weight = number(v)
+        else:
+            try:
+                self.weight_value = v = evaluate(node, ad, None)
+            except EvaluationFailed:
+                v = None
+            self.weight = number(v)
 
     def take(self, amounts: dict[str, float]) -> None:
         """Lower what is left; the ad follows only when an evaluation needs it."""
@@ -406,14 +440,21 @@ class SlotClasses:
         self.pslot_refs: dict[str, set[str] | None] = {}
         self._odd = False  # some slot ad has a parent scope: no classes
         self._present: set[str] = set()  # every attribute some slot has (lower case)
+        done: set[tuple[str, int, bool]] = set()  # (name, id(node), partitionable) merged
         for v in self.views:
             ad = v.ad
             if ad.parent is not None:
                 self._odd = True
-            self._present.update(ad._attrs)
-            for k, node in ad._attrs.items():
-                if type(node) is Literal:
+            attrs = ad._attrs
+            self._present.update(attrs)
+            # the expressions: ``_lits`` holds exactly the literals' names; ads of one kind
+            # share their trees (the ads hold them, so ids stay theirs), merged once each
+            for k in attrs.keys() - ad._lits.keys():
+                node = attrs[k]
+                seen = (k, id(node), v.partitionable)
+                if seen in done:
                     continue
+                done.add(seen)
                 names = self.names(node)
                 for refs in (self._slot_refs, self.pslot_refs) if v.partitionable else (
                     self._slot_refs,
@@ -552,18 +593,30 @@ class SlotClasses:
                     nxt = part.bnext.setdefault(first, [0])
                     nxt.append(len(nxt))  # the new member is its own; the last is the end
                     part.bnumeric[first] = part.bnumeric.get(first, True) and view.numeric
-                    part.babsent[first] = part.babsent.get(first, frozenset()) | view.absent
-                    part.bfinite[first] = part.bfinite.get(first, True) and all(
-                        math.isfinite(v) for v in view.remaining.values()
-                    )
+                    absent = part.babsent.get(first)
+                    if absent is None or view.absent:
+                        part.babsent[first] = (absent or frozenset()) | view.absent
+                    if part.bfinite.get(first, True):
+                        part.bfinite[first] = all(map(math.isfinite, view.remaining.values()))
                     if first not in part.brefs:
                         part.brefs[first] = BaseRef(first)
             if not view.partitionable:
                 return part.base[view.index]
         # once carved, the resources are the numbers in ``remaining``
-        res = _CARVED if view.carved else tuple(
-            self._vkey(view.ad._attrs.get(n)) for n in part.res_names
-        )
+        if view.carved:
+            res: Any = _CARVED
+        else:
+            get = view.ad._attrs.get
+            vals = []
+            for n in part.res_names:  # ``_vkey``, its usual cases inlined
+                node = get(n)
+                if node is None:
+                    vals.append(_MISSING)
+                elif type(node) is Literal and type(node.value) in _PLAIN:
+                    vals.append((type(node.value), node.value))
+                else:
+                    vals.append(self._vkey(node))
+            res = tuple(vals)
         return (first, tuple(view.remaining.values()), res)
 
     def place(self, part: Partition, view: SlotView) -> SlotClass | None:
@@ -604,13 +657,44 @@ class SlotClasses:
             present = self._present
             part.keyed = (tuple(n for n in part.names or () if n in present),
                           tuple(n for n in part.rest if n in present))
-            for view in self.views:
-                if not view.used:
-                    self.place(part, view)
+            self._fill(part)
             part.cursor = len(self.changes)
         elif catch_up:
             self.catch_up(part)
         return part
+
+    def _fill(self, part: Partition) -> None:
+        """:meth:`place` every free view in the new partition ``part``. A one-job slot's
+        key is its base, the same for the slots whose keyed nodes are the same objects
+        (its ``sigs`` entry): each joins the class of the first such slot at once."""
+        if part.names is None:
+            for view in self.views:
+                if not view.used:
+                    self.place(part, view)
+            return
+        keyed = part.keyed[False]
+        sigs, base_of, bid_of, of = part.sigs, part.base, part.bid, part.of
+        by_sig: dict[tuple[Any, ...], SlotClass] = {}
+        push = heapq.heappush
+        for view in self.views:
+            if view.used:
+                continue
+            if view.partitionable:
+                self.place(part, view)
+                continue
+            get = view.ad._attrs.get
+            sig = (*[id(get(n)) for n in keyed], view.claimed, False)  # as ``_key`` has it
+            cls = by_sig.get(sig)
+            if cls is None:
+                cls = self.place(part, view)
+                if cls is not None:
+                    by_sig[sig] = cls
+                continue
+            i = view.index
+            base_of[i], _, bid_of[i] = sigs[sig]
+            push(cls.members, (i, view))
+            cls.live += 1
+            of[i] = cls
 
     def catch_up(self, part: Partition, lazy: frozenset[int] = frozenset()) -> None:
         """Bring ``part``'s classes up to date, but for the members of the bases in

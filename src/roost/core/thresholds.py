@@ -15,7 +15,7 @@ says whether a job is such a job, and how), apart from the matching that uses it
 from __future__ import annotations
 
 import operator
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from roost.classad import ClassAd
@@ -31,10 +31,61 @@ _FLIPPED = {">=": "<=", ">": "<", "<=": ">=", "<": ">"}
 _SPLIT_BLOCKERS = RESOURCE_KEYS | {"requirements"}
 
 
+Check = tuple[str, Callable[[Any, Any], bool], float]  # (resource, comparison, number)
+
+_OP_TEXT: dict[Any, str] = {
+    operator.ge: ">=", operator.gt: ">", operator.le: "<=", operator.lt: "<",
+}
+_MAKERS: dict[tuple[Any, ...], Callable[..., Callable[[Mapping[str, float]], bool]]] = {}
+_COMPILED: dict[tuple[Check, ...], Callable[[Mapping[str, float]], bool]] = {}
+
+
+def passes_all(checks: tuple[Check, ...]) -> Callable[[Mapping[str, float]], bool]:
+    """``checks`` as one function of what is left of a slot: true when each
+    ``cmp(left[resource], number)`` holds (as ``all`` of them would say).
+
+    The hot loops test every slot they look at against a job's checks; a loop over
+    the checks costs a call of the comparison per check, this one call. Its code is
+    generated once per shape of checks (resources and operators:
+    ``rem["Memory"] >= _n0 and ...``; a comparison other than the four operators is
+    called), and each job's numbers are bound to it as they are."""
+    fn = _COMPILED.get(checks)
+    if fn is None:
+        shape = tuple((attr, _OP_TEXT.get(cmp)) for attr, cmp, _ in checks)
+        make = _MAKERS.get(shape)
+        if make is None:
+            terms, params = [], []
+            for i, (attr, op) in enumerate(shape):
+                params.append(f"_n{i}")
+                if op is None:
+                    params.append(f"_c{i}")
+                    terms.append(f"_c{i}(rem[{str(attr)!r}], _n{i})")
+                else:
+                    terms.append(f"rem[{str(attr)!r}] {op} _n{i}")
+            bind = "".join(f", {p}={p}" for p in params)
+            make = eval(  # the maker: binds the numbers (and odd comparisons) to the test
+                f"lambda {', '.join(params)}: lambda rem{bind}: {' and '.join(terms) or 'True'}",
+                {},
+            )
+            if len(_MAKERS) > 1000:
+                _MAKERS.clear()
+            _MAKERS[shape] = make
+        args: list[Any] = []
+        for (_, cmp, number), (_, op) in zip(checks, shape):
+            args.append(number)
+            if op is None:
+                args.append(cmp)
+        fn = make(*args)
+        if len(_COMPILED) > 10000:
+            _COMPILED.clear()
+        _COMPILED[checks] = fn
+    return fn
+
+
 class Split:
     """How a job reads a partitionable slot's resources: only as thresholds."""
 
-    __slots__ = ("checks", "rest", "ranked", "monotone", "cpus", "reads", "rank_of")
+    __slots__ = ("checks", "passes", "rest", "ranked", "monotone", "cpus", "reads", "rank_of")
 
     def __init__(self, checks: tuple[tuple[str, Callable[[Any, Any], bool], float], ...],
                  rest: tuple[Node, ...] | None, ranked: bool, cpus: bool,
@@ -43,6 +94,7 @@ class Split:
         # (resource, comparison, number): what is left must pass ``left cmp number``,
         # for the thresholds and for the request to fit (``matchmaker._fits``)
         self.checks = checks
+        self.passes = passes_all(checks)  # the checks as one call
         self.rest = rest  # the other conjuncts; None: Requirements reads no resource at all
         self.ranked = ranked  # the ranks read no resource: one answer per base too
         # every check only ever fails more as a slot is carved (lower bounds)
@@ -165,4 +217,4 @@ def _rank_of(job: ClassAd, pre_job_rank: Node | None,
             rank_number(post_job_rank, job, None))
 
 
-__all__ = ["Split", "split_of"]
+__all__ = ["Check", "Split", "passes_all", "split_of"]
