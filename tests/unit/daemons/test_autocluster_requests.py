@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 
+from roost.core.jobpolicy import HELD, IDLE
 from roost.daemons.schedd.autocluster_ids import AutoClusters
 from roost.daemons.schedd.jobqueue import JobQueue
 from roost.daemons.schedd.store import Store
@@ -158,4 +159,27 @@ def test_a_raised_job_of_a_plain_block_comes_first_without_making_the_block(tmp_
     assert order[-1] == (first, 1000)  # lowered: after every job at priority 0
     rest = order[1:-1]
     assert rest == [(first, p) for p in range(3000) if p != 1000] + [(second, p) for p in range(3000) if p != 2500]
+    q.store.close()
+
+
+def test_a_released_proc_keeps_its_place_among_its_blocks_when_a_priority_orders_them(tmp_path):
+    """With a JobPrio in play, a proc held and released (listed on its own) is taken in
+    submit order among its cluster's plain procs, not after all of them."""
+    q = JobQueue(Store(str(tmp_path / "q.db"), fsync=False))
+    q.load()
+    q.idle  # noqa: B018 -- the idle lists made: the submit below stays ranges
+    cid = q.new_cluster_id()
+    asyncio.run(q.store.commit(q.add_cluster(cid, "alice", dict(AD), [{"ProcId": i} for i in range(6)],
+                                             (f"h#{cid}.", "#1"))))
+    asyncio.run(q.store.commit(q.set(q.job(cid, 5), {"JobPrio": 3})))
+    asyncio.run(q.store.commit(q.set(q.job(cid, 1), {}, HELD)))
+    asyncio.run(q.store.commit(q.set(q.job(cid, 1), {}, IDLE)))
+    ac = AutoClusters(q, lambda c: c.owner, lambda: None)
+    got = ac.requests("alice", None)
+    assert [r["count"] for r in got] == [6]
+    order = []
+    while (job := ac.take(got[0]["autocluster"])) is not None:
+        q.take_idle(job)
+        order.append(job.proc)
+    assert order == [5, 0, 1, 2, 3, 4]
     q.store.close()

@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import heapq
 import logging
 import time
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from roost.core.autocluster import autocluster_key, significant_attributes
@@ -153,8 +154,9 @@ class AutoClusters:
                     keep.append(e)
             entries = keep
         apart: set[Job] = set()  # a block's procs made with a JobPrio of their own: listed apart
+        joins: dict[IdleBlock, list[Job]] = {}  # jobs listed on their own that go in a block's place
         if _any_prio(entries, listed):  # a priority orders the jobs
-            entries, apart = _by_priority(entries, listed)
+            entries, apart, joins = _by_priority(entries, listed)
         groups: dict[int, deque[Any]] = {}
         counts: dict[int, int] = {}
         samples: dict[int, Job] = {}
@@ -187,7 +189,7 @@ class AutoClusters:
             if type(e) is IdleBlock:
                 run_cluster = None
                 if queue.clusters.get(e.cluster.id) is e.cluster:
-                    self._block(e, listed, groups, counts, samples, one, apart)
+                    self._block(e, listed, groups, counts, samples, one, apart, joins.get(e, ()))
             else:
                 one(e)
         for ac in [a for a, m in self._members.items() if m and m[0].owner == owner and a not in groups
@@ -219,18 +221,21 @@ class AutoClusters:
 
     def _block(self, block: IdleBlock, listed: dict[Any, Any], groups: dict[int, deque[Any]],
                counts: dict[int, int], samples: dict[int, Job], one: Callable[[Job], None],
-               apart: set[Job]) -> None:
+               apart: set[Job], joins: Sequence[Job] = ()) -> None:
         """A cluster's block of idle procs into the autoclusters: where its plain procs
         all have the cluster's signature (none differs in what the matchmaker sees),
         they are counted, not made, and join as one lazy run with the procs made from
         them since that still have that signature; otherwise each proc on its own.
-        ``apart``: procs of the block listed on their own (by their priority), left out."""
+        ``apart``: procs of the block listed on their own (by their priority), left out;
+        ``joins``: jobs of the cluster listed on their own at the block's priority (a
+        released proc), taken among the block's procs in proc order. A proc of an
+        autocluster of its own counts where its proc comes (autoclusters go in the
+        order of their best job)."""
         cluster = block.cluster
         run = self.plain_run(block)
         if run is None:
-            for job in covered(block, listed):
-                if job not in apart:
-                    one(job)
+            for job in heapq.merge((j for j in covered(block, listed) if j not in apart), joins, key=_proc_of):
+                one(job)
             return
         first, sig, ac = run
         signature = self.signature
@@ -239,15 +244,35 @@ class AutoClusters:
             return not job.own_names() or (job not in apart and signature(job) == sig)
 
         n = plain_idle(cluster)
+        own = []  # procs of their own autoclusters: each counts where its proc comes
+        lead = first.proc  # the run's best proc
         for job in made_covered(block, listed):
             if job in apart:
                 continue
             if alike(job):
                 n += 1
+                lead = min(lead, job.proc)
             else:
-                one(job)  # a proc made and changed since (qedit): its own signature
-        self._member(groups, counts, samples, ac, _Run(cluster, (j for j in covered(block, listed) if alike(j))),
-                     n, first)
+                own.append(job)  # a proc made and changed since (qedit): its own signature
+        merged = []
+        for job in joins:
+            if not job.busy and signature(job) == sig:
+                merged.append(job)
+                n += 1
+                lead = min(lead, job.proc)
+            else:
+                own.append(job)
+        own.sort(key=_proc_of)
+        later = [j for j in own if j.proc > lead]
+        for job in own:
+            if job.proc < lead:
+                one(job)  # autoclusters in the order of their best job: this one's comes first
+        jobs: Iterator[Job] = (j for j in covered(block, listed) if alike(j))
+        if merged:
+            jobs = heapq.merge(jobs, merged, key=_proc_of)
+        self._member(groups, counts, samples, ac, _Run(cluster, jobs), n, first)
+        for job in later:
+            one(job)
 
     def plain_run(self, block: IdleBlock, reads: frozenset[str] = frozenset()) -> tuple[Job, Any, int] | None:
         """(sample, signature, autocluster) of a block's plain idle procs when they all
@@ -321,19 +346,30 @@ def _prio_key(job: Job) -> tuple[Any, ...]:
     return (-p if type(p) in (int, float) else 0, job.cluster.ad.get("QDate") or 0, job.cluster.id, job.proc)
 
 
-def _by_priority(entries: list[Any], listed: dict[Any, Any]) -> tuple[list[Any], set[Job]]:
+def _by_priority(entries: list[Any], listed: dict[Any, Any]
+                 ) -> tuple[list[Any], set[Job], dict[IdleBlock, list[Job]]]:
     """The owner's idle list in priority order, and the procs of blocks taken out to be
     listed on their own. A block whose plain procs share the cluster's priority stays one
     entry, where its first proc would be (its procs are alike in priority, QDate and
     cluster: nothing of another cluster comes between them), and only its procs made
     with a JobPrio of their own (condor_prio on one job) are taken out: a raised job of
-    a million-job cluster no longer makes the million into Jobs. A block whose plain
-    procs may each have their own priority is made, every proc on its own."""
+    a million-job cluster no longer makes the million into Jobs. The cluster's jobs
+    listed on their own at the block's priority (released, given back) go with the
+    block, taken among its procs by proc number (``joins``). A block whose plain procs
+    may each have their own priority is made, every proc on its own."""
     keyed: list[tuple[tuple[Any, ...], int, Any]] = []
     apart: set[Job] = set()
+    blocks = {e.cluster.id: e for e in entries if type(e) is IdleBlock
+              and not (e.cluster._plain is not None and e.cluster._plain.may_own(e.cluster.shape_names, _PRIO))}
+    joins: dict[IdleBlock, list[Job]] = {}
     for e in entries:
         if type(e) is not IdleBlock:
-            keyed.append((_prio_key(e), len(keyed), e))
+            key = _prio_key(e)
+            b = blocks.get(e.cluster.id)
+            if b is not None and key[:3] == _block_key(b)[:3]:
+                joins.setdefault(b, []).append(e)  # in the block's place, by its proc
+            else:
+                keyed.append((key, len(keyed), e))
             continue
         c = e.cluster
         plain = c._plain
@@ -344,10 +380,23 @@ def _by_priority(entries: list[Any], listed: dict[Any, Any]) -> tuple[list[Any],
             if "JobPrio" in j.own_names():
                 apart.add(j)
                 keyed.append((_prio_key(j), len(keyed), j))
-        p = c.ad.get("JobPrio")
-        keyed.append(((-p if type(p) in (int, float) else 0, c.ad.get("QDate") or 0, c.id, e.start), len(keyed), e))
+        keyed.append((_block_key(e), len(keyed), e))
     keyed.sort(key=lambda k: (k[0], k[1]))
-    return [e for _k, _i, e in keyed], apart
+    for js in joins.values():
+        js.sort(key=_proc_of)
+    return [e for _k, _i, e in keyed], apart, joins
+
+
+def _block_key(block: IdleBlock) -> tuple[Any, ...]:
+    """A block's place among its owner's jobs: its cluster's priority and QDate (its
+    plain procs have no priority of their own), at its first proc."""
+    c = block.cluster
+    p = c.ad.get("JobPrio")
+    return (-p if type(p) in (int, float) else 0, c.ad.get("QDate") or 0, c.id, block.start)
+
+
+def _proc_of(job: Job) -> int:
+    return job.proc
 
 
 def _any_prio(entries: list[Any], listed: dict[Any, Any]) -> bool:
