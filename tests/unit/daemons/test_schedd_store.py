@@ -311,3 +311,16 @@ def test_a_queue_file_of_a_newer_format_is_refused_and_left_as_it_is(tmp_path):
     with pytest.raises(NewerFormat, match=rf"newer roost \(queue format {FORMAT + 1}; this roost reads up to {FORMAT}\)"):
         Store(path, fsync=False)
     assert open(path, "rb").read() == before
+
+
+def test_an_upsert_with_a_parameter_of_its_own_goes_a_row_at_a_time(tmp_path):
+    """A parameter outside the row (``DO UPDATE SET x = ?``) cannot repeat once per row
+    of a multi-row statement: such an INSERT keeps executemany, and writes what it does."""
+    sql = ("INSERT INTO meta (key, value) VALUES (?, ?) "
+           "ON CONFLICT(key) DO UPDATE SET value = excluded.value || ?")
+    rows = [(f"k{i % 7}", f"v{i}", "+") for i in range(60)]
+    store = Store(str(tmp_path / "q.db"), fsync=False)
+    asyncio.run(store.commit([(sql, rows, True)]))
+    got = dict(store.conn.execute("SELECT key, value FROM meta WHERE key LIKE 'k%'").fetchall())
+    assert got == {f"k{k}": f"v{max(i for i in range(60) if i % 7 == k)}+" for k in range(7)}
+    store.close()

@@ -123,6 +123,8 @@ def _multi_form(sql: str) -> tuple[str, str, str, int] | None:
     several to a statement; None for any other statement."""
     if sql not in _forms:
         m = _INSERT_VALUES.match(sql)
+        if m is not None and "?" in (m.group(1) + (m.group(3) or "")):
+            m = None  # a parameter outside the row (an upsert's SET x = ?) cannot repeat per row
         _forms[sql] = (m.group(1), m.group(2), m.group(3) or "", m.group(2).count("?")) if m else None
     return _forms[sql]
 
