@@ -134,6 +134,25 @@ def test_ssh_to_job_runs_commands_as_the_job_user_in_its_sandbox(pool: PoolHandl
         pool.roost("rm", jid)
 
 
+
+def test_run_in_job_gets_the_status_of_a_command_that_ended_before_its_input_was_sent(
+        pool: PoolHandle, jobdir: Path) -> None:
+    """More input than the sockets hold, to a command that reads none: it ends, and its
+    session closes, while the input is still going; its output and status still come
+    (the sending broke with EPIPE and run_in_job raised, as a quick printf did on a
+    loaded machine, its stdin's end sent after the session was gone)."""
+    jid = _submit(pool, jobdir, 300)
+    try:
+        _running(pool, jid)
+        s = pool.schedd()
+        try:
+            got = s.run_in_job(jid, "echo early; exit 3", stdin=b"x" * (16 << 20), timeout=60)
+            assert (got.returncode, got.stdout) == (3, b"early\n")
+        finally:
+            s.close()
+    finally:
+        pool.roost("rm", jid)
+
 def test_an_interactive_shell_has_a_terminal(pool: PoolHandle, jobdir: Path) -> None:
     jid = _submit(pool, jobdir, 300)
     try:

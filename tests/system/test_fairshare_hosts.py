@@ -39,8 +39,7 @@ def hosts(network: Network) -> Iterator[MultiHostPool]:
         for name, role in (("sub1", "Submit"), ("sub2", "Submit"), ("exec", "Execute")):
             h = pool.add(name, role)
             h.take_pool_key(cm)
-            if role == "Submit":
-                h.roost("up", "-timeout", "30", timeout=45)
+        pool.start("sub1", "sub2")
         yield pool
     finally:
         pool.stop()

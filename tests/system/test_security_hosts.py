@@ -172,7 +172,7 @@ def sec() -> Iterator[SecPool]:
             for name, role in (("submit", "Submit"), ("submit2", "Submit"), ("exec1", "Execute")):
                 h = pool.add(name, role)
                 h.take_pool_key(cm)
-                h.roost("up", "-timeout", "30", timeout=45)
+            pool.start("submit", "submit2", "exec1")
             pool.add("rogue", "Execute")  # on the LAN, no pool key, nothing started
             s = SecPool(pool)
             for user in ("alice", "bob", "root", "condor"):

@@ -219,6 +219,10 @@ def test_slurmctld_restarted_mid_job_the_job_completes_once(site: Site) -> None:
 
 def test_annex_glideins_start_on_both_nodes_join_over_the_bridge_run_jobs_and_leave(site: Site) -> None:
     slurm, cm = site.slurm, site.cm
+    # one glide-in per node needs both nodes up: after the tests before (a node lost, the
+    # controller restarted) a loaded machine can leave one not yet back (a ping missed
+    # under SlurmdTimeout=4), and both glide-ins would then run on the other in turn
+    wait_until(lambda: site.slurm.node_states() == dict.fromkeys(NODES, "idle"), 60, "both nodes idle")
     work = site.work("annex")
     # waiting for glide-ins, one job per node: a glide-in that joins first must not take
     # both in turn while the other is still starting

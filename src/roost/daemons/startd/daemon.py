@@ -503,7 +503,9 @@ class Startd(Daemon):
         refresh = [n for n in refresh if n in self.slots]
         while pending or refresh:
             now = int(time.time())
-            items, chunk = [], pending[:self.BATCH]
+            # a dynamic slot can go while a frame is out (its job ended): a name the
+            # collector said it misses, or of a later frame, may be gone by now
+            items, chunk = [], [n for n in pending[:self.BATCH] if n in self.slots]
             pending = pending[self.BATCH:]
             for name in chunk:
                 items.append({"ad": ad_to_obj(self.slot_ad(name)), "private": self._private(self.slots[name])})
