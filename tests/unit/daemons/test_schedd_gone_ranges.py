@@ -7,7 +7,6 @@ own values; never a removed one."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import signal
@@ -22,32 +21,12 @@ from roost.core.jobpolicy import HELD, IDLE, REMOVED
 from roost.daemons.schedd import salvage
 from roost.daemons.schedd.jobqueue import GONE, JobQueue
 from roost.daemons.schedd.plainprocs import Plain, ranges_less, runs
-from roost.daemons.schedd.store import SCHEMA, Store
+from roost.daemons.schedd.store import SCHEMA
+
+from .test_schedd_plain_procs import _commit, _queue, _state, _submit
 
 N = 2000
 NOW = {"RemoveReason": "via condor_rm (by user alice)", "LastJobStatus": IDLE, "EnteredCurrentStatus": 1700000100}
-
-
-def _queue(path) -> JobQueue:
-    q = JobQueue(Store(str(path), fsync=False))
-    q.load()
-    return q
-
-
-def _state(q: JobQueue) -> dict:
-    """Everything a user or a shadow sees of each job (iterating makes every proc a Job)."""
-    return {job.key: (job.status, job.merged(), job.claim, job.diff_obj()) for job in q.select()}
-
-
-def _submit(q: JobQueue, diffs: list[dict]) -> int:
-    cid = q.new_cluster_id()
-    ad = {"Cmd": "/bin/true", "JobStatus": IDLE, "Owner": "alice", "QDate": 1700000000}
-    asyncio.run(q.store.commit(q.add_cluster(cid, "alice", ad, diffs, (f"host#{cid}.", "#1700000000"))))
-    return cid
-
-
-def _commit(q: JobQueue, ops) -> None:
-    asyncio.run(q.store.commit(ops))
 
 
 def _remove(q: JobQueue, cid: int, procs) -> None:
