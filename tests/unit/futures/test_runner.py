@@ -4,11 +4,13 @@ with nothing but the files an executor ships."""
 
 from __future__ import annotations
 
+import copyreg
 import os
 import pickle
 import subprocess
 import sys
 import types
+from collections.abc import Iterator
 from pathlib import Path
 
 import cloudpickle
@@ -17,6 +19,23 @@ import pytest
 from roost.futures import RemoteError, RemoteTraceback, runner
 from roost.futures import description as jobdesc
 from roost.futures.outcomes import exception_from, outcome
+
+
+@pytest.fixture(autouse=True)
+def _plain_exception_pickling() -> Iterator[None]:
+    """Exceptions pickle as in a job's fresh interpreter. ``distributed``, imported by
+    other tests in the same pytest worker (dask-jobqueue's), registers a reducer for
+    every exception type in ``copyreg``: then an exception that cannot travel does, and
+    SystemExit loses its code, and these tests failed whenever their file followed one
+    of those on a worker."""
+    table = copyreg.dispatch_table
+    saved = {k: v for k, v in table.items() if isinstance(k, type) and issubclass(k, BaseException)}
+    for k in saved:
+        del table[k]
+    try:
+        yield
+    finally:
+        table.update(saved)
 
 SYSTEM_PYTHON = "/usr/bin/python3"
 
