@@ -32,11 +32,20 @@ echo done > result.txt
 """
 
 
-def _work(submit: RoostHost, name: str) -> Path:
+# The long partition's job: its first run sleeps past any deadline of the test (the
+# orphan must be killed, not end by itself); the run after it ends at once.
+ONCE_LONG = """#!/bin/sh
+mkdir {first} 2>/dev/null && sleep 60
+echo "$(hostname)" >> {ran}
+echo done > result.txt
+"""
+
+
+def _work(submit: RoostHost, name: str, job: str = JOB) -> Path:
     work = submit.host.dir / name
     work.mkdir()
     work.chmod(0o777)
-    (work / "job.sh").write_text(JOB.format(ran=work / "ran.txt"))
+    (work / "job.sh").write_text(job.format(ran=work / "ran.txt", first=work / "first"))
     (work / "job.sh").chmod(0o755)
     return work
 
@@ -110,8 +119,8 @@ def test_partition_shorter_than_the_lease_the_job_goes_on(hosts: MultiHostPool) 
 def test_partition_longer_than_the_lease_reruns_elsewhere_and_kills_the_orphan(hosts: MultiHostPool) -> None:
     submit = hosts["submit"]
     hosts.wait_for_slots({"exec1", "exec2"})
-    work = _work(submit, "long")
-    cluster = _submit(submit, work, 8)
+    work = _work(submit, "long", ONCE_LONG)
+    cluster = _submit(submit, work, 0)
     where = _running_on(submit, cluster)
     other = "exec2" if where == "exec1" else "exec1"
     orphan = _started(hosts[where], cluster)
@@ -119,19 +128,16 @@ def test_partition_longer_than_the_lease_reruns_elsewhere_and_kills_the_orphan(h
     mark = log_mark(start_log)  # the pool is the module's: an earlier test's expiry must not answer
     hosts.net.cut(where)
     try:
-        # the lease (6 s) runs out on both sides: the schedd requeues the job and it runs
-        # on the other host; the cut host's startd kills the orphan
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and _running_on(submit, cluster, timeout=60) != other:
-            time.sleep(0.5)
-        wait_log(start_log, "lease expired", after=mark, timeout=30)
+        # the lease (6 s) runs out on both sides: the cut host's startd kills the orphan,
+        # the schedd requeues the job and it runs (at once, to its end) on the other host
+        wait_log(start_log, "lease expired", after=mark, timeout=60)
         deadline = time.monotonic() + 30
-        while not _gone(orphan):  # killed, long before its own end: it never writes
+        while not _gone(orphan):  # killed, long before its own end (60 s): it never writes
             assert time.monotonic() < deadline, f"the orphan (pid {orphan}) outlived its lease"
             time.sleep(0.1)
+        submit.roost("wait", "-quiet", "-wait", "60", cluster, timeout=70)
     finally:
         hosts.net.mend(where)
-    submit.roost("wait", "-quiet", "-wait", "60", cluster, timeout=70)
     [[status, starts, code]] = _ads(submit, cluster, "JobStatus", "NumJobStarts", "ExitCode")
     assert (status, code) == ("4", "0") and int(starts) == 2, (status, starts, code)
     assert (work / "ran.txt").read_text().split() == [other]  # the orphan never finished

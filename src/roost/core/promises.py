@@ -49,6 +49,9 @@ class Promise:
     static: bool = True
     charges: deque[Charge | None] = field(default_factory=deque)  # one per pending entry
     lapses: deque[float] = field(default_factory=deque)  # when each pending entry lapses (oldest first)
+    #: per pending entry: when its schedd said it could not reach the startd (wall
+    #: clock), else None; such an entry ends once the slot's ad is heard after that
+    unreached: deque[float | None] = field(default_factory=deque)
 
 
 # What to do with a slot this cycle: offer it as is, withhold it, or offer it
@@ -77,29 +80,40 @@ class PromiseBook:
         p.pending.append(dict(taken))
         p.charges.append(charge)
         p.lapses.append(now + self.hold)
+        p.unreached.append(None)
         if taken:
             p.static = False
 
     @staticmethod
-    def _settle(p: Promise, answered: int, now: float) -> None:
+    def _settle(p: Promise, answered: int, now: float, heard: float | None = None) -> None:
         """Entries that lapsed go first (each its own: a match whose claim request never
         reached the startd must not live on with a later match's time, and then be
         settled by that match's request, leaving the kept one withheld for a whole
-        hold); then each step of the startd's count settles the oldest left."""
+        hold), and those its schedd could not claim once the slot's ad is ``heard``
+        (``LastHeardFrom``) after it said so (the startd is back, the request is not
+        coming); then each step of the startd's count settles the oldest left."""
         while p.lapses and p.lapses[0] <= now:
             p.lapses.popleft()
             p.pending.popleft()
             p.charges.popleft()
+            p.unreached.popleft()
+        if heard is not None and any(t is not None and heard > t for t in p.unreached):
+            for i in reversed(range(len(p.unreached))):
+                t = p.unreached[i]
+                if t is not None and heard > t:
+                    del p.pending[i], p.charges[i], p.lapses[i], p.unreached[i]
         if answered > p.seen:
             for _ in range(min(answered - p.seen, len(p.pending))):
                 p.pending.popleft()
                 p.charges.popleft()
                 p.lapses.popleft()
+                p.unreached.popleft()
             p.seen = answered
         elif answered < p.seen:  # the startd restarted: its old promises mean nothing now
             p.pending.clear()
             p.charges.clear()
             p.lapses.clear()
+            p.unreached.clear()
             p.seen = answered
 
     def charges(self, answered: Mapping[str, int], now: float) -> list[Charge]:
@@ -114,15 +128,16 @@ class PromiseBook:
             out += [c for c in p.charges if c is not None]
         return out
 
-    def check(self, slot: str, answered: int, now: float) -> str | dict[str, float]:
-        """OFFER, WITHHOLD, or the resources still promised of a partitionable slot."""
+    def check(self, slot: str, answered: int, now: float, heard: float | None = None) -> str | dict[str, float]:
+        """OFFER, WITHHOLD, or the resources still promised of a partitionable slot;
+        ``heard``: the slot ad's ``LastHeardFrom`` (see :meth:`unreachable`)."""
         p = self.promises.get(slot)
         if p is None:
             return OFFER
         if p.expires <= now:
             del self.promises[slot]
             return OFFER
-        self._settle(p, answered, now)
+        self._settle(p, answered, now, heard)
         if not p.pending:
             del self.promises[slot]
             return OFFER
@@ -145,6 +160,21 @@ class PromiseBook:
         ``next_expiry`` lie in the past forever, and the negotiator cycled without pause."""
         for name in [n for n, p in self.promises.items() if p.expires <= now]:
             del self.promises[name]
+
+    def unreachable(self, slot: str, wall: float) -> None:
+        """One match on ``slot`` will not be claimed: its schedd could not connect to
+        the startd (at ``wall``, the wall clock). The entry stays while the host is still
+        cut off (its ad, unchanged, would have the slot matched and refused again, over
+        and over) and ends once the slot's ad is heard after ``wall``: the host is back,
+        and its CPU is not withheld for the rest of the hold. Which of several entries
+        is marked does not matter: each step of the startd's count settles the oldest."""
+        p = self.promises.get(slot)
+        if p is None:
+            return
+        for i, t in enumerate(p.unreached):
+            if t is None:
+                p.unreached[i] = wall
+                return
 
     def forget(self, slot: str) -> None:
         self.promises.pop(slot, None)

@@ -194,6 +194,14 @@ class Negotiator(Daemon):
         }
 
     async def h_reschedule(self, req: dict[str, Any], peer: Peer) -> dict[str, Any]:
+        # a schedd names matched slots whose startd it could not connect to: their
+        # promises end once those startds are heard from again (promises.unreachable)
+        unclaimed = req.get("unclaimed")
+        if isinstance(unclaimed, list):
+            wall = time.time()
+            for name in unclaimed[:1000]:
+                if isinstance(name, str):
+                    self.promises.unreachable(name, wall)
         self.reschedule(f"RESCHEDULE from {peer.address}")
         return {}
 

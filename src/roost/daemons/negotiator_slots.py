@@ -87,7 +87,8 @@ class SlotAds:
                     self.log.warning("ignoring slot %s: %s", name, e)
                     continue
                 self._slot_cache[name] = (version, ad)
-            verdict = self.promises.check(name, answered(obj), now)
+            heard = obj.get("LastHeardFrom")
+            verdict = self.promises.check(name, answered(obj), now, heard if type(heard) in (int, float) else None)
             if verdict == WITHHOLD:
                 continue  # a static slot already promised
             if verdict != OFFER:

@@ -25,7 +25,14 @@ from typing import Any
 from roost.net import framing
 from roost.net.addresses import parse_address
 from roost.net.auth import AuthError, client_methods
-from roost.net.errors import CallTimeout, ProtocolError, RemoteError, transport_failure
+from roost.net.errors import (
+    CallTimeout,
+    ConnectTimeout,
+    NotConnected,
+    ProtocolError,
+    RemoteError,
+    transport_failure,
+)
 from roost.net.tls import (
     ClientTLS,
     binding_of,
@@ -113,9 +120,9 @@ async def open_connection(
                 assert isinstance(where, tuple)
                 reader, writer = await asyncio.open_connection(where[0], where[1])
     except TimeoutError:
-        raise CallTimeout(f"connecting to {address} timed out after {timeout:g} s") from None
+        raise ConnectTimeout(f"connecting to {address} timed out after {timeout:g} s") from None
     except OSError as e:
-        err = ConnectionError(f"cannot connect to {address}: {e.strerror or e}")
+        err = NotConnected(f"cannot connect to {address}: {e.strerror or e}")
         err.errno = e.errno  # EMFILE and the like: a shortage here, not a peer's fault
         raise err from None
     sock = writer.get_extra_info("socket")

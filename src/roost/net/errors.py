@@ -47,6 +47,15 @@ class CallTimeout(ConnectionError, TimeoutError):
     answer would be mistaken for the next call's)."""
 
 
+class NotConnected(ConnectionError):
+    """No connection was made (refused, no route, the connect timed out): whatever was
+    to be sent over it never reached the peer (a claim request the startd never saw)."""
+
+
+class ConnectTimeout(CallTimeout, NotConnected):
+    """The connect itself timed out."""
+
+
 def transport_failure(e: BaseException) -> bool:
     """Whether a TLS handshake ended for the connection itself (reset, closed, timed
     out, with no TLS alert): the daemon was killed or restarted, which a caller

@@ -103,3 +103,26 @@ def test_a_match_whose_request_never_came_lapses_on_its_own_time_not_a_later_one
     assert book.check("p", 3, now=20.1) == ONE  # the first lapsed; the second is outstanding
     assert book.check("p", 4, now=22) == OFFER  # the second's request answered: nothing promised
     assert book.charges({"p": 4}, now=22) == []
+
+
+def test_a_match_its_schedd_could_not_connect_for_ends_once_the_slot_is_heard_from_again():
+    """A schedd that could not connect to the startd (the host cut off) says so: that
+    match stays promised while the host's ad is the old one (else the slot would be
+    matched and refused again and again), and ends as soon as the slot's ad is heard
+    after the report (the host is back), not when its whole hold passes. The other
+    matches of a partitionable slot stay promised until the startd's count moves."""
+    book = PromiseBook(hold=20)
+    book.note("s", 3, {}, now=0)
+    book.unreachable("s", wall=1000.5)
+    assert book.check("s", 3, now=1, heard=1000) == WITHHOLD  # heard before the report
+    assert book.check("s", 3, now=2, heard=None) == WITHHOLD
+    assert book.check("s", 3, now=3, heard=1003) == OFFER and len(book) == 0  # back
+    for _ in range(2):
+        book.note("p", 5, ONE, now=0)
+    book.unreachable("p", wall=1000.5)
+    assert book.check("p", 5, now=1, heard=1000) == {"Cpus": 2.0, "Memory": 2000.0}
+    assert book.check("p", 5, now=2, heard=1002) == {"Cpus": 1.0, "Memory": 1000.0}
+    assert book.check("p", 6, now=3, heard=1003) == OFFER  # the other one answered
+    book.unreachable("p", wall=1004)  # nothing promised: nothing to mark
+    book.unreachable("nobody", wall=1004)
+    assert len(book) == 0

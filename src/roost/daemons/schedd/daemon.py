@@ -110,6 +110,7 @@ class Schedd(Daemon):
         self._ads_dirty = False
         self._resched_task: asyncio.Task[None] | None = None
         self._resched_again = False
+        self._unclaimed: list[str] = []  # matched slots whose startd could not be connected to
         # Submitter names advertised with jobs (name -> owner): a zero ad follows when they go.
         self._advertised_names: dict[str, str] = {}
         self._sent_counts: dict[str, tuple[int, int, int]] = {}
@@ -355,9 +356,12 @@ class Schedd(Daemon):
         else:
             self.reschedule()
 
-    def reschedule(self) -> None:
+    def reschedule(self, unclaimed: str | None = None) -> None:
         """Ask the negotiator for a cycle soon (coalesced; submitter ads refreshed first).
-        Claims held idle (KeepClaimIdle) take the jobs that fit them first."""
+        Claims held idle (KeepClaimIdle) take the jobs that fit them first. ``unclaimed``:
+        a matched slot whose startd could not be connected to (sent with the request)."""
+        if unclaimed is not None and len(self._unclaimed) < 1000:
+            self._unclaimed.append(unclaimed)
         if self.stopping:
             return
         if self.shadows is not None:
@@ -377,9 +381,10 @@ class Schedd(Daemon):
                     if self._negotiator is not None:
                         await self._negotiator.close()
                     self._negotiator = self.client(address, timeout=5.0)
+                unclaimed, self._unclaimed = self._unclaimed, []
                 try:
                     log.debug("RESCHEDULE to %s", address)
-                    await self._negotiator.call("RESCHEDULE")
+                    await self._negotiator.call("RESCHEDULE", **({"unclaimed": unclaimed} if unclaimed else {}))
                 except (RemoteError, ConnectionError) as e:
                     log.debug("RESCHEDULE to %s: %s", address, e)
             if not self._resched_again:

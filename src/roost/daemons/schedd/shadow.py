@@ -41,7 +41,7 @@ from roost.eventlog import (
 )
 from roost.net.adwire import obj_to_ad
 from roost.net.client import AsyncClient
-from roost.net.errors import RemoteError, RequestError
+from roost.net.errors import NotConnected, RemoteError, RequestError
 
 log = logging.getLogger(__name__)
 
@@ -72,7 +72,7 @@ class Shadows:
         lease: float,
         alive_interval: float,
         submitter_of: Callable[[Any], str],
-        reschedule: Callable[[], None],
+        reschedule: Callable[..., None],
         connect: Callable[..., AsyncClient] = AsyncClient,
         max_starting: int = DEFAULT_MAX_STARTING,
     ) -> None:
@@ -279,6 +279,11 @@ class Shadow:
             if not _stale(e):  # a stale match says nothing of the job: no back-off for it
                 s.autoclusters.note_refused(job, f"claim on {self.slot_name} refused: {e}")
             self._give_back(job)
+            if isinstance(e, NotConnected):
+                # never reached the startd: the negotiator is told, so its promise of the
+                # slot ends once the host is heard from again, not after its whole hold
+                s.reschedule(unclaimed=self.slot_name)
+                return
             if not isinstance(e, RemoteError):
                 # no answer (a timeout, a connection cut): the startd may have granted the
                 # claim all the same, and would hold the slot for us until its lease ran out
