@@ -567,3 +567,45 @@ def test_starts_in_flight_per_startd_are_bounded(tmp_path):
         startd.hang = False
         s.stop()
         startd.close()
+
+
+def test_a_checkpoint_sent_again_after_the_schedd_died_before_answering_is_counted_once(pool, tmp_path):
+    """The schedd kept a checkpoint and was killed before its answer: the starter sends
+    the same checkpoint (same ``checkpoint_id``) to the restarted schedd, which keeps
+    the count (the CI once saw NumCkpts 8 for 7 checkpoints); a new id counts again."""
+    s, peers = pool
+    startd = FakeStartd(s.home)
+    startd.hang = True
+    peers.append(startd)
+    with s.client() as c:
+        cid, _ = submit(c, "executable = /bin/sleep\ncheckpoint_exit_code = 85\nshould_transfer_files = YES\n"
+                        "transfer_checkpoint_files = state\nqueue\n", str(tmp_path))
+        match_all(s, startd)
+        wait_for(lambda: c.call("QUERY_JOBS", totals=True)["totals"]["Running"] == 1)
+    claim, jid = "claim-1#d", f"{cid}.0"
+
+    def put(ckpt_id: str, data: bytes) -> dict:
+        with s.daemon_client() as d:
+            d.send({"cmd": "PUT_CHECKPOINT", "job": jid, "claim_id": claim, "checkpoint_id": ckpt_id,
+                    "files": [{"name": "state", "size": len(data), "mode": 0o644}]})
+            d.send_bytes(data)
+            return d.recv()
+
+    def ckpts() -> tuple:
+        with s.client() as c:
+            ad = query(c)[jid]
+        return ad.get("NumCkpts"), ad.get("CheckpointNumber")
+
+    first = put("a1", b"step 3")
+    assert first.get("ok") is True and ckpts() == (1, first["number"]), first
+    s.kill9()
+    s.start()
+    wait_for(lambda: "RECONNECT" in startd.names())
+    again = wait_for(lambda: (r := put("a1", b"step 3")).get("ok") and r)  # served once reconnected
+    assert again["number"] == first["number"] and ckpts() == (1, first["number"])
+    second = put("b2", b"step 6")
+    assert second.get("ok") is True and second["number"] != first["number"]
+    assert ckpts() == (2, second["number"])
+    bad = put("x" * 65, b"?")
+    assert bad.get("ok") is not True and bad.get("code") == "BAD_REQUEST", bad
+    assert ckpts() == (2, second["number"])

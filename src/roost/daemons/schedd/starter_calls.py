@@ -260,18 +260,27 @@ class StarterCalls:
         for e in entries:
             if not isinstance(e.get("name"), str):
                 raise bad_request("PUT_CHECKPOINT: each file needs a name")
+        ckpt_id = req.get("checkpoint_id")
+        if ckpt_id is not None and (not isinstance(ckpt_id, str) or not 0 < len(ckpt_id) <= 64):
+            raise bad_request("PUT_CHECKPOINT: checkpoint_id must be a short string")
+        # the starter's try again of a checkpoint this schedd kept but died before
+        # answering (or whose answer was lost): its bytes are read and dropped, not
+        # counted a second time
+        again = ckpt_id is not None and job.get("RoostCheckpointId") == ckpt_id
         error: str | None = None
         pending = None
         # its turn among the checkpoint uploads (ckpt_admission.py); the starter's write
         # waits. A vacated job's (``urgent``) goes at once: its claim waits for it.
         size = sum(e["size"] for e in entries)
-        ticket = None if req.get("urgent") is True else \
+        ticket = None if req.get("urgent") is True or again else \
             await self.admission.admit(job.id, self.shadows.submitter_of(job.cluster), size)
         try:
             self.shadows.serving(req["claim_id"], req["job"])  # still this run's, after the wait
         except RequestError as exc:
             error = exc.message
-        if error is None and self.checkpoints is None:
+        if error is None and again:
+            pass
+        elif error is None and self.checkpoints is None:
             error = "this schedd keeps no checkpoints"
         elif error is None:
             try:
@@ -318,6 +327,9 @@ class StarterCalls:
         if error is not None:
             log.warning("job %s: checkpoint not kept (the previous one stays): %s", job.id, error)
             raise RequestError("CHECKPOINT_FAILED", f"checkpoint not kept: {error}")
+        if again:
+            log.info("job %s: checkpoint %s sent again; kept once", job.id, job.get("CheckpointNumber"))
+            return {"count": len(entries), "number": job.get("CheckpointNumber")}
         now = time.time()
         get = job.get
         started = get("JobCurrentStartDate")
@@ -330,6 +342,8 @@ class StarterCalls:
                  "CommittedSlotTime": int(committed * (cpus if isinstance(cpus, (int, float)) else 1)),
                  "NumCkpts": int(get("NumCkpts") or 0) + 1, "CheckpointSizeKB": total // 1024,
                  "CheckpointNumber": pending.number if pending is not None else 0}
+        if ckpt_id is not None:
+            attrs["RoostCheckpointId"] = ckpt_id
         jobs = self.shadows.jobs
         await jobs.report(job, jobs.set_ops(job, attrs),
                           [CheckpointedEvent(job.cluster.id, job.proc, now, sent_bytes=float(total))])

@@ -42,15 +42,18 @@ class Checkpoints:
         """PUT_CHECKPOINT. A schedd that is away or does not yet serve the claim (it
         restarted and has not RECONNECTed) is waited for, up to CHECKPOINT_RETRY_TIME
         (the job waits too, as in HTCondor); any other failure leaves the schedd's
-        previous checkpoint and the job goes on (from its own files, here)."""
+        previous checkpoint and the job goes on (from its own files, here). Each try
+        carries the same id, so a schedd that kept the checkpoint but died before its
+        answer counts it once when it is sent again."""
         entries = self._outputs(checkpoint=True)
+        checkpoint_id = os.urandom(8).hex()
         delay, deadline = 0.25, time.monotonic() + CHECKPOINT_RETRY_TIME
         while True:
             address = self.address_of()
             try:
                 if not address:
                     raise ConnectionError("no schedd address for this claim")
-                await self._put_files(address, cmd="PUT_CHECKPOINT", entries=entries)
+                await self._put_files(address, cmd="PUT_CHECKPOINT", entries=entries, checkpoint_id=checkpoint_id)
                 log.info("job %s: checkpoint sent", self.spec.job_id)
                 return
             except (RemoteError, ConnectionError, TimeoutError, OSError) as e:

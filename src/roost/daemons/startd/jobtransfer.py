@@ -186,7 +186,7 @@ class FileTransfer:
         return out
 
     async def _put_files(self, address: str, cmd: str = "PUT_FILES",
-                         entries: list[tuple[str, str, str]] | None = None) -> None:
+                         entries: list[tuple[str, str, str]] | None = None, checkpoint_id: str = "") -> None:
         files = []
         listing = []
         for name, path, role in self._outputs() if entries is None else entries:
@@ -216,6 +216,8 @@ class FileTransfer:
         # a checkpoint may wait long for the schedd's admission: it holds no turn of others'
         async with self.peers.connection(address, bounded=cmd == "PUT_FILES") as conn, asyncio.timeout(limit):
             head = {"cmd": cmd, "job": self.spec.job_id, "claim_id": self.claim_id, "files": listing}
+            if checkpoint_id:
+                head["checkpoint_id"] = checkpoint_id  # the same on each try: kept once
             if cmd == "PUT_CHECKPOINT" and self.vacating:
                 head["urgent"] = True  # the claim waits for it: not queued behind others
             await conn.send(head)
