@@ -8,12 +8,7 @@ own values; never a removed one."""
 from __future__ import annotations
 
 import json
-import os
-import signal
 import sqlite3
-import subprocess
-import sys
-import textwrap
 
 import pytest
 
@@ -23,6 +18,7 @@ from roost.daemons.schedd.jobqueue import GONE, JobQueue
 from roost.daemons.schedd.plainprocs import Plain, ranges_less, runs
 from roost.daemons.schedd.store import SCHEMA
 
+from .removal_child import kill_mid_removal
 from .test_schedd_plain_procs import _commit, _queue, _state, _submit
 
 N = 2000
@@ -119,38 +115,13 @@ def test_a_cluster_built_whole_at_load_leaves_its_gone_ranges_out(tmp_path):
     again.store.close()
 
 
-_KILLED_CHILD = textwrap.dedent("""
-    import asyncio, sys, time
-    from roost.core.jobpolicy import REMOVED
-    from roost.daemons.schedd.jobqueue import JobQueue
-    from roost.daemons.schedd.store import Store
-    q = JobQueue(Store(sys.argv[1], fsync=True))
-    q.load()
-    cid = int(sys.argv[2])
-    for lo in range(100, 1900, 60):  # condor_rm of procs 100..1899, sixty a commit
-        ops = q.finish_many([(q.job(cid, p), {"RemoveReason": "x"}) for p in range(lo, lo + 60)], REMOVED, 1700000000)
-        asyncio.run(q.store.commit(ops))
-        print(lo, flush=True)
-        time.sleep(0.05)  # (the parent's kill -9 comes between two commits or inside one)
-""")
-
-
 def test_kill_9_in_the_middle_of_a_removal_keeps_each_job_in_the_queue_or_the_history(tmp_path):
     db = tmp_path / "q.db"
     q = _queue(db)
     cid = _submit(q, _shaped())
     _commit(q, q.set(q.job(cid, 150), {"Foo": "bar"}))  # a procs row inside what is removed
     q.store.close()
-    child = subprocess.Popen([sys.executable, "-c", _KILLED_CHILD, str(db), str(cid)], stdout=subprocess.PIPE,
-                             text=True, env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
-    try:
-        assert child.stdout is not None
-        for _ in range(4):  # a few commits landed, then kill -9 in the middle of the rest
-            assert child.stdout.readline()
-        os.kill(child.pid, signal.SIGKILL)
-    finally:
-        child.kill()
-        child.wait()
+    kill_mid_removal(db, cid, 100, 1900, 60, reason=True, after=4)
     again = _queue(db)
     state = _state(again)
     in_queue = {p for _c, p in state}

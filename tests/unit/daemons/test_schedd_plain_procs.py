@@ -7,18 +7,15 @@ kill -9 in the middle of removing part of a range, keeps every job exactly once.
 from __future__ import annotations
 
 import asyncio
-import os
-import signal
 import sqlite3
-import subprocess
-import sys
-import textwrap
 
 from roost.core.jobpolicy import HELD, IDLE, REMOVED, RUNNING
 from roost.daemons.schedd.jobqueue import JobQueue
 from roost.daemons.schedd.plainprocs import Plain
 from roost.daemons.schedd.queries import batch_summary
 from roost.daemons.schedd.store import Store
+
+from .removal_child import kill_mid_removal
 
 N = 2000
 
@@ -180,37 +177,12 @@ def test_queries_that_need_no_job_leave_the_range_alone(tmp_path):
     again.store.close()
 
 
-_KILLED_CHILD = textwrap.dedent("""
-    import asyncio, sys, time
-    from roost.core.jobpolicy import REMOVED
-    from roost.daemons.schedd.jobqueue import JobQueue
-    from roost.daemons.schedd.store import Store
-    q = JobQueue(Store(sys.argv[1], fsync=True))
-    q.load()
-    cid = int(sys.argv[2])
-    for lo in range(0, 1000, 50):  # condor_rm of procs 0..999, fifty a commit
-        ops = q.finish_many([(q.job(cid, p), {}) for p in range(lo, lo + 50)], REMOVED, 1700000000)
-        asyncio.run(q.store.commit(ops))
-        print(lo, flush=True)
-        time.sleep(0.05)  # (the parent's kill -9 comes between two commits or inside one)
-""")
-
-
 def test_kill_9_while_removing_part_of_a_range_keeps_every_job_exactly_once(tmp_path):
     db = tmp_path / "q.db"
     q = _queue(db)
     cid = _submit(q, [{"ProcId": i} for i in range(N)])
     q.store.close()
-    child = subprocess.Popen([sys.executable, "-c", _KILLED_CHILD, str(db), str(cid)], stdout=subprocess.PIPE,
-                             text=True, env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
-    try:
-        assert child.stdout is not None
-        for _ in range(3):  # a few commits landed, then kill -9 in the middle of the rest
-            assert child.stdout.readline()
-        os.kill(child.pid, signal.SIGKILL)
-    finally:
-        child.kill()
-        child.wait()
+    kill_mid_removal(db, cid, 0, 1000, 50, reason=False, after=3)
     again = _queue(db)
     in_queue = {p for (_c, p) in (j.key for j in again.select())}
     with sqlite3.connect(db) as c:
